@@ -1,0 +1,86 @@
+//! Diagnostics: every problem found in a schema file, with its place.
+
+use std::fmt;
+
+/// One problem in a schema file: where it is, which entry, what is wrong, how to fix it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The file as given by the caller (printed as is).
+    pub file: String,
+    /// 1-based line (0 when the problem concerns the whole file).
+    pub line: usize,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// The entry (`name.overload`), when the problem belongs to one.
+    pub entry: Option<String>,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it, when there is something useful to say.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic at `file:line` with no entry, column or help.
+    pub fn new(file: &str, line: usize, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            file: file.to_string(),
+            line,
+            column: None,
+            entry: None,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// Names the entry the problem belongs to.
+    pub fn entry(mut self, entry: impl Into<String>) -> Diagnostic {
+        self.entry = Some(entry.into());
+        self
+    }
+
+    /// Sets the column.
+    pub fn column(mut self, column: usize) -> Diagnostic {
+        self.column = Some(column);
+        self
+    }
+
+    /// Adds a hint on how to fix the problem.
+    pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+/// `file:line[:col]: entry: message` and, on a second line, `  help: …`.
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)?;
+        if let Some(c) = self.column {
+            write!(f, ":{c}")?;
+        }
+        f.write_str(": ")?;
+        if let Some(e) = &self.entry {
+            write!(f, "{e}: ")?;
+        }
+        f.write_str(&self.message)?;
+        if let Some(h) = &self.help {
+            write!(f, "\n  help: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A list of diagnostics, printed one after another.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for d in &self.0 {
+            writeln!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostics {}
