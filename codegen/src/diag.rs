@@ -44,6 +44,13 @@ impl Diagnostic {
         self
     }
 
+    /// Sets the column when one is known (a column that cannot be placed for sure is
+    /// left out rather than guessed).
+    pub fn maybe_column(mut self, column: Option<usize>) -> Diagnostic {
+        self.column = column;
+        self
+    }
+
     /// Adds a hint on how to fix the problem.
     pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
@@ -73,6 +80,17 @@ impl fmt::Display for Diagnostic {
 /// A list of diagnostics, printed one after another.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl Diagnostics {
+    /// Orders the diagnostics by file position (line, then column; a diagnostic
+    /// without a column comes first on its line). The sort is stable, so problems
+    /// found at the same place keep the order they were found in.
+    pub fn sort(&mut self) {
+        self.0.sort_by(|a, b| {
+            (&a.file, a.line, a.column.unwrap_or(0)).cmp(&(&b.file, b.line, b.column.unwrap_or(0)))
+        });
+    }
+}
 
 impl fmt::Display for Diagnostics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

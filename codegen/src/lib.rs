@@ -3,7 +3,39 @@
 //! [`load::load_file`]; everything else is a pure function of the model.
 
 pub mod diag;
+pub mod emit;
+pub mod groups;
 pub mod load;
+pub mod lower;
 pub mod model;
 pub mod schema;
 pub mod validate;
+
+use std::path::Path;
+
+/// Loads, validates, lowers and emits a schema file: the whole pipeline that
+/// `runtime/build.rs` runs. Returns `(file name, contents)` pairs to write.
+/// `tags` is the `tags.yaml` to check tags against (none: tags are not checked).
+pub fn generate(
+    yaml: &Path,
+    tags: Option<&Path>,
+) -> Result<Vec<(String, String)>, diag::Diagnostics> {
+    let file = load::load_file(yaml)?;
+    let tags = match tags {
+        Some(t) => {
+            let text = std::fs::read_to_string(t).map_err(|e| {
+                diag::Diagnostics(vec![diag::Diagnostic::new(
+                    &t.display().to_string(),
+                    0,
+                    format!("cannot read: {e}"),
+                )])
+            })?;
+            Some(load::load_tags_str(&t.display().to_string(), &text)?)
+        }
+        None => None,
+    };
+    validate::validate(&file, tags.as_deref())?;
+    let plan = lower::lower(&file)
+        .map_err(|e| diag::Diagnostics(vec![diag::Diagnostic::new(&file.file, 0, e)]))?;
+    Ok(vec![("ops.rs".to_string(), emit::tables(&plan))])
+}

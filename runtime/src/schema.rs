@@ -1,0 +1,266 @@
+//! Schema tables: the types of the static tables that `build.rs` generates from
+//! `native_functions.yaml` (see [`crate::generated`]).
+//!
+//! Everything here is `'static` data: one [`OpSchema`] per operator overload,
+//! indexed by [`crate::generated::OpId`], plus the groups and Python-level bindings
+//! derived by `opforge-codegen`. The generated code is table-driven: a 2,500-entry
+//! schema file becomes a few static arrays, not thousands of functions.
+
+use std::fmt;
+
+/// A base type of the schema language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BaseTy {
+    /// `Tensor`
+    Tensor,
+    /// `int`
+    Int,
+    /// `SymInt`
+    SymInt,
+    /// `float`
+    Float,
+    /// `bool`
+    Bool,
+    /// `str`
+    Str,
+    /// `Scalar`
+    Scalar,
+    /// `ScalarType`
+    ScalarType,
+    /// `Layout`
+    Layout,
+    /// `Device`
+    Device,
+    /// `DeviceIndex`
+    DeviceIndex,
+    /// `MemoryFormat`
+    MemoryFormat,
+    /// `QScheme`
+    QScheme,
+    /// `Generator`
+    Generator,
+    /// `Storage`
+    Storage,
+    /// `Stream`
+    Stream,
+    /// `SymBool`
+    SymBool,
+    /// `DimVector`
+    DimVector,
+    /// `GraphModule`
+    GraphModule,
+    /// `Dimname`
+    Dimname,
+    /// `complex`
+    Complex,
+}
+
+impl BaseTy {
+    /// The name as written in a schema.
+    pub fn name(self) -> &'static str {
+        match self {
+            BaseTy::Tensor => "Tensor",
+            BaseTy::Int => "int",
+            BaseTy::SymInt => "SymInt",
+            BaseTy::Float => "float",
+            BaseTy::Bool => "bool",
+            BaseTy::Str => "str",
+            BaseTy::Scalar => "Scalar",
+            BaseTy::ScalarType => "ScalarType",
+            BaseTy::Layout => "Layout",
+            BaseTy::Device => "Device",
+            BaseTy::DeviceIndex => "DeviceIndex",
+            BaseTy::MemoryFormat => "MemoryFormat",
+            BaseTy::QScheme => "QScheme",
+            BaseTy::Generator => "Generator",
+            BaseTy::Storage => "Storage",
+            BaseTy::Stream => "Stream",
+            BaseTy::SymBool => "SymBool",
+            BaseTy::DimVector => "DimVector",
+            BaseTy::GraphModule => "GraphModule",
+            BaseTy::Dimname => "Dimname",
+            BaseTy::Complex => "complex",
+        }
+    }
+}
+
+/// A schema type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ty {
+    /// A base type.
+    Base(BaseTy),
+    /// A custom class, `ns.Class`.
+    CustomClass(&'static str),
+    /// `T?`
+    Optional(&'static Ty),
+    /// `T[]` or `T[N]`.
+    List(&'static Ty, Option<u32>),
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Base(b) => f.write_str(b.name()),
+            Ty::CustomClass(c) => write!(f, "__torch__.torch.classes.{c}"),
+            Ty::Optional(t) => write!(f, "{t}?"),
+            Ty::List(t, None) => write!(f, "{t}[]"),
+            Ty::List(t, Some(n)) => write!(f, "{t}[{n}]"),
+        }
+    }
+}
+
+/// An interpreted default value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DefaultVal {
+    /// `None`
+    None,
+    /// `True` / `False`
+    Bool(bool),
+    /// An integer literal.
+    Int(i64),
+    /// A floating-point literal.
+    Float(f64),
+    /// A string literal (unescaped).
+    Str(&'static str),
+    /// A list literal.
+    List(&'static [DefaultVal]),
+    /// An enum-like name (`Mean`, `long`, `contiguous_format`, …).
+    Enum(&'static str),
+}
+
+/// A default: source text and value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Default {
+    /// Exactly as written in the schema.
+    pub text: &'static str,
+    /// Interpreted.
+    pub value: DefaultVal,
+}
+
+/// An alias annotation (`a`, `a!`, `a -> *`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Alias {
+    /// Alias set before the call.
+    pub set: &'static str,
+    /// Written by the operator.
+    pub is_write: bool,
+    /// Alias set after the call (`*` for the wildcard), empty if not given.
+    pub after: &'static str,
+}
+
+/// One argument of an operator.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ArgSchema {
+    /// Schema name (`self`, `other`, `out`).
+    pub name: &'static str,
+    /// Type.
+    pub ty: Ty,
+    /// Default, if any.
+    pub default: Option<Default>,
+    /// Keyword-only (after `*`).
+    pub kwarg_only: bool,
+    /// An out argument (written, keyword-only).
+    pub is_out: bool,
+    /// Alias annotation, if any.
+    pub alias: Option<Alias>,
+}
+
+/// One return of an operator.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RetSchema {
+    /// Name of a named return.
+    pub name: Option<&'static str>,
+    /// Type.
+    pub ty: Ty,
+    /// Alias annotation, if any.
+    pub alias: Option<Alias>,
+}
+
+/// The kind of an operator schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SchemaKind {
+    /// Returns fresh results.
+    Functional,
+    /// `foo_`: writes and returns `self`.
+    Inplace,
+    /// Writes and returns keyword-only `out` arguments.
+    Out,
+    /// Writes a positional argument.
+    Mutable,
+    /// out= with a `_scratch_` argument.
+    Scratch,
+}
+
+/// One row of an operator's `dispatch:` table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelName {
+    /// The dispatch key (`CPU`, `Meta`, `CompositeExplicitAutograd`, …).
+    pub key: &'static str,
+    /// The kernel path as written in the YAML.
+    pub kernel: &'static str,
+}
+
+/// Everything the runtime knows about one operator overload.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpSchema {
+    /// Namespace (`aten`).
+    pub namespace: &'static str,
+    /// `name.overload`, or `name` for the default overload.
+    pub name: &'static str,
+    /// The base name as written (`add_`, `__iand__`).
+    pub base: &'static str,
+    /// Overload name (empty for the default overload).
+    pub overload: &'static str,
+    /// The full schema text.
+    pub schema: &'static str,
+    /// Kind.
+    pub kind: SchemaKind,
+    /// Arguments in order.
+    pub args: &'static [ArgSchema],
+    /// Returns in order.
+    pub returns: &'static [RetSchema],
+    /// Exposed as a free function.
+    pub function: bool,
+    /// Exposed as a Tensor method.
+    pub method: bool,
+    /// `python_module:` (`nn`, `linalg`, …), if any.
+    pub python_module: Option<&'static str>,
+    /// `dispatch:` rows (one per key; an implicit CompositeImplicitAutograd entry
+    /// appears as such).
+    pub kernels: &'static [KernelName],
+    /// Tags.
+    pub tags: &'static [&'static str],
+    /// The YAML line of the entry.
+    pub line: u32,
+}
+
+impl OpSchema {
+    /// The argument named `name`.
+    pub fn arg(&self, name: &str) -> Option<&'static ArgSchema> {
+        self.args.iter().find(|a| a.name == name)
+    }
+
+    /// The kernel named for `key`.
+    pub fn kernel(&self, key: &str) -> Option<&'static str> {
+        self.kernels.iter().find(|k| k.key == key).map(|k| k.kernel)
+    }
+}
+
+impl fmt::Display for OpSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.schema)
+    }
+}
+
+/// Variants of one operation that share a signature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpGroupSchema<Id: 'static> {
+    /// Functional variant.
+    pub functional: Option<Id>,
+    /// Inplace variant.
+    pub inplace: Option<Id>,
+    /// Mutable variant.
+    pub mutable: Option<Id>,
+    /// Out variant.
+    pub out: Option<Id>,
+}
