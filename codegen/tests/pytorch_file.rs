@@ -44,3 +44,54 @@ fn project_file_validates() {
     assert!(file.entries.len() >= 80);
     validate::validate(&file, Some(&tags)).unwrap_or_else(|d| panic!("{d}"));
 }
+
+/// Counts measured on PyTorch 2.15's file (spec `schema.md` §8): our model must agree.
+#[test]
+fn pytorch_file_counts() {
+    use opforge_codegen::{groups, model::SchemaKind};
+    use std::collections::HashMap;
+    let src = std::fs::read_to_string(shared("pytorch/native_functions.yaml")).unwrap();
+    let file = load::load_str("native_functions.yaml", &src).unwrap();
+    let kinds = groups::kind_counts(file.entries.iter().map(|e| &e.func));
+    assert_eq!(
+        kinds,
+        vec![
+            (SchemaKind::Functional, 1608),
+            (SchemaKind::Inplace, 339),
+            (SchemaKind::Out, 632),
+            (SchemaKind::Mutable, 11),
+        ]
+    );
+    let mut types: HashMap<String, usize> = HashMap::new();
+    for e in &file.entries {
+        for a in &e.func.arguments.all {
+            *types.entry(a.ty.to_string()).or_default() += 1;
+        }
+    }
+    assert_eq!(types.len(), 49);
+    for (t, n) in [
+        ("Tensor", 4436),
+        ("bool", 698),
+        ("Tensor?[]", 9),
+        ("SymInt[2]", 97),
+        ("int[1]?", 42),
+        ("Storage", 2),
+    ] {
+        assert_eq!(types[t], n, "{t}");
+    }
+    let e = |f: fn(&opforge_codegen::model::NativeFunction) -> bool| {
+        file.entries.iter().filter(|x| f(x)).count()
+    };
+    assert_eq!(e(|x| x.func.arguments.self_arg().is_none()), 655);
+    assert_eq!(
+        e(|x| !x.func.arguments.pre_self_positional().is_empty()),
+        106
+    );
+    assert_eq!(e(|x| x.func.has_tensor_options()), 100);
+    assert_eq!(e(|x| x.func.arguments.kwarg_only_start.is_some()), 966);
+    assert_eq!(e(|x| x.func.returns.is_empty()), 107);
+    assert_eq!(e(|x| x.func.is_mutable()), 985);
+    assert_eq!(e(|x| x.variants.method && x.variants.function), 489);
+    let groups = groups::group(&file.entries).unwrap();
+    assert!(groups.iter().all(|g| g.members().count() >= 1));
+}
