@@ -1,4 +1,5 @@
-//! Runs opforge-codegen on the workspace's `native_functions.yaml` and writes the
+//! Runs opforge-codegen on the workspace's `native_functions.yaml` (with `tags.yaml`
+//! and `deprecated.yaml` beside it) and writes the
 //! generated schema tables to `$OUT_DIR/ops.rs`. A schema file with problems fails
 //! the build with every diagnostic printed as `file:line: entry: message`.
 
@@ -11,6 +12,10 @@ fn main() {
     let tags = root.join("tags.yaml");
     println!("cargo:rerun-if-changed={}", yaml.display());
     println!("cargo:rerun-if-changed={}", tags.display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("deprecated.yaml").display()
+    );
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
     match opforge_codegen::generate(&yaml, Some(&tags)) {
         Ok(files) => {

@@ -1,8 +1,9 @@
 //! Emit: the [`Plan`] as Rust source, formatted with prettyplease.
 //!
 //! The output is data, not functions: a `#[repr(u16)] enum OpId`, `static OPS`
-//! (one [`OpSchema`](../../opforge/schema/struct.OpSchema.html) per overload, in id
-//! order, so lookup by name is a binary search) and `static GROUPS`. The table
+//! (one `OpSchema` per overload, in id order, so lookup by name is a binary
+//! search), `static GROUPS`, `static BINDINGS` (the Python-API parser signatures)
+//! and `static OVERRIDABLE` (overridable functions with their testing stubs). The table
 //! types live in the runtime's hand-written `schema` module; the generated file
 //! refers to them as `crate::schema::…` and is `include!`d by the runtime.
 
@@ -64,6 +65,31 @@ pub fn tables_tokens(plan: &Plan) -> TokenStream {
         quote!(OpGroupSchema { functional: #f, inplace: #i, mutable: #m, out: #o })
     });
     let n_groups = plan.groups.len();
+    let op_ref = |name: Option<&String>| match name.and_then(|n| plan.find(n)) {
+        Some(i) => {
+            let id = &idents[i];
+            quote!(Some(OpId::#id))
+        }
+        None => quote!(None),
+    };
+    let bindings = plan.bindings.iter().map(|b| {
+        let name = &b.name;
+        let sigs = b.signatures.iter().zip(&b.sources).map(|(text, src)| {
+            let functional = op_ref(Some(&src.functional));
+            let out = op_ref(src.out.as_ref());
+            let call = str_opt(src.deprecated_call.as_deref());
+            let deprecated = text.ends_with("|deprecated");
+            let hidden = deprecated || text.ends_with("|hidden");
+            quote!(ApiSignature { text: #text, functional: #functional, out: #out, deprecated_call: #call, deprecated: #deprecated, hidden: #hidden })
+        });
+        quote!(ApiBinding { name: #name, signatures: &[#(#sigs),*] })
+    });
+    let n_bindings = plan.bindings.len();
+    let overridable = plan.overridable.iter().map(|o| {
+        let (ns, name, stub) = (&o.namespace, &o.name, &o.stub);
+        quote!(OverridableFn { namespace: #ns, name: #name, stub: #stub })
+    });
+    let n_overridable = plan.overridable.len();
     quote! {
         use crate::schema::*;
 
@@ -94,6 +120,12 @@ pub fn tables_tokens(plan: &Plan) -> TokenStream {
 
         /// Functional / inplace / mutable / out variants sharing one signature.
         pub static GROUPS: [OpGroupSchema<OpId>; #n_groups] = [#(#groups),*];
+
+        /// The Python-API bindings PyTorch derives from these schemas, sorted by name.
+        pub static BINDINGS: [ApiBinding<OpId>; #n_bindings] = [#(#bindings),*];
+
+        /// Overridable functions (by namespace, then name) with their testing stubs.
+        pub static OVERRIDABLE: [OverridableFn; #n_overridable] = [#(#overridable),*];
     }
 }
 

@@ -8,6 +8,8 @@ pub mod groups;
 pub mod load;
 pub mod lower;
 pub mod model;
+pub mod overrides;
+pub mod python;
 pub mod schema;
 pub mod validate;
 
@@ -15,7 +17,8 @@ use std::path::Path;
 
 /// Loads, validates, lowers and emits a schema file: the whole pipeline that
 /// `runtime/build.rs` runs. Returns `(file name, contents)` pairs to write.
-/// `tags` is the `tags.yaml` to check tags against (none: tags are not checked).
+/// `tags` is the `tags.yaml` to check tags against (none: tags are not checked); a
+/// `deprecated.yaml` beside `yaml`, if present, adds PyTorch's deprecated signatures.
 pub fn generate(
     yaml: &Path,
     tags: Option<&Path>,
@@ -35,7 +38,28 @@ pub fn generate(
         None => None,
     };
     validate::validate(&file, tags.as_deref())?;
-    let plan = lower::lower(&file)
+    let deprecated = read_deprecated(yaml)?;
+    let plan = lower::lower(&file, &deprecated)
         .map_err(|e| diag::Diagnostics(vec![diag::Diagnostic::new(&file.file, 0, e)]))?;
     Ok(vec![("ops.rs".to_string(), emit::tables(&plan))])
+}
+
+/// The entries of the `deprecated.yaml` beside `yaml` (none if there is no such file).
+pub fn read_deprecated(yaml: &Path) -> Result<Vec<python::DeprecatedEntry>, diag::Diagnostics> {
+    let path = yaml
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("deprecated.yaml");
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        diag::Diagnostics(vec![diag::Diagnostic::new(
+            &name,
+            0,
+            format!("cannot read: {e}"),
+        )])
+    })?;
+    python::load_deprecated_str(&name, &text)
 }

@@ -12,6 +12,7 @@
 
 use opforge_codegen::diag::{Diagnostic, Diagnostics};
 use opforge_codegen::load::{self, SchemaFile};
+use opforge_codegen::python::DeprecatedEntry;
 use opforge_codegen::{emit, lower, validate};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -82,7 +83,11 @@ fn beside(file: &Path, name: &str) -> Option<PathBuf> {
 }
 
 /// Loads and validates `file` (with tags from a `tags.yaml` beside it, if any).
-fn load_valid(file: &Path) -> Result<(SchemaFile, Option<usize>), Diagnostics> {
+/// Returns the file, the number of known tags (if checked) and the
+/// `deprecated.yaml` entries found beside it.
+fn load_valid(
+    file: &Path,
+) -> Result<(SchemaFile, Option<usize>, Vec<DeprecatedEntry>), Diagnostics> {
     let schema = load::load_file(file)?;
     let tags = match beside(file, "tags.yaml") {
         Some(t) => {
@@ -95,11 +100,12 @@ fn load_valid(file: &Path) -> Result<(SchemaFile, Option<usize>), Diagnostics> {
         None => None,
     };
     validate::validate(&schema, tags.as_deref())?;
-    Ok((schema, tags.map(|t| t.len())))
+    let deprecated = opforge_codegen::read_deprecated(file)?;
+    Ok((schema, tags.map(|t| t.len()), deprecated))
 }
 
 fn check(file: &Path) -> Result<(), String> {
-    let (schema, tags) = load_valid(file).map_err(|d| {
+    let (schema, tags, deprecated) = load_valid(file).map_err(|d| {
         let n = d.0.len();
         format!(
             "{d}{n} error{} in {}",
@@ -107,7 +113,8 @@ fn check(file: &Path) -> Result<(), String> {
             file.display()
         )
     })?;
-    let plan = lower::lower(&schema).map_err(|e| format!("{}: {e}", file.display()))?;
+    let plan =
+        lower::lower(&schema, &deprecated).map_err(|e| format!("{}: {e}", file.display()))?;
     let kinds = opforge_codegen::groups::kind_counts(schema.entries.iter().map(|e| &e.func))
         .iter()
         .map(|(k, n)| format!("{n} {k}"))
@@ -127,8 +134,8 @@ fn check(file: &Path) -> Result<(), String> {
 }
 
 fn show(file: &Path, name: &str) -> Result<(), String> {
-    let (schema, _) = load_valid(file).map_err(|d| d.to_string())?;
-    let plan = lower::lower(&schema).map_err(|e| e.to_string())?;
+    let (schema, _, deprecated) = load_valid(file).map_err(|d| d.to_string())?;
+    let plan = lower::lower(&schema, &deprecated).map_err(|e| e.to_string())?;
     let exact = plan.find(name);
     let matches: Vec<usize> = match exact {
         Some(i) => vec![i],
@@ -144,9 +151,9 @@ fn show(file: &Path, name: &str) -> Result<(), String> {
     }
     for (n, i) in matches.into_iter().enumerate() {
         if n > 0 {
-            println!();
+            print_stdout("\n")?;
         }
-        print!("{}", describe(&plan, i));
+        print_stdout(&describe(&plan, i))?;
     }
     Ok(())
 }
@@ -214,12 +221,25 @@ fn describe(plan: &lower::Plan, i: usize) -> String {
         let _ = writeln!(s, "  group:         {}", members.join(", "));
         let _ = writeln!(s, "  signature:     {}", g.signature);
     }
+    let name = nf.name();
+    for b in &plan.bindings {
+        let uses: Vec<&String> = b
+            .signatures
+            .iter()
+            .zip(&b.sources)
+            .filter(|(_, src)| src.functional == name || src.out.as_ref() == Some(&name))
+            .map(|(sig, _)| sig)
+            .collect();
+        for sig in uses {
+            let _ = writeln!(s, "  python api:    {}: {sig}", b.name);
+        }
+    }
     s
 }
 
 fn emit_cmd(file: &Path, dir: &Path) -> Result<(), String> {
-    let (schema, _) = load_valid(file).map_err(|d| d.to_string())?;
-    let plan = lower::lower(&schema).map_err(|e| e.to_string())?;
+    let (schema, _, deprecated) = load_valid(file).map_err(|d| d.to_string())?;
+    let plan = lower::lower(&schema, &deprecated).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let path = dir.join("ops.rs");
     std::fs::write(&path, emit::tables(&plan))
@@ -229,23 +249,33 @@ fn emit_cmd(file: &Path, dir: &Path) -> Result<(), String> {
 }
 
 fn signatures(file: &Path, deprecated: Option<&Path>) -> Result<(), String> {
-    let (schema, _) = load_valid(file).map_err(|d| d.to_string())?;
-    let dep_path = deprecated
-        .map(Path::to_path_buf)
-        .or_else(|| beside(file, "deprecated.yaml"));
-    let deprecated = match dep_path {
+    let (schema, _, beside_entries) = load_valid(file).map_err(|d| d.to_string())?;
+    // An explicit --deprecated file replaces the one found beside FILE.
+    let deprecated = match deprecated {
         Some(p) => {
-            let text = std::fs::read_to_string(&p)
+            let text = std::fs::read_to_string(p)
                 .map_err(|e| format!("cannot read {}: {e}", p.display()))?;
-            {
-                let _ = (p, text);
-                Vec::<()>::new()
-            }
+            opforge_codegen::python::load_deprecated_str(&p.display().to_string(), &text)
+                .map_err(|d| d.to_string())?
         }
-        None => Vec::new(),
+        None => beside_entries,
     };
-    let _ = (schema, deprecated);
-    Err("tmp".into())
+    let bindings = opforge_codegen::python::derive_bindings(&schema.entries, &deprecated)?;
+    let map: serde_json::Map<String, serde_json::Value> = bindings
+        .into_iter()
+        .map(|b| (b.name, serde_json::Value::from(b.signatures)))
+        .collect();
+    let json = serde_json::to_string_pretty(&map).map_err(|e| e.to_string())?;
+    print_stdout(&format!("{json}\n"))
+}
+
+/// Writes to stdout; a closed pipe (`| head`) ends the output quietly.
+fn print_stdout(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("cannot write: {e}")),
+        _ => Ok(()),
+    }
 }
 
 fn median_ms(mut xs: Vec<f64>) -> f64 {
@@ -263,6 +293,7 @@ fn bench(file: &Path) -> Result<(), String> {
         }
         None => None,
     };
+    let deprecated = opforge_codegen::read_deprecated(file).map_err(|d| d.to_string())?;
     let name = file.display().to_string();
     let runs = 11;
     let mut load_times = Vec::new();
@@ -279,7 +310,7 @@ fn bench(file: &Path) -> Result<(), String> {
     let mut bytes = 0;
     for _ in 0..5 {
         let t = std::time::Instant::now();
-        let plan = lower::lower(&schema)?;
+        let plan = lower::lower(&schema, &deprecated)?;
         bytes = emit::tables(&plan).len();
         emit_times.push(t.elapsed().as_secs_f64() * 1e3);
     }

@@ -11,7 +11,7 @@ fn mini_tables_snapshot() {
     let src = std::fs::read_to_string(dir.join("fixtures/mini.yaml")).unwrap();
     let file = load::load_str("mini.yaml", &src).unwrap_or_else(|d| panic!("{d}"));
     validate::validate(&file, None).unwrap_or_else(|d| panic!("{d}"));
-    let plan = lower::lower(&file).unwrap();
+    let plan = lower::lower(&file, &[]).unwrap();
     let got = emit::tables(&plan);
     // The output parses as Rust.
     syn::parse_file(got.split_once("\n\n").unwrap().1).expect("emitted code parses");

@@ -3,7 +3,7 @@
 //! Run with `cargo run --example tour`.
 
 use opforge::schema::{OpSchema, SchemaKind};
-use opforge::{OpId, GROUPS, OPS};
+use opforge::{OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
 
 fn kind(k: SchemaKind) -> &'static str {
     match k {
@@ -75,6 +75,25 @@ fn main() {
         .flatten()
     {
         describe(id.schema());
+    }
+
+    println!("\n   What PyTorch's Python binding derives from them (parser signatures, overridable stubs):");
+    for name in ["torch.add", "Tensor.add", "Tensor.add_"] {
+        let b = BINDINGS.iter().find(|b| b.name == name).expect("derived");
+        for s in b.signatures {
+            let target = s.functional.map(|id| id.schema().name).unwrap_or("?");
+            let out = s
+                .out
+                .map(|id| format!(", with out=: {}", id.schema().name))
+                .unwrap_or_default();
+            println!("  {name:<12} {}   -> {target}{out}", s.text);
+        }
+    }
+    for f in OVERRIDABLE.iter().filter(|f| f.name == "add") {
+        println!(
+            "  overridable {}.{}, testing stub: {}",
+            f.namespace, f.name, f.stub
+        );
     }
 
     println!("\n2. Named tuple returns, views and factories:");

@@ -31,4 +31,37 @@ pub mod generated {
     }
 }
 
-pub use generated::{OpId, GROUPS, OPS};
+pub use generated::{OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_op_is_found_by_name() {
+        for (i, op) in OPS.iter().enumerate() {
+            assert_eq!(OpId::from_name(op.name), Some(OpId::ALL[i]), "{}", op.name);
+            let qualified = format!("{}::{}", op.namespace, op.name);
+            assert_eq!(OpId::from_name(&qualified), Some(OpId::ALL[i]));
+            assert_eq!(OpId::ALL[i].schema().name, op.name);
+        }
+        assert_eq!(OpId::from_name("no_such_op"), None);
+        assert_eq!(OpId::from_name("add.NoSuchOverload"), None);
+    }
+
+    #[test]
+    fn groups_and_bindings_point_at_matching_ops() {
+        use schema::SchemaKind;
+        for g in GROUPS.iter() {
+            assert!(g.functional.is_none_or(|id| id.schema().kind == SchemaKind::Functional));
+            assert!(g.inplace.is_none_or(|id| id.schema().kind == SchemaKind::Inplace));
+            assert!(g.out.is_none_or(|id| id.schema().kind == SchemaKind::Out));
+        }
+        assert!(BINDINGS.windows(2).all(|w| w[0].name < w[1].name));
+        let add = BINDINGS.iter().find(|b| b.name == "torch.add").unwrap();
+        let current = add.signatures.iter().find(|s| !s.deprecated).unwrap();
+        assert_eq!(current.functional, OpId::from_name("add.Tensor"));
+        assert_eq!(current.out, OpId::from_name("add.out"));
+        assert!(OVERRIDABLE.iter().any(|f| f.namespace == "torch" && f.name == "add"));
+    }
+}

@@ -264,3 +264,43 @@ pub struct OpGroupSchema<Id: 'static> {
     /// Out variant.
     pub out: Option<Id>,
 }
+
+/// One parser signature of a Python-API binding (`torch.add`, `Tensor.add`), as
+/// PyTorch's binding generator derives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApiSignature<Id: 'static> {
+    /// The signature string, e.g. `add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)`.
+    pub text: &'static str,
+    /// The operator called without `out=` (`None` if it is not in this table, e.g.
+    /// a function PyTorch generates by `autogen`).
+    pub functional: Option<Id>,
+    /// The operator called with `out=`, if any.
+    pub out: Option<Id>,
+    /// For a deprecated signature, the `aten:` call expression it maps onto.
+    pub deprecated_call: Option<&'static str>,
+    /// `|deprecated`: tried last, never listed in errors.
+    pub deprecated: bool,
+    /// `|hidden`: tried, never listed in errors.
+    pub hidden: bool,
+}
+
+/// A Python-API binding and its signatures in generated order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApiBinding<Id: 'static> {
+    /// `torch.add`, `Tensor.add`, `torch.nn.functional.gelu`, `torch.linalg.linalg_det`, …
+    pub name: &'static str,
+    /// Signatures in PyTorch's generated (sorted) order.
+    pub signatures: &'static [ApiSignature<Id>],
+}
+
+/// An overridable function (`torch.overrides.get_overridable_functions`) with the
+/// signature of its testing stub (`get_testing_overrides`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OverridableFn {
+    /// `torch`, `Tensor`, `torch.nn.functional`, `torch.linalg`, `torch.fft`, `torch.special`.
+    pub namespace: &'static str,
+    /// The name inside the namespace.
+    pub name: &'static str,
+    /// A Python lambda with the same parameters returning `-1`.
+    pub stub: &'static str,
+}

@@ -1265,3 +1265,310 @@ pub static GROUPS: [OpGroupSchema<OpId>; 14usize] = [
         out: None,
     },
 ];
+/// The Python-API bindings PyTorch derives from these schemas, sorted by name.
+pub static BINDINGS: [ApiBinding<OpId>; 17usize] = [
+    ApiBinding {
+        name: "Tensor.add",
+        signatures: &[
+            ApiSignature {
+                text: "add(Tensor other, *, Scalar alpha=1)",
+                functional: Some(OpId::add_Tensor),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "Tensor.add_",
+        signatures: &[
+            ApiSignature {
+                text: "add_(Tensor other, *, Scalar alpha=1)",
+                functional: Some(OpId::add__Tensor),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "Tensor.chunk",
+        signatures: &[
+            ApiSignature {
+                text: "chunk(int64_t chunks, int64_t dim=0)",
+                functional: Some(OpId::chunk),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "Tensor.max",
+        signatures: &[
+            ApiSignature {
+                text: "max(int64_t dim, bool keepdim=False)",
+                functional: Some(OpId::max_dim),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "Tensor.norm",
+        signatures: &[
+            ApiSignature {
+                text: "norm(Scalar? p, IntArrayRef[1] dim, bool keepdim=False)",
+                functional: Some(OpId::norm_ScalarOpt_dim),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "Tensor.where",
+        signatures: &[
+            ApiSignature {
+                text: "where(Tensor condition, Tensor other)",
+                functional: Some(OpId::where_self),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "torch._foreach_add_",
+        signatures: &[
+            ApiSignature {
+                text: "_foreach_add_(TensorList self, TensorList other, *, Scalar alpha=1)",
+                functional: Some(OpId::_foreach_add__List),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "torch.add",
+        signatures: &[
+            ApiSignature {
+                text: "add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)",
+                functional: Some(OpId::add_Tensor),
+                out: Some(OpId::add_out),
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "torch.chunk",
+        signatures: &[
+            ApiSignature {
+                text: "chunk(Tensor input, int64_t chunks, int64_t dim=0)",
+                functional: Some(OpId::chunk),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "torch.max",
+        signatures: &[
+            ApiSignature {
+                text: "max(Tensor input, int64_t dim, bool keepdim=False)",
+                functional: Some(OpId::max_dim),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "torch.nn.functional.avg_pool2d",
+        signatures: &[
+            ApiSignature {
+                text: "avg_pool2d(Tensor input, IntArrayRef[2] kernel_size, IntArrayRef[2] stride=None, IntArrayRef[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int64_t? divisor_override=None)",
+                functional: Some(OpId::avg_pool2d),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "torch.nn.functional.gelu",
+        signatures: &[
+            ApiSignature {
+                text: "gelu(Tensor input, *, c10::string_view approximate=\"none\")",
+                functional: Some(OpId::gelu),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "torch.nn.functional.nll_loss",
+        signatures: &[
+            ApiSignature {
+                text: "nll_loss(Tensor input, Tensor target, Tensor? weight=None, int64_t reduction=at::Reduction::Mean, SymInt ignore_index=-100)",
+                functional: Some(OpId::nll_loss),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "torch.norm",
+        signatures: &[
+            ApiSignature {
+                text: "norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False)",
+                functional: Some(OpId::norm_ScalarOpt_dim),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "torch.randint",
+        signatures: &[
+            ApiSignature {
+                text: "randint(SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? requires_grad=False)",
+                functional: Some(OpId::randint),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "torch.where",
+        signatures: &[
+            ApiSignature {
+                text: "where(Tensor condition, Tensor input, Tensor other)",
+                functional: Some(OpId::where_self),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+    ApiBinding {
+        name: "torch.zeros",
+        signatures: &[
+            ApiSignature {
+                text: "zeros(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? requires_grad=False)",
+                functional: Some(OpId::zeros),
+                out: None,
+                deprecated_call: None,
+                deprecated: false,
+                hidden: false,
+            },
+        ],
+    },
+];
+/// Overridable functions (by namespace, then name) with their testing stubs.
+pub static OVERRIDABLE: [OverridableFn; 16usize] = [
+    OverridableFn {
+        namespace: "torch",
+        name: "add",
+        stub: "lambda input, other, *, alpha=1, out=None: -1",
+    },
+    OverridableFn {
+        namespace: "torch",
+        name: "chunk",
+        stub: "lambda input, chunks, dim=0: -1",
+    },
+    OverridableFn {
+        namespace: "torch",
+        name: "max",
+        stub: "lambda input, dim, keepdim=False: -1",
+    },
+    OverridableFn {
+        namespace: "torch",
+        name: "norm",
+        stub: "lambda input, p, dim, keepdim=False: -1",
+    },
+    OverridableFn {
+        namespace: "torch",
+        name: "randint",
+        stub: "lambda high, size, *, generator, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False: -1",
+    },
+    OverridableFn {
+        namespace: "torch",
+        name: "where",
+        stub: "lambda condition, input, other: -1",
+    },
+    OverridableFn {
+        namespace: "torch",
+        name: "zeros",
+        stub: "lambda size, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False: -1",
+    },
+    OverridableFn {
+        namespace: "torch.nn.functional",
+        name: "avg_pool2d",
+        stub: "lambda input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None: -1",
+    },
+    OverridableFn {
+        namespace: "torch.nn.functional",
+        name: "gelu",
+        stub: "lambda input, *, approximate=\"none\": -1",
+    },
+    OverridableFn {
+        namespace: "torch.nn.functional",
+        name: "nll_loss",
+        stub: "lambda input, target, weight=None, reduction=1, ignore_index=-100: -1",
+    },
+    OverridableFn {
+        namespace: "Tensor",
+        name: "add",
+        stub: "lambda self, other, *, alpha=1: -1",
+    },
+    OverridableFn {
+        namespace: "Tensor",
+        name: "add_",
+        stub: "lambda self, other, *, alpha=1: -1",
+    },
+    OverridableFn {
+        namespace: "Tensor",
+        name: "chunk",
+        stub: "lambda self, chunks, dim=0: -1",
+    },
+    OverridableFn {
+        namespace: "Tensor",
+        name: "max",
+        stub: "lambda self, dim, keepdim=False: -1",
+    },
+    OverridableFn {
+        namespace: "Tensor",
+        name: "norm",
+        stub: "lambda self, p, dim, keepdim=False: -1",
+    },
+    OverridableFn {
+        namespace: "Tensor",
+        name: "where",
+        stub: "lambda self, condition, other: -1",
+    },
+];
