@@ -150,21 +150,27 @@ fn op_tokens(op: &PlannedOp) -> TokenStream {
     let args = f.arguments.all.iter().enumerate().map(|(i, a)| {
         let name = &a.name;
         let ty = ty_tokens(&a.ty);
-        let default = match &a.default {
-            Some(d) => {
-                let text = &d.text;
-                let value = d
-                    .value
-                    .as_ref()
-                    .map_or(quote!(DefaultVal::Enum(#text)), default_tokens);
-                quote!(Some(Default { text: #text, value: #value }))
-            }
-            None => quote!(None),
-        };
-        let kwarg_only = i >= kw_start;
-        let is_out = i >= out_start;
-        let alias = alias_tokens(a.annotation.as_ref());
-        quote!(ArgSchema { name: #name, ty: #ty, default: #default, kwarg_only: #kwarg_only, is_out: #is_out, alias: #alias })
+        let mut arg = quote!(ArgSchema::new(#name, #ty));
+        if let Some(d) = &a.default {
+            let text = &d.text;
+            let value = d
+                .value
+                .as_ref()
+                .map_or(quote!(DefaultVal::Enum(#text)), default_tokens);
+            arg.extend(quote!(.default(#text, #value)));
+        }
+        if i >= out_start {
+            arg.extend(quote!(.out()));
+        } else if i >= kw_start {
+            arg.extend(quote!(.kwarg_only()));
+        }
+        if let Some(an) = &a.annotation {
+            let set: String = an.alias_set.iter().collect();
+            let after: String = an.alias_set_after.iter().collect();
+            let w = an.is_write;
+            arg.extend(quote!(.alias(#set, #w, #after)));
+        }
+        arg
     });
     let returns = f.returns.iter().map(|r| {
         let name = str_opt(r.name.as_deref());

@@ -2,13 +2,17 @@
 //!
 //! YAML itself is read by `serde_yaml` (so malformed YAML gets YAML's own line and
 //! column). Every key PyTorch's file uses is typed here; an unknown key is an error.
-//! serde_yaml's values carry no positions, so the line of each entry (and of the
-//! keys inside it) is recovered from the source text: top-level entries of a block
-//! sequence are the lines that start with `-` in column 1.
+//! serde_yaml's values carry no positions, so positions are recovered from the
+//! source text by a [`SourceMap`]: top-level entries of the block sequence are the
+//! lines that start with `-` at the sequence's indentation, and keys, dispatch rows
+//! and the words inside values are found within their entry. A position that cannot
+//! be recovered for sure falls back to the entry's line (and no column) rather than
+//! being guessed.
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::model::*;
 use crate::schema::parse_schema;
+use crate::validate::nearest;
 use serde_yaml::Value;
 
 /// Every entry key this loader understands.
@@ -33,13 +37,21 @@ pub const KNOWN_KEYS: &[&str] = &[
     "ufunc_inner_loop",
 ];
 
+/// How an entry starts, for help lines.
+const ENTRY_HELP: &str =
+    "each entry is a mapping that starts with its schema: `- func: neg(Tensor self) -> Tensor`";
+
 /// A loaded schema file.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SchemaFile {
     /// The file name used in diagnostics.
     pub file: String,
     /// The entries in file order.
     pub entries: Vec<NativeFunction>,
+    /// Where keys and values are in the source text, so that validation can point
+    /// at them. An empty map (`SourceMap::default()`) makes every diagnostic fall
+    /// back to its entry's line.
+    pub source: SourceMap,
 }
 
 /// Reads `path` and loads it. I/O errors become a diagnostic at line 0.
@@ -51,29 +63,34 @@ pub fn load_file(path: &std::path::Path) -> Result<SchemaFile, Diagnostics> {
 }
 
 /// Loads schema-file text. `file` names it in diagnostics. All problems found in all
-/// entries are returned together.
+/// entries are returned together, ordered by position.
 pub fn load_str(file: &str, src: &str) -> Result<SchemaFile, Diagnostics> {
+    let src = src.strip_prefix('\u{feff}').unwrap_or(src);
     let root: Value =
-        serde_yaml::from_str(src).map_err(|e| Diagnostics(vec![yaml_error(file, &e)]))?;
+        serde_yaml::from_str(src).map_err(|e| Diagnostics(vec![yaml_error(file, src, &e)]))?;
     let items = match root {
         Value::Sequence(items) => items,
         Value::Null => Vec::new(),
-        _ => {
-            return Err(Diagnostics(vec![Diagnostic::new(
+        other => {
+            let found = describe(&other);
+            let d = Diagnostic::new(
                 file,
-                1,
-                "expected a list of operator entries (`- func: ...`) at the top level",
-            )]))
+                first_content_line(src),
+                format!("expected a list of operator entries at the top level, found {found}"),
+            );
+            return Err(Diagnostics(vec![d.help(
+                "the file is a list: start every entry with `- `, e.g. `- func: neg(Tensor self) -> Tensor`",
+            )]));
         }
     };
-    let lines = Lines::new(src, items.len());
+    let source = SourceMap::new(src, items.len());
     let mut diags = Vec::new();
     let mut entries = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let cx = EntryCx {
             file,
-            src_lines: &lines,
-            index: i,
+            src: &source,
+            line: source.entry_line(i).unwrap_or(1),
             name: None,
         };
         match load_entry(cx, item) {
@@ -85,181 +102,575 @@ pub fn load_str(file: &str, src: &str) -> Result<SchemaFile, Diagnostics> {
         Ok(SchemaFile {
             file: file.to_string(),
             entries,
+            source,
         })
     } else {
-        Err(Diagnostics(diags))
+        let mut ds = Diagnostics(diags);
+        ds.sort();
+        Err(ds)
     }
 }
 
 /// Loads `tags.yaml` (a list of `{tag, desc}`), returning the tag names.
 pub fn load_tags_str(file: &str, src: &str) -> Result<Vec<String>, Diagnostics> {
+    let src = src.strip_prefix('\u{feff}').unwrap_or(src);
     let root: Value =
-        serde_yaml::from_str(src).map_err(|e| Diagnostics(vec![yaml_error(file, &e)]))?;
-    let bad = || {
-        Diagnostics(vec![Diagnostic::new(
-            file,
-            1,
-            "expected a list of `- tag: NAME` entries",
-        )])
+        serde_yaml::from_str(src).map_err(|e| Diagnostics(vec![yaml_error(file, src, &e)]))?;
+    let help = "tags.yaml is a list of `- tag: NAME` entries (each with a `desc:`)";
+    let items = match root {
+        Value::Sequence(items) => items,
+        Value::Null => Vec::new(),
+        other => {
+            return Err(Diagnostics(vec![Diagnostic::new(
+                file,
+                first_content_line(src),
+                format!(
+                    "expected a list of tags at the top level, found {}",
+                    describe(&other)
+                ),
+            )
+            .help(help)]))
+        }
     };
-    let Value::Sequence(items) = root else {
-        return Err(bad());
-    };
-    items
-        .iter()
-        .map(|i| {
-            i.get("tag")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .ok_or_else(bad)
-        })
-        .collect()
+    let source = SourceMap::new(src, items.len());
+    let mut tags = Vec::new();
+    let mut diags = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        match item.get("tag") {
+            Some(Value::String(t)) => tags.push(t.clone()),
+            other => {
+                let found = match other {
+                    Some(v) => format!("`tag:` is {}", describe(v)),
+                    None => format!("found {}", describe(item)),
+                };
+                diags.push(
+                    Diagnostic::new(
+                        file,
+                        source.entry_line(i).unwrap_or(1),
+                        format!("expected `- tag: NAME`, {found}"),
+                    )
+                    .help(help),
+                );
+            }
+        }
+    }
+    if diags.is_empty() {
+        Ok(tags)
+    } else {
+        Err(Diagnostics(diags))
+    }
 }
 
-fn yaml_error(file: &str, e: &serde_yaml::Error) -> Diagnostic {
-    let (line, col) = e
-        .location()
-        .map_or((0, None), |l| (l.line(), Some(l.column())));
-    let mut d = Diagnostic::new(file, line, format!("malformed YAML: {e}"));
-    d.column = col;
+/// The hint for a misindented line.
+const INDENT_HELP: &str = "check the indentation: an entry's keys line up under `func:` (two spaces in), and dispatch rows are indented under `dispatch:`";
+
+/// A YAML syntax error at YAML's own line and column, with a hint for the usual
+/// mistakes.
+fn yaml_error(file: &str, src: &str, e: &serde_yaml::Error) -> Diagnostic {
+    let mut msg = e.to_string();
+    let (mut line, mut col) = match e.location() {
+        Some(l) => {
+            // The position is printed in front already; keep only the context's.
+            let at = format!(" at line {} column {}", l.line(), l.column());
+            if let Some(i) = msg.find(&at) {
+                msg.replace_range(i..i + at.len(), "");
+            }
+            (l.line(), Some(l.column()))
+        }
+        None => (0, None),
+    };
+    let lines: Vec<&str> = src.lines().collect();
+    let text = |l: usize| {
+        l.checked_sub(1)
+            .and_then(|i| lines.get(i))
+            .copied()
+            .unwrap_or("")
+    };
+    let indent = |t: &str| t.len() - t.trim_start_matches(' ').len();
+    let help = if text(line).contains('\t') && msg.contains("tab") {
+        "YAML does not allow tabs for indentation; indent with spaces"
+    } else if msg.contains("while scanning a quoted scalar") {
+        "a quoted value must end with the same quote; check for a missing closing quote"
+    } else if msg.contains("did not find expected ',' or ']'")
+        || msg.contains("did not find expected ',' or '}'")
+    {
+        "a `[` list or `{` mapping must be closed; check for a missing `]` or `}`"
+    } else if msg.contains("mapping values are not allowed") {
+        // An unquoted `: ` inside a value, or a misindented key?
+        let t = text(line);
+        let in_value =
+            parse_key(t).is_some_and(|k| col.is_some_and(|c| c > char_col(t, k.value_at - 1)));
+        if in_value {
+            "a value that contains `: ` or ends with `:` must be quoted"
+        } else {
+            INDENT_HELP
+        }
+    } else if msg.contains("did not find expected key")
+        || msg.contains("did not find expected '-'")
+        || msg.contains("block sequence entries are not allowed")
+    {
+        INDENT_HELP
+    } else if let Some(key) = msg
+        .split_once("duplicate entry with key \"")
+        .and_then(|(_, k)| k.strip_suffix('"'))
+    {
+        // serde_yaml points at the start of the mapping; point at the second key.
+        let key = key.to_string();
+        let map_at = col.map_or(0, |c| c - 1);
+        let mut found = Vec::new();
+        for l in line..=lines.len() {
+            let t = text(l);
+            if l > line
+                && !t.trim().is_empty()
+                && !t.trim_start().starts_with('#')
+                && indent(t) < map_at
+            {
+                break;
+            }
+            if let Some(k) = parse_key(t).filter(|k| k.at == map_at && k.key == key) {
+                found.push((l, char_col(t, k.at)));
+            }
+        }
+        msg = format!("duplicate key `{key}`");
+        if let [(first, _), (dup, dup_col), ..] = found[..] {
+            msg.push_str(&format!(" (first at line {first})"));
+            line = dup;
+            col = Some(dup_col);
+        }
+        "each key may appear only once per entry, and each dispatch key once per table"
+    } else if msg.contains("more than one document") {
+        let start = first_content_line(src);
+        if let Some(l) = (start + 1..=lines.len()).find(|&l| text(l).starts_with("---")) {
+            line = l;
+        }
+        "a schema file is one YAML document; remove the `---` line"
+    } else {
+        ""
+    };
+    let mut d = Diagnostic::new(file, line, format!("malformed YAML: {msg}")).maybe_column(col);
+    d.help = (!help.is_empty()).then(|| help.to_string());
     d
 }
 
-/// Line numbers recovered from the source text.
-struct Lines<'a> {
-    lines: Vec<&'a str>,
-    /// 1-based start line of each top-level entry, if the scan matched the parse.
-    starts: Option<Vec<usize>>,
+/// The first line that holds something other than blanks, comments or `---`.
+fn first_content_line(src: &str) -> usize {
+    src.lines()
+        .position(|l| {
+            let t = l.trim();
+            !t.is_empty() && !t.starts_with('#') && t != "---"
+        })
+        .map_or(1, |i| i + 1)
 }
 
-impl<'a> Lines<'a> {
-    fn new(src: &'a str, n: usize) -> Lines<'a> {
-        let lines: Vec<&str> = src.lines().collect();
-        let starts: Vec<usize> = lines
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| l.starts_with("- ") || **l == "-")
-            .map(|(i, _)| i + 1)
+/// How a YAML value is described in a diagnostic: scalars are shown, collections
+/// are named.
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "nothing (an empty value)".into(),
+        Value::Bool(b) => format!("the bool `{b}`"),
+        Value::Number(n) => format!("the number `{n}`"),
+        Value::String(s) if s.chars().count() > 40 => "a string".into(),
+        Value::String(s) => format!("the string `{s}`"),
+        Value::Sequence(_) => "a list".into(),
+        Value::Mapping(_) => "a mapping".into(),
+        Value::Tagged(_) => "a tagged value".into(),
+    }
+}
+
+/// Positions in the source text. serde_yaml's values carry none, so they are
+/// recovered by scanning the text: the entries of the top-level block sequence are
+/// the lines starting with `- ` at the sequence's indentation (used only when there
+/// is exactly one such line per parsed entry); keys are found by name at the
+/// indentation of their entry's mapping; words inside a value are found within the
+/// lines of that value. Lookups return `None` when unsure.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceMap {
+    text: String,
+    /// Byte offset where each line starts.
+    line_starts: Vec<usize>,
+    /// The 1-based first line of each top-level entry.
+    entries: Vec<usize>,
+}
+
+/// A `key: value` line, as found by [`parse_key`].
+struct KeyLine<'a> {
+    /// Byte offset of the key (after indentation and a leading `- `).
+    at: usize,
+    /// The key, without quotes.
+    key: &'a str,
+    /// Byte offset just after the `:`.
+    value_at: usize,
+}
+
+/// Splits `  [- ]key: value` into its key and where the value starts.
+fn parse_key(line: &str) -> Option<KeyLine<'_>> {
+    let b = line.as_bytes();
+    let skip = |mut i: usize| {
+        while i < b.len() && b[i] == b' ' {
+            i += 1;
+        }
+        i
+    };
+    let mut i = skip(0);
+    if i < b.len() && b[i] == b'-' && (i + 1 == b.len() || b[i + 1] == b' ') {
+        i = skip(i + 1);
+    }
+    if i >= b.len() || b[i] == b'#' {
+        return None;
+    }
+    let (key, after) = if b[i] == b'"' || b[i] == b'\'' {
+        let close = i + 1 + line[i + 1..].find(b[i] as char)?;
+        (&line[i + 1..close], skip(close + 1))
+    } else {
+        let mut j = i;
+        let colon = loop {
+            let c = j + line[j..].find(':')?;
+            if c + 1 == b.len() || b[c + 1] == b' ' {
+                break c;
+            }
+            j = c + 1;
+        };
+        (line[i..colon].trim_end(), colon)
+    };
+    (after < b.len() && b[after] == b':').then_some(KeyLine {
+        at: i,
+        key,
+        value_at: after + 1,
+    })
+}
+
+fn is_word(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// Byte offset of `token` in `s` at or after `from`, not inside a longer word.
+fn find_token(s: &str, from: usize, token: &str) -> Option<usize> {
+    if token.is_empty() || from > s.len() || !s.is_char_boundary(from) {
+        return None;
+    }
+    let mut start = from;
+    while let Some(i) = s[start..].find(token) {
+        let at = start + i;
+        let before = s[..at].chars().next_back();
+        let after = s[at + token.len()..].chars().next();
+        let word_start = token.starts_with(is_word) && before.is_some_and(is_word);
+        let word_end = token.ends_with(is_word) && after.is_some_and(is_word);
+        if !word_start && !word_end {
+            return Some(at);
+        }
+        start = at + token.len().max(1);
+    }
+    None
+}
+
+/// 1-based character column of byte offset `at` in `line`.
+fn char_col(line: &str, at: usize) -> usize {
+    line.get(..at).map_or(at, |p| p.chars().count()) + 1
+}
+
+impl SourceMap {
+    /// Scans `src`, which parsed as a sequence of `n` items.
+    pub fn new(src: &str, n: usize) -> SourceMap {
+        let mut line_starts = vec![0];
+        line_starts.extend(src.match_indices('\n').map(|(i, _)| i + 1));
+        if src.ends_with('\n') {
+            line_starts.pop();
+        }
+        let mut map = SourceMap {
+            text: src.to_string(),
+            line_starts,
+            entries: Vec::new(),
+        };
+        // The indentation of the top-level sequence: that of its first `-`.
+        let first = (1..=map.lines()).map(|l| map.line(l)).find(|l| {
+            let t = l.trim();
+            !t.is_empty() && !t.starts_with('#') && !t.starts_with("---") && !t.starts_with('%')
+        });
+        let Some(indent) = first.and_then(|l| {
+            let t = l.trim_start_matches(' ');
+            (t == "-" || t.starts_with("- ")).then_some(l.len() - t.len())
+        }) else {
+            return map;
+        };
+        let starts: Vec<usize> = (1..=map.lines())
+            .filter(|&l| {
+                let text = map.line(l);
+                text.len() > indent
+                    && text.as_bytes()[..indent].iter().all(|&c| c == b' ')
+                    && (text[indent..] == *"-" || text[indent..].starts_with("- "))
+            })
             .collect();
-        Lines {
-            starts: (starts.len() == n).then_some(starts),
-            lines,
+        if starts.len() == n {
+            map.entries = starts;
+        }
+        map
+    }
+
+    fn lines(&self) -> usize {
+        self.line_starts.len()
+    }
+
+    /// Line `l` (1-based), without its line break; empty when out of range.
+    fn line(&self, l: usize) -> &str {
+        let Some(&start) = l.checked_sub(1).and_then(|i| self.line_starts.get(i)) else {
+            return "";
+        };
+        let end = self.line_starts.get(l).map_or(self.text.len(), |&e| e);
+        self.text[start..end].trim_end_matches(['\n', '\r'])
+    }
+
+    /// The first line of entry `i`, if the scan found it.
+    pub(crate) fn entry_line(&self, i: usize) -> Option<usize> {
+        self.entries.get(i).copied()
+    }
+
+    /// The lines of the entry starting at `entry_line`.
+    fn entry_range(&self, entry_line: usize) -> Option<std::ops::RangeInclusive<usize>> {
+        let i = self.entries.binary_search(&entry_line).ok()?;
+        let end = self.entries.get(i + 1).map_or(self.lines(), |&e| e - 1);
+        Some(entry_line..=end)
+    }
+
+    /// The line of the top-level `key:` of an entry, and its parsed form.
+    fn key_line(&self, entry_line: usize, key: &str) -> Option<(usize, KeyLine<'_>)> {
+        let mut indent = None;
+        for l in self.entry_range(entry_line)? {
+            let Some(k) = parse_key(self.line(l)) else {
+                continue;
+            };
+            let ind = *indent.get_or_insert(k.at);
+            if k.at == ind && k.key == key {
+                return Some((l, k));
+            }
+        }
+        None
+    }
+
+    /// The line of `key:` in an entry (the entry's line if the key is not found).
+    pub(crate) fn key(&self, entry_line: usize, key: &str) -> usize {
+        self.key_line(entry_line, key)
+            .map_or(entry_line, |(l, _)| l)
+    }
+
+    /// The line and column of the key `key:` itself.
+    pub(crate) fn key_pos(&self, entry_line: usize, key: &str) -> (usize, Option<usize>) {
+        match self.key_line(entry_line, key) {
+            Some((l, k)) => (l, Some(char_col(self.line(l), k.at))),
+            None => (entry_line, None),
         }
     }
 
-    /// The start line of entry `i` (1 if unknown).
-    fn entry(&self, i: usize) -> usize {
-        self.starts.as_ref().map_or(1, |s| s[i])
+    /// Where the value of `key:` starts when it is written on the key's line
+    /// (inside the quotes of a quoted value).
+    pub(crate) fn value(&self, entry_line: usize, key: &str) -> (usize, Option<usize>) {
+        match self.key_line(entry_line, key) {
+            Some((l, k)) => (l, value_start(self.line(l), k.value_at).map(|(c, _)| c)),
+            None => (entry_line, None),
+        }
     }
 
-    /// The first line of entry `i` on which `pred` holds (the entry line if none).
-    fn find(&self, i: usize, pred: impl Fn(&str) -> bool) -> usize {
-        let Some(starts) = &self.starts else { return 1 };
-        let end = starts.get(i + 1).map_or(self.lines.len(), |e| e - 1);
-        (starts[i]..=end)
-            .find(|&l| pred(self.lines[l - 1]))
-            .unwrap_or(starts[i])
+    /// The lines of the value of `key:`: the key's line and the lines indented
+    /// under it (a block list may sit at the key's own indentation).
+    fn block(&self, entry_line: usize, key: &str) -> Option<(usize, usize, usize)> {
+        let (kl, k) = self.key_line(entry_line, key)?;
+        let value_at = k.value_at;
+        let key_indent = k.at;
+        let mut last = kl;
+        for l in kl + 1..=*self.entry_range(entry_line)?.end() {
+            let text = self.line(l);
+            let t = text.trim_start_matches(' ');
+            if t.is_empty() || t.starts_with('#') {
+                continue;
+            }
+            let indent = text.len() - t.len();
+            if indent > key_indent || (indent == key_indent && (t == "-" || t.starts_with("- "))) {
+                last = l;
+            } else {
+                break;
+            }
+        }
+        Some((kl, value_at, last))
     }
 
-    /// The line of `key:` inside entry `i`.
-    fn key(&self, i: usize, key: &str) -> usize {
-        self.find(i, |l| {
-            let t = l.trim_start_matches(['-', ' ']);
-            t.strip_prefix(key)
-                .is_some_and(|r| r.trim_start().starts_with(':'))
-        })
+    /// Line and column of the word `token` inside the value of `key:`; the value's
+    /// position when the word cannot be found.
+    pub(crate) fn token(
+        &self,
+        entry_line: usize,
+        key: &str,
+        token: &str,
+    ) -> (usize, Option<usize>) {
+        let Some((kl, value_at, last)) = self.block(entry_line, key) else {
+            return (entry_line, None);
+        };
+        for l in kl..=last {
+            let text = self.line(l);
+            let from = if l == kl { value_at } else { 0 };
+            if let Some(at) = find_token(text, from, token) {
+                return (l, Some(char_col(text, at)));
+            }
+        }
+        self.value(entry_line, key)
     }
 
-    /// 1-based column where the `func:` value starts on its line (to place schema errors).
-    fn func_column(&self, i: usize) -> Option<(usize, usize)> {
-        let line = self.key(i, "func");
-        let text = self.lines.get(line.checked_sub(1)?)?;
-        let at = text.find("func:")? + 5;
-        let rest = &text[at..];
-        let ws = rest.len() - rest.trim_start().len();
-        let quote = usize::from(rest.trim_start().starts_with(['"', '\'']));
-        Some((line, text[..at + ws + quote].chars().count() + 1))
+    /// The line of the `dispatch:` row whose key is `keys` (as written).
+    pub(crate) fn dispatch_row(&self, entry_line: usize, keys: &str) -> Option<usize> {
+        let (kl, _, last) = self.block(entry_line, "dispatch")?;
+        (kl + 1..=last).find(|&l| parse_key(self.line(l)).is_some_and(|k| k.key == keys))
     }
+
+    /// Column of the word `token` in the key part of a dispatch row.
+    pub(crate) fn row_key_col(&self, row_line: usize, token: &str) -> Option<usize> {
+        let text = self.line(row_line);
+        let k = parse_key(text)?;
+        let at = find_token(&text[..k.value_at], k.at, token)?;
+        Some(char_col(text, at))
+    }
+
+    /// Column where the value (the kernel) of a dispatch row starts.
+    pub(crate) fn row_value_col(&self, row_line: usize) -> Option<usize> {
+        let text = self.line(row_line);
+        value_start(text, parse_key(text)?.value_at).map(|(c, _)| c)
+    }
+
+    /// Line and column of 1-based character `col` of the schema `schema`, which is
+    /// the value of the entry's `func:`. The column is only given when the schema is
+    /// written on that line verbatim (a plain or quoted scalar without escapes).
+    pub(crate) fn schema_col(
+        &self,
+        entry_line: usize,
+        schema: &str,
+        col: usize,
+    ) -> (usize, Option<usize>) {
+        let Some((l, k)) = self.key_line(entry_line, "func") else {
+            return (entry_line, None);
+        };
+        let text = self.line(l);
+        let col = value_start(text, k.value_at)
+            .filter(|&(_, at)| text[at..].starts_with(schema))
+            .map(|(c, _)| c + col - 1);
+        (l, col)
+    }
+}
+
+/// The 1-based column and byte offset where a value written after `key:` starts
+/// (inside its quotes); `None` for an empty value, a comment or a block scalar.
+fn value_start(line: &str, value_at: usize) -> Option<(usize, usize)> {
+    let rest = line.get(value_at..)?;
+    let t = rest.trim_start_matches(' ');
+    let mut at = value_at + rest.len() - t.len();
+    match t.chars().next()? {
+        '#' | '|' | '>' => return None,
+        '"' | '\'' => at += 1,
+        _ => {}
+    }
+    Some((char_col(line, at), at))
 }
 
 struct EntryCx<'a> {
     file: &'a str,
-    src_lines: &'a Lines<'a>,
-    index: usize,
+    src: &'a SourceMap,
+    /// The entry's first line.
+    line: usize,
     name: Option<String>,
 }
 
 impl EntryCx<'_> {
-    fn at(&self, line: usize, msg: impl Into<String>) -> Diagnostic {
-        let d = Diagnostic::new(self.file, line, msg);
+    fn at(&self, (line, col): (usize, Option<usize>), msg: impl Into<String>) -> Diagnostic {
+        let d = Diagnostic::new(self.file, line, msg).maybe_column(col);
         match &self.name {
             Some(n) => d.entry(n.clone()),
             None => d,
         }
     }
 
-    fn at_key(&self, key: &str, msg: impl Into<String>) -> Diagnostic {
-        self.at(self.src_lines.key(self.index, key), msg)
+    /// At the value of `key:`.
+    fn at_value(&self, key: &str, msg: impl Into<String>) -> Diagnostic {
+        self.at(self.src.value(self.line, key), msg)
     }
 }
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a bool",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Sequence(_) => "a list",
-        Value::Mapping(_) => "a mapping",
-        Value::Tagged(_) => "a tagged value",
-    }
+/// What a value of `key:` looks like, for help lines.
+fn key_example(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "func" => "write the schema after `func:`, e.g. `- func: neg(Tensor self) -> Tensor`",
+        "variants" => "write `variants: function`, `variants: method` or `variants: function, method`",
+        "dispatch" => "write `dispatch:` and under it one indented `KEY: kernel` row per dispatch key, e.g. `    CPU: cpu::add_Tensor`",
+        "tags" => "write one tag (`tags: core`) or a list (`tags: [core, pointwise]`)",
+        "autogen" => "write the operator names in one string: `autogen: foo.out, foo_functional`",
+        "cpp_no_default_args" => "write a list of argument names: `cpp_no_default_args: ['dim']`",
+        "precomputed" => "write a list of `- param -> Type name, Type name` lines",
+        "ufunc_inner_loop" => "write a loop name (`ufunc_inner_loop: add (AllAndComplex, BFloat16, Half, ComplexHalf)`) or a mapping of ufunc keys to them",
+        "structured_delegate" => "name the structured out= operator, e.g. `structured_delegate: add.out`",
+        _ => return None,
+    })
 }
 
 fn load_entry(mut cx: EntryCx<'_>, item: Value) -> Result<NativeFunction, Vec<Diagnostic>> {
-    let line = cx.src_lines.entry(cx.index);
+    let line = cx.line;
     let Value::Mapping(map) = item else {
-        return Err(vec![cx.at(
-            line,
-            format!(
-                "expected an entry mapping (`- func: ...`), found {}",
-                type_name(&item)
-            ),
-        )]);
+        return Err(vec![cx
+            .at(
+                (line, None),
+                format!(
+                    "expected an entry mapping (`- func: ...`), found {}",
+                    describe(&item)
+                ),
+            )
+            .help(ENTRY_HELP)]);
     };
     let mut diags = Vec::new();
     // The schema first, so that every other diagnostic can name the entry.
     let func = match map.get("func") {
         None => {
-            return Err(vec![cx.at(line, "missing `func:` key").help(
-                "every entry needs a schema, e.g. `- func: neg(Tensor self) -> Tensor`",
-            )])
+            let keys: Vec<&str> = map.keys().filter_map(Value::as_str).collect();
+            let found = if keys.is_empty() {
+                String::new()
+            } else {
+                format!(" (found {})", keys.join(", "))
+            };
+            return Err(vec![cx
+                .at((line, None), format!("missing `func:` key{found}"))
+                .help(
+                    "every entry needs a schema, e.g. `- func: neg(Tensor self) -> Tensor`",
+                )]);
+        }
+        Some(Value::String(s)) if s.trim().is_empty() => {
+            let mut d = cx.at_value("func", "`func:` is empty");
+            d.help = key_example("func").map(str::to_string);
+            return Err(vec![d]);
         }
         Some(Value::String(s)) => {
             // Name the entry by its name even when the rest of the schema is malformed.
             let head = s.split('(').next().unwrap_or(s);
-            cx.name = Some(head.rsplit("::").next().unwrap_or(head).to_string());
+            let head = head.rsplit("::").next().unwrap_or(head);
+            if !head.is_empty() && head.chars().all(|c| is_word(c) || c == '.') {
+                cx.name = Some(head.to_string());
+            }
             match parse_schema(s) {
                 Ok(f) => Some(f),
                 Err(e) => {
-                    let (l, c) = cx.src_lines.func_column(cx.index).unwrap_or((line, 1));
-                    diags.push(
-                        cx.at(l, format!("malformed schema: {}", e.message))
-                            .column(c + e.column - 1)
-                            .help("see the schema grammar: `name.overload(Type arg, ..., *, Type kwarg=default) -> Return`"),
-                    );
+                    let pos = cx.src.schema_col(line, s, e.column);
+                    let mut d = cx.at(pos, format!("malformed schema: {}", e.message));
+                    d.help = Some(schema_help(&e.message));
+                    diags.push(d);
                     None
                 }
             }
         }
         Some(v) => {
-            return Err(vec![cx.at_key(
+            let mut d = cx.at_value(
                 "func",
-                format!("`func:` must be a schema string, found {}", type_name(v)),
-            )])
+                format!("`func:` must be a schema string, found {}", describe(v)),
+            );
+            d.help = key_example("func").map(str::to_string);
+            return Err(vec![d]);
         }
     };
+    let parsed = func.is_some();
     let mut nf = NativeFunction {
-        func: func.clone().unwrap_or_else(|| FunctionSchema {
+        // A placeholder when the schema is malformed: the entry is not returned then.
+        func: func.unwrap_or_else(|| FunctionSchema {
             name: OperatorName {
                 namespace: None,
                 name: BaseName {
@@ -295,21 +706,54 @@ fn load_entry(mut cx: EntryCx<'_>, item: Value) -> Result<NativeFunction, Vec<Di
     };
     for (k, v) in &map {
         let Some(key) = k.as_str() else {
-            diags.push(cx.at(
-                line,
-                format!("entry keys must be strings, found {}", type_name(k)),
-            ));
+            diags.push(
+                cx.at(
+                    (line, None),
+                    format!("entry keys must be strings, found {}", describe(k)),
+                )
+                .help(format!("known keys: {}", KNOWN_KEYS.join(", "))),
+            );
             continue;
         };
-        let r = load_key(&cx, &mut nf, key, v);
-        if let Err(d) = r {
-            diags.push(d);
+        load_key(&cx, &mut nf, key, v, &mut diags);
+    }
+    if parsed && diags.is_empty() {
+        Ok(nf)
+    } else {
+        Err(diags)
+    }
+}
+
+/// A hint for a schema the parser rejected, keyed on its (torchgen-worded) message.
+fn schema_help(msg: &str) -> String {
+    if let Some(ty) = msg.strip_prefix("unrecognized type ") {
+        if ty.contains(' ') || ty.contains(',') {
+            return "arguments are separated by exactly `, ` (a comma and one space), and each is `Type name` with one space".into();
         }
+        if ty.contains('(') {
+            return "alias annotations are written only on tensors: `Tensor(a!)`, `Tensor(a)?`, `Tensor(a!)[]`".into();
+        }
+        let base = ty
+            .trim_end_matches(['?', '[', ']'])
+            .trim_end_matches(|c: char| c.is_ascii_digit() || c == '[');
+        return match nearest(base, BaseType::ALL.iter().map(|b| b.name())) {
+            Some(n) => format!("did you mean `{n}`?"),
+            None => format!(
+                "known types: {} (composed with `?` and `[]`/`[N]`)",
+                BaseType::ALL.map(|b| b.name()).join(", ")
+            ),
+        };
     }
-    match (func, diags.is_empty()) {
-        (Some(_), true) => Ok(nf),
-        _ => Err(diags),
+    if msg.starts_with("Invalid function schema") {
+        return "a schema is `name.overload(Type arg, ...) -> Return`, with exactly one space on each side of `->`".into();
     }
+    if msg.starts_with("illegal argument") {
+        return "each argument is `Type name` or `Type name=default`, separated by `, `".into();
+    }
+    if msg.contains("not in canonical form") {
+        return "write the schema exactly as it prints back: torchgen compares the two character for character".into();
+    }
+    "see the schema grammar: `name.overload(Type arg, ..., *, Type kwarg=default) -> Return`".into()
 }
 
 fn load_key(
@@ -317,12 +761,20 @@ fn load_key(
     nf: &mut NativeFunction,
     key: &str,
     v: &Value,
-) -> Result<(), Diagnostic> {
+    diags: &mut Vec<Diagnostic>,
+) {
     let expect = |what: &str| {
-        cx.at_key(
+        let d = cx.at_value(
             key,
-            format!("`{key}:` must be {what}, found {}", type_name(v)),
-        )
+            format!("`{key}:` must be {what}, found {}", describe(v)),
+        );
+        match key_example(key) {
+            Some(h) => d.help(h),
+            None if what == "True or False" => {
+                d.help(format!("write `{key}: True` or `{key}: False`"))
+            }
+            None => d,
+        }
     };
     let string = || {
         v.as_str()
@@ -330,107 +782,155 @@ fn load_key(
             .ok_or_else(|| expect("a string"))
     };
     let boolean = || v.as_bool().ok_or_else(|| expect("True or False"));
-    // A comma-separated string or a list of strings.
-    let list = |sep: &str| -> Result<Vec<String>, Diagnostic> {
+    let strings = |what: &str| -> Result<Vec<String>, Diagnostic> {
         match v {
-            Value::String(s) => Ok(s
-                .split(sep)
-                .map(|x| x.trim().to_string())
-                .filter(|x| !x.is_empty())
-                .collect()),
             Value::Sequence(xs) => xs
                 .iter()
                 .map(|x| {
-                    x.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| expect("a list of strings"))
+                    x.as_str().map(str::to_string).ok_or_else(|| {
+                        let d = cx.at_value(
+                            key,
+                            format!("`{key}:` must be {what}, found {} in the list", describe(x)),
+                        );
+                        match key_example(key) {
+                            Some(h) => d.help(h),
+                            None => d,
+                        }
+                    })
                 })
                 .collect(),
-            _ => Err(expect("a string or a list of strings")),
+            _ => Err(expect(what)),
         }
     };
-    match key {
-        "func" => {}
-        "variants" => {
-            let s = string()?;
-            let mut vs = Variants {
-                function: false,
-                method: false,
-            };
-            for part in s.split(", ") {
-                match part.trim() {
-                    "function" => vs.function = true,
-                    "method" => vs.method = true,
-                    other => {
-                        return Err(cx
-                            .at_key(key, format!("illegal variant {other}"))
-                            .help("variants are `function`, `method` or `function, method`"))
+    let r: Result<(), Diagnostic> = (|| {
+        match key {
+            "func" => {}
+            "variants" => {
+                let s = string()?;
+                let mut vs = Variants {
+                    function: false,
+                    method: false,
+                };
+                // torchgen splits on exactly ", " and compares exactly.
+                for part in s.split(", ") {
+                    match part {
+                        "function" => vs.function = true,
+                        "method" => vs.method = true,
+                        other => {
+                            let pos = cx.src.token(cx.line, key, other);
+                            let help = if other.contains(',') {
+                                "separate variants with `, ` (a comma and one space)".to_string()
+                            } else if let Some(n) =
+                                nearest(other, ["function", "method"].into_iter())
+                            {
+                                format!("did you mean `{n}`?")
+                            } else {
+                                "variants are `function`, `method` or `function, method`".into()
+                            };
+                            diags.push(cx.at(pos, format!("illegal variant {other}")).help(help));
+                        }
                     }
                 }
+                nf.variants = vs;
             }
-            nf.variants = vs;
-        }
-        "dispatch" => {
-            nf.has_dispatch = true;
-            let Value::Mapping(m) = v else {
-                return Err(expect("a mapping of dispatch keys to kernel names"));
-            };
-            for (k, kern) in m {
-                let keys = k
-                    .as_str()
-                    .ok_or_else(|| expect("a mapping with string keys"))?;
-                let kernel = kern.as_str().ok_or_else(|| {
-                    cx.at_key(
-                        keys,
-                        format!(
-                            "kernel for `{keys}` must be a name, found {}",
-                            type_name(kern)
-                        ),
-                    )
-                })?;
-                nf.dispatch.push(DispatchEntry {
-                    keys: keys.split(',').map(|x| x.trim().to_string()).collect(),
-                    kernel: kernel.to_string(),
-                    line: cx.src_lines.key(cx.index, keys),
+            "dispatch" => {
+                nf.has_dispatch = true;
+                let Value::Mapping(m) = v else {
+                    return Err(expect("a mapping of dispatch keys to kernel names"));
+                };
+                for (k, kern) in m {
+                    let Some(keys) = k.as_str() else {
+                        diags.push(
+                            cx.at(
+                                (cx.src.key(cx.line, key), None),
+                                format!("dispatch keys must be names, found {}", describe(k)),
+                            )
+                            .help(key_example(key).unwrap_or_default()),
+                        );
+                        continue;
+                    };
+                    let row = cx.src.dispatch_row(cx.line, keys);
+                    let Some(kernel) = kern.as_str() else {
+                        let pos = match row {
+                            Some(l) => (l, cx.src.row_value_col(l)),
+                            None => (cx.src.key(cx.line, key), None),
+                        };
+                        diags.push(
+                            cx.at(
+                                pos,
+                                format!(
+                                    "kernel for `{keys}` must be a name, found {}",
+                                    describe(kern)
+                                ),
+                            )
+                            .help(format!(
+                                "write `{keys}: <kernel path>`, e.g. `{keys}: cpu::add_Tensor`"
+                            )),
+                        );
+                        continue;
+                    };
+                    nf.dispatch.push(DispatchEntry {
+                        keys: keys.split(',').map(|x| x.trim().to_string()).collect(),
+                        kernel: kernel.to_string(),
+                        line: row.unwrap_or_else(|| cx.src.key(cx.line, key)),
+                    });
+                }
+            }
+            "structured" => nf.structured = boolean()?,
+            "structured_delegate" => nf.structured_delegate = Some(string()?),
+            "structured_inherits" => nf.structured_inherits = Some(string()?),
+            "precomputed" => nf.precomputed = strings("a list of strings")?,
+            "device_check" => nf.device_check = Some(string()?),
+            "device_guard" => nf.device_guard = boolean()?,
+            "python_module" => nf.python_module = Some(string()?),
+            "category_override" => nf.category_override = Some(string()?),
+            // torchgen: a string is one tag (it is not split on commas).
+            "tags" => {
+                nf.tags = match v {
+                    Value::String(s) => vec![s.clone()],
+                    _ => strings("a tag or a list of tags")?,
+                }
+            }
+            "autogen" => {
+                nf.autogen = string()?
+                    .split(", ")
+                    .filter(|x| !x.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }
+            "cpp_no_default_args" => nf.cpp_no_default_args = strings("a list of argument names")?,
+            "manual_cpp_binding" => nf.manual_cpp_binding = boolean()?,
+            "manual_kernel_registration" => nf.manual_kernel_registration = boolean()?,
+            "use_const_ref_for_mutable_tensors" => {
+                nf.use_const_ref_for_mutable_tensors = boolean()?
+            }
+            "ufunc_inner_loop" => {
+                nf.ufunc_inner_loop = match v {
+                    Value::String(s) => vec![("Generic".into(), s.clone())],
+                    Value::Mapping(m) => m
+                        .iter()
+                        .map(|(k, x)| match (k.as_str(), x.as_str()) {
+                            (Some(k), Some(x)) => Ok((k.to_string(), x.to_string())),
+                            _ => Err(expect("a string or a mapping of strings")),
+                        })
+                        .collect::<Result<_, _>>()?,
+                    _ => return Err(expect("a string or a mapping of strings")),
+                }
+            }
+            other => {
+                let d = cx.at(
+                    cx.src.key_pos(cx.line, other),
+                    format!("unknown key `{other}`"),
+                );
+                return Err(match nearest(other, KNOWN_KEYS.iter().copied()) {
+                    Some(n) => d.help(format!("did you mean `{n}`?")),
+                    None => d.help(format!("known keys: {}", KNOWN_KEYS.join(", "))),
                 });
             }
         }
-        "structured" => nf.structured = boolean()?,
-        "structured_delegate" => nf.structured_delegate = Some(string()?),
-        "structured_inherits" => nf.structured_inherits = Some(string()?),
-        "precomputed" => nf.precomputed = list("\n")?,
-        "device_check" => nf.device_check = Some(string()?),
-        "device_guard" => nf.device_guard = boolean()?,
-        "python_module" => nf.python_module = Some(string()?),
-        "category_override" => nf.category_override = Some(string()?),
-        "tags" => nf.tags = list(",")?,
-        "autogen" => nf.autogen = list(",")?,
-        "cpp_no_default_args" => nf.cpp_no_default_args = list(",")?,
-        "manual_cpp_binding" => nf.manual_cpp_binding = boolean()?,
-        "manual_kernel_registration" => nf.manual_kernel_registration = boolean()?,
-        "use_const_ref_for_mutable_tensors" => nf.use_const_ref_for_mutable_tensors = boolean()?,
-        "ufunc_inner_loop" => {
-            nf.ufunc_inner_loop = match v {
-                Value::String(s) => vec![("Generic".into(), s.clone())],
-                Value::Mapping(m) => m
-                    .iter()
-                    .map(|(k, x)| match (k.as_str(), x.as_str()) {
-                        (Some(k), Some(x)) => Ok((k.to_string(), x.to_string())),
-                        _ => Err(expect("a string or a mapping of strings")),
-                    })
-                    .collect::<Result<_, _>>()?,
-                _ => return Err(expect("a string or a mapping of strings")),
-            }
-        }
-        other => {
-            let near = crate::validate::nearest(other, KNOWN_KEYS.iter().copied());
-            let mut d = cx.at_key(other, format!("unknown key `{other}`"));
-            d = match near {
-                Some(n) => d.help(format!("did you mean `{n}`?")),
-                None => d.help(format!("known keys: {}", KNOWN_KEYS.join(", "))),
-            };
-            return Err(d);
-        }
+        Ok(())
+    })();
+    if let Err(d) = r {
+        diags.push(d);
     }
-    Ok(())
 }

@@ -631,12 +631,12 @@ fn signature_from_schema(
 // ─── Which functions get bindings ───────────────────────────────────────────────────
 
 /// `fn` needs a Python binding at all (`should_generate_py_binding`).
-fn should_generate_py_binding(f: &NativeFunction, skips: &[Regex]) -> bool {
+fn should_generate_py_binding(f: &NativeFunction, skips: &regex_lite::Regex) -> bool {
     if f.has_tag("generated") && !f.has_tag("view_copy") {
         return false;
     }
     let name = cpp_name(&f.func);
-    if skips.iter().any(|r| r.full_match(&name)) {
+    if skips.is_match(&name) {
         return false;
     }
     let schema = unqualified_schema(&f.func);
@@ -972,10 +972,7 @@ pub fn derive_bindings(
     deprecated: &[DeprecatedEntry],
 ) -> Result<Vec<Binding>, String> {
     let generated = generated_functions(entries)?;
-    let skips = SKIP_PYTHON_BINDINGS
-        .iter()
-        .map(|p| Regex::new(p))
-        .collect::<Result<Vec<_>, _>>()?;
+    let skips = skip_regex(SKIP_PYTHON_BINDINGS)?;
     let fns: Vec<&NativeFunction> = entries
         .iter()
         .chain(&generated)
@@ -1372,148 +1369,14 @@ fn generate_function(base: &NativeFunction, kind: SchemaKind) -> Result<NativeFu
     })
 }
 
-// ─── A tiny regular-expression matcher for the skip list ────────────────────────────
+// ─── The skip list as one regular expression ────────────────────────────────────────
 
-/// Full-match regular expressions over ASCII, enough for PyTorch's skip list:
-/// literals, `.`, groups with `|`, and the `*` / `?` quantifiers.
-#[derive(Clone, Debug)]
-struct Regex {
-    seq: Vec<Piece>,
-}
-
-#[derive(Clone, Debug)]
-enum Atom {
-    Byte(u8),
-    Any,
-    Group(Vec<Vec<Piece>>),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Rep {
-    One,
-    Optional,
-    Star,
-}
-
-#[derive(Clone, Debug)]
-struct Piece {
-    atom: Atom,
-    rep: Rep,
-}
-
-impl Regex {
-    fn new(pattern: &str) -> Result<Regex, String> {
-        let bytes = pattern.as_bytes();
-        let mut pos = 0;
-        let alts = parse_alternatives(bytes, &mut pos)
-            .map_err(|e| format!("bad skip pattern `{pattern}`: {e}"))?;
-        if pos != bytes.len() {
-            return Err(format!("bad skip pattern `{pattern}`: unbalanced `)`"));
-        }
-        Ok(Regex {
-            seq: vec![Piece {
-                atom: Atom::Group(alts),
-                rep: Rep::One,
-            }],
-        })
-    }
-
-    /// True if the whole of `s` matches.
-    fn full_match(&self, s: &str) -> bool {
-        let ends = match_seq(&self.seq, s.as_bytes(), BTreeSet::from([0]));
-        ends.contains(&s.len())
-    }
-}
-
-fn parse_alternatives(b: &[u8], pos: &mut usize) -> Result<Vec<Vec<Piece>>, String> {
-    let mut alts = vec![Vec::new()];
-    while let Some(&c) = b.get(*pos) {
-        let atom = match c {
-            b')' => break,
-            b'|' => {
-                *pos += 1;
-                alts.push(Vec::new());
-                continue;
-            }
-            b'(' => {
-                *pos += 1;
-                let inner = parse_alternatives(b, pos)?;
-                if b.get(*pos) != Some(&b')') {
-                    return Err("missing `)`".into());
-                }
-                *pos += 1;
-                Atom::Group(inner)
-            }
-            b'.' => {
-                *pos += 1;
-                Atom::Any
-            }
-            b'*' | b'?' | b'+' | b'[' | b'\\' | b'{' | b'^' | b'$' => {
-                return Err(format!("unsupported `{}`", c as char))
-            }
-            _ => {
-                *pos += 1;
-                Atom::Byte(c)
-            }
-        };
-        let rep = match b.get(*pos) {
-            Some(b'*') => Rep::Star,
-            Some(b'?') => Rep::Optional,
-            _ => Rep::One,
-        };
-        if rep != Rep::One {
-            *pos += 1;
-        }
-        if let Some(last) = alts.last_mut() {
-            last.push(Piece { atom, rep });
-        }
-    }
-    Ok(alts)
-}
-
-/// All end positions reachable by matching `seq` from any of `starts`.
-fn match_seq(seq: &[Piece], s: &[u8], starts: BTreeSet<usize>) -> BTreeSet<usize> {
-    seq.iter().fold(starts, |cur, p| match_piece(p, s, cur))
-}
-
-fn match_piece(p: &Piece, s: &[u8], starts: BTreeSet<usize>) -> BTreeSet<usize> {
-    match p.rep {
-        Rep::One => match_atom(&p.atom, s, &starts),
-        Rep::Optional => {
-            let mut r = match_atom(&p.atom, s, &starts);
-            r.extend(starts);
-            r
-        }
-        Rep::Star => {
-            let mut all = starts.clone();
-            let mut frontier = starts;
-            while !frontier.is_empty() {
-                let next = match_atom(&p.atom, s, &frontier);
-                frontier = next.difference(&all).copied().collect();
-                all.extend(frontier.iter().copied());
-            }
-            all
-        }
-    }
-}
-
-fn match_atom(a: &Atom, s: &[u8], starts: &BTreeSet<usize>) -> BTreeSet<usize> {
-    match a {
-        Atom::Byte(c) => starts
-            .iter()
-            .filter(|&&i| s.get(i) == Some(c))
-            .map(|i| i + 1)
-            .collect(),
-        Atom::Any => starts
-            .iter()
-            .filter(|&&i| i < s.len())
-            .map(|i| i + 1)
-            .collect(),
-        Atom::Group(alts) => alts
-            .iter()
-            .flat_map(|alt| match_seq(alt, s, starts.clone()))
-            .collect(),
-    }
+/// PyTorch's skip patterns, each matched against the whole name, as one anchored
+/// alternation.
+fn skip_regex(patterns: &[&str]) -> Result<regex_lite::Regex, String> {
+    let alternation: Vec<String> = patterns.iter().map(|p| format!("(?:{p})")).collect();
+    regex_lite::Regex::new(&format!("^(?:{})$", alternation.join("|")))
+        .map_err(|e| format!("bad skip pattern: {e}"))
 }
 
 // ─── Tests ──────────────────────────────────────────────────────────────────────────
@@ -1584,17 +1447,27 @@ mod tests {
 
     #[test]
     fn skip_patterns() {
-        let r = |p: &str| Regex::new(p).unwrap();
-        assert!(r(".*_backward").full_match("conv_backward"));
-        assert!(!r(".*_backward").full_match("conv_backward_out"));
-        assert!(r(".*_backward_(out|input|weight|bias)").full_match("x_backward_input"));
-        assert!(r("nonzero(_(out|numpy))?").full_match("nonzero"));
-        assert!(r("nonzero(_(out|numpy))?").full_match("nonzero_numpy"));
-        assert!(!r("nonzero(_(out|numpy))?").full_match("nonzero_static"));
-        assert!(r("_?sparse_(coo|csr)_tensor.*").full_match("sparse_coo_tensor"));
-        assert!(r("_?sparse_(coo|csr)_tensor.*").full_match("_sparse_csr_tensor_unsafe"));
-        assert!(!r("to").full_match("to_dense"));
-        assert!(Regex::new("a[b]").is_err());
+        let r = skip_regex(SKIP_PYTHON_BINDINGS).unwrap();
+        for skipped in [
+            "conv_backward",
+            "x_backward_input",
+            "nonzero",
+            "nonzero_numpy",
+            "sparse_coo_tensor",
+            "size",
+        ] {
+            assert!(r.is_match(skipped), "{skipped}");
+        }
+        for kept in [
+            "conv_forward_output",
+            "nonzero_static",
+            "to_dense",
+            "add",
+            "sizes",
+        ] {
+            assert!(!r.is_match(kept), "{kept}");
+        }
+        assert!(skip_regex(&["a(b"]).is_err());
     }
 
     fn bindings(yaml: &str, deprecated: &str) -> Vec<Binding> {

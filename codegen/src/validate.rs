@@ -6,7 +6,7 @@
 //! known it is kept, so messages can be searched for in PyTorch's sources.
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::load::SchemaFile;
+use crate::load::{SchemaFile, SourceMap};
 use crate::model::*;
 use crate::schema::check_invariants;
 use std::collections::HashMap;
@@ -68,154 +68,320 @@ const LAYOUT_NAMES: &[&str] = &[
 const REDUCTION_NAMES: &[&str] = &["Mean", "Sum"];
 
 /// Validates every entry of `file`. `tags` are the known tag names (from `tags.yaml`);
-/// when `None`, tags are not checked.
+/// when `None`, tags are not checked. Every problem is returned, ordered by position.
 pub fn validate(file: &SchemaFile, tags: Option<&[String]>) -> Result<(), Diagnostics> {
     let mut v = Validator {
         file: &file.file,
+        src: &file.source,
         diags: Vec::new(),
     };
     let mut seen: HashMap<String, usize> = HashMap::new();
     for nf in &file.entries {
         let name = nf.name();
-        if let Some(prev) = seen.insert(name.clone(), nf.line) {
+        if let Some(&prev) = seen.get(&name) {
+            let at = v.at_func(nf);
             v.push(
                 nf,
-                nf.line,
+                at,
                 format!("duplicate operator `{name}` (first defined at line {prev})"),
-                Some("give one of them a different overload name: `name.overload(...)`".into()),
+                "give one of them a different overload name: `name.overload(...)`",
             );
+        } else {
+            seen.insert(name, nf.line);
         }
         v.entry(nf, tags);
     }
-    v.cross_entry(file, &seen);
+    v.cross_entry(file);
     if v.diags.is_empty() {
         Ok(())
     } else {
-        Err(Diagnostics(v.diags))
+        let mut d = Diagnostics(v.diags);
+        d.sort();
+        Err(d)
     }
+}
+
+/// A place in the file: line and, when known for sure, column.
+type Pos = (usize, Option<usize>);
+
+/// A place inside a schema.
+enum Place {
+    /// The operator name (the start of the schema).
+    Name,
+    /// The argument with this index.
+    Arg(usize),
+    /// The returns.
+    Returns,
 }
 
 struct Validator<'a> {
     file: &'a str,
+    src: &'a SourceMap,
     diags: Vec<Diagnostic>,
 }
 
+/// Byte offsets (in the printed schema, which is the source text) where each
+/// argument starts, following `Arguments`' `Display`.
+fn arg_offsets(f: &FunctionSchema) -> Vec<usize> {
+    let mut pos = f.name.to_string().len() + 1;
+    let mut out = Vec::with_capacity(f.arguments.all.len());
+    let mut first = true;
+    for (i, a) in f.arguments.all.iter().enumerate() {
+        if f.arguments.kwarg_only_start == Some(i) {
+            pos += if first { 1 } else { 3 };
+            first = false;
+        }
+        if !first {
+            pos += 2;
+        }
+        out.push(pos);
+        pos += a.to_string().len();
+        first = false;
+    }
+    out
+}
+
 impl Validator<'_> {
-    fn push(&mut self, nf: &NativeFunction, line: usize, msg: String, help: Option<String>) {
-        let mut d = Diagnostic::new(self.file, line, msg).entry(nf.name());
-        d.help = help;
+    fn push(
+        &mut self,
+        nf: &NativeFunction,
+        (line, col): Pos,
+        msg: String,
+        help: impl Into<String>,
+    ) {
+        let help: String = help.into();
+        let mut d = Diagnostic::new(self.file, line, msg)
+            .entry(nf.name())
+            .maybe_column(col);
+        d.help = (!help.is_empty()).then_some(help);
         self.diags.push(d);
     }
 
-    fn err(&mut self, nf: &NativeFunction, msg: impl Into<String>, help: impl Into<String>) {
-        let help: String = help.into();
-        self.push(nf, nf.line, msg.into(), (!help.is_empty()).then_some(help));
+    /// Byte `at` of the schema text.
+    fn at_schema(&self, nf: &NativeFunction, at: usize) -> Pos {
+        let text = nf.func.to_string();
+        let col = text.get(..at).map_or(1, |p| p.chars().count() + 1);
+        self.src.schema_col(nf.line, &text, col)
+    }
+
+    /// The start of the schema (the operator name).
+    fn at_func(&self, nf: &NativeFunction) -> Pos {
+        self.at_schema(nf, 0)
+    }
+
+    /// The name of argument `i`.
+    fn at_arg_name(&self, nf: &NativeFunction, i: usize) -> Pos {
+        let a = &nf.func.arguments.all[i];
+        let text = a.to_string();
+        let decl = text.split('=').next().unwrap_or(&text);
+        let name = decl.rfind(' ').map_or(0, |s| s + 1);
+        self.at_schema(nf, arg_offsets(&nf.func)[i] + name)
+    }
+
+    /// The start of argument `i`.
+    fn at_arg(&self, nf: &NativeFunction, i: usize) -> Pos {
+        self.at_schema(nf, arg_offsets(&nf.func)[i])
+    }
+
+    /// The default value of argument `i`.
+    fn at_default(&self, nf: &NativeFunction, i: usize) -> Pos {
+        let text = nf.func.arguments.all[i].to_string();
+        let eq = text.find('=').map_or(0, |e| e + 1);
+        self.at_schema(nf, arg_offsets(&nf.func)[i] + eq)
+    }
+
+    /// The returns (after ` -> `).
+    fn at_returns(&self, nf: &NativeFunction) -> Pos {
+        let text = nf.func.to_string();
+        self.at_schema(nf, text.rfind(") -> ").map_or(0, |a| a + 5))
+    }
+
+    /// The line of `key:` (no column: the whole key is at fault).
+    fn at_key(&self, nf: &NativeFunction, key: &str) -> Pos {
+        (self.src.key(nf.line, key), None)
+    }
+
+    fn at_value(&self, nf: &NativeFunction, key: &str) -> Pos {
+        self.src.value(nf.line, key)
+    }
+
+    fn at_token(&self, nf: &NativeFunction, key: &str, token: &str) -> Pos {
+        self.src.token(nf.line, key, token)
+    }
+
+    /// A key of a dispatch row.
+    fn at_row_key(&self, row: &DispatchEntry, key: &str) -> Pos {
+        (row.line, self.src.row_key_col(row.line, key))
+    }
+
+    /// The kernel of a dispatch row.
+    fn at_row_kernel(&self, row: &DispatchEntry) -> Pos {
+        (row.line, self.src.row_value_col(row.line))
     }
 
     fn entry(&mut self, nf: &NativeFunction, tags: Option<&[String]>) {
         let f = &nf.func;
         let kind = f.kind();
         if let Err(m) = check_invariants(f) {
-            let help = if m.contains("Inplace op") {
-                "an inplace operator `foo_` takes `Tensor(a!) self` and returns `Tensor(a!)`"
-            } else if m.contains("out") || m.contains("mutable") {
-                "out overloads take their outputs after `*` as `Tensor(a!) out` and return them: `foo.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`"
-            } else {
-                ""
-            };
-            self.err(nf, m, help);
+            let (at, help) = self.invariant_place(nf, &m);
+            self.push(nf, at, m, help);
         }
-        for a in &f.arguments.all {
-            self.check_default(nf, a);
+        for (i, a) in f.arguments.all.iter().enumerate() {
+            self.check_default(nf, i, a);
             if PYTHON_KEYWORDS.contains(&a.name.as_str())
                 && !KEYWORD_ARG_EXCEPTIONS.contains(&f.name.name.to_string().as_str())
             {
-                self.err(
+                let at = self.at_arg_name(nf, i);
+                self.push(
                     nf,
+                    at,
                     format!(
                         "Argument name '{}' in function '{}' is a reserved Python keyword.",
                         a.name, f.name
                     ),
-                    "rename the argument",
+                    format!("rename the argument (e.g. `{}_`)", a.name),
                 );
             }
         }
         // Variants.
-        if matches!(kind, SchemaKind::Out | SchemaKind::Scratch) && nf.variants.method {
-            self.err(nf, "Native functions with out arguments MUST be declared with only function variant; e.g., variants: function; otherwise you will tickle a Python argument binding bug (which usually manifests itself as the result variable being undefined.)", "write `variants: function` (or leave `variants:` out)");
+        if f.arguments.out_start().is_some() && nf.variants.method {
+            let at = self.at_token(nf, "variants", "method");
+            self.push(nf, at, "Native functions with out arguments MUST be declared with only function variant; e.g., variants: function; otherwise you will tickle a Python argument binding bug (which usually manifests itself as the result variable being undefined.)".into(), "write `variants: function` (or leave `variants:` out)");
         }
         if nf.python_module.is_some() && nf.variants.method {
-            self.err(
+            let at = self.at_token(nf, "variants", "method");
+            self.push(
                 nf,
-                "functions in modules cannot be methods",
-                "drop `method` from `variants:` or drop `python_module:`",
+                at,
+                "functions in modules cannot be methods".into(),
+                "drop `method` from `variants:`, or drop `python_module:`",
             );
         }
         self.check_dispatch(nf);
         // Structured and friends.
         if nf.structured && kind != SchemaKind::Out {
-            self.err(nf, "Put structured field on the out= variant of a function; did you mean structured_delegate?", "");
+            let at = self.at_key(nf, "structured");
+            let help = format!("`structured: True` goes on the out= overload (`{}.out`); other overloads point at it with `structured_delegate: {}.out`", f.name.name.base, f.name.name.base);
+            self.push(nf, at, "Put structured field on the out= variant of a function; did you mean structured_delegate?".into(), help);
         }
         if nf.structured_delegate.is_some() && kind == SchemaKind::Out {
-            self.err(
+            let at = self.at_key(nf, "structured_delegate");
+            self.push(
                 nf,
-                "structured_delegate field not allowed on out= functions; did you mean structured?",
-                "",
+                at,
+                "structured_delegate field not allowed on out= functions; did you mean structured?"
+                    .into(),
+                "write `structured: True` on the out= overload instead",
             );
         }
+        for key in ["structured_delegate", "structured_inherits"] {
+            let value = if key == "structured_delegate" {
+                &nf.structured_delegate
+            } else {
+                &nf.structured_inherits
+            };
+            if value.as_deref().is_some_and(|d| d.contains("::")) {
+                let at = self.at_value(nf, key);
+                let what = key.replace('_', " ");
+                self.push(nf, at, format!("namespace is not supported in {what}, using the same namespace as the native function"), "drop the `ns::` prefix");
+            }
+        }
         if nf.structured_inherits.is_some() && !nf.structured {
-            self.err(
+            let at = self.at_key(nf, "structured_inherits");
+            self.push(
                 nf,
-                "structured_inherits must also imply structured: True",
-                "",
+                at,
+                "structured_inherits must also imply structured: True".into(),
+                "add `structured: True`, or drop `structured_inherits:`",
             );
         }
         if !nf.precomputed.is_empty() && !nf.structured {
-            self.err(
+            let at = self.at_key(nf, "precomputed");
+            self.push(
                 nf,
+                at,
                 format!(
                     "precomputed requires structured=True, got structured={}",
                     py_bool(nf.structured)
                 ),
-                "",
+                "add `structured: True` (precomputed values are computed by the structured meta function)",
             );
         }
-        if !nf.ufunc_inner_loop.is_empty() && !nf.structured {
-            self.err(nf, "ufunc must be structured", "");
-        }
-        if nf.structured_delegate.is_some() || nf.structured {
-            if !nf.device_guard {
-                self.err(
+        if !nf.ufunc_inner_loop.is_empty() {
+            if !nf.structured {
+                let at = self.at_key(nf, "ufunc_inner_loop");
+                self.push(
                     nf,
-                    "device_guard: False is not allowed on structured operators",
-                    "",
+                    at,
+                    "ufunc must be structured".into(),
+                    "add `structured: True`",
                 );
             }
+            for row in &nf.dispatch {
+                for key in row
+                    .keys
+                    .iter()
+                    .filter(|k| ["CPU", "CUDA"].contains(&k.as_str()))
+                {
+                    let at = self.at_row_key(row, key);
+                    self.push(
+                        nf,
+                        at,
+                        format!("ufunc should not have explicit dispatch entry for {key}"),
+                        "the ufunc_inner_loop generates the CPU and CUDA kernels; drop this row",
+                    );
+                }
+            }
+        }
+        if (nf.structured_delegate.is_some() || nf.structured) && !nf.device_guard {
+            let at = self.at_key(nf, "device_guard");
+            self.push(
+                nf,
+                at,
+                "device_guard: False is not respected by structured kernels".into(),
+                "drop `device_guard: False`",
+            );
         }
         if let Some(dc) = &nf.device_check {
             if dc != "NoCheck" && dc != "ExactSame" {
-                self.err(
-                    nf,
-                    format!("illegal device_check: {dc}"),
-                    "use `NoCheck` or `ExactSame`",
-                );
+                let at = self.at_value(nf, "device_check");
+                let help = match nearest(dc, ["NoCheck", "ExactSame"].into_iter()) {
+                    Some(n) => format!("did you mean `{n}`?"),
+                    None => "use `NoCheck` or `ExactSame` (the default)".into(),
+                };
+                self.push(nf, at, format!("illegal device_check: {dc}"), help);
             }
         }
+        if f.name.unqualified().starts_with("_foreach")
+            && nf.device_check.as_deref() != Some("NoCheck")
+        {
+            let at = match nf.device_check {
+                Some(_) => self.at_value(nf, "device_check"),
+                None => self.at_func(nf),
+            };
+            self.push(nf, at, "foreach kernels fall back to slow path when tensor are on different devices, device_check not allowed to be enabled".into(), "add `device_check: NoCheck`");
+        }
         if let Some(m) = &nf.python_module {
-            if !["nn", "special", "linalg", "fft", "sparse", "nested"].contains(&m.as_str()) {
-                self.err(
+            const MODULES: [&str; 6] = ["nn", "special", "linalg", "fft", "sparse", "nested"];
+            if !MODULES.contains(&m.as_str()) {
+                let at = self.at_value(nf, "python_module");
+                self.push(
                     nf,
+                    at,
                     format!("unknown python_module {m}"),
-                    "use one of nn, special, linalg, fft, sparse, nested",
+                    format!("use one of {}", MODULES.join(", ")),
                 );
             }
         }
         if let Some(c) = &nf.category_override {
-            if !["factory", "dummy", "new", "like"].contains(&c.as_str()) {
-                self.err(
+            const CATEGORIES: [&str; 4] = ["factory", "dummy", "new", "like"];
+            if !CATEGORIES.contains(&c.as_str()) {
+                let at = self.at_value(nf, "category_override");
+                self.push(
                     nf,
+                    at,
                     format!("unknown category_override {c}"),
-                    "use one of factory, dummy, new, like",
+                    format!("use one of {}", CATEGORIES.join(", ")),
                 );
             }
         }
@@ -225,124 +391,292 @@ impl Validator<'_> {
             .filter(|n| f.arguments.get(n).is_none_or(|a| a.default.is_none()))
             .map(String::as_str)
             .collect();
-        if !bad_no_default.is_empty() {
-            self.err(
+        if let Some(first) = bad_no_default.first() {
+            let at = self.at_token(nf, "cpp_no_default_args", first);
+            let set: Vec<String> = bad_no_default.iter().map(|n| format!("'{n}'")).collect();
+            let help = match f.arguments.get(first) {
+                Some(a) => format!("`{}` has no default in the schema; list only arguments written `Type name=default`", a.name),
+                None => {
+                    let defaulted = f.arguments.all.iter().filter(|a| a.default.is_some()).map(|a| a.name.as_str());
+                    match nearest(first, defaulted) {
+                        Some(n) => format!("`{first}` is not an argument; did you mean `{n}`?"),
+                        None => format!("`{first}` is not an argument; list only arguments that have a default"),
+                    }
+                }
+            };
+            self.push(
                 nf,
-                format!("Invalid cpp_no_default_args: {bad_no_default:?}"),
-                "each name must be an argument that has a default",
+                at,
+                format!("Invalid cpp_no_default_args: {{{}}}", set.join(", ")),
+                help,
             );
         }
-        if nf.use_const_ref_for_mutable_tensors && kind == SchemaKind::Out {
-            self.err(nf, "use_const_ref_for_mutable_tensors is not allowed on out= functions (see https://github.com/pytorch/pytorch/issues/145522)", "");
+        if nf.use_const_ref_for_mutable_tensors && f.arguments.out_start().is_some() {
+            let at = self.at_key(nf, "use_const_ref_for_mutable_tensors");
+            self.push(nf, at, "use_const_ref_for_mutable_tensors is not allowed on out= functions (see https://github.com/pytorch/pytorch/issues/145522)".into(), "drop `use_const_ref_for_mutable_tensors:`");
         }
         // Tags.
         if let Some(known) = tags {
             for t in &nf.tags {
                 if !known.iter().any(|k| k == t) {
-                    let line = nf.line;
-                    let help = match nearest(t, known.iter().map(String::as_str)) {
-                        Some(n) => format!("did you mean `{n}`? (tags are declared in tags.yaml)"),
-                        None => "tags are declared in tags.yaml beside the schema file".into(),
+                    let at = self.at_token(nf, "tags", t);
+                    let help = if t.contains(',') {
+                        format!("a string is one tag; write several as a list: `tags: [{t}]`")
+                    } else {
+                        match nearest(t, known.iter().map(String::as_str)) {
+                            Some(n) => {
+                                format!("did you mean `{n}`? (tags are declared in tags.yaml)")
+                            }
+                            None => "tags are declared in tags.yaml beside the schema file".into(),
+                        }
                     };
-                    self.push(nf, line, format!("illegal tag {t}"), Some(help));
+                    self.push(nf, at, format!("illegal tag {t}"), help);
                 }
             }
         }
         if !nf.has_tag("nondeterministic_seeded") && f.name.namespace() == "aten" {
-            let base = &f.name.name.base;
-            let dropout = (base.contains("dropout")
+            // torchgen looks at `name.overload`, not just the base name.
+            let name = f.name.unqualified();
+            let dropout = (name.contains("dropout")
                 || f.arguments.all.iter().any(|a| a.name.contains("dropout")))
-                && !base.contains("backward")
-                && base != "_cudnn_init_dropout_state";
-            let seeded = (base.contains("rand") && !base.contains("_philox_"))
+                && !name.contains("backward")
+                && f.name.name.to_string() != "_cudnn_init_dropout_state";
+            let seeded = (name.contains("rand") && !name.contains("_philox_"))
                 || dropout
                 || f.arguments
-                    .all
+                    .non_out()
                     .iter()
-                    .any(|a| a.ty.contains(BaseType::Generator));
+                    .any(|a| a.ty.strip_optional().is_base(BaseType::Generator));
             if seeded {
-                self.err(
+                let (at, help) = if nf.tags.is_empty() {
+                    (self.at_func(nf), "add `tags: nondeterministic_seeded`")
+                } else {
+                    (
+                        self.at_key(nf, "tags"),
+                        "add `nondeterministic_seeded` to `tags:`",
+                    )
+                };
+                self.push(
                     nf,
-                    format!("nondeterministic_seeded tag missing for {}", f.name),
-                    "add `tags: nondeterministic_seeded`",
+                    at,
+                    format!(
+                        "nondeterministic_seeded tag missing for {}",
+                        f.name.unqualified()
+                    ),
+                    help,
                 );
             }
         }
     }
 
-    fn check_default(&mut self, nf: &NativeFunction, a: &Argument) {
+    /// Where a violated schema invariant is, and how to fix it (keyed on the
+    /// torchgen-worded message from `check_invariants`).
+    fn invariant_place(&self, nf: &NativeFunction, m: &str) -> (Pos, &'static str) {
+        let args = &nf.func.arguments;
+        // The first argument matching `pred`, or the operator name.
+        let arg = |pred: &dyn Fn(usize, &Argument) -> bool| {
+            let i = args.all.iter().enumerate().position(|(i, a)| pred(i, a));
+            i.map_or(Place::Name, Place::Arg)
+        };
+        let self_index = args.self_index();
+        let post_self = self_index.map_or(0, |s| s + 1);
+        let positional = args.kwarg_only_start.unwrap_or(args.all.len());
+        let (place, help) = if let Some(rest) = m.strip_prefix("non-mutable argument '") {
+            let name = rest.split('\'').next().unwrap_or("");
+            (
+                arg(&|_, a| a.name == name),
+                "every keyword-only argument after the first out argument must be written (`Tensor(b!) name`); move the other keyword-only arguments before the out arguments",
+            )
+        } else if m.starts_with("mutable pre_self_positional") {
+            (
+                arg(&|i, a| Some(i) < self_index && a.is_write()),
+                "put `self` first, or do not write arguments that come before it",
+            )
+        } else if m.starts_with("tensor options arguments can only appear once") {
+            (
+                Place::Name,
+                "`dtype, layout, device, pin_memory` may appear only once",
+            )
+        } else if m.starts_with("A schema cannot be both out= and inplace") {
+            (
+                Place::Name,
+                "an out= overload's name has no trailing `_`: `foo.out(...)`",
+            )
+        } else if m.contains("its overload contains the string 'functional'") {
+            (Place::Name, "rename the overload: only functional operators may have `functional` in their overload name")
+        } else if m.starts_with("If you have a schema with mutable positional args") {
+            (
+                arg(&|i, a| i >= post_self && i < positional && a.is_write()),
+                "out arguments go after `*`, which makes them keyword-only: `foo.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`",
+            )
+        } else if m.starts_with("Out arguments must have matching return") {
+            (Place::Returns, "return the out arguments in order, each with its argument's annotation: `(..., *, Tensor(a!) out) -> Tensor(a!)`")
+        } else if m.starts_with("NativeFunctions must have either only mutable returns") {
+            (Place::Returns, "return either only written arguments (`Tensor(a!)`) or only new tensors (`Tensor`)")
+        } else if m.starts_with("All mutable returns must be aliased") {
+            (Place::Returns, "put `*` before the out arguments, and give each mutable return the annotation of the argument it returns")
+        } else if m.starts_with("out= ops that accept tensor lists")
+            || m.contains("with non-Tensor self must have no returns")
+        {
+            (Place::Returns, "write `-> ()`")
+        } else if m.starts_with("Must return as many arguments") {
+            (
+                Place::Returns,
+                "return every out argument, in order, or write `-> ()`",
+            )
+        } else if m.contains("must have a self argument with a mutable annotation") {
+            (
+                self_index.map_or(Place::Name, Place::Arg),
+                "an inplace operator `foo_` takes `Tensor(a!) self` and returns `Tensor(a!)`; without the trailing `_` it is not inplace",
+            )
+        } else if m.contains("with Tensor self must return self") {
+            (
+                Place::Returns,
+                "return `self` with its annotation: `-> Tensor(a!)`",
+            )
+        } else if m.contains("but has tensor options arguments") {
+            (
+                arg(&|_, a| a.name == "dtype"),
+                "only functional and out= operators (factories) take `dtype, layout, device, pin_memory`",
+            )
+        } else {
+            (Place::Name, "")
+        };
+        let at = match place {
+            Place::Name => self.at_func(nf),
+            Place::Arg(i) => self.at_arg(nf, i),
+            Place::Returns => self.at_returns(nf),
+        };
+        (at, help)
+    }
+
+    fn check_default(&mut self, nf: &NativeFunction, i: usize, a: &Argument) {
         let Some(d) = &a.default else { return };
-        if !default_fits(&a.ty, d.value.as_ref()) {
-            self.err(
-                nf,
-                format!(
-                    "default `{}` does not fit type `{}` of argument `{}`",
-                    d.text, a.ty, a.name
-                ),
-                default_help(&a.ty),
-            );
+        if default_fits(&a.ty, d.value.as_ref()) {
+            return;
         }
+        let at = self.at_default(nf, i);
+        let msg = match d.value {
+            Some(_) => format!(
+                "default `{}` does not fit type `{}` of argument `{}`",
+                d.text, a.ty, a.name
+            ),
+            None => format!(
+                "default `{}` of argument `{}` is not a literal",
+                d.text, a.name
+            ),
+        };
+        self.push(nf, at, msg, default_help(&a.ty, d));
     }
 
     fn check_dispatch(&mut self, nf: &NativeFunction) {
         if nf.manual_kernel_registration && nf.has_dispatch {
-            self.err(nf, "cannot specify both manual_kernel_registration and dispatch; with manual registration, dispatch has no effect!", "");
+            let at = self.at_key(nf, "manual_kernel_registration");
+            self.push(nf, at, "cannot specify both manual_kernel_registration and dispatch; with manual registration, dispatch has no effect!".into(), "drop `dispatch:`, or drop `manual_kernel_registration: True`");
         }
         let mut seen: HashMap<&str, usize> = HashMap::new();
-        let mut composites = Vec::new();
+        let mut composites: Vec<&str> = Vec::new();
+        let mut num_keys = 0;
         for row in &nf.dispatch {
             for key in &row.keys {
-                if let Some(prev) = seen.insert(key, row.line) {
+                num_keys += 1;
+                if key.is_empty() {
                     self.push(
                         nf,
-                        row.line,
+                        (row.line, None),
+                        "empty dispatch key".into(),
+                        "several keys share a kernel as `KEY, KEY: kernel`; remove the stray `,`",
+                    );
+                    continue;
+                }
+                if let Some(prev) = seen.insert(key, row.line) {
+                    let at = self.at_row_key(row, key);
+                    self.push(
+                        nf,
+                        at,
                         format!("dispatch key {key} appears twice (also at line {prev})"),
-                        None,
+                        "give each dispatch key one kernel",
                     );
                 }
-                if COMPOSITE_KEYS.contains(&key.as_str()) && !composites.contains(&key.as_str()) {
+                let is_composite = COMPOSITE_KEYS.contains(&key.as_str())
+                    || key == "CompositeImplicitAutogradNestedTensor";
+                if is_composite && !composites.contains(&key.as_str()) {
                     composites.push(key.as_str());
+                    // torchgen allows a second composite key only when it is
+                    // CompositeImplicitAutogradNestedTensor (and neither is
+                    // CompositeExplicitAutogradNonFunctional).
+                    let allowed = composites.len() == 1
+                        || (composites.len() == 2
+                            && composites.contains(&"CompositeImplicitAutogradNestedTensor")
+                            && !composites.contains(&"CompositeExplicitAutogradNonFunctional"));
+                    if !allowed {
+                        let at = self.at_row_key(row, key);
+                        self.push(nf, at, "cannot specify more than one of CompositeExplicitAutograd, CompositeExplicitAutogradNonFunctional, or CompositeImplicitAutograd on a single kernel; each strictly subsumes the other.  If you wanted to provide an explicit autograd implementation, specify CompositeExplicitAutograd; otherwise specify CompositeImplicitAutograd only".into(), format!("keep one composite key (this entry has {})", composites.join(", ")));
+                    }
                 }
                 if !SUPPORTED_DISPATCH_KEYS.contains(&key.as_str()) {
-                    let msg = if UNSUPPORTED_DISPATCH_KEYS.contains(&key.as_str()) {
-                        format!(
-                            "Dispatch key {key} of kernel {} is not a supported dispatch key.",
-                            row.kernel
+                    let at = self.at_row_key(row, key);
+                    let (msg, help) = if UNSUPPORTED_DISPATCH_KEYS.contains(&key.as_str()) {
+                        let help = if key.starts_with("Autograd") {
+                            "autograd kernels are not declared in `dispatch:`; use CompositeImplicitAutograd (autograd differentiates through the kernel) or CompositeExplicitAutograd with a derivative formula".to_string()
+                        } else {
+                            format!("kernels for {key} are registered by hand, not through `dispatch:`, which takes backend keys (CPU, CUDA, Meta, ...) and composite keys")
+                        };
+                        (
+                            format!(
+                                "Dispatch key {key} of kernel {} is not a supported dispatch key.",
+                                row.kernel
+                            ),
+                            help,
                         )
                     } else {
-                        format!("unknown dispatch key {key}")
+                        let help = match nearest(key, SUPPORTED_DISPATCH_KEYS.iter().copied()) {
+                            Some(n) => format!("did you mean `{n}`?"),
+                            None => {
+                                format!("supported keys: {}", SUPPORTED_DISPATCH_KEYS.join(", "))
+                            }
+                        };
+                        (format!("unknown dispatch key {key}"), help)
                     };
-                    let help = match nearest(key, SUPPORTED_DISPATCH_KEYS.iter().copied()) {
-                        Some(n) => format!("did you mean `{n}`?"),
-                        None => format!("supported keys: {}", SUPPORTED_DISPATCH_KEYS.join(", ")),
-                    };
-                    self.push(nf, row.line, msg, Some(help));
+                    self.push(nf, at, msg, help);
                 }
                 if nf.structured_delegate.is_some()
                     && ["CPU", "CUDA", "MPS", "XPU", "MTIA"].contains(&key.as_str())
                 {
-                    self.push(nf, row.line, format!("if structured_delegate, then must not have {key} in dispatch dictionary (it is delegated!)"), None);
+                    let at = self.at_row_key(row, key);
+                    self.push(nf, at, format!("if structured_delegate, then must not have {key} in dispatch dictionary (it is delegated!)"), "drop this row: the delegate's kernel is used");
                 }
             }
             if !is_rust_path(&row.kernel) {
+                let at = self.at_row_kernel(row);
+                let fixed = row
+                    .kernel
+                    .trim()
+                    .split("::")
+                    .map(|s| s.replace(':', "::"))
+                    .collect::<Vec<_>>()
+                    .join("::");
+                let help = if fixed != row.kernel && is_rust_path(&fixed) {
+                    format!("did you mean `{fixed}`?")
+                } else {
+                    "write identifiers separated by `::`, e.g. `cpu::add_Tensor`".into()
+                };
                 self.push(
                     nf,
-                    row.line,
+                    at,
                     format!("kernel name `{}` is not a Rust path", row.kernel),
-                    Some("write identifiers separated by `::`, e.g. `cpu::add_Tensor`".into()),
+                    help,
                 );
             }
         }
-        if composites.len() > 1 {
-            self.err(nf, "cannot specify more than one of CompositeExplicitAutograd, CompositeExplicitAutogradNonFunctional, or CompositeImplicitAutograd on a single kernel; each strictly subsumes the other.  If you wanted to provide an explicit autograd implementation, specify CompositeExplicitAutograd; otherwise specify CompositeImplicitAutograd only", "");
-        }
         let cpp_name = cpp_name(&nf.func);
         if let [row] = nf.dispatch.as_slice() {
-            if row.keys == ["CompositeImplicitAutograd"] {
+            if num_keys == 1 && row.keys == ["CompositeImplicitAutograd"] {
+                let at = self.at_row_kernel(row);
                 if row.kernel == cpp_name {
-                    self.push(nf, row.line, format!("unnecessary dispatch table for this function; just delete the dispatch key entirely (CompositeImplicitAutograd: {} is the default)", row.kernel), None);
-                } else if !row.kernel.contains("_symint") {
-                    self.push(nf, row.line, format!("unexpected name for singleton CompositeImplicitAutograd dispatch entry: expected {cpp_name} but got {}.  Rename your implementation to the expected name, then delete the dispatch table", row.kernel), None);
+                    self.push(nf, at, "unnecessary dispatch table for this function; just delete the dispatch key entirely".into(), format!("`CompositeImplicitAutograd: {cpp_name}` is what an entry without `dispatch:` gets"));
+                } else if nf.structured_delegate.is_none() && !row.kernel.contains("_symint") {
+                    self.push(nf, at, format!("unexpected name for singleton CompositeImplicitAutograd dispatch entry: expected {cpp_name} but got {}.  Rename your implementation to the expected name, then delete the dispatch table", row.kernel), format!("an entry without `dispatch:` is CompositeImplicitAutograd with kernel `{cpp_name}`"));
                 }
             }
         }
@@ -358,34 +692,78 @@ impl Validator<'_> {
                 || name.ends_with("_like")
                 || (nf.func.has_tensor_options() && !has_tensor_arg)
             {
-                self.err(nf, format!("expected {name} to have a CompositeExplicitAutograd dispatch entry, but there was no dispatch table.  Factory functions should not have implicit dispatch as they should not be decomposed for __torch_dispatch__"), "add `dispatch: CompositeExplicitAutograd: <kernel>`");
+                let at = self.at_func(nf);
+                self.push(nf, at, format!("expected {name} to have a CompositeExplicitAutograd dispatch entry, but there was no dispatch table.  Factory functions should not have implicit dispatch as they should not be decomposed for __torch_dispatch__"), "add `dispatch:` with a row `CompositeExplicitAutograd: <kernel>` (or backend rows such as `CPU: <kernel>`)");
             }
         }
     }
 
-    fn cross_entry(&mut self, file: &SchemaFile, names: &HashMap<String, usize>) {
+    fn cross_entry(&mut self, file: &SchemaFile) {
         let by_name: HashMap<String, &NativeFunction> =
             file.entries.iter().map(|e| (e.name(), e)).collect();
         for nf in &file.entries {
-            if let Some(d) = &nf.structured_delegate {
+            // (An out= entry with a delegate is reported already.)
+            let delegate = nf
+                .structured_delegate
+                .as_deref()
+                .filter(|d| !d.contains("::") && nf.func.kind() != SchemaKind::Out);
+            if let Some(d) = delegate {
+                let at = self.at_value(nf, "structured_delegate");
                 match by_name.get(d) {
                     None => {
-                        let help = match nearest(d, names.keys().map(String::as_str)) {
+                        let structured = file
+                            .entries
+                            .iter()
+                            .filter(|e| e.structured)
+                            .map(|e| e.name());
+                        let structured: Vec<String> = structured.collect();
+                        let help = match nearest(d, structured.iter().map(String::as_str))
+                            .or_else(|| nearest(d, by_name.keys().map(String::as_str)))
+                        {
                             Some(n) => format!("did you mean `{n}`?"),
-                            None => "name an out= operator of this file marked `structured: True`".into(),
+                            None => "name an out= operator of this file that is marked `structured: True`".into(),
                         };
-                        self.push(nf, nf.line, format!("{} is marked as a structured_delegate pointing to {d}, but {d} is missing.", nf.func.name), Some(help));
+                        self.push(nf, at, format!("{} is marked as a structured_delegate pointing to {d}, but {d} is missing.", nf.func.name.unqualified()), help);
                     }
-                    Some(t) if !t.structured => self.push(nf, nf.line, format!("{} is marked as a structured_delegate pointing to {d}, but {d} is not marked as structured. Consider adding 'structured=True' to the delegated operator", nf.func.name), None),
+                    Some(t) if !t.structured => {
+                        let help = format!("add `structured: True` to `{d}` (line {})", t.line);
+                        self.push(nf, at, format!("{} is marked as a structured_delegate pointing to {d}, but {d} is not marked as structured. Consider adding 'structured=True' to the delegated operator", nf.func.name.unqualified()), help);
+                    }
                     _ => {}
                 }
             }
-            if nf.has_tag("inplace_view") && !nf.func.name.name.inplace {
-                self.err(
-                    nf,
-                    "the inplace_view tag is only for inplace operators (`foo_`), which change their `self`'s metadata",
-                    "rename the operator with a trailing `_` or drop the tag",
-                );
+            // torchgen exempts resize_, resize_as_ and set_ (see its Note [resize_ in
+            // Functionalization]).
+            let name = nf.func.name.unqualified();
+            let base = &nf.func.name.name;
+            let exempt = name == "resize_" || name == "resize_as_" || base.to_string() == "set_";
+            if nf.has_tag("inplace_view") && !exempt {
+                let at = self.at_token(nf, "tags", "inplace_view");
+                let out_of_place = BaseName {
+                    base: base.base.clone(),
+                    inplace: false,
+                    dunder: base.dunder,
+                    functional_overload: false,
+                };
+                if !base.inplace {
+                    self.push(
+                        nf,
+                        at,
+                        format!("{name} is marked with tag: inplace_view, but it doesn't follow the naming convention for inplace ops - the codegen expects the base name to have a trailing underscore."),
+                        "inplace_view is for inplace operators (`foo_`) that change only their `self`'s metadata; rename the operator or drop the tag",
+                    );
+                } else if !file
+                    .entries
+                    .iter()
+                    .any(|e| e.func.name.name == out_of_place)
+                {
+                    self.push(
+                        nf,
+                        at,
+                        format!("{name} is marked with tag: inplace_view. The codegen expects there to be a corresponding out-of-place view op with the name '{base}' and matching schema, but it didn't find one."),
+                        format!("add the out-of-place view operator `{out_of_place}`, or drop the tag"),
+                    );
+                }
             }
         }
     }
@@ -448,68 +826,92 @@ fn base_default_fits(b: BaseType, v: &DefaultValue) -> bool {
         ),
         D::Float(_) => matches!(b, B::Float | B::Scalar | B::Complex),
         D::Str(_) => b == B::Str,
-        D::Enum(e) => {
-            let names: &[&str] = match b {
-                B::ScalarType => SCALAR_TYPE_NAMES,
-                B::MemoryFormat => MEMORY_FORMAT_NAMES,
-                B::Layout => LAYOUT_NAMES,
-                B::Int => REDUCTION_NAMES,
-                _ => &[],
-            };
-            names.contains(&e.as_str())
-        }
+        D::Enum(e) => enum_names(b).contains(&e.as_str()),
     }
 }
 
-fn default_help(ty: &Type) -> String {
+fn default_help(ty: &Type, d: &Default) -> String {
+    if matches!(d.value, Some(DefaultValue::None)) && !ty.is_nullable() {
+        return format!("only optional types default to `None`: write `{ty}?`");
+    }
     let t = ty.strip_optional();
-    let mut s = match t {
-        Type::List { size: Some(_), .. } => {
-            "a list literal without spaces (`[0,1]`) or one number repeated for every element"
-                .to_string()
+    if let (Some(DefaultValue::Enum(e)), Type::Base(b)) = (&d.value, t) {
+        if let Some(n) = nearest(e, enum_names(*b).iter().copied()) {
+            return format!("did you mean `{n}`?");
         }
-        Type::List { .. } => "a list literal without spaces, e.g. `[]` or `[0,1]`".into(),
-        Type::Base(BaseType::Bool) => "`True` or `False`".into(),
-        Type::Base(BaseType::Int | BaseType::SymInt) => {
-            "an integer (or `Mean`/`Sum` for reductions)".into()
-        }
-        Type::Base(BaseType::Float) => "a number such as `1.0` or `1e-05`".into(),
-        Type::Base(BaseType::Scalar) => "a number".into(),
-        Type::Base(BaseType::Str) => "a quoted string, e.g. `'none'`".into(),
-        Type::Base(BaseType::ScalarType) => "a dtype name such as `long`".into(),
-        Type::Base(BaseType::MemoryFormat) => "a memory format such as `contiguous_format`".into(),
-        Type::Base(BaseType::Layout) => "a layout such as `strided`".into(),
-        _ => "only `None`, for an optional type".into(),
-    };
-    s.insert_str(0, "a default for this type is ");
-    if ty.is_nullable() {
-        s.push_str(", or `None`");
     }
-    s
+    let s = match t {
+        Type::List { size: Some(_), .. } => {
+            "a list literal without spaces (`[0,1]`) or one number for every element"
+        }
+        Type::List { .. } => {
+            "a list literal without spaces, e.g. `[]` or `[0,1]` (one number fits only a sized list such as `int[2]`)"
+        }
+        Type::Base(BaseType::Bool) => "`True` or `False`",
+        Type::Base(BaseType::Int) => "an integer (or `Mean`/`Sum` for a reduction)",
+        Type::Base(BaseType::SymInt | BaseType::DeviceIndex) => "an integer",
+        Type::Base(BaseType::Float) => "a number such as `1.0` or `1e-05`",
+        Type::Base(BaseType::Scalar) => "a number",
+        Type::Base(BaseType::Str) => "a quoted string, e.g. `'none'`",
+        Type::Base(BaseType::ScalarType) => "a dtype name such as `long` or `float32`",
+        Type::Base(BaseType::MemoryFormat) => "a memory format such as `contiguous_format`",
+        Type::Base(BaseType::Layout) => "a layout such as `strided`",
+        _ if ty.is_nullable() => return format!("`None` is the only default for `{ty}`"),
+        _ => {
+            return format!(
+                "`{ty}` arguments cannot have a default; make the type `{ty}?` to default it to `None`"
+            )
+        }
+    };
+    let none = if ty.is_nullable() { ", or `None`" } else { "" };
+    format!("a default for `{ty}` is {s}{none}")
 }
 
-/// The candidate closest to `s` by edit distance, if it is close enough to be a typo.
+/// The names an enum-like default may use for base type `b`.
+fn enum_names(b: BaseType) -> &'static [&'static str] {
+    match b {
+        BaseType::ScalarType => SCALAR_TYPE_NAMES,
+        BaseType::MemoryFormat => MEMORY_FORMAT_NAMES,
+        BaseType::Layout => LAYOUT_NAMES,
+        BaseType::Int => REDUCTION_NAMES,
+        _ => &[],
+    }
+}
+
+/// The candidate closest to `s`, if it is close enough to be a typo: the same
+/// word in another case, or one within an edit distance (ignoring case) of a
+/// third of its length (at least 1). Ties go to the alphabetically first.
 pub fn nearest<'a>(s: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = (s.chars().count() / 3).max(2);
+    let limit = (s.chars().count() / 3).max(1);
+    let lower = s.to_lowercase();
     candidates
-        .map(|c| (edit_distance(s, c), c))
+        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
         .filter(|(d, _)| *d <= limit)
         .min()
         .map(|(_, c)| c)
 }
 
-/// Levenshtein distance over characters.
+/// Edit distance over characters, counting an insertion, a deletion, a
+/// substitution or a swap of two neighbouring characters as one edit (optimal
+/// string alignment), so that `Tnesor` is one edit from `Tensor`.
 pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
+    // Rows i-2, i-1 and i of the distance table.
+    let mut prev2: Vec<usize> = vec![0; b.len() + 1];
     let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let mut d = (prev[j - 1] + usize::from(a[i - 1] != b[j - 1]))
+                .min(prev[j] + 1)
+                .min(cur[j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(prev2[j - 2] + 1);
+            }
+            cur[j] = d;
         }
-        prev = cur;
+        prev2 = std::mem::replace(&mut prev, cur);
     }
     prev[b.len()]
 }

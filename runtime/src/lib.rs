@@ -53,8 +53,12 @@ mod tests {
     fn groups_and_bindings_point_at_matching_ops() {
         use schema::SchemaKind;
         for g in GROUPS.iter() {
-            assert!(g.functional.is_none_or(|id| id.schema().kind == SchemaKind::Functional));
-            assert!(g.inplace.is_none_or(|id| id.schema().kind == SchemaKind::Inplace));
+            assert!(g
+                .functional
+                .is_none_or(|id| id.schema().kind == SchemaKind::Functional));
+            assert!(g
+                .inplace
+                .is_none_or(|id| id.schema().kind == SchemaKind::Inplace));
             assert!(g.out.is_none_or(|id| id.schema().kind == SchemaKind::Out));
         }
         assert!(BINDINGS.windows(2).all(|w| w[0].name < w[1].name));
@@ -62,6 +66,8 @@ mod tests {
         let current = add.signatures.iter().find(|s| !s.deprecated).unwrap();
         assert_eq!(current.functional, OpId::from_name("add.Tensor"));
         assert_eq!(current.out, OpId::from_name("add.out"));
-        assert!(OVERRIDABLE.iter().any(|f| f.namespace == "torch" && f.name == "add"));
+        assert!(OVERRIDABLE
+            .iter()
+            .any(|f| f.namespace == "torch" && f.name == "add"));
     }
 }

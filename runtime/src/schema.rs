@@ -165,6 +165,55 @@ pub struct ArgSchema {
     pub alias: Option<Alias>,
 }
 
+impl ArgSchema {
+    /// A positional argument without default or annotation; the generated tables
+    /// add the rest with the builder methods below.
+    pub const fn new(name: &'static str, ty: Ty) -> ArgSchema {
+        ArgSchema {
+            name,
+            ty,
+            default: None,
+            kwarg_only: false,
+            is_out: false,
+            alias: None,
+        }
+    }
+
+    /// With a default (`text` as written in the schema).
+    pub const fn default(mut self, text: &'static str, value: DefaultVal) -> ArgSchema {
+        self.default = Some(Default { text, value });
+        self
+    }
+
+    /// Keyword-only.
+    pub const fn kwarg_only(mut self) -> ArgSchema {
+        self.kwarg_only = true;
+        self
+    }
+
+    /// An out argument (keyword-only and written).
+    pub const fn out(mut self) -> ArgSchema {
+        self.kwarg_only = true;
+        self.is_out = true;
+        self
+    }
+
+    /// With an alias annotation.
+    pub const fn alias(
+        mut self,
+        set: &'static str,
+        is_write: bool,
+        after: &'static str,
+    ) -> ArgSchema {
+        self.alias = Some(Alias {
+            set,
+            is_write,
+            after,
+        });
+        self
+    }
+}
+
 /// One return of an operator.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RetSchema {

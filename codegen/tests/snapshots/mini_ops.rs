@@ -78,37 +78,12 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()",
         kind: SchemaKind::Inplace,
         args: &[
-            ArgSchema {
-                name: "self",
-                ty: Ty::List(&Ty::Base(BaseTy::Tensor), None),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: Some(Alias {
-                    set: "a",
-                    is_write: true,
-                    after: "",
-                }),
-            },
-            ArgSchema {
-                name: "other",
-                ty: Ty::List(&Ty::Base(BaseTy::Tensor), None),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "alpha",
-                ty: Ty::Base(BaseTy::Scalar),
-                default: Some(Default {
-                    text: "1",
-                    value: DefaultVal::Int(1i64),
-                }),
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("self", Ty::List(&Ty::Base(BaseTy::Tensor), None))
+                .alias("a", true, ""),
+            ArgSchema::new("other", Ty::List(&Ty::Base(BaseTy::Tensor), None)),
+            ArgSchema::new("alpha", Ty::Base(BaseTy::Scalar))
+                .default("1", DefaultVal::Int(1i64))
+                .kwarg_only(),
         ],
         returns: &[],
         function: true,
@@ -131,33 +106,11 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema {
-                name: "self",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "other",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "alpha",
-                ty: Ty::Base(BaseTy::Scalar),
-                default: Some(Default {
-                    text: "1",
-                    value: DefaultVal::Int(1i64),
-                }),
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("other", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("alpha", Ty::Base(BaseTy::Scalar))
+                .default("1", DefaultVal::Int(1i64))
+                .kwarg_only(),
         ],
         returns: &[
             RetSchema {
@@ -190,45 +143,12 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
         kind: SchemaKind::Out,
         args: &[
-            ArgSchema {
-                name: "self",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "other",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "alpha",
-                ty: Ty::Base(BaseTy::Scalar),
-                default: Some(Default {
-                    text: "1",
-                    value: DefaultVal::Int(1i64),
-                }),
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "out",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: true,
-                is_out: true,
-                alias: Some(Alias {
-                    set: "a",
-                    is_write: true,
-                    after: "",
-                }),
-            },
+            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("other", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("alpha", Ty::Base(BaseTy::Scalar))
+                .default("1", DefaultVal::Int(1i64))
+                .kwarg_only(),
+            ArgSchema::new("out", Ty::Base(BaseTy::Tensor)).out().alias("a", true, ""),
         ],
         returns: &[
             RetSchema {
@@ -261,37 +181,11 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
         kind: SchemaKind::Inplace,
         args: &[
-            ArgSchema {
-                name: "self",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: Some(Alias {
-                    set: "a",
-                    is_write: true,
-                    after: "",
-                }),
-            },
-            ArgSchema {
-                name: "other",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "alpha",
-                ty: Ty::Base(BaseTy::Scalar),
-                default: Some(Default {
-                    text: "1",
-                    value: DefaultVal::Int(1i64),
-                }),
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)).alias("a", true, ""),
+            ArgSchema::new("other", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("alpha", Ty::Base(BaseTy::Scalar))
+                .default("1", DefaultVal::Int(1i64))
+                .kwarg_only(),
         ],
         returns: &[
             RetSchema {
@@ -328,77 +222,18 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema {
-                name: "self",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "kernel_size",
-                ty: Ty::List(&Ty::Base(BaseTy::Int), Some(2u32)),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "stride",
-                ty: Ty::List(&Ty::Base(BaseTy::Int), Some(2u32)),
-                default: Some(Default {
-                    text: "[]",
-                    value: DefaultVal::List(&[]),
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "padding",
-                ty: Ty::List(&Ty::Base(BaseTy::Int), Some(2u32)),
-                default: Some(Default {
-                    text: "0",
-                    value: DefaultVal::Int(0i64),
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "ceil_mode",
-                ty: Ty::Base(BaseTy::Bool),
-                default: Some(Default {
-                    text: "False",
-                    value: DefaultVal::Bool(false),
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "count_include_pad",
-                ty: Ty::Base(BaseTy::Bool),
-                default: Some(Default {
-                    text: "True",
-                    value: DefaultVal::Bool(true),
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "divisor_override",
-                ty: Ty::Optional(&Ty::Base(BaseTy::Int)),
-                default: Some(Default {
-                    text: "None",
-                    value: DefaultVal::None,
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("kernel_size", Ty::List(&Ty::Base(BaseTy::Int), Some(2u32))),
+            ArgSchema::new("stride", Ty::List(&Ty::Base(BaseTy::Int), Some(2u32)))
+                .default("[]", DefaultVal::List(&[])),
+            ArgSchema::new("padding", Ty::List(&Ty::Base(BaseTy::Int), Some(2u32)))
+                .default("0", DefaultVal::Int(0i64)),
+            ArgSchema::new("ceil_mode", Ty::Base(BaseTy::Bool))
+                .default("False", DefaultVal::Bool(false)),
+            ArgSchema::new("count_include_pad", Ty::Base(BaseTy::Bool))
+                .default("True", DefaultVal::Bool(true)),
+            ArgSchema::new("divisor_override", Ty::Optional(&Ty::Base(BaseTy::Int)))
+                .default("None", DefaultVal::None),
         ],
         returns: &[
             RetSchema {
@@ -427,37 +262,10 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema {
-                name: "self",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: Some(Alias {
-                    set: "a",
-                    is_write: false,
-                    after: "*",
-                }),
-            },
-            ArgSchema {
-                name: "chunks",
-                ty: Ty::Base(BaseTy::Int),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "dim",
-                ty: Ty::Base(BaseTy::Int),
-                default: Some(Default {
-                    text: "0",
-                    value: DefaultVal::Int(0i64),
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)).alias("a", false, "*"),
+            ArgSchema::new("chunks", Ty::Base(BaseTy::Int)),
+            ArgSchema::new("dim", Ty::Base(BaseTy::Int))
+                .default("0", DefaultVal::Int(0i64)),
         ],
         returns: &[
             RetSchema {
@@ -490,25 +298,10 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "gelu(Tensor self, *, str approximate='none') -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema {
-                name: "self",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "approximate",
-                ty: Ty::Base(BaseTy::Str),
-                default: Some(Default {
-                    text: "'none'",
-                    value: DefaultVal::Str("none"),
-                }),
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("approximate", Ty::Base(BaseTy::Str))
+                .default("'none'", DefaultVal::Str("none"))
+                .kwarg_only(),
         ],
         returns: &[
             RetSchema {
@@ -537,22 +330,11 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema {
-                name: "self",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "indices",
-                ty: Ty::List(&Ty::Optional(&Ty::Base(BaseTy::Tensor)), None),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new(
+                "indices",
+                Ty::List(&Ty::Optional(&Ty::Base(BaseTy::Tensor)), None),
+            ),
         ],
         returns: &[
             RetSchema {
@@ -581,33 +363,10 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema {
-                name: "self",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "dim",
-                ty: Ty::Base(BaseTy::Int),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "keepdim",
-                ty: Ty::Base(BaseTy::Bool),
-                default: Some(Default {
-                    text: "False",
-                    value: DefaultVal::Bool(false),
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("dim", Ty::Base(BaseTy::Int)),
+            ArgSchema::new("keepdim", Ty::Base(BaseTy::Bool))
+                .default("False", DefaultVal::Bool(false)),
         ],
         returns: &[
             RetSchema {
@@ -641,55 +400,14 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema {
-                name: "self",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "target",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "weight",
-                ty: Ty::Optional(&Ty::Base(BaseTy::Tensor)),
-                default: Some(Default {
-                    text: "None",
-                    value: DefaultVal::None,
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "reduction",
-                ty: Ty::Base(BaseTy::Int),
-                default: Some(Default {
-                    text: "Mean",
-                    value: DefaultVal::Enum("Mean"),
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "ignore_index",
-                ty: Ty::Base(BaseTy::SymInt),
-                default: Some(Default {
-                    text: "-100",
-                    value: DefaultVal::Int(-100i64),
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("target", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("weight", Ty::Optional(&Ty::Base(BaseTy::Tensor)))
+                .default("None", DefaultVal::None),
+            ArgSchema::new("reduction", Ty::Base(BaseTy::Int))
+                .default("Mean", DefaultVal::Enum("Mean")),
+            ArgSchema::new("ignore_index", Ty::Base(BaseTy::SymInt))
+                .default("-100", DefaultVal::Int(-100i64)),
         ],
         returns: &[
             RetSchema {
@@ -718,41 +436,11 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema {
-                name: "self",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "p",
-                ty: Ty::Optional(&Ty::Base(BaseTy::Scalar)),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "dim",
-                ty: Ty::List(&Ty::Base(BaseTy::Int), Some(1u32)),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "keepdim",
-                ty: Ty::Base(BaseTy::Bool),
-                default: Some(Default {
-                    text: "False",
-                    value: DefaultVal::Bool(false),
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("p", Ty::Optional(&Ty::Base(BaseTy::Scalar))),
+            ArgSchema::new("dim", Ty::List(&Ty::Base(BaseTy::Int), Some(1u32))),
+            ArgSchema::new("keepdim", Ty::Base(BaseTy::Bool))
+                .default("False", DefaultVal::Bool(false)),
         ],
         returns: &[
             RetSchema {
@@ -781,74 +469,22 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "randint(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema {
-                name: "high",
-                ty: Ty::Base(BaseTy::SymInt),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "size",
-                ty: Ty::List(&Ty::Base(BaseTy::SymInt), None),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "generator",
-                ty: Ty::Optional(&Ty::Base(BaseTy::Generator)),
-                default: None,
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "dtype",
-                ty: Ty::Optional(&Ty::Base(BaseTy::ScalarType)),
-                default: Some(Default {
-                    text: "long",
-                    value: DefaultVal::Enum("long"),
-                }),
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "layout",
-                ty: Ty::Optional(&Ty::Base(BaseTy::Layout)),
-                default: Some(Default {
-                    text: "None",
-                    value: DefaultVal::None,
-                }),
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "device",
-                ty: Ty::Optional(&Ty::Base(BaseTy::Device)),
-                default: Some(Default {
-                    text: "None",
-                    value: DefaultVal::None,
-                }),
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "pin_memory",
-                ty: Ty::Optional(&Ty::Base(BaseTy::Bool)),
-                default: Some(Default {
-                    text: "None",
-                    value: DefaultVal::None,
-                }),
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("high", Ty::Base(BaseTy::SymInt)),
+            ArgSchema::new("size", Ty::List(&Ty::Base(BaseTy::SymInt), None)),
+            ArgSchema::new("generator", Ty::Optional(&Ty::Base(BaseTy::Generator)))
+                .kwarg_only(),
+            ArgSchema::new("dtype", Ty::Optional(&Ty::Base(BaseTy::ScalarType)))
+                .default("long", DefaultVal::Enum("long"))
+                .kwarg_only(),
+            ArgSchema::new("layout", Ty::Optional(&Ty::Base(BaseTy::Layout)))
+                .default("None", DefaultVal::None)
+                .kwarg_only(),
+            ArgSchema::new("device", Ty::Optional(&Ty::Base(BaseTy::Device)))
+                .default("None", DefaultVal::None)
+                .kwarg_only(),
+            ArgSchema::new("pin_memory", Ty::Optional(&Ty::Base(BaseTy::Bool)))
+                .default("None", DefaultVal::None)
+                .kwarg_only(),
         ],
         returns: &[
             RetSchema {
@@ -877,59 +513,17 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema {
-                name: "self",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: Some(Alias {
-                    set: "a",
-                    is_write: false,
-                    after: "",
-                }),
-            },
-            ArgSchema {
-                name: "dtype",
-                ty: Ty::Base(BaseTy::ScalarType),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "non_blocking",
-                ty: Ty::Base(BaseTy::Bool),
-                default: Some(Default {
-                    text: "False",
-                    value: DefaultVal::Bool(false),
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "copy",
-                ty: Ty::Base(BaseTy::Bool),
-                default: Some(Default {
-                    text: "False",
-                    value: DefaultVal::Bool(false),
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "memory_format",
-                ty: Ty::Optional(&Ty::Base(BaseTy::MemoryFormat)),
-                default: Some(Default {
-                    text: "None",
-                    value: DefaultVal::None,
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)).alias("a", false, ""),
+            ArgSchema::new("dtype", Ty::Base(BaseTy::ScalarType)),
+            ArgSchema::new("non_blocking", Ty::Base(BaseTy::Bool))
+                .default("False", DefaultVal::Bool(false)),
+            ArgSchema::new("copy", Ty::Base(BaseTy::Bool))
+                .default("False", DefaultVal::Bool(false)),
+            ArgSchema::new(
+                    "memory_format",
+                    Ty::Optional(&Ty::Base(BaseTy::MemoryFormat)),
+                )
+                .default("None", DefaultVal::None),
         ],
         returns: &[
             RetSchema {
@@ -962,30 +556,9 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema {
-                name: "condition",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "self",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "other",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("condition", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("other", Ty::Base(BaseTy::Tensor)),
         ],
         returns: &[
             RetSchema {
@@ -1014,58 +587,19 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema {
-                name: "size",
-                ty: Ty::List(&Ty::Base(BaseTy::SymInt), None),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "dtype",
-                ty: Ty::Optional(&Ty::Base(BaseTy::ScalarType)),
-                default: Some(Default {
-                    text: "None",
-                    value: DefaultVal::None,
-                }),
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "layout",
-                ty: Ty::Optional(&Ty::Base(BaseTy::Layout)),
-                default: Some(Default {
-                    text: "None",
-                    value: DefaultVal::None,
-                }),
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "device",
-                ty: Ty::Optional(&Ty::Base(BaseTy::Device)),
-                default: Some(Default {
-                    text: "None",
-                    value: DefaultVal::None,
-                }),
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "pin_memory",
-                ty: Ty::Optional(&Ty::Base(BaseTy::Bool)),
-                default: Some(Default {
-                    text: "None",
-                    value: DefaultVal::None,
-                }),
-                kwarg_only: true,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("size", Ty::List(&Ty::Base(BaseTy::SymInt), None)),
+            ArgSchema::new("dtype", Ty::Optional(&Ty::Base(BaseTy::ScalarType)))
+                .default("None", DefaultVal::None)
+                .kwarg_only(),
+            ArgSchema::new("layout", Ty::Optional(&Ty::Base(BaseTy::Layout)))
+                .default("None", DefaultVal::None)
+                .kwarg_only(),
+            ArgSchema::new("device", Ty::Optional(&Ty::Base(BaseTy::Device)))
+                .default("None", DefaultVal::None)
+                .kwarg_only(),
+            ArgSchema::new("pin_memory", Ty::Optional(&Ty::Base(BaseTy::Bool)))
+                .default("None", DefaultVal::None)
+                .kwarg_only(),
         ],
         returns: &[
             RetSchema {
@@ -1094,69 +628,20 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "mylib::scale(Tensor x, float k=1.0, float[]? weights=None, complex c=0, Stream? s=None, __torch__.torch.classes.mylib.Cfg? cfg=None) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema {
-                name: "x",
-                ty: Ty::Base(BaseTy::Tensor),
-                default: None,
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "k",
-                ty: Ty::Base(BaseTy::Float),
-                default: Some(Default {
-                    text: "1.0",
-                    value: DefaultVal::Float(1f64),
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "weights",
-                ty: Ty::Optional(&Ty::List(&Ty::Base(BaseTy::Float), None)),
-                default: Some(Default {
-                    text: "None",
-                    value: DefaultVal::None,
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "c",
-                ty: Ty::Base(BaseTy::Complex),
-                default: Some(Default {
-                    text: "0",
-                    value: DefaultVal::Int(0i64),
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "s",
-                ty: Ty::Optional(&Ty::Base(BaseTy::Stream)),
-                default: Some(Default {
-                    text: "None",
-                    value: DefaultVal::None,
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
-            ArgSchema {
-                name: "cfg",
-                ty: Ty::Optional(&Ty::CustomClass("mylib.Cfg")),
-                default: Some(Default {
-                    text: "None",
-                    value: DefaultVal::None,
-                }),
-                kwarg_only: false,
-                is_out: false,
-                alias: None,
-            },
+            ArgSchema::new("x", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("k", Ty::Base(BaseTy::Float))
+                .default("1.0", DefaultVal::Float(1f64)),
+            ArgSchema::new(
+                    "weights",
+                    Ty::Optional(&Ty::List(&Ty::Base(BaseTy::Float), None)),
+                )
+                .default("None", DefaultVal::None),
+            ArgSchema::new("c", Ty::Base(BaseTy::Complex))
+                .default("0", DefaultVal::Int(0i64)),
+            ArgSchema::new("s", Ty::Optional(&Ty::Base(BaseTy::Stream)))
+                .default("None", DefaultVal::None),
+            ArgSchema::new("cfg", Ty::Optional(&Ty::CustomClass("mylib.Cfg")))
+                .default("None", DefaultVal::None),
         ],
         returns: &[
             RetSchema {
