@@ -144,7 +144,7 @@ fn op_tokens(op: &PlannedOp) -> TokenStream {
     let base = f.name.name.to_string();
     let overload = &f.name.overload;
     let schema = f.to_string();
-    let kind = format_ident!("{}", kind_variant(f.kind()));
+    let kind = format_ident!("{}", format!("{:?}", f.kind()));
     let out_start = f.arguments.out_start().unwrap_or(usize::MAX);
     let kw_start = f.arguments.kwarg_only_start.unwrap_or(usize::MAX);
     let args = f.arguments.all.iter().enumerate().map(|(i, a)| {
@@ -206,26 +206,8 @@ fn op_tokens(op: &PlannedOp) -> TokenStream {
     }
 }
 
-fn kind_variant(k: SchemaKind) -> &'static str {
-    match k {
-        SchemaKind::Functional => "Functional",
-        SchemaKind::Inplace => "Inplace",
-        SchemaKind::Out => "Out",
-        SchemaKind::Mutable => "Mutable",
-        SchemaKind::Scratch => "Scratch",
-    }
-}
-
 fn base_variant(b: BaseType) -> proc_macro2::Ident {
-    let name = match b {
-        BaseType::Int => "Int",
-        BaseType::Float => "Float",
-        BaseType::Bool => "Bool",
-        BaseType::Str => "Str",
-        BaseType::Complex => "Complex",
-        other => other.name(),
-    };
-    format_ident!("{}", name)
+    format_ident!("{}", format!("{b:?}"))
 }
 
 /// The `crate::schema::Ty` expression for a type.
@@ -233,7 +215,7 @@ pub fn ty_tokens(t: &Type) -> TokenStream {
     match t {
         Type::Base(b) => {
             let v = base_variant(*b);
-            quote!(Ty::Base(BaseTy::#v))
+            quote!(Ty::Base(BaseType::#v))
         }
         Type::CustomClass(c) => quote!(Ty::CustomClass(#c)),
         Type::Optional(t) => {

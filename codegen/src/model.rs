@@ -507,6 +507,31 @@ impl Arguments {
         (k..end.saturating_sub(3)).find(|&i| is_tensor_options_at(&self.all[i..i + 4]))
     }
 
+    /// torchgen's `Arguments.signature()`: annotations stripped, out arguments and the
+    /// TensorOptions group dropped (keyword-only arguments after the group move up).
+    pub fn signature(&self) -> Arguments {
+        let strip = |a: &Argument| Argument {
+            annotation: None,
+            ..a.clone()
+        };
+        let k = self.kwarg_only_start.unwrap_or(self.all.len());
+        let to = self.tensor_options_start();
+        let mut all: Vec<Argument> = self.positional().iter().map(strip).collect();
+        let kw: Vec<Argument> = self
+            .non_out_kwarg_only()
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| to.is_none_or(|t| k + i < t || k + i >= t + 4))
+            .map(|(_, a)| strip(a))
+            .collect();
+        let kwarg_only_start = (!kw.is_empty()).then_some(all.len());
+        all.extend(kw);
+        Arguments {
+            all,
+            kwarg_only_start,
+        }
+    }
+
     /// The argument named `name`.
     pub fn get(&self, name: &str) -> Option<&Argument> {
         self.all.iter().find(|a| a.name == name)
@@ -719,30 +744,18 @@ impl FunctionSchema {
     /// that is not returned appended as an extra return. Schemas with equal signatures
     /// are the functional / inplace / out / mutable variants of one operator.
     pub fn signature(&self) -> FunctionSchema {
-        let strip = |a: &Argument| {
-            let mut a = a.clone();
-            a.annotation = None;
-            if self.name.name.base == "bernoulli" && self.name.overload == "p" && a.name == "p" {
-                a.default = Some(Default {
+        let mut arguments = self.arguments.signature();
+        // torchgen gives `bernoulli.p`'s `p` a default when grouping, so that it groups
+        // with `bernoulli_.float`, whose `p` defaults to 0.5.
+        if self.name.name.base == "bernoulli" && self.name.overload == "p" {
+            if let Some(p) = arguments.all.iter_mut().find(|a| a.name == "p") {
+                p.default = Some(Default {
                     text: "0.5".into(),
                     value: Some(DefaultValue::Float(0.5)),
                 });
             }
-            a
-        };
+        }
         let args = &self.arguments;
-        let to = args.tensor_options_start();
-        let k = args.kwarg_only_start.unwrap_or(args.all.len());
-        let mut all: Vec<Argument> = args.positional().iter().map(strip).collect();
-        let kw: Vec<Argument> = args
-            .non_out_kwarg_only()
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| to.is_none_or(|t| k + i < t || k + i >= t + 4))
-            .map(|(_, a)| strip(a))
-            .collect();
-        let kwarg_only_start = (!kw.is_empty()).then_some(all.len());
-        all.extend(kw);
         let mut returns: Vec<Return> = self
             .returns
             .iter()
@@ -784,10 +797,7 @@ impl FunctionSchema {
                 },
                 overload: String::new(),
             },
-            arguments: Arguments {
-                all,
-                kwarg_only_start,
-            },
+            arguments,
             returns,
         }
     }

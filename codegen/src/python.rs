@@ -1128,31 +1128,6 @@ pub fn generated_functions(entries: &[NativeFunction]) -> Result<Vec<NativeFunct
     Ok(generated)
 }
 
-/// Arguments with annotations stripped, TensorOptions and out arguments dropped
-/// (torchgen's `Arguments.signature()`).
-fn stripped_arguments(args: &Arguments) -> Arguments {
-    let strip = |a: &Argument| Argument {
-        annotation: None,
-        ..a.clone()
-    };
-    let k = args.kwarg_only_start.unwrap_or(args.all.len());
-    let to = args.tensor_options_start();
-    let mut all: Vec<Argument> = args.positional().iter().map(strip).collect();
-    let kw: Vec<Argument> = args
-        .non_out_kwarg_only()
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| to.is_none_or(|t| k + i < t || k + i >= t + 4))
-        .map(|(_, a)| strip(a))
-        .collect();
-    let kwarg_only_start = (!kw.is_empty()).then_some(all.len());
-    all.extend(kw);
-    Arguments {
-        all,
-        kwarg_only_start,
-    }
-}
-
 /// Appends `outs` as keyword-only out arguments.
 fn with_out_args(mut args: Arguments, outs: Vec<Argument>) -> Arguments {
     if !outs.is_empty() && args.kwarg_only_start.is_none() {
@@ -1305,7 +1280,7 @@ fn generate_function(base: &NativeFunction, kind: SchemaKind) -> Result<NativeFu
                     name: f.name.name.clone(),
                     ..out_name
                 },
-                arguments: with_out_args(stripped_arguments(&f.arguments), outs),
+                arguments: with_out_args(f.arguments.signature(), outs),
                 returns,
             }
         }

@@ -2,24 +2,14 @@
 //!
 //! Run with `cargo run --example tour`.
 
-use opforge::schema::{OpSchema, SchemaKind};
+use opforge::schema::OpSchema;
 use opforge::{OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
-
-fn kind(k: SchemaKind) -> &'static str {
-    match k {
-        SchemaKind::Functional => "functional",
-        SchemaKind::Inplace => "inplace",
-        SchemaKind::Out => "out",
-        SchemaKind::Mutable => "mutable",
-        SchemaKind::Scratch => "scratch",
-    }
-}
 
 fn describe(op: &OpSchema) {
     println!("  {}", op.schema);
     println!(
         "    kind: {}; variants: {}; yaml line {}",
-        kind(op.kind),
+        op.kind,
         match (op.function, op.method) {
             (true, true) => "function, method",
             (false, true) => "method",

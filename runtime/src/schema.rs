@@ -8,87 +8,13 @@
 
 use std::fmt;
 
-/// A base type of the schema language.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BaseTy {
-    /// `Tensor`
-    Tensor,
-    /// `int`
-    Int,
-    /// `SymInt`
-    SymInt,
-    /// `float`
-    Float,
-    /// `bool`
-    Bool,
-    /// `str`
-    Str,
-    /// `Scalar`
-    Scalar,
-    /// `ScalarType`
-    ScalarType,
-    /// `Layout`
-    Layout,
-    /// `Device`
-    Device,
-    /// `DeviceIndex`
-    DeviceIndex,
-    /// `MemoryFormat`
-    MemoryFormat,
-    /// `QScheme`
-    QScheme,
-    /// `Generator`
-    Generator,
-    /// `Storage`
-    Storage,
-    /// `Stream`
-    Stream,
-    /// `SymBool`
-    SymBool,
-    /// `DimVector`
-    DimVector,
-    /// `GraphModule`
-    GraphModule,
-    /// `Dimname`
-    Dimname,
-    /// `complex`
-    Complex,
-}
-
-impl BaseTy {
-    /// The name as written in a schema.
-    pub fn name(self) -> &'static str {
-        match self {
-            BaseTy::Tensor => "Tensor",
-            BaseTy::Int => "int",
-            BaseTy::SymInt => "SymInt",
-            BaseTy::Float => "float",
-            BaseTy::Bool => "bool",
-            BaseTy::Str => "str",
-            BaseTy::Scalar => "Scalar",
-            BaseTy::ScalarType => "ScalarType",
-            BaseTy::Layout => "Layout",
-            BaseTy::Device => "Device",
-            BaseTy::DeviceIndex => "DeviceIndex",
-            BaseTy::MemoryFormat => "MemoryFormat",
-            BaseTy::QScheme => "QScheme",
-            BaseTy::Generator => "Generator",
-            BaseTy::Storage => "Storage",
-            BaseTy::Stream => "Stream",
-            BaseTy::SymBool => "SymBool",
-            BaseTy::DimVector => "DimVector",
-            BaseTy::GraphModule => "GraphModule",
-            BaseTy::Dimname => "Dimname",
-            BaseTy::Complex => "complex",
-        }
-    }
-}
+pub use opforge_codegen::model::{BaseType, SchemaKind};
 
 /// A schema type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Ty {
     /// A base type.
-    Base(BaseTy),
+    Base(BaseType),
     /// A custom class, `ns.Class`.
     CustomClass(&'static str),
     /// `T?`
@@ -223,21 +149,6 @@ pub struct RetSchema {
     pub ty: Ty,
     /// Alias annotation, if any.
     pub alias: Option<Alias>,
-}
-
-/// The kind of an operator schema.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SchemaKind {
-    /// Returns fresh results.
-    Functional,
-    /// `foo_`: writes and returns `self`.
-    Inplace,
-    /// Writes and returns keyword-only `out` arguments.
-    Out,
-    /// Writes a positional argument.
-    Mutable,
-    /// out= with a `_scratch_` argument.
-    Scratch,
 }
 
 /// One row of an operator's `dispatch:` table.

@@ -78,10 +78,10 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()",
         kind: SchemaKind::Inplace,
         args: &[
-            ArgSchema::new("self", Ty::List(&Ty::Base(BaseTy::Tensor), None))
+            ArgSchema::new("self", Ty::List(&Ty::Base(BaseType::Tensor), None))
                 .alias("a", true, ""),
-            ArgSchema::new("other", Ty::List(&Ty::Base(BaseTy::Tensor), None)),
-            ArgSchema::new("alpha", Ty::Base(BaseTy::Scalar))
+            ArgSchema::new("other", Ty::List(&Ty::Base(BaseType::Tensor), None)),
+            ArgSchema::new("alpha", Ty::Base(BaseType::Scalar))
                 .default("1", DefaultVal::Int(1i64))
                 .kwarg_only(),
         ],
@@ -106,16 +106,16 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("other", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("alpha", Ty::Base(BaseTy::Scalar))
+            ArgSchema::new("self", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new("other", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new("alpha", Ty::Base(BaseType::Scalar))
                 .default("1", DefaultVal::Int(1i64))
                 .kwarg_only(),
         ],
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: None,
             },
         ],
@@ -143,17 +143,17 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
         kind: SchemaKind::Out,
         args: &[
-            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("other", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("alpha", Ty::Base(BaseTy::Scalar))
+            ArgSchema::new("self", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new("other", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new("alpha", Ty::Base(BaseType::Scalar))
                 .default("1", DefaultVal::Int(1i64))
                 .kwarg_only(),
-            ArgSchema::new("out", Ty::Base(BaseTy::Tensor)).out().alias("a", true, ""),
+            ArgSchema::new("out", Ty::Base(BaseType::Tensor)).out().alias("a", true, ""),
         ],
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: Some(Alias {
                     set: "a",
                     is_write: true,
@@ -181,16 +181,16 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
         kind: SchemaKind::Inplace,
         args: &[
-            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)).alias("a", true, ""),
-            ArgSchema::new("other", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("alpha", Ty::Base(BaseTy::Scalar))
+            ArgSchema::new("self", Ty::Base(BaseType::Tensor)).alias("a", true, ""),
+            ArgSchema::new("other", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new("alpha", Ty::Base(BaseType::Scalar))
                 .default("1", DefaultVal::Int(1i64))
                 .kwarg_only(),
         ],
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: Some(Alias {
                     set: "a",
                     is_write: true,
@@ -222,23 +222,26 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("kernel_size", Ty::List(&Ty::Base(BaseTy::Int), Some(2u32))),
-            ArgSchema::new("stride", Ty::List(&Ty::Base(BaseTy::Int), Some(2u32)))
+            ArgSchema::new("self", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new(
+                "kernel_size",
+                Ty::List(&Ty::Base(BaseType::Int), Some(2u32)),
+            ),
+            ArgSchema::new("stride", Ty::List(&Ty::Base(BaseType::Int), Some(2u32)))
                 .default("[]", DefaultVal::List(&[])),
-            ArgSchema::new("padding", Ty::List(&Ty::Base(BaseTy::Int), Some(2u32)))
+            ArgSchema::new("padding", Ty::List(&Ty::Base(BaseType::Int), Some(2u32)))
                 .default("0", DefaultVal::Int(0i64)),
-            ArgSchema::new("ceil_mode", Ty::Base(BaseTy::Bool))
+            ArgSchema::new("ceil_mode", Ty::Base(BaseType::Bool))
                 .default("False", DefaultVal::Bool(false)),
-            ArgSchema::new("count_include_pad", Ty::Base(BaseTy::Bool))
+            ArgSchema::new("count_include_pad", Ty::Base(BaseType::Bool))
                 .default("True", DefaultVal::Bool(true)),
-            ArgSchema::new("divisor_override", Ty::Optional(&Ty::Base(BaseTy::Int)))
+            ArgSchema::new("divisor_override", Ty::Optional(&Ty::Base(BaseType::Int)))
                 .default("None", DefaultVal::None),
         ],
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: None,
             },
         ],
@@ -262,15 +265,15 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)).alias("a", false, "*"),
-            ArgSchema::new("chunks", Ty::Base(BaseTy::Int)),
-            ArgSchema::new("dim", Ty::Base(BaseTy::Int))
+            ArgSchema::new("self", Ty::Base(BaseType::Tensor)).alias("a", false, "*"),
+            ArgSchema::new("chunks", Ty::Base(BaseType::Int)),
+            ArgSchema::new("dim", Ty::Base(BaseType::Int))
                 .default("0", DefaultVal::Int(0i64)),
         ],
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::List(&Ty::Base(BaseTy::Tensor), None),
+                ty: Ty::List(&Ty::Base(BaseType::Tensor), None),
                 alias: Some(Alias {
                     set: "a",
                     is_write: false,
@@ -298,15 +301,15 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "gelu(Tensor self, *, str approximate='none') -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("approximate", Ty::Base(BaseTy::Str))
+            ArgSchema::new("self", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new("approximate", Ty::Base(BaseType::Str))
                 .default("'none'", DefaultVal::Str("none"))
                 .kwarg_only(),
         ],
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: None,
             },
         ],
@@ -330,16 +333,16 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("self", Ty::Base(BaseType::Tensor)),
             ArgSchema::new(
                 "indices",
-                Ty::List(&Ty::Optional(&Ty::Base(BaseTy::Tensor)), None),
+                Ty::List(&Ty::Optional(&Ty::Base(BaseType::Tensor)), None),
             ),
         ],
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: None,
             },
         ],
@@ -363,20 +366,20 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("dim", Ty::Base(BaseTy::Int)),
-            ArgSchema::new("keepdim", Ty::Base(BaseTy::Bool))
+            ArgSchema::new("self", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new("dim", Ty::Base(BaseType::Int)),
+            ArgSchema::new("keepdim", Ty::Base(BaseType::Bool))
                 .default("False", DefaultVal::Bool(false)),
         ],
         returns: &[
             RetSchema {
                 name: Some("values"),
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: None,
             },
             RetSchema {
                 name: Some("indices"),
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: None,
             },
         ],
@@ -400,19 +403,19 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("target", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("weight", Ty::Optional(&Ty::Base(BaseTy::Tensor)))
+            ArgSchema::new("self", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new("target", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new("weight", Ty::Optional(&Ty::Base(BaseType::Tensor)))
                 .default("None", DefaultVal::None),
-            ArgSchema::new("reduction", Ty::Base(BaseTy::Int))
+            ArgSchema::new("reduction", Ty::Base(BaseType::Int))
                 .default("Mean", DefaultVal::Enum("Mean")),
-            ArgSchema::new("ignore_index", Ty::Base(BaseTy::SymInt))
+            ArgSchema::new("ignore_index", Ty::Base(BaseType::SymInt))
                 .default("-100", DefaultVal::Int(-100i64)),
         ],
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: None,
             },
         ],
@@ -436,16 +439,16 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("p", Ty::Optional(&Ty::Base(BaseTy::Scalar))),
-            ArgSchema::new("dim", Ty::List(&Ty::Base(BaseTy::Int), Some(1u32))),
-            ArgSchema::new("keepdim", Ty::Base(BaseTy::Bool))
+            ArgSchema::new("self", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new("p", Ty::Optional(&Ty::Base(BaseType::Scalar))),
+            ArgSchema::new("dim", Ty::List(&Ty::Base(BaseType::Int), Some(1u32))),
+            ArgSchema::new("keepdim", Ty::Base(BaseType::Bool))
                 .default("False", DefaultVal::Bool(false)),
         ],
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: None,
             },
         ],
@@ -469,27 +472,27 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "randint(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema::new("high", Ty::Base(BaseTy::SymInt)),
-            ArgSchema::new("size", Ty::List(&Ty::Base(BaseTy::SymInt), None)),
-            ArgSchema::new("generator", Ty::Optional(&Ty::Base(BaseTy::Generator)))
+            ArgSchema::new("high", Ty::Base(BaseType::SymInt)),
+            ArgSchema::new("size", Ty::List(&Ty::Base(BaseType::SymInt), None)),
+            ArgSchema::new("generator", Ty::Optional(&Ty::Base(BaseType::Generator)))
                 .kwarg_only(),
-            ArgSchema::new("dtype", Ty::Optional(&Ty::Base(BaseTy::ScalarType)))
+            ArgSchema::new("dtype", Ty::Optional(&Ty::Base(BaseType::ScalarType)))
                 .default("long", DefaultVal::Enum("long"))
                 .kwarg_only(),
-            ArgSchema::new("layout", Ty::Optional(&Ty::Base(BaseTy::Layout)))
+            ArgSchema::new("layout", Ty::Optional(&Ty::Base(BaseType::Layout)))
                 .default("None", DefaultVal::None)
                 .kwarg_only(),
-            ArgSchema::new("device", Ty::Optional(&Ty::Base(BaseTy::Device)))
+            ArgSchema::new("device", Ty::Optional(&Ty::Base(BaseType::Device)))
                 .default("None", DefaultVal::None)
                 .kwarg_only(),
-            ArgSchema::new("pin_memory", Ty::Optional(&Ty::Base(BaseTy::Bool)))
+            ArgSchema::new("pin_memory", Ty::Optional(&Ty::Base(BaseType::Bool)))
                 .default("None", DefaultVal::None)
                 .kwarg_only(),
         ],
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: None,
             },
         ],
@@ -513,22 +516,22 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)).alias("a", false, ""),
-            ArgSchema::new("dtype", Ty::Base(BaseTy::ScalarType)),
-            ArgSchema::new("non_blocking", Ty::Base(BaseTy::Bool))
+            ArgSchema::new("self", Ty::Base(BaseType::Tensor)).alias("a", false, ""),
+            ArgSchema::new("dtype", Ty::Base(BaseType::ScalarType)),
+            ArgSchema::new("non_blocking", Ty::Base(BaseType::Bool))
                 .default("False", DefaultVal::Bool(false)),
-            ArgSchema::new("copy", Ty::Base(BaseTy::Bool))
+            ArgSchema::new("copy", Ty::Base(BaseType::Bool))
                 .default("False", DefaultVal::Bool(false)),
             ArgSchema::new(
                     "memory_format",
-                    Ty::Optional(&Ty::Base(BaseTy::MemoryFormat)),
+                    Ty::Optional(&Ty::Base(BaseType::MemoryFormat)),
                 )
                 .default("None", DefaultVal::None),
         ],
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: Some(Alias {
                     set: "a",
                     is_write: false,
@@ -556,14 +559,14 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema::new("condition", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("self", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("other", Ty::Base(BaseTy::Tensor)),
+            ArgSchema::new("condition", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new("self", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new("other", Ty::Base(BaseType::Tensor)),
         ],
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: None,
             },
         ],
@@ -587,24 +590,24 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema::new("size", Ty::List(&Ty::Base(BaseTy::SymInt), None)),
-            ArgSchema::new("dtype", Ty::Optional(&Ty::Base(BaseTy::ScalarType)))
+            ArgSchema::new("size", Ty::List(&Ty::Base(BaseType::SymInt), None)),
+            ArgSchema::new("dtype", Ty::Optional(&Ty::Base(BaseType::ScalarType)))
                 .default("None", DefaultVal::None)
                 .kwarg_only(),
-            ArgSchema::new("layout", Ty::Optional(&Ty::Base(BaseTy::Layout)))
+            ArgSchema::new("layout", Ty::Optional(&Ty::Base(BaseType::Layout)))
                 .default("None", DefaultVal::None)
                 .kwarg_only(),
-            ArgSchema::new("device", Ty::Optional(&Ty::Base(BaseTy::Device)))
+            ArgSchema::new("device", Ty::Optional(&Ty::Base(BaseType::Device)))
                 .default("None", DefaultVal::None)
                 .kwarg_only(),
-            ArgSchema::new("pin_memory", Ty::Optional(&Ty::Base(BaseTy::Bool)))
+            ArgSchema::new("pin_memory", Ty::Optional(&Ty::Base(BaseType::Bool)))
                 .default("None", DefaultVal::None)
                 .kwarg_only(),
         ],
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: None,
             },
         ],
@@ -628,17 +631,17 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         schema: "mylib::scale(Tensor x, float k=1.0, float[]? weights=None, complex c=0, Stream? s=None, __torch__.torch.classes.mylib.Cfg? cfg=None) -> Tensor",
         kind: SchemaKind::Functional,
         args: &[
-            ArgSchema::new("x", Ty::Base(BaseTy::Tensor)),
-            ArgSchema::new("k", Ty::Base(BaseTy::Float))
+            ArgSchema::new("x", Ty::Base(BaseType::Tensor)),
+            ArgSchema::new("k", Ty::Base(BaseType::Float))
                 .default("1.0", DefaultVal::Float(1f64)),
             ArgSchema::new(
                     "weights",
-                    Ty::Optional(&Ty::List(&Ty::Base(BaseTy::Float), None)),
+                    Ty::Optional(&Ty::List(&Ty::Base(BaseType::Float), None)),
                 )
                 .default("None", DefaultVal::None),
-            ArgSchema::new("c", Ty::Base(BaseTy::Complex))
+            ArgSchema::new("c", Ty::Base(BaseType::Complex))
                 .default("0", DefaultVal::Int(0i64)),
-            ArgSchema::new("s", Ty::Optional(&Ty::Base(BaseTy::Stream)))
+            ArgSchema::new("s", Ty::Optional(&Ty::Base(BaseType::Stream)))
                 .default("None", DefaultVal::None),
             ArgSchema::new("cfg", Ty::Optional(&Ty::CustomClass("mylib.Cfg")))
                 .default("None", DefaultVal::None),
@@ -646,7 +649,7 @@ pub static OPS: [OpSchema; OP_COUNT] = [
         returns: &[
             RetSchema {
                 name: None,
-                ty: Ty::Base(BaseTy::Tensor),
+                ty: Ty::Base(BaseType::Tensor),
                 alias: None,
             },
         ],
