@@ -95,3 +95,25 @@ fn pytorch_file_counts() {
     let groups = groups::group(&file.entries).unwrap();
     assert!(groups.iter().all(|g| g.members().count() >= 1));
 }
+
+/// Large files are parsed in two halves; a YAML error in either half must still be
+/// reported at its true position in the whole file.
+#[test]
+fn yaml_errors_in_large_files_keep_their_position() {
+    let src = std::fs::read_to_string(shared("pytorch/native_functions.yaml")).unwrap();
+    let lines: Vec<&str> = src.lines().collect();
+    for at in [100, lines.len() - 100] {
+        let mut broken = lines.clone();
+        broken.insert(at, "- func: [unclosed");
+        let text = broken.join("\n");
+        let err = load::load_str("big.yaml", &text).unwrap_err();
+        let d = &err.0[0];
+        // libyaml reports where it noticed the problem: the line or just after it.
+        assert!(
+            (at + 1..=at + 4).contains(&d.line) && d.message.contains(&format!("line {}", at + 1)),
+            "error reported at line {}, expected near {}: {d}",
+            d.line,
+            at + 1
+        );
+    }
+}
