@@ -23,7 +23,14 @@ pub fn generate(
     yaml: &Path,
     tags: Option<&Path>,
 ) -> Result<Vec<(String, String)>, diag::Diagnostics> {
-    let file = load::load_file(yaml)?;
+    let name = yaml.display().to_string();
+    let src = std::fs::read_to_string(yaml).map_err(|e| {
+        diag::Diagnostics(vec![diag::Diagnostic::new(
+            &name,
+            0,
+            format!("cannot read: {e}"),
+        )])
+    })?;
     let tags = match tags {
         Some(t) => {
             let text = std::fs::read_to_string(t).map_err(|e| {
@@ -37,7 +44,7 @@ pub fn generate(
         }
         None => None,
     };
-    validate::validate(&file, tags.as_deref())?;
+    let file = check_str(&name, &src, tags.as_deref())?;
     let deprecated = read_deprecated(yaml)?;
     let plan = lower::lower(&file, &deprecated)
         .map_err(|e| diag::Diagnostics(vec![diag::Diagnostic::new(&file.file, 0, e)]))?;
@@ -62,4 +69,25 @@ pub fn read_deprecated(yaml: &Path) -> Result<Vec<python::DeprecatedEntry>, diag
         )])
     })?;
     python::load_deprecated_str(&name, &text)
+}
+
+/// Loads and validates schema-file text, reporting every problem in one run: entries
+/// that load are validated even when others do not (cross-entry checks then wait
+/// for a clean load). `tags` are the known tag names, if they are to be checked.
+pub fn check_str(
+    file: &str,
+    src: &str,
+    tags: Option<&[String]>,
+) -> Result<load::SchemaFile, diag::Diagnostics> {
+    let (loaded, mut diags) = load::load_str_partial(file, src);
+    let clean = diags.0.is_empty();
+    if let Err(more) = validate::validate_with(&loaded, tags, clean) {
+        diags.0.extend(more.0);
+        diags.sort();
+    }
+    if diags.0.is_empty() {
+        Ok(loaded)
+    } else {
+        Err(diags)
+    }
 }

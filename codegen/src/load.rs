@@ -65,6 +65,30 @@ pub fn load_file(path: &std::path::Path) -> Result<SchemaFile, Diagnostics> {
 /// Loads schema-file text. `file` names it in diagnostics. All problems found in all
 /// entries are returned together, ordered by position.
 pub fn load_str(file: &str, src: &str) -> Result<SchemaFile, Diagnostics> {
+    let (loaded, diags) = load_str_partial(file, src);
+    if diags.0.is_empty() {
+        Ok(loaded)
+    } else {
+        Err(diags)
+    }
+}
+
+/// Like [`load_str`], but also returns the entries that did load when others did
+/// not, so that they can be validated too (every problem in one run).
+pub fn load_str_partial(file: &str, src: &str) -> (SchemaFile, Diagnostics) {
+    match load_all(file, src) {
+        Ok(x) => x,
+        Err(d) => (
+            SchemaFile {
+                file: file.to_string(),
+                ..SchemaFile::default()
+            },
+            d,
+        ),
+    }
+}
+
+fn load_all(file: &str, src: &str) -> Result<(SchemaFile, Diagnostics), Diagnostics> {
     let src = src.strip_prefix('\u{feff}').unwrap_or(src);
     let root = match parse_in_parts(src) {
         Some(items) => Value::Sequence(items),
@@ -102,17 +126,16 @@ pub fn load_str(file: &str, src: &str) -> Result<SchemaFile, Diagnostics> {
             Err(mut ds) => diags.append(&mut ds),
         }
     }
-    if diags.is_empty() {
-        Ok(SchemaFile {
+    let mut ds = Diagnostics(diags);
+    ds.sort();
+    Ok((
+        SchemaFile {
             file: file.to_string(),
             entries,
             source,
-        })
-    } else {
-        let mut ds = Diagnostics(diags);
-        ds.sort();
-        Err(ds)
-    }
+        },
+        ds,
+    ))
 }
 
 /// Parses a large block sequence in two halves on two threads (YAML parsing is most

@@ -88,18 +88,20 @@ fn beside(file: &Path, name: &str) -> Option<PathBuf> {
 fn load_valid(
     file: &Path,
 ) -> Result<(SchemaFile, Option<usize>, Vec<DeprecatedEntry>), Diagnostics> {
-    let schema = load::load_file(file)?;
+    let name = file.display().to_string();
+    let read = |p: &Path, name: &str| {
+        std::fs::read_to_string(p)
+            .map_err(|e| Diagnostics(vec![Diagnostic::new(name, 0, format!("cannot read: {e}"))]))
+    };
+    let src = read(file, &name)?;
     let tags = match beside(file, "tags.yaml") {
         Some(t) => {
-            let name = t.display().to_string();
-            let text = std::fs::read_to_string(&t).map_err(|e| {
-                Diagnostics(vec![Diagnostic::new(&name, 0, format!("cannot read: {e}"))])
-            })?;
-            Some(load::load_tags_str(&name, &text)?)
+            let tname = t.display().to_string();
+            Some(load::load_tags_str(&tname, &read(&t, &tname)?)?)
         }
         None => None,
     };
-    validate::validate(&schema, tags.as_deref())?;
+    let schema = opforge_codegen::check_str(&name, &src, tags.as_deref())?;
     let deprecated = opforge_codegen::read_deprecated(file)?;
     Ok((schema, tags.map(|t| t.len()), deprecated))
 }
@@ -144,8 +146,13 @@ fn show(file: &Path, name: &str) -> Result<(), String> {
             .collect(),
     };
     if matches.is_empty() {
-        let near = validate::nearest(name, plan.ops.iter().map(|o| o.ident.as_str()))
-            .map(|n| format!(" (did you mean `{}`?)", n.replace('_', ".")))
+        let names: Vec<String> = plan
+            .ops
+            .iter()
+            .flat_map(|o| [o.entry.name(), o.entry.func.name.name.to_string()])
+            .collect();
+        let near = validate::nearest(name, names.iter().map(String::as_str))
+            .map(|n| format!(" (did you mean `{n}`?)"))
             .unwrap_or_default();
         return Err(format!("no operator `{name}` in {}{near}", file.display()));
     }

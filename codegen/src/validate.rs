@@ -70,6 +70,17 @@ const REDUCTION_NAMES: &[&str] = &["Mean", "Sum"];
 /// Validates every entry of `file`. `tags` are the known tag names (from `tags.yaml`);
 /// when `None`, tags are not checked. Every problem is returned, ordered by position.
 pub fn validate(file: &SchemaFile, tags: Option<&[String]>) -> Result<(), Diagnostics> {
+    validate_with(file, tags, true)
+}
+
+/// [`validate`], with the cross-entry checks (structured delegates and the like)
+/// optional: they are skipped when some entries failed to load, since a missing
+/// entry would make them report problems that are not there.
+pub fn validate_with(
+    file: &SchemaFile,
+    tags: Option<&[String]>,
+    cross_entry: bool,
+) -> Result<(), Diagnostics> {
     let mut v = Validator {
         file: &file.file,
         src: &file.source,
@@ -91,7 +102,9 @@ pub fn validate(file: &SchemaFile, tags: Option<&[String]>) -> Result<(), Diagno
         }
         v.entry(nf, tags);
     }
-    v.cross_entry(file);
+    if cross_entry {
+        v.cross_entry(file);
+    }
     if v.diags.is_empty() {
         Ok(())
     } else {
