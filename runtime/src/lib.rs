@@ -13,7 +13,15 @@
 
 extern crate self as opforge;
 
+pub mod dispatch;
+pub mod error;
 pub mod schema;
+pub mod tensor;
+pub mod value;
+
+pub use error::{Error, Result};
+pub use tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
+pub use value::Value;
 
 /// The tables generated from `native_functions.yaml` (`OpId`, `OPS`, `GROUPS`).
 pub mod generated {

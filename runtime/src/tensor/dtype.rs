@@ -1,0 +1,364 @@
+//! Element types, scalars and devices.
+
+use std::fmt;
+
+/// A tensor element type (PyTorch's `ScalarType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// `torch.bool`
+    Bool,
+    /// `torch.int32`
+    Int32,
+    /// `torch.int64`
+    Int64,
+    /// `torch.float32`
+    Float32,
+    /// `torch.float64`
+    Float64,
+}
+
+impl DType {
+    /// Every dtype.
+    pub const ALL: [DType; 5] = [
+        DType::Bool,
+        DType::Int32,
+        DType::Int64,
+        DType::Float32,
+        DType::Float64,
+    ];
+
+    /// The Python name without `torch.` (`float32`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::Int32 => "int32",
+            DType::Int64 => "int64",
+            DType::Float32 => "float32",
+            DType::Float64 => "float64",
+        }
+    }
+
+    /// The C++ `ScalarType` name PyTorch uses in messages (`Float`, `Long`).
+    pub fn c10_name(self) -> &'static str {
+        match self {
+            DType::Bool => "Bool",
+            DType::Int32 => "Int",
+            DType::Int64 => "Long",
+            DType::Float32 => "Float",
+            DType::Float64 => "Double",
+        }
+    }
+
+    /// Parses a Python name (`float32`, `float`, `int64`, `long`, …).
+    pub fn from_name(s: &str) -> Option<DType> {
+        let s = s.strip_prefix("torch.").unwrap_or(s);
+        Some(match s {
+            "bool" => DType::Bool,
+            "int32" | "int" => DType::Int32,
+            "int64" | "long" => DType::Int64,
+            "float32" | "float" => DType::Float32,
+            "float64" | "double" => DType::Float64,
+            _ => return None,
+        })
+    }
+
+    /// Floating point.
+    pub fn is_floating_point(self) -> bool {
+        matches!(self, DType::Float32 | DType::Float64)
+    }
+
+    /// Integral (`bool` counts only if `include_bool`).
+    pub fn is_integral(self, include_bool: bool) -> bool {
+        match self {
+            DType::Bool => include_bool,
+            DType::Int32 | DType::Int64 => true,
+            _ => false,
+        }
+    }
+
+    /// Size of one element in bytes.
+    pub fn itemsize(self) -> usize {
+        match self {
+            DType::Bool => 1,
+            DType::Int32 | DType::Float32 => 4,
+            DType::Int64 | DType::Float64 => 8,
+        }
+    }
+
+    /// The category used by type promotion: 0 bool, 1 integral, 2 floating.
+    pub fn category(self) -> u8 {
+        match self {
+            DType::Bool => 0,
+            DType::Int32 | DType::Int64 => 1,
+            DType::Float32 | DType::Float64 => 2,
+        }
+    }
+
+    /// PyTorch's `promoteTypes` on the dtypes this runtime has: the smallest dtype
+    /// that can hold both (bool < int32 < int64 < float32 < float64 along the lattice).
+    pub fn promote(a: DType, b: DType) -> DType {
+        use DType::*;
+        match (a, b) {
+            (x, y) if x == y => x,
+            (Bool, y) | (y, Bool) => y,
+            (Float64, _) | (_, Float64) => Float64,
+            (Float32, _) | (_, Float32) => Float32,
+            _ => Int64,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "torch.{}", self.name())
+    }
+}
+
+/// A device. Meta tensors carry shape and dtype but no data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Device {
+    /// Host memory.
+    Cpu,
+    /// No memory: shapes and dtypes only.
+    Meta,
+}
+
+impl Device {
+    /// `cpu` / `meta`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Device::Cpu => "cpu",
+            Device::Meta => "meta",
+        }
+    }
+
+    /// Parses `cpu`, `cpu:0`, `meta`.
+    pub fn from_name(s: &str) -> Option<Device> {
+        match s.split(':').next()? {
+            "cpu" => Some(Device::Cpu),
+            "meta" => Some(Device::Meta),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `torch.layout`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// `torch.strided`
+    Strided,
+}
+
+/// `torch.memory_format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemoryFormat {
+    /// `torch.contiguous_format`
+    Contiguous,
+    /// `torch.preserve_format`
+    Preserve,
+    /// `torch.channels_last` (4-d)
+    ChannelsLast,
+    /// `torch.channels_last_3d` (5-d)
+    ChannelsLast3d,
+}
+
+impl MemoryFormat {
+    /// Parses `contiguous_format`, `preserve_format`, `channels_last`, `channels_last_3d`.
+    pub fn from_name(s: &str) -> Option<MemoryFormat> {
+        Some(match s.strip_prefix("torch.").unwrap_or(s) {
+            "contiguous_format" => MemoryFormat::Contiguous,
+            "preserve_format" => MemoryFormat::Preserve,
+            "channels_last" => MemoryFormat::ChannelsLast,
+            "channels_last_3d" => MemoryFormat::ChannelsLast3d,
+            _ => return None,
+        })
+    }
+}
+
+/// A Python-like number: what `Scalar` arguments hold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    /// `True` / `False`
+    Bool(bool),
+    /// A Python `int`.
+    Int(i64),
+    /// A Python `float`.
+    Float(f64),
+}
+
+impl Scalar {
+    /// As f64.
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::Bool(b) => f64::from(u8::from(b)),
+            Scalar::Int(i) => i as f64,
+            Scalar::Float(x) => x,
+        }
+    }
+
+    /// As i64 (floats truncate toward zero, as C++ casts do).
+    pub fn to_i64(self) -> i64 {
+        match self {
+            Scalar::Bool(b) => i64::from(b),
+            Scalar::Int(i) => i,
+            Scalar::Float(x) => x as i64,
+        }
+    }
+
+    /// As bool (non-zero is true).
+    pub fn to_bool(self) -> bool {
+        match self {
+            Scalar::Bool(b) => b,
+            Scalar::Int(i) => i != 0,
+            Scalar::Float(x) => x != 0.0,
+        }
+    }
+
+    /// The dtype PyTorch gives a tensor made from this number (default dtypes:
+    /// int64 and float32).
+    pub fn default_dtype(self) -> DType {
+        match self {
+            Scalar::Bool(_) => DType::Bool,
+            Scalar::Int(_) => DType::Int64,
+            Scalar::Float(_) => DType::Float32,
+        }
+    }
+
+    /// True for `Float`.
+    pub fn is_floating_point(self) -> bool {
+        matches!(self, Scalar::Float(_))
+    }
+}
+
+impl From<f64> for Scalar {
+    fn from(x: f64) -> Scalar {
+        Scalar::Float(x)
+    }
+}
+
+impl From<i64> for Scalar {
+    fn from(x: i64) -> Scalar {
+        Scalar::Int(x)
+    }
+}
+
+impl From<bool> for Scalar {
+    fn from(x: bool) -> Scalar {
+        Scalar::Bool(x)
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Bool(b) => f.write_str(if *b { "True" } else { "False" }),
+            Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::Float(x) => write!(f, "{x:?}"),
+        }
+    }
+}
+
+/// Rust element types a tensor can hold.
+pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
+    /// The matching dtype.
+    const DTYPE: DType;
+    /// Converts from f64 (C++ cast semantics: truncation toward zero for integers,
+    /// non-zero for bool).
+    fn from_f64(x: f64) -> Self;
+    /// Converts from i64.
+    fn from_i64(x: i64) -> Self;
+    /// Converts from bool.
+    fn from_bool(x: bool) -> Self;
+    /// To f64.
+    fn to_f64(self) -> f64;
+    /// To i64 (truncating).
+    fn to_i64(self) -> i64;
+    /// To bool (non-zero).
+    fn to_bool(self) -> bool;
+    /// From a scalar with C++ cast semantics.
+    fn from_scalar(s: Scalar) -> Self {
+        match s {
+            Scalar::Bool(b) => Self::from_bool(b),
+            Scalar::Int(i) => Self::from_i64(i),
+            Scalar::Float(x) => Self::from_f64(x),
+        }
+    }
+}
+
+macro_rules! element_num {
+    ($t:ty, $d:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            fn from_i64(x: i64) -> Self {
+                x as $t
+            }
+            fn from_bool(x: bool) -> Self {
+                u8::from(x) as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn to_i64(self) -> i64 {
+                self as i64
+            }
+            fn to_bool(self) -> bool {
+                self != (0 as $t)
+            }
+        }
+    };
+}
+element_num!(i32, Int32);
+element_num!(i64, Int64);
+element_num!(f32, Float32);
+element_num!(f64, Float64);
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    fn from_f64(x: f64) -> Self {
+        x != 0.0
+    }
+    fn from_i64(x: i64) -> Self {
+        x != 0
+    }
+    fn from_bool(x: bool) -> Self {
+        x
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(u8::from(self))
+    }
+    fn to_i64(self) -> i64 {
+        i64::from(self)
+    }
+    fn to_bool(self) -> bool {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn promotion_lattice() {
+        use DType::*;
+        assert_eq!(DType::promote(Bool, Int32), Int32);
+        assert_eq!(DType::promote(Int32, Int64), Int64);
+        assert_eq!(DType::promote(Int64, Float32), Float32);
+        assert_eq!(DType::promote(Float32, Float64), Float64);
+        assert_eq!(DType::promote(Bool, Bool), Bool);
+        for a in DType::ALL {
+            for b in DType::ALL {
+                assert_eq!(DType::promote(a, b), DType::promote(b, a));
+            }
+        }
+    }
+}

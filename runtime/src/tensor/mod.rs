@@ -1,0 +1,745 @@
+//! Tensors: cheap handles to shared, typed storage plus shape, strides and offset.
+//!
+//! A [`Tensor`] is an `Arc`; cloning it gives another handle to the *same* tensor
+//! (same identity, as a Python reference would). A view (`view`, `t`, `select`, …)
+//! is a new tensor sharing the [`Storage`] of its base, so a write through either
+//! is seen by both. Element data lives in a per-dtype buffer behind a `RwLock`:
+//! kernels read inputs (read locks), compute, then write outputs (write locks),
+//! never holding both at once, so aliasing inputs and outputs (`add_(t, t)`) is
+//! sound. Meta tensors have a storage with a size but no data.
+//!
+//! Arithmetic runs on ndarray views built over the storage ([`Tensor::with_view`])
+//! or owned arrays read from it ([`Tensor::to_array`]).
+
+mod dtype;
+
+pub use dtype::{DType, Device, Element, Layout, MemoryFormat, Scalar};
+
+use crate::error::{Error, Result};
+use ndarray::{ArrayD, ArrayViewD, IxDyn, ShapeBuilder};
+use std::fmt;
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+/// Element data of one storage, one variant per dtype.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Buffer {
+    /// `bool` elements.
+    Bool(Vec<bool>),
+    /// `int32` elements.
+    I32(Vec<i32>),
+    /// `int64` elements.
+    I64(Vec<i64>),
+    /// `float32` elements.
+    F32(Vec<f32>),
+    /// `float64` elements.
+    F64(Vec<f64>),
+    /// A meta storage: a length, no data.
+    Meta(usize),
+}
+
+/// Calls `$body` with `$v` bound to the typed `Vec` of a buffer and `$T` to its
+/// element type; `$meta` handles meta buffers.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_buffer {
+    ($buf:expr, $v:ident, $T:ident => $body:expr, meta => $meta:expr) => {
+        match $buf {
+            $crate::tensor::Buffer::Bool($v) => {
+                #[allow(unused)]
+                type $T = bool;
+                $body
+            }
+            $crate::tensor::Buffer::I32($v) => {
+                #[allow(unused)]
+                type $T = i32;
+                $body
+            }
+            $crate::tensor::Buffer::I64($v) => {
+                #[allow(unused)]
+                type $T = i64;
+                $body
+            }
+            $crate::tensor::Buffer::F32($v) => {
+                #[allow(unused)]
+                type $T = f32;
+                $body
+            }
+            $crate::tensor::Buffer::F64($v) => {
+                #[allow(unused)]
+                type $T = f64;
+                $body
+            }
+            $crate::tensor::Buffer::Meta(_) => $meta,
+        }
+    };
+}
+
+/// Stamps `$body` once per dtype with `$T` bound to the element type.
+#[macro_export]
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::tensor::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            $crate::tensor::DType::Int32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::tensor::DType::Int64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::tensor::DType::Float32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::tensor::DType::Float64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    };
+}
+
+impl Buffer {
+    /// A zero-filled buffer of `len` elements (a meta buffer on the meta device).
+    pub fn zeros(dtype: DType, device: Device, len: usize) -> Buffer {
+        if device == Device::Meta {
+            return Buffer::Meta(len);
+        }
+        match dtype {
+            DType::Bool => Buffer::Bool(vec![false; len]),
+            DType::Int32 => Buffer::I32(vec![0; len]),
+            DType::Int64 => Buffer::I64(vec![0; len]),
+            DType::Float32 => Buffer::F32(vec![0.0; len]),
+            DType::Float64 => Buffer::F64(vec![0.0; len]),
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        with_buffer!(self, v, T => v.len(), meta => match self { Buffer::Meta(n) => *n, _ => 0 })
+    }
+
+    /// True if empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Wraps a typed `Vec` into a buffer.
+pub trait IntoBuffer: Element {
+    /// The buffer holding `v`.
+    fn into_buffer(v: Vec<Self>) -> Buffer;
+    /// The typed data of a buffer of this element type.
+    fn slice(b: &Buffer) -> Option<&[Self]>;
+    /// The typed data of a buffer of this element type, mutably.
+    fn slice_mut(b: &mut Buffer) -> Option<&mut Vec<Self>>;
+}
+
+macro_rules! into_buffer {
+    ($t:ty, $v:ident) => {
+        impl IntoBuffer for $t {
+            fn into_buffer(v: Vec<Self>) -> Buffer {
+                Buffer::$v(v)
+            }
+            fn slice(b: &Buffer) -> Option<&[Self]> {
+                match b {
+                    Buffer::$v(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn slice_mut(b: &mut Buffer) -> Option<&mut Vec<Self>> {
+                match b {
+                    Buffer::$v(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+into_buffer!(bool, Bool);
+into_buffer!(i32, I32);
+into_buffer!(i64, I64);
+into_buffer!(f32, F32);
+into_buffer!(f64, F64);
+
+/// Shared element storage. Cloning shares; [`Storage::ptr_eq`] tells whether two
+/// tensors alias.
+#[derive(Clone, Debug)]
+pub struct Storage(Arc<RwLock<Buffer>>);
+
+impl Storage {
+    /// A storage holding `buffer`.
+    pub fn new(buffer: Buffer) -> Storage {
+        Storage(Arc::new(RwLock::new(buffer)))
+    }
+
+    /// Same storage?
+    pub fn ptr_eq(&self, other: &Storage) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Read access to the buffer.
+    pub fn read(&self) -> RwLockReadGuard<'_, Buffer> {
+        // A kernel that panicked while writing leaves the data as it was written so
+        // far; the lock itself stays usable.
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Write access to the buffer.
+    pub fn write(&self) -> std::sync::RwLockWriteGuard<'_, Buffer> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// True if the storage has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where a tensor's elements are in its storage.
+#[derive(Clone, Debug)]
+pub struct Geometry {
+    /// The storage.
+    pub storage: Storage,
+    /// Sizes per dimension.
+    pub shape: Vec<usize>,
+    /// Strides per dimension, in elements.
+    pub strides: Vec<usize>,
+    /// Offset of element `[0, 0, …]`, in elements.
+    pub offset: usize,
+}
+
+/// Contiguous (row-major) strides for `shape`.
+pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![0; shape.len()];
+    let mut acc = 1usize;
+    for (i, &n) in shape.iter().enumerate().rev() {
+        strides[i] = acc;
+        acc = acc.saturating_mul(n.max(1));
+    }
+    strides
+}
+
+/// Number of elements of `shape`.
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+struct TensorInner {
+    dtype: DType,
+    device: Device,
+    geometry: RwLock<Geometry>,
+}
+
+/// A tensor handle. `clone` is cheap and yields the same tensor (identity, not a
+/// copy); use [`Tensor::deep_clone`] for a copy.
+#[derive(Clone)]
+pub struct Tensor(Arc<TensorInner>);
+
+impl Tensor {
+    fn from_geometry(dtype: DType, device: Device, geometry: Geometry) -> Tensor {
+        Tensor(Arc::new(TensorInner {
+            dtype,
+            device,
+            geometry: RwLock::new(geometry),
+        }))
+    }
+
+    /// A contiguous CPU tensor holding `data` with `shape`.
+    ///
+    /// ```
+    /// use opforge::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+    /// assert_eq!(t.shape(), vec![2, 2]);
+    /// assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+    /// ```
+    pub fn from_vec<T: IntoBuffer>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+        if data.len() != numel(shape) {
+            return Err(Error::Runtime(format!(
+                "shape {shape:?} is invalid for input of size {}",
+                data.len()
+            )));
+        }
+        Ok(Tensor::from_buffer(
+            T::into_buffer(data),
+            shape,
+            T::DTYPE,
+            Device::Cpu,
+        ))
+    }
+
+    /// A 0-dim CPU tensor holding `x`.
+    pub fn scalar<T: IntoBuffer>(x: T) -> Tensor {
+        Tensor::from_buffer(T::into_buffer(vec![x]), &[], T::DTYPE, Device::Cpu)
+    }
+
+    /// A 0-dim tensor of `dtype` holding `s` (converted with C++ cast rules).
+    pub fn from_scalar(s: Scalar, dtype: DType, device: Device) -> Tensor {
+        let t = Tensor::zeros(&[], dtype, device);
+        if device == Device::Cpu {
+            let storage = t.storage();
+            let mut b = storage.write();
+            with_buffer!(&mut *b, v, T => v[0] = <T as Element>::from_scalar(s), meta => ());
+        }
+        t
+    }
+
+    /// A contiguous tensor over a new storage holding `buffer`.
+    pub fn from_buffer(buffer: Buffer, shape: &[usize], dtype: DType, device: Device) -> Tensor {
+        Tensor::from_geometry(
+            dtype,
+            device,
+            Geometry {
+                storage: Storage::new(buffer),
+                shape: shape.to_vec(),
+                strides: contiguous_strides(shape),
+                offset: 0,
+            },
+        )
+    }
+
+    /// A contiguous owned array as a tensor.
+    pub fn from_array<T: IntoBuffer>(a: ArrayD<T>) -> Tensor {
+        let shape = a.shape().to_vec();
+        let data: Vec<T> = if a.is_standard_layout() {
+            a.into_raw_vec_and_offset().0
+        } else {
+            a.iter().copied().collect()
+        };
+        Tensor::from_buffer(T::into_buffer(data), &shape, T::DTYPE, Device::Cpu)
+    }
+
+    /// A zero-filled contiguous tensor.
+    pub fn zeros(shape: &[usize], dtype: DType, device: Device) -> Tensor {
+        Tensor::from_buffer(
+            Buffer::zeros(dtype, device, numel(shape)),
+            shape,
+            dtype,
+            device,
+        )
+    }
+
+    /// A contiguous tensor filled with `value`.
+    pub fn full(shape: &[usize], value: Scalar, dtype: DType, device: Device) -> Tensor {
+        let t = Tensor::zeros(shape, dtype, device);
+        t.fill_scalar(value);
+        t
+    }
+
+    /// Element type.
+    #[inline]
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    /// Device.
+    #[inline]
+    pub fn device(&self) -> Device {
+        self.0.device
+    }
+
+    /// A snapshot of the geometry (storage handle, shape, strides, offset).
+    pub fn geometry(&self) -> Geometry {
+        self.0
+            .geometry
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn geom(&self) -> RwLockReadGuard<'_, Geometry> {
+        self.0.geometry.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sizes.
+    pub fn shape(&self) -> Vec<usize> {
+        self.geom().shape.clone()
+    }
+
+    /// Sizes as PyTorch's `int64`s.
+    pub fn sizes(&self) -> Vec<i64> {
+        self.geom().shape.iter().map(|&n| n as i64).collect()
+    }
+
+    /// Strides in elements.
+    pub fn strides(&self) -> Vec<usize> {
+        self.geom().strides.clone()
+    }
+
+    /// Offset of the first element in the storage.
+    pub fn storage_offset(&self) -> usize {
+        self.geom().offset
+    }
+
+    /// The storage handle.
+    pub fn storage(&self) -> Storage {
+        self.geom().storage.clone()
+    }
+
+    /// Number of dimensions.
+    pub fn dim(&self) -> usize {
+        self.geom().shape.len()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        numel(&self.geom().shape)
+    }
+
+    /// Row-major contiguous (dimensions of size 1 may have any stride).
+    pub fn is_contiguous(&self) -> bool {
+        let g = self.geom();
+        let mut expected = 1;
+        for (&n, &s) in g.shape.iter().zip(&g.strides).rev() {
+            if n != 1 {
+                if s != expected {
+                    return false;
+                }
+                expected *= n;
+            }
+        }
+        true
+    }
+
+    /// The same tensor (handle identity, like Python's `is`)?
+    pub fn is_same(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Do the two tensors share storage (one is a view of the other, or both of a
+    /// third)?
+    pub fn shares_storage(&self, other: &Tensor) -> bool {
+        self.geom().storage.ptr_eq(&other.geom().storage)
+    }
+
+    /// A view of the same storage with another geometry. Fails if it reaches outside
+    /// the storage.
+    pub fn as_strided(&self, shape: &[usize], strides: &[usize], offset: usize) -> Result<Tensor> {
+        if shape.len() != strides.len() {
+            return Err(Error::Runtime(format!(
+                "mismatch in length of strides and shape: {} vs {}",
+                strides.len(),
+                shape.len()
+            )));
+        }
+        let storage = self.storage();
+        let len = storage.len();
+        if numel(shape) > 0 {
+            let last = offset
+                + shape
+                    .iter()
+                    .zip(strides)
+                    .map(|(&n, &s)| (n - 1) * s)
+                    .sum::<usize>();
+            if last >= len {
+                return Err(Error::Runtime(format!(
+                    "setStorage: sizes {shape:?}, strides {strides:?}, storage offset {offset}, and itemsize {} requiring a storage size of {} are out of bounds for storage of size {}",
+                    self.dtype().itemsize(),
+                    (last + 1) * self.dtype().itemsize(),
+                    len * self.dtype().itemsize()
+                )));
+            }
+        }
+        Ok(Tensor::from_geometry(
+            self.dtype(),
+            self.device(),
+            Geometry {
+                storage,
+                shape: shape.to_vec(),
+                strides: strides.to_vec(),
+                offset,
+            },
+        ))
+    }
+
+    /// Changes this tensor's geometry in place (every handle sees it): what `out=`
+    /// resizing and `set_` do.
+    pub fn set_geometry(&self, geometry: Geometry) {
+        *self.0.geometry.write().unwrap_or_else(|e| e.into_inner()) = geometry;
+    }
+
+    /// Resizes in place to `shape` with contiguous strides, keeping the storage if
+    /// it is large enough (PyTorch's `resize_`); new elements are zero.
+    pub fn resize_(&self, shape: &[usize]) {
+        let g = self.geometry();
+        if g.shape == shape {
+            return;
+        }
+        let need = g.offset + numel(shape);
+        let storage = if need <= g.storage.len() {
+            g.storage
+        } else {
+            let mut b = Buffer::zeros(self.dtype(), self.device(), need);
+            let old = g.storage.read();
+            with_buffer!(&mut b, dst, T => {
+                if let Some(src) = <T as IntoBuffer>::slice(&old) {
+                    dst[..src.len()].copy_from_slice(src);
+                }
+            }, meta => ());
+            drop(old);
+            // Grow the existing storage so other views keep sharing it.
+            *g.storage.write() = b;
+            g.storage
+        };
+        self.set_geometry(Geometry {
+            storage,
+            shape: shape.to_vec(),
+            strides: contiguous_strides(shape),
+            offset: g.offset,
+        });
+    }
+
+    /// Runs `f` on an ndarray view of the elements (no copy). `T` must be the
+    /// tensor's element type.
+    pub fn with_view<T: IntoBuffer, R>(&self, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> Result<R> {
+        let g = self.geometry();
+        let buf = g.storage.read();
+        let data = T::slice(&buf).ok_or_else(|| self.no_data_error(T::DTYPE))?;
+        if numel(&g.shape) == 0 {
+            let empty: [T; 0] = [];
+            let v = ArrayViewD::from_shape(IxDyn(&g.shape), &empty[..])
+                .map_err(|e| Error::Runtime(e.to_string()))?;
+            return Ok(f(v));
+        }
+        let end = g.offset
+            + g.shape
+                .iter()
+                .zip(&g.strides)
+                .map(|(&n, &s)| (n - 1) * s)
+                .sum::<usize>();
+        if end >= data.len() {
+            return Err(Error::Runtime(
+                "tensor view is out of bounds of its storage".into(),
+            ));
+        }
+        // SAFETY: every element the view can reach lies in `data[offset..=end]`
+        // (checked above); the view is read-only and lives while the read lock is
+        // held; overlapping elements (stride 0) are fine for a read-only view.
+        let v = unsafe {
+            ArrayViewD::from_shape_ptr(
+                IxDyn(&g.shape).strides(IxDyn(&g.strides)),
+                data.as_ptr().add(g.offset),
+            )
+        };
+        Ok(f(v))
+    }
+
+    fn no_data_error(&self, want: DType) -> Error {
+        if self.device() == Device::Meta {
+            Error::Runtime(
+                "Cannot access data pointer of Tensor that doesn't have storage (a meta tensor)"
+                    .into(),
+            )
+        } else {
+            Error::Runtime(format!(
+                "expected scalar type {} but found {}",
+                want.c10_name(),
+                self.dtype().c10_name()
+            ))
+        }
+    }
+
+    /// The elements in logical (row-major) order as an owned array of `T`, converted
+    /// from the tensor's dtype with C++ cast rules.
+    pub fn to_array<T: IntoBuffer>(&self) -> Result<ArrayD<T>> {
+        crate::with_dtype!(self.dtype(), S => self.with_view(|v: ArrayViewD<S>| v.mapv(|x| cast::<S, T>(x))))
+    }
+
+    /// The elements in logical order as a `Vec<T>` (converted).
+    pub fn to_vec<T: IntoBuffer>(&self) -> Result<Vec<T>> {
+        Ok(self.to_array::<T>()?.iter().copied().collect())
+    }
+
+    /// The single element of a one-element tensor.
+    pub fn item(&self) -> Result<Scalar> {
+        if self.numel() != 1 {
+            return Err(Error::Runtime(format!(
+                "a Tensor with {} elements cannot be converted to Scalar",
+                self.numel()
+            )));
+        }
+        Ok(match self.dtype() {
+            DType::Bool => Scalar::Bool(self.to_vec::<bool>()?[0]),
+            DType::Int32 | DType::Int64 => Scalar::Int(self.to_vec::<i64>()?[0]),
+            DType::Float32 | DType::Float64 => Scalar::Float(self.to_vec::<f64>()?[0]),
+        })
+    }
+
+    /// Writes `src` (same shape) into this tensor's elements, converting to its
+    /// dtype. Fails if the tensor has overlapping elements (an `expand`ed view).
+    pub fn assign<S: IntoBuffer>(&self, src: ArrayViewD<'_, S>) -> Result<()> {
+        let g = self.geometry();
+        if src.shape() != g.shape.as_slice() {
+            return Err(Error::Runtime(format!(
+                "assign: shape mismatch {:?} vs {:?}",
+                src.shape(),
+                g.shape
+            )));
+        }
+        if self.device() == Device::Meta {
+            return Ok(());
+        }
+        if g.shape
+            .iter()
+            .zip(&g.strides)
+            .any(|(&n, &s)| n > 1 && s == 0)
+        {
+            return Err(Error::Runtime("unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.".into()));
+        }
+        let mut buf = g.storage.write();
+        with_buffer!(&mut *buf, data, T => {
+            let mut idx = vec![0usize; g.shape.len()];
+            for x in src.iter() {
+                let pos = g.offset + idx.iter().zip(&g.strides).map(|(i, s)| i * s).sum::<usize>();
+                data[pos] = cast::<S, T>(*x);
+                // Next index in row-major order.
+                for d in (0..idx.len()).rev() {
+                    idx[d] += 1;
+                    if idx[d] < g.shape[d] {
+                        break;
+                    }
+                    idx[d] = 0;
+                }
+            }
+        }, meta => ());
+        Ok(())
+    }
+
+    /// Sets every element to `value` (C++ cast rules).
+    pub fn fill_scalar(&self, value: Scalar) {
+        let shape = self.shape();
+        if self.device() == Device::Meta || numel(&shape) == 0 {
+            return;
+        }
+        let src = ArrayD::from_elem(IxDyn(&shape), value.to_f64());
+        let r = match value {
+            Scalar::Int(i) => self.assign(ArrayD::from_elem(IxDyn(&shape), i).view()),
+            Scalar::Bool(b) => self.assign(ArrayD::from_elem(IxDyn(&shape), b).view()),
+            Scalar::Float(_) => self.assign(src.view()),
+        };
+        // Only an expanded (overlapping) tensor refuses, and filling it with one
+        // value is well defined: write the underlying elements directly.
+        if r.is_err() {
+            let g = self.geometry();
+            let mut buf = g.storage.write();
+            with_buffer!(&mut *buf, data, T => {
+                for x in data.iter_mut() { *x = <T as Element>::from_scalar(value); }
+            }, meta => ());
+        }
+    }
+
+    /// A contiguous copy with its own storage.
+    pub fn deep_clone(&self) -> Result<Tensor> {
+        if self.device() == Device::Meta {
+            return Ok(Tensor::zeros(&self.shape(), self.dtype(), Device::Meta));
+        }
+        Ok(crate::with_dtype!(self.dtype(), T => Tensor::from_array(self.to_array::<T>()?)))
+    }
+
+    /// A contiguous copy converted to `dtype`.
+    pub fn to_dtype_copy(&self, dtype: DType) -> Result<Tensor> {
+        if self.device() == Device::Meta {
+            return Ok(Tensor::zeros(&self.shape(), dtype, Device::Meta));
+        }
+        Ok(crate::with_dtype!(dtype, T => Tensor::from_array(self.to_array::<T>()?)))
+    }
+}
+
+/// Converts one element with C++ cast rules.
+#[inline]
+pub fn cast<S: Element, T: Element>(x: S) -> T {
+    match S::DTYPE {
+        DType::Bool => T::from_bool(x.to_bool()),
+        DType::Int32 | DType::Int64 => T::from_i64(x.to_i64()),
+        DType::Float32 | DType::Float64 => T::from_f64(x.to_f64()),
+    }
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shape = self.shape();
+        if self.device() == Device::Meta {
+            return write!(
+                f,
+                "tensor(..., device='meta', size={shape:?}, dtype={})",
+                self.dtype()
+            );
+        }
+        let body = crate::with_dtype!(self.dtype(), T => self
+            .with_view(|v: ArrayViewD<T>| format!("{v:?}"))
+            .unwrap_or_else(|e| e.to_string()));
+        let body = body.split(", shape=").next().unwrap_or(&body).to_string();
+        write!(f, "tensor({body}, dtype={})", self.dtype())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn views_alias_their_base() {
+        let base = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+        // The transpose: shape [3, 2], strides [1, 3].
+        let t = base.as_strided(&[3, 2], &[1, 3], 0).unwrap();
+        assert_eq!(
+            t.to_vec::<f32>().unwrap(),
+            vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]
+        );
+        assert!(t.shares_storage(&base) && !t.is_same(&base));
+        t.assign(ndarray::ArrayD::from_elem(IxDyn(&[3, 2]), 0.5f64).view())
+            .unwrap();
+        assert_eq!(base.to_vec::<f32>().unwrap(), vec![0.5; 6]);
+        assert!(base.as_strided(&[3, 3], &[3, 1], 0).is_err());
+    }
+
+    #[test]
+    fn casts_follow_cpp_rules() {
+        let t = Tensor::from_vec(vec![-1.5f64, 0.0, 2.7], &[3]).unwrap();
+        assert_eq!(t.to_vec::<i64>().unwrap(), vec![-1, 0, 2]);
+        assert_eq!(t.to_vec::<bool>().unwrap(), vec![true, false, true]);
+        assert_eq!(t.to_dtype_copy(DType::Int32).unwrap().dtype(), DType::Int32);
+    }
+
+    #[test]
+    fn resize_keeps_identity_and_grows_storage() {
+        let t = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
+        let same = t.clone();
+        t.resize_(&[2, 2]);
+        assert_eq!(same.shape(), vec![2, 2]);
+        assert_eq!(same.to_vec::<i64>().unwrap(), vec![1, 2, 0, 0]);
+    }
+
+    #[test]
+    fn meta_tensors_have_no_data() {
+        let m = Tensor::zeros(&[2, 3], DType::Float32, Device::Meta);
+        assert_eq!(m.shape(), vec![2, 3]);
+        assert!(m.to_vec::<f32>().is_err());
+        assert!(format!("{m}").contains("meta"));
+    }
+
+    #[test]
+    fn expanded_views_refuse_writes_but_read() {
+        let t = Tensor::from_vec(vec![1i32, 2, 3], &[3]).unwrap();
+        let e = t.as_strided(&[2, 3], &[0, 1], 0).unwrap();
+        assert_eq!(e.to_vec::<i32>().unwrap(), vec![1, 2, 3, 1, 2, 3]);
+        assert!(e
+            .assign(ndarray::ArrayD::<i32>::zeros(IxDyn(&[2, 3])).view())
+            .is_err());
+    }
+}

@@ -1,0 +1,250 @@
+//! Value: the boxed form of one argument or result, and the conversions between it
+//! and the Rust types kernels take (the schema type mapping).
+//!
+//! | schema type | Rust parameter type | `Value` |
+//! |---|---|---|
+//! | `Tensor` | `&Tensor` | `Tensor` |
+//! | `Tensor(a!)` (written) | `&mut Tensor` | `Tensor` |
+//! | `Tensor?` | `Option<&Tensor>` | `Tensor` / `None` |
+//! | `Tensor[]` | `&[Tensor]` | `TensorList` |
+//! | `Tensor?[]` | `&[Option<Tensor>]` | `OptTensorList` |
+//! | `int`, `SymInt`, `DeviceIndex` | `i64` | `Int` |
+//! | `int[]`, `int[N]`, `SymInt[]` | `&[i64]` | `IntList` |
+//! | `float` | `f64` | `Float` |
+//! | `float[]` | `&[f64]` | `FloatList` |
+//! | `bool` | `bool` | `Bool` |
+//! | `bool[N]` | `&[bool]` | `BoolList` |
+//! | `str` | `&str` | `Str` |
+//! | `Scalar` | `Scalar` | `Bool` / `Int` / `Float` |
+//! | `Scalar[]` | `&[Scalar]` | `ScalarList` |
+//! | `ScalarType` | `DType` | `DType` |
+//! | `Layout`, `Device`, `MemoryFormat` | `Layout`, `Device`, `MemoryFormat` | same |
+//! | `T?` | `Option<T's type>` | `None` or `T`'s value |
+//!
+//! Returns: `Tensor` → `Tensor`, `(Tensor, Tensor)` → `(Tensor, Tensor)`,
+//! `Tensor[]` → `Vec<Tensor>`, `()` → `()`, `int` → `i64`, `float` → `f64`,
+//! `bool` → `bool`, `Scalar` → `Scalar`, `ScalarType` → `DType`; kernels return
+//! them inside [`Result`](crate::Result).
+
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
+use std::fmt;
+
+/// One boxed value.
+#[derive(Clone, Debug)]
+pub enum Value {
+    /// `None`
+    None,
+    /// A bool.
+    Bool(bool),
+    /// An int.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A string.
+    Str(String),
+    /// A tensor.
+    Tensor(Tensor),
+    /// `int[]`
+    IntList(Vec<i64>),
+    /// `float[]`
+    FloatList(Vec<f64>),
+    /// `bool[N]`
+    BoolList(Vec<bool>),
+    /// `Scalar[]`
+    ScalarList(Vec<Scalar>),
+    /// `Tensor[]`
+    TensorList(Vec<Tensor>),
+    /// `Tensor?[]`
+    OptTensorList(Vec<Option<Tensor>>),
+    /// A heterogeneous list (as a caller passes it, before conversion to a schema type).
+    List(Vec<Value>),
+    /// A dtype.
+    DType(DType),
+    /// A device.
+    Device(Device),
+    /// A layout.
+    Layout(Layout),
+    /// A memory format.
+    MemoryFormat(MemoryFormat),
+}
+
+impl Value {
+    /// The Python type name of the value (`int`, `Tensor`, `NoneType`, …), as
+    /// PyTorch's error messages print it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::None => "NoneType",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "str",
+            Value::Tensor(_) => "Tensor",
+            Value::IntList(_)
+            | Value::FloatList(_)
+            | Value::BoolList(_)
+            | Value::ScalarList(_)
+            | Value::TensorList(_)
+            | Value::OptTensorList(_)
+            | Value::List(_) => "list",
+            Value::DType(_) => "torch.dtype",
+            Value::Device(_) => "torch.device",
+            Value::Layout(_) => "torch.layout",
+            Value::MemoryFormat(_) => "torch.memory_format",
+        }
+    }
+
+    /// The tensor, if this is one.
+    pub fn as_tensor(&self) -> Option<&Tensor> {
+        match self {
+            Value::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+impl From<Tensor> for Value {
+    fn from(t: Tensor) -> Value {
+        Value::Tensor(t)
+    }
+}
+
+impl From<Scalar> for Value {
+    fn from(s: Scalar) -> Value {
+        match s {
+            Scalar::Bool(b) => Value::Bool(b),
+            Scalar::Int(i) => Value::Int(i),
+            Scalar::Float(x) => Value::Float(x),
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::None => f.write_str("None"),
+            Value::Bool(b) => f.write_str(if *b { "True" } else { "False" }),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Float(x) => write!(f, "{x:?}"),
+            Value::Str(s) => write!(f, "{s:?}"),
+            Value::Tensor(t) => write!(f, "{t}"),
+            Value::DType(d) => write!(f, "{d}"),
+            Value::Device(d) => write!(f, "device(type='{d}')"),
+            Value::Layout(_) => f.write_str("torch.strided"),
+            Value::MemoryFormat(m) => write!(f, "{m:?}"),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+fn mismatch(want: &str, v: &Value) -> Error {
+    Error::Type(format!("expected {want}, got {}", v.type_name()))
+}
+
+/// Borrowing a kernel parameter of type `Self` out of a boxed [`Value`].
+pub trait FromValue<'a>: Sized {
+    /// Converts, or explains what was expected.
+    fn from_value(v: &'a Value) -> Result<Self>;
+}
+
+/// Turning a kernel result into boxed values (one per schema return).
+pub trait IntoValues {
+    /// The boxed returns.
+    fn into_values(self) -> Vec<Value>;
+}
+
+macro_rules! from_value_copy {
+    ($t:ty, $want:literal, $($pat:pat => $e:expr),+) => {
+        impl<'a> FromValue<'a> for $t {
+            fn from_value(v: &'a Value) -> Result<Self> {
+                match v {
+                    $($pat => Ok($e),)+
+                    other => Err(mismatch($want, other)),
+                }
+            }
+        }
+        impl<'a> FromValue<'a> for Option<$t> {
+            fn from_value(v: &'a Value) -> Result<Self> {
+                match v {
+                    Value::None => Ok(None),
+                    other => <$t>::from_value(other).map(Some),
+                }
+            }
+        }
+    };
+}
+
+from_value_copy!(i64, "int", Value::Int(i) => *i, Value::Bool(b) => i64::from(*b));
+from_value_copy!(f64, "float", Value::Float(x) => *x, Value::Int(i) => *i as f64);
+from_value_copy!(bool, "bool", Value::Bool(b) => *b);
+from_value_copy!(Scalar, "Number", Value::Bool(b) => Scalar::Bool(*b), Value::Int(i) => Scalar::Int(*i), Value::Float(x) => Scalar::Float(*x));
+from_value_copy!(DType, "torch.dtype", Value::DType(d) => *d);
+from_value_copy!(Device, "torch.device", Value::Device(d) => *d);
+from_value_copy!(Layout, "torch.layout", Value::Layout(l) => *l);
+from_value_copy!(MemoryFormat, "torch.memory_format", Value::MemoryFormat(m) => *m);
+from_value_copy!(&'a Tensor, "Tensor", Value::Tensor(t) => t);
+from_value_copy!(&'a str, "str", Value::Str(s) => s.as_str());
+from_value_copy!(&'a [i64], "tuple of ints", Value::IntList(xs) => xs.as_slice());
+from_value_copy!(&'a [f64], "tuple of floats", Value::FloatList(xs) => xs.as_slice());
+from_value_copy!(&'a [bool], "tuple of bools", Value::BoolList(xs) => xs.as_slice());
+from_value_copy!(&'a [Scalar], "tuple of Scalars", Value::ScalarList(xs) => xs.as_slice());
+from_value_copy!(&'a [Tensor], "tuple of Tensors", Value::TensorList(xs) => xs.as_slice());
+from_value_copy!(&'a [Option<Tensor>], "tuple of Tensors", Value::OptTensorList(xs) => xs.as_slice());
+
+impl IntoValues for () {
+    fn into_values(self) -> Vec<Value> {
+        Vec::new()
+    }
+}
+
+macro_rules! into_value_one {
+    ($t:ty, $v:ident => $e:expr) => {
+        impl IntoValues for $t {
+            fn into_values(self) -> Vec<Value> {
+                let $v = self;
+                vec![$e]
+            }
+        }
+    };
+}
+into_value_one!(Tensor, t => Value::Tensor(t));
+into_value_one!(Vec<Tensor>, ts => Value::TensorList(ts));
+into_value_one!(i64, i => Value::Int(i));
+into_value_one!(f64, x => Value::Float(x));
+into_value_one!(bool, b => Value::Bool(b));
+into_value_one!(Scalar, s => Value::from(s));
+into_value_one!(DType, d => Value::DType(d));
+
+impl IntoValues for (Tensor, Tensor) {
+    fn into_values(self) -> Vec<Value> {
+        vec![Value::Tensor(self.0), Value::Tensor(self.1)]
+    }
+}
+
+impl IntoValues for (Tensor, Tensor, Tensor) {
+    fn into_values(self) -> Vec<Value> {
+        vec![
+            Value::Tensor(self.0),
+            Value::Tensor(self.1),
+            Value::Tensor(self.2),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversions() {
+        let v = Value::IntList(vec![1, 2]);
+        let xs: &[i64] = FromValue::from_value(&v).unwrap();
+        assert_eq!(xs, &[1, 2]);
+        let none: Option<i64> = FromValue::from_value(&Value::None).unwrap();
+        assert_eq!(none, None);
+        let s: Scalar = FromValue::from_value(&Value::Float(2.5)).unwrap();
+        assert_eq!(s, Scalar::Float(2.5));
+        let e = <&Tensor>::from_value(&Value::Int(1)).unwrap_err();
+        assert_eq!(e.to_string(), "expected Tensor, got int");
+    }
+}
