@@ -1,15 +1,422 @@
-//! Dispatcher (placeholder module path; filled in below).
-use std::fmt;
+//! Dispatch: one [`Operator`] per operator overload, a kernel slot per dispatch key,
+//! and the rules that pick the slot for a call.
+//!
+//! Keys follow PyTorch's priority order (highest first): `Autograd` →
+//! `ADInplaceOrView` → `Python` → `BackendSelect` → backends (`Meta`, `CPU`). A call
+//! computes the key set of its arguments (each tensor contributes its backend plus
+//! `ADInplaceOrView` and `Autograd`), adds the thread-local *include* set, removes
+//! the *exclude* set and keys whose kernel is a fallthrough, and runs the kernel of
+//! the highest remaining key. Kernels registered under the alias keys
+//! `CompositeImplicitAutograd` / `CompositeExplicitAutograd(NonFunctional)` fill
+//! concrete slots as PyTorch resolves them: an explicit kernel for a key wins, then
+//! CompositeExplicitAutogradNonFunctional, CompositeExplicitAutograd, and
+//! CompositeImplicitAutograd for backends; CompositeImplicitAutograd also fills
+//! `Autograd` when no backend kernel exists, so such an operator decomposes above
+//! the Python key.
+//!
+//! Kernel slots are atomics: registration (at any time, from any thread) rebuilds
+//! an operator's slots and publishes them; a call reads one slot with one atomic
+//! load. Kernels are never freed (operators live for the whole program, as in
+//! PyTorch).
 
-/// A dispatch key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum DispatchKey {
-    /// CPU backend.
-    CPU,
+mod keys;
+
+pub use keys::{DispatchKey, KeySet, LocalKeys, RUNTIME_KEYS};
+
+use crate::error::{Error, Result};
+use crate::schema::OpSchema;
+use crate::value::Value;
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock, RwLock};
+
+/// A boxed kernel: arguments in, results out. `op` and `keys` allow redispatch
+/// (`op.redispatch(keys.below(key), args)`).
+pub type BoxedFn = fn(op: &Operator, keys: KeySet, args: &[Value]) -> Result<Vec<Value>>;
+
+/// A kernel for a run-time defined operator (a closure).
+pub type DynBoxedFn =
+    std::sync::Arc<dyn Fn(&Operator, KeySet, &[Value]) -> Result<Vec<Value>> + Send + Sync>;
+
+/// The boxed entry point of a kernel.
+#[derive(Clone)]
+pub enum Boxed {
+    /// A plain function (what `#[kernel]` generates).
+    Fn(BoxedFn),
+    /// A closure (kernels defined at run time).
+    Dyn(DynBoxedFn),
+    /// Skip this key: continue with the next lower key.
+    Fallthrough,
 }
 
-impl fmt::Display for DispatchKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{self:?}")
+/// One registered kernel.
+#[derive(Clone)]
+pub struct Kernel {
+    /// Boxed entry point.
+    pub boxed: Boxed,
+    /// The unboxed function pointer (erased), or null when the kernel is boxed only.
+    /// Its type is the operator's signature type (`generated::sig::<op>`); the
+    /// registration macro checks that at compile time.
+    pub unboxed: *const (),
+    /// Where it was registered (`file:line`).
+    pub source: String,
+}
+
+// SAFETY: `unboxed` is a plain `fn` pointer (code address), never dereferenced as
+// data; fn pointers are Send and Sync.
+unsafe impl Send for Kernel {}
+unsafe impl Sync for Kernel {}
+
+impl Kernel {
+    /// A fallthrough kernel.
+    pub fn fallthrough(source: impl Into<String>) -> Kernel {
+        Kernel {
+            boxed: Boxed::Fallthrough,
+            unboxed: std::ptr::null(),
+            source: source.into(),
+        }
+    }
+
+    /// A boxed-only kernel from a closure.
+    pub fn from_closure(
+        source: impl Into<String>,
+        f: impl Fn(&Operator, KeySet, &[Value]) -> Result<Vec<Value>> + Send + Sync + 'static,
+    ) -> Kernel {
+        Kernel {
+            boxed: Boxed::Dyn(std::sync::Arc::new(f)),
+            unboxed: std::ptr::null(),
+            source: source.into(),
+        }
+    }
+
+    fn is_fallthrough(&self) -> bool {
+        matches!(self.boxed, Boxed::Fallthrough)
     }
 }
+
+/// One operator overload in the dispatcher.
+pub struct Operator {
+    /// Its schema.
+    pub schema: &'static OpSchema,
+    /// Registrations per key (runtime and alias keys).
+    registered: Mutex<Vec<(DispatchKey, &'static Kernel)>>,
+    /// Resolved kernel per runtime key (index = `DispatchKey::slot`), null if none.
+    table: [AtomicPtr<Kernel>; RUNTIME_KEYS],
+    /// Runtime keys whose resolved kernel is a real kernel (not fallthrough / none).
+    active: AtomicU32,
+}
+
+impl std::fmt::Debug for Operator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}::{}", self.schema.namespace, self.schema.name)
+    }
+}
+
+impl Operator {
+    /// A new operator with no kernels.
+    pub fn new(schema: &'static OpSchema) -> Operator {
+        Operator {
+            schema,
+            registered: Mutex::new(Vec::new()),
+            table: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            active: AtomicU32::new(0),
+        }
+    }
+
+    /// `ns::name.overload`.
+    pub fn qualified_name(&self) -> String {
+        format!("{}::{}", self.schema.namespace, self.schema.name)
+    }
+
+    /// Registers `kernel` for `key`. A second kernel for the same key is an error
+    /// naming both registrations.
+    pub fn register(&self, key: DispatchKey, kernel: Kernel) -> Result<()> {
+        let mut regs = self.registered.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, prev)) = regs.iter().find(|(k, _)| *k == key) {
+            return Err(Error::DuplicateKernel {
+                op: self.qualified_name(),
+                key,
+                first: prev.source.clone(),
+                second: kernel.source,
+            });
+        }
+        regs.push((key, Box::leak(Box::new(kernel))));
+        self.resolve(&regs, &dispatcher().fallbacks());
+        Ok(())
+    }
+
+    /// Replaces (or adds) the kernel for `key`.
+    pub fn register_override(&self, key: DispatchKey, kernel: Kernel) {
+        let mut regs = self.registered.lock().unwrap_or_else(|e| e.into_inner());
+        regs.retain(|(k, _)| *k != key);
+        regs.push((key, Box::leak(Box::new(kernel))));
+        self.resolve(&regs, &dispatcher().fallbacks());
+    }
+
+    /// The keys that have kernels registered directly (for error messages).
+    pub fn registered_keys(&self) -> Vec<DispatchKey> {
+        let regs = self.registered.lock().unwrap_or_else(|e| e.into_inner());
+        let mut keys: Vec<DispatchKey> = regs
+            .iter()
+            .filter(|(_, k)| !k.is_fallthrough())
+            .map(|(k, _)| *k)
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// Recomputes every runtime slot from the registrations and global fallbacks.
+    fn resolve(&self, regs: &[(DispatchKey, &'static Kernel)], fallbacks: &Fallbacks) {
+        let get = |k: DispatchKey| regs.iter().find(|(x, _)| *x == k).map(|(_, v)| *v);
+        let cia = get(DispatchKey::CompositeImplicitAutograd);
+        let cea = get(DispatchKey::CompositeExplicitAutogradNonFunctional)
+            .or_else(|| get(DispatchKey::CompositeExplicitAutograd));
+        let has_backend = DispatchKey::BACKENDS.iter().any(|&b| get(b).is_some()) || cea.is_some();
+        let mut active = 0u32;
+        for key in DispatchKey::RUNTIME {
+            let direct = get(key);
+            let resolved = if key.is_backend() {
+                direct.or(cea).or(cia)
+            } else if key == DispatchKey::Autograd {
+                direct.or(if has_backend { None } else { cia })
+            } else {
+                direct
+            };
+            let resolved = resolved.or_else(|| fallbacks[key.slot()]);
+            if let Some(k) = resolved.filter(|k| !k.is_fallthrough()) {
+                active |= 1 << key.slot();
+                self.table[key.slot()].store((k as *const Kernel).cast_mut(), Ordering::Release);
+            } else {
+                self.table[key.slot()].store(std::ptr::null_mut(), Ordering::Release);
+            }
+        }
+        self.active.store(active, Ordering::Release);
+    }
+
+    /// The key a call with argument key set `keys` dispatches to, after the
+    /// thread-local include/exclude sets and fallthroughs.
+    #[inline]
+    pub fn dispatch_key(&self, keys: KeySet) -> Option<DispatchKey> {
+        let local = LocalKeys::get();
+        let ks = (keys | local.included) - local.excluded;
+        let active = KeySet::from_bits(self.active.load(Ordering::Acquire));
+        (ks & active).highest()
+    }
+
+    /// The kernel for a call with argument key set `keys`, and the key it runs at.
+    #[inline]
+    pub fn kernel(&self, keys: KeySet) -> Result<(&'static Kernel, DispatchKey)> {
+        match self.dispatch_key(keys) {
+            Some(key) => {
+                let p = self.table[key.slot()].load(Ordering::Acquire);
+                // SAFETY: slot pointers are null or point at leaked (never freed)
+                // kernels; `active` had this key, and a racing re-registration only
+                // ever swaps in another leaked kernel.
+                match unsafe { p.as_ref() } {
+                    Some(k) => Ok((k, key)),
+                    None => Err(self.no_kernel(keys)),
+                }
+            }
+            None => Err(self.no_kernel(keys)),
+        }
+    }
+
+    #[cold]
+    fn no_kernel(&self, keys: KeySet) -> Error {
+        let local = LocalKeys::get();
+        let ks = (keys | local.included) - local.excluded;
+        let key = ks.highest_backend().unwrap_or(DispatchKey::CPU);
+        let available: Vec<String> = self
+            .registered_keys()
+            .iter()
+            .map(|k| k.to_string())
+            .collect();
+        Error::NoKernel {
+            op: self.qualified_name(),
+            key,
+            available: available.join(", "),
+        }
+    }
+
+    /// Calls the operator boxed: dispatches on the key set of `args`.
+    pub fn call_boxed(&self, args: &[Value]) -> Result<Vec<Value>> {
+        self.call_with_keys(KeySet::of_values(args), args)
+    }
+
+    /// Calls the operator boxed with an explicit key set (for redispatch, pass
+    /// `keys.below(current)`).
+    pub fn call_with_keys(&self, keys: KeySet, args: &[Value]) -> Result<Vec<Value>> {
+        let (kernel, key) = self.kernel(keys)?;
+        let keys = (keys | LocalKeys::get().included).below_or_at(key);
+        match &kernel.boxed {
+            Boxed::Fn(f) => f(self, keys, args),
+            Boxed::Dyn(f) => f(self, keys, args),
+            Boxed::Fallthrough => Err(self.no_kernel(keys)),
+        }
+    }
+
+    /// Redispatches to the next key below `current`.
+    pub fn redispatch(
+        &self,
+        keys: KeySet,
+        current: DispatchKey,
+        args: &[Value],
+    ) -> Result<Vec<Value>> {
+        self.call_with_keys(keys.below(current), args)
+    }
+}
+
+/// Global fallback kernels per runtime key.
+type Fallbacks = [Option<&'static Kernel>; RUNTIME_KEYS];
+
+/// A kernel registration collected at link time (by `#[kernel]`, via linkme).
+pub struct KernelEntry {
+    /// `ns::name.overload` or `name.overload` (namespace `aten`).
+    pub op: &'static str,
+    /// The key name (`CPU`, `Meta`, `CompositeImplicitAutograd`, …).
+    pub key: &'static str,
+    /// Boxed entry point.
+    pub boxed: BoxedFn,
+    /// Unboxed entry point, erased.
+    pub unboxed: fn() -> *const (),
+    /// Source file.
+    pub file: &'static str,
+    /// Source line.
+    pub line: u32,
+}
+
+/// Every kernel registered with `#[kernel]`, in any crate of the program.
+#[linkme::distributed_slice]
+pub static KERNELS: [KernelEntry];
+
+/// The process-wide dispatcher: the operators of the generated tables (indexed by
+/// `OpId`) plus operators defined at run time.
+pub struct Dispatcher {
+    builtin: Box<[Operator]>,
+    dynamic: RwLock<Vec<&'static Operator>>,
+    fallbacks: RwLock<[Option<&'static Kernel>; RUNTIME_KEYS]>,
+    /// Problems found while collecting link-time registrations (duplicates,
+    /// unknown operators or keys); reported by [`Dispatcher::registration_errors`].
+    errors: Vec<Error>,
+}
+
+static DISPATCHER: OnceLock<Dispatcher> = OnceLock::new();
+
+/// The dispatcher, built on first use from the generated tables and every
+/// `#[kernel]` registration linked into the program.
+pub fn dispatcher() -> &'static Dispatcher {
+    DISPATCHER.get_or_init(Dispatcher::build)
+}
+
+impl Dispatcher {
+    fn build() -> Dispatcher {
+        let builtin: Box<[Operator]> = crate::OPS.iter().map(Operator::new).collect();
+        let mut d = Dispatcher {
+            builtin,
+            dynamic: RwLock::new(Vec::new()),
+            fallbacks: RwLock::new([None; RUNTIME_KEYS]),
+            errors: Vec::new(),
+        };
+        let mut errors = Vec::new();
+        for e in KERNELS.iter() {
+            let Some(key) = DispatchKey::from_name(e.key) else {
+                errors.push(Error::Runtime(format!(
+                    "{}:{}: unknown dispatch key {} for {}",
+                    e.file, e.line, e.key, e.op
+                )));
+                continue;
+            };
+            let Some(id) = crate::OpId::from_name(e.op) else {
+                errors.push(Error::UnknownOp(format!(
+                    "{} (registered at {}:{})",
+                    e.op, e.file, e.line
+                )));
+                continue;
+            };
+            let op = &d.builtin[id as usize];
+            let kernel = Kernel {
+                boxed: Boxed::Fn(e.boxed),
+                unboxed: (e.unboxed)(),
+                source: format!("{}:{}", e.file, e.line),
+            };
+            let mut regs = op.registered.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((_, prev)) = regs.iter().find(|(k, _)| *k == key) {
+                errors.push(Error::DuplicateKernel {
+                    op: op.qualified_name(),
+                    key,
+                    first: prev.source.clone(),
+                    second: kernel.source.clone(),
+                });
+                continue;
+            }
+            regs.push((key, Box::leak(Box::new(kernel))));
+        }
+        let none: Fallbacks = [None; RUNTIME_KEYS];
+        for op in d.builtin.iter() {
+            let regs = op.registered.lock().unwrap_or_else(|e| e.into_inner());
+            op.resolve(&regs, &none);
+        }
+        d.errors = errors;
+        d
+    }
+
+    fn fallbacks(&self) -> Fallbacks {
+        *self.fallbacks.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Problems found among the link-time registrations (empty when all is well).
+    pub fn registration_errors(&self) -> &[Error] {
+        &self.errors
+    }
+
+    /// The operator with id `id` of the generated tables.
+    #[inline]
+    pub fn op(&self, id: crate::OpId) -> &Operator {
+        &self.builtin[id as usize]
+    }
+
+    /// Looks an operator up by name: `aten::add.Tensor`, `add.Tensor`, `add` (default
+    /// overload), or a run-time defined `ns::name.overload`.
+    pub fn find(&self, name: &str) -> Option<&Operator> {
+        if let Some(id) = crate::OpId::from_name(name) {
+            return Some(&self.builtin[id as usize]);
+        }
+        let (ns, rest) = name.split_once("::").unwrap_or(("aten", name));
+        let dynamic = self.dynamic.read().unwrap_or_else(|e| e.into_inner());
+        dynamic
+            .iter()
+            .copied()
+            .find(|op| op.schema.namespace == ns && op.schema.name == rest)
+    }
+
+    /// Adds an operator defined at run time. Fails if the name is taken.
+    pub fn add_operator(&self, schema: &'static OpSchema) -> Result<&'static Operator> {
+        let name = format!("{}::{}", schema.namespace, schema.name);
+        if self.find(&name).is_some() {
+            return Err(Error::Runtime(format!(
+                "operator {name} is already defined"
+            )));
+        }
+        let op: &'static Operator = Box::leak(Box::new(Operator::new(schema)));
+        self.dynamic
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(op);
+        Ok(op)
+    }
+
+    /// Registers a kernel used for `key` by every operator that has none of its own
+    /// (PyTorch's backend fallback; e.g. the Python key's handler).
+    pub fn register_fallback(&self, key: DispatchKey, kernel: Kernel) {
+        let k: &'static Kernel = Box::leak(Box::new(kernel));
+        self.fallbacks.write().unwrap_or_else(|e| e.into_inner())[key.slot()] = Some(k);
+        let fallbacks = self.fallbacks();
+        let dynamic = self.dynamic.read().unwrap_or_else(|e| e.into_inner());
+        for op in self.builtin.iter().chain(dynamic.iter().copied()) {
+            let regs = op.registered.lock().unwrap_or_else(|e| e.into_inner());
+            op.resolve(&regs, &fallbacks);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

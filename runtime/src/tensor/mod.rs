@@ -347,6 +347,12 @@ impl Tensor {
         self.0.device
     }
 
+    /// The dispatch keys this tensor contributes to a call.
+    #[inline]
+    pub fn key_set(&self) -> crate::dispatch::KeySet {
+        crate::dispatch::KeySet::for_device(self.0.device)
+    }
+
     /// A snapshot of the geometry (storage handle, shape, strides, offset).
     pub fn geometry(&self) -> Geometry {
         self.0
