@@ -10,6 +10,7 @@ pub mod lower;
 pub mod model;
 pub mod overrides;
 pub mod python;
+pub mod rust_types;
 pub mod schema;
 pub mod validate;
 

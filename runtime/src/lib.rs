@@ -20,6 +20,7 @@ pub mod tensor;
 pub mod value;
 
 pub use error::{Error, Result};
+pub use opforge_macros::kernel;
 pub use tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
 pub use value::Value;
 
@@ -40,6 +41,14 @@ pub mod generated {
 }
 
 pub use generated::{OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
+
+/// Items the macros' expansions refer to. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::dispatch::{KernelEntry, KeySet, Operator, KERNELS};
+    pub use crate::value::{FromValue, IntoValues, Value};
+    pub use linkme;
+}
 
 #[cfg(test)]
 mod tests {
