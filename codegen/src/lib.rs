@@ -4,6 +4,7 @@
 
 pub mod diag;
 pub mod emit;
+pub mod emit_api;
 pub mod groups;
 pub mod load;
 pub mod lower;
@@ -49,7 +50,10 @@ pub fn generate(
     let deprecated = read_deprecated(yaml)?;
     let plan = lower::lower(&file, &deprecated)
         .map_err(|e| diag::Diagnostics(vec![diag::Diagnostic::new(&file.file, 0, e)]))?;
-    Ok(vec![("ops.rs".to_string(), emit::tables(&plan))])
+    Ok(vec![
+        ("ops.rs".to_string(), emit::tables(&plan)),
+        ("api.rs".to_string(), emit_api::api(&plan)),
+    ])
 }
 
 /// The entries of the `deprecated.yaml` beside `yaml` (none if there is no such file).

@@ -15,6 +15,7 @@ extern crate self as opforge;
 
 pub mod dispatch;
 pub mod error;
+pub mod operators;
 pub mod schema;
 pub mod tensor;
 pub mod value;
@@ -27,6 +28,7 @@ pub use value::Value;
 /// The tables generated from `native_functions.yaml` (`OpId`, `OPS`, `GROUPS`).
 pub mod generated {
     include!(concat!(env!("OUT_DIR"), "/ops.rs"));
+    include!(concat!(env!("OUT_DIR"), "/api.rs"));
 
     impl OpId {
         /// Looks an operator up by `name.overload` (or `name` for the default
@@ -40,7 +42,7 @@ pub mod generated {
     }
 }
 
-pub use generated::{OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
+pub use generated::{ops, sig, torch, OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
 
 /// Items the macros' expansions refer to. Not a public API.
 #[doc(hidden)]

@@ -248,3 +248,113 @@ mod tests {
         assert_eq!(e.to_string(), "expected Tensor, got int");
     }
 }
+
+/// Boxing a typed argument (the reverse of [`FromValue`]), for calls that go
+/// through a boxed kernel.
+pub trait ToValue {
+    /// The boxed value.
+    fn to_value(&self) -> Value;
+}
+
+macro_rules! to_value {
+    ($t:ty, $x:ident => $e:expr) => {
+        impl ToValue for $t {
+            fn to_value(&self) -> Value {
+                let $x = self;
+                $e
+            }
+        }
+    };
+}
+to_value!(&Tensor, t => Value::Tensor((*t).clone()));
+to_value!(&mut Tensor, t => Value::Tensor((**t).clone()));
+to_value!(i64, x => Value::Int(*x));
+to_value!(f64, x => Value::Float(*x));
+to_value!(bool, x => Value::Bool(*x));
+to_value!(&str, x => Value::Str(x.to_string()));
+to_value!(Scalar, x => Value::from(*x));
+to_value!(DType, x => Value::DType(*x));
+to_value!(Device, x => Value::Device(*x));
+to_value!(Layout, x => Value::Layout(*x));
+to_value!(MemoryFormat, x => Value::MemoryFormat(*x));
+to_value!(&[Tensor], x => Value::TensorList(x.to_vec()));
+to_value!(&[Option<Tensor>], x => Value::OptTensorList(x.to_vec()));
+to_value!(&[i64], x => Value::IntList(x.to_vec()));
+to_value!(&[f64], x => Value::FloatList(x.to_vec()));
+to_value!(&[bool], x => Value::BoolList(x.to_vec()));
+to_value!(&[Scalar], x => Value::ScalarList(x.to_vec()));
+
+impl<T: ToValue> ToValue for Option<T> {
+    fn to_value(&self) -> Value {
+        match self {
+            Some(x) => x.to_value(),
+            None => Value::None,
+        }
+    }
+}
+
+/// Unboxing the results of a boxed kernel into the typed return of an operator.
+pub trait FromValues: Sized {
+    /// Converts, or explains what was expected.
+    fn from_values(vs: Vec<Value>) -> Result<Self>;
+}
+
+fn one(mut vs: Vec<Value>) -> Result<Value> {
+    match vs.len() {
+        1 => Ok(vs.remove(0)),
+        n => Err(Error::Runtime(format!("expected 1 result, got {n}"))),
+    }
+}
+
+impl FromValues for () {
+    fn from_values(_: Vec<Value>) -> Result<Self> {
+        Ok(())
+    }
+}
+
+macro_rules! from_values_one {
+    ($t:ty, $want:literal, $($pat:pat => $e:expr),+) => {
+        impl FromValues for $t {
+            fn from_values(vs: Vec<Value>) -> Result<Self> {
+                match one(vs)? {
+                    $($pat => Ok($e),)+
+                    other => Err(mismatch($want, &other)),
+                }
+            }
+        }
+    };
+}
+from_values_one!(Tensor, "Tensor", Value::Tensor(t) => t);
+from_values_one!(Vec<Tensor>, "tuple of Tensors", Value::TensorList(ts) => ts);
+from_values_one!(i64, "int", Value::Int(i) => i);
+from_values_one!(f64, "float", Value::Float(x) => x, Value::Int(i) => i as f64);
+from_values_one!(bool, "bool", Value::Bool(b) => b);
+from_values_one!(Scalar, "Number", Value::Bool(b) => Scalar::Bool(b), Value::Int(i) => Scalar::Int(i), Value::Float(x) => Scalar::Float(x));
+from_values_one!(DType, "torch.dtype", Value::DType(d) => d);
+
+fn tensors<const N: usize>(vs: Vec<Value>) -> Result<[Tensor; N]> {
+    let n = vs.len();
+    let ts: Vec<Tensor> = vs
+        .into_iter()
+        .map(|v| match v {
+            Value::Tensor(t) => Ok(t),
+            other => Err(mismatch("Tensor", &other)),
+        })
+        .collect::<Result<_>>()?;
+    ts.try_into()
+        .map_err(|_| Error::Runtime(format!("expected {N} results, got {n}")))
+}
+
+impl FromValues for (Tensor, Tensor) {
+    fn from_values(vs: Vec<Value>) -> Result<Self> {
+        let [a, b] = tensors::<2>(vs)?;
+        Ok((a, b))
+    }
+}
+
+impl FromValues for (Tensor, Tensor, Tensor) {
+    fn from_values(vs: Vec<Value>) -> Result<Self> {
+        let [a, b, c] = tensors::<3>(vs)?;
+        Ok((a, b, c))
+    }
+}

@@ -20,6 +20,7 @@
 //! PyTorch).
 
 mod keys;
+pub mod typed;
 
 pub use keys::{DispatchKey, KeySet, LocalKeys, RUNTIME_KEYS};
 
