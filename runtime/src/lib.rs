@@ -13,6 +13,7 @@
 
 extern crate self as opforge;
 
+pub mod bind;
 pub mod dispatch;
 pub mod error;
 pub mod operators;
