@@ -53,6 +53,10 @@ pub fn generate(
     Ok(vec![
         ("ops.rs".to_string(), emit::tables(&plan)),
         ("api.rs".to_string(), emit_api::api(&plan)),
+        (
+            "registrations.rs".to_string(),
+            emit_api::registrations(&plan).0,
+        ),
     ])
 }
 

@@ -4,6 +4,7 @@
 //! Use them through the `opforge` crate, which re-exports them.
 
 mod kernel;
+mod register;
 
 use proc_macro::TokenStream;
 
@@ -27,4 +28,13 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()
+}
+
+/// Registers existing functions as kernels, one row per `dispatch:` entry:
+/// `register_kernels! { CPU, "add.Tensor", crate::kernels::cpu::add_Tensor; ... }`.
+/// The runtime's build generates this from `native_functions.yaml`; each named
+/// function must have the schema's signature.
+#[proc_macro]
+pub fn register_kernels(input: TokenStream) -> TokenStream {
+    register::expand(input.into()).into()
 }
