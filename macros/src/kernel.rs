@@ -45,6 +45,11 @@ fn schema_file() -> Result<&'static [NativeFunction], String> {
     .map_err(Clone::clone)
 }
 
+/// The operator named `name` in the project's schema file.
+pub(crate) fn find(name: &str) -> Option<&'static NativeFunction> {
+    find_op(schema_file().ok()?, name)
+}
+
 /// Finds `ns::name.overload` (namespace `aten` when not written).
 fn find_op<'a>(ops: &'a [NativeFunction], name: &str) -> Option<&'a NativeFunction> {
     let (ns, rest) = name.split_once("::").unwrap_or(("aten", name));
