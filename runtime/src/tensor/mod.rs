@@ -607,40 +607,30 @@ impl Tensor {
             for x in src.iter() {
                 let pos = g.offset + idx.iter().zip(&g.strides).map(|(i, s)| i * s).sum::<usize>();
                 data[pos] = cast::<S, T>(*x);
-                // Next index in row-major order.
-                for d in (0..idx.len()).rev() {
-                    idx[d] += 1;
-                    if idx[d] < g.shape[d] {
-                        break;
-                    }
-                    idx[d] = 0;
-                }
+                next_index(&mut idx, &g.shape);
             }
         }, meta => ());
         Ok(())
     }
 
-    /// Sets every element to `value` (C++ cast rules).
+    /// Sets every element to `value` (C++ cast rules). On an expanded view (several
+    /// indices sharing an element) every shared element gets the same value, so
+    /// this is well defined, unlike [`Tensor::assign`].
     pub fn fill_scalar(&self, value: Scalar) {
-        let shape = self.shape();
-        if self.device() == Device::Meta || numel(&shape) == 0 {
+        if self.device() == Device::Meta || self.numel() == 0 {
             return;
         }
-        let src = ArrayD::from_elem(IxDyn(&shape), value.to_f64());
-        let r = match value {
-            Scalar::Int(i) => self.assign(ArrayD::from_elem(IxDyn(&shape), i).view()),
-            Scalar::Bool(b) => self.assign(ArrayD::from_elem(IxDyn(&shape), b).view()),
-            Scalar::Float(_) => self.assign(src.view()),
-        };
-        // Only an expanded (overlapping) tensor refuses, and filling it with one
-        // value is well defined: write the underlying elements directly.
-        if r.is_err() {
-            let g = self.geometry();
-            let mut buf = g.storage.write();
-            with_buffer!(&mut *buf, data, T => {
-                for x in data.iter_mut() { *x = <T as Element>::from_scalar(value); }
-            }, meta => ());
-        }
+        let g = self.geometry();
+        let mut buf = g.storage.write();
+        with_buffer!(&mut *buf, data, T => {
+            let x = <T as Element>::from_scalar(value);
+            let mut idx = vec![0usize; g.shape.len()];
+            for _ in 0..numel(&g.shape) {
+                let pos = g.offset + idx.iter().zip(&g.strides).map(|(i, s)| i * s).sum::<usize>();
+                data[pos] = x;
+                next_index(&mut idx, &g.shape);
+            }
+        }, meta => ());
     }
 
     /// A contiguous copy with its own storage.
@@ -657,6 +647,17 @@ impl Tensor {
             return Ok(Tensor::zeros(&self.shape(), dtype, Device::Meta));
         }
         Ok(crate::with_dtype!(dtype, T => Tensor::from_array(self.to_array::<T>()?)))
+    }
+}
+
+/// Advances a row-major multi-index.
+fn next_index(idx: &mut [usize], shape: &[usize]) {
+    for d in (0..idx.len()).rev() {
+        idx[d] += 1;
+        if idx[d] < shape[d] {
+            return;
+        }
+        idx[d] = 0;
     }
 }
 
