@@ -1,18 +1,30 @@
 //! `#[kernel(KEY, "name.overload")]`: checks a Rust function against its operator's
 //! schema at compile time and registers it with the dispatcher.
 //!
-//! The function is always emitted unchanged. Then either every problem found (each
-//! a `compile_error!` on the offending token, naming both sides and quoting the
-//! schema), or the registration: a boxed adapter (values in, values out), the
-//! unboxed function pointer typed by the schema's signature, and a link-time entry
-//! in `opforge::dispatch::KERNELS`. Parameter types are checked by rustc, through a
-//! trait per parameter whose `on_unimplemented` message names the schema.
+//! The function is always emitted unchanged. Then either every problem the macro can
+//! see (each a `compile_error!` on the offending tokens, naming both sides and
+//! quoting the schema), or the registration, inside one `const _: () = { … };`:
+//!
+//! - the *unboxed* kernel: a shim whose signature is the schema's
+//!   ([`fn_pointer_type`], the type the dispatcher's typed path transmutes the
+//!   pointer back to) and which calls the user's function;
+//! - the *boxed* adapter (values in, values out), which calls the shim;
+//! - the link-time entry in `opforge::dispatch::KERNELS`.
+//!
+//! Types are rustc's job. The shim converts each argument to the user's parameter
+//! type through a trait implemented only for the schema's type and spanned at the
+//! user's type, so a wrong type is one error there, worded by
+//! `#[diagnostic::on_unimplemented]` (the schema type, the type found and the
+//! schema). The return goes through such a trait too. The shim is the only place
+//! these traits are used, and nothing else depends on the user's types, so rustc
+//! reports each mismatch exactly once.
 
 use opforge_codegen::lower::arg_ident;
 use opforge_codegen::model::{FunctionSchema, NativeFunction};
 use opforge_codegen::rust_types::{fn_pointer_type, param_type, result_type, Spelling};
-use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use std::fmt::Display;
 use std::sync::OnceLock;
 use syn::spanned::Spanned;
 
@@ -57,15 +69,36 @@ fn find_op<'a>(ops: &'a [NativeFunction], name: &str) -> Option<&'a NativeFuncti
         .find(|o| o.func.name.namespace() == ns && o.name() == rest)
 }
 
-struct Errors(Vec<syn::Error>);
+/// Every problem found, each on its own tokens. Once the operator is known, every
+/// message ends with its schema.
+#[derive(Default)]
+struct Errors {
+    list: Vec<syn::Error>,
+    schema: Option<String>,
+}
 
 impl Errors {
-    fn push(&mut self, span: Span, msg: impl std::fmt::Display) {
-        self.0.push(syn::Error::new(span, msg));
+    fn message(&self, msg: impl Display) -> String {
+        match &self.schema {
+            Some(s) => format!("{msg}\n  schema: {s}"),
+            None => msg.to_string(),
+        }
+    }
+
+    /// An error at one token.
+    fn at(&mut self, span: Span, msg: impl Display) {
+        let e = syn::Error::new(span, self.message(msg));
+        self.list.push(e);
+    }
+
+    /// An error underlining all of `tokens`.
+    fn on(&mut self, tokens: impl ToTokens, msg: impl Display) {
+        let e = syn::Error::new_spanned(tokens, self.message(msg));
+        self.list.push(e);
     }
 
     fn tokens(&self) -> TokenStream {
-        self.0.iter().map(syn::Error::to_compile_error).collect()
+        self.list.iter().map(syn::Error::to_compile_error).collect()
     }
 }
 
@@ -77,13 +110,14 @@ struct Attr {
 
 impl syn::parse::Parse for Attr {
     fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
-        let key: syn::Ident = input.parse().map_err(|e| {
-            syn::Error::new(
-                e.span(),
-                "expected `#[kernel(KEY, \"name.overload\")]`, e.g. `#[kernel(CPU, \"add.Tensor\")]`",
-            )
-        })?;
-        input.parse::<syn::Token![,]>()?;
+        let usage =
+            "expected `#[kernel(KEY, \"name.overload\")]`, e.g. `#[kernel(CPU, \"add.Tensor\")]`";
+        let key: syn::Ident = input
+            .parse()
+            .map_err(|e| syn::Error::new(e.span(), usage))?;
+        input
+            .parse::<syn::Token![,]>()
+            .map_err(|e| syn::Error::new(e.span(), usage))?;
         let op: syn::LitStr = input.parse().map_err(|e| {
             syn::Error::new(
                 e.span(),
@@ -127,13 +161,13 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// Checks the function against the schema; returns the registration tokens or every
 /// problem found.
 fn check(attr: &Attr, func: &syn::ItemFn) -> Result<TokenStream, Errors> {
-    let mut errors = Errors(Vec::new());
+    let mut errors = Errors::default();
     let key = attr.key.to_string();
     if !KEYS.contains(&key.as_str()) {
         let near = opforge_codegen::validate::nearest(&key, KEYS.iter().copied())
             .map(|n| format!("; did you mean `{n}`?"))
             .unwrap_or_default();
-        errors.push(
+        errors.at(
             attr.key.span(),
             format!(
                 "unknown dispatch key `{key}`{near} (keys: {})",
@@ -144,10 +178,7 @@ fn check(attr: &Attr, func: &syn::ItemFn) -> Result<TokenStream, Errors> {
     let ops = match schema_file() {
         Ok(ops) => ops,
         Err(e) => {
-            errors.push(
-                attr.op.span(),
-                format!("cannot load native_functions.yaml:\n{e}"),
-            );
+            errors.on(&attr.op, format!("cannot load native_functions.yaml:\n{e}"));
             return Err(errors);
         }
     };
@@ -155,70 +186,159 @@ fn check(attr: &Attr, func: &syn::ItemFn) -> Result<TokenStream, Errors> {
     let Some(nf) = find_op(ops, &name) else {
         let names: Vec<String> = ops.iter().map(NativeFunction::name).collect();
         let near = opforge_codegen::validate::nearest(&name, names.iter().map(String::as_str))
-            .map(|n| format!("; did you mean `{n}`?"))
-            .unwrap_or_default();
-        errors.push(
-            attr.op.span(),
-            format!("no operator `{name}` in native_functions.yaml{near}"),
-        );
+            .and_then(|n| find_op(ops, n));
+        let msg = match near {
+            Some(n) => format!(
+                "no operator `{name}` in native_functions.yaml; did you mean `{}`?\n  schema: {}",
+                n.name(),
+                n.func
+            ),
+            None => format!("no operator `{name}` in native_functions.yaml"),
+        };
+        errors.on(&attr.op, msg);
         return Err(errors);
     };
     let schema = &nf.func;
+    errors.schema = Some(schema.to_string());
     let sig = &func.sig;
-    if !sig.generics.params.is_empty() {
-        errors.push(
-            sig.generics.span(),
-            "a kernel cannot be generic: the dispatcher calls one concrete function",
-        );
-    }
-    if let Some(a) = &sig.asyncness {
-        errors.push(a.span(), "a kernel cannot be `async`");
-    }
-    if let Some(v) = &sig.variadic {
-        errors.push(v.span(), "a kernel cannot be variadic");
-    }
+    check_signature(sig, &mut errors);
     let params = collect_params(sig, &mut errors);
     check_params(schema, sig, &params, &mut errors);
-    if let syn::ReturnType::Type(_, ty) = &sig.output {
-        if let syn::Type::ImplTrait(_) = ty.as_ref() {
-            errors.push(ty.span(), "a kernel cannot return `impl Trait`");
+    let ret = check_return(schema, sig, &mut errors);
+    match ret {
+        Some(ret) if errors.list.is_empty() => {
+            Ok(registration(&key, &name, schema, func, &params, ret))
         }
+        _ => Err(errors),
     }
-    if !errors.0.is_empty() {
-        return Err(errors);
+}
+
+/// What makes a function something other than one plain, safe, concrete `fn`.
+fn check_signature(sig: &syn::Signature, errors: &mut Errors) {
+    if !sig.generics.params.is_empty() {
+        errors.on(
+            &sig.generics,
+            "a kernel cannot be generic: the dispatcher calls one concrete function",
+        );
+    } else if let Some(w) = &sig.generics.where_clause {
+        errors.on(w, "a kernel cannot have a `where` clause");
     }
-    Ok(registration(&key, &name, schema, func, &params))
+    if let Some(a) = &sig.asyncness {
+        errors.at(
+            a.span(),
+            "a kernel cannot be `async`: the dispatcher calls it and uses its result",
+        );
+    }
+    if let Some(u) = &sig.unsafety {
+        errors.at(
+            u.span(),
+            "a kernel cannot be `unsafe`: the dispatcher calls it as a safe `fn`",
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        errors.on(
+            abi,
+            "a kernel cannot have an ABI: it is called as a Rust `fn`",
+        );
+    }
+    if let Some(v) = &sig.variadic {
+        errors.on(v, "a kernel cannot be variadic");
+    }
 }
 
 /// A parameter: its name and type tokens.
 struct Param<'a> {
     ident: &'a syn::Ident,
     ty: &'a syn::Type,
-    span: Span,
+    arg: &'a syn::PatType,
 }
 
 fn collect_params<'a>(sig: &'a syn::Signature, errors: &mut Errors) -> Vec<Param<'a>> {
     let mut out = Vec::new();
     for input in &sig.inputs {
         match input {
-            syn::FnArg::Receiver(r) => errors.push(
-                r.span(),
-                "a kernel is a free function; it cannot take `self`",
+            syn::FnArg::Receiver(r) if r.colon_token.is_some() => errors.on(
+                r,
+                format!(
+                    "`self` is Rust's method receiver; the schema's `self` argument is spelled `self_`: write `self_: {}`",
+                    show(&r.ty)
+                ),
+            ),
+            syn::FnArg::Receiver(r) => errors.on(
+                r,
+                "a kernel is a free function, not a method: it cannot take `self` (the schema's `self` argument is spelled `self_`)",
             ),
             syn::FnArg::Typed(pt) => {
                 if let syn::Type::ImplTrait(_) = pt.ty.as_ref() {
-                    errors.push(pt.ty.span(), "a kernel parameter cannot be `impl Trait`");
+                    errors.on(&pt.ty, "a kernel parameter cannot be `impl Trait`");
+                } else if sig.generics.params.is_empty() {
+                    if let Some(lt) = named_lifetime(pt.ty.to_token_stream()) {
+                        errors.on(
+                            &lt,
+                            format!(
+                                "a kernel's references borrow for the call only: write the type without `{}`",
+                                lt.to_string().replace(' ', "")
+                            ),
+                        );
+                    }
                 }
                 match pt.pat.as_ref() {
-                    syn::Pat::Ident(pi) => out.push(Param {
+                    syn::Pat::Ident(pi) if pi.subpat.is_none() => out.push(Param {
                         ident: &pi.ident,
                         ty: &pt.ty,
-                        span: pt.span(),
+                        arg: pt,
                     }),
-                    other => errors.push(other.span(), "kernel parameters must be plain names"),
+                    other => errors.on(
+                        other,
+                        "kernel parameters must be plain names (the schema's argument names)",
+                    ),
                 }
             }
         }
+    }
+    out
+}
+
+/// The first lifetime other than `'_` in `tokens` (as its two tokens).
+fn named_lifetime(tokens: TokenStream) -> Option<TokenStream> {
+    let mut it = tokens.into_iter().peekable();
+    while let Some(tt) = it.next() {
+        match &tt {
+            TokenTree::Punct(p) if p.as_char() == '\'' => {
+                if let Some(TokenTree::Ident(id)) = it.peek() {
+                    if id != "_" {
+                        let id = id.clone();
+                        return Some(quote!(#tt #id));
+                    }
+                }
+            }
+            TokenTree::Group(g) => {
+                if let Some(lt) = named_lifetime(g.stream()) {
+                    return Some(lt);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A type as a person writes it: `&mut Tensor`, `Option<&[i64]>`.
+fn show(ty: &impl ToTokens) -> String {
+    let s = ty.to_token_stream().to_string();
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' {
+            let prev = out.chars().last();
+            let next = chars.peek().copied();
+            let glue_prev = matches!(prev, Some('&' | '<' | '[' | '(' | ':' | '\''));
+            let glue_next = matches!(next, Some('<' | '>' | ',' | ']' | ')' | ':'));
+            if glue_prev || glue_next {
+                continue;
+            }
+        }
+        out.push(c);
     }
     out
 }
@@ -234,12 +354,26 @@ fn check_params(
     params: &[Param],
     errors: &mut Errors,
 ) {
-    let args = &schema.arguments.all;
-    let expected: Vec<String> = args.iter().map(|a| arg_ident(&a.name)).collect();
-    let shown = |ps: &[String]| ps.join(", ");
+    let op = &schema.name;
+    let all: Vec<String> = schema
+        .arguments
+        .all
+        .iter()
+        .map(|a| arg_ident(&a.name))
+        .collect();
+    // A receiver (already reported) stands in for the first argument.
+    let skip = usize::from(matches!(sig.inputs.first(), Some(syn::FnArg::Receiver(_))));
+    let args = &schema.arguments.all[skip.min(all.len())..];
+    let expected = &all[skip.min(all.len())..];
     let found: Vec<String> = params.iter().map(|p| p.ident.to_string()).collect();
+    let takes = format!(
+        "`{op}` takes {} parameter{} ({})",
+        all.len(),
+        if all.len() == 1 { "" } else { "s" },
+        all.join(", ")
+    );
     // Same names in another order: one error saying so.
-    let mut a = expected.clone();
+    let mut a = expected.to_vec();
     let mut b: Vec<String> = found
         .iter()
         .map(|f| {
@@ -252,13 +386,12 @@ fn check_params(
     a.sort();
     b.sort();
     if a == b && expected.iter().zip(&found).any(|(e, f)| !names_match(f, e)) {
-        errors.push(
-            sig.inputs.span(),
+        errors.on(
+            &sig.inputs,
             format!(
-                "parameters out of order: `{}` takes ({}), found ({})\n  schema: {schema}",
-                schema.name,
-                shown(&expected),
-                shown(&found)
+                "parameters out of order: `{op}` takes ({}), found ({})",
+                expected.join(", "),
+                found.join(", ")
             ),
         );
         return;
@@ -266,44 +399,33 @@ fn check_params(
     for (i, (p, a)) in params.iter().zip(args).enumerate() {
         let want = &expected[i];
         if !names_match(&p.ident.to_string(), want) {
-            errors.push(
+            errors.at(
                 p.ident.span(),
                 format!(
-                    "parameter {}: `{}` expects `{want}`, found `{}`\n  schema: {schema}",
-                    i + 1,
-                    schema.name,
+                    "parameter {}: `{op}` expects `{want}`, found `{}`",
+                    i + 1 + skip,
                     p.ident
                 ),
             );
         }
         // Written tensors are taken as `&mut Tensor`, the others not.
         let is_mut_ref = matches!(p.ty, syn::Type::Reference(r) if r.mutability.is_some());
-        let want_ty = param_type(a, Spelling::Short);
-        if let Some(want_ty) = &want_ty {
-            let wants_mut = want_ty.starts_with("&mut ");
-            if wants_mut && !is_mut_ref {
-                errors.push(
-                    p.ty.span(),
-                    format!(
-                        "`{}` is written by `{}` (`{a}`): take it as `{want_ty}`\n  schema: {schema}",
-                        a.name, schema.name
-                    ),
-                );
-            } else if !wants_mut && is_mut_ref {
-                errors.push(
-                    p.ty.span(),
-                    format!(
-                        "`{}` is not written by `{}` (`{a}`): take it as `{want_ty}`\n  schema: {schema}",
-                        a.name, schema.name
-                    ),
-                );
-            }
-        } else {
-            errors.push(
-                p.span,
+        let Some(want_ty) = param_type(a, Spelling::Short) else {
+            errors.on(
+                p.arg,
+                format!("`{a}` has no Rust type mapping yet, so `{op}` cannot have a typed kernel"),
+            );
+            continue;
+        };
+        let wants_mut = want_ty.starts_with("&mut ");
+        if wants_mut != is_mut_ref {
+            errors.on(
+                p.ty,
                 format!(
-                    "`{a}` has no Rust type mapping yet, so `{}` cannot have a typed kernel",
-                    schema.name
+                    "parameter {} `{want}` is {}written by `{op}` (`{a}`): take it as `{want_ty}`, not `{}`",
+                    i + 1 + skip,
+                    if wants_mut { "" } else { "not " },
+                    show(p.ty)
                 ),
             );
         }
@@ -319,33 +441,59 @@ fn check_params(
                 )
             })
             .collect();
-        errors.push(
+        errors.at(
             sig.paren_token.span.close(),
             format!(
-                "missing parameter{} {} of `{}`\n  schema: {schema}",
+                "missing parameter{} {}: {takes}",
                 if missing.len() == 1 { "" } else { "s" },
                 missing.join(", "),
-                schema.name
             ),
         );
     }
     for p in params.iter().skip(args.len()) {
-        errors.push(
-            p.span,
-            format!(
-                "extra parameter `{}`: `{}` takes {} argument{} ({})\n  schema: {schema}",
-                p.ident,
-                schema.name,
-                args.len(),
-                if args.len() == 1 { "" } else { "s" },
-                shown(&expected)
-            ),
-        );
+        errors.on(p.arg, format!("extra parameter `{}`: {takes}", p.ident));
     }
+}
+
+/// Checks the return type's form; returns the schema's `Result<T>` (qualified) if
+/// the operator's returns have a Rust mapping.
+fn check_return(
+    schema: &FunctionSchema,
+    sig: &syn::Signature,
+    errors: &mut Errors,
+) -> Option<String> {
+    let op = &schema.name;
+    let Some(want) = result_type(&schema.returns, Spelling::Short) else {
+        errors.on(
+            &sig.output,
+            format!("the returns of `{op}` have no Rust type mapping yet, so it cannot have a typed kernel"),
+        );
+        return None;
+    };
+    match &sig.output {
+        syn::ReturnType::Default => errors.at(
+            sig.paren_token.span.close(),
+            format!("missing return type: a kernel for `{op}` returns `{want}`"),
+        ),
+        syn::ReturnType::Type(_, ty) => {
+            if let syn::Type::ImplTrait(_) = ty.as_ref() {
+                errors.on(
+                    ty,
+                    format!("a kernel cannot return `impl Trait`: `{op}` returns `{want}`"),
+                );
+            }
+        }
+    }
+    result_type(&schema.returns, Spelling::Qualified)
 }
 
 fn parse_type(s: &str) -> TokenStream {
     s.parse().unwrap_or_else(|_| quote!(()))
+}
+
+/// Escapes text for an `on_unimplemented` format string.
+fn literal(s: &str) -> String {
+    s.replace('{', "{{").replace('}', "}}")
 }
 
 fn registration(
@@ -354,123 +502,182 @@ fn registration(
     schema: &FunctionSchema,
     func: &syn::ItemFn,
     params: &[Param],
+    ret: String,
 ) -> TokenStream {
     let fn_ident = &func.sig.ident;
-    let upper = fn_ident.to_string().to_uppercase();
-    let entry = format_ident!("__OPFORGE_KERNEL_{}_{}", upper, key.to_uppercase());
-    let boxed = format_ident!("__opforge_boxed_{}_{}", fn_ident, key);
-    let unboxed = format_ident!("__opforge_unboxed_{}_{}", fn_ident, key);
     let n = params.len();
-    let schema_text = schema.to_string();
-    let args = &schema.arguments.all;
-    // Per parameter: a rustc-checked type assertion (spanned at the user's type) and
-    // the conversion out of the boxed value.
-    let mut checks = Vec::new();
+    let op = &schema.name;
+    let note = literal(&format!("schema: {schema}"));
+    // Shared by the per-parameter and return traits: `T: __OpforgeSame<U>` holds
+    // only for `T = U`. Their impls are blanket impls over it, marked
+    // `do_not_recommend`, so that rustc reports the unmet trait itself (with our
+    // message) and lists no candidate impls.
+    let mut items = vec![quote! {
+        trait __OpforgeSame<U> {
+            fn __opforge_from_same(u: U) -> Self;
+            fn __opforge_into_same(self) -> U;
+        }
+        impl<U> __OpforgeSame<U> for U {
+            #[inline(always)]
+            fn __opforge_from_same(u: U) -> U {
+                u
+            }
+            #[inline(always)]
+            fn __opforge_into_same(self) -> U {
+                self
+            }
+        }
+    }];
+    let mut shim_params = Vec::new();
+    let mut shim_args = Vec::new();
     let mut bindings = Vec::new();
-    let mut call_args = Vec::new();
-    for (i, (p, a)) in params.iter().zip(args).enumerate() {
+    let mut boxed_args = Vec::new();
+    for (i, (p, a)) in params.iter().zip(&schema.arguments.all).enumerate() {
         let want = param_type(a, Spelling::Qualified).unwrap_or_default();
         let want_short = param_type(a, Spelling::Short).unwrap_or_default();
         let user_ty = p.ty;
-        let trait_name = format_ident!("__OpforgeParam{}", i);
-        let check_fn = format_ident!("__opforge_check{}", i);
-        let message = format!(
-            "parameter `{}` of `{}` must be `{want_short}` (schema type `{}`)",
-            p.ident, schema.name, a.ty
-        );
-        let note = format!("schema: {schema_text}");
-        let want_static = parse_type(&want.replace('&', "&'static "));
-        checks.push(quote_spanned! {user_ty.span()=>
-            #[diagnostic::on_unimplemented(message = #message, label = #want_short, note = #note)]
-            trait #trait_name {}
-            impl #trait_name for #want_static {}
-            fn #check_fn<T: #trait_name>() {}
-            #check_fn::<#user_ty>();
-        });
         let v = format_ident!("__a{}", i);
-        let idx = i;
+        let tr = format_ident!("__opforge_param_{}", arg_ident(&a.name));
+        let message = literal(&format!(
+            "parameter {} `{}` of `{op}` must be `{want_short}`, found `{}`",
+            i + 1,
+            arg_ident(&a.name),
+            show(user_ty)
+        ));
+        let label = literal(&format!("expected `{want_short}` (schema: `{a}`)"));
+        let schema_ty = parse_type(&want);
+        shim_params.push(quote!(#v: #schema_ty));
+        let (generics, use_generics, want_a) = if want.contains('&') {
+            (
+                quote!(<'a>),
+                quote!(<'_>),
+                parse_type(&want.replace('&', "&'a ")),
+            )
+        } else {
+            (quote!(), quote!(), schema_ty.clone())
+        };
+        let impl_generics = if want.contains('&') {
+            quote!(<'a, T: __OpforgeSame<#want_a>>)
+        } else {
+            quote!(<T: __OpforgeSame<#want_a>>)
+        };
+        items.push(quote! {
+            #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+            trait #tr #generics: Sized {
+                fn __opforge_param(v: #want_a) -> Self;
+            }
+            #[diagnostic::do_not_recommend]
+            impl #impl_generics #tr #generics for T {
+                #[inline(always)]
+                fn __opforge_param(v: #want_a) -> T {
+                    <T as __OpforgeSame<#want_a>>::__opforge_from_same(v)
+                }
+            }
+        });
+        shim_args.push(quote_spanned! {user_ty.span()=>
+            <#user_ty as #tr #use_generics>::__opforge_param(#v)
+        });
         if want.starts_with("&mut ") {
             bindings.push(quote! {
-                let mut #v: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#idx])?.clone();
+                let mut #v: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])?.clone();
             });
-            call_args.push(quote!(&mut #v));
+            boxed_args.push(quote!(&mut #v));
         } else {
-            let ty = parse_type(&want);
             bindings.push(quote! {
-                let #v = <#ty as ::opforge::__private::FromValue>::from_value(&args[#idx])?;
+                let #v = <#schema_ty as ::opforge::__private::FromValue>::from_value(&args[#i])?;
             });
-            call_args.push(quote!(#v));
+            boxed_args.push(quote!(#v));
         }
     }
-    let ret_want = result_type(&schema.returns, Spelling::Qualified).unwrap_or_default();
     let ret_short = result_type(&schema.returns, Spelling::Short).unwrap_or_default();
-    let ret_check = match &func.sig.output {
-        syn::ReturnType::Type(_, ty) => {
-            let message = format!("a kernel for `{}` must return `{ret_short}`", schema.name);
-            let note = format!("schema: {schema_text}");
-            let want = parse_type(&ret_want);
-            quote_spanned! {ty.span()=>
-                #[diagnostic::on_unimplemented(message = #message, label = #ret_short, note = #note)]
-                trait __OpforgeReturn {}
-                impl __OpforgeReturn for #want {}
-                fn __opforge_check_return<T: __OpforgeReturn>() {}
-                __opforge_check_return::<#ty>();
+    let ret_ty = parse_type(&ret);
+    let found = match &func.sig.output {
+        syn::ReturnType::Type(_, t) => show(t),
+        syn::ReturnType::Default => "()".into(),
+    };
+    let message = literal(&format!(
+        "a kernel for `{op}` must return `{ret_short}`, found `{found}`"
+    ));
+    let returns = match schema.returns.as_slice() {
+        [one] => one.to_string(),
+        rs => format!(
+            "({})",
+            rs.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let label = literal(&format!(
+        "expected `{ret_short}` (schema returns `{returns}`)"
+    ));
+    items.push(quote! {
+        #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+        trait __opforge_return: Sized {
+            fn __opforge_return(self) -> #ret_ty;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<T: __OpforgeSame<#ret_ty>> __opforge_return for T {
+            #[inline(always)]
+            fn __opforge_return(self) -> #ret_ty {
+                <T as __OpforgeSame<#ret_ty>>::__opforge_into_same(self)
             }
         }
-        syn::ReturnType::Default => {
-            let message = format!(
-                "a kernel for `{}` must return `{ret_short}`, found `()`",
-                schema.name
-            );
-            let note = format!("schema: {schema_text}");
-            let want = parse_type(&ret_want);
-            quote_spanned! {func.sig.ident.span()=>
-                #[diagnostic::on_unimplemented(message = #message, label = #ret_short, note = #note)]
-                trait __OpforgeReturn {}
-                impl __OpforgeReturn for #want {}
-                fn __opforge_check_return<T: __OpforgeReturn>() {}
-                __opforge_check_return::<()>();
-            }
-        }
+    });
+    let call = quote!(#fn_ident(#(#shim_args),*));
+    let ret_call = match &func.sig.output {
+        syn::ReturnType::Type(_, user_ret) => quote_spanned! {user_ret.span()=>
+            <#user_ret as __opforge_return>::__opforge_return(#call)
+        },
+        syn::ReturnType::Default => quote!(#call),
     };
     let fn_ty = parse_type(&fn_pointer_type(schema, Spelling::Qualified).unwrap_or_default());
     let arity_msg = format!("{name}: expected {n} arguments, got {{}}");
+    let (file, line) = (
+        quote_spanned!(fn_ident.span()=> ::core::file!()),
+        quote_spanned!(fn_ident.span()=> ::core::line!()),
+    );
     quote! {
         #[doc(hidden)]
-        #[allow(non_snake_case, non_camel_case_types, dead_code)]
-        fn #boxed(
-            _op: &::opforge::__private::Operator,
-            _keys: ::opforge::__private::KeySet,
-            args: &[::opforge::__private::Value],
-        ) -> ::opforge::Result<::std::vec::Vec<::opforge::__private::Value>> {
-            if args.len() != #n {
-                return Err(::opforge::Error::Runtime(format!(#arity_msg, args.len())));
+        #[allow(non_camel_case_types, non_snake_case, clippy::all)]
+        const _: () = {
+            #(#items)*
+
+            /// The kernel with the schema's signature: what the unboxed pointer
+            /// points at.
+            #[inline]
+            fn __opforge_unboxed(#(#shim_params),*) -> #ret_ty {
+                #ret_call
             }
-            #(#bindings)*
-            let result = #fn_ident(#(#call_args),*)?;
-            Ok(::opforge::__private::IntoValues::into_values(result))
-        }
 
-        #[doc(hidden)]
-        #[allow(non_snake_case, dead_code)]
-        fn #unboxed() -> *const () {
-            #(#checks)*
-            #ret_check
-            let f: #fn_ty = #fn_ident;
-            f as *const ()
-        }
+            fn __opforge_unboxed_ptr() -> *const () {
+                let f: #fn_ty = __opforge_unboxed;
+                f as *const ()
+            }
 
-        #[doc(hidden)]
-        #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-        #[linkme(crate = ::opforge::__private::linkme)]
-        #[allow(non_upper_case_globals)]
-        static #entry: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-            op: #name,
-            key: #key,
-            boxed: #boxed,
-            unboxed: #unboxed,
-            file: file!(),
-            line: line!(),
+            fn __opforge_boxed(
+                _op: &::opforge::__private::Operator,
+                _keys: ::opforge::__private::KeySet,
+                args: &[::opforge::__private::Value],
+            ) -> ::opforge::Result<::std::vec::Vec<::opforge::__private::Value>> {
+                if args.len() != #n {
+                    return Err(::opforge::Error::Runtime(format!(#arity_msg, args.len())));
+                }
+                #(#bindings)*
+                let result = __opforge_unboxed(#(#boxed_args),*)?;
+                Ok(::opforge::__private::IntoValues::into_values(result))
+            }
+
+            #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
+            #[linkme(crate = ::opforge::__private::linkme)]
+            static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
+                op: #name,
+                key: #key,
+                boxed: __opforge_boxed,
+                unboxed: __opforge_unboxed_ptr,
+                file: #file,
+                line: #line,
+            };
         };
     }
 }
@@ -488,7 +695,7 @@ mod tests {
     }
 
     #[test]
-    fn a_matching_kernel_registers() {
+    fn a_matching_kernel_registers_a_shim_typed_by_the_schema() {
         let out = expand(
             quote!(CPU, "add.Tensor"),
             quote!(
@@ -500,6 +707,18 @@ mod tests {
         .to_string();
         assert!(!out.contains("compile_error"), "{out}");
         assert!(out.contains("distributed_slice"));
+        // The unboxed entry is a function with the schema's own signature, and the
+        // user's types only meet the schema's through the per-parameter traits.
+        let flat: String = out.split_whitespace().collect();
+        for part in [
+            "fn__opforge_unboxed(__a0:&::opforge::Tensor,__a1:&::opforge::Tensor,__a2:::opforge::Scalar)->::opforge::Result<::opforge::Tensor>",
+            "letf:fn(&::opforge::Tensor,&::opforge::Tensor,::opforge::Scalar)->::opforge::Result<::opforge::Tensor>=__opforge_unboxed;",
+            "<&Tensoras__opforge_param_other<'_>>::__opforge_param(__a1)",
+            "<Result<Tensor>as__opforge_return>::__opforge_return(add(",
+            "parameter2`other`of`add.Tensor`mustbe`&Tensor`,found`&Tensor`",
+        ] {
+            assert!(flat.contains(part), "{part}\n{out}");
+        }
     }
 
     #[test]
@@ -513,6 +732,12 @@ mod tests {
         assert_eq!(e.len(), 1);
         assert!(
             e[0].contains("parameter 2: `add.Tensor` expects `other`, found `rhs`"),
+            "{e:?}"
+        );
+        assert!(
+            e[0].contains(
+                "schema: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
+            ),
             "{e:?}"
         );
         let e = errors(
@@ -551,7 +776,14 @@ mod tests {
                 }
             ),
         );
-        assert!(e[0].contains("`out` is written by `add.out`"), "{e:?}");
+        assert!(
+            e[0].contains("parameter 4 `out` is written by `add.out`"),
+            "{e:?}"
+        );
+        assert!(
+            e[0].contains("take it as `&mut Tensor`, not `&Tensor`"),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -563,6 +795,7 @@ mod tests {
             ),
         );
         assert!(e[0].contains("did you mean `add.Tensor`?"), "{e:?}");
+        assert!(e[0].contains("schema: add.Tensor("), "{e:?}");
         let e = errors(
             quote!(CPUU, "neg"),
             quote!(
@@ -570,6 +803,10 @@ mod tests {
             ),
         );
         assert!(e[0].contains("did you mean `CPU`?"), "{e:?}");
+    }
+
+    #[test]
+    fn only_plain_safe_concrete_free_functions() {
         let e = errors(
             quote!(CPU, "neg"),
             quote!(
@@ -577,5 +814,48 @@ mod tests {
             ),
         );
         assert_eq!(e.len(), 2, "{e:?}");
+        let e = errors(
+            quote!(CPU, "neg"),
+            quote!(
+                unsafe fn f(self_: &'static Tensor) {}
+            ),
+        );
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert!(e[0].contains("cannot be `unsafe`"), "{e:?}");
+        assert!(e[1].contains("without `'static`"), "{e:?}");
+        assert!(
+            e[2].contains("missing return type: a kernel for `neg` returns `Result<Tensor>`"),
+            "{e:?}"
+        );
+        // A receiver stands for the first argument: one error, not also "missing".
+        let e = errors(
+            quote!(CPU, "neg"),
+            quote!(
+                fn f(self: &Tensor) -> Result<Tensor> {}
+            ),
+        );
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].contains("write `self_: &Tensor`"), "{e:?}");
+        let e = errors(
+            quote!(CPU, "add.Tensor"),
+            quote!(
+                fn f(&self, rhs: &Tensor, alpha: Scalar) -> Result<Tensor> {}
+            ),
+        );
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(
+            e[1].contains("parameter 2: `add.Tensor` expects `other`, found `rhs`"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn types_are_shown_as_written() {
+        let ty: syn::Type = syn::parse_quote!(Option<&'a [::opforge::Tensor]>);
+        assert_eq!(show(&ty), "Option<&'a [::opforge::Tensor]>");
+        let ty: syn::Type = syn::parse_quote!(&mut Tensor);
+        assert_eq!(show(&ty), "&mut Tensor");
+        let ty: syn::Type = syn::parse_quote!(std::result::Result<(Tensor, Tensor), E>);
+        assert_eq!(show(&ty), "std::result::Result<(Tensor, Tensor), E>");
     }
 }

@@ -1,0 +1,109 @@
+//! Kernels registered with `#[kernel]` from a downstream crate (this one depends on
+//! `opforge` like any user crate) for existing operators: the dispatcher collects
+//! them at link time and runs them, boxed and unboxed.
+
+use opforge::dispatch::{dispatcher, DispatchKey, KeySet, LocalKeys, KERNELS};
+use opforge::{kernel, DType, Device, OpId, Result, Scalar, Tensor, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static MUL_CALLS: AtomicUsize = AtomicUsize::new(0);
+static SUB_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// An Autograd kernel for `mul.Tensor`: counts its calls and returns sevens, so a
+/// test can tell it ran.
+#[kernel(Autograd, "mul.Tensor")]
+fn mul_autograd(self_: &Tensor, _other: &Tensor) -> Result<Tensor> {
+    MUL_CALLS.fetch_add(1, Ordering::SeqCst);
+    Ok(Tensor::full(
+        &self_.shape(),
+        Scalar::Int(7),
+        DType::Int64,
+        Device::Cpu,
+    ))
+}
+
+/// A Python-key kernel for `sub.Tensor`: runs only while `Python` is included.
+#[kernel(Python, "sub.Tensor")]
+fn sub_python(self_: &Tensor, _other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    SUB_CALLS.fetch_add(1, Ordering::SeqCst);
+    Ok(Tensor::full(
+        &self_.shape(),
+        alpha,
+        DType::Float64,
+        Device::Cpu,
+    ))
+}
+
+fn tensor() -> Tensor {
+    Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap()
+}
+
+fn ints(values: &[Value]) -> Vec<i64> {
+    match values {
+        [Value::Tensor(t)] => t.to_vec::<i64>().unwrap(),
+        other => panic!("expected one tensor, got {other:?}"),
+    }
+}
+
+#[test]
+fn registrations_are_collected_without_errors() {
+    let errors = dispatcher().registration_errors();
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut ours: Vec<(&str, &str)> = KERNELS
+        .iter()
+        .filter(|e| e.file.ends_with("downstream.rs"))
+        .map(|e| (e.op, e.key))
+        .collect();
+    ours.sort();
+    assert_eq!(ours, [("mul.Tensor", "Autograd"), ("sub.Tensor", "Python")]);
+}
+
+#[test]
+fn the_dispatcher_runs_a_downstream_kernel_boxed() {
+    let t = tensor();
+    let op = dispatcher().op(OpId::mul_Tensor);
+    let before = MUL_CALLS.load(Ordering::SeqCst);
+    let out = op
+        .call_boxed(&[Value::Tensor(t.clone()), Value::Tensor(t.clone())])
+        .unwrap();
+    assert_eq!(ints(&out), [7, 7]);
+    assert!(MUL_CALLS.load(Ordering::SeqCst) > before);
+    let (k, key) = op.kernel(t.key_set()).unwrap();
+    assert_eq!(key, DispatchKey::Autograd);
+    assert!(k.source.contains("downstream.rs:"), "{}", k.source);
+}
+
+#[test]
+fn the_dispatcher_runs_a_downstream_kernel_unboxed() {
+    let t = tensor();
+    let (k, _) = dispatcher()
+        .op(OpId::mul_Tensor)
+        .kernel(t.key_set())
+        .unwrap();
+    assert!(!k.unboxed.is_null());
+    // SAFETY: `#[kernel]` registers as unboxed pointer a function of exactly the
+    // operator's signature type, `sig::mul_Tensor`.
+    let f = unsafe { std::mem::transmute::<*const (), opforge::sig::mul_Tensor>(k.unboxed) };
+    assert_eq!(f(&t, &t).unwrap().to_vec::<i64>().unwrap(), [7, 7]);
+    // The typed API takes the same path.
+    let r = opforge::ops::mul_Tensor(&t, &t).unwrap();
+    assert_eq!(r.to_vec::<i64>().unwrap(), [7, 7]);
+}
+
+#[test]
+fn a_python_key_kernel_runs_only_while_python_is_included() {
+    let t = tensor();
+    let op = dispatcher().op(OpId::sub_Tensor);
+    let args = [Value::Tensor(t.clone()), Value::Tensor(t), Value::Int(3)];
+    let before = SUB_CALLS.load(Ordering::SeqCst);
+    // Without the key: the backend's kernel (or none yet), never ours.
+    let _ = op.call_boxed(&args);
+    assert_eq!(SUB_CALLS.load(Ordering::SeqCst), before);
+    let _g = LocalKeys::include(KeySet::of(DispatchKey::Python));
+    let out = op.call_boxed(&args).unwrap();
+    let [Value::Tensor(r)] = out.as_slice() else {
+        panic!("{out:?}")
+    };
+    assert_eq!(r.to_vec::<f64>().unwrap(), [3.0, 3.0]);
+    assert_eq!(SUB_CALLS.load(Ordering::SeqCst), before + 1);
+}
