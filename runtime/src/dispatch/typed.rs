@@ -86,10 +86,10 @@ macro_rules! typed_call {
         let op = $crate::dispatch::dispatcher().op($id);
         let (kernel, _) = op.kernel(keys)?;
         if !kernel.unboxed.is_null() {
-            // SAFETY: `#[kernel]` stores the unboxed pointer only after coercing the
-            // kernel to this operator's signature type, which it derives from the
-            // schema with the same function (`rust_types::fn_pointer_type`) that
-            // generated `$sig`; so the pointer has exactly type `$sig`.
+            // SAFETY: `#[kernel]` stores as the unboxed pointer a wrapper whose
+            // signature it derives from the schema with the same function
+            // (`rust_types::fn_pointer_type`) that generated `$sig`, coerced to that
+            // fn-pointer type; so the pointer has exactly type `$sig`.
             let f = unsafe { ::std::mem::transmute::<*const (), $sig>(kernel.unboxed) };
             f($($arg),*)
         } else {
