@@ -537,7 +537,9 @@ fn registration(
         let want_short = param_type(a, Spelling::Short).unwrap_or_default();
         let user_ty = p.ty;
         let v = format_ident!("__a{}", i);
-        let tr = format_ident!("__opforge_param_{}", arg_ident(&a.name));
+        // Named after the kernel too, so that rustc never points at a same-named
+        // trait of another kernel ("similarly named trait") in its help.
+        let tr = format_ident!("__opforge_{}_param_{}", fn_ident, arg_ident(&a.name));
         let message = literal(&format!(
             "parameter {} `{}` of `{op}` must be `{want_short}`, found `{}`",
             i + 1,
@@ -611,13 +613,14 @@ fn registration(
     let label = literal(&format!(
         "expected `{ret_short}` (schema returns `{returns}`)"
     ));
+    let ret_tr = format_ident!("__opforge_{}_return", fn_ident);
     items.push(quote! {
         #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
-        trait __opforge_return: Sized {
+        trait #ret_tr: Sized {
             fn __opforge_return(self) -> #ret_ty;
         }
         #[diagnostic::do_not_recommend]
-        impl<T: __OpforgeSame<#ret_ty>> __opforge_return for T {
+        impl<T: __OpforgeSame<#ret_ty>> #ret_tr for T {
             #[inline(always)]
             fn __opforge_return(self) -> #ret_ty {
                 <T as __OpforgeSame<#ret_ty>>::__opforge_into_same(self)
@@ -627,7 +630,7 @@ fn registration(
     let call = quote!(#fn_ident(#(#shim_args),*));
     let ret_call = match &func.sig.output {
         syn::ReturnType::Type(_, user_ret) => quote_spanned! {user_ret.span()=>
-            <#user_ret as __opforge_return>::__opforge_return(#call)
+            <#user_ret as #ret_tr>::__opforge_return(#call)
         },
         syn::ReturnType::Default => quote!(#call),
     };
@@ -713,8 +716,8 @@ mod tests {
         for part in [
             "fn__opforge_unboxed(__a0:&::opforge::Tensor,__a1:&::opforge::Tensor,__a2:::opforge::Scalar)->::opforge::Result<::opforge::Tensor>",
             "letf:fn(&::opforge::Tensor,&::opforge::Tensor,::opforge::Scalar)->::opforge::Result<::opforge::Tensor>=__opforge_unboxed;",
-            "<&Tensoras__opforge_param_other<'_>>::__opforge_param(__a1)",
-            "<Result<Tensor>as__opforge_return>::__opforge_return(add(",
+            "<&Tensoras__opforge_add_param_other<'_>>::__opforge_param(__a1)",
+            "<Result<Tensor>as__opforge_add_return>::__opforge_return(add(",
             "parameter2`other`of`add.Tensor`mustbe`&Tensor`,found`&Tensor`",
         ] {
             assert!(flat.contains(part), "{part}\n{out}");

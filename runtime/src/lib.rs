@@ -16,6 +16,7 @@ extern crate self as opforge;
 pub mod bind;
 pub mod dispatch;
 pub mod error;
+pub mod kernels;
 pub mod operators;
 pub mod schema;
 pub mod tensor;
@@ -42,6 +43,10 @@ pub mod generated {
         }
     }
 }
+
+// Every kernel named by the YAML's `dispatch:` tables, registered (generated rows of
+// `register_kernels!`; the build fails if one is missing or mistyped).
+include!(concat!(env!("OUT_DIR"), "/registrations.rs"));
 
 pub use generated::{ops, sig, torch, OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
 

@@ -1,1 +1,7 @@
+//! opforge's integration tests, UI tests and conformance runners.
+//!
+//! - [`numeric`]: replaying recorded kernel calls (`numeric_calls.jsonl`) through
+//!   the dispatcher and judging the results (used by the `numerics` binary and
+//!   the `numerics` test).
 
+pub mod numeric;

@@ -1,0 +1,474 @@
+//! The backend kernel list, stamped once for `cpu` and once for `meta`.
+//!
+//! Every entry with both a `CPU:` and a `Meta:` kernel gets the same
+//! device-agnostic body (the family implementations skip the arithmetic for meta
+//! tensors). Each function carries its operator name, so registration can be
+//! added here in one place: `backend_kernels!(CPU)` / `backend_kernels!(Meta)`.
+
+/// `sin` / `sin_` / `sin.out` and the like.
+macro_rules! unary_family {
+    ($key:ident; $($op:literal: $f:ident, $f_:ident, $f_out:ident => $kind:ident;)*) => {$(
+        #[doc = concat!("`", $op, "` (", stringify!($key), ").")]
+        pub fn $f(self_: &Tensor) -> Result<Tensor> {
+            pointwise::unary(Unary::$kind, self_, Dest::New)
+        }
+        #[doc = concat!("`", $op, "_` (", stringify!($key), ").")]
+        pub fn $f_(self_: &mut Tensor) -> Result<Tensor> {
+            pointwise::unary(Unary::$kind, self_, Dest::Inplace)
+        }
+        #[doc = concat!("`", $op, ".out` (", stringify!($key), ").")]
+        pub fn $f_out(self_: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+            pointwise::unary(Unary::$kind, self_, Dest::Out(out))
+        }
+    )*};
+}
+
+/// `eq.Scalar` / `eq.Scalar_out` / `eq.Tensor` / `eq.Tensor_out` and the like.
+macro_rules! comparison_family {
+    ($key:ident; $($op:literal: $s:ident, $s_out:ident, $t:ident, $t_out:ident => $kind:ident;)*) => {$(
+        #[doc = concat!("`", $op, ".Scalar` (", stringify!($key), ").")]
+        pub fn $s(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+            pointwise::compare(Cmp::$kind, Operand::Tensor(self_), Operand::Scalar(other), Dest::New)
+        }
+        #[doc = concat!("`", $op, ".Scalar_out` (", stringify!($key), ").")]
+        pub fn $s_out(self_: &Tensor, other: Scalar, out: &mut Tensor) -> Result<Tensor> {
+            pointwise::compare(Cmp::$kind, Operand::Tensor(self_), Operand::Scalar(other), Dest::Out(out))
+        }
+        #[doc = concat!("`", $op, ".Tensor` (", stringify!($key), ").")]
+        pub fn $t(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+            pointwise::compare(Cmp::$kind, Operand::Tensor(self_), Operand::Tensor(other), Dest::New)
+        }
+        #[doc = concat!("`", $op, ".Tensor_out` (", stringify!($key), ").")]
+        pub fn $t_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+            pointwise::compare(Cmp::$kind, Operand::Tensor(self_), Operand::Tensor(other), Dest::Out(out))
+        }
+    )*};
+}
+
+/// Binary arithmetic with `.Tensor`, `_.Tensor` and `.out` variants; `alpha`
+/// for add/sub.
+macro_rules! binary_family {
+    ($key:ident; $($op:literal: $f:ident, $f_:ident, $f_out:ident => $kind:ident $(, $alpha:ident)?;)*) => {$(
+        #[doc = concat!("`", $op, ".Tensor` (", stringify!($key), ").")]
+        pub fn $f(self_: &Tensor, other: &Tensor $(, $alpha: Scalar)?) -> Result<Tensor> {
+            let a = $crate::kernels::backend::alpha_or_one!($($alpha)?);
+            pointwise::binary(BinOp::$kind, Operand::Tensor(self_), Operand::Tensor(other), a, Dest::New)
+        }
+        #[doc = concat!("`", $op, "_.Tensor` (", stringify!($key), ").")]
+        pub fn $f_(self_: &mut Tensor, other: &Tensor $(, $alpha: Scalar)?) -> Result<Tensor> {
+            let a = $crate::kernels::backend::alpha_or_one!($($alpha)?);
+            pointwise::binary(BinOp::$kind, Operand::Tensor(self_), Operand::Tensor(other), a, Dest::Inplace)
+        }
+        #[doc = concat!("`", $op, ".out` (", stringify!($key), ").")]
+        pub fn $f_out(self_: &Tensor, other: &Tensor $(, $alpha: Scalar)?, out: &mut Tensor) -> Result<Tensor> {
+            let a = $crate::kernels::backend::alpha_or_one!($($alpha)?);
+            pointwise::binary(BinOp::$kind, Operand::Tensor(self_), Operand::Tensor(other), a, Dest::Out(out))
+        }
+    )*};
+}
+
+/// Every kernel that has both a `CPU:` and a `Meta:` entry.
+macro_rules! backend_kernels {
+    ($key:ident) => {
+        use $crate::error::Result;
+        use $crate::kernels::pointwise::{self, BinOp, Cmp, Dest, Unary};
+        use $crate::kernels::promote::Operand;
+        use $crate::kernels::{copy, factory, linalg, reduce, shape, views};
+        use $crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
+
+        $crate::kernels::backend::unary_family! {$key;
+            "cos": cos, cos_, cos_out => Cos;
+            "exp": exp, exp_, exp_out => Exp;
+            "log": log, log_, log_out => Log;
+            "neg": neg, neg_, neg_out => Neg;
+            "sigmoid": sigmoid, sigmoid_, sigmoid_out => Sigmoid;
+            "sin": sin, sin_, sin_out => Sin;
+            "sqrt": sqrt, sqrt_, sqrt_out => Sqrt;
+            "tanh": tanh, tanh_, tanh_out => Tanh;
+        }
+
+        $crate::kernels::backend::comparison_family! {$key;
+            "eq": eq_Scalar, eq_Scalar_out, eq_Tensor, eq_Tensor_out => Eq;
+            "ne": ne_Scalar, ne_Scalar_out, ne_Tensor, ne_Tensor_out => Ne;
+            "ge": ge_Scalar, ge_Scalar_out, ge_Tensor, ge_Tensor_out => Ge;
+            "le": le_Scalar, le_Scalar_out, le_Tensor, le_Tensor_out => Le;
+            "gt": gt_Scalar, gt_Scalar_out, gt_Tensor, gt_Tensor_out => Gt;
+            "lt": lt_Scalar, lt_Scalar_out, lt_Tensor, lt_Tensor_out => Lt;
+        }
+
+        $crate::kernels::backend::binary_family! {$key;
+            "add": add_Tensor, add__Tensor, add_out => Add, alpha;
+            "sub": sub_Tensor, sub__Tensor, sub_out => Sub, alpha;
+            "mul": mul_Tensor, mul__Tensor, mul_out => Mul;
+            "div": div_Tensor, div__Tensor, div_out => Div;
+        }
+
+        #[doc = concat!("`abs.out` (", stringify!($key), ").")]
+        pub fn abs_out(self_: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+            pointwise::unary(Unary::Abs, self_, Dest::Out(out))
+        }
+
+        #[doc = concat!("`relu` (", stringify!($key), ").")]
+        pub fn relu(self_: &Tensor) -> Result<Tensor> {
+            pointwise::unary(Unary::Relu, self_, Dest::New)
+        }
+
+        #[doc = concat!("`relu_` (", stringify!($key), ").")]
+        pub fn relu_(self_: &mut Tensor) -> Result<Tensor> {
+            pointwise::unary(Unary::Relu, self_, Dest::Inplace)
+        }
+
+        #[doc = concat!("`div.Tensor_mode` (", stringify!($key), ").")]
+        pub fn div_Tensor_mode(
+            self_: &Tensor,
+            other: &Tensor,
+            rounding_mode: Option<&str>,
+        ) -> Result<Tensor> {
+            let op = pointwise::div_mode(rounding_mode)?;
+            pointwise::binary(
+                op,
+                Operand::Tensor(self_),
+                Operand::Tensor(other),
+                Scalar::Int(1),
+                Dest::New,
+            )
+        }
+
+        #[doc = concat!("`div.out_mode` (", stringify!($key), ").")]
+        pub fn div_out_mode(
+            self_: &Tensor,
+            other: &Tensor,
+            rounding_mode: Option<&str>,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            let op = pointwise::div_mode(rounding_mode)?;
+            pointwise::binary(
+                op,
+                Operand::Tensor(self_),
+                Operand::Tensor(other),
+                Scalar::Int(1),
+                Dest::Out(out),
+            )
+        }
+
+        #[doc = concat!("`maximum` (", stringify!($key), ").")]
+        pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+            pointwise::binary(
+                BinOp::Maximum,
+                Operand::Tensor(self_),
+                Operand::Tensor(other),
+                Scalar::Int(1),
+                Dest::New,
+            )
+        }
+
+        #[doc = concat!("`maximum.out` (", stringify!($key), ").")]
+        pub fn maximum_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+            pointwise::binary(
+                BinOp::Maximum,
+                Operand::Tensor(self_),
+                Operand::Tensor(other),
+                Scalar::Int(1),
+                Dest::Out(out),
+            )
+        }
+
+        #[doc = concat!("`minimum` (", stringify!($key), ").")]
+        pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+            pointwise::binary(
+                BinOp::Minimum,
+                Operand::Tensor(self_),
+                Operand::Tensor(other),
+                Scalar::Int(1),
+                Dest::New,
+            )
+        }
+
+        #[doc = concat!("`minimum.out` (", stringify!($key), ").")]
+        pub fn minimum_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+            pointwise::binary(
+                BinOp::Minimum,
+                Operand::Tensor(self_),
+                Operand::Tensor(other),
+                Scalar::Int(1),
+                Dest::Out(out),
+            )
+        }
+
+        #[doc = concat!("`pow.Tensor_Tensor` (", stringify!($key), ").")]
+        pub fn pow_Tensor_Tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+            pointwise::binary(
+                BinOp::Pow,
+                Operand::Tensor(self_),
+                Operand::Tensor(exponent),
+                Scalar::Int(1),
+                Dest::New,
+            )
+        }
+
+        #[doc = concat!("`pow.Tensor_Tensor_out` (", stringify!($key), ").")]
+        pub fn pow_Tensor_Tensor_out(
+            self_: &Tensor,
+            exponent: &Tensor,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            pointwise::binary(
+                BinOp::Pow,
+                Operand::Tensor(self_),
+                Operand::Tensor(exponent),
+                Scalar::Int(1),
+                Dest::Out(out),
+            )
+        }
+
+        #[doc = concat!("`pow.Tensor_Scalar` (", stringify!($key), ").")]
+        pub fn pow_Tensor_Scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
+            pointwise::pow_scalar(self_, exponent, Dest::New)
+        }
+
+        #[doc = concat!("`pow.Tensor_Scalar_out` (", stringify!($key), ").")]
+        pub fn pow_Tensor_Scalar_out(
+            self_: &Tensor,
+            exponent: Scalar,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            pointwise::pow_scalar(self_, exponent, Dest::Out(out))
+        }
+
+        #[doc = concat!("`clamp` (", stringify!($key), ").")]
+        pub fn clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+            pointwise::clamp(self_, min, max, Dest::New)
+        }
+
+        #[doc = concat!("`clamp_` (", stringify!($key), ").")]
+        pub fn clamp_(
+            self_: &mut Tensor,
+            min: Option<Scalar>,
+            max: Option<Scalar>,
+        ) -> Result<Tensor> {
+            pointwise::clamp(self_, min, max, Dest::Inplace)
+        }
+
+        #[doc = concat!("`clamp.out` (", stringify!($key), ").")]
+        pub fn clamp_out(
+            self_: &Tensor,
+            min: Option<Scalar>,
+            max: Option<Scalar>,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            pointwise::clamp(self_, min, max, Dest::Out(out))
+        }
+
+        #[doc = concat!("`clamp.Tensor` (", stringify!($key), ").")]
+        pub fn clamp_Tensor(
+            self_: &Tensor,
+            min: Option<&Tensor>,
+            max: Option<&Tensor>,
+        ) -> Result<Tensor> {
+            pointwise::clamp_tensor(self_, min, max, Dest::New)
+        }
+
+        #[doc = concat!("`where.self` (", stringify!($key), ").")]
+        pub fn where_self(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+            pointwise::where_self(condition, self_, other)
+        }
+
+        #[doc = concat!("`fill_.Scalar` (", stringify!($key), ").")]
+        pub fn fill__Scalar(self_: &mut Tensor, value: Scalar) -> Result<Tensor> {
+            copy::fill_(self_, value)
+        }
+
+        #[doc = concat!("`zero_` (", stringify!($key), ").")]
+        pub fn zero_(self_: &mut Tensor) -> Result<Tensor> {
+            copy::fill_(self_, Scalar::Int(0))
+        }
+
+        #[doc = concat!("`sum.dim_IntList` (", stringify!($key), ").")]
+        pub fn sum_dim_IntList(
+            self_: &Tensor,
+            dim: Option<&[i64]>,
+            keepdim: bool,
+            dtype: Option<DType>,
+        ) -> Result<Tensor> {
+            reduce::accumulate(reduce::Accumulate::Sum, self_, dim, keepdim, dtype, None)
+        }
+
+        #[doc = concat!("`sum.IntList_out` (", stringify!($key), ").")]
+        pub fn sum_IntList_out(
+            self_: &Tensor,
+            dim: Option<&[i64]>,
+            keepdim: bool,
+            dtype: Option<DType>,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            reduce::accumulate(
+                reduce::Accumulate::Sum,
+                self_,
+                dim,
+                keepdim,
+                dtype,
+                Some(out),
+            )
+        }
+
+        #[doc = concat!("`prod` (", stringify!($key), ").")]
+        pub fn prod(self_: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
+            reduce::accumulate(reduce::Accumulate::Prod, self_, None, false, dtype, None)
+        }
+
+        #[doc = concat!("`prod.dim_int` (", stringify!($key), ").")]
+        pub fn prod_dim_int(
+            self_: &Tensor,
+            dim: i64,
+            keepdim: bool,
+            dtype: Option<DType>,
+        ) -> Result<Tensor> {
+            reduce::accumulate(
+                reduce::Accumulate::Prod,
+                self_,
+                Some(&[dim]),
+                keepdim,
+                dtype,
+                None,
+            )
+        }
+
+        #[doc = concat!("`mean.dim` (", stringify!($key), ").")]
+        pub fn mean_dim(
+            self_: &Tensor,
+            dim: Option<&[i64]>,
+            keepdim: bool,
+            dtype: Option<DType>,
+        ) -> Result<Tensor> {
+            reduce::mean(self_, dim, keepdim, dtype, None)
+        }
+
+        #[doc = concat!("`mean.out` (", stringify!($key), ").")]
+        pub fn mean_out(
+            self_: &Tensor,
+            dim: Option<&[i64]>,
+            keepdim: bool,
+            dtype: Option<DType>,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            reduce::mean(self_, dim, keepdim, dtype, Some(out))
+        }
+
+        #[doc = concat!("`argmax` (", stringify!($key), ").")]
+        pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+            reduce::argmax(self_, dim, keepdim, None)
+        }
+
+        #[doc = concat!("`argmax.out` (", stringify!($key), ").")]
+        pub fn argmax_out(
+            self_: &Tensor,
+            dim: Option<i64>,
+            keepdim: bool,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            reduce::argmax(self_, dim, keepdim, Some(out))
+        }
+
+        #[doc = concat!("`max.dim` (", stringify!($key), ").")]
+        pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+            reduce::extreme_dim(self_, dim, keepdim, true)
+        }
+
+        #[doc = concat!("`min.dim` (", stringify!($key), ").")]
+        pub fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+            reduce::extreme_dim(self_, dim, keepdim, false)
+        }
+
+        #[doc = concat!("`mm` (", stringify!($key), ").")]
+        pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+            linalg::mm(self_, mat2, None)
+        }
+
+        #[doc = concat!("`mm.out` (", stringify!($key), ").")]
+        pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+            linalg::mm(self_, mat2, Some(out))
+        }
+
+        #[doc = concat!("`cat` (", stringify!($key), ").")]
+        pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+            shape::cat(tensors, dim, None)
+        }
+
+        #[doc = concat!("`cat.out` (", stringify!($key), ").")]
+        pub fn cat_out(tensors: &[Tensor], dim: i64, out: &mut Tensor) -> Result<Tensor> {
+            shape::cat(tensors, dim, Some(out))
+        }
+
+        #[doc = concat!("`index_select` (", stringify!($key), ").")]
+        pub fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+            shape::index_select(self_, dim, index, None)
+        }
+
+        #[doc = concat!("`index_select.out` (", stringify!($key), ").")]
+        pub fn index_select_out(
+            self_: &Tensor,
+            dim: i64,
+            index: &Tensor,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            shape::index_select(self_, dim, index, Some(out))
+        }
+
+        #[doc = concat!("`view` (", stringify!($key), ").")]
+        pub fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+            views::view(self_, size)
+        }
+
+        #[doc = concat!("`empty.memory_format` (", stringify!($key), "): the memory is zeroed.")]
+        pub fn empty_memory_format(
+            size: &[i64],
+            dtype: Option<DType>,
+            layout: Option<Layout>,
+            device: Option<Device>,
+            pin_memory: Option<bool>,
+            memory_format: Option<MemoryFormat>,
+        ) -> Result<Tensor> {
+            let _ = (layout, pin_memory, device);
+            factory::empty(
+                size,
+                dtype,
+                Some($crate::kernels::backend::device!($key)),
+                memory_format,
+            )
+        }
+
+        #[doc = concat!("`arange.start_out` (", stringify!($key), ").")]
+        pub fn arange_start_out(
+            start: Scalar,
+            end: Scalar,
+            step: Scalar,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            factory::arange(start, end, step, None, None, Some(out))
+        }
+    };
+}
+
+/// `alpha` if the operator has one, else 1.
+macro_rules! alpha_or_one {
+    () => {
+        $crate::tensor::Scalar::Int(1)
+    };
+    ($alpha:ident) => {
+        $alpha
+    };
+}
+
+/// The device a backend's factory kernels allocate on.
+macro_rules! device {
+    (CPU) => {
+        $crate::tensor::Device::Cpu
+    };
+    (Meta) => {
+        $crate::tensor::Device::Meta
+    };
+}
+
+pub(crate) use {
+    alpha_or_one, backend_kernels, binary_family, comparison_family, device, unary_family,
+};

@@ -1,0 +1,328 @@
+//! Composite kernels, which run on every backend.
+//!
+//! - CompositeExplicitAutograd (`composite::<ident>` in `dispatch:`): views,
+//!   factories, `copy_`, `clone`, the `.Scalar` overloads and a few
+//!   decompositions (`abs`, `stack`, `sum`).
+//! - CompositeImplicitAutograd (entries without `dispatch:`): `matmul`,
+//!   `matmul.out`, `reshape`, `contiguous`, `to.dtype`, written only in terms of
+//!   other operators called through `kernels::ops`.
+
+#![allow(non_snake_case)]
+
+use super::layout::{
+    infer_dense_strides, is_contiguous_as, is_non_overlapping_and_dense, like_strides, strides_for,
+    suggest_memory_format,
+};
+use super::pointwise::{self, BinOp, Dest};
+use super::promote::Operand;
+use super::{copy, factory, linalg, ops, views, wrap_dim};
+use crate::error::Result;
+use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
+
+// ---- CompositeExplicitAutograd -------------------------------------------------
+
+/// `abs`: `abs.out` into a new tensor of the same dtype.
+pub fn abs(self_: &Tensor) -> Result<Tensor> {
+    let mut out = ops::empty_memory_format(&[0], Some(self_.dtype()), Some(self_.device()), None)?;
+    ops::abs_out(self_, &mut out)
+}
+
+/// `abs_`: `abs.out(self, out=self)`.
+pub fn abs_(self_: &mut Tensor) -> Result<Tensor> {
+    let mut out = self_.clone();
+    ops::abs_out(self_, &mut out)
+}
+
+/// `add.Scalar`: `self + alpha * other` with `other` a wrapped number.
+pub fn add_Scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    let (a, b) = (Operand::Tensor(self_), Operand::Scalar(other));
+    pointwise::binary(BinOp::Add, a, b, alpha, Dest::New)
+}
+
+/// `sub.Scalar`: `self - alpha * other` with `other` a wrapped number.
+pub fn sub_Scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    let (a, b) = (Operand::Tensor(self_), Operand::Scalar(other));
+    pointwise::binary(BinOp::Sub, a, b, alpha, Dest::New)
+}
+
+/// `mul.Scalar`.
+pub fn mul_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    let (a, b) = (Operand::Tensor(self_), Operand::Scalar(other));
+    pointwise::binary(BinOp::Mul, a, b, Scalar::Int(1), Dest::New)
+}
+
+/// `div.Scalar` (true division).
+pub fn div_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    let (a, b) = (Operand::Tensor(self_), Operand::Scalar(other));
+    pointwise::binary(BinOp::Div, a, b, Scalar::Int(1), Dest::New)
+}
+
+/// `arange(end)`.
+pub fn arange(
+    end: Scalar,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    arange_start_step(
+        Scalar::Int(0),
+        end,
+        Scalar::Int(1),
+        dtype,
+        layout,
+        device,
+        pin_memory,
+    )
+}
+
+/// `arange.start(start, end)`.
+pub fn arange_start(
+    start: Scalar,
+    end: Scalar,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    arange_start_step(
+        start,
+        end,
+        Scalar::Int(1),
+        dtype,
+        layout,
+        device,
+        pin_memory,
+    )
+}
+
+/// `arange.start_step(start, end, step)`: int64 when every bound is integral,
+/// else float32, unless a dtype is given.
+pub fn arange_start_step(
+    start: Scalar,
+    end: Scalar,
+    step: Scalar,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let _ = (layout, pin_memory);
+    factory::arange(start, end, step, dtype, device, None)
+}
+
+/// `arange.out(end, out)`.
+pub fn arange_out(end: Scalar, out: &mut Tensor) -> Result<Tensor> {
+    factory::arange(Scalar::Int(0), end, Scalar::Int(1), None, None, Some(out))
+}
+
+/// `copy_(self, src)`: broadcasts `src` into `self`, converting the dtype.
+pub fn copy_(self_: &mut Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+    let _ = non_blocking;
+    copy::copy_(self_, src)
+}
+
+/// `expand(self, size)`.
+pub fn expand(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
+    let _ = implicit;
+    views::expand(self_, size)
+}
+
+/// `full(size, fill_value)`.
+pub fn full(
+    size: &[i64],
+    fill_value: Scalar,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let _ = (layout, pin_memory);
+    factory::full(size, fill_value, dtype, device)
+}
+
+/// `ones(size)`.
+pub fn ones(
+    size: &[i64],
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let _ = (layout, pin_memory);
+    factory::ones(size, dtype, device)
+}
+
+/// `zeros(size)`.
+pub fn zeros(
+    size: &[i64],
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let _ = (layout, pin_memory);
+    factory::zeros(size, dtype, device)
+}
+
+/// `permute(self, dims)`.
+pub fn permute(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    views::permute(self_, dims)
+}
+
+/// `select.int(self, dim, index)`.
+pub fn select_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    views::select(self_, dim, index)
+}
+
+/// `slice.Tensor(self, dim, start, end, step)`.
+pub fn slice_Tensor(
+    self_: &Tensor,
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Result<Tensor> {
+    views::slice(self_, dim, start, end, step)
+}
+
+/// `squeeze.dim(self, dim)`.
+pub fn squeeze_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    views::squeeze_dim(self_, dim)
+}
+
+/// `t(self)`.
+pub fn t(self_: &Tensor) -> Result<Tensor> {
+    views::t(self_)
+}
+
+/// `transpose.int(self, dim0, dim1)`.
+pub fn transpose_int(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    views::transpose(self_, dim0, dim1)
+}
+
+/// `unsqueeze(self, dim)`.
+pub fn unsqueeze(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    views::unsqueeze(self_, dim)
+}
+
+fn check_stack_inputs(tensors: &[Tensor]) -> Result<()> {
+    let first = tensors[0].shape();
+    for (i, t) in tensors.iter().enumerate().skip(1) {
+        crate::ensure!(
+            t.shape() == first,
+            "stack expects each tensor to be equal size, but got {:?} at entry 0 and {:?} at entry {i}",
+            first,
+            t.shape()
+        );
+    }
+    Ok(())
+}
+
+fn stack_inputs(tensors: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
+    check_stack_inputs(tensors)?;
+    tensors
+        .iter()
+        .map(|t| ops::unsqueeze(t, dim as i64))
+        .collect()
+}
+
+/// `stack(tensors, dim)`: `cat` along `dim`, viewed with the new dimension.
+pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    crate::ensure!(!tensors.is_empty(), "stack expects a non-empty TensorList");
+    let nd = tensors[0].dim();
+    let wd = wrap_dim(dim, nd + 1)?;
+    if wd < nd {
+        check_stack_inputs(tensors)?;
+        let mut sizes = tensors[0].sizes();
+        sizes.insert(wd, tensors.len() as i64);
+        ops::view(&ops::cat(tensors, wd as i64)?, &sizes)
+    } else {
+        ops::cat(&stack_inputs(tensors, wd)?, dim)
+    }
+}
+
+/// `stack.out(tensors, dim, out)`.
+pub fn stack_out(tensors: &[Tensor], dim: i64, out: &mut Tensor) -> Result<Tensor> {
+    crate::ensure!(!tensors.is_empty(), "stack expects a non-empty TensorList");
+    let wd = wrap_dim(dim, tensors[0].dim() + 1)?;
+    ops::cat_out(&stack_inputs(tensors, wd)?, dim, out)
+}
+
+/// `sum(self, dtype)`: `sum.dim_IntList` over every dimension.
+pub fn sum(self_: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
+    ops::sum_dim_IntList(self_, Some(&[]), false, dtype)
+}
+
+/// `clone(self, memory_format)`: `empty_like` (strides preserved when dense)
+/// then `copy_`.
+pub fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    let strides = like_strides(self_, memory_format)?;
+    let r = ops::empty_strided(&self_.shape(), &strides, self_.dtype(), self_.device())?;
+    ops::copy_(&r, self_)
+}
+
+// ---- CompositeImplicitAutograd -------------------------------------------------
+
+/// `contiguous(self, memory_format)`: `self` when already contiguous in that
+/// format, else a `clone`.
+pub fn contiguous(self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor> {
+    if is_contiguous_as(self_, memory_format) {
+        return Ok(self_.clone());
+    }
+    crate::ensure!(
+        memory_format != MemoryFormat::Preserve,
+        "preserve memory format is unsupported by the contiguous operator"
+    );
+    ops::clone(self_, Some(memory_format))
+}
+
+/// `reshape(self, shape)`: a view when the strides allow one, else a
+/// contiguous copy viewed.
+pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    let inferred = views::infer_size(shape, self_.numel())?;
+    if views::compute_stride(&self_.shape(), &self_.strides(), &inferred).is_some() {
+        return ops::view(self_, shape);
+    }
+    let c = ops::clone(self_, Some(MemoryFormat::Contiguous))?;
+    let sizes: Vec<i64> = inferred.iter().map(|&n| n as i64).collect();
+    ops::view(&c, &sizes)
+}
+
+/// `to.dtype(self, dtype, non_blocking, copy, memory_format)`: `self` when
+/// nothing changes and `copy` is false, else `_to_copy` (empty with the
+/// preserved or requested layout, then `copy_`).
+pub fn to_dtype(
+    self_: &Tensor,
+    dtype: DType,
+    non_blocking: bool,
+    copy: bool,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    let _ = non_blocking;
+    let format = memory_format.unwrap_or(MemoryFormat::Preserve);
+    if self_.dtype() == dtype
+        && !copy
+        && (format == MemoryFormat::Preserve || suggest_memory_format(self_) == format)
+    {
+        return Ok(self_.clone());
+    }
+    let (shape, strides) = (self_.shape(), self_.strides());
+    let new_strides = match format {
+        MemoryFormat::Preserve if is_non_overlapping_and_dense(&shape, &strides) => strides,
+        MemoryFormat::Preserve => infer_dense_strides(&shape, &strides),
+        f => strides_for(&shape, f)?,
+    };
+    let r = ops::empty_strided(&shape, &new_strides, dtype, self_.device())?;
+    ops::copy_(&r, self_)
+}
+
+/// `matmul(self, other)`.
+pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    linalg::matmul(self_, other, None)
+}
+
+/// `matmul.out(self, other, out)`.
+pub fn matmul_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+    linalg::matmul(self_, other, Some(out))
+}

@@ -1,0 +1,39 @@
+//! Writing into existing tensors: `copy_` (broadcasting, any dtype conversion)
+//! and `fill_` (checked scalar conversion).
+
+use super::promote::{broadcast_shapes, check_output_shape};
+use super::{fill_elements, scalar_to};
+use crate::error::{Error, Result};
+use crate::tensor::{Device, Scalar, Tensor};
+use crate::with_dtype;
+use ndarray::{ArrayViewD, IxDyn};
+
+/// `self.copy_(src)`: `src` broadcasts to `self`'s shape and is converted to its
+/// dtype with C++ cast rules.
+pub(crate) fn copy_(self_: &Tensor, src: &Tensor) -> Result<Tensor> {
+    if self_.is_same(src) {
+        return Ok(self_.clone());
+    }
+    let shape = broadcast_shapes(&self_.shape(), &src.shape())?;
+    check_output_shape(&self_.shape(), &shape)?;
+    if self_.device() == Device::Meta || src.device() == Device::Meta || self_.numel() == 0 {
+        return Ok(self_.clone());
+    }
+    with_dtype!(src.dtype(), S => {
+        let a = src.to_array::<S>()?;
+        let b: ArrayViewD<S> = a
+            .broadcast(IxDyn(&shape))
+            .ok_or_else(|| Error::Runtime("copy_: cannot broadcast".into()))?;
+        self_.assign(b)?;
+    });
+    Ok(self_.clone())
+}
+
+/// `self.fill_(value)`.
+pub(crate) fn fill_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
+    with_dtype!(self_.dtype(), T => {
+        let v: T = scalar_to(value)?;
+        fill_elements(self_, v);
+    });
+    Ok(self_.clone())
+}

@@ -1,0 +1,197 @@
+//! Memory formats and strides: what `is_contiguous(memory_format)`,
+//! `is_non_overlapping_and_dense`, `suggest_memory_format` and `empty_like`
+//! compute in PyTorch.
+
+use crate::error::Result;
+use crate::tensor::{contiguous_strides, MemoryFormat, Tensor};
+
+/// Strides of a new tensor of `shape` in `format` (`Preserve` is the caller's
+/// business; here it means contiguous).
+pub(crate) fn strides_for(shape: &[usize], format: MemoryFormat) -> Result<Vec<usize>> {
+    let order: &[usize] = match format {
+        MemoryFormat::Contiguous | MemoryFormat::Preserve => return Ok(contiguous_strides(shape)),
+        MemoryFormat::ChannelsLast => {
+            crate::ensure!(
+                shape.len() == 4,
+                "required rank 4 tensor to use channels_last format"
+            );
+            &[1, 3, 2, 0]
+        }
+        MemoryFormat::ChannelsLast3d => {
+            crate::ensure!(
+                shape.len() == 5,
+                "required rank 5 tensor to use channels_last_3d format"
+            );
+            &[1, 4, 3, 2, 0]
+        }
+    };
+    let mut strides = vec![0; shape.len()];
+    let mut acc = 1usize;
+    for &d in order {
+        strides[d] = acc;
+        acc *= shape[d].max(1);
+    }
+    Ok(strides)
+}
+
+/// `is_contiguous(memory_format)`.
+pub(crate) fn is_contiguous_as(t: &Tensor, format: MemoryFormat) -> bool {
+    let (shape, strides) = (t.shape(), t.strides());
+    let order: &[usize] = match format {
+        MemoryFormat::Contiguous | MemoryFormat::Preserve => {
+            // Empty tensors are contiguous whatever their strides.
+            return t.numel() == 0 || t.is_contiguous();
+        }
+        MemoryFormat::ChannelsLast if shape.len() == 4 => &[1, 3, 2, 0],
+        MemoryFormat::ChannelsLast3d if shape.len() == 5 => &[1, 4, 3, 2, 0],
+        _ => return false,
+    };
+    let mut expected = 1;
+    for &d in order {
+        if shape[d] != 1 {
+            if strides[d] != expected {
+                return false;
+            }
+            expected *= shape[d];
+        }
+    }
+    true
+}
+
+/// `is_non_overlapping_and_dense`: some permutation of the dimensions is
+/// contiguous.
+pub(crate) fn is_non_overlapping_and_dense(shape: &[usize], strides: &[usize]) -> bool {
+    if shape.len() == 1 {
+        return shape[0] < 2 || strides[0] == 1;
+    }
+    let mut perm: Vec<usize> = (0..shape.len()).collect();
+    // Sort by stride, size-0/1 dims last.
+    perm.sort_by_key(|&d| (shape[d] < 2, strides[d]));
+    let mut require = 1;
+    for &d in &perm {
+        if shape[d] < 2 {
+            return true;
+        }
+        if strides[d] != require {
+            return false;
+        }
+        require *= shape[d];
+    }
+    true
+}
+
+fn is_channels_last_strides(shape: &[usize], strides: &[usize], order: &[usize]) -> bool {
+    if strides[1] == 0 {
+        return false;
+    }
+    let mut min = 0;
+    for &d in order {
+        if shape[d] == 0 || strides[d] < min {
+            return false;
+        }
+        if d == 0 && min == strides[1] {
+            return false;
+        }
+        min = strides[d];
+        if shape[d] > 1 {
+            min *= shape[d];
+        }
+    }
+    true
+}
+
+/// `suggest_memory_format()`: channels-last when the strides say so.
+pub(crate) fn suggest_memory_format(t: &Tensor) -> MemoryFormat {
+    let (shape, strides) = (t.shape(), t.strides());
+    match shape.len() {
+        4 if is_channels_last_strides(&shape, &strides, &[1, 3, 2, 0]) => {
+            MemoryFormat::ChannelsLast
+        }
+        5 if is_channels_last_strides(&shape, &strides, &[1, 4, 3, 2, 0]) => {
+            MemoryFormat::ChannelsLast3d
+        }
+        _ => MemoryFormat::Contiguous,
+    }
+}
+
+/// `infer_dense_strides`: dense strides following the order of `strides`
+/// (PyTorch's stable insertion sort; 0 strides keep their place).
+pub(crate) fn infer_dense_strides(shape: &[usize], strides: &[usize]) -> Vec<usize> {
+    let n = shape.len();
+    let mut perm: Vec<usize> = (0..n).rev().collect();
+    let should_swap = |d0: usize, d1: usize| -> i32 {
+        let (s0, s1) = (strides[d0], strides[d1]);
+        if s0 == 0 || s1 == 0 {
+            0
+        } else if s0 < s1 {
+            -1
+        } else if s0 > s1 || shape[d0] > shape[d1] {
+            1
+        } else {
+            0
+        }
+    };
+    for i in 1..n {
+        let mut d1 = i;
+        for j in 1..=i {
+            let d0 = i - j;
+            match should_swap(perm[d0], perm[d1]) {
+                c if c > 0 => {
+                    perm.swap(d0, d1);
+                    d1 = d0;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    let mut out = vec![0; n];
+    let mut acc = 1;
+    for &d in &perm {
+        out[d] = acc;
+        acc *= shape[d].max(1);
+    }
+    out
+}
+
+/// The strides `empty_like(t, memory_format)` gives a new tensor.
+pub(crate) fn like_strides(t: &Tensor, format: Option<MemoryFormat>) -> Result<Vec<usize>> {
+    let shape = t.shape();
+    match format.unwrap_or(MemoryFormat::Preserve) {
+        MemoryFormat::Preserve => {
+            let strides = t.strides();
+            if is_non_overlapping_and_dense(&shape, &strides) {
+                Ok(strides)
+            } else {
+                Ok(infer_dense_strides(&shape, &strides))
+            }
+        }
+        f => strides_for(&shape, f),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_last_strides() {
+        assert_eq!(
+            strides_for(&[2, 3, 1, 2], MemoryFormat::ChannelsLast).unwrap(),
+            vec![6, 1, 6, 3]
+        );
+        assert_eq!(
+            strides_for(&[1, 2, 2, 1, 2], MemoryFormat::ChannelsLast3d).unwrap(),
+            vec![8, 1, 4, 4, 2]
+        );
+        assert!(strides_for(&[2, 3], MemoryFormat::ChannelsLast).is_err());
+    }
+
+    #[test]
+    fn dense_layouts() {
+        assert!(is_non_overlapping_and_dense(&[3, 2], &[1, 3]));
+        assert!(!is_non_overlapping_and_dense(&[2, 3], &[0, 1]));
+        assert!(!is_non_overlapping_and_dense(&[2, 2], &[3, 1]));
+        assert_eq!(infer_dense_strides(&[3, 2], &[1, 6]), vec![1, 3]);
+    }
+}

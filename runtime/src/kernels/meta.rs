@@ -1,0 +1,78 @@
+//! `Meta:` kernels: shapes, dtypes, strides and the same shape/dtype errors as
+//! the CPU kernels, on meta tensors, computing nothing. The kernels shared with
+//! CPU are stamped by `backend_kernels!` (in `kernels/backend.rs`); the rest are the
+//! meta twins of composite factories and `stack`.
+
+#![allow(non_snake_case)]
+
+super::backend::backend_kernels!(Meta);
+
+/// `arange` (Meta).
+pub fn arange(
+    end: Scalar,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    arange_start_step(
+        Scalar::Int(0),
+        end,
+        Scalar::Int(1),
+        dtype,
+        layout,
+        device,
+        pin_memory,
+    )
+}
+
+/// `arange.start` (Meta).
+pub fn arange_start(
+    start: Scalar,
+    end: Scalar,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    arange_start_step(
+        start,
+        end,
+        Scalar::Int(1),
+        dtype,
+        layout,
+        device,
+        pin_memory,
+    )
+}
+
+/// `arange.start_step` (Meta).
+pub fn arange_start_step(
+    start: Scalar,
+    end: Scalar,
+    step: Scalar,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let _ = (layout, device, pin_memory);
+    factory::arange(start, end, step, dtype, Some(Device::Meta), None)
+}
+
+/// `ones` (Meta).
+pub fn ones(
+    size: &[i64],
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let _ = (layout, device, pin_memory);
+    factory::ones(size, dtype, Some(Device::Meta))
+}
+
+/// `stack` (Meta): the composite decomposition, on meta tensors.
+pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    super::composite::stack(tensors, dim)
+}

@@ -1,0 +1,306 @@
+//! Kernels: the plain Rust functions behind every operator in
+//! `native_functions.yaml`, named exactly as its `dispatch:` entries name them.
+//!
+//! - [`cpu`]: `CPU:` kernels (`cpu::add_Tensor`, …).
+//! - [`meta`]: `Meta:` kernels: the same checks, output shapes, dtypes and
+//!   strides, on meta tensors, without computing anything.
+//! - [`composite`]: `CompositeExplicitAutograd:` kernels (run on every backend)
+//!   and the CompositeImplicitAutograd kernels of entries without `dispatch:`
+//!   (`matmul`, `reshape`, `contiguous`, `to.dtype`), which are written only in
+//!   terms of other operators, called through `kernels::ops` (crate-internal).
+//!
+//! Signatures follow the schema → Rust mapping of [`crate::value`]: parameters
+//! in schema order, named as in the schema (`self` → `self_`), `Tensor(a!)` as
+//! `&mut Tensor`; in-place kernels return a clone of the `self_` handle and
+//! `out=` kernels the `out` handle. Every kernel returns [`crate::Result`]; bad
+//! input is an error worded like PyTorch's, never a panic.
+//!
+//! The operator families live in their own modules, each device-agnostic (a
+//! meta input yields a meta output and skips the arithmetic): [`promote`] (type
+//! promotion and broadcasting), `pointwise`, `reduce`, `views`, `shape` (cat,
+//! index_select), `linalg`, `factory`, `copy` and `layout` (strides of memory
+//! formats). Per-dtype code is stamped with `with_dtype!` over the generic
+//! arithmetic of `num`. `backend` stamps the 99 kernels shared by `cpu` and
+//! `meta` from one list (`backend_kernels!(CPU)` / `backend_kernels!(Meta)`),
+//! each function carrying its operator name, so registration can be added in
+//! that one place.
+//!
+//! Allocation sizes are checked (`check_alloc`) so that absurd shapes are an
+//! error (PyTorch's allocator message), not an aborted process.
+
+pub mod composite;
+pub mod cpu;
+pub mod meta;
+pub(crate) mod ops;
+pub mod promote;
+
+mod backend;
+mod copy;
+mod factory;
+mod layout;
+mod linalg;
+mod num;
+mod pointwise;
+mod reduce;
+mod shape;
+mod views;
+
+use crate::error::{Error, Result};
+use crate::tensor::{numel, DType, Device, Element, Geometry, Scalar, Storage, Tensor};
+
+/// Formats a shape as PyTorch prints `IntArrayRef`s: `[2, 3]`.
+pub(crate) fn fmt_shape(s: &[usize]) -> String {
+    format!("{s:?}")
+}
+
+/// Formats a list of ints: `[2, -1]`.
+pub(crate) fn fmt_ints(s: &[i64]) -> String {
+    format!("{s:?}")
+}
+
+/// An error PyTorch raises as `NotImplementedError` (unsupported dtype).
+///
+/// The runtime's [`Error`] has no such variant yet, so this is a
+/// `RuntimeError` carrying PyTorch's message.
+pub(crate) fn not_implemented(msg: impl Into<String>) -> Error {
+    Error::Runtime(msg.into())
+}
+
+/// `"name" not implemented for 'Dtype'`, as `AT_DISPATCH_*` reports it.
+pub(crate) fn dispatch_error(name: &str, dtype: DType) -> Error {
+    not_implemented(format!(
+        "\"{name}\" not implemented for '{}'",
+        dtype.c10_name()
+    ))
+}
+
+/// An `IndexError`.
+pub(crate) fn index_error(msg: impl Into<String>) -> Error {
+    Error::Index(msg.into())
+}
+
+/// The `caffe2::TypeMeta` name of a dtype (`float`, `long int`), which some
+/// PyTorch messages print instead of the `ScalarType` name.
+pub(crate) fn typemeta_name(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "bool",
+        DType::Int32 => "int",
+        DType::Int64 => "long int",
+        DType::Float32 => "float",
+        DType::Float64 => "double",
+    }
+}
+
+/// `maybe_wrap_dim(dim, ndim)` (a 0-dim tensor accepts dims `-1` and `0`).
+pub(crate) fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
+    let n = ndim.max(1) as i64;
+    if dim < -n || dim >= n {
+        return Err(index_error(format!(
+            "Dimension out of range (expected to be in range of [{}, {}], but got {dim})",
+            -n,
+            n - 1
+        )));
+    }
+    Ok(if dim < 0 { dim + n } else { dim } as usize)
+}
+
+/// Checks factory sizes: `Trying to create tensor with negative dimension -1: [2, -1]`.
+pub(crate) fn check_sizes(size: &[i64]) -> Result<Vec<usize>> {
+    if let Some(&d) = size.iter().find(|&&d| d < 0) {
+        crate::bail!(
+            "Trying to create tensor with negative dimension {d}: {}",
+            fmt_ints(size)
+        );
+    }
+    Ok(size.iter().map(|&d| d as usize).collect())
+}
+
+/// The C++ type name `Scalar::to<T>()` reports in overflow errors.
+fn cpp_type_name(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "bool",
+        DType::Int32 => "int",
+        DType::Int64 => "int64_t",
+        DType::Float32 => "float",
+        DType::Float64 => "double",
+    }
+}
+
+/// `Scalar::to<T>()`: a checked conversion ("value cannot be converted to type
+/// int without overflow"); conversions to bool never fail.
+pub(crate) fn scalar_to<T: Element>(s: Scalar) -> Result<T> {
+    let ok = match (T::DTYPE, s) {
+        (DType::Bool, _) | (_, Scalar::Bool(_)) => true,
+        (DType::Int32, Scalar::Int(i)) => i32::try_from(i).is_ok(),
+        (DType::Int32, Scalar::Float(x)) => x >= i32::MIN as f64 && x <= i32::MAX as f64,
+        (DType::Int64, Scalar::Float(x)) => x >= i64::MIN as f64 && x <= i64::MAX as f64,
+        (DType::Float32, Scalar::Float(x)) => !x.is_finite() || x.abs() <= f32::MAX as f64,
+        _ => true,
+    };
+    crate::ensure!(
+        ok,
+        "value cannot be converted to type {} without overflow",
+        cpp_type_name(T::DTYPE)
+    );
+    Ok(T::from_scalar(s))
+}
+
+/// Meta if any of the tensors is on the meta device.
+pub(crate) fn common_device<'a>(ts: impl IntoIterator<Item = &'a Tensor>) -> Device {
+    if ts.into_iter().any(|t| t.device() == Device::Meta) {
+        Device::Meta
+    } else {
+        Device::Cpu
+    }
+}
+
+/// The most a CPU tensor may allocate; beyond it the allocation is refused with
+/// PyTorch's allocator message instead of aborting the process.
+const MAX_ALLOC_BYTES: usize = 1 << 40;
+
+/// Checks that a tensor of `shape` can be allocated (its size does not
+/// overflow; on the CPU, it is not absurdly large).
+pub(crate) fn check_alloc(shape: &[usize], dtype: DType, device: Device) -> Result<()> {
+    let bytes = shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .and_then(|n| n.checked_mul(dtype.itemsize()));
+    match bytes {
+        None => crate::bail!(
+            "Storage size calculation overflowed with sizes={}",
+            fmt_shape(shape)
+        ),
+        Some(b) if b > MAX_ALLOC_BYTES && device == Device::Cpu => crate::bail!(
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {b} bytes. Error code 12 (Cannot allocate memory)"
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// A new zero-filled contiguous tensor, after [`check_alloc`].
+pub(crate) fn alloc(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+    check_alloc(shape, dtype, device)?;
+    Ok(Tensor::zeros(shape, dtype, device))
+}
+
+/// `at::native::resize_output`: resizes `out` (to contiguous strides) unless it
+/// already has the shape.
+pub(crate) fn resize_output(out: &Tensor, shape: &[usize]) -> Result<()> {
+    if out.shape() != shape {
+        check_alloc(shape, out.dtype(), out.device())?;
+        out.resize_(shape);
+    }
+    Ok(())
+}
+
+/// For structured `out=` kernels whose output dtype is fixed:
+/// `Expected out tensor to have dtype float, but got long int instead`.
+pub(crate) fn check_out_dtype(out: &Tensor, want: DType) -> Result<()> {
+    crate::ensure!(
+        out.dtype() == want,
+        "Expected out tensor to have dtype {}, but got {} instead",
+        typemeta_name(want),
+        typemeta_name(out.dtype())
+    );
+    Ok(())
+}
+
+/// A new tensor with the given shape and strides over a fresh zeroed storage
+/// (PyTorch's `empty_strided`; the memory is zeroed here, not uninitialised).
+pub(crate) fn empty_strided(
+    shape: &[usize],
+    strides: &[usize],
+    dtype: DType,
+    device: Device,
+) -> Result<Tensor> {
+    check_alloc(shape, dtype, device)?;
+    let len = if numel(shape) == 0 {
+        0
+    } else {
+        1 + shape
+            .iter()
+            .zip(strides)
+            .map(|(&n, &s)| (n - 1) * s)
+            .sum::<usize>()
+    };
+    Tensor::zeros(&[len], dtype, device).as_strided(shape, strides, 0)
+}
+
+/// Storage positions of a tensor's elements in logical (row-major) order.
+pub(crate) fn element_offsets(g: &Geometry) -> Vec<usize> {
+    let n = numel(&g.shape);
+    let mut out = Vec::with_capacity(n);
+    if n == 0 {
+        return out;
+    }
+    let mut idx = vec![0usize; g.shape.len()];
+    for _ in 0..n {
+        out.push(
+            g.offset
+                + idx
+                    .iter()
+                    .zip(&g.strides)
+                    .map(|(i, s)| i * s)
+                    .sum::<usize>(),
+        );
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < g.shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+/// Writes one value into every element of `t` (overlapping elements of an
+/// expanded tensor included: filling is idempotent).
+pub(crate) fn fill_elements<T: Element>(t: &Tensor, value: T) {
+    if t.device() == Device::Meta {
+        return;
+    }
+    let g = t.geometry();
+    let offsets = element_offsets(&g);
+    let storage: Storage = g.storage;
+    let mut buf = storage.write();
+    crate::with_buffer!(&mut *buf, data, E => {
+        let v: E = crate::tensor::cast::<T, E>(value);
+        for &o in &offsets {
+            data[o] = v;
+        }
+    }, meta => ());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_wrap_like_pytorch() {
+        assert_eq!(wrap_dim(-1, 2).unwrap(), 1);
+        assert_eq!(wrap_dim(0, 0).unwrap(), 0);
+        assert_eq!(wrap_dim(-1, 0).unwrap(), 0);
+        let e = wrap_dim(2, 2).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Dimension out of range (expected to be in range of [-2, 1], but got 2)"
+        );
+        assert_eq!(e.python_class(), "IndexError");
+    }
+
+    #[test]
+    fn checked_scalar_conversions() {
+        assert_eq!(scalar_to::<i64>(Scalar::Float(2.7)).unwrap(), 2);
+        assert!(scalar_to::<bool>(Scalar::Int(5)).unwrap());
+        assert_eq!(
+            scalar_to::<i32>(Scalar::Int(1 << 40))
+                .unwrap_err()
+                .to_string(),
+            "value cannot be converted to type int without overflow"
+        );
+        assert!(scalar_to::<i64>(Scalar::Float(f64::NAN)).is_err());
+        assert!(scalar_to::<f32>(Scalar::Float(f64::INFINITY)).is_ok());
+        assert!(scalar_to::<f32>(Scalar::Float(1e300)).is_err());
+    }
+}

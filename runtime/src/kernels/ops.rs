@@ -1,0 +1,123 @@
+//! The operator calls composite kernels make, in one place.
+//!
+//! CompositeImplicitAutograd kernels (`matmul`, `reshape`, `contiguous`,
+//! `to.dtype`) and the CompositeExplicitAutograd kernels that decompose (`abs`,
+//! `clone`, `stack`, `sum`, …) call other operators only through these functions,
+//! and these go through the dispatcher (`crate::ops`, the typed API), so the
+//! decomposition runs on any backend and is seen by every dispatch layer.
+
+#![allow(non_snake_case)]
+
+use crate::error::Result;
+use crate::ops as op;
+use crate::tensor::{DType, Device, MemoryFormat, Tensor};
+
+/// `aten::view`
+pub(crate) fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    op::view(self_, size)
+}
+
+/// `aten::reshape`
+pub(crate) fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    op::reshape(self_, shape)
+}
+
+/// `aten::mm`
+pub(crate) fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    op::mm(self_, mat2)
+}
+
+/// `aten::unsqueeze`
+pub(crate) fn unsqueeze(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    op::unsqueeze(self_, dim)
+}
+
+/// `aten::squeeze.dim`
+pub(crate) fn squeeze_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    op::squeeze_dim(self_, dim)
+}
+
+/// `aten::transpose.int`
+pub(crate) fn transpose_int(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    op::transpose_int(self_, dim0, dim1)
+}
+
+/// `aten::t`
+pub(crate) fn t(self_: &Tensor) -> Result<Tensor> {
+    op::t(self_)
+}
+
+/// `aten::expand`
+pub(crate) fn expand(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    op::expand(self_, size, false)
+}
+
+/// `aten::select.int`
+pub(crate) fn select_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    op::select_int(self_, dim, index)
+}
+
+/// `aten::stack`
+pub(crate) fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    op::stack(tensors, dim)
+}
+
+/// `aten::cat`
+pub(crate) fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    op::cat(tensors, dim)
+}
+
+/// `aten::cat.out`
+pub(crate) fn cat_out(tensors: &[Tensor], dim: i64, out: &mut Tensor) -> Result<Tensor> {
+    op::cat_out(tensors, dim, out)
+}
+
+/// `aten::copy_`
+pub(crate) fn copy_(self_: &Tensor, src: &Tensor) -> Result<Tensor> {
+    op::copy_(&mut self_.clone(), src, false)
+}
+
+/// `aten::clone`
+pub(crate) fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    op::clone(self_, memory_format)
+}
+
+/// `aten::contiguous`
+pub(crate) fn contiguous(self_: &Tensor) -> Result<Tensor> {
+    op::contiguous(self_, MemoryFormat::Contiguous)
+}
+
+/// `aten::empty.memory_format`
+pub(crate) fn empty_memory_format(
+    size: &[i64],
+    dtype: Option<DType>,
+    device: Option<Device>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    op::empty_memory_format(size, dtype, None, device, None, memory_format)
+}
+
+/// `aten::empty_strided` (not in this project's YAML: a runtime primitive).
+pub(crate) fn empty_strided(
+    size: &[usize],
+    stride: &[usize],
+    dtype: DType,
+    device: Device,
+) -> Result<Tensor> {
+    super::empty_strided(size, stride, dtype, device)
+}
+
+/// `aten::abs.out`
+pub(crate) fn abs_out(self_: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+    op::abs_out(self_, out)
+}
+
+/// `aten::sum.dim_IntList`
+pub(crate) fn sum_dim_IntList(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<DType>,
+) -> Result<Tensor> {
+    op::sum_dim_IntList(self_, dim, keepdim, dtype)
+}

@@ -1,0 +1,635 @@
+//! Pointwise operators: a small `TensorIterator` ([`Iter`]) that broadcasts the
+//! inputs, applies the dtype rule of the operator (promotion, integer → float,
+//! comparison, same-dtype), checks or resizes the output, and then the element
+//! functions of each family, stamped per dtype.
+
+// Element functions are stamped for `bool` too, where `<` is legitimate.
+#![allow(clippy::bool_comparison)]
+
+use super::num::{scalar_equals, Float, Num};
+use super::promote::{
+    broadcast_all, check_can_cast, check_output_shape, result_type, result_type_tensors, Operand,
+};
+use super::{dispatch_error, not_implemented, resize_output, scalar_to, typemeta_name};
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Device, Element, IntoBuffer, Scalar, Tensor};
+use crate::{float_dtype, with_dtype};
+use ndarray::{ArrayD, ArrayViewD, IxDyn, Zip};
+
+/// Where the result goes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Dest<'a> {
+    /// A new tensor.
+    New,
+    /// An `out=` tensor (resized if it has another shape, unless it is also an
+    /// input).
+    Out(&'a Tensor),
+    /// The first input (in-place).
+    Inplace,
+}
+
+/// How the output dtype follows from the inputs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Rule {
+    /// Promote the inputs; the result must be castable to the output.
+    Promote,
+    /// Promote, then integral and bool → the default float dtype.
+    PromoteFloat,
+    /// Compute in the promoted dtype; the result is bool (or any `out=` dtype).
+    Compare,
+    /// Compute in this dtype; an output must have exactly this dtype.
+    Exact(DType),
+}
+
+/// One pointwise computation: broadcast shape, dtypes and the output.
+pub(crate) struct Iter<'a> {
+    ops: Vec<Operand<'a>>,
+    pub shape: Vec<usize>,
+    pub compute: DType,
+    pub result: DType,
+    pub device: Device,
+    out: Option<Tensor>,
+}
+
+impl<'a> Iter<'a> {
+    /// Checks shapes and dtypes as `TensorIterator::build` does (shape first,
+    /// then types) and resizes a write-only `out=` tensor.
+    pub fn build(ops: Vec<Operand<'a>>, dest: Dest<'a>, rule: Rule) -> Result<Self> {
+        let (out, read_write) = match dest {
+            Dest::New => (None, false),
+            Dest::Out(t) => (
+                Some(t.clone()),
+                ops.iter().any(|o| o.tensor().is_some_and(|x| x.is_same(t))),
+            ),
+            Dest::Inplace => (ops[0].tensor().cloned(), true),
+        };
+        let shapes: Vec<Vec<usize>> = ops.iter().map(|o| o.shape()).collect();
+        let shape = broadcast_all(shapes.iter().map(|s| s.as_slice()))?;
+        if let (Some(o), true) = (&out, read_write) {
+            check_output_shape(&o.shape(), &shape)?;
+        }
+        let common = result_type(&ops);
+        let out_dtype = out.as_ref().map(|o| o.dtype());
+        let (compute, result) = match rule {
+            Rule::Promote | Rule::PromoteFloat => {
+                let c = if rule == Rule::PromoteFloat && !common.is_floating_point() {
+                    DType::Float32
+                } else {
+                    common
+                };
+                if let Some(o) = out_dtype {
+                    check_can_cast(c, o)?;
+                }
+                (c, out_dtype.unwrap_or(c))
+            }
+            Rule::Compare => (common, out_dtype.unwrap_or(DType::Bool)),
+            Rule::Exact(d) => {
+                if let Some(o) = out_dtype {
+                    crate::ensure!(
+                        o == d,
+                        "Found dtype {} but expected {}",
+                        o.c10_name(),
+                        d.c10_name()
+                    );
+                }
+                (d, d)
+            }
+        };
+        let device = if ops.iter().any(|o| o.device() == Device::Meta)
+            || out.as_ref().is_some_and(|o| o.device() == Device::Meta)
+        {
+            Device::Meta
+        } else {
+            Device::Cpu
+        };
+        match (&out, read_write) {
+            (Some(o), false) => resize_output(o, &shape)?,
+            (None, _) => super::check_alloc(&shape, result, device)?,
+            _ => {}
+        }
+        Ok(Iter {
+            ops,
+            shape,
+            compute,
+            result,
+            device,
+            out,
+        })
+    }
+
+    /// Nothing to compute (meta tensors)?
+    pub fn is_meta(&self) -> bool {
+        self.device == Device::Meta
+    }
+
+    /// The output without values (meta).
+    pub fn finish_meta(self) -> Tensor {
+        self.out
+            .unwrap_or_else(|| Tensor::zeros(&self.shape, self.result, Device::Meta))
+    }
+
+    /// Input `i` converted to `T` (numbers with C++ cast rules).
+    pub fn input<T: IntoBuffer>(&self, i: usize) -> Result<ArrayD<T>> {
+        match self.ops[i] {
+            Operand::Tensor(t) => t.to_array::<T>(),
+            Operand::Scalar(s) => Ok(ArrayD::from_elem(IxDyn(&[]), T::from_scalar(s))),
+        }
+    }
+
+    /// Writes the computed values (of the broadcast shape) to the output.
+    pub fn finish<R: IntoBuffer>(self, values: ArrayD<R>) -> Result<Tensor> {
+        match self.out {
+            Some(o) => {
+                if o.numel() > 0 {
+                    o.assign(values.view())?;
+                }
+                Ok(o)
+            }
+            None => {
+                let t = Tensor::from_array(values);
+                if t.dtype() == self.result {
+                    Ok(t)
+                } else {
+                    t.to_dtype_copy(self.result)
+                }
+            }
+        }
+    }
+}
+
+fn bcast<'x, T>(a: &'x ArrayD<T>, shape: &[usize]) -> Result<ArrayViewD<'x, T>> {
+    a.broadcast(IxDyn(shape))
+        .ok_or_else(|| Error::Runtime(format!("cannot broadcast {:?} to {shape:?}", a.shape())))
+}
+
+/// `f` over two arrays broadcast to `shape`.
+pub(crate) fn zip2<A: Copy, B: Copy, R>(
+    a: &ArrayD<A>,
+    b: &ArrayD<B>,
+    shape: &[usize],
+    f: impl Fn(A, B) -> R,
+) -> Result<ArrayD<R>> {
+    Ok(Zip::from(&bcast(a, shape)?)
+        .and(&bcast(b, shape)?)
+        .map_collect(|&x, &y| f(x, y)))
+}
+
+/// `f` over three arrays broadcast to `shape`.
+pub(crate) fn zip3<A: Copy, B: Copy, C: Copy, R>(
+    a: &ArrayD<A>,
+    b: &ArrayD<B>,
+    c: &ArrayD<C>,
+    shape: &[usize],
+    f: impl Fn(A, B, C) -> R,
+) -> Result<ArrayD<R>> {
+    Ok(Zip::from(&bcast(a, shape)?)
+        .and(&bcast(b, shape)?)
+        .and(&bcast(c, shape)?)
+        .map_collect(|&x, &y, &z| f(x, y, z)))
+}
+
+/// `f` over one array broadcast to `shape`.
+fn map1<A: Copy, R>(a: &ArrayD<A>, shape: &[usize], f: impl Fn(A) -> R) -> Result<ArrayD<R>> {
+    Ok(bcast(a, shape)?.mapv(f))
+}
+
+fn nan<T: Element>() -> T {
+    T::from_f64(f64::NAN)
+}
+
+/// Binary arithmetic operators.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum BinOp {
+    /// `self + alpha * other`
+    Add,
+    /// `self - alpha * other`
+    Sub,
+    /// `self * other`
+    Mul,
+    /// true division (integers promote to float)
+    Div,
+    /// `rounding_mode='trunc'`
+    DivTrunc,
+    /// `rounding_mode='floor'`
+    DivFloor,
+    /// `maximum`
+    Maximum,
+    /// `minimum`
+    Minimum,
+    /// `pow(Tensor, Tensor)`
+    Pow,
+}
+
+fn sub_check(a: DType, b: DType) -> Result<()> {
+    if a == DType::Bool && b == DType::Bool {
+        return Err(not_implemented(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+        ));
+    }
+    if a == DType::Bool || b == DType::Bool {
+        return Err(not_implemented(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+        ));
+    }
+    Ok(())
+}
+
+fn alpha_check(dtype: DType, alpha: Scalar) -> Result<()> {
+    crate::ensure!(
+        !matches!(alpha, Scalar::Bool(_)) || dtype == DType::Bool,
+        "Boolean alpha only supported for Boolean results."
+    );
+    crate::ensure!(
+        dtype.is_floating_point() || !matches!(alpha, Scalar::Float(_)),
+        "For integral input tensors, argument alpha must not be a floating point number."
+    );
+    Ok(())
+}
+
+/// Parses `div`'s `rounding_mode`.
+pub(crate) fn div_mode(rounding_mode: Option<&str>) -> Result<BinOp> {
+    match rounding_mode {
+        None => Ok(BinOp::Div),
+        Some("trunc") => Ok(BinOp::DivTrunc),
+        Some("floor") => Ok(BinOp::DivFloor),
+        Some(m) => crate::bail!(
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
+        ),
+    }
+}
+
+/// A binary arithmetic operator (`alpha` only matters for add/sub).
+pub(crate) fn binary(
+    op: BinOp,
+    a: Operand<'_>,
+    b: Operand<'_>,
+    alpha: Scalar,
+    dest: Dest<'_>,
+) -> Result<Tensor> {
+    if op == BinOp::Sub {
+        sub_check(a.dtype(), b.dtype())?;
+    }
+    let rule = if op == BinOp::Div {
+        Rule::PromoteFloat
+    } else {
+        Rule::Promote
+    };
+    let it = Iter::build(vec![a, b], dest, rule)?;
+    if matches!(op, BinOp::Add | BinOp::Sub) {
+        alpha_check(it.compute, alpha)?;
+    }
+    if it.is_meta() {
+        return Ok(it.finish_meta());
+    }
+    if it.compute == DType::Bool {
+        match op {
+            BinOp::Pow => return Err(dispatch_error("pow", DType::Bool)),
+            BinOp::DivTrunc => return Err(dispatch_error("div_trunc_cpu", DType::Bool)),
+            BinOp::DivFloor => return Err(dispatch_error("div_floor_cpu", DType::Bool)),
+            _ => {}
+        }
+    }
+    let shape = it.shape.clone();
+    with_dtype!(it.compute, T => {
+        let (x, y) = (it.input::<T>(0)?, it.input::<T>(1)?);
+        if matches!(op, BinOp::DivTrunc | BinOp::DivFloor)
+            && T::DTYPE.is_integral(false)
+            && y.iter().any(|&v| v == T::zero())
+        {
+            crate::bail!("ZeroDivisionError");
+        }
+        let r: ArrayD<T> = match op {
+            BinOp::Add => {
+                let al: T = scalar_to(alpha)?;
+                zip2(&x, &y, &shape, |p, q| p.add(al.mul(q)))?
+            }
+            BinOp::Sub => {
+                let al: T = scalar_to(alpha)?;
+                zip2(&x, &y, &shape, |p, q| p.sub(al.mul(q)))?
+            }
+            BinOp::Mul => zip2(&x, &y, &shape, T::mul)?,
+            BinOp::Div => float_div(&x, &y, &shape)?,
+            BinOp::DivTrunc => zip2(&x, &y, &shape, T::trunc_div)?,
+            BinOp::DivFloor => zip2(&x, &y, &shape, T::floor_div)?,
+            BinOp::Maximum => zip2(&x, &y, &shape, T::max_nan)?,
+            BinOp::Minimum => zip2(&x, &y, &shape, T::min_nan)?,
+            BinOp::Pow => zip2(&x, &y, &shape, T::power)?,
+        };
+        it.finish(r)
+    })
+}
+
+/// True division in a floating dtype (the only dtypes it is computed in).
+fn float_div<T: Num>(x: &ArrayD<T>, y: &ArrayD<T>, shape: &[usize]) -> Result<ArrayD<T>> {
+    float_dtype!(T::DTYPE, F => {
+        let (x, y) = (x.mapv(crate::tensor::cast::<T, F>), y.mapv(crate::tensor::cast::<T, F>));
+        Ok(zip2(&x, &y, shape, F::div)?.mapv(crate::tensor::cast::<F, T>))
+    }, _ => crate::bail!("true division computed in {}", T::DTYPE))
+}
+
+/// Comparison operators.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Cmp {
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `>=`
+    Ge,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `<`
+    Lt,
+}
+
+/// A comparison: computed in the promoted dtype, bool result.
+pub(crate) fn compare(op: Cmp, a: Operand<'_>, b: Operand<'_>, dest: Dest<'_>) -> Result<Tensor> {
+    let it = Iter::build(vec![a, b], dest, Rule::Compare)?;
+    if it.is_meta() {
+        return Ok(it.finish_meta());
+    }
+    let shape = it.shape.clone();
+    with_dtype!(it.compute, T => {
+        let (x, y) = (it.input::<T>(0)?, it.input::<T>(1)?);
+        let r = match op {
+            Cmp::Eq => zip2(&x, &y, &shape, |p: T, q: T| p == q)?,
+            Cmp::Ne => zip2(&x, &y, &shape, |p: T, q: T| p != q)?,
+            Cmp::Ge => zip2(&x, &y, &shape, |p: T, q: T| p >= q)?,
+            Cmp::Le => zip2(&x, &y, &shape, |p: T, q: T| p <= q)?,
+            Cmp::Gt => zip2(&x, &y, &shape, |p: T, q: T| p > q)?,
+            Cmp::Lt => zip2(&x, &y, &shape, |p: T, q: T| p < q)?,
+        };
+        it.finish(r)
+    })
+}
+
+/// Unary operators.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Unary {
+    /// `neg`
+    Neg,
+    /// `abs`
+    Abs,
+    /// `relu` (`clamp_min(self, 0)`)
+    Relu,
+    /// `sin`
+    Sin,
+    /// `cos`
+    Cos,
+    /// `tanh`
+    Tanh,
+    /// `exp`
+    Exp,
+    /// `log`
+    Log,
+    /// `sqrt`
+    Sqrt,
+    /// `sigmoid`
+    Sigmoid,
+}
+
+/// A unary operator. Neg, abs and relu keep the dtype (`out=` must match it);
+/// the others compute in float (integers → float32).
+pub(crate) fn unary(op: Unary, self_: &Tensor, dest: Dest<'_>) -> Result<Tensor> {
+    let dtype = self_.dtype();
+    let rule = match op {
+        Unary::Neg => {
+            if dtype == DType::Bool {
+                return Err(not_implemented("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."));
+            }
+            Rule::Exact(dtype)
+        }
+        Unary::Relu => {
+            if dtype == DType::Bool {
+                return Err(not_implemented("Boolean inputs not supported for relu"));
+            }
+            Rule::Exact(dtype)
+        }
+        Unary::Abs => Rule::Exact(dtype),
+        _ => Rule::PromoteFloat,
+    };
+    let it = Iter::build(vec![Operand::Tensor(self_)], dest, rule)?;
+    if it.is_meta() {
+        return Ok(it.finish_meta());
+    }
+    if op == Unary::Abs && dtype == DType::Bool {
+        return Err(dispatch_error("abs_cpu", dtype));
+    }
+    let shape = it.shape.clone();
+    match op {
+        Unary::Neg | Unary::Abs | Unary::Relu => with_dtype!(it.compute, T => {
+            let x = it.input::<T>(0)?;
+            let r = match op {
+                Unary::Neg => map1(&x, &shape, T::neg)?,
+                Unary::Abs => map1(&x, &shape, T::absolute)?,
+                _ => map1(&x, &shape, |a: T| if a < T::zero() { T::zero() } else { a })?,
+            };
+            it.finish(r)
+        }),
+        _ => float_dtype!(it.compute, T => {
+            let x = it.input::<T>(0)?;
+            let f: fn(T) -> T = match op {
+                Unary::Sin => T::sin,
+                Unary::Cos => T::cos,
+                Unary::Tanh => T::tanh,
+                Unary::Exp => T::exp,
+                Unary::Log => T::ln,
+                Unary::Sqrt => T::sqrt,
+                _ => |a: T| T::one().div(T::one().add(a.neg().exp())),
+            };
+            it.finish(map1(&x, &shape, f)?)
+        }, _ => crate::bail!("{op:?} computed in {}", it.compute)),
+    }
+}
+
+/// `clamp(self, min, max)` with scalar bounds.
+pub(crate) fn clamp(
+    self_: &Tensor,
+    min: Option<Scalar>,
+    max: Option<Scalar>,
+    dest: Dest<'_>,
+) -> Result<Tensor> {
+    crate::ensure!(
+        min.is_some() || max.is_some(),
+        "torch.clamp: At least one of 'min' or 'max' must not be None"
+    );
+    let mut rt = self_.dtype();
+    if !rt.is_floating_point() {
+        let mut ops = vec![Operand::Tensor(self_)];
+        ops.extend(min.map(Operand::Scalar));
+        ops.extend(max.map(Operand::Scalar));
+        rt = result_type(&ops);
+        let inplace = match dest {
+            Dest::Inplace => true,
+            Dest::Out(o) => o.is_same(self_),
+            Dest::New => false,
+        };
+        crate::ensure!(
+            rt == self_.dtype() || !inplace,
+            "result type {} can't be cast to the desired output type {}",
+            rt.c10_name(),
+            typemeta_name(self_.dtype())
+        );
+    }
+    let it = Iter::build(vec![Operand::Tensor(self_)], dest, Rule::Exact(rt))?;
+    if it.is_meta() {
+        return Ok(it.finish_meta());
+    }
+    if rt == DType::Bool {
+        let name = match (min, max) {
+            (Some(_), Some(_)) => "clamp_scalar_cpu",
+            (Some(_), None) => "clamp_min_scalar_cpu",
+            _ => "clamp_max_scalar_cpu",
+        };
+        return Err(dispatch_error(name, rt));
+    }
+    let is_nan = |s: Option<Scalar>| matches!(s, Some(Scalar::Float(x)) if x.is_nan());
+    let nan_bound = is_nan(min) || is_nan(max);
+    let shape = it.shape.clone();
+    with_dtype!(rt, T => {
+        let x = it.input::<T>(0)?;
+        let r = if nan_bound {
+            ArrayD::from_elem(IxDyn(&shape), nan::<T>())
+        } else {
+            let lo: Option<T> = min.map(scalar_to).transpose()?;
+            let hi: Option<T> = max.map(scalar_to).transpose()?;
+            map1(&x, &shape, |a: T| {
+                let a = match lo {
+                    Some(l) if a < l => l,
+                    _ => a,
+                };
+                match hi {
+                    Some(h) if h < a => h,
+                    _ => a,
+                }
+            })?
+        };
+        it.finish(r)
+    })
+}
+
+/// `clamp(self, min, max)` with tensor bounds (promoted together).
+pub(crate) fn clamp_tensor(
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+    dest: Dest<'_>,
+) -> Result<Tensor> {
+    crate::ensure!(
+        min.is_some() || max.is_some(),
+        "torch.clamp: At least one of 'min' or 'max' must not be None"
+    );
+    let mut ops = vec![Operand::Tensor(self_)];
+    ops.extend(min.map(Operand::Tensor));
+    ops.extend(max.map(Operand::Tensor));
+    let it = Iter::build(ops, dest, Rule::Promote)?;
+    if it.is_meta() {
+        return Ok(it.finish_meta());
+    }
+    if min.is_some() && max.is_some() && it.compute == DType::Bool {
+        return Err(dispatch_error("clamp_cpu", DType::Bool));
+    }
+    let shape = it.shape.clone();
+    with_dtype!(it.compute, T => {
+        let x = it.input::<T>(0)?;
+        let r = match (min, max) {
+            (Some(_), Some(_)) => {
+                let (lo, hi) = (it.input::<T>(1)?, it.input::<T>(2)?);
+                zip3(&x, &lo, &hi, &shape, |a: T, l: T, h: T| {
+                    if l.is_nan() || h.is_nan() {
+                        nan::<T>()
+                    } else {
+                        let a = if a < l { l } else { a };
+                        if h < a { h } else { a }
+                    }
+                })?
+            }
+            (Some(_), None) => zip2(&x, &it.input::<T>(1)?, &shape, T::max_nan)?,
+            _ => zip2(&x, &it.input::<T>(1)?, &shape, T::min_nan)?,
+        };
+        it.finish(r)
+    })
+}
+
+/// `pow(self, exponent)` with a scalar exponent.
+pub(crate) fn pow_scalar(self_: &Tensor, exponent: Scalar, dest: Dest<'_>) -> Result<Tensor> {
+    crate::ensure!(
+        !(self_.dtype().is_integral(true) && matches!(exponent, Scalar::Int(e) if e < 0)),
+        "Integers to negative integer powers are not allowed."
+    );
+    let rt = result_type(&[Operand::Tensor(self_), Operand::Scalar(exponent)]);
+    let it = Iter::build(vec![Operand::Tensor(self_)], dest, Rule::Exact(rt))?;
+    if it.is_meta() {
+        return Ok(it.finish_meta());
+    }
+    let shape = it.shape.clone();
+    let zero = scalar_equals(exponent, 0.0) || exponent == Scalar::Bool(false);
+    let one = scalar_equals(exponent, 1.0) || exponent == Scalar::Bool(true);
+    with_dtype!(rt, T => {
+        let x = it.input::<T>(0)?;
+        let r: ArrayD<T> = if zero {
+            ArrayD::from_elem(IxDyn(&shape), T::one())
+        } else if one {
+            x
+        } else if rt == DType::Bool {
+            return Err(dispatch_error("pow", rt));
+        } else if rt.is_floating_point() {
+            pow_float(&x, exponent.to_f64())?
+        } else {
+            let e: T = scalar_to(exponent)?;
+            x.mapv(|v| v.power(e))
+        };
+        it.finish(r)
+    })
+}
+
+fn pow_float<T: Num>(x: &ArrayD<T>, e: f64) -> Result<ArrayD<T>> {
+    float_dtype!(T::DTYPE, F => {
+        let x = x.mapv(crate::tensor::cast::<T, F>);
+        let ef = F::of(e);
+        let r = if e == 0.5 {
+            x.mapv(F::sqrt)
+        } else if e == -0.5 {
+            x.mapv(|v| F::one().div(v.sqrt()))
+        } else if e == -1.0 {
+            x.mapv(|v| F::one().div(v))
+        } else if e == 2.0 {
+            x.mapv(|v| v.mul(v))
+        } else if e == 3.0 {
+            x.mapv(|v| v.mul(v).mul(v))
+        } else if e == -2.0 {
+            x.mapv(|v| F::one().div(v.mul(v)))
+        } else {
+            x.mapv(|v| v.power(ef))
+        };
+        Ok(r.mapv(crate::tensor::cast::<F, T>))
+    }, _ => crate::bail!("float pow computed in {}", T::DTYPE))
+}
+
+/// `where(condition, self, other)`.
+pub(crate) fn where_self(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let rt = result_type_tensors([self_, other]);
+    crate::ensure!(
+        condition.dtype() == DType::Bool,
+        "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+        condition.dtype().c10_name()
+    );
+    let ops = vec![
+        Operand::Tensor(condition),
+        Operand::Tensor(self_),
+        Operand::Tensor(other),
+    ];
+    let it = Iter::build(ops, Dest::New, Rule::Exact(rt))?;
+    if it.is_meta() {
+        return Ok(it.finish_meta());
+    }
+    let shape = it.shape.clone();
+    with_dtype!(rt, T => {
+        let c = it.input::<bool>(0)?;
+        let (a, b) = (it.input::<T>(1)?, it.input::<T>(2)?);
+        let r = zip3(&c, &a, &b, &shape, |c, a: T, b: T| if c { a } else { b })?;
+        it.finish(r)
+    })
+}

@@ -1,0 +1,188 @@
+//! Operators that assemble or pick whole slices: `cat` and `index_select`.
+
+use super::layout::{strides_for, suggest_memory_format};
+use super::promote::{can_cast, result_type_tensors};
+use super::{alloc, common_device, empty_strided, index_error, resize_output, wrap_dim};
+use crate::error::{Error, Result};
+use crate::tensor::{Device, MemoryFormat, Tensor};
+use crate::with_dtype;
+use ndarray::{ArrayD, Axis};
+
+/// Legacy rule: 1-D empty tensors are skipped by `cat`.
+fn skipped(t: &Tensor) -> bool {
+    t.dim() == 1 && t.numel() == 0
+}
+
+/// `cat(tensors, dim)`, into `out` if given.
+pub(crate) fn cat(tensors: &[Tensor], dim: i64, out: Option<&Tensor>) -> Result<Tensor> {
+    for (i, t) in tensors.iter().enumerate() {
+        crate::ensure!(
+            t.dim() > 0,
+            "zero-dimensional tensor (at position {i}) cannot be concatenated"
+        );
+    }
+    let wrapped = match tensors.iter().find(|t| !skipped(t)) {
+        Some(t) => Some(wrap_dim(dim, t.dim())?),
+        None => None,
+    };
+    if tensors.is_empty() {
+        return Err(Error::Value(
+            "torch.cat(): expected a non-empty list of Tensors".into(),
+        ));
+    }
+    let mut dtype = result_type_tensors(tensors);
+    if let Some(o) = out {
+        crate::ensure!(
+            can_cast(dtype, o.dtype()),
+            "torch.cat(): input types can't be cast to the desired output type {}",
+            o.dtype().c10_name()
+        );
+        dtype = o.dtype();
+    }
+    let format = {
+        let mut f: Option<MemoryFormat> = None;
+        let mut res = MemoryFormat::Contiguous;
+        for t in tensors {
+            let g = suggest_memory_format(t);
+            if g == MemoryFormat::Contiguous || f.is_some_and(|x| x != g) {
+                res = MemoryFormat::Contiguous;
+                break;
+            }
+            f = Some(g);
+            res = g;
+        }
+        res
+    };
+    let valid = tensors.iter().position(|t| !skipped(t));
+    let sizes = match (valid, wrapped) {
+        (Some(v), Some(d)) => {
+            let first = &tensors[v];
+            let mut at_dim = 0;
+            for (i, t) in tensors.iter().enumerate() {
+                if skipped(t) {
+                    continue;
+                }
+                crate::ensure!(
+                    first.dim() == t.dim(),
+                    "Tensors must have same number of dimensions: got {} and {}",
+                    first.dim(),
+                    t.dim()
+                );
+                let (a, b) = (first.shape(), t.shape());
+                for k in 0..a.len() {
+                    crate::ensure!(
+                        k == d || a[k] == b[k],
+                        "Sizes of tensors must match except in dimension {d}. Expected size {} but got size {} for tensor number {i} in the list.",
+                        a[k],
+                        b[k]
+                    );
+                }
+                at_dim += b[d];
+            }
+            let mut s = first.shape();
+            s[d] = at_dim;
+            s
+        }
+        _ => vec![0],
+    };
+    let device = common_device(tensors.iter().chain(out));
+    let result = match out {
+        Some(o) => {
+            resize_output(o, &sizes)?;
+            o.clone()
+        }
+        None => {
+            let strides = strides_for(&sizes, format)
+                .unwrap_or_else(|_| crate::tensor::contiguous_strides(&sizes));
+            empty_strided(&sizes, &strides, dtype, device)?
+        }
+    };
+    if device == Device::Meta || result.numel() == 0 {
+        return Ok(result);
+    }
+    let d = wrapped.unwrap_or(0);
+    with_dtype!(dtype, T => {
+        let parts = tensors
+            .iter()
+            .filter(|t| !skipped(t))
+            .map(|t| t.to_array::<T>())
+            .collect::<Result<Vec<ArrayD<T>>>>()?;
+        let views: Vec<_> = parts.iter().map(|a| a.view()).collect();
+        let joined = ndarray::concatenate(Axis(d), &views)
+            .map_err(|e| Error::Runtime(format!("cat: {e}")))?;
+        result.assign(joined.view())?;
+    });
+    Ok(result)
+}
+
+/// `index_select(self, dim, index)`, into `out` if given.
+pub(crate) fn index_select(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let d = wrap_dim(dim, self_.dim())?;
+    let numel = index.numel();
+    if index.dim() > 1 {
+        return Err(index_error(
+            "index_select(): Index is supposed to be a vector",
+        ));
+    }
+    crate::ensure!(
+        !(self_.dim() == 0 && numel != 1),
+        "index_select(): Index to scalar can have only 1 value, got {numel} value(s)"
+    );
+    crate::ensure!(
+        index.dtype().is_integral(false),
+        "index_select(): Expected dtype int32 or int64 for index"
+    );
+    if let Some(o) = out {
+        crate::ensure!(
+            o.dtype() == self_.dtype(),
+            "index_select(): self and result must have the same scalar type"
+        );
+    }
+    let mut shape = self_.shape();
+    if self_.dim() > 0 {
+        shape[d] = numel;
+    }
+    let device = common_device([self_, index].into_iter().chain(out));
+    let result = match out {
+        Some(o) => {
+            resize_output(o, &shape)?;
+            o.clone()
+        }
+        None => alloc(&shape, self_.dtype(), device)?,
+    };
+    if device == Device::Meta {
+        return Ok(result);
+    }
+    let idx = index.to_vec::<i64>()?;
+    let bound = if self_.dim() == 0 {
+        1
+    } else {
+        self_.shape()[d]
+    };
+    if self_.dim() > 1 && numel == 0 {
+        return Ok(result);
+    }
+    if self_.dim() > 1 && self_.numel() == 0 && bound == 0 {
+        return Err(index_error(
+            "index_select(): self indexing axis dim should be positive",
+        ));
+    }
+    if idx.iter().any(|&i| i < 0 || i as usize >= bound) {
+        return Err(index_error("index out of range in self"));
+    }
+    if result.numel() == 0 {
+        return Ok(result);
+    }
+    let idx: Vec<usize> = idx.iter().map(|&i| i as usize).collect();
+    with_dtype!(self_.dtype(), T => {
+        let a = self_.to_array::<T>()?;
+        let picked = if self_.dim() == 0 { a } else { a.select(Axis(d), &idx) };
+        result.assign(picked.view())?;
+    });
+    Ok(result)
+}

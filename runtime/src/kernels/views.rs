@@ -1,0 +1,321 @@
+//! View operators: new geometry over the same storage, with the strides and
+//! storage offsets PyTorch computes (`computeStride`, `inferExpandGeometry`, …).
+//! They only touch metadata, so they work on every device.
+
+use super::{fmt_ints, fmt_shape, index_error, wrap_dim};
+use crate::error::Result;
+use crate::tensor::{DType, Tensor};
+
+/// `infer_size`: resolves one `-1` and checks the element count.
+pub(crate) fn infer_size(shape: &[i64], numel: usize) -> Result<Vec<usize>> {
+    let mut newsize: usize = 1;
+    let mut infer: Option<usize> = None;
+    for (i, &d) in shape.iter().enumerate() {
+        if d == -1 {
+            crate::ensure!(infer.is_none(), "only one dimension can be inferred");
+            infer = Some(i);
+        } else if d >= 0 {
+            newsize = newsize.saturating_mul(d as usize);
+        } else {
+            crate::bail!(
+                "invalid shape dimension {d} at index {i} of shape {}",
+                fmt_ints(shape)
+            );
+        }
+    }
+    let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
+    if numel == newsize || infer.is_some() && numel.checked_rem(newsize) == Some(0) {
+        if let Some(i) = infer {
+            crate::ensure!(
+                newsize != 0,
+                "cannot reshape tensor of {numel} elements into shape {} because the unspecified dimension size -1 can be any value and is ambiguous",
+                fmt_ints(shape)
+            );
+            out[i] = numel / newsize;
+        }
+        return Ok(out);
+    }
+    crate::bail!(
+        "shape '{}' is invalid for input of size {numel}",
+        fmt_ints(shape)
+    )
+}
+
+/// `computeStride`: strides that view `oldshape`/`oldstride` as `newshape`, or
+/// `None` if that needs a copy.
+pub(crate) fn compute_stride(
+    oldshape: &[usize],
+    oldstride: &[usize],
+    newshape: &[usize],
+) -> Option<Vec<usize>> {
+    if oldshape.is_empty() {
+        return Some(vec![1; newshape.len()]);
+    }
+    let numel: usize = oldshape.iter().product();
+    if numel == 0 && oldshape == newshape {
+        return Some(oldstride.to_vec());
+    }
+    let mut newstride = vec![0usize; newshape.len()];
+    if numel == 0 {
+        for d in (0..newshape.len()).rev() {
+            newstride[d] = if d == newshape.len() - 1 {
+                1
+            } else {
+                newshape[d + 1].max(1) * newstride[d + 1]
+            };
+        }
+        return Some(newstride);
+    }
+    let mut view_d = newshape.len() as isize - 1;
+    let mut chunk_base_stride = *oldstride.last()?;
+    let (mut tensor_numel, mut view_numel) = (1usize, 1usize);
+    for tensor_d in (0..oldshape.len()).rev() {
+        tensor_numel *= oldshape[tensor_d];
+        if tensor_d == 0
+            || (oldshape[tensor_d - 1] != 1
+                && oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride)
+        {
+            while view_d >= 0 && (view_numel < tensor_numel || newshape[view_d as usize] == 1) {
+                newstride[view_d as usize] = view_numel * chunk_base_stride;
+                view_numel *= newshape[view_d as usize];
+                view_d -= 1;
+            }
+            if view_numel != tensor_numel {
+                return None;
+            }
+            if tensor_d > 0 {
+                chunk_base_stride = oldstride[tensor_d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    (view_d == -1).then_some(newstride)
+}
+
+/// `view(self, size)`.
+pub(crate) fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    let shape = infer_size(size, self_.numel())?;
+    match compute_stride(&self_.shape(), &self_.strides(), &shape) {
+        Some(strides) => self_.as_strided(&shape, &strides, self_.storage_offset()),
+        None => crate::bail!(
+            "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        ),
+    }
+}
+
+/// `alias()`: a new view with the same geometry.
+pub(crate) fn alias(self_: &Tensor) -> Result<Tensor> {
+    self_.as_strided(&self_.shape(), &self_.strides(), self_.storage_offset())
+}
+
+/// `permute(self, dims)`.
+pub(crate) fn permute(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let n = self_.dim();
+    crate::ensure!(
+        dims.len() == n,
+        "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to len(dims) = {}",
+        dims.len()
+    );
+    let (shape, strides) = (self_.shape(), self_.strides());
+    let mut seen = vec![false; n];
+    let (mut ns, mut nst) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for &d in dims {
+        let w = wrap_dim(d, n)?;
+        crate::ensure!(!seen[w], "permute(): duplicate dims are not allowed.");
+        seen[w] = true;
+        ns.push(shape[w]);
+        nst.push(strides[w]);
+    }
+    self_.as_strided(&ns, &nst, self_.storage_offset())
+}
+
+/// `transpose(self, dim0, dim1)`.
+pub(crate) fn transpose(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    let n = self_.dim();
+    let (a, b) = (wrap_dim(dim0, n)?, wrap_dim(dim1, n)?);
+    if a == b {
+        return alias(self_);
+    }
+    let (mut shape, mut strides) = (self_.shape(), self_.strides());
+    shape.swap(a, b);
+    strides.swap(a, b);
+    self_.as_strided(&shape, &strides, self_.storage_offset())
+}
+
+/// `t(self)`.
+pub(crate) fn t(self_: &Tensor) -> Result<Tensor> {
+    let n = self_.dim();
+    crate::ensure!(
+        n <= 2,
+        "t() expects a tensor with <= 2 dimensions, but self is {n}D"
+    );
+    transpose(self_, 0, if n < 2 { 0 } else { 1 })
+}
+
+/// The legacy type name PyTorch prints in some messages (`torch.FloatTensor`).
+fn legacy_type_name(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "torch.BoolTensor",
+        DType::Int32 => "torch.IntTensor",
+        DType::Int64 => "torch.LongTensor",
+        DType::Float32 => "torch.FloatTensor",
+        DType::Float64 => "torch.DoubleTensor",
+    }
+}
+
+/// `expand(self, size)`: size-1 dimensions (and new leading ones) get stride 0.
+pub(crate) fn expand(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    let (shape, strides) = (self_.shape(), self_.strides());
+    let (ndim, tdim) = (size.len(), shape.len());
+    crate::ensure!(
+        ndim >= tdim,
+        "expand({}{{{}}}, size={}): the number of sizes provided ({ndim}) must be greater or equal to the number of dimensions in the tensor ({tdim})",
+        legacy_type_name(self_.dtype()),
+        fmt_shape(&shape),
+        fmt_ints(size)
+    );
+    let mut es = vec![0i64; ndim];
+    let mut est = vec![0i64; ndim];
+    if tdim == 0 {
+        es.copy_from_slice(size);
+    } else {
+        for i in (0..ndim).rev() {
+            let off = ndim - 1 - i;
+            let d = tdim as isize - 1 - off as isize;
+            let mut sz = if d >= 0 { shape[d as usize] as i64 } else { 1 };
+            let mut st = if d >= 0 {
+                strides[d as usize] as i64
+            } else {
+                es[i + 1] * est[i + 1]
+            };
+            let mut target = size[i];
+            if target == -1 {
+                crate::ensure!(
+                    d >= 0,
+                    "The expanded size of the tensor ({target}) isn't allowed in a leading, non-existing dimension {i}"
+                );
+                target = sz;
+            }
+            if sz != target {
+                crate::ensure!(
+                    sz == 1,
+                    "The expanded size of the tensor ({target}) must match the existing size ({sz}) at non-singleton dimension {i}.  Target sizes: {}.  Tensor sizes: {}",
+                    fmt_ints(size),
+                    fmt_shape(&shape)
+                );
+                sz = target;
+                st = 0;
+            }
+            es[i] = sz;
+            est[i] = st;
+        }
+    }
+    let new_shape = super::check_sizes(&es)?;
+    let new_strides: Vec<usize> = est.iter().map(|&s| s.max(0) as usize).collect();
+    self_.as_strided(&new_shape, &new_strides, self_.storage_offset())
+}
+
+/// `select(self, dim, index)`.
+pub(crate) fn select(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    let n = self_.dim();
+    if n == 0 {
+        return Err(index_error("select() cannot be applied to a 0-dim tensor."));
+    }
+    let d = wrap_dim(dim, n)?;
+    let (mut shape, mut strides) = (self_.shape(), self_.strides());
+    let size = shape[d] as i64;
+    if index < -size || index >= size {
+        return Err(index_error(format!(
+            "select(): index {index} out of range for tensor of size {} at dimension {d}",
+            fmt_shape(&shape)
+        )));
+    }
+    let index = if index < 0 { index + size } else { index } as usize;
+    let offset = self_.storage_offset() + index * strides[d];
+    shape.remove(d);
+    strides.remove(d);
+    self_.as_strided(&shape, &strides, offset)
+}
+
+/// `slice(self, dim, start, end, step)`: bounds are clamped, `step` must be
+/// positive.
+pub(crate) fn slice(
+    self_: &Tensor,
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Result<Tensor> {
+    let n = self_.dim();
+    if n == 0 {
+        return Err(index_error("slice() cannot be applied to a 0-dim tensor."));
+    }
+    let d = wrap_dim(dim, n)?;
+    crate::ensure!(step > 0, "slice step must be positive");
+    let (mut shape, mut strides) = (self_.shape(), self_.strides());
+    let size = shape[d] as i64;
+    let mut s = start.unwrap_or(0);
+    let mut e = end.unwrap_or(i64::MAX);
+    if s == i64::MAX {
+        s = 0;
+    }
+    if s < 0 {
+        s += size;
+    }
+    if e < 0 {
+        e += size;
+    }
+    s = s.clamp(0, size);
+    e = if e < s { s } else { e.min(size) };
+    let offset = self_.storage_offset() + s as usize * strides[d];
+    let len = e - s;
+    shape[d] = if len == 0 {
+        0
+    } else {
+        ((len - 1) / step + 1) as usize
+    };
+    strides[d] = strides[d].saturating_mul(step as usize);
+    self_.as_strided(&shape, &strides, offset)
+}
+
+/// `squeeze(self, dim)`: removes `dim` if its size is 1.
+pub(crate) fn squeeze_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    let n = self_.dim();
+    let d = wrap_dim(dim, n)?;
+    let (mut shape, mut strides) = (self_.shape(), self_.strides());
+    if n == 0 || shape[d] != 1 {
+        return alias(self_);
+    }
+    shape.remove(d);
+    strides.remove(d);
+    self_.as_strided(&shape, &strides, self_.storage_offset())
+}
+
+/// `unsqueeze(self, dim)`.
+pub(crate) fn unsqueeze(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    let n = self_.dim();
+    let d = wrap_dim(dim, n + 1)?;
+    let (mut shape, mut strides) = (self_.shape(), self_.strides());
+    let st = if d >= n { 1 } else { shape[d] * strides[d] };
+    shape.insert(d, 1);
+    strides.insert(d, st);
+    self_.as_strided(&shape, &strides, self_.storage_offset())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn view_strides() {
+        assert_eq!(compute_stride(&[2, 3], &[3, 1], &[3, 2]), Some(vec![2, 1]));
+        assert_eq!(compute_stride(&[3, 2], &[1, 3], &[6]), None);
+        assert_eq!(compute_stride(&[0, 3], &[3, 1], &[3, 0]), Some(vec![1, 1]));
+        assert_eq!(compute_stride(&[], &[], &[1, 1]), Some(vec![1, 1]));
+        assert_eq!(compute_stride(&[1], &[1], &[]), Some(vec![]));
+        assert_eq!(infer_size(&[3, -1], 6).unwrap(), vec![3, 2]);
+        assert!(infer_size(&[-1, 0], 0).is_err());
+        assert!(infer_size(&[4], 6).is_err());
+    }
+}
