@@ -185,18 +185,23 @@ impl KeySet {
     /// for a call without tensors, the backend of a `Device` argument (CPU if none),
     /// as BackendSelect would pick it.
     pub fn of_values(args: &[Value]) -> KeySet {
-        let mut ks = KeySet::EMPTY;
-        let mut device = None;
-        for v in args {
-            match v {
-                Value::Tensor(t) => ks = ks | t.key_set(),
-                Value::TensorList(ts) => ts.iter().for_each(|t| ks = ks | t.key_set()),
-                Value::OptTensorList(ts) => ts.iter().flatten().for_each(|t| ks = ks | t.key_set()),
-                Value::List(vs) => ks = ks | KeySet::of_values(vs) - KeySet::of(DispatchKey::CPU),
-                Value::Device(d) => device = Some(*d),
-                _ => {}
+        fn collect(args: &[Value], ks: &mut KeySet, device: &mut Option<Device>) {
+            for v in args {
+                match v {
+                    Value::Tensor(t) => *ks = *ks | t.key_set(),
+                    Value::TensorList(ts) => ts.iter().for_each(|t| *ks = *ks | t.key_set()),
+                    Value::OptTensorList(ts) => {
+                        ts.iter().flatten().for_each(|t| *ks = *ks | t.key_set())
+                    }
+                    Value::List(vs) => collect(vs, ks, device),
+                    Value::Device(d) => *device = Some(*d),
+                    _ => {}
+                }
             }
         }
+        let mut ks = KeySet::EMPTY;
+        let mut device = None;
+        collect(args, &mut ks, &mut device);
         if ks.highest_backend().is_none() {
             ks = ks | KeySet::for_device(device.unwrap_or(Device::Cpu));
         }
