@@ -1,0 +1,66 @@
+//! Call-overhead benchmark: median nanoseconds per call of a 1-element f32 `add`,
+//! printed one figure per line as `name: value`.
+//!
+//! ```text
+//! cargo run --release -p opforge-tests --bin overhead
+//! ```
+//! - `direct_kernel_ns`: the CPU kernel called as a plain Rust function;
+//! - `typed_call_ns`: `opforge::ops::add_Tensor` (dispatch, unboxed kernel pointer);
+//! - `boxed_op_call_ns`: the dispatcher's boxed path through an overload handle.
+
+use opforge::dispatch::dispatcher;
+use opforge::{Scalar, Tensor, Value};
+use std::hint::black_box;
+use std::time::Instant;
+
+/// Median over `batches` of the mean time per call in a batch of `per_batch` calls.
+fn median_ns(mut f: impl FnMut()) -> f64 {
+    let (batches, per_batch) = (31, 20_000);
+    for _ in 0..per_batch {
+        f();
+    }
+    let mut samples: Vec<f64> = (0..batches)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..per_batch {
+                f();
+            }
+            t.elapsed().as_nanos() as f64 / per_batch as f64
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[batches / 2]
+}
+
+fn main() {
+    let a = Tensor::from_vec(vec![1.5f32], &[1]).expect("tensor");
+    let b = Tensor::from_vec(vec![2.25f32], &[1]).expect("tensor");
+    let one = Scalar::Int(1);
+    assert!(
+        dispatcher().registration_errors().is_empty(),
+        "{:?}",
+        dispatcher().registration_errors()
+    );
+    let direct = median_ns(|| {
+        black_box(
+            opforge::kernels::cpu::add_Tensor(black_box(&a), black_box(&b), one).expect("add"),
+        );
+    });
+    let typed = median_ns(|| {
+        black_box(opforge::ops::add_Tensor(black_box(&a), black_box(&b), one).expect("add"));
+    });
+    let op = dispatcher()
+        .find("aten::add.Tensor")
+        .expect("add.Tensor is an operator");
+    let args = [
+        Value::Tensor(a.clone()),
+        Value::Tensor(b.clone()),
+        Value::Int(1),
+    ];
+    let boxed = median_ns(|| {
+        black_box(op.call_boxed(black_box(&args)).expect("add"));
+    });
+    println!("direct_kernel_ns: {direct:.1}");
+    println!("typed_call_ns: {typed:.1}");
+    println!("boxed_op_call_ns: {boxed:.1}");
+}
