@@ -43,6 +43,10 @@ pub enum Error {
     /// A value error, worded like PyTorch's `ValueError`.
     #[error("{0}")]
     Value(String),
+    /// An operation PyTorch does not implement for these inputs (e.g. a dtype a
+    /// kernel has no loop for), like PyTorch's `NotImplementedError`.
+    #[error("{0}")]
+    NotImplemented(String),
 }
 
 impl Error {
@@ -52,6 +56,7 @@ impl Error {
             Error::Type(_) => "TypeError",
             Error::Index(_) => "IndexError",
             Error::Value(_) => "ValueError",
+            Error::NotImplemented(_) => "NotImplementedError",
             _ => "RuntimeError",
         }
     }

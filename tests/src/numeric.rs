@@ -749,6 +749,8 @@ pub struct Report {
     pub failed: usize,
     /// Error cases whose message matched PyTorch's word for word.
     pub messages_matched: usize,
+    /// Error cases whose exception class matched PyTorch's.
+    pub classes_matched: usize,
     /// Error cases (expected and raised).
     pub error_cases: usize,
     /// One paragraph per failure.
@@ -784,6 +786,9 @@ pub fn replay(cases: &[Case], device: Backend) -> Report {
                 report.error_cases += 1;
                 if e.to_string() == msg {
                     report.messages_matched += 1;
+                }
+                if Some(e.python_class()) == case.expect.get("error").and_then(Json::as_str) {
+                    report.classes_matched += 1;
                 }
             }
             v

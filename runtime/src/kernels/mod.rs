@@ -63,7 +63,7 @@ pub(crate) fn fmt_ints(s: &[i64]) -> String {
 /// The runtime's [`Error`] has no such variant yet, so this is a
 /// `RuntimeError` carrying PyTorch's message.
 pub(crate) fn not_implemented(msg: impl Into<String>) -> Error {
-    Error::Runtime(msg.into())
+    Error::NotImplemented(msg.into())
 }
 
 /// `"name" not implemented for 'Dtype'`, as `AT_DISPATCH_*` reports it.

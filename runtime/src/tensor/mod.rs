@@ -401,9 +401,13 @@ impl Tensor {
         numel(&self.geom().shape)
     }
 
-    /// Row-major contiguous (dimensions of size 1 may have any stride).
+    /// Row-major contiguous (dimensions of size 1 may have any stride; an empty
+    /// tensor is contiguous, as in PyTorch).
     pub fn is_contiguous(&self) -> bool {
         let g = self.geom();
+        if numel(&g.shape) == 0 {
+            return true;
+        }
         let mut expected = 1;
         for (&n, &s) in g.shape.iter().zip(&g.strides).rev() {
             if n != 1 {

@@ -47,8 +47,8 @@ fn main() -> ExitCode {
         );
     }
     println!(
-        "error messages matched word for word: {}/{}",
-        report.messages_matched, report.error_cases
+        "error messages matched word for word: {}/{}; exception classes matched: {}/{}",
+        report.messages_matched, report.error_cases, report.classes_matched, report.error_cases
     );
     println!("{} passed, {} failed", report.passed, report.failed);
     if report.failed == 0 {
