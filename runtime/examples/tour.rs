@@ -1,140 +1,125 @@
-//! A tour of opforge: what the generator derived from `native_functions.yaml`.
+//! A tour of opforge: from a YAML entry to a dispatched call.
 //!
 //! Run with `cargo run --example tour`.
 
-use opforge::schema::OpSchema;
-use opforge::{OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
+use opforge::dispatch::{dispatcher, DispatchKey, KeySet, LocalKeys};
+use opforge::{kernel, ops, torch, DType, Device, OpId, Result, Scalar, Tensor, BINDINGS, OPS};
 
-fn describe(op: &OpSchema) {
-    println!("  {}", op.schema);
+/// 2. A kernel of our own: `mul.Tensor` at the Python key (below autograd, above
+/// the backends), logging and then computing with the CPU kernel. `#[kernel]`
+/// checks this signature against the schema at compile time.
+#[kernel(Python, "mul.Tensor")]
+fn mul_logged(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     println!(
-        "    kind: {}; variants: {}; yaml line {}",
-        op.kind,
-        match (op.function, op.method) {
-            (true, true) => "function, method",
-            (false, true) => "method",
-            _ => "function",
-        },
-        op.line
+        "    [Python-key kernel] mul.Tensor({:?}, {:?})",
+        self_.shape(),
+        other.shape()
     );
-    for a in op.args {
-        let role = match (a.kwarg_only, a.is_out) {
-            (_, true) => "out",
-            (true, false) => "keyword-only",
-            (false, false) => "positional",
-        };
-        let default = a
-            .default
-            .map(|d| format!(" = {}", d.text))
-            .unwrap_or_default();
-        let alias = a
-            .alias
-            .map(|al| {
-                format!(
-                    " alias set {{{}}}{}",
-                    al.set,
-                    if al.is_write { ", written" } else { "" }
-                )
-            })
-            .unwrap_or_default();
-        println!(
-            "      {:<10} {:<14} {role}{default}{alias}",
-            a.name,
-            a.ty.to_string()
-        );
-    }
-    for k in op.kernels {
-        println!("    kernel for {:<26} {}", k.key, k.kernel);
-    }
+    opforge::kernels::cpu::mul_Tensor(self_, other)
 }
 
-fn main() {
+fn show(t: &Tensor) -> String {
+    format!(
+        "{t}  shape={:?} strides={:?} offset={}",
+        t.shape(),
+        t.strides(),
+        t.storage_offset()
+    )
+}
+
+fn main() -> Result<()> {
     println!(
-        "opforge tour: {} operator overloads generated from native_functions.yaml\n",
-        OPS.len()
+        "opforge tour: {} operator overloads and {} Python bindings generated from native_functions.yaml\n",
+        OPS.len(),
+        BINDINGS.len()
     );
 
-    println!("1. An operator and its variants (functional, inplace, out share one signature):");
-    let add = OpId::from_name("add.Tensor").expect("add.Tensor is in the YAML");
-    let group = GROUPS
+    println!("1. An operator from the YAML, as the generator derived it:");
+    let add = OpId::from_name("add.Tensor").expect("in the YAML").schema();
+    println!("  {}", add.schema);
+    for k in add.kernels {
+        println!("    kernel for {:<5} {}", k.key, k.kernel);
+    }
+    let binding = BINDINGS
         .iter()
-        .find(|g| g.functional == Some(add))
-        .expect("add.Tensor has a group");
-    for id in [group.functional, group.inplace, group.out]
-        .into_iter()
-        .flatten()
+        .find(|b| b.name == "torch.add")
+        .expect("derived");
+    for s in binding.signatures {
+        println!("    torch.add parser signature: {}", s.text);
+    }
+
+    println!("\n2. A kernel registered with #[kernel] runs when its key is in the call's key set:");
+    let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+    let b = Tensor::from_vec(vec![10.0f32, 20.0, 30.0], &[3])?;
     {
-        describe(id.schema());
+        let _python = LocalKeys::include(KeySet::of(DispatchKey::Python));
+        println!("    a * b = {}", (&a * &b)?);
     }
-
-    println!("\n   What PyTorch's Python binding derives from them (parser signatures, overridable stubs):");
-    for name in ["torch.add", "Tensor.add", "Tensor.add_"] {
-        let b = BINDINGS.iter().find(|b| b.name == name).expect("derived");
-        for s in b.signatures {
-            let target = s.functional.map(|id| id.schema().name).unwrap_or("?");
-            let out = s
-                .out
-                .map(|id| format!(", with out=: {}", id.schema().name))
-                .unwrap_or_default();
-            println!("  {name:<12} {}   -> {target}{out}", s.text);
-        }
-    }
-    for f in OVERRIDABLE.iter().filter(|f| f.name == "add") {
-        println!(
-            "  overridable {}.{}, testing stub: {}",
-            f.namespace, f.name, f.stub
-        );
-    }
-
-    println!("\n2. Named tuple returns, views and factories:");
-    for name in ["max.dim", "view", "zeros"] {
-        let op = OpId::from_name(name).expect("in the YAML").schema();
-        describe(op);
-        if !op.returns.is_empty() {
-            let rets: Vec<String> = op
-                .returns
-                .iter()
-                .map(|r| {
-                    format!(
-                        "{}{}",
-                        r.ty,
-                        r.name.map(|n| format!(" {n}")).unwrap_or_default()
-                    )
-                })
-                .collect();
-            println!("    returns: ({})", rets.join(", "));
-        }
-    }
-
-    println!("\n3. CompositeImplicitAutograd: no dispatch table, one kernel for every backend:");
-    describe(OpId::from_name("matmul").expect("in the YAML").schema());
-
-    println!("\n4. A mistake in the YAML is caught at build time, with its place:");
-    let bad = "- func: my_add.Tensor(Tensor self, Tensr other, *, Scalar alpha=1) -> Tensor\n  dispatch:\n    CPUU: cpu::my_add\n";
     println!(
-        "{}",
-        bad.lines()
-            .map(|l| format!("    | {l}"))
-            .collect::<Vec<_>>()
-            .join("\n")
+        "    (without the Python key, the CPU kernel runs directly) a * b = {}",
+        (&a * &b)?
     );
-    match opforge_codegen::load::load_str("my_ops.yaml", bad) {
-        Ok(file) => match opforge_codegen::validate::validate(&file, None) {
-            Ok(()) => println!("    (unexpectedly valid)"),
-            Err(d) => print!("{}", indent(&d.to_string())),
-        },
-        Err(d) => print!("{}", indent(&d.to_string())),
-    }
-    let bad = "- func: my_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor\n  dispatch:\n    CPUU: cpu::my_add\n";
-    println!("  and once the type is fixed:");
-    if let Err(d) = opforge_codegen::load::load_str("my_ops.yaml", bad)
-        .map_err(|d| d.to_string())
-        .and_then(|f| opforge_codegen::validate::validate(&f, None).map_err(|d| d.to_string()))
-    {
-        print!("{}", indent(&d));
-    }
-}
 
-fn indent(s: &str) -> String {
-    s.lines().map(|l| format!("    {l}\n")).collect()
+    println!("\n3. Typed calls, methods and operators (schema defaults applied):");
+    println!(
+        "    ops::add_Tensor(a, b, alpha=2) = {}",
+        ops::add_Tensor(&a, &b, Scalar::Int(2))?
+    );
+    println!(
+        "    torch::add(a, b)              = {}",
+        torch::add(&a, &b)?
+    );
+    println!("    a.sum()                       = {}", a.sum()?);
+    println!("    &a + 0.5                      = {}", (&a + 0.5)?);
+    println!("    a.max(1) values (max.dim)     = {}", a.max(1)?.0);
+    let int_sum = torch::add(
+        &Tensor::from_vec(vec![1i64, 2], &[2])?,
+        &Tensor::scalar(0.5f64),
+    )?;
+    println!("    int64 tensor + 0-dim float64  = {int_sum} (type promotion)");
+
+    println!("\n4. A view aliases its base: writing through it changes the base:");
+    let base = a.deep_clone()?;
+    let mut row = base.select(0, 1)?;
+    println!("    row = base.select(0, 1): {}", show(&row));
+    row.fill_(Scalar::Float(-1.0))?;
+    println!("    after row.fill_(-1):  base = {base}");
+    let t = base.t()?;
+    println!(
+        "    base.t(): {} (shares storage: {})",
+        show(&t),
+        t.shares_storage(&base)
+    );
+
+    println!("\n5. Meta tensors carry shapes and dtypes, no data; the Meta kernels run:");
+    let m1 = Tensor::zeros(&[2, 3], DType::Float32, Device::Meta);
+    let m2 = Tensor::zeros(&[3, 4], DType::Float64, Device::Meta);
+    match m1.matmul(&m2) {
+        Ok(t) => println!("    matmul(float32 [2, 3], float64 [3, 4]) on meta -> {t}"),
+        Err(e) => println!(
+            "    matmul(float32 [2, 3], float64 [3, 4]) on meta -> {}: {e}",
+            e.python_class()
+        ),
+    }
+    let m2 = m2.to(DType::Float32)?;
+    let mm = m1.matmul(&m2)?;
+    println!("    matmul(float32 [2, 3], float32 [3, 4]) on meta -> {mm}");
+
+    println!("\n6. Helpful errors, at run time and at compile time:");
+    let c = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+    match &a + &c {
+        Ok(t) => println!("    (unexpected) {t}"),
+        Err(e) => println!("    a [2, 3] + c [2] -> {}: {e}", e.python_class()),
+    }
+    let op = dispatcher().op(OpId::add_Tensor);
+    let none = op.kernel(KeySet::EMPTY).err().map(|e| e.to_string());
+    println!(
+        "    dispatching with an empty key set: {}",
+        none.unwrap_or_default()
+    );
+    println!("    a kernel whose parameter type does not match its schema does not compile:");
+    for line in include_str!("../../tests/tests/ui/fail/params/wrong-type.stderr").lines() {
+        println!("      | {line}");
+    }
+    Ok(())
 }

@@ -681,6 +681,7 @@ impl fmt::Debug for Tensor {
     }
 }
 
+/// PyTorch-like printing on one line: `tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float32)`.
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let shape = self.shape();
@@ -691,11 +692,43 @@ impl fmt::Display for Tensor {
                 self.dtype()
             );
         }
-        let body = crate::with_dtype!(self.dtype(), T => self
-            .with_view(|v: ArrayViewD<T>| format!("{v:?}"))
-            .unwrap_or_else(|e| e.to_string()));
-        let body = body.split(", shape=").next().unwrap_or(&body).to_string();
-        write!(f, "tensor({body}, dtype={})", self.dtype())
+        let items: Vec<String> = match self.dtype() {
+            DType::Bool => self.to_vec::<bool>().map(|v| {
+                v.iter()
+                    .map(|b| if *b { "True" } else { "False" }.to_string())
+                    .collect()
+            }),
+            DType::Int32 | DType::Int64 => self
+                .to_vec::<i64>()
+                .map(|v| v.iter().map(i64::to_string).collect()),
+            DType::Float32 => self
+                .to_vec::<f32>()
+                .map(|v| v.iter().map(|x| format!("{x:?}")).collect()),
+            DType::Float64 => self
+                .to_vec::<f64>()
+                .map(|v| v.iter().map(|x| format!("{x:?}")).collect()),
+        }
+        .map_err(|_| fmt::Error)?;
+        fn nest(items: &[String], shape: &[usize]) -> String {
+            match shape {
+                [] => items.first().cloned().unwrap_or_default(),
+                [_, rest @ ..] => {
+                    let step = rest.iter().product::<usize>().max(1);
+                    let parts: Vec<String> = if rest.contains(&0) {
+                        (0..shape[0]).map(|_| nest(&[], rest)).collect()
+                    } else {
+                        items.chunks(step).map(|c| nest(c, rest)).collect()
+                    };
+                    format!("[{}]", parts.join(", "))
+                }
+            }
+        }
+        write!(
+            f,
+            "tensor({}, dtype={})",
+            nest(&items, &shape),
+            self.dtype()
+        )
     }
 }
 
