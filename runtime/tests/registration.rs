@@ -60,3 +60,31 @@ fn python_key_kernels_run_only_when_included() {
     let Value::Tensor(r) = &out[0] else { panic!() };
     assert_eq!(r.to_vec::<f64>().unwrap(), vec![3.0]);
 }
+
+/// Every kernel the YAML names is registered (none lost at link time), and the
+/// counts per key are snapshotted.
+#[test]
+fn every_yaml_kernel_is_registered() {
+    use std::collections::BTreeMap;
+    let builtin: Vec<_> = opforge::dispatch::KERNELS
+        .iter()
+        .filter(|e| e.file.ends_with("registrations.rs"))
+        .collect();
+    let mut missing = Vec::new();
+    for op in opforge::OPS.iter() {
+        for k in op.kernels {
+            if !builtin.iter().any(|e| e.op == op.name && e.key == k.key) {
+                missing.push(format!("{} {}", op.name, k.key));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "not registered: {missing:?}");
+    let mut per_key: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in &builtin {
+        *per_key.entry(e.key).or_default() += 1;
+    }
+    assert_eq!(
+        format!("{per_key:?}"),
+        r#"{"CPU": 99, "CompositeExplicitAutograd": 26, "CompositeImplicitAutograd": 5, "Meta": 104}"#
+    );
+}
