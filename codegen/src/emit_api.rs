@@ -207,9 +207,8 @@ fn convenience(op: &PlannedOp, short: &str, method: bool) -> TokenStream {
     let ident = format_ident!("{}", op.ident);
     let ret = toks(&result_type(&f.returns, Spelling::Qualified).unwrap_or_default());
     let doc = format!(
-        " `{}` with defaults for trailing arguments; see [`ops::{}`](crate::ops::{}).",
+        " `{}` with defaults for trailing arguments; see [`crate::ops::{}`].",
         op.entry.name(),
-        op.ident,
         op.ident
     );
     if method {

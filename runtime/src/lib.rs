@@ -1,14 +1,30 @@
 //! opforge: PyTorch's operator machinery, rebuilt in Rust.
 //!
-//! This crate is the runtime. Its operator tables are generated at build time from
-//! the workspace's `native_functions.yaml` by `opforge-codegen` (see `build.rs`):
-//! every operator overload has an [`OpId`] and an [`OpSchema`](schema::OpSchema).
+//! This crate is the runtime. Its operator tables, typed API and kernel
+//! registrations are generated at build time from the workspace's
+//! `native_functions.yaml` by `opforge-codegen` (see `build.rs`).
+//!
+//! - [`Tensor`]: a handle to shared storage; views alias their base.
+//! - [`ops`]: every operator overload with every argument, dispatched
+//!   (`add.Tensor` → [`ops::add_Tensor`], `add_.Tensor` → `ops::add__Tensor`).
+//! - [`torch`] and `Tensor` methods: the same with trailing schema defaults
+//!   applied. The first overload of a name in the YAML takes the plain name
+//!   (`torch::add`, `t.add(&u)`), later ones append their overload in snake case
+//!   (`add_scalar`, `add_out`); inplace methods take `&mut self`; Rust keywords
+//!   get a trailing `_` (`where_`); `clone` is `clone_tensor`.
+//! - `&a + &b`, `&a * 2.0`, `-&a`: [`operators`], returning [`Result`].
+//! - [`dispatch`]: the dispatcher, keys, boxed calls through operator handles.
+//! - [`kernel`]: the attribute that registers a kernel, checked against its
+//!   schema at compile time; [`value`] has the schema → Rust type mapping.
 //!
 //! ```
-//! use opforge::OpId;
+//! use opforge::{ops, OpId, Scalar, Tensor};
 //! let add = OpId::from_name("add.Tensor").unwrap();
 //! assert_eq!(add.schema().schema, "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
-//! assert_eq!(add.schema().kernel("CPU"), Some("cpu::add_Tensor"));
+//! let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+//! let b = ops::add_Tensor(&a, &a, Scalar::Int(2)).unwrap();
+//! assert_eq!(b.to_vec::<f32>().unwrap(), vec![3.0, 6.0]);
+//! assert_eq!((&a + 1.0).unwrap().to_vec::<f32>().unwrap(), vec![2.0, 3.0]);
 //! ```
 
 extern crate self as opforge;

@@ -1,0 +1,134 @@
+//! Every operator of the YAML runs, boxed through the dispatcher, on CPU and on
+//! meta tensors, and the meta result has the CPU result's shapes and dtypes.
+//! Arguments are made from the schema: a value per type, a few per parameter
+//! name where the operator needs a particular one (a permutation for `dims`, a
+//! bool `condition`, an int64 `index`).
+
+use opforge::dispatch::dispatcher;
+use opforge::schema::{ArgSchema, BaseType, Ty};
+use opforge::{DType, Device, Tensor, Value, OPS};
+
+fn tensor(dtype: DType, device: Device) -> Tensor {
+    let t = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+    let t = t.to_dtype_copy(dtype).unwrap();
+    if device == Device::Meta {
+        Tensor::zeros(&t.shape(), dtype, Device::Meta)
+    } else {
+        t
+    }
+}
+
+fn arg(op: &str, a: &ArgSchema, device: Device) -> Value {
+    let t = |d| Value::Tensor(tensor(d, device));
+    let base = match a.ty {
+        Ty::Optional(inner) => match *inner {
+            Ty::Base(
+                BaseType::ScalarType
+                | BaseType::Layout
+                | BaseType::Device
+                | BaseType::MemoryFormat
+                | BaseType::Bool,
+            ) => return Value::None,
+            other => other,
+        },
+        other => other,
+    };
+    match (a.name, base) {
+        ("condition", _) => t(DType::Bool),
+        ("index", Ty::Base(BaseType::Tensor)) => Value::Tensor(
+            Tensor::from_vec(vec![1i64, 0], &[2])
+                .unwrap()
+                .to_dtype_copy(DType::Int64)
+                .map(|x| {
+                    if device == Device::Meta {
+                        Tensor::zeros(&[2], DType::Int64, Device::Meta)
+                    } else {
+                        x
+                    }
+                })
+                .unwrap(),
+        ),
+        ("out", _) => Value::Tensor(Tensor::zeros(&[0], out_dtype(op), device)),
+        ("dims", _) => Value::IntList(vec![1, 0]),
+        ("size" | "shape", _) => Value::IntList(vec![2, 2]),
+        ("dim", Ty::List(..)) => Value::IntList(vec![0]),
+        ("dtype", Ty::Base(BaseType::ScalarType)) => Value::DType(DType::Float64),
+        ("end", _) => Value::Int(4),
+        ("step", _) => Value::Int(1),
+        ("start", _) => Value::Int(0),
+        (_, Ty::Base(BaseType::Tensor)) => t(DType::Float32),
+        (_, Ty::List(elem, _)) if matches!(*elem, Ty::Base(BaseType::Tensor)) => {
+            Value::TensorList(vec![
+                tensor(DType::Float32, device),
+                tensor(DType::Float32, device),
+            ])
+        }
+        (_, Ty::Base(BaseType::Int | BaseType::SymInt)) => Value::Int(0),
+        (_, Ty::Base(BaseType::Float)) => Value::Float(1.0),
+        (_, Ty::Base(BaseType::Bool)) => Value::Bool(false),
+        (_, Ty::Base(BaseType::Scalar)) => Value::Float(2.0),
+        (_, Ty::Base(BaseType::Str)) => Value::Str("trunc".into()),
+        (_, Ty::Base(BaseType::MemoryFormat)) => {
+            Value::MemoryFormat(opforge::MemoryFormat::Contiguous)
+        }
+        (n, t) => panic!("{op}: no test value for {n}: {t}"),
+    }
+}
+
+/// Comparisons write bool; `argmax` int64; everything else float32.
+fn out_dtype(op: &str) -> DType {
+    let base = op.split('.').next().unwrap_or(op);
+    match base {
+        "eq" | "ne" | "lt" | "le" | "gt" | "ge" => DType::Bool,
+        "argmax" => DType::Int64,
+        "arange" => DType::Int64,
+        _ => DType::Float32,
+    }
+}
+
+fn shapes(vs: &[Value]) -> Vec<(Vec<usize>, DType)> {
+    vs.iter()
+        .flat_map(|v| match v {
+            Value::Tensor(t) => vec![(t.shape(), t.dtype())],
+            Value::TensorList(ts) => ts.iter().map(|t| (t.shape(), t.dtype())).collect(),
+            _ => vec![],
+        })
+        .collect()
+}
+
+#[test]
+fn every_operator_runs_on_cpu_and_meta() {
+    let mut failures = Vec::new();
+    for schema in OPS.iter() {
+        let op = dispatcher()
+            .find(schema.name)
+            .expect("every schema is an operator");
+        let mut results = Vec::new();
+        for device in [Device::Cpu, Device::Meta] {
+            let mut args: Vec<Value> = schema
+                .args
+                .iter()
+                .map(|a| arg(schema.name, a, device))
+                .collect();
+            // Factories take their device from the `device` argument.
+            if let Some(i) = schema.args.iter().position(|a| a.name == "device") {
+                args[i] = Value::Device(device);
+            }
+            match op.call_boxed(&args) {
+                Ok(r) => results.push(shapes(&r)),
+                Err(e) => failures.push(format!("{} on {device}: {e}", schema.name)),
+            }
+        }
+        if let [cpu, meta] = results.as_slice() {
+            if cpu != meta {
+                failures.push(format!("{}: cpu {cpu:?} vs meta {meta:?}", schema.name));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
