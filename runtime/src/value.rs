@@ -24,7 +24,7 @@
 //! Returns: `Tensor` → `Tensor`, `(Tensor, Tensor)` → `(Tensor, Tensor)`,
 //! `Tensor[]` → `Vec<Tensor>`, `()` → `()`, `int` → `i64`, `float` → `f64`,
 //! `bool` → `bool`, `Scalar` → `Scalar`, `ScalarType` → `DType`; kernels return
-//! them inside [`Result`](crate::Result).
+//! them inside [`crate::Result`].
 
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
