@@ -286,6 +286,13 @@ pub struct KernelEntry {
 }
 
 /// Every kernel registered with `#[kernel]`, in any crate of the program.
+///
+/// Why linkme: registration must work from any crate (downstream crates add
+/// kernels for existing operators) without a central list to edit, and cost
+/// nothing until the dispatcher is first used; a distributed slice gathers the
+/// entries at link time, and the dispatcher reads it once. Swapping to
+/// `inventory` or a generated table would touch this item and `Dispatcher::build`
+/// only.
 #[linkme::distributed_slice]
 pub static KERNELS: [KernelEntry];
 
