@@ -315,19 +315,6 @@ fn default_expr(a: &Argument) -> Option<TokenStream> {
     })
 }
 
-/// Dispatch keys the runtime has kernel slots (or alias resolution) for.
-pub const RUNTIME_KEYS: &[&str] = &[
-    "CPU",
-    "Meta",
-    "BackendSelect",
-    "Python",
-    "ADInplaceOrView",
-    "Autograd",
-    "CompositeExplicitAutograd",
-    "CompositeExplicitAutogradNonFunctional",
-    "CompositeImplicitAutograd",
-];
-
 /// The built-in kernel registrations: one `register_kernels!` row per `dispatch:`
 /// entry on a runtime key, paths relative to `crate::kernels`. An entry without
 /// `dispatch:` is CompositeImplicitAutograd with kernel `composite::<ident>` (this
@@ -361,7 +348,7 @@ pub fn registrations(plan: &Plan) -> (String, Vec<Skip>) {
             ));
         }
         for (key, kernel) in kernels {
-            if !RUNTIME_KEYS.contains(&key.as_str()) {
+            if !crate::model::RUNTIME_DISPATCH_KEYS.contains(&key.as_str()) {
                 skips.push(Skip {
                     op: name.clone(),
                     reason: format!("no runtime slot for dispatch key {key}"),

@@ -876,6 +876,20 @@ pub const UNSUPPORTED_DISPATCH_KEYS: &[&str] = &[
     "NestedTensor",
 ];
 
+/// The dispatch keys the runtime has kernel slots (or alias resolution) for:
+/// what `#[kernel]` accepts and which `dispatch:` rows get registered.
+pub const RUNTIME_DISPATCH_KEYS: &[&str] = &[
+    "CPU",
+    "Meta",
+    "BackendSelect",
+    "Python",
+    "ADInplaceOrView",
+    "Autograd",
+    "CompositeExplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional",
+    "CompositeImplicitAutograd",
+];
+
 /// The composite alias keys; at most one of them per entry (except
 /// `CompositeImplicitAutogradNestedTensor`, which may accompany CIA).
 pub const COMPOSITE_KEYS: [&str; 3] = [

@@ -32,17 +32,7 @@ use syn::spanned::Spanned;
 const SCHEMA_YAML: &str = include_str!("../../native_functions.yaml");
 
 /// Keys a kernel may be registered under.
-const KEYS: &[&str] = &[
-    "CPU",
-    "Meta",
-    "BackendSelect",
-    "Python",
-    "ADInplaceOrView",
-    "Autograd",
-    "CompositeExplicitAutograd",
-    "CompositeExplicitAutogradNonFunctional",
-    "CompositeImplicitAutograd",
-];
+const KEYS: &[&str] = opforge_codegen::model::RUNTIME_DISPATCH_KEYS;
 
 /// The operators of the schema file, parsed once per compiler process.
 fn schema_file() -> Result<&'static [NativeFunction], String> {

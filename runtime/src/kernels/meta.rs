@@ -7,57 +7,48 @@
 
 super::backend::backend_kernels!(Meta);
 
-/// `arange` (Meta).
+/// `arange` (Meta): the composite kernel on the meta device.
 pub fn arange(
     end: Scalar,
     dtype: Option<DType>,
     layout: Option<Layout>,
-    device: Option<Device>,
+    _device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    arange_start_step(
-        Scalar::Int(0),
-        end,
-        Scalar::Int(1),
-        dtype,
-        layout,
-        device,
-        pin_memory,
-    )
+    super::composite::arange(end, dtype, layout, Some(Device::Meta), pin_memory)
 }
 
-/// `arange.start` (Meta).
+/// `arange.start` (Meta): the composite kernel on the meta device.
 pub fn arange_start(
     start: Scalar,
     end: Scalar,
     dtype: Option<DType>,
     layout: Option<Layout>,
-    device: Option<Device>,
+    _device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    arange_start_step(
-        start,
-        end,
-        Scalar::Int(1),
-        dtype,
-        layout,
-        device,
-        pin_memory,
-    )
+    super::composite::arange_start(start, end, dtype, layout, Some(Device::Meta), pin_memory)
 }
 
-/// `arange.start_step` (Meta).
+/// `arange.start_step` (Meta): the composite kernel on the meta device.
 pub fn arange_start_step(
     start: Scalar,
     end: Scalar,
     step: Scalar,
     dtype: Option<DType>,
     layout: Option<Layout>,
-    device: Option<Device>,
+    _device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    let _ = (layout, device, pin_memory);
-    factory::arange(start, end, step, dtype, Some(Device::Meta), None)
+    super::composite::arange_start_step(
+        start,
+        end,
+        step,
+        dtype,
+        layout,
+        Some(Device::Meta),
+        pin_memory,
+    )
 }
 
 /// `ones` (Meta).
