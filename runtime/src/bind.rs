@@ -98,6 +98,17 @@ fn default_for(t: Ty, full: &Ty, v: DefaultVal) -> Option<Value> {
             "Sum" => 2,
             _ => return None,
         }),
+        (Ty::Base(BaseType::ScalarType), DefaultVal::Int(c)) => {
+            crate::packet::dtype_of_code(c).map_or(Value::ScalarTypeCode(c), Value::DType)
+        }
+        (Ty::Base(BaseType::MemoryFormat), DefaultVal::Int(c)) => Value::MemoryFormat(match c {
+            0 => MemoryFormat::Contiguous,
+            1 => MemoryFormat::Preserve,
+            2 => MemoryFormat::ChannelsLast,
+            3 => MemoryFormat::ChannelsLast3d,
+            _ => return None,
+        }),
+        (Ty::Base(BaseType::Layout), DefaultVal::Int(0)) => Value::Layout(Layout::Strided),
         (_, DefaultVal::Int(i)) if matches!(t, Ty::List(..)) => match t {
             Ty::List(_, Some(n)) => Value::IntList(vec![i; n as usize]),
             _ => return None,

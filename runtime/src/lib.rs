@@ -29,11 +29,15 @@
 
 extern crate self as opforge;
 
+pub mod argparse;
 pub mod bind;
 pub mod dispatch;
 pub mod error;
 pub mod kernels;
+pub mod normalize;
 pub mod operators;
+pub mod packet;
+pub mod registry;
 pub mod schema;
 pub mod tensor;
 pub mod value;

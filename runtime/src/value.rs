@@ -67,6 +67,41 @@ pub enum Value {
     Layout(Layout),
     /// A memory format.
     MemoryFormat(MemoryFormat),
+    /// A dtype this runtime has no [`DType`] for (`torch.int8`, `torch.float16`, …),
+    /// by its PyTorch `ScalarType` code; it can be bound and normalized, not
+    /// computed with. See [`scalar_type_name`].
+    ScalarTypeCode(i64),
+}
+
+/// The Python name (without `torch.`) of a PyTorch `ScalarType` code.
+pub fn scalar_type_name(code: i64) -> Option<&'static str> {
+    const NAMES: [&str; 16] = [
+        "uint8",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "float16",
+        "float32",
+        "float64",
+        "complex32",
+        "complex64",
+        "complex128",
+        "bool",
+        "qint8",
+        "quint8",
+        "qint32",
+        "bfloat16",
+    ];
+    usize::try_from(code)
+        .ok()
+        .and_then(|i| NAMES.get(i).copied())
+}
+
+/// The PyTorch `ScalarType` code of a dtype name (`int8` → 1); see [`scalar_type_name`].
+pub fn scalar_type_code(name: &str) -> Option<i64> {
+    let name = name.strip_prefix("torch.").unwrap_or(name);
+    (0..16).find(|&c| scalar_type_name(c) == Some(name))
 }
 
 impl Value {
@@ -87,7 +122,7 @@ impl Value {
             | Value::TensorList(_)
             | Value::OptTensorList(_)
             | Value::List(_) => "list",
-            Value::DType(_) => "torch.dtype",
+            Value::DType(_) | Value::ScalarTypeCode(_) => "torch.dtype",
             Value::Device(_) => "torch.device",
             Value::Layout(_) => "torch.layout",
             Value::MemoryFormat(_) => "torch.memory_format",
@@ -132,6 +167,10 @@ impl fmt::Display for Value {
             Value::Device(d) => write!(f, "device(type='{d}')"),
             Value::Layout(_) => f.write_str("torch.strided"),
             Value::MemoryFormat(m) => write!(f, "{m:?}"),
+            Value::ScalarTypeCode(c) => match scalar_type_name(*c) {
+                Some(n) => write!(f, "torch.{n}"),
+                None => write!(f, "ScalarType({c})"),
+            },
             other => write!(f, "{other:?}"),
         }
     }

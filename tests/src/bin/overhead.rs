@@ -6,7 +6,10 @@
 //! ```
 //! - `direct_kernel_ns`: the CPU kernel called as a plain Rust function;
 //! - `typed_call_ns`: `opforge::ops::add_Tensor` (dispatch, unboxed kernel pointer);
-//! - `boxed_op_call_ns`: the dispatcher's boxed path through an overload handle.
+//! - `boxed_op_call_ns`: the dispatcher's boxed path through an overload handle;
+//! - `boxed_api_call_ns`: an API-level boxed call `torch.add(a, b, alpha=2)`:
+//!   Python-style argument parsing and overload selection over the runtime's own
+//!   bindings (`opforge::BINDINGS`), binding to the schema, boxed dispatch.
 
 use opforge::dispatch::dispatcher;
 use opforge::{Scalar, Tensor, Value};
@@ -60,7 +63,20 @@ fn main() {
     let boxed = median_ns(|| {
         black_box(op.call_boxed(black_box(&args)).expect("add"));
     });
+    let table = opforge::argparse::ApiTable::builtin();
+    let api = median_ns(|| {
+        black_box(
+            opforge::argparse::call_dispatch(
+                &table,
+                "torch.add",
+                vec![Value::Tensor(a.clone()), Value::Tensor(b.clone())],
+                vec![("alpha".to_string(), Value::Int(2))],
+            )
+            .expect("add"),
+        );
+    });
     println!("direct_kernel_ns: {direct:.1}");
     println!("typed_call_ns: {typed:.1}");
     println!("boxed_op_call_ns: {boxed:.1}");
+    println!("boxed_api_call_ns: {api:.1}");
 }

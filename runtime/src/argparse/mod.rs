@@ -1,0 +1,650 @@
+//! API-level boxed calls: PyTorch's `PythonArgParser` — the parser behind
+//! `torch.add(...)`, `Tensor.add(...)`, `torch.nn.functional.gelu(...)` — and the
+//! mapping of a parsed call onto its schema overload (spec `arg_parser.md` §2–§7).
+//!
+//! 1. [`FunctionSignature::parse`] reads one signature string (§2);
+//! 2. [`PythonArgParser::parse`] matches a call against a binding's signatures in
+//!    parser order (deprecated last), with every error message of §7 worded as
+//!    PyTorch words it;
+//! 3. [`bind_parsed`] maps the parsed parameters onto the schema the signature
+//!    dispatches to (`functional`, or `out` when `out=` was given; deprecated
+//!    signatures through their `aten:` call), renames `input` → `self`, folds
+//!    `out`, keeps TensorOptions the schema has and drops `requires_grad`, then
+//!    coerces to the schema types with defaults ([`crate::bind::coerce`]). Python
+//!    numbers given for `Tensor` parameters stay numbers (normalization.md §3).
+//!
+//! Values are Python-level [`Value`]s: `List` is a Python list or tuple.
+
+mod invalid;
+mod parse;
+mod signature;
+
+pub use invalid::format_invalid_args;
+pub use signature::{FunctionParameter, FunctionSignature, ParamDefault, ParamKind};
+
+use crate::bind::{coerce, default_value};
+use crate::error::Error;
+use crate::schema::{BaseType, OpSchema, Ty};
+use crate::value::Value;
+use std::collections::HashMap;
+
+/// The result of a successful parse: which signature matched and its values.
+#[derive(Clone, Debug)]
+pub struct ParsedArgs {
+    /// Index of the matched signature in the binding's generated order.
+    pub index: usize,
+    /// Per parameter of that signature: the converted value, `None` when absent
+    /// and without a non-`None` parser default.
+    pub values: Vec<Value>,
+    /// Per parameter: whether the call gave a (non-`None`-for-optional) value.
+    pub given: Vec<bool>,
+}
+
+/// PyTorch's `PythonArgParser` over one binding's signature strings.
+#[derive(Clone, Debug)]
+pub struct PythonArgParser {
+    /// The function name errors use (the first signature's name).
+    pub name: String,
+    /// Signatures in parser order (generated order, deprecated moved last).
+    pub signatures: Vec<FunctionSignature>,
+    /// For each entry of `signatures`, its index in the generated order.
+    pub order: Vec<usize>,
+}
+
+impl PythonArgParser {
+    /// Builds a parser from signature strings in generated order.
+    ///
+    /// ```
+    /// use opforge::argparse::PythonArgParser;
+    /// use opforge::{Tensor, Value};
+    /// let p = PythonArgParser::new(&["add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)"]).unwrap();
+    /// let t = Value::Tensor(Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
+    /// let err = p.parse(&[t, Value::Str("a".into())], &[]).unwrap_err();
+    /// assert_eq!(err.to_string(), "add(): argument 'other' (position 2) must be Tensor, not str");
+    /// ```
+    pub fn new<S: AsRef<str>>(texts: &[S]) -> Result<PythonArgParser, String> {
+        let sigs = texts
+            .iter()
+            .map(|t| FunctionSignature::parse(t.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let name = sigs.first().map(|s| s.name.clone()).unwrap_or_default();
+        let order: Vec<usize> = (0..sigs.len())
+            .filter(|&i| !sigs[i].deprecated)
+            .chain((0..sigs.len()).filter(|&i| sigs[i].deprecated))
+            .collect();
+        let mut slots: Vec<Option<FunctionSignature>> = sigs.into_iter().map(Some).collect();
+        let signatures = order.iter().map(|&i| slots[i].take().unwrap()).collect();
+        Ok(PythonArgParser {
+            name,
+            signatures,
+            order,
+        })
+    }
+
+    /// The signature at generated-order index `index`.
+    pub fn signature(&self, index: usize) -> &FunctionSignature {
+        let pos = self.order.iter().position(|&i| i == index).unwrap_or(0);
+        &self.signatures[pos]
+    }
+
+    /// Matches a call (positionals without the receiver) per §3–§5; on failure the
+    /// error of §7 PyTorch raises.
+    pub fn parse(&self, args: &[Value], kwargs: &[(String, Value)]) -> Result<ParsedArgs, Error> {
+        let finish = |pos: usize, slots: parse::Slots| -> Result<ParsedArgs, Error> {
+            let sig = &self.signatures[pos];
+            let given = slots.iter().map(Option::is_some).collect();
+            let values = sig
+                .params
+                .iter()
+                .zip(slots)
+                .map(|(p, s)| parse::unpack(sig, p, s))
+                .collect::<Result<_, _>>()?;
+            Ok(ParsedArgs {
+                index: self.order[pos],
+                values,
+                given,
+            })
+        };
+        if self.signatures.len() == 1 {
+            let slots = parse::match_signature(&self.signatures[0], args, kwargs, true)?
+                .ok_or_else(|| Error::Type("invalid arguments".into()))?;
+            return finish(0, slots);
+        }
+        for (pos, sig) in self.signatures.iter().enumerate() {
+            if let Some(slots) = parse::match_signature(sig, args, kwargs, false)? {
+                return finish(pos, slots);
+            }
+        }
+        Err(self.error(args, kwargs))
+    }
+
+    fn error(&self, args: &[Value], kwargs: &[(String, Value)]) -> Error {
+        let n = args.len() + kwargs.len();
+        let plausible: Vec<&FunctionSignature> = self
+            .signatures
+            .iter()
+            .filter(|s| !s.hidden && s.min_args <= n && n <= s.max_args)
+            .collect();
+        if let [only] = plausible.as_slice() {
+            if let Err(e) = parse::match_signature(only, args, kwargs, true) {
+                return e;
+            }
+        }
+        let options: Vec<String> = self
+            .signatures
+            .iter()
+            .filter(|s| !s.hidden)
+            .map(FunctionSignature::display)
+            .collect();
+        Error::Type(format_invalid_args(&self.name, args, kwargs, &options))
+    }
+}
+
+/// Where one signature dispatches: schema overload names (`add.Tensor`) and, for a
+/// deprecated signature, its `aten:` call expressions.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct SigTarget {
+    /// Called without `out=`.
+    pub functional: Option<String>,
+    /// Called with `out=`.
+    pub out: Option<String>,
+    /// Deprecated: the call expression without `out=` (`add(self, other, alpha)`).
+    pub deprecated_call: Option<String>,
+    /// Deprecated: the call expression with `out=`.
+    pub deprecated_out_call: Option<String>,
+    /// For the runtime's own tables: the operators of `functional` and `out`,
+    /// resolved once (saves the by-name lookups on every call).
+    pub ids: (Option<crate::OpId>, Option<crate::OpId>),
+}
+
+/// One API callable: its parser and per-signature targets (generated order).
+#[derive(Clone, Debug)]
+pub struct ApiBinding {
+    /// `torch.add`, `Tensor.add`, …
+    pub name: String,
+    /// The parser.
+    pub parser: PythonArgParser,
+    /// Per signature (generated order).
+    pub targets: Vec<SigTarget>,
+    /// A `Tensor` method (the first positional is the receiver).
+    pub method: bool,
+}
+
+/// The API bindings of a schema table, by name.
+#[derive(Clone, Debug, Default)]
+pub struct ApiTable {
+    /// Bindings by name (`torch.add`).
+    pub bindings: HashMap<String, ApiBinding>,
+}
+
+/// The public name of a derived binding: `torch.nn.functional.x` for nn, the
+/// submodule functions without their prefix (`torch.linalg.linalg_det` →
+/// also reachable as `torch.linalg.det`).
+fn aliases(name: &str) -> Vec<String> {
+    let mut out = vec![name.to_string()];
+    for (module, prefix) in [
+        ("torch.linalg.", "linalg_"),
+        ("torch.special.", "special_"),
+        ("torch.fft.", "fft_"),
+    ] {
+        if let Some(rest) = name.strip_prefix(module) {
+            if let Some(short) = rest.strip_prefix(prefix) {
+                out.push(format!("{module}{short}"));
+            }
+        }
+    }
+    if let Some(rest) = name.strip_prefix("torch.nn.functional.") {
+        out.push(format!("torch._C._nn.{rest}"));
+    }
+    out
+}
+
+impl ApiTable {
+    /// Builds the table from derived bindings (`opforge_codegen::python::derive_bindings`).
+    pub fn from_bindings(
+        bindings: &[opforge_codegen::python::Binding],
+    ) -> Result<ApiTable, String> {
+        let mut table = ApiTable::default();
+        for b in bindings {
+            let parser = PythonArgParser::new(&b.signatures)?;
+            let targets = b
+                .sources
+                .iter()
+                .map(|s| SigTarget {
+                    functional: Some(s.functional.clone()),
+                    out: s.out.clone(),
+                    deprecated_call: s.deprecated_call.clone(),
+                    deprecated_out_call: s.deprecated_out_call.clone(),
+                    ids: (None, None),
+                })
+                .collect();
+            table.insert(ApiBinding {
+                name: b.name.clone(),
+                parser,
+                targets,
+                method: b.name.starts_with("Tensor."),
+            });
+        }
+        Ok(table)
+    }
+
+    /// The runtime's own bindings ([`crate::BINDINGS`]).
+    pub fn builtin() -> ApiTable {
+        let mut table = ApiTable::default();
+        for b in crate::BINDINGS.iter() {
+            let texts: Vec<&str> = b.signatures.iter().map(|s| s.text).collect();
+            let Ok(parser) = PythonArgParser::new(&texts) else {
+                continue;
+            };
+            let targets = b
+                .signatures
+                .iter()
+                .map(|s| SigTarget {
+                    functional: s.functional.map(|id| id.schema().name.to_string()),
+                    out: s.out.map(|id| id.schema().name.to_string()),
+                    deprecated_call: s.deprecated_call.map(str::to_string),
+                    deprecated_out_call: None,
+                    ids: (s.functional, s.out),
+                })
+                .collect();
+            table.insert(ApiBinding {
+                name: b.name.to_string(),
+                parser,
+                targets,
+                method: b.name.starts_with("Tensor."),
+            });
+        }
+        table
+    }
+
+    fn insert(&mut self, b: ApiBinding) {
+        for alias in aliases(&b.name) {
+            self.bindings.entry(alias).or_insert_with(|| b.clone());
+        }
+    }
+
+    /// The binding named `api`.
+    pub fn get(&self, api: &str) -> Option<&ApiBinding> {
+        self.bindings.get(api)
+    }
+}
+
+/// The values of one call, bound to a schema: the overload name (`add.Tensor`),
+/// and one value per schema argument.
+#[derive(Clone, Debug)]
+pub struct Bound<'s> {
+    /// The overload (`name.overload`, or `name`).
+    pub overload: String,
+    /// Its id, for the runtime's own tables.
+    pub id: Option<crate::OpId>,
+    /// Its schema.
+    pub schema: &'s OpSchema,
+    /// One value per schema argument, coerced, defaults filled.
+    pub values: Vec<Value>,
+}
+
+/// Parses an API call and binds it to its schema: `api` names the binding;
+/// for methods `args[0]` is the receiver. `schema_of` looks an overload up by
+/// `name.overload`.
+pub fn parse_and_bind<'s>(
+    table: &ApiTable,
+    schema_of: &dyn Fn(&str) -> Option<&'s OpSchema>,
+    api: &str,
+    args: Vec<Value>,
+    kwargs: Vec<(String, Value)>,
+) -> Result<Bound<'s>, Error> {
+    let binding = table
+        .get(api)
+        .ok_or_else(|| Error::UnknownOp(api.to_string()))?;
+    let mut args: Vec<Value> = args.into_iter().map(parse::pythonize).collect();
+    let kwargs: Vec<(String, Value)> = kwargs
+        .into_iter()
+        .map(|(k, v)| (k, parse::pythonize(v)))
+        .collect();
+    let receiver = if binding.method {
+        if args.is_empty() {
+            return Err(Error::Type(format!(
+                "descriptor '{}' of 'torch._C.TensorBase' object needs an argument",
+                api.trim_start_matches("Tensor.")
+            )));
+        }
+        Some(args.remove(0))
+    } else {
+        None
+    };
+    if binding.method
+        && binding.parser.signatures.len() == 1
+        && binding.parser.signatures[0].params.is_empty()
+    {
+        if !kwargs.is_empty() {
+            return Err(Error::Type(format!("{api}() takes no keyword arguments")));
+        }
+        if !args.is_empty() {
+            return Err(Error::Type(format!(
+                "{api}() takes no arguments ({} given)",
+                args.len()
+            )));
+        }
+    }
+    let parsed = binding.parser.parse(&args, &kwargs)?;
+    bind_parsed(binding, &parsed, receiver, schema_of)
+}
+
+/// Maps a parsed call onto its schema (module docs, step 3).
+pub fn bind_parsed<'s>(
+    binding: &ApiBinding,
+    parsed: &ParsedArgs,
+    receiver: Option<Value>,
+    schema_of: &dyn Fn(&str) -> Option<&'s OpSchema>,
+) -> Result<Bound<'s>, Error> {
+    let sig = binding.parser.signature(parsed.index);
+    let target = &binding.targets[parsed.index];
+    let out_pos = sig.params.iter().position(|p| p.name == "out");
+    let has_out = out_pos.is_some_and(|i| parsed.given[i]);
+    let overload = if has_out {
+        target.out.as_deref()
+    } else {
+        target.functional.as_deref()
+    }
+    .ok_or_else(|| Error::UnknownOp(format!("{} (no schema for this signature)", sig.name)))?;
+    let id = if has_out { target.ids.1 } else { target.ids.0 };
+    let schema = match id {
+        Some(id) => id.schema(),
+        None => schema_of(overload).ok_or_else(|| Error::UnknownOp(overload.to_string()))?,
+    };
+
+    // out= checks of the binding.
+    if let Some(i) = out_pos.filter(|_| has_out) {
+        let p = &sig.params[i];
+        if p.kind == ParamKind::TensorList && p.size > 0 {
+            if let Value::List(items) = &parsed.values[i] {
+                if items.len() != p.size {
+                    return Err(Error::Type(format!(
+                        "expected tuple of {} elements but got {}",
+                        p.size,
+                        items.len()
+                    )));
+                }
+            }
+        }
+        if let (true, Some(d), Value::Tensor(out)) = (
+            is_factory(sig),
+            sig.params.iter().position(|p| p.name == "dtype"),
+            &parsed.values[i],
+        ) {
+            if let Value::DType(dt) = parsed.values[d] {
+                if parsed.given[d] && dt != out.dtype() {
+                    return Err(Error::Runtime(format!(
+                        "dtype {} does not match dtype of out parameter ({})",
+                        parse::c10_name(dt),
+                        parse::c10_name(out.dtype())
+                    )));
+                }
+            }
+        }
+    }
+
+    let mut slots: Vec<Option<Value>> = vec![None; schema.args.len()];
+    let index_of = |name: &str| schema.args.iter().position(|a| a.name == name);
+    if let Some(r) = receiver {
+        if let Some(i) = index_of("self") {
+            slots[i] = Some(r);
+        }
+    }
+    let call = if has_out {
+        target.deprecated_out_call.as_deref()
+    } else {
+        target.deprecated_call.as_deref()
+    };
+    if let Some(call) = call {
+        // C++ argument order of the target: out arguments first for out= schemas.
+        let order: Vec<usize> = (0..schema.args.len())
+            .filter(|&i| schema.args[i].is_out)
+            .chain((0..schema.args.len()).filter(|&i| !schema.args[i].is_out))
+            .collect();
+        let inner = call
+            .split_once('(')
+            .and_then(|(_, r)| r.strip_suffix(')'))
+            .unwrap_or("");
+        let tokens = inner.split(',').map(str::trim).filter(|t| !t.is_empty());
+        for (&slot, tok) in order.iter().zip(tokens) {
+            let value = if let Ok(i) = tok.parse::<i64>() {
+                Some(Value::Int(i))
+            } else if let Ok(x) = tok.parse::<f64>() {
+                Some(Value::Float(x))
+            } else {
+                let pname = if tok == "self" && !sig.params.iter().any(|p| p.name == "self") {
+                    "input"
+                } else {
+                    tok
+                };
+                sig.params
+                    .iter()
+                    .position(|p| p.name == pname)
+                    .and_then(|i| param_value(sig, parsed, i, &schema.args[slot].ty))
+            };
+            if let Some(v) = value {
+                if schema.args[slot].is_out {
+                    fold_out(schema, &mut slots, v);
+                } else {
+                    slots[slot] = Some(v);
+                }
+            }
+        }
+    } else {
+        for (i, p) in sig.params.iter().enumerate() {
+            if p.name == "requires_grad" {
+                continue;
+            }
+            if p.name == "out" {
+                if has_out {
+                    fold_out(schema, &mut slots, parsed.values[i].clone());
+                }
+                continue;
+            }
+            let target = index_of(&p.name)
+                .or_else(|| (p.name == "input").then(|| index_of("self")).flatten());
+            let Some(t) = target else { continue };
+            if p.name == "device" && !parsed.given[i] && is_factory(sig) && !binding.method {
+                // Factories take the global default device when none is given.
+                slots[t] = Some(Value::Device(crate::Device::Cpu));
+                continue;
+            }
+            if let Some(v) = param_value(sig, parsed, i, &schema.args[t].ty) {
+                slots[t] = Some(v);
+            }
+        }
+    }
+
+    let values = schema
+        .args
+        .iter()
+        .zip(slots)
+        .map(|(a, v)| match v {
+            Some(v) if is_wrapped_number(&a.ty, &v) => Ok(v),
+            Some(v) => coerce(&a.ty, v).map_err(|e| {
+                Error::Type(format!(
+                    "{}(): argument '{}' must be {}: {e}",
+                    sig.name, a.name, a.ty
+                ))
+            }),
+            None => default_value(a)
+                .or_else(|| matches!(a.ty, Ty::Optional(_)).then_some(Value::None))
+                .ok_or_else(|| {
+                    Error::Type(format!(
+                        "{}() is missing value for argument '{}'",
+                        sig.name, a.name
+                    ))
+                }),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Bound {
+        overload: overload.to_string(),
+        id,
+        schema,
+        values,
+    })
+}
+
+/// A factory signature: PyTorch appended the TensorOptions parameters (the
+/// `requires_grad` one marks them) and it is not a `*_like` / `new_*` function.
+fn is_factory(sig: &FunctionSignature) -> bool {
+    sig.params.iter().any(|p| p.name == "requires_grad")
+        && !sig.name.ends_with("_like")
+        && !sig.name.starts_with("new_")
+}
+
+/// A parameter's value for the schema: given values, and parser defaults that are
+/// not `None`; an absent parameter whose parser default is `None` leaves the
+/// schema default in place.
+fn param_value(sig: &FunctionSignature, parsed: &ParsedArgs, i: usize, _ty: &Ty) -> Option<Value> {
+    if parsed.given[i] {
+        return Some(parsed.values[i].clone());
+    }
+    match sig.params[i].default {
+        ParamDefault::Required | ParamDefault::None => None,
+        _ => Some(parsed.values[i].clone()),
+    }
+}
+
+/// A Python number given for a `Tensor` parameter (a wrapped number): it stays the
+/// Python scalar (normalization.md §3).
+fn is_wrapped_number(ty: &Ty, v: &Value) -> bool {
+    let base = match ty {
+        Ty::Optional(t) => **t,
+        t => *t,
+    };
+    base == Ty::Base(BaseType::Tensor)
+        && matches!(v, Value::Int(_) | Value::Float(_) | Value::Bool(_))
+}
+
+/// Puts an `out=` value into the schema's out arguments (one tensor, or a list
+/// spread over several).
+fn fold_out(schema: &OpSchema, slots: &mut [Option<Value>], v: Value) {
+    let outs: Vec<usize> = (0..schema.args.len())
+        .filter(|&i| schema.args[i].is_out)
+        .collect();
+    match v {
+        Value::List(items)
+            if outs.len() > 1
+                || !matches!(
+                    schema
+                        .args
+                        .get(outs.first().copied().unwrap_or(0))
+                        .map(|a| a.ty),
+                    Some(Ty::List(..))
+                ) && outs.len() == items.len() =>
+        {
+            for (&i, item) in outs.iter().zip(items) {
+                slots[i] = Some(item);
+            }
+        }
+        v => {
+            if let Some(&i) = outs.first() {
+                slots[i] = Some(v);
+            }
+        }
+    }
+}
+
+/// A boxed API-level call on the runtime's own tables: parses `api` with `table`
+/// (usually [`ApiTable::builtin`]), binds against the generated schemas and
+/// dispatches through [`crate::dispatch::dispatcher`]. Normalization is not needed
+/// for dispatch itself (handlers that see normalized arguments compute them).
+///
+/// ```
+/// use opforge::argparse::{call_dispatch, ApiTable};
+/// use opforge::{Tensor, Value};
+/// let table = ApiTable::builtin();
+/// let a = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
+/// let out = call_dispatch(&table, "torch.add", vec![Value::Tensor(a.clone()), Value::Tensor(a)], vec![("alpha".into(), Value::Int(2))]).unwrap();
+/// assert_eq!(out[0].as_tensor().unwrap().to_vec::<f32>().unwrap(), vec![3.0]);
+/// ```
+pub fn call_dispatch(
+    table: &ApiTable,
+    api: &str,
+    args: Vec<Value>,
+    kwargs: Vec<(String, Value)>,
+) -> Result<Vec<Value>, Error> {
+    let schema_of = |n: &str| crate::OpId::from_name(n).map(|id| id.schema());
+    let bound = parse_and_bind(table, &schema_of, api, args, kwargs)?;
+    let d = crate::dispatch::dispatcher();
+    let op = match bound.id {
+        Some(id) => d.op(id),
+        None => d
+            .find(bound.schema.name)
+            .ok_or_else(|| Error::UnknownOp(bound.overload.clone()))?,
+    };
+    op.call_boxed(&bound.values)
+}
+
+type TableKey = (usize, usize, usize);
+type TableMap = std::sync::Mutex<HashMap<TableKey, std::sync::Arc<ApiTable>>>;
+
+fn tables() -> &'static TableMap {
+    static TABLES: std::sync::OnceLock<TableMap> = std::sync::OnceLock::new();
+    TABLES.get_or_init(Default::default)
+}
+
+fn key_of(registry: &crate::registry::Registry) -> TableKey {
+    let b = registry.bindings();
+    (registry as *const _ as usize, b.as_ptr() as usize, b.len())
+}
+
+/// Makes `table` the API bindings [`call`] uses for `registry` (instead of the
+/// ones derived from [`crate::registry::Registry::bindings`]). The registry must
+/// not move afterwards.
+pub fn attach_bindings(registry: &crate::registry::Registry, table: ApiTable) {
+    if let Ok(mut m) = tables().lock() {
+        m.insert(key_of(registry), std::sync::Arc::new(table));
+    }
+}
+
+/// The parsers for a registry: attached ones, else built once from its
+/// bindings (cached per registry), else the runtime's own ([`ApiTable::builtin`])
+/// for a registry without bindings.
+fn table_for(registry: &crate::registry::Registry) -> Result<std::sync::Arc<ApiTable>, Error> {
+    static BUILTIN: std::sync::OnceLock<std::sync::Arc<ApiTable>> = std::sync::OnceLock::new();
+    let key = key_of(registry);
+    let mut map = tables()
+        .lock()
+        .map_err(|_| Error::Runtime("API binding cache poisoned".into()))?;
+    if let Some(t) = map.get(&key) {
+        return Ok(t.clone());
+    }
+    if registry.bindings().is_empty() {
+        return Ok(BUILTIN
+            .get_or_init(|| std::sync::Arc::new(ApiTable::builtin()))
+            .clone());
+    }
+    let table =
+        std::sync::Arc::new(ApiTable::from_bindings(registry.bindings()).map_err(Error::Runtime)?);
+    map.insert(key, table.clone());
+    Ok(table)
+}
+
+/// A boxed API-level call: looks up the binding `api` (`torch.add`, `Tensor.add`
+/// with `args[0]` the receiver, `torch.nn.functional.gelu`, …), parses, maps onto
+/// the schema overload, binds and normalizes. Returns the overload name as the
+/// conformance corpus spells it (`add.Tensor`, `abs`) and the normalized
+/// positional and keyword arguments.
+#[allow(clippy::type_complexity)]
+pub fn call(
+    registry: &crate::registry::Registry,
+    api: &str,
+    args: Vec<Value>,
+    kwargs: Vec<(String, Value)>,
+) -> Result<(String, Vec<Value>, Vec<(&'static str, Value)>), crate::Error> {
+    let table = table_for(registry)?;
+    let schema_of = |name: &str| {
+        registry
+            .find(name)
+            .or_else(|| crate::OpId::from_name(name).map(|id| id.schema()))
+    };
+    let bound = parse_and_bind(&table, &schema_of, api, args, kwargs)?;
+    let (a, k) = crate::normalize::normalize(bound.schema, &bound.values);
+    Ok((bound.overload, a, k))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1076 @@
+//! Schema-level resolution: `torch.ops.aten.<name>(*args, **kwargs)` on an overload
+//! packet, or on one overload handle (`torch.ops.aten.add.Tensor(...)`), exactly as
+//! PyTorch does it (`spec/arg_parser.md` §8).
+//!
+//! Each overload is tried in packet order: the call's Python values are converted
+//! to the schema's types with the rules of TorchScript's `toIValue` (an int for a
+//! `float`, `True` for an `int`, a bare int for `int[2]`, a dtype code for a
+//! `ScalarType`, `None` for an undefined `Tensor`, …), keywords and defaults fill
+//! the rest; the first overload that accepts wins. When none does, the error lists
+//! every candidate (TorchScript-only ones included) with PyTorch's wording:
+//! `Overloaded torch operator invoked from Python failed to match any schema:` and
+//! one paragraph per candidate. A single candidate raises its own message.
+//!
+//! Python numbers given for a `Tensor` are accepted only for the operators PyTorch
+//! allow-lists (`add`, `mul`, `div`, …); they stay numbers in the bound values
+//! (PyTorch's "wrapped numbers", which normalization turns back into numbers).
+
+use crate::bind::default_value;
+use crate::error::Error;
+use crate::registry::Overload;
+use crate::schema::{BaseType, OpSchema, Ty};
+use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar};
+use crate::value::Value;
+
+/// A successful resolution: which overload, and its bound values (one per schema
+/// argument, converted, defaults filled in).
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// Index of the chosen overload in the packet.
+    pub index: usize,
+    /// The chosen overload.
+    pub overload: Overload,
+    /// One value per schema argument (for an overload kept as text only, defaults
+    /// are `None`: such an overload is never dispatched).
+    pub bound: Vec<Value>,
+}
+
+/// Operators whose `Tensor` arguments accept Python numbers at the schema level
+/// (PyTorch's `should_allow_numbers_as_tensors`).
+pub const NUMBERS_AS_TENSORS: &[&str] = &[
+    "add",
+    "add_",
+    "add_out",
+    "div",
+    "div_",
+    "div_out",
+    "divide",
+    "divide_",
+    "divide_out",
+    "mul",
+    "mul_",
+    "mul_out",
+    "multiply",
+    "multiply_",
+    "multiply_out",
+    "sub",
+    "sub_",
+    "sub_out",
+    "subtract",
+    "subtract_",
+    "subtract_out",
+    "true_divide",
+    "true_divide_",
+    "true_divide_out",
+    "to",
+    "_to_copy",
+    "copy_",
+    "copy",
+    "floor_divide",
+    "floor_divide_",
+    "floor_divide_out",
+    "_conj",
+];
+
+/// A TorchScript type as `toIValue` sees it (the schema's real type).
+#[derive(Clone, Debug, PartialEq)]
+enum JitTy {
+    Base(BaseType),
+    Optional(Box<JitTy>),
+    List(Box<JitTy>, Option<u32>),
+    /// A type `toIValue` cannot convert to (`t`, `AnyEnumType`, `Generator`, …) or
+    /// does not know here (`Dict(str, t)`); the name as PyTorch prints it.
+    Other(String),
+    /// `Any`: accepts everything.
+    Any,
+}
+
+impl JitTy {
+    fn from_ty(t: &Ty) -> JitTy {
+        match t {
+            Ty::Base(b) => JitTy::Base(*b),
+            Ty::CustomClass(c) => JitTy::Other(format!("__torch__.torch.classes.{c}")),
+            Ty::Optional(i) => JitTy::Optional(Box::new(JitTy::from_ty(i))),
+            Ty::List(e, n) => JitTy::List(Box::new(JitTy::from_ty(e)), *n),
+        }
+    }
+
+    /// Parses a TorchScript type written in a schema (`t[]`, `Tensor(a!)[]`,
+    /// `AnyEnumType`, `Dict(str, t)`, `int[2]?`).
+    fn parse(s: &str) -> JitTy {
+        let s = s.trim();
+        if s.contains('(') && !s.starts_with("Dict") && !s.starts_with("Tuple") {
+            // Alias annotations: `Tensor(a!)`, `t[](a!)`.
+            let mut plain = String::new();
+            let mut depth = 0;
+            for c in s.chars() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    c if depth == 0 => plain.push(c),
+                    _ => {}
+                }
+            }
+            return JitTy::parse(&plain);
+        }
+        if let Some(inner) = s.strip_suffix('?') {
+            return JitTy::Optional(Box::new(JitTy::parse(inner)));
+        }
+        if let Some(open) = s.rfind('[') {
+            if s.ends_with(']') && !s.starts_with("Dict") {
+                let n = s[open + 1..s.len() - 1].parse().ok();
+                return JitTy::List(Box::new(JitTy::parse(&s[..open])), n);
+            }
+        }
+        if s == "Any" {
+            return JitTy::Any;
+        }
+        match BaseType::from_name(s) {
+            Some(b) => JitTy::Base(b),
+            None => JitTy::Other(s.to_string()),
+        }
+    }
+
+    /// PyTorch's `repr_str` of the argument's (fake) type, as error messages print it.
+    fn repr(&self) -> String {
+        match self {
+            JitTy::Base(b) => match b {
+                BaseType::Scalar => "number".into(),
+                BaseType::SymInt
+                | BaseType::ScalarType
+                | BaseType::Layout
+                | BaseType::MemoryFormat
+                | BaseType::DeviceIndex => "int".into(),
+                BaseType::SymBool => "bool".into(),
+                BaseType::Dimname => "str".into(),
+                other => other.name().to_string(),
+            },
+            JitTy::Optional(i) => format!("Optional[{}]", i.repr()),
+            JitTy::List(e, _) => format!("List[{}]", e.repr()),
+            JitTy::Other(s) => s.clone(),
+            JitTy::Any => "Any".into(),
+        }
+    }
+}
+
+/// One argument of a candidate schema.
+struct Param {
+    name: String,
+    ty: JitTy,
+    kwarg_only: bool,
+    /// The default, converted; `Some(None)`-like absence is `has_default` without a
+    /// value (a TorchScript-only schema kept as text).
+    default: Option<Value>,
+    has_default: bool,
+}
+
+/// A candidate: the parsed schema when there is one, else the arguments read from
+/// the schema text.
+struct Candidate {
+    params: Vec<Param>,
+}
+
+impl Candidate {
+    fn of(o: &Overload) -> Candidate {
+        match o.op {
+            Some(s) => Candidate::from_schema(s),
+            None => Candidate::from_text(o.schema_text),
+        }
+    }
+
+    fn from_schema(s: &OpSchema) -> Candidate {
+        Candidate {
+            params: s
+                .args
+                .iter()
+                .map(|a| Param {
+                    name: a.name.to_string(),
+                    ty: JitTy::from_ty(&a.ty),
+                    kwarg_only: a.kwarg_only,
+                    default: default_value(a),
+                    has_default: a.default.is_some(),
+                })
+                .collect(),
+        }
+    }
+
+    fn from_text(text: &str) -> Candidate {
+        let open = text.find('(').unwrap_or(0);
+        let close = text.rfind(") -> ").unwrap_or(text.len());
+        let inner = text.get(open + 1..close).unwrap_or("");
+        let mut params = Vec::new();
+        let mut kw = false;
+        for part in split_top(inner) {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            if part == "*" {
+                kw = true;
+                continue;
+            }
+            let (decl, default) = match find_top(part, '=') {
+                Some(i) => (&part[..i], Some(&part[i + 1..])),
+                None => (part, None),
+            };
+            let (ty, name) = match decl.trim().rfind(' ') {
+                Some(i) => (&decl[..i], decl[i + 1..].trim()),
+                None => (decl, ""),
+            };
+            params.push(Param {
+                name: name.to_string(),
+                ty: JitTy::parse(ty),
+                kwarg_only: kw,
+                default: None,
+                has_default: default.is_some(),
+            });
+        }
+        Candidate { params }
+    }
+}
+
+/// Splits at top-level `, ` (outside brackets, parentheses and quotes).
+fn split_top(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut quote, mut start) = (0i32, None::<char>, 0usize);
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match (quote, c) {
+            (Some(_), '\\') => {
+                chars.next();
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '(' | '[') => depth += 1,
+            (None, ')' | ']') => depth -= 1,
+            (None, ',') if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+fn find_top(s: &str, want: char) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            c if c == want && depth == 0 => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Why one value did not convert.
+enum ConvError {
+    /// A pybind cast error: the text after `Cast error details: `.
+    Cast(String),
+    /// A Python exception: the text after ` Python error details: `.
+    Python(String),
+    /// An error that is not a schema mismatch: it ends the whole call.
+    Hard(Error),
+}
+
+/// `py::repr` of a value.
+pub fn py_repr(v: &Value) -> String {
+    match v {
+        Value::Str(s) => {
+            let q = if s.contains('\'') && !s.contains('"') {
+                '"'
+            } else {
+                '\''
+            };
+            let mut out = String::from(q);
+            for c in s.chars() {
+                match c {
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '\t' => out.push_str("\\t"),
+                    c if c == q => {
+                        out.push('\\');
+                        out.push(c);
+                    }
+                    c => out.push(c),
+                }
+            }
+            out.push(q);
+            out
+        }
+        Value::Float(x) => py_float(*x),
+        Value::Tensor(t) => {
+            let shape: Vec<String> = t.shape().iter().map(|d| d.to_string()).collect();
+            let size = match shape.len() {
+                1 => format!("({},)", shape[0]),
+                _ => format!("({})", shape.join(", ")),
+            };
+            let dtype = if t.dtype() == DType::Float32 {
+                String::new()
+            } else {
+                format!(", dtype={}", t.dtype())
+            };
+            format!("tensor(..., device='{}', size={size}{dtype})", t.device())
+        }
+        Value::Device(d) => format!("device(type='{d}')"),
+        Value::Layout(_) => "torch.strided".into(),
+        Value::MemoryFormat(m) => format!("torch.{}", memory_format_name(*m)),
+        other => match crate::normalize::list_items(other) {
+            Some(items) => {
+                let parts: Vec<String> = items.iter().map(py_repr).collect();
+                format!("[{}]", parts.join(", "))
+            }
+            None => other.to_string(),
+        },
+    }
+}
+
+/// `py::str` of a value (`repr` except for strings).
+pub fn py_str(v: &Value) -> String {
+    match v {
+        Value::Str(s) => s.clone(),
+        other => py_repr(other),
+    }
+}
+
+fn memory_format_name(m: MemoryFormat) -> &'static str {
+    match m {
+        MemoryFormat::Contiguous => "contiguous_format",
+        MemoryFormat::Preserve => "preserve_format",
+        MemoryFormat::ChannelsLast => "channels_last",
+        MemoryFormat::ChannelsLast3d => "channels_last_3d",
+    }
+}
+
+/// Python's `repr` of a float (`1.0`, `2.5`, `1e-05`, `inf`, `nan`).
+pub fn py_float(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    // Shortest round-trip digits and exponent, then Python's layout rules.
+    let sci = format!("{x:e}");
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let neg = mant.starts_with('-');
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let sign = if neg { "-" } else { "" };
+    if (-4..16).contains(&exp) {
+        let n = digits.len() as i32;
+        let body = if exp >= n - 1 {
+            format!("{digits}{}.0", "0".repeat((exp - n + 1) as usize))
+        } else if exp >= 0 {
+            let (a, b) = digits.split_at(exp as usize + 1);
+            format!("{a}.{b}")
+        } else {
+            format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
+        };
+        format!("{sign}{body}")
+    } else {
+        let m = if digits.len() > 1 {
+            format!("{}.{}", &digits[..1], &digits[1..])
+        } else {
+            digits.clone()
+        };
+        let es = if exp < 0 { "-" } else { "+" };
+        format!("{sign}{m}e{es}{:02}", exp.abs())
+    }
+}
+
+/// The Python class name (`type(v).__name__`), as "found type" prints it.
+fn friendly_type(v: &Value) -> &'static str {
+    match v {
+        Value::DType(_) | Value::ScalarTypeCode(_) => "dtype",
+        Value::Device(_) => "device",
+        Value::Layout(_) => "layout",
+        Value::MemoryFormat(_) => "memory_format",
+        other => other.type_name(),
+    }
+}
+
+/// The qualified class as pybind prints it (`<class 'torch.Tensor'>`).
+fn py_class(v: &Value) -> &'static str {
+    match v {
+        Value::Tensor(_) => "torch.Tensor",
+        Value::DType(_) | Value::ScalarTypeCode(_) => "torch.dtype",
+        Value::Device(_) => "torch.device",
+        Value::Layout(_) => "torch.layout",
+        Value::MemoryFormat(_) => "torch.memory_format",
+        other => other.type_name(),
+    }
+}
+
+fn cast_fail(v: &Value) -> ConvError {
+    ConvError::Cast(format!(
+        "Unable to cast Python instance of type <class '{}'> to C++ type '?' (#define PYBIND11_DETAILED_ERROR_MESSAGES or compile in debug mode for details)",
+        py_class(v)
+    ))
+}
+
+fn not_iterable(v: &Value) -> ConvError {
+    ConvError::Python(format!(
+        "TypeError: '{}' object is not iterable",
+        friendly_type(v)
+    ))
+}
+
+fn is_meta_tensor(v: &Value) -> bool {
+    matches!(v, Value::Tensor(t) if t.device() == Device::Meta)
+}
+
+/// The PyTorch `ScalarType` code of a dtype.
+pub fn dtype_code(d: DType) -> i64 {
+    match d {
+        DType::Int32 => 3,
+        DType::Int64 => 4,
+        DType::Float32 => 6,
+        DType::Float64 => 7,
+        DType::Bool => 11,
+    }
+}
+
+/// The dtype of a PyTorch `ScalarType` code, if this runtime has it.
+pub fn dtype_of_code(c: i64) -> Option<DType> {
+    DType::ALL.into_iter().find(|&d| dtype_code(d) == c)
+}
+
+fn memory_format_of_code(c: i64) -> Option<MemoryFormat> {
+    Some(match c {
+        0 => MemoryFormat::Contiguous,
+        1 => MemoryFormat::Preserve,
+        2 => MemoryFormat::ChannelsLast,
+        3 => MemoryFormat::ChannelsLast3d,
+        _ => return None,
+    })
+}
+
+fn memory_format_code(m: MemoryFormat) -> i64 {
+    match m {
+        MemoryFormat::Contiguous => 0,
+        MemoryFormat::Preserve => 1,
+        MemoryFormat::ChannelsLast => 2,
+        MemoryFormat::ChannelsLast3d => 3,
+    }
+}
+
+/// `py::cast<int64_t>`: ints and bools.
+fn cast_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        Value::Bool(b) => Some(i64::from(*b)),
+        Value::Tensor(t) if t.device() != Device::Meta && t.numel() == 1 => match t.item().ok()? {
+            Scalar::Int(i) => Some(i),
+            Scalar::Bool(b) => Some(i64::from(b)),
+            Scalar::Float(_) => None,
+        },
+        _ => None,
+    }
+}
+
+/// `py::cast<double>`: floats, ints, bools.
+fn cast_float(v: &Value) -> Option<f64> {
+    match v {
+        Value::Float(x) => Some(*x),
+        Value::Int(i) => Some(*i as f64),
+        Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        Value::Tensor(t) if t.device() != Device::Meta && t.numel() == 1 => match t.item().ok()? {
+            Scalar::Int(i) => Some(i as f64),
+            Scalar::Bool(b) => Some(f64::from(u8::from(b))),
+            Scalar::Float(x) => Some(x),
+        },
+        _ => None,
+    }
+}
+
+/// `py::cast<bool>` (with conversion): bools, numbers by truth, `None` → false.
+fn cast_bool(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        Value::Int(i) => Some(*i != 0),
+        Value::Float(x) => Some(*x != 0.0),
+        Value::None => Some(false),
+        _ => None,
+    }
+}
+
+/// The items of a Python sequence (`list`/`tuple`), `None` for anything else.
+fn sequence(v: &Value) -> Option<Vec<Value>> {
+    crate::normalize::list_items(v)
+}
+
+const DEVICE_TYPES: &str = "cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone";
+
+/// TorchScript's `toIValue`: converts one Python value to a schema type.
+fn to_ivalue(v: &Value, t: &JitTy, n: Option<u32>, numbers: bool) -> Result<Value, ConvError> {
+    use BaseType as B;
+    let b = match t {
+        JitTy::Any => return Ok(v.clone()),
+        JitTy::Other(name) => {
+            return Err(ConvError::Cast(format!(
+                "toIValue() cannot handle converting to type: {name}"
+            )))
+        }
+        JitTy::Optional(inner) => {
+            return match v {
+                Value::None => Ok(Value::None),
+                v => to_ivalue(v, inner, n, numbers),
+            }
+        }
+        JitTy::List(elem, size) => return to_list(v, elem, n.or(*size), numbers),
+        JitTy::Base(b) => *b,
+    };
+    let meta = |what: &str| {
+        ConvError::Cast(format!(
+            "cannot extract {what} from tensor with meta storage"
+        ))
+    };
+    Ok(match b {
+        B::Tensor => match v {
+            Value::None | Value::Tensor(_) => v.clone(),
+            Value::Int(_) | Value::Float(_) | Value::Bool(_) if numbers => v.clone(),
+            other => {
+                return Err(ConvError::Cast(format!(
+                    "Unable to cast {} to Tensor",
+                    py_str(other)
+                )))
+            }
+        },
+        B::Float => {
+            if is_meta_tensor(v) {
+                return Err(meta("float"));
+            }
+            Value::Float(cast_float(v).ok_or_else(|| cast_fail(v))?)
+        }
+        B::Int | B::DeviceIndex => match v {
+            Value::DType(d) => Value::Int(dtype_code(*d)),
+            Value::ScalarTypeCode(c) => Value::Int(*c),
+            Value::Layout(_) => Value::Int(0),
+            Value::MemoryFormat(m) => Value::Int(memory_format_code(*m)),
+            v if is_meta_tensor(v) => return Err(meta("int")),
+            v => Value::Int(cast_int(v).ok_or_else(|| cast_fail(v))?),
+        },
+        B::SymInt => Value::Int(match v {
+            Value::Int(i) => *i,
+            Value::Bool(b) => i64::from(*b),
+            _ => return Err(cast_fail(v)),
+        }),
+        B::ScalarType => match v {
+            Value::DType(d) => Value::DType(*d),
+            Value::ScalarTypeCode(c) => Value::ScalarTypeCode(*c),
+            v => {
+                let c = cast_int(v).ok_or_else(|| cast_fail(v))?;
+                dtype_of_code(c).map_or(Value::ScalarTypeCode(c), Value::DType)
+            }
+        },
+        B::Layout => match v {
+            Value::Layout(l) => Value::Layout(*l),
+            v => match cast_int(v).ok_or_else(|| cast_fail(v))? {
+                0 => Value::Layout(Layout::Strided),
+                c => Value::Int(c),
+            },
+        },
+        B::MemoryFormat => match v {
+            Value::MemoryFormat(m) => Value::MemoryFormat(*m),
+            v => {
+                let c = cast_int(v).ok_or_else(|| cast_fail(v))?;
+                memory_format_of_code(c).map_or(Value::Int(c), Value::MemoryFormat)
+            }
+        },
+        B::Bool | B::SymBool => {
+            if is_meta_tensor(v) {
+                return Err(meta("bool"));
+            }
+            Value::Bool(cast_bool(v).ok_or_else(|| cast_fail(v))?)
+        }
+        B::Scalar => match v {
+            Value::DType(d) => Value::Int(dtype_code(*d)),
+            Value::ScalarTypeCode(c) => Value::Int(*c),
+            Value::Layout(_) => Value::Int(0),
+            Value::Int(_) | Value::Float(_) | Value::Bool(_) => v.clone(),
+            other => {
+                return Err(ConvError::Cast(format!(
+                    "Cannot cast {} to number",
+                    py_str(other)
+                )))
+            }
+        },
+        B::Complex => match v {
+            Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
+                Value::Float(cast_float(v).unwrap_or(0.0))
+            }
+            _ => return Err(cast_fail(v)),
+        },
+        B::Str | B::Dimname => match v {
+            Value::Str(_) => v.clone(),
+            _ => return Err(cast_fail(v)),
+        },
+        B::Device => match v {
+            Value::Device(_) => v.clone(),
+            Value::Str(s) => match Device::from_name(s) {
+                Some(d) => Value::Device(d),
+                None => {
+                    let ty = s.split(':').next().unwrap_or("");
+                    let known = DEVICE_TYPES.split(", ").any(|k| k == ty);
+                    return Err(ConvError::Hard(Error::Runtime(if known {
+                        format!("opforge has no device '{s}' (only cpu and meta)")
+                    } else {
+                        format!(
+                            "Expected one of {DEVICE_TYPES} device type at start of device string: {s}"
+                        )
+                    })));
+                }
+            },
+            _ => return Err(cast_fail(v)),
+        },
+        B::Storage => return Err(cast_fail(v)),
+        other => {
+            return Err(ConvError::Cast(format!(
+                "toIValue() cannot handle converting to type: {}",
+                other.name()
+            )))
+        }
+    })
+}
+
+fn to_list(v: &Value, elem: &JitTy, n: Option<u32>, numbers: bool) -> Result<Value, ConvError> {
+    use BaseType as B;
+    match elem {
+        JitTy::Base(B::Int) => {
+            if let (Some(n), Value::Int(_) | Value::Bool(_)) = (n, v) {
+                let x = cast_int(v).unwrap_or(0);
+                return Ok(Value::IntList(vec![x; n as usize]));
+            }
+            let items = sequence(v).ok_or_else(|| cast_fail(v))?;
+            let xs: Option<Vec<i64>> = items.iter().map(cast_int).collect();
+            Ok(Value::IntList(xs.ok_or_else(|| cast_fail(v))?))
+        }
+        JitTy::Base(B::SymInt) => {
+            let items = match v {
+                Value::Str(s) => s.chars().map(|c| Value::Str(c.to_string())).collect(),
+                Value::Tensor(_) => return Err(cast_fail(v)),
+                v => sequence(v).ok_or_else(|| not_iterable(v))?,
+            };
+            let mut xs = Vec::with_capacity(items.len());
+            for it in &items {
+                xs.push(match it {
+                    Value::Int(i) => *i,
+                    Value::Bool(b) => i64::from(*b),
+                    other => return Err(cast_fail(other)),
+                });
+            }
+            Ok(Value::IntList(xs))
+        }
+        JitTy::Base(B::Float) => {
+            if let (Some(n), Value::Float(x)) = (n, v) {
+                return Ok(Value::FloatList(vec![*x; n as usize]));
+            }
+            let items = sequence(v).ok_or_else(|| cast_fail(v))?;
+            let xs: Option<Vec<f64>> = items
+                .iter()
+                .map(|x| {
+                    if is_meta_tensor(x) {
+                        None
+                    } else {
+                        cast_float(x)
+                    }
+                })
+                .collect();
+            Ok(Value::FloatList(xs.ok_or_else(|| cast_fail(v))?))
+        }
+        JitTy::Base(B::Bool) => {
+            let items = sequence(v).ok_or_else(|| cast_fail(v))?;
+            let xs: Option<Vec<bool>> = items.iter().map(cast_bool).collect();
+            Ok(Value::BoolList(xs.ok_or_else(|| cast_fail(v))?))
+        }
+        JitTy::Base(B::Tensor) => {
+            let items = sequence(v).ok_or_else(|| cast_fail(v))?;
+            let ts: Option<Vec<_>> = items
+                .into_iter()
+                .map(|x| match x {
+                    Value::Tensor(t) => Some(t),
+                    _ => None,
+                })
+                .collect();
+            Ok(Value::TensorList(ts.ok_or_else(|| cast_fail(v))?))
+        }
+        elem => {
+            // createGenericList: iterate, convert each element.
+            let items = match v {
+                Value::Str(s) => s.chars().map(|c| Value::Str(c.to_string())).collect(),
+                Value::Tensor(t) if t.dim() == 0 => {
+                    return Err(ConvError::Python(
+                        "TypeError: iteration over a 0-d tensor".into(),
+                    ))
+                }
+                Value::Tensor(_) => {
+                    // Iterating gives tensors (the rows); converting one decides.
+                    to_ivalue(v, elem, None, numbers)?;
+                    return Err(cast_fail(v));
+                }
+                v => sequence(v).ok_or_else(|| not_iterable(v))?,
+            };
+            let mut out = Vec::with_capacity(items.len());
+            for it in &items {
+                out.push(to_ivalue(it, elem, None, numbers)?);
+            }
+            Ok(match elem {
+                JitTy::Optional(i) if **i == JitTy::Base(B::Tensor) => Value::OptTensorList(
+                    out.into_iter()
+                        .map(|x| match x {
+                            Value::Tensor(t) => Some(t),
+                            _ => None,
+                        })
+                        .collect(),
+                ),
+                JitTy::Base(B::Scalar) => Value::ScalarList(
+                    out.into_iter()
+                        .map(|x| match x {
+                            Value::Bool(b) => Scalar::Bool(b),
+                            Value::Int(i) => Scalar::Int(i),
+                            Value::Float(f) => Scalar::Float(f),
+                            _ => Scalar::Int(0),
+                        })
+                        .collect(),
+                ),
+                _ => Value::List(out),
+            })
+        }
+    }
+}
+
+/// Why one candidate did not accept the call.
+enum Mismatch {
+    /// A schema-match error (the message of this candidate).
+    Schema(String),
+    /// An error that ends the call.
+    Hard(Error),
+}
+
+/// PyTorch's `createStackForSchema` for one candidate.
+fn create_stack(
+    op: &str,
+    text: &str,
+    cand: &Candidate,
+    args: &[Value],
+    kwargs: &[(String, Value)],
+    numbers: bool,
+) -> Result<Vec<Value>, Mismatch> {
+    let params = &cand.params;
+    let total = args.len() + kwargs.len();
+    if total > params.len() {
+        return Err(Mismatch::Schema(format!(
+            "{op}() expected at most {} argument(s) but received {total} argument(s). Declaration: {text}",
+            params.len()
+        )));
+    }
+    let convert = |i: usize, v: &Value| -> Result<Value, Mismatch> {
+        let p = &params[i];
+        let n = match &p.ty {
+            JitTy::List(_, n) => *n,
+            JitTy::Optional(inner) => match &**inner {
+                JitTy::List(_, n) => *n,
+                _ => None,
+            },
+            _ => None,
+        };
+        to_ivalue(v, &p.ty, n, numbers).map_err(|e| {
+            let head = format!(
+                "{op}() Expected a value of type '{}' for argument '{}' but instead found type '{}'.\nPosition: {i}\nValue: {}\nDeclaration: {text}",
+                p.ty.repr(),
+                p.name,
+                friendly_type(v),
+                py_repr(v)
+            );
+            match e {
+                ConvError::Cast(d) => Mismatch::Schema(format!("{head}\nCast error details: {d}")),
+                ConvError::Python(d) => {
+                    Mismatch::Schema(format!("{head}\n Python error details: {d}"))
+                }
+                ConvError::Hard(e) => Mismatch::Hard(e),
+            }
+        })
+    };
+    let mut stack = Vec::with_capacity(params.len());
+    for (i, v) in args.iter().enumerate() {
+        if params[i].kwarg_only {
+            return Err(Mismatch::Schema(format!(
+                "{op}() takes {i} positional argument(s) but {} was/were given.  Declaration: {text}",
+                args.len()
+            )));
+        }
+        stack.push(convert(i, v)?);
+    }
+    let mut consumed = 0;
+    for (i, p) in params.iter().enumerate().skip(stack.len()) {
+        if let Some((_, v)) = kwargs.iter().find(|(k, _)| *k == p.name) {
+            stack.push(convert(i, v)?);
+            consumed += 1;
+        } else if p.has_default {
+            stack.push(p.default.clone().unwrap_or(Value::None));
+        } else {
+            return Err(Mismatch::Schema(format!(
+                "{op}() is missing value for argument '{}'. Declaration: {text}",
+                p.name
+            )));
+        }
+    }
+    if consumed != kwargs.len() {
+        // FunctionSchema::findErrorInKwargs
+        if let Some((k, _)) = kwargs
+            .iter()
+            .find(|(k, _)| !params.iter().any(|p| p.name == *k))
+        {
+            return Err(Mismatch::Schema(format!(
+                "Unknown keyword argument '{k}' for operator '{op}'. Schema: {text}"
+            )));
+        }
+        if let Some(p) = params
+            .iter()
+            .find(|p| kwargs.iter().any(|(k, _)| *k == p.name))
+        {
+            return Err(Mismatch::Schema(format!(
+                "Argument '{}' specified both as positional and keyword argument. Schema: {text}",
+                p.name
+            )));
+        }
+    }
+    Ok(stack)
+}
+
+/// Resolves a call against `overloads` (a packet in order, or one overload handle):
+/// the first overload whose schema accepts the call, with its bound values.
+/// `op` is the qualified operator name (`aten::add`), used in messages and for the
+/// numbers-as-tensors allow-list.
+pub fn resolve(
+    op: &str,
+    overloads: &[Overload],
+    args: &[Value],
+    kwargs: &[(String, Value)],
+) -> Result<Resolved, Error> {
+    let base = op.rsplit("::").next().unwrap_or(op);
+    let numbers = op.starts_with("aten::") && NUMBERS_AS_TENSORS.contains(&base);
+    let mut errors = Vec::new();
+    for (index, o) in overloads.iter().enumerate() {
+        let cand = Candidate::of(o);
+        match create_stack(op, o.schema_text, &cand, args, kwargs, numbers) {
+            Ok(bound) => {
+                return Ok(Resolved {
+                    index,
+                    overload: *o,
+                    bound,
+                })
+            }
+            Err(Mismatch::Hard(e)) => return Err(e),
+            Err(Mismatch::Schema(m)) => errors.push(m),
+        }
+    }
+    if errors.len() == 1 {
+        return Err(Error::Runtime(errors.pop().unwrap_or_default()));
+    }
+    let mut msg =
+        String::from("Overloaded torch operator invoked from Python failed to match any schema:\n");
+    for e in errors {
+        msg.push_str(&e);
+        msg.push_str("\n\n");
+    }
+    Err(Error::Runtime(msg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_float_repr() {
+        for (x, s) in [
+            (1.0, "1.0"),
+            (2.5, "2.5"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (1e16, "1e+16"),
+            (123456.0, "123456.0"),
+            (-0.5, "-0.5"),
+            (0.1, "0.1"),
+            (1.5e300, "1.5e+300"),
+        ] {
+            assert_eq!(py_float(x), s);
+        }
+    }
+
+    #[test]
+    fn splits_schema_text() {
+        let c = Candidate::from_text(
+            "aten::foo.x(Dict(str, t) self, Tensor(a!)[] b, *, int[2] c=[1, 1], str d=\",\") -> t",
+        );
+        let names: Vec<_> = c.params.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["self", "b", "c", "d"]);
+        assert!(c.params[2].kwarg_only && c.params[3].has_default);
+        assert_eq!(c.params[1].ty.repr(), "List[Tensor]");
+        assert_eq!(JitTy::parse("t[]").repr(), "List[t]");
+        assert_eq!(JitTy::parse("int[1]?").repr(), "Optional[List[int]]");
+        assert_eq!(JitTy::parse("t[](a!)").repr(), "List[t]");
+        assert_eq!(JitTy::parse("Tensor(a!)").repr(), "Tensor");
+    }
+    /// The schema-level examples of `spec/normalization.md` §4.
+    #[test]
+    fn normalization_examples() {
+        use crate::registry::Registry;
+        use crate::tensor::Tensor;
+        let yaml = r#"
+- func: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+- func: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+- func: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+- func: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+- func: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
+- func: linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+- func: max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
+- func: topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+- func: var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor
+- func: zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+  dispatch:
+    CompositeExplicitAutograd: zeros
+- func: arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+  dispatch:
+    CompositeExplicitAutograd: arange
+- func: select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)
+- func: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+"#;
+        let r = Registry::from_yaml_str("t.yaml", yaml).unwrap();
+        let x = Tensor::zeros(&[2, 3], DType::Float32, Device::Meta);
+        let t = || Value::Tensor(x.clone());
+        let l = |xs: &[i64]| Value::List(xs.iter().map(|&i| Value::Int(i)).collect());
+        let norm = |op: &str, args: Vec<Value>, kwargs: Vec<(&str, Value)>| {
+            let kwargs: Vec<(String, Value)> = kwargs
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+            let res = r.resolve(op, &args, &kwargs).unwrap();
+            let (a, k) = crate::normalize::normalize(res.overload.op.unwrap(), &res.bound);
+            let show = |v: &Value| match v {
+                Value::Tensor(_) => "T".to_string(),
+                Value::Float(f) => py_float(*f),
+                other => py_repr(other),
+            };
+            let a: Vec<String> = a.iter().map(show).collect();
+            let k: Vec<String> = k.iter().map(|(n, v)| format!("{n}={}", show(v))).collect();
+            format!("({}) {{{}}}", a.join(", "), k.join(", "))
+        };
+        use Value::{Bool as B, Float as F, Int as I};
+        assert_eq!(
+            norm("aten::add.Scalar", vec![t(), I(2), I(1)], vec![]),
+            "(T, 2) {}"
+        );
+        assert_eq!(
+            norm("aten::add.Scalar", vec![t(), I(2)], vec![("alpha", F(1.0))]),
+            "(T, 2, 1.0) {}"
+        );
+        assert_eq!(
+            norm(
+                "aten::sum.dim_IntList",
+                vec![t(), Value::None, B(true)],
+                vec![]
+            ),
+            "(T, None, True) {}"
+        );
+        assert_eq!(
+            norm("aten::sum.dim_IntList", vec![t(), l(&[1]), I(1)], vec![]),
+            "(T, [1], True) {}"
+        );
+        assert_eq!(
+            norm("aten::clamp.default", vec![t(), I(0), Value::None], vec![]),
+            "(T, 0) {}"
+        );
+        assert_eq!(
+            norm("aten::elu.default", vec![t(), I(1), I(1), I(1)], vec![]),
+            "(T) {}"
+        );
+        assert_eq!(
+            norm("aten::elu.default", vec![t(), F(1.0), I(1), F(1.0)], vec![]),
+            "(T, 1.0, 1, 1.0) {}"
+        );
+        assert_eq!(
+            norm("aten::hardtanh", vec![t(), I(-1), I(1)], vec![]),
+            "(T) {}"
+        );
+        assert_eq!(
+            norm("aten::hardtanh", vec![t(), F(-1.0), F(1.0)], vec![]),
+            "(T, -1.0, 1.0) {}"
+        );
+        assert_eq!(
+            norm("aten::linalg_vector_norm", vec![t(), I(2)], vec![]),
+            "(T) {}"
+        );
+        assert_eq!(
+            norm("aten::linalg_vector_norm", vec![t(), F(2.0)], vec![]),
+            "(T, 2.0) {}"
+        );
+        assert_eq!(
+            norm(
+                "aten::max_pool2d_with_indices",
+                vec![t(), l(&[2, 2]), l(&[]), I(0), l(&[1])],
+                vec![]
+            ),
+            "(T, [2, 2], [], [0, 0], [1]) {}"
+        );
+        assert_eq!(
+            norm(
+                "aten::topk",
+                vec![t(), I(2), I(-1), B(true), B(true)],
+                vec![]
+            ),
+            "(T, 2) {}"
+        );
+        assert_eq!(
+            norm("aten::topk", vec![t()], vec![("k", I(2)), ("dim", I(0))]),
+            "(T, 2, 0) {}"
+        );
+        assert_eq!(
+            norm(
+                "aten::var.correction",
+                vec![t(), l(&[0])],
+                vec![("keepdim", B(true))]
+            ),
+            "(T, [0]) {keepdim=True}"
+        );
+        assert_eq!(
+            norm(
+                "aten::zeros",
+                vec![l(&[2])],
+                vec![("dtype", I(6)), ("device", Value::Str("meta".into()))]
+            ),
+            "([2]) {dtype=torch.float32, device=device(type='meta')}"
+        );
+        assert_eq!(
+            norm("aten::arange.start_step", vec![I(0), I(5), F(1.0)], vec![]),
+            "(0, 5, 1.0) {}"
+        );
+        assert_eq!(
+            norm("aten::select.int", vec![t(), I(0), B(true)], vec![]),
+            "(T, 0, 1) {}"
+        );
+        assert_eq!(
+            norm("aten::nan_to_num", vec![t(), I(1)], vec![]),
+            "(T, 1.0) {}"
+        );
+        // Errors keep PyTorch's wording.
+        let e = r.resolve("aten::topk", &[t()], &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "aten::topk() is missing value for argument 'k'. Declaration: aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)"
+        );
+        let e = r
+            .resolve("aten::select.int", &[t(), F(0.5), I(1)], &[])
+            .unwrap_err();
+        assert!(e.to_string().contains("Expected a value of type 'int' for argument 'dim' but instead found type 'float'.\nPosition: 1\nValue: 0.5\n"));
+    }
+}

@@ -1,0 +1,449 @@
+//! Run-time registry: any schema file (e.g. PyTorch's 2,590-entry
+//! `native_functions.yaml`) loaded with the same `opforge-codegen` loader the build
+//! uses, into kernel-less operators.
+//!
+//! The model → [`OpSchema`] conversion lives here, in one place
+//! ([`op_schema`]); a test checks that converting the workspace's own YAML gives
+//! exactly the generated [`crate::OPS`]. Converted schemas are leaked: operators live
+//! for the whole program, as in PyTorch.
+//!
+//! Overload packets (`aten::add` → `add.Tensor`, `add.Scalar`, …) are in YAML order
+//! unless [`Registry::with_overload_order`] reads the registration order PyTorch
+//! uses (`aten_overloads.jsonl`), which also brings the generated (`autogen`)
+//! overloads and the TorchScript-only ones (`"dispatcher": false`).
+
+use crate::schema::{Alias, ArgSchema, Default, DefaultVal, KernelName, OpSchema, RetSchema, Ty};
+use opforge_codegen::diag::Diagnostics;
+use opforge_codegen::model::{Annotation, DefaultValue, FunctionSchema, NativeFunction, Type};
+use std::collections::HashMap;
+
+/// One overload of a packet, in the order `torch.ops.<ns>.<name>(...)` tries them.
+#[derive(Clone, Copy, Debug)]
+pub struct Overload {
+    /// `name.overload`, or `name` for the default overload (`add.Tensor`, `add`).
+    pub name: &'static str,
+    /// The full, namespace-qualified schema text as registered
+    /// (`aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`).
+    pub schema_text: &'static str,
+    /// The parsed schema; `None` for a schema that uses types the schema language
+    /// does not have (`t[]`, `AnyEnumType`, `Dict(Tensor, Tensor)`, …): kept as
+    /// text for error messages; such an overload can match a call but never be
+    /// dispatched here.
+    pub op: Option<&'static OpSchema>,
+    /// A dispatcher (c10) operator; `false` for TorchScript-only builtins, which are
+    /// tried after all dispatcher overloads but never dispatched.
+    pub dispatcher: bool,
+}
+
+/// Kernel-less operators loaded at run time from a schema file.
+#[derive(Debug, Default)]
+pub struct Registry {
+    ops: Vec<&'static OpSchema>,
+    by_name: HashMap<String, usize>,
+    packets: HashMap<String, Vec<Overload>>,
+    entries: HashMap<String, NativeFunction>,
+    bindings: Vec<opforge_codegen::python::Binding>,
+}
+
+fn leak<T>(x: T) -> &'static T {
+    Box::leak(Box::new(x))
+}
+
+fn leak_str(s: &str) -> &'static str {
+    Box::leak(s.to_string().into_boxed_str())
+}
+
+fn leak_slice<T>(v: Vec<T>) -> &'static [T] {
+    Box::leak(v.into_boxed_slice())
+}
+
+/// The run-time [`Ty`] of a model [`Type`].
+pub fn ty(t: &Type) -> Ty {
+    match t {
+        Type::Base(b) => Ty::Base(*b),
+        Type::CustomClass(c) => Ty::CustomClass(leak_str(c)),
+        Type::Optional(inner) => Ty::Optional(leak(ty(inner))),
+        Type::List { elem, size } => Ty::List(leak(ty(elem)), *size),
+    }
+}
+
+fn default_val(v: &DefaultValue) -> DefaultVal {
+    match v {
+        DefaultValue::None => DefaultVal::None,
+        DefaultValue::Bool(b) => DefaultVal::Bool(*b),
+        DefaultValue::Int(i) => DefaultVal::Int(*i),
+        DefaultValue::Float(x) => DefaultVal::Float(*x),
+        DefaultValue::Str(s) => DefaultVal::Str(leak_str(s)),
+        DefaultValue::List(xs) => {
+            DefaultVal::List(leak_slice(xs.iter().map(default_val).collect()))
+        }
+        DefaultValue::Enum(e) => DefaultVal::Enum(leak_str(e)),
+    }
+}
+
+fn alias(a: Option<&Annotation>) -> Option<Alias> {
+    a.map(|a| Alias {
+        set: leak_str(&a.alias_set.iter().collect::<String>()),
+        is_write: a.is_write,
+        after: leak_str(&a.alias_set_after.iter().collect::<String>()),
+    })
+}
+
+/// The dispatch rows of an entry, one per key, with an implicit
+/// CompositeImplicitAutograd kernel made explicit (as the generated tables have it).
+fn kernels(nf: &NativeFunction) -> Vec<(String, String)> {
+    let mut ks: Vec<(String, String)> = nf
+        .dispatch
+        .iter()
+        .flat_map(|row| row.keys.iter().map(|k| (k.clone(), row.kernel.clone())))
+        .collect();
+    if ks.is_empty() && nf.is_composite_implicit() {
+        ks.push((
+            "CompositeImplicitAutograd".into(),
+            opforge_codegen::validate::cpp_name(&nf.func),
+        ));
+    }
+    ks
+}
+
+/// Converts a schema (and, if there is one, the YAML entry it came from: variants,
+/// dispatch table, tags, line) into a leaked [`OpSchema`]. This is the one place the
+/// model becomes the runtime's tables; the generated `OPS` agree with it (tested).
+pub fn op_schema(func: &FunctionSchema, entry: Option<&NativeFunction>) -> &'static OpSchema {
+    let out_start = func.arguments.out_start().unwrap_or(usize::MAX);
+    let kw_start = func.arguments.kwarg_only_start.unwrap_or(usize::MAX);
+    let args: Vec<ArgSchema> = func
+        .arguments
+        .all
+        .iter()
+        .enumerate()
+        .map(|(i, a)| ArgSchema {
+            name: leak_str(&a.name),
+            ty: ty(&a.ty),
+            default: a.default.as_ref().map(|d| {
+                let text = leak_str(&d.text);
+                Default {
+                    text,
+                    value: d.value.as_ref().map_or(DefaultVal::Enum(text), default_val),
+                }
+            }),
+            kwarg_only: i >= kw_start,
+            is_out: i >= out_start,
+            alias: alias(a.annotation.as_ref()),
+        })
+        .collect();
+    let returns: Vec<RetSchema> = func
+        .returns
+        .iter()
+        .map(|r| RetSchema {
+            name: r.name.as_deref().map(leak_str),
+            ty: ty(&r.ty),
+            alias: alias(r.annotation.as_ref()),
+        })
+        .collect();
+    let (function, method, python_module, kernel_rows, tags, line) = match entry {
+        Some(nf) => (
+            nf.variants.function,
+            nf.variants.method,
+            nf.python_module.as_deref().map(leak_str),
+            kernels(nf),
+            nf.tags.iter().map(|t| leak_str(t)).collect(),
+            u32::try_from(nf.line).unwrap_or(u32::MAX),
+        ),
+        None => (true, false, None, Vec::new(), Vec::new(), 0),
+    };
+    leak(OpSchema {
+        namespace: leak_str(func.name.namespace()),
+        name: leak_str(&func.name.unqualified()),
+        base: leak_str(&func.name.name.to_string()),
+        overload: leak_str(&func.name.overload),
+        schema: leak_str(&func.to_string()),
+        kind: func.kind(),
+        args: leak_slice(args),
+        returns: leak_slice(returns),
+        function,
+        method,
+        python_module,
+        kernels: leak_slice(
+            kernel_rows
+                .iter()
+                .map(|(k, v)| KernelName {
+                    key: leak_str(k),
+                    kernel: leak_str(v),
+                })
+                .collect(),
+        ),
+        tags: leak_slice(tags),
+        line,
+    })
+}
+
+/// Registered schemas print list defaults as `[1, 1]`; the schema language (like
+/// torchgen) writes them `[1,1]`. Removes the spaces inside brackets.
+fn compact_lists(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut depth = 0;
+    for c in text.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ' ' if depth > 0 => continue,
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The `ns::name` of a schema's packet (`aten::add` for `add.Tensor`).
+fn packet_key(s: &OpSchema) -> String {
+    format!("{}::{}", s.namespace, s.base)
+}
+
+fn qualified(s: &OpSchema) -> String {
+    if s.schema.contains("::") && s.schema.find("::") < s.schema.find('(') {
+        s.schema.to_string()
+    } else {
+        format!("{}::{}", s.namespace, s.schema)
+    }
+}
+
+impl Registry {
+    /// Loads and validates schema-file text (no tags check) with the codegen loader;
+    /// the Python-API bindings are derived without deprecated signatures.
+    pub fn from_yaml_str(file: &str, text: &str) -> Result<Registry, Diagnostics> {
+        Registry::build(file, text, &[])
+    }
+
+    fn build(
+        file: &str,
+        text: &str,
+        deprecated: &[opforge_codegen::python::DeprecatedEntry],
+    ) -> Result<Registry, Diagnostics> {
+        let loaded = opforge_codegen::check_str(file, text, None)?;
+        let mut r = Registry {
+            bindings: opforge_codegen::python::derive_bindings(&loaded.entries, deprecated)
+                .map_err(|e| {
+                    Diagnostics(vec![opforge_codegen::diag::Diagnostic::new(file, 0, e)])
+                })?,
+            ..Registry::default()
+        };
+        for nf in loaded.entries {
+            let s = op_schema(&nf.func, Some(&nf));
+            let key = format!("{}::{}", s.namespace, s.name);
+            r.by_name.insert(key.clone(), r.ops.len());
+            r.ops.push(s);
+            r.packets.entry(packet_key(s)).or_default().push(Overload {
+                name: s.name,
+                schema_text: leak_str(&qualified(s)),
+                op: Some(s),
+                dispatcher: true,
+            });
+            r.entries.insert(key, nf);
+        }
+        Ok(r)
+    }
+
+    /// Loads a schema file from disk (with the `deprecated.yaml` beside it, if any,
+    /// for the Python-API bindings).
+    pub fn from_path(path: impl AsRef<std::path::Path>) -> Result<Registry, Diagnostics> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Diagnostics(vec![opforge_codegen::diag::Diagnostic::new(
+                &name,
+                0,
+                format!("cannot read: {e}"),
+            )])
+        })?;
+        let deprecated = opforge_codegen::read_deprecated(path)?;
+        Registry::build(&name, &text, &deprecated)
+    }
+
+    /// The Python-API bindings PyTorch derives from this file (`torch.add`,
+    /// `Tensor.add`, …), as `opforge_codegen::python::derive_bindings` gives them.
+    pub fn bindings(&self) -> &[opforge_codegen::python::Binding] {
+        &self.bindings
+    }
+
+    /// Replaces the packets with the registration order read from
+    /// `aten_overloads.jsonl` text (one `{"op": "aten::add", "overloads": [...]}`
+    /// per line). Dispatcher overloads are parsed from their registered schema
+    /// text (expanded defaults such as `SymInt[2] stride=[1, 1]` included), with
+    /// the YAML entry's metadata when the file has one; TorchScript-only overloads
+    /// are parsed when the schema language can, and kept as text otherwise.
+    pub fn with_overload_order(mut self, jsonl: &str) -> Result<Registry, String> {
+        for (lineno, line) in jsonl.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let err = |m: &str| format!("overloads line {}: {m}", lineno + 1);
+            let rec: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| err(&e.to_string()))?;
+            let op = rec["op"].as_str().ok_or_else(|| err("no \"op\""))?;
+            let list = rec["overloads"]
+                .as_array()
+                .ok_or_else(|| err("no \"overloads\""))?;
+            let (ns, _) = op.split_once("::").unwrap_or(("aten", op));
+            let mut packet = Vec::new();
+            for o in list {
+                let name = o["overload"]
+                    .as_str()
+                    .ok_or_else(|| err("no \"overload\""))?;
+                let text = o["schema"].as_str().ok_or_else(|| err("no \"schema\""))?;
+                let dispatcher = o["dispatcher"].as_bool().unwrap_or(true);
+                let key = format!("{ns}::{name}");
+                let parsed = opforge_codegen::schema::parse_schema(&compact_lists(text)).ok();
+                let s = parsed.map(|f| op_schema(&f, self.entries.get(&key)));
+                if let (Some(s), true) = (s, dispatcher) {
+                    if !self.by_name.contains_key(&key) {
+                        self.by_name.insert(key, self.ops.len());
+                        self.ops.push(s);
+                    }
+                }
+                packet.push(Overload {
+                    name: leak_str(name),
+                    schema_text: leak_str(text),
+                    op: s,
+                    dispatcher,
+                });
+            }
+            self.packets.insert(op.to_string(), packet);
+        }
+        Ok(self)
+    }
+
+    /// Every dispatcher operator: the file's entries in file order, then those only
+    /// the overload order added (autogen'd ones).
+    pub fn ops(&self) -> &[&'static OpSchema] {
+        &self.ops
+    }
+
+    /// The operator `ns::name.overload` (`aten::add.Tensor`, `aten::abs`); the
+    /// namespace defaults to `aten`.
+    pub fn find(&self, name: &str) -> Option<&'static OpSchema> {
+        let key = if name.contains("::") {
+            name.to_string()
+        } else {
+            format!("aten::{name}")
+        };
+        self.by_name.get(&key).map(|&i| self.ops[i])
+    }
+
+    /// The overloads of a packet (`aten::add`) in the order they are tried; empty if
+    /// there is no such name.
+    pub fn packet(&self, name: &str) -> &[Overload] {
+        let key = if name.contains("::") {
+            name.to_string()
+        } else {
+            format!("aten::{name}")
+        };
+        self.packets.get(&key).map_or(&[], |v| v.as_slice())
+    }
+
+    /// Resolves a schema-level call like `torch.ops.aten.<name>(*args, **kwargs)`:
+    /// `name` is a packet (`aten::add`: every overload is tried in order) or an
+    /// overload handle (`aten::add.Tensor`, `aten::abs.default`: that schema only).
+    /// See [`crate::packet`].
+    pub fn resolve(
+        &self,
+        name: &str,
+        args: &[crate::Value],
+        kwargs: &[(String, crate::Value)],
+    ) -> crate::Result<crate::packet::Resolved> {
+        let qualified = if name.contains("::") {
+            name.to_string()
+        } else {
+            format!("aten::{name}")
+        };
+        let packet = self.packet(&qualified);
+        if !packet.is_empty() {
+            return crate::packet::resolve(&qualified, packet, args, kwargs);
+        }
+        let (ns, rest) = qualified.split_once("::").unwrap_or(("aten", &qualified));
+        let Some((base, overload)) = rest.split_once('.') else {
+            return Err(crate::Error::Runtime(format!(
+                "'_OpNamespace' '{ns}' object has no attribute '{rest}'"
+            )));
+        };
+        let packet_name = format!("{ns}::{base}");
+        let wanted = if overload == "default" {
+            base.to_string()
+        } else {
+            rest.to_string()
+        };
+        let overloads = self.packet(&packet_name);
+        if overloads.is_empty() {
+            return Err(crate::Error::Runtime(format!(
+                "'_OpNamespace' '{ns}' object has no attribute '{base}'"
+            )));
+        }
+        match overloads.iter().position(|o| o.name == wanted) {
+            Some(i) => crate::packet::resolve(&packet_name, &overloads[i..=i], args, kwargs).map(
+                |mut r| {
+                    r.index = i;
+                    r
+                },
+            ),
+            None => Err(crate::Error::Runtime(format!(
+                "The underlying op of '{ns}.{base}' has no overload name '{overload}'"
+            ))),
+        }
+    }
+
+    /// Every packet name (`aten::add`, …), unordered.
+    pub fn packet_names(&self) -> impl Iterator<Item = &str> {
+        self.packets.keys().map(|k| k.as_str())
+    }
+
+    /// Registers every operator with the process-wide dispatcher (without
+    /// kernels), skipping names it already has. Returns how many were added.
+    pub fn add_to_dispatcher(&self) -> usize {
+        let d = crate::dispatch::dispatcher();
+        self.ops
+            .iter()
+            .filter(|s| d.add_operator(s).is_ok())
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::SchemaKind;
+
+    #[test]
+    fn converting_our_yaml_gives_the_generated_tables() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../native_functions.yaml");
+        let r = Registry::from_path(root).unwrap();
+        let mut ops: Vec<&OpSchema> = r.ops().to_vec();
+        ops.sort_by(|a, b| (a.namespace, a.name).cmp(&(b.namespace, b.name)));
+        assert_eq!(ops.len(), crate::OPS.len());
+        for (a, b) in ops.iter().zip(crate::OPS.iter()) {
+            assert_eq!(**a, *b, "{}", b.name);
+        }
+        let add = r.packet("aten::add");
+        assert_eq!(add[0].name, "add.Tensor");
+        assert!(r.find("add.Tensor").is_some());
+    }
+
+    #[test]
+    fn overload_order_and_torchscript_only_overloads() {
+        let yaml = "- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor\n- func: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor\n";
+        let r = Registry::from_yaml_str("t.yaml", yaml).unwrap();
+        assert_eq!(r.packet("aten::add").len(), 2);
+        let jsonl = r#"{"op": "aten::add", "overloads": [{"overload": "add.Scalar", "schema": "aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", "dispatcher": true}, {"overload": "add.Tensor", "schema": "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", "dispatcher": true}, {"overload": "add.out", "schema": "aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", "dispatcher": true}, {"overload": "add.t", "schema": "aten::add.t(t[] a, t[] b) -> t[]", "dispatcher": false}]}"#;
+        let r = r.with_overload_order(jsonl).unwrap();
+        let p = r.packet("aten::add");
+        let names: Vec<_> = p.iter().map(|o| o.name).collect();
+        assert_eq!(names, ["add.Scalar", "add.Tensor", "add.out", "add.t"]);
+        assert!(p[3].op.is_none() && !p[3].dispatcher);
+        let out = r.find("aten::add.out").unwrap();
+        assert_eq!(out.kind, SchemaKind::Out);
+        assert!(out.args[3].is_out);
+        assert_eq!(
+            p[1].op.unwrap().args[2].default.unwrap().value,
+            DefaultVal::Int(1)
+        );
+    }
+}
