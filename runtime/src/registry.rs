@@ -43,6 +43,8 @@ pub struct Registry {
     packets: HashMap<String, Vec<Overload>>,
     entries: HashMap<String, NativeFunction>,
     bindings: Vec<opforge_codegen::python::Binding>,
+    /// The Python-API parsers built from `bindings`, on first use.
+    api: std::sync::OnceLock<std::sync::Arc<crate::argparse::ApiTable>>,
 }
 
 fn leak<T>(x: T) -> &'static T {
@@ -209,6 +211,22 @@ fn qualified(s: &OpSchema) -> String {
 }
 
 impl Registry {
+    /// The Python-API parsers for this registry's bindings (built once, on first
+    /// use); the runtime's own ([`crate::argparse::ApiTable::builtin`]) for a
+    /// registry without bindings.
+    pub fn api_table(&self) -> Result<std::sync::Arc<crate::argparse::ApiTable>, crate::Error> {
+        if let Some(t) = self.api.get() {
+            return Ok(t.clone());
+        }
+        let table = if self.bindings.is_empty() {
+            crate::argparse::ApiTable::builtin()
+        } else {
+            crate::argparse::ApiTable::from_bindings(&self.bindings)
+                .map_err(crate::Error::Runtime)?
+        };
+        Ok(self.api.get_or_init(|| std::sync::Arc::new(table)).clone())
+    }
+
     /// Loads and validates schema-file text (no tags check) with the codegen loader;
     /// the Python-API bindings are derived without deprecated signatures.
     pub fn from_yaml_str(file: &str, text: &str) -> Result<Registry, Diagnostics> {

@@ -29,15 +29,6 @@ pub fn pytorch_registry(schema: &Path, overloads: &Path) -> Result<Registry, Str
     r.with_overload_order(&text)
 }
 
-/// Makes `registry`'s own Python-API bindings (derived from its schema file) the
-/// ones `opforge::argparse::call` uses for it. The registry must not move
-/// afterwards.
-pub fn attach_api_bindings(registry: &Registry) -> Result<(), String> {
-    let table = opforge::argparse::ApiTable::from_bindings(registry.bindings())?;
-    opforge::argparse::attach_bindings(registry, table);
-    Ok(())
-}
-
 /// The input tensors of one call, by corpus id.
 #[derive(Default)]
 pub struct Tensors {

@@ -578,51 +578,6 @@ pub fn call_dispatch(
     op.call_boxed(&bound.values)
 }
 
-type TableKey = (usize, usize, usize);
-type TableMap = std::sync::Mutex<HashMap<TableKey, std::sync::Arc<ApiTable>>>;
-
-fn tables() -> &'static TableMap {
-    static TABLES: std::sync::OnceLock<TableMap> = std::sync::OnceLock::new();
-    TABLES.get_or_init(Default::default)
-}
-
-fn key_of(registry: &crate::registry::Registry) -> TableKey {
-    let b = registry.bindings();
-    (registry as *const _ as usize, b.as_ptr() as usize, b.len())
-}
-
-/// Makes `table` the API bindings [`call`] uses for `registry` (instead of the
-/// ones derived from [`crate::registry::Registry::bindings`]). The registry must
-/// not move afterwards.
-pub fn attach_bindings(registry: &crate::registry::Registry, table: ApiTable) {
-    if let Ok(mut m) = tables().lock() {
-        m.insert(key_of(registry), std::sync::Arc::new(table));
-    }
-}
-
-/// The parsers for a registry: attached ones, else built once from its
-/// bindings (cached per registry), else the runtime's own ([`ApiTable::builtin`])
-/// for a registry without bindings.
-fn table_for(registry: &crate::registry::Registry) -> Result<std::sync::Arc<ApiTable>, Error> {
-    static BUILTIN: std::sync::OnceLock<std::sync::Arc<ApiTable>> = std::sync::OnceLock::new();
-    let key = key_of(registry);
-    let mut map = tables()
-        .lock()
-        .map_err(|_| Error::Runtime("API binding cache poisoned".into()))?;
-    if let Some(t) = map.get(&key) {
-        return Ok(t.clone());
-    }
-    if registry.bindings().is_empty() {
-        return Ok(BUILTIN
-            .get_or_init(|| std::sync::Arc::new(ApiTable::builtin()))
-            .clone());
-    }
-    let table =
-        std::sync::Arc::new(ApiTable::from_bindings(registry.bindings()).map_err(Error::Runtime)?);
-    map.insert(key, table.clone());
-    Ok(table)
-}
-
 /// A boxed API-level call: looks up the binding `api` (`torch.add`, `Tensor.add`
 /// with `args[0]` the receiver, `torch.nn.functional.gelu`, …), parses, maps onto
 /// the schema overload, binds and normalizes. Returns the overload name as the
@@ -635,7 +590,7 @@ pub fn call(
     args: Vec<Value>,
     kwargs: Vec<(String, Value)>,
 ) -> Result<(String, Vec<Value>, Vec<(&'static str, Value)>), crate::Error> {
-    let table = table_for(registry)?;
+    let table = registry.api_table()?;
     let schema_of = |name: &str| {
         registry
             .find(name)

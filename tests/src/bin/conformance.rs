@@ -8,7 +8,7 @@
 //!     --schema FILE --overloads FILE --corpus FILE.jsonl [--examples N]
 //! ```
 
-use opforge_tests::conformance::{attach_api_bindings, pytorch_registry, shared_dir, Summary};
+use opforge_tests::conformance::{pytorch_registry, shared_dir, Summary};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -45,7 +45,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = attach_api_bindings(&registry) {
+    if let Err(e) = registry.api_table() {
         eprintln!("cannot derive the Python-API bindings: {e}");
         return ExitCode::from(2);
     }
