@@ -7,6 +7,8 @@
 //! - `direct_kernel_ns`: the CPU kernel called as a plain Rust function;
 //! - `typed_call_ns`: `opforge::ops::add_Tensor` (dispatch, unboxed kernel pointer);
 //! - `boxed_op_call_ns`: the dispatcher's boxed path through an overload handle;
+//! - `resolve_only_ns`: schema-level overload resolution alone, for `aten::add`
+//!   (16 overloads) in PyTorch's own schema file;
 //! - `boxed_api_call_ns`: an API-level boxed call `torch.add(a, b, alpha=2)`:
 //!   Python-style argument parsing and overload selection over the runtime's own
 //!   bindings (`opforge::BINDINGS`), binding to the schema, boxed dispatch.
@@ -79,4 +81,41 @@ fn main() {
     println!("typed_call_ns: {typed:.1}");
     println!("boxed_op_call_ns: {boxed:.1}");
     println!("boxed_api_call_ns: {api:.1}");
+    resolve_only();
+}
+
+/// `resolve_only_ns`: overload resolution alone (match, bind, no dispatch) of
+/// `torch.ops.aten.add(a, b, alpha=2)` among the 16 overloads of `aten::add` in
+/// PyTorch's own schema file and registration order (read from `../shared`).
+fn resolve_only() {
+    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared");
+    let registry =
+        opforge::registry::Registry::from_path(shared.join("pytorch/native_functions.yaml"))
+            .map_err(|e| e.to_string())
+            .and_then(|r| {
+                let order =
+                    std::fs::read_to_string(shared.join("conformance/aten_overloads.jsonl"))
+                        .map_err(|e| e.to_string())?;
+                r.with_overload_order(&order)
+            });
+    let registry = match registry {
+        Ok(r) => r,
+        Err(e) => {
+            println!("resolve_only_ns: n/a ({e})");
+            return;
+        }
+    };
+    let n = registry.packet("aten::add").len();
+    assert!(n >= 10, "aten::add has {n} overloads");
+    let a = Tensor::from_vec(vec![1.5f32], &[1]).expect("tensor");
+    let args = [Value::Tensor(a.clone()), Value::Tensor(a)];
+    let kwargs = [("alpha".to_string(), Value::Int(2))];
+    let resolve = median_ns(|| {
+        black_box(
+            registry
+                .resolve("aten::add", black_box(&args), black_box(&kwargs))
+                .expect("resolves"),
+        );
+    });
+    println!("resolve_only_ns: {resolve:.1}");
 }
