@@ -319,7 +319,7 @@ pub fn py_repr(v: &Value) -> String {
         }
         Value::Device(d) => format!("device(type='{d}')"),
         Value::Layout(_) => "torch.strided".into(),
-        Value::MemoryFormat(m) => format!("torch.{}", memory_format_name(*m)),
+        Value::MemoryFormat(m) => format!("torch.{}", m.name()),
         other => match crate::normalize::list_items(other) {
             Some(items) => {
                 let parts: Vec<String> = items.iter().map(py_repr).collect();
@@ -335,15 +335,6 @@ pub fn py_str(v: &Value) -> String {
     match v {
         Value::Str(s) => s.clone(),
         other => py_repr(other),
-    }
-}
-
-fn memory_format_name(m: MemoryFormat) -> &'static str {
-    match m {
-        MemoryFormat::Contiguous => "contiguous_format",
-        MemoryFormat::Preserve => "preserve_format",
-        MemoryFormat::ChannelsLast => "channels_last",
-        MemoryFormat::ChannelsLast3d => "channels_last_3d",
     }
 }
 

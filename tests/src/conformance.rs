@@ -128,15 +128,6 @@ pub fn decode(v: &Json, tensors: &mut Tensors) -> Result<Value, String> {
     })
 }
 
-fn memory_format_name(m: MemoryFormat) -> &'static str {
-    match m {
-        MemoryFormat::Contiguous => "contiguous_format",
-        MemoryFormat::Preserve => "preserve_format",
-        MemoryFormat::ChannelsLast => "channels_last",
-        MemoryFormat::ChannelsLast3d => "channels_last_3d",
-    }
-}
-
 fn float_json(x: f64) -> Json {
     if x.is_nan() {
         json!("nan")
@@ -164,7 +155,7 @@ pub fn encode(v: &Value, tensors: &Tensors) -> Json {
         Value::ScalarTypeCode(c) => json!({"dtype": scalar_type_name(*c).unwrap_or("?")}),
         Value::Device(d) => json!({"device": d.name()}),
         Value::Layout(_) => json!({"layout": "strided"}),
-        Value::MemoryFormat(m) => json!({"memory_format": memory_format_name(*m)}),
+        Value::MemoryFormat(m) => json!({"memory_format": m.name()}),
         other => match opforge::normalize::list_items(other) {
             Some(items) => {
                 json!({"list": items.iter().map(|x| encode(x, tensors)).collect::<Vec<_>>()})

@@ -182,41 +182,9 @@ pub struct FunctionParameter {
     pub numpy_aliases: &'static [&'static str],
 }
 
-/// Names whose `Tensor` params accept Python numbers (spec §2).
-pub const NUMBERS_AS_TENSORS: &[&str] = &[
-    "add",
-    "add_",
-    "add_out",
-    "div",
-    "div_",
-    "div_out",
-    "divide",
-    "divide_",
-    "divide_out",
-    "mul",
-    "mul_",
-    "mul_out",
-    "multiply",
-    "multiply_",
-    "multiply_out",
-    "sub",
-    "sub_",
-    "sub_out",
-    "subtract",
-    "subtract_",
-    "subtract_out",
-    "true_divide",
-    "true_divide_",
-    "true_divide_out",
-    "to",
-    "_to_copy",
-    "copy_",
-    "copy",
-    "floor_divide",
-    "floor_divide_",
-    "floor_divide_out",
-    "_conj",
-];
+/// Names whose `Tensor` params accept Python numbers (spec §2): the same list
+/// as the schema-level one.
+pub use crate::packet::NUMBERS_AS_TENSORS;
 
 fn numpy_aliases(name: &str) -> &'static [&'static str] {
     match name {

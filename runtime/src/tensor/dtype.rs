@@ -169,6 +169,16 @@ pub enum MemoryFormat {
 }
 
 impl MemoryFormat {
+    /// The Python name without `torch.` (`contiguous_format`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryFormat::Contiguous => "contiguous_format",
+            MemoryFormat::Preserve => "preserve_format",
+            MemoryFormat::ChannelsLast => "channels_last",
+            MemoryFormat::ChannelsLast3d => "channels_last_3d",
+        }
+    }
+
     /// Parses `contiguous_format`, `preserve_format`, `channels_last`, `channels_last_3d`.
     pub fn from_name(s: &str) -> Option<MemoryFormat> {
         Some(match s.strip_prefix("torch.").unwrap_or(s) {
