@@ -290,6 +290,9 @@ pub(crate) fn binary(
         }
     }
     let shape = it.shape.clone();
+    if let Some(t) = binary_fast(op, &it, alpha)? {
+        return Ok(t);
+    }
     with_dtype!(it.compute, T => {
         let (x, y) = (it.input::<T>(0)?, it.input::<T>(1)?);
         if matches!(op, BinOp::DivTrunc | BinOp::DivFloor)
@@ -317,6 +320,67 @@ pub(crate) fn binary(
         };
         it.finish(r)
     })
+}
+
+/// The common case without ndarray: two contiguous tensors of the broadcast shape,
+/// both already of the compute dtype, into a fresh output of that dtype. `None`
+/// when the call is not of that shape (the general path handles it); the values
+/// are those of the general path (same element functions).
+fn binary_fast(op: BinOp, it: &Iter<'_>, alpha: Scalar) -> Result<Option<Tensor>> {
+    let (Operand::Tensor(a), Operand::Tensor(b)) = (&it.ops[0], &it.ops[1]) else {
+        return Ok(None);
+    };
+    let plain = |t: &Tensor| t.dtype() == it.compute && t.is_contiguous() && t.shape() == it.shape;
+    if it.out.is_some() || it.result != it.compute || !plain(a) || !plain(b) {
+        return Ok(None);
+    }
+    with_dtype!(it.compute, T => {
+        let r: Option<Vec<T>> = match op {
+            BinOp::Add => {
+                let al: T = scalar_to(alpha)?;
+                contiguous_zip(a, b, |p: T, q: T| p.add(al.mul(q)))?
+            }
+            BinOp::Sub => {
+                let al: T = scalar_to(alpha)?;
+                contiguous_zip(a, b, |p: T, q: T| p.sub(al.mul(q)))?
+            }
+            BinOp::Mul => contiguous_zip(a, b, T::mul)?,
+            BinOp::Maximum => contiguous_zip(a, b, T::max_nan)?,
+            BinOp::Minimum => contiguous_zip(a, b, T::min_nan)?,
+            _ => None,
+        };
+        Ok(match r {
+            Some(v) => Some(Tensor::from_vec(v, &it.shape)?),
+            None => None,
+        })
+    })
+}
+
+/// `f` over the elements of two contiguous tensors of the same shape and element
+/// type `T` (one read lock per storage; one when they share it).
+fn contiguous_zip<T: IntoBuffer, R>(
+    a: &Tensor,
+    b: &Tensor,
+    f: impl Fn(T, T) -> R,
+) -> Result<Option<Vec<R>>> {
+    let (ga, gb) = (a.geometry(), b.geometry());
+    let n: usize = ga.shape.iter().product();
+    let zip = |x: &[T], y: &[T]| x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect::<Vec<R>>();
+    let la = ga.storage.read();
+    let Some(xa) = T::slice(&la).and_then(|d| d.get(ga.offset..ga.offset + n)) else {
+        return Ok(None);
+    };
+    if ga.storage.ptr_eq(&gb.storage) {
+        let Some(xb) = T::slice(&la).and_then(|d| d.get(gb.offset..gb.offset + n)) else {
+            return Ok(None);
+        };
+        return Ok(Some(zip(xa, xb)));
+    }
+    let lb = gb.storage.read();
+    let Some(xb) = T::slice(&lb).and_then(|d| d.get(gb.offset..gb.offset + n)) else {
+        return Ok(None);
+    };
+    Ok(Some(zip(xa, xb)))
 }
 
 /// True division in a floating dtype (the only dtypes it is computed in).
