@@ -244,7 +244,7 @@ fn write_set(f: &mut fmt::Formatter<'_>, set: &[char]) -> fmt::Result {
     Ok(())
 }
 
-/// A default value, interpreted. The source text is kept beside it in [`Default`].
+/// A default value, interpreted. The source text is kept beside it in [`struct@Default`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum DefaultValue {
     /// `None`
