@@ -15,6 +15,7 @@
 //!
 //! Values are Python-level [`Value`]s: `List` is a Python list or tuple.
 
+mod fast;
 mod invalid;
 mod parse;
 mod signature;
@@ -26,7 +27,10 @@ use crate::bind::{coerce, default_value};
 use crate::error::Error;
 use crate::schema::{BaseType, OpSchema, Ty};
 use crate::value::Value;
+use fast::{BindPlan, MAX_PARAMS};
+use parse::{FastMatch, ABSENT};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// The result of a successful parse: which signature matched and its values.
 #[derive(Clone, Debug)]
@@ -168,13 +172,87 @@ pub struct ApiBinding {
     pub targets: Vec<SigTarget>,
     /// A `Tensor` method (the first positional is the receiver).
     pub method: bool,
+    /// Per signature in parser order: the fast path's precomputed facts.
+    fast: Vec<SigFast>,
+}
+
+/// What the fast path knows of one signature (parser order) in advance.
+#[derive(Clone, Debug)]
+struct SigFast {
+    /// The position of the `out` parameter.
+    out_pos: Option<usize>,
+    /// Per parameter: the values its type check accepts by kind alone
+    /// ([`fast::accepted`]).
+    accepted: Vec<u32>,
+    /// The binding plans onto the operators of `functional` (`[0]`) and `out`
+    /// (`[1]`), for the runtime's own tables (operators known by id).
+    plans: [Option<(crate::OpId, BindPlan)>; 2],
+}
+
+impl ApiBinding {
+    fn new(name: String, parser: PythonArgParser, targets: Vec<SigTarget>) -> ApiBinding {
+        let method = name.starts_with("Tensor.");
+        let fast = parser
+            .signatures
+            .iter()
+            .zip(&parser.order)
+            .map(|(sig, &index)| {
+                let target = targets.get(index);
+                let plan = |has_out: bool| {
+                    let target = target?;
+                    let (id, call) = if has_out {
+                        (target.ids.1, &target.deprecated_out_call)
+                    } else {
+                        (target.ids.0, &target.deprecated_call)
+                    };
+                    let id = id.filter(|_| call.is_none())?;
+                    Some((id, BindPlan::new(sig, id.schema(), method, has_out)?))
+                };
+                SigFast {
+                    out_pos: sig.params.iter().position(|p| p.name == "out"),
+                    accepted: sig.params.iter().map(fast::accepted).collect(),
+                    plans: [plan(false), plan(true)],
+                }
+            })
+            .collect();
+        ApiBinding {
+            name,
+            parser,
+            targets,
+            method,
+            fast,
+        }
+    }
+}
+
+/// FxHash (rustc's hasher): binding names are short, trusted keys.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NameHasher(u64);
+
+impl Hasher for NameHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// The API bindings of a schema table, by name.
 #[derive(Clone, Debug, Default)]
 pub struct ApiTable {
     /// Bindings by name (`torch.add`).
-    pub bindings: HashMap<String, ApiBinding>,
+    pub bindings: HashMap<String, ApiBinding, BuildHasherDefault<NameHasher>>,
 }
 
 /// The public name of a derived binding: `torch.nn.functional.x` for nn, the
@@ -218,12 +296,7 @@ impl ApiTable {
                     ids: (None, None),
                 })
                 .collect();
-            table.insert(ApiBinding {
-                name: b.name.clone(),
-                parser,
-                targets,
-                method: b.name.starts_with("Tensor."),
-            });
+            table.insert(ApiBinding::new(b.name.clone(), parser, targets));
         }
         Ok(table)
     }
@@ -247,12 +320,7 @@ impl ApiTable {
                     ids: (s.functional, s.out),
                 })
                 .collect();
-            table.insert(ApiBinding {
-                name: b.name.to_string(),
-                parser,
-                targets,
-                method: b.name.starts_with("Tensor."),
-            });
+            table.insert(ApiBinding::new(b.name.to_string(), parser, targets));
         }
         table
     }
@@ -290,12 +358,135 @@ pub fn parse_and_bind<'s>(
     table: &ApiTable,
     schema_of: &dyn Fn(&str) -> Option<&'s OpSchema>,
     api: &str,
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
+    mut args: Vec<Value>,
+    mut kwargs: Vec<(String, Value)>,
 ) -> Result<Bound<'s>, Error> {
     let binding = table
         .get(api)
         .ok_or_else(|| Error::UnknownOp(api.to_string()))?;
+    pythonize_all(&mut args, &mut kwargs);
+    if let Some(bound) = fast_bind(binding, schema_of, &mut args, &mut kwargs) {
+        return Ok(bound);
+    }
+    slow_parse_and_bind(binding, schema_of, api, args, kwargs)
+}
+
+/// [`pythonize`](parse::pythonize) in place (no allocation unless a typed list
+/// is given).
+fn pythonize_all<K>(args: &mut [Value], kwargs: &mut [(K, Value)]) {
+    let typed = |v: &Value| {
+        matches!(
+            v,
+            Value::IntList(_)
+                | Value::FloatList(_)
+                | Value::BoolList(_)
+                | Value::ScalarList(_)
+                | Value::TensorList(_)
+                | Value::OptTensorList(_)
+        )
+    };
+    for v in args.iter_mut().chain(kwargs.iter_mut().map(|(_, v)| v)) {
+        if typed(v) {
+            *v = parse::pythonize(std::mem::replace(v, Value::None));
+        }
+    }
+}
+
+/// The fast path's parse: the matched signature (parser order) and whether
+/// `out=` was given; `None` leaves the call to the slow path (errors included).
+fn fast_parse<K: AsRef<str>>(
+    binding: &ApiBinding,
+    args: &[Value],
+    kwargs: &[(K, Value)],
+    src: &mut [u16; MAX_PARAMS],
+) -> Option<(usize, bool)> {
+    let rest = if binding.method { args.get(1..)? } else { args };
+    let sigs = &binding.parser.signatures;
+    if binding.method
+        && sigs.len() == 1
+        && sigs[0].params.is_empty()
+        && !(kwargs.is_empty() && rest.is_empty())
+    {
+        return None;
+    }
+    let mut pos = 0;
+    loop {
+        let sig = sigs.get(pos)?;
+        match parse::fast_match(sig, &binding.fast[pos].accepted, rest, kwargs, src) {
+            FastMatch::Yes => break,
+            FastMatch::No => pos += 1,
+            FastMatch::Slow => return None,
+        }
+    }
+    let has_out = binding.fast[pos].out_pos.is_some_and(|i| src[i] != ABSENT);
+    Some((pos, has_out))
+}
+
+/// The receiver (for methods) and the other positionals.
+fn split_receiver(method: bool, args: &mut [Value]) -> (Option<&mut Value>, &mut [Value]) {
+    if !method || args.is_empty() {
+        return (None, args);
+    }
+    let (r, rest) = args.split_at_mut(1);
+    (Some(&mut r[0]), rest)
+}
+
+/// [`parse_and_bind`]'s fast path (module `fast`).
+fn fast_bind<'s>(
+    binding: &ApiBinding,
+    schema_of: &dyn Fn(&str) -> Option<&'s OpSchema>,
+    args: &mut [Value],
+    kwargs: &mut [(String, Value)],
+) -> Option<Bound<'s>> {
+    let mut src = [ABSENT; MAX_PARAMS];
+    let (pos, has_out) = fast_parse(binding, args, kwargs, &mut src)?;
+    let sig = &binding.parser.signatures[pos];
+    let index = binding.parser.order[pos];
+    let target = &binding.targets[index];
+    let overload = if has_out {
+        target.out.as_deref()
+    } else {
+        target.functional.as_deref()
+    }?;
+    let built;
+    let (id, schema, plan): (Option<crate::OpId>, &'s OpSchema, &BindPlan) =
+        match &binding.fast[pos].plans[usize::from(has_out)] {
+            Some((id, plan)) => (Some(*id), id.schema(), plan),
+            None => {
+                let call = if has_out {
+                    &target.deprecated_out_call
+                } else {
+                    &target.deprecated_call
+                };
+                if call.is_some() {
+                    return None;
+                }
+                let id = if has_out { target.ids.1 } else { target.ids.0 };
+                let schema = match id {
+                    Some(id) => id.schema(),
+                    None => schema_of(overload)?,
+                };
+                built = BindPlan::new(sig, schema, binding.method, has_out)?;
+                (id, schema, &built)
+            }
+        };
+    let mut values = vec![Value::None; schema.args.len()];
+    let (receiver, rest) = split_receiver(binding.method, args);
+    fast::fill(plan, sig, schema, &src, receiver, rest, kwargs, &mut values).then(|| Bound {
+        overload: overload.to_string(),
+        id,
+        schema,
+        values,
+    })
+}
+
+fn slow_parse_and_bind<'s>(
+    binding: &ApiBinding,
+    schema_of: &dyn Fn(&str) -> Option<&'s OpSchema>,
+    api: &str,
+    args: Vec<Value>,
+    kwargs: Vec<(String, Value)>,
+) -> Result<Bound<'s>, Error> {
     let mut args: Vec<Value> = args.into_iter().map(parse::pythonize).collect();
     let kwargs: Vec<(String, Value)> = kwargs
         .into_iter()
@@ -551,23 +742,44 @@ fn fold_out(schema: &OpSchema, slots: &mut [Option<Value>], v: Value) {
 /// (usually [`ApiTable::builtin`]), binds against the generated schemas and
 /// dispatches through [`crate::dispatch::dispatcher`]. Normalization is not needed
 /// for dispatch itself (handlers that see normalized arguments compute them).
+/// Keyword names are `&str` or `String`.
 ///
 /// ```
 /// use opforge::argparse::{call_dispatch, ApiTable};
 /// use opforge::{Tensor, Value};
 /// let table = ApiTable::builtin();
 /// let a = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
-/// let out = call_dispatch(&table, "torch.add", vec![Value::Tensor(a.clone()), Value::Tensor(a)], vec![("alpha".into(), Value::Int(2))]).unwrap();
+/// let out = call_dispatch(&table, "torch.add", vec![Value::Tensor(a.clone()), Value::Tensor(a)], vec![("alpha", Value::Int(2))]).unwrap();
 /// assert_eq!(out[0].as_tensor().unwrap().to_vec::<f32>().unwrap(), vec![3.0]);
 /// ```
-pub fn call_dispatch(
+pub fn call_dispatch<K: AsRef<str> + Into<String>>(
     table: &ApiTable,
     api: &str,
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
+    mut args: Vec<Value>,
+    mut kwargs: Vec<(K, Value)>,
 ) -> Result<Vec<Value>, Error> {
+    let binding = table
+        .get(api)
+        .ok_or_else(|| Error::UnknownOp(api.to_string()))?;
+    pythonize_all(&mut args, &mut kwargs);
+    let mut src = [ABSENT; MAX_PARAMS];
+    if let Some((pos, has_out)) = fast_parse(binding, &args, &kwargs, &mut src) {
+        if let Some((id, plan)) = &binding.fast[pos].plans[usize::from(has_out)] {
+            let sig = &binding.parser.signatures[pos];
+            let schema = id.schema();
+            let (receiver, rest) = split_receiver(binding.method, &mut args);
+            let done = fast::with_values(schema.args.len(), |values| {
+                fast::fill(plan, sig, schema, &src, receiver, rest, &mut kwargs, values)
+                    .then(|| crate::dispatch::dispatcher().op(*id).call_boxed(values))
+            });
+            if let Some(result) = done {
+                return result;
+            }
+        }
+    }
+    let kwargs = kwargs.into_iter().map(|(k, v)| (k.into(), v)).collect();
     let schema_of = |n: &str| crate::OpId::from_name(n).map(|id| id.schema());
-    let bound = parse_and_bind(table, &schema_of, api, args, kwargs)?;
+    let bound = slow_parse_and_bind(binding, &schema_of, api, args, kwargs)?;
     let d = crate::dispatch::dispatcher();
     let op = match bound.id {
         Some(id) => d.op(id),

@@ -394,3 +394,108 @@ pub(crate) fn unpack(
 pub(crate) fn c10_name(d: DType) -> &'static str {
     d.c10_name()
 }
+
+/// A [`fast_match`] source: no value (absent, or `None` for a `None`-accepting
+/// parameter).
+pub(crate) const ABSENT: u16 = u16::MAX;
+/// A [`fast_match`] source flag: the low bits index the keyword arguments.
+pub(crate) const KW: u16 = 0x8000;
+
+/// The outcome of [`fast_match`].
+pub(crate) enum FastMatch {
+    /// The signature matches; the sources are filled.
+    Yes,
+    /// The signature does not match ([`match_signature`] gives `Ok(None)`, or an
+    /// error with `raise`).
+    No,
+    /// Not decided here (varargs, aborting checks, too many parameters): use
+    /// [`match_signature`].
+    Slow,
+}
+
+/// [`match_signature`] without `raise`, recording where each parameter's value
+/// comes from instead of cloning it: `src[i]` is a positional index, `KW | j`
+/// for `kwargs[j]`, or [`ABSENT`]. Decides exactly as [`match_signature`] does,
+/// or answers [`FastMatch::Slow`].
+pub(crate) fn fast_match<K: AsRef<str>>(
+    sig: &FunctionSignature,
+    accepted: &[u32],
+    args: &[Value],
+    kwargs: &[(K, Value)],
+    src: &mut [u16],
+) -> FastMatch {
+    let nargs = args.len();
+    if sig.params.len() > src.len()
+        || accepted.len() != sig.params.len()
+        || nargs >= KW as usize
+        || kwargs.len() >= KW as usize
+    {
+        return FastMatch::Slow;
+    }
+    let mut remaining_kwargs = kwargs.len();
+    let allow_varargs = sig.max_pos_args == 1
+        && matches!(
+            sig.params[0].kind,
+            ParamKind::IntList | ParamKind::SymIntList
+        );
+    if nargs > sig.max_pos_args && !allow_varargs {
+        return FastMatch::No;
+    }
+    let mut arg_pos = 0;
+    for (i, p) in sig.params.iter().enumerate() {
+        let mut is_kwd = false;
+        let obj: Option<(u16, &Value)> = if arg_pos < nargs {
+            if p.keyword_only {
+                return FastMatch::No;
+            }
+            Some((arg_pos as u16, &args[arg_pos]))
+        } else {
+            is_kwd = true;
+            if kwargs.is_empty() {
+                None
+            } else {
+                let find = |name: &str| {
+                    kwargs
+                        .iter()
+                        .position(|(k, _)| k.as_ref() == name)
+                        .map(|j| (KW | j as u16, &kwargs[j].1))
+                };
+                let mut found = find(&p.name);
+                for alias in p.numpy_aliases {
+                    if found.is_some() {
+                        break;
+                    }
+                    found = find(alias);
+                }
+                found
+            }
+        };
+        match obj {
+            None if p.optional => src[i] = ABSENT,
+            Some((_, Value::None)) if p.allow_none => src[i] = ABSENT,
+            None => return FastMatch::No,
+            // Accepted by the check whatever the value's contents.
+            Some((s, v)) if accepted[i] & super::fast::tag(v) != 0 => src[i] = s,
+            Some((s, v)) => {
+                let mut failed = None;
+                match check(p, v, i, &mut failed) {
+                    Ok(true) => src[i] = s,
+                    Ok(false) if allow_varargs && arg_pos == 0 && !is_kwd => {
+                        return FastMatch::Slow
+                    }
+                    Ok(false) => return FastMatch::No,
+                    Err(_) => return FastMatch::Slow,
+                }
+            }
+        }
+        if !is_kwd {
+            arg_pos += 1;
+        } else if obj.is_some() {
+            remaining_kwargs -= 1;
+        }
+    }
+    if arg_pos < nargs || remaining_kwargs > 0 {
+        return FastMatch::No;
+    }
+    FastMatch::Yes
+}

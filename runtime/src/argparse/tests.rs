@@ -183,3 +183,57 @@ fn builtin_add_binds_and_normalizes() {
     let b = parse_and_bind(&table, &schema_of, "Tensor.add", vec![t(), t()], vec![]).unwrap();
     assert!(matches!(b.values[2], Value::Int(1)));
 }
+
+#[test]
+fn fast_path_binds_as_the_slow_path() {
+    let table = ApiTable::builtin();
+    let schema_of = |n: &str| crate::OpId::from_name(n).map(|id| id.schema());
+    let a = t();
+    let kw = |k: &str, v: Value| (k.to_string(), v);
+    type Call<'a> = (&'a str, Vec<Value>, Vec<(String, Value)>);
+    let calls: Vec<Call> = vec![
+        (
+            "torch.add",
+            vec![a.clone(), a.clone()],
+            vec![kw("alpha", Value::Int(2))],
+        ),
+        ("torch.add", vec![a.clone(), Value::Int(2)], vec![]),
+        (
+            "torch.add",
+            vec![a.clone(), a.clone()],
+            vec![kw("out", a.clone())],
+        ),
+        (
+            "torch.add",
+            vec![a.clone()],
+            vec![kw("other", a.clone()), kw("alpha", Value::Float(0.5))],
+        ),
+        ("Tensor.add", vec![a.clone(), a.clone()], vec![]),
+        (
+            "Tensor.add",
+            vec![a.clone(), Value::Float(1.5)],
+            vec![kw("alpha", Value::Bool(true))],
+        ),
+        ("torch.mul", vec![a.clone(), a.clone()], vec![]),
+        (
+            "Tensor.add",
+            vec![a.clone(), Value::Str("x".into())],
+            vec![],
+        ),
+        (
+            "torch.add",
+            vec![a.clone(), a.clone()],
+            vec![kw("beta", Value::Int(1))],
+        ),
+    ];
+    for (api, args, kwargs) in calls {
+        let binding = table.get(api).unwrap();
+        let fast = parse_and_bind(&table, &schema_of, api, args.clone(), kwargs.clone());
+        let slow = slow_parse_and_bind(binding, &schema_of, api, args, kwargs);
+        let show = |r: Result<Bound<'_>, Error>| match r {
+            Ok(b) => format!("{} {:?}", b.overload, b.values),
+            Err(e) => e.to_string(),
+        };
+        assert_eq!(show(fast), show(slow), "{api}");
+    }
+}
