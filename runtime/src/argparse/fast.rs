@@ -245,7 +245,7 @@ pub(crate) fn fill<K>(
 /// [`Moves::ok`]), no `out=`, no keyword argument used twice, and every schema
 /// argument left unfilled has a default.
 #[inline]
-fn movable<K>(
+pub(crate) fn movable<K>(
     plan: &BindPlan,
     src: &[u16],
     receiver: Option<&Value>,
@@ -292,7 +292,7 @@ fn movable<K>(
 
 /// [`fill`] when [`movable`]: moves the given values into place.
 #[inline]
-fn fill_moving<K>(
+pub(crate) fn fill_moving<K>(
     plan: &BindPlan,
     src: &[u16],
     receiver: Option<&mut Value>,
@@ -340,9 +340,86 @@ fn fill_moving<K>(
     }
 }
 
+/// Where each value of a call goes, for a call shape [`fill_moving`] applies to
+/// (module docs of `super`, `Shape`): per positional (receiver included) then per
+/// keyword argument, its schema slot ([`ABSENT`]: dropped) and the type to
+/// coerce it to when it does not bind unchanged; then the slots filled with
+/// constants. `None` when some slot would be written twice (order would matter).
+#[allow(clippy::type_complexity)]
+pub(crate) fn route<K>(
+    plan: &BindPlan,
+    src: &[u16],
+    method: bool,
+    args: &[Value],
+    kwargs: &[(K, Value)],
+) -> Option<(Box<[(u16, Option<Ty>)]>, Box<[(u16, Value)]>)> {
+    let mut to = vec![(ABSENT, None); args.len() + kwargs.len()];
+    let mut sets = Vec::new();
+    let mut filled: u64 = 0;
+    let mut write = |slot: u16| {
+        let bit = 1u64 << slot;
+        let fresh = filled & bit == 0;
+        filled |= bit;
+        fresh
+    };
+    let offset = usize::from(method);
+    let conv =
+        |m: Moves, v: &Value, slot: u16| (m.same & tag(v) == 0).then(|| plan.types[slot as usize]);
+    if let (true, Some(r), Some(s)) = (method, args.first(), plan.receiver) {
+        if !write(s) {
+            return None;
+        }
+        to[0] = (s, conv(plan.receiver_moves, r, s));
+    }
+    for ((pp, m), &s) in plan.params.iter().zip(&plan.moves).zip(src) {
+        let ParamPlan::Slot { slot, absent } = pp else {
+            continue;
+        };
+        if s != ABSENT {
+            let (i, v) = if s & KW != 0 {
+                let j = usize::from(s & !KW);
+                (args.len() + j, &kwargs[j].1)
+            } else {
+                (offset + usize::from(s), &args[offset + usize::from(s)])
+            };
+            if !write(*slot) || to[i].0 != ABSENT {
+                return None;
+            }
+            to[i] = (*slot, conv(*m, v, *slot));
+        } else if let Absent::Set(_, Some(v)) = absent {
+            if !write(*slot) {
+                return None;
+            }
+            sets.push((*slot, v.clone()));
+        }
+    }
+    for (j, v) in plan.fill.iter().enumerate() {
+        if filled & (1 << j) == 0 {
+            if let Some(v) = v {
+                sets.push((j as u16, v.clone()));
+            }
+        }
+    }
+    Some((to.into(), sets.into()))
+}
+
+/// A value moved out of a call, bound through its [`route`] (`coerce`: the type
+/// when it does not bind unchanged; it binds for sure).
+#[inline]
+pub(crate) fn routed(v: Value, coerce_to: Option<Ty>) -> Value {
+    match coerce_to {
+        None => v,
+        Some(ty) => {
+            let r = coerce(&ty, v);
+            debug_assert!(r.is_ok(), "a movable value failed to bind");
+            r.unwrap_or(Value::None)
+        }
+    }
+}
+
 /// Stores `v` in `dst` (usually a `None` placeholder, dropped without a call).
 #[inline]
-fn put(dst: &mut Value, v: Value) {
+pub(crate) fn put(dst: &mut Value, v: Value) {
     let old = std::mem::replace(dst, v);
     if matches!(old, Value::None) {
         std::mem::forget(old);
@@ -537,6 +614,29 @@ pub(crate) fn accepted(p: &super::FunctionParameter) -> u32 {
         K::String => T_STR,
         _ => 0,
     }
+}
+
+/// Every [`tag`] bit.
+pub(crate) const T_ALL: u32 = (1 << 18) - 1;
+const T_LIST: u32 = 1 << 12;
+
+/// The values (by [`tag`]) the parser's type check rejects for `p` whatever their
+/// contents (`Ok(false)`, never an abort); the rest of those not [`accepted`]
+/// need the check itself.
+pub(crate) fn rejected(p: &super::FunctionParameter) -> u32 {
+    use ParamKind as K;
+    let maybe = match p.kind {
+        // 0-dim tensors for numbers.
+        K::Scalar | K::Complex | K::Double => T_NUMBER | T_TENSOR,
+        K::Int | K::SymInt => T_INT | T_TENSOR,
+        K::TensorList | K::FloatList | K::ScalarList => T_LIST,
+        K::IntList | K::SymIntList => T_LIST | T_NUMBER | T_TENSOR,
+        K::Generator | K::Storage | K::QScheme | K::Dimname | K::DimnameList => 0,
+        // The check aborts.
+        K::Stream | K::DispatchKeySet => T_ALL,
+        _ => accepted(p),
+    };
+    T_ALL & !maybe
 }
 
 /// The values (by [`tag`]) `unpack` leaves unchanged for a kind (it cannot

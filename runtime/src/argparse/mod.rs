@@ -174,6 +174,93 @@ pub struct ApiBinding {
     pub method: bool,
     /// Per signature in parser order: the fast path's precomputed facts.
     fast: Vec<SigFast>,
+    /// Call shapes seen by [`call_dispatch`] whose fast path is decided by the
+    /// kinds of the values alone.
+    shapes: ShapeCache,
+}
+
+/// How many call shapes one binding remembers (the first ones seen; bounded,
+/// never evicted).
+const SHAPES: usize = 4;
+
+/// A per-binding cache of call shapes: lock-free reads (one atomic load per slot).
+#[derive(Clone, Debug, Default)]
+struct ShapeCache {
+    slots: [std::sync::OnceLock<Shape>; SHAPES],
+}
+
+/// One call shape — the number of positionals and keywords, the kind of every
+/// value ([`shape_key`]) and the keyword names — whose match (no `out=`) and
+/// movability ([`fast::movable`]) depend on nothing else, with its move plan:
+/// where each value goes ([`fast::route`]) in the operator `id`'s arguments.
+#[derive(Clone, Debug)]
+struct Shape {
+    key: u64,
+    kw: Box<[String]>,
+    id: crate::OpId,
+    /// The operator's number of arguments.
+    n: usize,
+    /// Per positional, then per keyword: slot and coercion.
+    to: Box<[(u16, Option<Ty>)]>,
+    /// Constant values (defaults).
+    sets: Box<[(u16, Value)]>,
+}
+
+impl ShapeCache {
+    #[inline]
+    fn find<K: AsRef<str>>(&self, key: u64, kwargs: &[(K, Value)]) -> Option<&Shape> {
+        for slot in &self.slots {
+            let s = slot.get()?;
+            if s.key == key
+                && s.kw
+                    .iter()
+                    .zip(kwargs)
+                    .all(|(a, (b, _))| a.as_str() == b.as_ref())
+            {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    fn insert(&self, mut shape: Shape) {
+        for slot in &self.slots {
+            if slot.get().is_some() {
+                continue;
+            }
+            match slot.set(shape) {
+                Ok(()) => return,
+                Err(s) => shape = s,
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.slots.iter().filter(|s| s.get().is_some()).count()
+    }
+}
+
+/// The [`fast::tag`] bits of lists (typed or Python).
+const LIST_TAGS: u32 = ((1 << 13) - 1) & !((1 << 6) - 1);
+
+/// The shape key of a call: the counts of positionals and keywords and the kind
+/// of every value, packed; `None` for calls the shape cache leaves alone (lists,
+/// more than 11 values).
+#[inline]
+fn shape_key<K>(args: &[Value], kwargs: &[(K, Value)]) -> Option<u64> {
+    if args.len() + kwargs.len() > 11 {
+        return None;
+    }
+    let mut key = (args.len() as u64) << 4 | kwargs.len() as u64;
+    for v in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
+        let t = fast::tag(v);
+        if t & LIST_TAGS != 0 {
+            return None;
+        }
+        key = key << 5 | u64::from(t.trailing_zeros());
+    }
+    Some(key)
 }
 
 /// What the fast path knows of one signature (parser order) in advance.
@@ -184,6 +271,9 @@ struct SigFast {
     /// Per parameter: the values its type check accepts by kind alone
     /// ([`fast::accepted`]).
     accepted: Vec<u32>,
+    /// Per parameter: the values its type check rejects by kind alone
+    /// ([`fast::rejected`]).
+    rejected: Vec<u32>,
     /// The binding plans onto the operators of `functional` (`[0]`) and `out`
     /// (`[1]`), for the runtime's own tables (operators known by id).
     plans: [Option<(crate::OpId, BindPlan)>; 2],
@@ -211,6 +301,7 @@ impl ApiBinding {
                 SigFast {
                     out_pos: sig.params.iter().position(|p| p.name == "out"),
                     accepted: sig.params.iter().map(fast::accepted).collect(),
+                    rejected: sig.params.iter().map(fast::rejected).collect(),
                     plans: [plan(false), plan(true)],
                 }
             })
@@ -221,6 +312,7 @@ impl ApiBinding {
             targets,
             method,
             fast,
+            shapes: ShapeCache::default(),
         }
     }
 }
@@ -394,11 +486,14 @@ fn pythonize_all<K>(args: &mut [Value], kwargs: &mut [(K, Value)]) {
 
 /// The fast path's parse: the matched signature (parser order) and whether
 /// `out=` was given; `None` leaves the call to the slow path (errors included).
+/// `determined` is cleared when the outcome depended on more than the call's
+/// shape ([`shape_key`] and keyword names).
 fn fast_parse<K: AsRef<str>>(
     binding: &ApiBinding,
     args: &[Value],
     kwargs: &[(K, Value)],
     src: &mut [u16; MAX_PARAMS],
+    determined: &mut bool,
 ) -> Option<(usize, bool)> {
     let rest = if binding.method { args.get(1..)? } else { args };
     let sigs = &binding.parser.signatures;
@@ -412,7 +507,8 @@ fn fast_parse<K: AsRef<str>>(
     let mut pos = 0;
     loop {
         let sig = sigs.get(pos)?;
-        match parse::fast_match(sig, &binding.fast[pos].accepted, rest, kwargs, src) {
+        let f = &binding.fast[pos];
+        match parse::fast_match(sig, &f.accepted, &f.rejected, rest, kwargs, src, determined) {
             FastMatch::Yes => break,
             FastMatch::No => pos += 1,
             FastMatch::Slow => return None,
@@ -439,7 +535,7 @@ fn fast_bind<'s>(
     kwargs: &mut [(String, Value)],
 ) -> Option<Bound<'s>> {
     let mut src = [ABSENT; MAX_PARAMS];
-    let (pos, has_out) = fast_parse(binding, args, kwargs, &mut src)?;
+    let (pos, has_out) = fast_parse(binding, args, kwargs, &mut src, &mut true)?;
     let sig = &binding.parser.signatures[pos];
     let index = binding.parser.order[pos];
     let target = &binding.targets[index];
@@ -761,12 +857,53 @@ pub fn call_dispatch<K: AsRef<str> + Into<String>>(
     let binding = table
         .get(api)
         .ok_or_else(|| Error::UnknownOp(api.to_string()))?;
+    // A shape seen before: no matching, no kind checks, values moved into place.
+    let key = shape_key(&args, &kwargs);
+    if let Some(shape) = key.and_then(|key| binding.shapes.find(key, &kwargs)) {
+        let nargs = args.len();
+        return fast::with_values(shape.n, |values| {
+            for (v, &(to, ty)) in args.into_iter().zip(&shape.to[..nargs]) {
+                if to != ABSENT {
+                    fast::put(&mut values[usize::from(to)], fast::routed(v, ty));
+                }
+            }
+            for ((_, v), &(to, ty)) in kwargs.into_iter().zip(&shape.to[nargs..]) {
+                if to != ABSENT {
+                    fast::put(&mut values[usize::from(to)], fast::routed(v, ty));
+                }
+            }
+            for (to, v) in shape.sets.iter() {
+                values[usize::from(*to)] = v.clone();
+            }
+            crate::dispatch::dispatcher()
+                .op(shape.id)
+                .call_boxed(values)
+        });
+    }
     pythonize_all(&mut args, &mut kwargs);
     let mut src = [ABSENT; MAX_PARAMS];
-    if let Some((pos, has_out)) = fast_parse(binding, &args, &kwargs, &mut src) {
+    let mut determined = true;
+    if let Some((pos, has_out)) = fast_parse(binding, &args, &kwargs, &mut src, &mut determined) {
         if let Some((id, plan)) = &binding.fast[pos].plans[usize::from(has_out)] {
             let sig = &binding.parser.signatures[pos];
             let schema = id.schema();
+            if let (Some(key), true, false) = (key, determined, has_out) {
+                let (receiver, rest) = split_receiver(binding.method, &mut args);
+                if fast::movable(plan, &src, receiver.as_deref(), rest, &kwargs) {
+                    let src = &src[..sig.params.len()];
+                    if let Some((to, sets)) = fast::route(plan, src, binding.method, &args, &kwargs)
+                    {
+                        binding.shapes.insert(Shape {
+                            key,
+                            kw: kwargs.iter().map(|(k, _)| k.as_ref().into()).collect(),
+                            id: *id,
+                            n: schema.args.len(),
+                            to,
+                            sets,
+                        });
+                    }
+                }
+            }
             let (receiver, rest) = split_receiver(binding.method, &mut args);
             let done = fast::with_values(schema.args.len(), |values| {
                 fast::fill(plan, sig, schema, &src, receiver, rest, &mut kwargs, values)

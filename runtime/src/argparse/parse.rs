@@ -416,17 +416,23 @@ pub(crate) enum FastMatch {
 /// [`match_signature`] without `raise`, recording where each parameter's value
 /// comes from instead of cloning it: `src[i]` is a positional index, `KW | j`
 /// for `kwargs[j]`, or [`ABSENT`]. Decides exactly as [`match_signature`] does,
-/// or answers [`FastMatch::Slow`].
+/// or answers [`FastMatch::Slow`]. `accepted[i]` / `rejected[i]`: the values (by
+/// [`super::fast::tag`]) parameter `i`'s check accepts / rejects whatever their
+/// contents; `determined` is cleared when the outcome depended on more than the
+/// kinds of the values (a contents check ran).
 pub(crate) fn fast_match<K: AsRef<str>>(
     sig: &FunctionSignature,
     accepted: &[u32],
+    rejected: &[u32],
     args: &[Value],
     kwargs: &[(K, Value)],
     src: &mut [u16],
+    determined: &mut bool,
 ) -> FastMatch {
     let nargs = args.len();
     if sig.params.len() > src.len()
         || accepted.len() != sig.params.len()
+        || rejected.len() != sig.params.len()
         || nargs >= KW as usize
         || kwargs.len() >= KW as usize
     {
@@ -478,7 +484,14 @@ pub(crate) fn fast_match<K: AsRef<str>>(
             Some((s, v)) if accepted[i] & super::fast::tag(v) != 0 => src[i] = s,
             Some((s, v)) => {
                 let mut failed = None;
-                match check(p, v, i, &mut failed) {
+                let checked = if rejected[i] & super::fast::tag(v) != 0 {
+                    // Rejected by the check whatever the value's contents.
+                    Ok(false)
+                } else {
+                    *determined = false;
+                    check(p, v, i, &mut failed)
+                };
+                match checked {
                     Ok(true) => src[i] = s,
                     Ok(false) if allow_varargs && arg_pos == 0 && !is_kwd => {
                         return FastMatch::Slow

@@ -237,3 +237,161 @@ fn fast_path_binds_as_the_slow_path() {
         assert_eq!(show(fast), show(slow), "{api}");
     }
 }
+
+/// A call's outcome, comparable: result tensors' dtype, shape and values, or
+/// the error message.
+fn outcome(r: &Result<Vec<Value>, Error>) -> String {
+    match r {
+        Ok(values) => values
+            .iter()
+            .map(|v| match v {
+                Value::Tensor(t) => format!(
+                    "{:?} {:?} {:?}",
+                    t.dtype(),
+                    t.shape(),
+                    t.to_vec::<f32>().map_err(|e| e.to_string())
+                ),
+                v => format!("{v:?}"),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+#[test]
+fn shape_cache_gives_the_uncached_results() {
+    let a = Value::Tensor(Tensor::from_vec(vec![1.5f32, -2.0], &[2]).unwrap());
+    let b = Value::Tensor(Tensor::from_vec(vec![2.25f32, 4.0], &[2]).unwrap());
+    let zero_dim = Value::Tensor(Tensor::scalar(3.0f32));
+    let out = || {
+        Value::Tensor(Tensor::zeros(
+            &[2],
+            crate::DType::Float32,
+            crate::Device::Cpu,
+        ))
+    };
+    type Call = (&'static str, Vec<Value>, Vec<(&'static str, Value)>, bool);
+    let calls: Vec<Call> = vec![
+        // (api, positionals, keywords, whether the shape is cached)
+        (
+            "torch.add",
+            vec![a.clone(), b.clone()],
+            vec![("alpha", Value::Int(2))],
+            true,
+        ),
+        ("torch.add", vec![a.clone(), b.clone()], vec![], true),
+        (
+            "torch.add",
+            vec![a.clone(), b.clone()],
+            vec![("alpha", Value::Float(0.5))],
+            true,
+        ),
+        (
+            "Tensor.add",
+            vec![a.clone(), b.clone()],
+            vec![("alpha", Value::Int(3))],
+            true,
+        ),
+        ("torch.mul", vec![a.clone(), b.clone()], vec![], true),
+        // A 0-dim tensor for a number: accepted by its contents, not its kind.
+        (
+            "torch.add",
+            vec![a.clone(), b.clone()],
+            vec![("alpha", zero_dim)],
+            false,
+        ),
+        // out=: value-dependent checks.
+        (
+            "torch.add",
+            vec![a.clone(), b.clone()],
+            vec![("out", out())],
+            false,
+        ),
+        // Errors take the slow path every time.
+        (
+            "torch.add",
+            vec![a.clone(), b.clone()],
+            vec![("alpha", Value::Str("x".into()))],
+            false,
+        ),
+        ("torch.add", vec![a.clone()], vec![], false),
+        // Lists are never cached.
+        (
+            "torch.sum",
+            vec![a.clone(), Value::IntList(vec![0])],
+            vec![],
+            false,
+        ),
+    ];
+    for (api, args, kwargs, cached) in calls {
+        let what = format!("{api}({args:?}, {kwargs:?})");
+        // The uncached reference: a fresh table, first call.
+        let fresh = ApiTable::builtin();
+        let reference = outcome(&call_dispatch(&fresh, api, args.clone(), kwargs.clone()));
+        let table = ApiTable::builtin();
+        let shapes = || table.get(api).unwrap().shapes.len();
+        for round in 0..3 {
+            let got = outcome(&call_dispatch(&table, api, args.clone(), kwargs.clone()));
+            assert_eq!(got, reference, "{what}, call {round}");
+            assert_eq!(shapes(), usize::from(cached), "{what}, call {round}");
+        }
+        // Keyword names given as `String` find the same shape.
+        let kw: Vec<(String, Value)> = kwargs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        let got = outcome(&call_dispatch(&table, api, args.clone(), kw));
+        assert_eq!(got, reference, "{what}, String keywords");
+        assert_eq!(shapes(), usize::from(cached), "{what}");
+    }
+}
+
+#[test]
+fn shape_cache_tells_shapes_apart() {
+    let a = Value::Tensor(Tensor::from_vec(vec![1.5f32, -2.0], &[2]).unwrap());
+    let b = Value::Tensor(Tensor::from_vec(vec![2.25f32, 4.0], &[2]).unwrap());
+    let table = ApiTable::builtin();
+    let fresh = ApiTable::builtin();
+    // Same kinds and counts, different keyword names / kinds / counts, interleaved.
+    type Call = (Vec<Value>, Vec<(&'static str, Value)>);
+    let calls: Vec<Call> = vec![
+        (vec![a.clone(), b.clone()], vec![("alpha", Value::Int(2))]),
+        (
+            vec![a.clone(), b.clone()],
+            vec![("alpha", Value::Float(2.5))],
+        ),
+        (vec![a.clone(), b.clone()], vec![("alphb", Value::Int(2))]),
+        (
+            vec![a.clone()],
+            vec![("other", b.clone()), ("alpha", Value::Int(2))],
+        ),
+        (
+            vec![a.clone()],
+            vec![("alpha", Value::Int(2)), ("other", b.clone())],
+        ),
+        (vec![a.clone(), Value::Int(4)], vec![]),
+        (
+            vec![a.clone(), b.clone()],
+            vec![("alpha", Value::Bool(true))],
+        ),
+    ];
+    for round in 0..2 {
+        for (args, kwargs) in &calls {
+            let r = outcome(&call_dispatch(
+                &fresh.clone(),
+                "torch.add",
+                args.clone(),
+                kwargs.clone(),
+            ));
+            let got = outcome(&call_dispatch(
+                &table,
+                "torch.add",
+                args.clone(),
+                kwargs.clone(),
+            ));
+            assert_eq!(got, r, "{args:?} {kwargs:?}, round {round}");
+        }
+    }
+    assert!(table.get("torch.add").unwrap().shapes.len() <= SHAPES);
+}
