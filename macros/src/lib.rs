@@ -17,7 +17,7 @@ use proc_macro::TokenStream;
 ///
 /// #[kernel(CPU, "add.Tensor")]
 /// fn add_tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
-///     # unimplemented!()
+///     opforge::kernels::cpu::add_Tensor(self_, other, alpha)
 /// }
 /// ```
 ///

@@ -68,6 +68,20 @@ macro_rules! binary_family {
 }
 
 /// Every kernel that has both a `CPU:` and a `Meta:` entry.
+/// Binary ops with a functional and an `.out` form only (`maximum`, `pow.Tensor_Tensor`).
+macro_rules! binary_pair_family {
+    ($key:ident; $($op:literal: $f:ident, $f_out:ident($a:ident, $b:ident) => $kind:ident;)*) => {$(
+        #[doc = concat!("`", $op, "` (", stringify!($key), ").")]
+        pub fn $f($a: &Tensor, $b: &Tensor) -> Result<Tensor> {
+            pointwise::binary(BinOp::$kind, Operand::Tensor($a), Operand::Tensor($b), Scalar::Int(1), Dest::New)
+        }
+        #[doc = concat!("`", $op, "` out= (", stringify!($key), ").")]
+        pub fn $f_out($a: &Tensor, $b: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+            pointwise::binary(BinOp::$kind, Operand::Tensor($a), Operand::Tensor($b), Scalar::Int(1), Dest::Out(out))
+        }
+    )*};
+}
+
 macro_rules! backend_kernels {
     ($key:ident) => {
         use $crate::error::Result;
@@ -151,74 +165,10 @@ macro_rules! backend_kernels {
             )
         }
 
-        #[doc = concat!("`maximum` (", stringify!($key), ").")]
-        pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-            pointwise::binary(
-                BinOp::Maximum,
-                Operand::Tensor(self_),
-                Operand::Tensor(other),
-                Scalar::Int(1),
-                Dest::New,
-            )
-        }
-
-        #[doc = concat!("`maximum.out` (", stringify!($key), ").")]
-        pub fn maximum_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
-            pointwise::binary(
-                BinOp::Maximum,
-                Operand::Tensor(self_),
-                Operand::Tensor(other),
-                Scalar::Int(1),
-                Dest::Out(out),
-            )
-        }
-
-        #[doc = concat!("`minimum` (", stringify!($key), ").")]
-        pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-            pointwise::binary(
-                BinOp::Minimum,
-                Operand::Tensor(self_),
-                Operand::Tensor(other),
-                Scalar::Int(1),
-                Dest::New,
-            )
-        }
-
-        #[doc = concat!("`minimum.out` (", stringify!($key), ").")]
-        pub fn minimum_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
-            pointwise::binary(
-                BinOp::Minimum,
-                Operand::Tensor(self_),
-                Operand::Tensor(other),
-                Scalar::Int(1),
-                Dest::Out(out),
-            )
-        }
-
-        #[doc = concat!("`pow.Tensor_Tensor` (", stringify!($key), ").")]
-        pub fn pow_Tensor_Tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
-            pointwise::binary(
-                BinOp::Pow,
-                Operand::Tensor(self_),
-                Operand::Tensor(exponent),
-                Scalar::Int(1),
-                Dest::New,
-            )
-        }
-
-        #[doc = concat!("`pow.Tensor_Tensor_out` (", stringify!($key), ").")]
-        pub fn pow_Tensor_Tensor_out(
-            self_: &Tensor,
-            exponent: &Tensor,
-            out: &mut Tensor,
-        ) -> Result<Tensor> {
-            pointwise::binary(
-                BinOp::Pow,
-                Operand::Tensor(self_),
-                Operand::Tensor(exponent),
-                Scalar::Int(1),
-                Dest::Out(out),
-            )
+        $crate::kernels::backend::binary_pair_family! {$key;
+            "maximum": maximum, maximum_out(self_, other) => Maximum;
+            "minimum": minimum, minimum_out(self_, other) => Minimum;
+            "pow.Tensor_Tensor": pow_Tensor_Tensor, pow_Tensor_Tensor_out(self_, exponent) => Pow;
         }
 
         #[doc = concat!("`pow.Tensor_Scalar` (", stringify!($key), ").")]
@@ -470,5 +420,6 @@ macro_rules! device {
 }
 
 pub(crate) use {
-    alpha_or_one, backend_kernels, binary_family, comparison_family, device, unary_family,
+    alpha_or_one, backend_kernels, binary_family, binary_pair_family, comparison_family, device,
+    unary_family,
 };
