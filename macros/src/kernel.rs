@@ -62,7 +62,7 @@ fn find_op<'a>(ops: &'a [NativeFunction], name: &str) -> Option<&'a NativeFuncti
 /// Every problem found, each on its own tokens. Once the operator is known, every
 /// message ends with its schema.
 #[derive(Default)]
-struct Errors {
+pub(crate) struct Errors {
     list: Vec<syn::Error>,
     schema: Option<String>,
 }
@@ -82,12 +82,12 @@ impl Errors {
     }
 
     /// An error underlining all of `tokens`.
-    fn on(&mut self, tokens: impl ToTokens, msg: impl Display) {
+    pub(crate) fn on(&mut self, tokens: impl ToTokens, msg: impl Display) {
         let e = syn::Error::new_spanned(tokens, self.message(msg));
         self.list.push(e);
     }
 
-    fn tokens(&self) -> TokenStream {
+    pub(crate) fn tokens(&self) -> TokenStream {
         self.list.iter().map(syn::Error::to_compile_error).collect()
     }
 }
@@ -152,19 +152,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// problem found.
 fn check(attr: &Attr, func: &syn::ItemFn) -> Result<TokenStream, Errors> {
     let mut errors = Errors::default();
-    let key = attr.key.to_string();
-    if !KEYS.contains(&key.as_str()) {
-        let near = opforge_codegen::validate::nearest(&key, KEYS.iter().copied())
-            .map(|n| format!("; did you mean `{n}`?"))
-            .unwrap_or_default();
-        errors.at(
-            attr.key.span(),
-            format!(
-                "unknown dispatch key `{key}`{near} (keys: {})",
-                KEYS.join(", ")
-            ),
-        );
-    }
+    check_key(&attr.key, &mut errors);
     let ops = match schema_file() {
         Ok(ops) => ops,
         Err(e) => {
@@ -188,7 +176,37 @@ fn check(attr: &Attr, func: &syn::ItemFn) -> Result<TokenStream, Errors> {
         errors.on(&attr.op, msg);
         return Err(errors);
     };
-    let schema = &nf.func;
+    check_kernel(errors, &attr.key.to_string(), &name, &nf.func, func)
+}
+
+/// Reports an unknown dispatch key (with the nearest known one).
+pub(crate) fn check_key(key: &syn::Ident, errors: &mut Errors) {
+    let name = key.to_string();
+    if !KEYS.contains(&name.as_str()) {
+        let near = opforge_codegen::validate::nearest(&name, KEYS.iter().copied())
+            .map(|n| format!("; did you mean `{n}`?"))
+            .unwrap_or_default();
+        errors.at(
+            key.span(),
+            format!(
+                "unknown dispatch key `{name}`{near} (keys: {})",
+                KEYS.join(", ")
+            ),
+        );
+    }
+}
+
+/// Checks `func` against `schema` (the one implementation of the per-parameter and
+/// return checks, shared by `#[kernel]` and `#[op]`); returns the registration of
+/// `func` as the kernel of the operator `name` under `key`, or every problem found
+/// (`errors` may already hold some).
+pub(crate) fn check_kernel(
+    mut errors: Errors,
+    key: &str,
+    name: &str,
+    schema: &FunctionSchema,
+    func: &syn::ItemFn,
+) -> Result<TokenStream, Errors> {
     errors.schema = Some(schema.to_string());
     let sig = &func.sig;
     check_signature(sig, &mut errors);
@@ -197,7 +215,7 @@ fn check(attr: &Attr, func: &syn::ItemFn) -> Result<TokenStream, Errors> {
     let ret = check_return(schema, sig, &mut errors);
     match ret {
         Some(ret) if errors.list.is_empty() => {
-            Ok(registration(&key, &name, schema, func, &params, ret))
+            Ok(registration(key, name, schema, func, &params, ret))
         }
         _ => Err(errors),
     }

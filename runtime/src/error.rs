@@ -56,7 +56,9 @@ impl Error {
             Error::Type(_) => "TypeError",
             Error::Index(_) => "IndexError",
             Error::Value(_) => "ValueError",
-            Error::NotImplemented(_) => "NotImplementedError",
+            // PyTorch raises "Could not run '...' with arguments from the '...'
+            // backend" as a NotImplementedError.
+            Error::NotImplemented(_) | Error::NoKernel { .. } => "NotImplementedError",
             _ => "RuntimeError",
         }
     }

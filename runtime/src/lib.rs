@@ -34,8 +34,10 @@ pub mod bind;
 pub mod dispatch;
 pub mod error;
 pub mod kernels;
+pub mod library;
 pub mod normalize;
 pub mod operators;
+pub mod overrides;
 pub mod packet;
 pub mod registry;
 pub mod schema;
@@ -44,6 +46,8 @@ pub mod value;
 
 pub use error::{Error, Result};
 pub use opforge_macros::kernel;
+pub use opforge_macros::op;
+pub use opforge_macros::{dispatcher, overridable};
 pub use tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
 pub use value::Value;
 
@@ -68,7 +72,7 @@ pub mod generated {
 // `register_kernels!`; the build fails if one is missing or mistyped).
 include!(concat!(env!("OUT_DIR"), "/registrations.rs"));
 
-pub use generated::{ops, sig, torch, OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
+pub use generated::{at, ops, sig, torch, OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
 
 /// Items the macros' expansions refer to. Not a public API.
 #[doc(hidden)]

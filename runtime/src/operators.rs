@@ -1,42 +1,40 @@
-//! `std::ops` for tensors: `&a + &b`, `&a * 2.0`, `-&a`, … Each is the operator
-//! PyTorch's Python operator calls (`a + b` → `add.Tensor`, `a + 2` →
-//! `add.Scalar`, with `alpha = 1`), dispatched like any other call. Kernels can
-//! fail (shapes that do not broadcast), so the output is a [`Result`]:
-//! `let c = (&a + &b)?;`.
+//! `std::ops` for tensors: `&a + &b`, `&a * 2.0`, `-&a`, … Each is the `Tensor`
+//! method PyTorch's Python operator calls (`a + b` → `Tensor.add`, `a + 2` →
+//! `Tensor.add` with `add.Scalar`, `-a` → `Tensor.neg`), so it goes through the
+//! function-level override protocol as that method and dispatches like any other
+//! call. Kernels can fail (shapes that do not broadcast), so the output is a
+//! [`Result`]: `let c = (&a + &b)?;`.
 
 use crate::error::Result;
-use crate::ops;
 use crate::tensor::{Scalar, Tensor};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-const ONE: Scalar = Scalar::Int(1);
-
 macro_rules! binary {
-    ($Trait:ident, $method:ident, $tensor_op:ident, $scalar_op:ident, $($extra:expr),*) => {
+    ($Trait:ident, $method:ident, $tensor_fn:ident, $scalar_fn:ident) => {
         impl $Trait<&Tensor> for &Tensor {
             type Output = Result<Tensor>;
             fn $method(self, rhs: &Tensor) -> Result<Tensor> {
-                ops::$tensor_op(self, rhs $(, $extra)*)
+                Tensor::$tensor_fn(self, rhs)
             }
         }
 
         impl<S: Into<Scalar>> $Trait<S> for &Tensor {
             type Output = Result<Tensor>;
             fn $method(self, rhs: S) -> Result<Tensor> {
-                ops::$scalar_op(self, rhs.into() $(, $extra)*)
+                Tensor::$scalar_fn(self, rhs.into())
             }
         }
     };
 }
 
-binary!(Add, add, add_Tensor, add_Scalar, ONE);
-binary!(Sub, sub, sub_Tensor, sub_Scalar, ONE);
-binary!(Mul, mul, mul_Tensor, mul_Scalar,);
-binary!(Div, div, div_Tensor, div_Scalar,);
+binary!(Add, add, add, add_scalar);
+binary!(Sub, sub, sub_tensor, sub_scalar);
+binary!(Mul, mul, mul, mul_scalar);
+binary!(Div, div, div, div_scalar);
 
 impl Neg for &Tensor {
     type Output = Result<Tensor>;
     fn neg(self) -> Result<Tensor> {
-        ops::neg(self)
+        Tensor::neg(self)
     }
 }

@@ -202,8 +202,13 @@ fn packet_key(s: &OpSchema) -> String {
     format!("{}::{}", s.namespace, s.base)
 }
 
+/// Whether a schema's text starts with its namespace (`myns::foo(...)`).
+pub(crate) fn is_qualified(s: &OpSchema) -> bool {
+    s.schema.contains("::") && s.schema.find("::") < s.schema.find('(')
+}
+
 fn qualified(s: &OpSchema) -> String {
-    if s.schema.contains("::") && s.schema.find("::") < s.schema.find('(') {
+    if is_qualified(s) {
         s.schema.to_string()
     } else {
         format!("{}::{}", s.namespace, s.schema)
@@ -362,7 +367,8 @@ impl Registry {
     /// Resolves a schema-level call like `torch.ops.aten.<name>(*args, **kwargs)`:
     /// `name` is a packet (`aten::add`: every overload is tried in order) or an
     /// overload handle (`aten::add.Tensor`, `aten::abs.default`: that schema only).
-    /// See [`crate::packet`].
+    /// A name the file does not have is looked up among the operators defined at
+    /// run time ([`crate::library`]). See [`crate::packet`].
     pub fn resolve(
         &self,
         name: &str,
@@ -380,9 +386,7 @@ impl Registry {
         }
         let (ns, rest) = qualified.split_once("::").unwrap_or(("aten", &qualified));
         let Some((base, overload)) = rest.split_once('.') else {
-            return Err(crate::Error::Runtime(format!(
-                "'_OpNamespace' '{ns}' object has no attribute '{rest}'"
-            )));
+            return crate::library::resolve_defined(&qualified, args, kwargs);
         };
         let packet_name = format!("{ns}::{base}");
         let wanted = if overload == "default" {
@@ -392,9 +396,7 @@ impl Registry {
         };
         let overloads = self.packet(&packet_name);
         if overloads.is_empty() {
-            return Err(crate::Error::Runtime(format!(
-                "'_OpNamespace' '{ns}' object has no attribute '{base}'"
-            )));
+            return crate::library::resolve_defined(&qualified, args, kwargs);
         }
         match overloads.iter().position(|o| o.name == wanted) {
             Some(i) => crate::packet::resolve(&packet_name, &overloads[i..=i], args, kwargs).map(

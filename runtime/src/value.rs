@@ -253,6 +253,11 @@ into_value_one!(f64, x => Value::Float(x));
 into_value_one!(bool, b => Value::Bool(b));
 into_value_one!(Scalar, s => Value::from(s));
 into_value_one!(DType, d => Value::DType(d));
+into_value_one!(Vec<i64>, v => Value::IntList(v));
+into_value_one!(Device, d => Value::Device(d));
+into_value_one!(Layout, l => Value::Layout(l));
+into_value_one!(String, s => Value::Str(s));
+into_value_one!(Option<Tensor>, t => t.map_or(Value::None, Value::Tensor));
 
 impl IntoValues for (Tensor, Tensor) {
     fn into_values(self) -> Vec<Value> {
@@ -370,6 +375,11 @@ from_values_one!(f64, "float", Value::Float(x) => x, Value::Int(i) => i as f64);
 from_values_one!(bool, "bool", Value::Bool(b) => b);
 from_values_one!(Scalar, "Number", Value::Bool(b) => Scalar::Bool(b), Value::Int(i) => Scalar::Int(i), Value::Float(x) => Scalar::Float(x));
 from_values_one!(DType, "torch.dtype", Value::DType(d) => d);
+from_values_one!(Vec<i64>, "tuple of ints", Value::IntList(v) => v);
+from_values_one!(Device, "torch.device", Value::Device(d) => d);
+from_values_one!(Layout, "torch.layout", Value::Layout(l) => l);
+from_values_one!(String, "str", Value::Str(s) => s);
+from_values_one!(Option<Tensor>, "Tensor or None", Value::Tensor(t) => Some(t), Value::None => None);
 
 fn tensors<const N: usize>(vs: Vec<Value>) -> Result<[Tensor; N]> {
     let n = vs.len();

@@ -1,4 +1,4 @@
-//! `#[kernel]` compile-time diagnostics (trybuild). Each file under `ui/` is compiled
+//! `#[kernel]` and `#[op]` compile-time diagnostics (trybuild). Each file under `ui/` is compiled
 //! as a separate crate depending on `opforge`, so these are also the checks a
 //! downstream crate gets. Re-bless with `TRYBUILD=overwrite cargo test -p
 //! opforge-tests --test ui` and read the diff.

@@ -851,6 +851,51 @@ fn fold_out(schema: &OpSchema, slots: &mut [Option<Value>], v: Value) {
 pub fn call_dispatch<K: AsRef<str> + Into<String>>(
     table: &ApiTable,
     api: &str,
+    args: Vec<Value>,
+    kwargs: Vec<(K, Value)>,
+) -> Result<Vec<Value>, Error> {
+    if crate::overrides::function_modes_active()
+        || crate::overrides::values_overloaded(&args)
+        || kwargs
+            .iter()
+            .any(|(_, v)| crate::overrides::values_overloaded(std::slice::from_ref(v)))
+    {
+        return call_dispatch_protocol(table, api, args, kwargs);
+    }
+    call_dispatch_unchecked(table, api, args, kwargs)
+}
+
+/// [`call_dispatch`] with tensor-like arguments or an active function mode: the
+/// call is parsed first (a call the parser rejects never reaches a handler, as in
+/// PyTorch), then offered to the handlers as the binding's function
+/// (`torch.add`, `Tensor.add`). Bindings the runtime's own table does not have
+/// (other schema files) run without the protocol.
+#[cold]
+fn call_dispatch_protocol<K: AsRef<str> + Into<String>>(
+    table: &ApiTable,
+    api: &str,
+    args: Vec<Value>,
+    kwargs: Vec<(K, Value)>,
+) -> Result<Vec<Value>, Error> {
+    let kwargs: Vec<(String, Value)> = kwargs.into_iter().map(|(k, v)| (k.into(), v)).collect();
+    let binding = table
+        .get(api)
+        .ok_or_else(|| Error::UnknownOp(api.to_string()))?;
+    let schema_of = |n: &str| crate::OpId::from_name(n).map(|id| id.schema());
+    slow_parse_and_bind(binding, &schema_of, api, args.clone(), kwargs.clone())?;
+    match crate::overrides::Func::named(&binding.name.replacen("Tensor.", "torch.Tensor.", 1)) {
+        Some(func) => crate::overrides::handle_boxed(func, &args, &kwargs).map(|v| match v {
+            Value::List(vs) => vs,
+            v => vec![v],
+        }),
+        None => call_dispatch_unchecked(table, api, args, kwargs),
+    }
+}
+
+/// [`call_dispatch`] without the function-level override protocol.
+pub fn call_dispatch_unchecked<K: AsRef<str> + Into<String>>(
+    table: &ApiTable,
+    api: &str,
     mut args: Vec<Value>,
     mut kwargs: Vec<(K, Value)>,
 ) -> Result<Vec<Value>, Error> {

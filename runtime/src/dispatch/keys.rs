@@ -294,7 +294,8 @@ impl LocalKeys {
         LOCAL.with(Cell::get)
     }
 
-    fn set(v: LocalKeys) {
+    /// Replaces the current thread's sets (prefer the guards).
+    pub(crate) fn set(v: LocalKeys) {
         LOCAL.with(|c| c.set(v));
     }
 

@@ -104,6 +104,10 @@ pub struct Operator {
     table: [AtomicPtr<Kernel>; RUNTIME_KEYS],
     /// Runtime keys whose resolved kernel is a real kernel (not fallthrough / none).
     active: AtomicU32,
+    /// For an operator defined with [`Dispatcher::define`] (`torch.library` or
+    /// `#[op]`): where it was defined. Such operators get PyTorch's custom-op
+    /// message when a meta call finds no kernel.
+    defined_at: Option<String>,
 }
 
 impl std::fmt::Debug for Operator {
@@ -120,7 +124,14 @@ impl Operator {
             registered: Mutex::new(Vec::new()),
             table: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
             active: AtomicU32::new(0),
+            defined_at: None,
         }
+    }
+
+    /// Where the operator was defined, for one defined with [`Dispatcher::define`]
+    /// (`None` for the built-in and schema-file operators).
+    pub fn defined_at(&self) -> Option<&str> {
+        self.defined_at.as_deref()
     }
 
     /// `ns::name.overload`.
@@ -226,6 +237,12 @@ impl Operator {
         let local = LocalKeys::get();
         let ks = (keys | local.included) - local.excluded;
         let key = ks.highest_backend().unwrap_or(DispatchKey::CPU);
+        if key == DispatchKey::Meta && self.defined_at.is_some() {
+            return Error::NotImplemented(format!(
+                "{}: attempted to run this operator with Meta tensors, but there was no fake impl or Meta kernel registered. You may have run into this message while using an operator with PT2 compilation APIs (torch.compile/torch.export); in order to use this operator with those APIs you'll need to add a fake impl. Please see the following for next steps:  https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html",
+                self.qualified_name()
+            ));
+        }
         let available: Vec<String> = self
             .registered_keys()
             .iter()
@@ -266,6 +283,16 @@ impl Operator {
     }
 }
 
+/// The run-time defined operator `ns::name.overload` (namespace `aten` when not
+/// written) among `dynamic`.
+fn find_dynamic(dynamic: &[&'static Operator], name: &str) -> Option<&'static Operator> {
+    let (ns, rest) = name.split_once("::").unwrap_or(("aten", name));
+    dynamic
+        .iter()
+        .copied()
+        .find(|op| op.schema.namespace == ns && op.schema.name == rest)
+}
+
 /// Global fallback kernels per runtime key.
 type Fallbacks = [Option<&'static Kernel>; RUNTIME_KEYS];
 
@@ -296,6 +323,23 @@ pub struct KernelEntry {
 #[linkme::distributed_slice]
 pub static KERNELS: [KernelEntry];
 
+/// An operator definition collected at link time (by `#[op]`, via linkme).
+pub struct OperatorDef {
+    /// The namespace-qualified schema (`mylib::scale(Tensor x, float k=1.0) -> Tensor`).
+    pub schema: &'static str,
+    /// Source file.
+    pub file: &'static str,
+    /// Source line.
+    pub line: u32,
+}
+
+/// Every operator defined with `#[op]`, in any crate of the program. The
+/// dispatcher defines them when it is built, before it registers the
+/// [`KERNELS`] (which may name them), so an `#[op]` operator exists from the
+/// first dispatcher use on.
+#[linkme::distributed_slice]
+pub static OPERATOR_DEFS: [OperatorDef];
+
 /// The process-wide dispatcher: the operators of the generated tables (indexed by
 /// `OpId`) plus operators defined at run time.
 pub struct Dispatcher {
@@ -325,6 +369,25 @@ impl Dispatcher {
             errors: Vec::new(),
         };
         let mut errors = Vec::new();
+        let mut dynamic: Vec<&'static Operator> = Vec::new();
+        for def in OPERATOR_DEFS.iter() {
+            let source = format!("{}:{}", def.file, def.line);
+            // `#[op]` checked the schema at compile time; a failure here means the
+            // schema language changed under a stale build.
+            let schema = match opforge_codegen::schema::parse_schema(def.schema) {
+                Ok(f) => crate::registry::op_schema(&f, None),
+                Err(e) => {
+                    errors.push(Error::Runtime(format!(
+                        "{source}: malformed schema `{}`: {e}",
+                        def.schema
+                    )));
+                    continue;
+                }
+            };
+            if let Err(e) = Dispatcher::insert(&mut dynamic, schema, Some(source)) {
+                errors.push(e);
+            }
+        }
         for e in KERNELS.iter() {
             let Some(key) = DispatchKey::from_name(e.key) else {
                 errors.push(Error::Runtime(format!(
@@ -333,14 +396,19 @@ impl Dispatcher {
                 )));
                 continue;
             };
-            let Some(id) = crate::OpId::from_name(e.op) else {
-                errors.push(Error::UnknownOp(format!(
-                    "{} (registered at {}:{})",
-                    e.op, e.file, e.line
-                )));
-                continue;
+            let op: &Operator = match crate::OpId::from_name(e.op) {
+                Some(id) => &d.builtin[id as usize],
+                None => match find_dynamic(&dynamic, e.op) {
+                    Some(op) => op,
+                    None => {
+                        errors.push(Error::UnknownOp(format!(
+                            "{} (registered at {}:{})",
+                            e.op, e.file, e.line
+                        )));
+                        continue;
+                    }
+                },
             };
-            let op = &d.builtin[id as usize];
             let kernel = Kernel {
                 boxed: Boxed::Fn(e.boxed),
                 unboxed: (e.unboxed)(),
@@ -359,12 +427,39 @@ impl Dispatcher {
             regs.push((key, Box::leak(Box::new(kernel))));
         }
         let none: Fallbacks = [None; RUNTIME_KEYS];
-        for op in d.builtin.iter() {
+        for op in d.builtin.iter().chain(dynamic.iter().copied()) {
             let regs = op.registered.lock().unwrap_or_else(|e| e.into_inner());
             op.resolve(&regs, &none);
         }
+        d.dynamic = RwLock::new(dynamic);
         d.errors = errors;
         d
+    }
+
+    /// Adds `schema` to `dynamic` unless an operator of that name exists (built in
+    /// or in `dynamic`); the caller holds the write lock (or owns `dynamic` while
+    /// building), so the check and the insertion are one step.
+    fn insert(
+        dynamic: &mut Vec<&'static Operator>,
+        schema: &'static OpSchema,
+        defined_at: Option<String>,
+    ) -> Result<&'static Operator> {
+        let name = format!("{}::{}", schema.namespace, schema.name);
+        if crate::OpId::from_name(&name).is_some() || find_dynamic(dynamic, &name).is_some() {
+            let original = find_dynamic(dynamic, &name)
+                .and_then(|op| op.defined_at.clone())
+                .unwrap_or_else(|| "native_functions.yaml".into());
+            let duplicate = defined_at.as_deref().unwrap_or("unknown");
+            return Err(Error::Runtime(format!(
+                "Tried to register an operator ({}) with the same name and overload name multiple times. Each overload's schema should only be registered with a single call to def(). Duplicate registration: {duplicate}. Original registration: {original}",
+                schema.schema
+            )));
+        }
+        let mut op = Operator::new(schema);
+        op.defined_at = defined_at;
+        let op: &'static Operator = Box::leak(Box::new(op));
+        dynamic.push(op);
+        Ok(op)
     }
 
     fn fallbacks(&self) -> Fallbacks {
@@ -388,28 +483,63 @@ impl Dispatcher {
         if let Some(id) = crate::OpId::from_name(name) {
             return Some(&self.builtin[id as usize]);
         }
-        let (ns, rest) = name.split_once("::").unwrap_or(("aten", name));
         let dynamic = self.dynamic.read().unwrap_or_else(|e| e.into_inner());
-        dynamic
-            .iter()
-            .copied()
-            .find(|op| op.schema.namespace == ns && op.schema.name == rest)
+        find_dynamic(&dynamic, name)
     }
 
     /// Adds an operator defined at run time. Fails if the name is taken.
     pub fn add_operator(&self, schema: &'static OpSchema) -> Result<&'static Operator> {
-        let name = format!("{}::{}", schema.namespace, schema.name);
-        if self.find(&name).is_some() {
-            return Err(Error::Runtime(format!(
-                "operator {name} is already defined"
-            )));
-        }
-        let op: &'static Operator = Box::leak(Box::new(Operator::new(schema)));
-        self.dynamic
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(op);
-        Ok(op)
+        self.define(schema, None)
+    }
+
+    /// Defines an operator at run time, recording where (`file:line`, shown when a
+    /// second definition of the same name fails, as PyTorch's `def()` does). The
+    /// check for an existing operator of that name and the insertion are one
+    /// atomic step, so racing definitions of one name give exactly one operator.
+    /// Operators defined this way get PyTorch's custom-operator message when a
+    /// meta call finds no kernel (see [`crate::library`]).
+    ///
+    /// ```
+    /// use opforge::dispatch::dispatcher;
+    /// let f = opforge_codegen::schema::parse_schema("doc_define::f(Tensor x) -> Tensor").unwrap();
+    /// let schema = opforge::registry::op_schema(&f, None);
+    /// let op = dispatcher().define(schema, Some("here".into())).unwrap();
+    /// assert_eq!(op.defined_at(), Some("here"));
+    /// assert!(dispatcher().define(schema, None).is_err());
+    /// ```
+    pub fn define(
+        &self,
+        schema: &'static OpSchema,
+        defined_at: Option<String>,
+    ) -> Result<&'static Operator> {
+        let mut dynamic = self.dynamic.write().unwrap_or_else(|e| e.into_inner());
+        Dispatcher::insert(&mut dynamic, schema, defined_at)
+    }
+
+    /// The overloads of the packet `ns::base` (`aten::add` → `add.Tensor`,
+    /// `add.Scalar`, …): the built-in ones in YAML order, then those defined at run
+    /// time in definition order (PyTorch's registration order).
+    ///
+    /// ```
+    /// use opforge::dispatch::dispatcher;
+    /// let add = dispatcher().overloads("aten", "add");
+    /// assert!(add.iter().any(|op| op.schema.name == "add.Tensor"));
+    /// ```
+    pub fn overloads(&self, namespace: &str, base: &str) -> Vec<&Operator> {
+        let mut builtin: Vec<&Operator> = self
+            .builtin
+            .iter()
+            .filter(|op| op.schema.namespace == namespace && op.schema.base == base)
+            .collect();
+        builtin.sort_by_key(|op| op.schema.line);
+        let dynamic = self.dynamic.read().unwrap_or_else(|e| e.into_inner());
+        builtin.extend(
+            dynamic
+                .iter()
+                .copied()
+                .filter(|op| op.schema.namespace == namespace && op.schema.base == base),
+        );
+        builtin
     }
 
     /// Registers a kernel used for `key` by every operator that has none of its own

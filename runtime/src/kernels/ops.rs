@@ -8,8 +8,8 @@
 
 #![allow(non_snake_case)]
 
+use crate::at as op;
 use crate::error::Result;
-use crate::ops as op;
 use crate::tensor::{DType, Device, MemoryFormat, Tensor};
 
 /// `aten::view`

@@ -238,6 +238,18 @@ struct TensorInner {
     dtype: DType,
     device: Device,
     geometry: RwLock<Geometry>,
+    /// Set for tensor subclasses, wrappers and duck tensor-likes.
+    ext: Option<Arc<Ext>>,
+}
+
+/// What makes a tensor more than a plain tensor: its class (a tensor subclass or a
+/// duck tensor-like type, see [`crate::overrides`]), the dispatch keys the class
+/// adds, and the instance's own data (a wrapper's inner tensor, a duck's fields).
+#[doc(hidden)]
+pub struct Ext {
+    pub(crate) class: crate::overrides::Class,
+    pub(crate) keys: crate::dispatch::KeySet,
+    pub(crate) payload: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// A tensor handle. `clone` is cheap and yields the same tensor (identity, not a
@@ -251,6 +263,58 @@ impl Tensor {
             dtype,
             device,
             geometry: RwLock::new(geometry),
+            ext: None,
+        }))
+    }
+
+    pub(crate) fn with_ext(dtype: DType, device: Device, geometry: Geometry, ext: Ext) -> Tensor {
+        Tensor(Arc::new(TensorInner {
+            dtype,
+            device,
+            geometry: RwLock::new(geometry),
+            ext: Some(Arc::new(ext)),
+        }))
+    }
+
+    /// A plain tensor: not a subclass instance, wrapper or duck tensor-like. Only
+    /// these skip the override protocols without a look.
+    #[inline]
+    pub fn is_plain(&self) -> bool {
+        self.0.ext.is_none()
+    }
+
+    #[inline]
+    pub(crate) fn ext(&self) -> Option<&Ext> {
+        self.0.ext.as_deref()
+    }
+
+    #[inline]
+    pub(crate) fn ext_arc(&self) -> Option<&Arc<Ext>> {
+        self.0.ext.as_ref()
+    }
+
+    /// This tensor as an instance of the class of `ext` (whose payload, if any, is
+    /// not taken): in place when this handle is the only one (a fresh result),
+    /// else an alias with the same geometry.
+    pub(crate) fn with_class_of(mut self, ext: &Arc<Ext>) -> Tensor {
+        let ext = if ext.payload.is_none() {
+            ext.clone()
+        } else {
+            Arc::new(Ext {
+                class: ext.class.clone(),
+                keys: ext.keys,
+                payload: None,
+            })
+        };
+        if let Some(inner) = Arc::get_mut(&mut self.0) {
+            inner.ext = Some(ext);
+            return self;
+        }
+        Tensor(Arc::new(TensorInner {
+            dtype: self.0.dtype,
+            device: self.0.device,
+            geometry: RwLock::new(self.geometry()),
+            ext: Some(ext),
         }))
     }
 
@@ -350,7 +414,11 @@ impl Tensor {
     /// The dispatch keys this tensor contributes to a call.
     #[inline]
     pub fn key_set(&self) -> crate::dispatch::KeySet {
-        crate::dispatch::KeySet::for_device(self.0.device)
+        let ks = crate::dispatch::KeySet::for_device(self.0.device);
+        match &self.0.ext {
+            None => ks,
+            Some(ext) => ks | ext.keys,
+        }
     }
 
     /// A snapshot of the geometry (storage handle, shape, strides, offset).
@@ -684,6 +752,27 @@ impl fmt::Debug for Tensor {
 /// PyTorch-like printing on one line: `tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float32)`.
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(ext) = self.ext() {
+            if let Some(r) = ext.class.repr_of(self) {
+                return f.write_str(&r);
+            }
+            if !ext.class.is_tensor_subclass() {
+                return write!(f, "<{} object>", ext.class.qualname());
+            }
+            if self.device() != Device::Meta && matches!(*self.storage().read(), Buffer::Meta(_)) {
+                // A wrapper subclass: no data of its own.
+                return match self.payload::<Tensor>() {
+                    Some(inner) => write!(f, "{}({inner})", ext.class.name()),
+                    None => write!(
+                        f,
+                        "{}(..., size={:?}, dtype={})",
+                        ext.class.name(),
+                        self.shape(),
+                        self.dtype()
+                    ),
+                };
+            }
+        }
         let shape = self.shape();
         if self.device() == Device::Meta {
             return write!(

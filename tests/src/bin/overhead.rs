@@ -15,12 +15,23 @@
 //!   bindings (`opforge::BINDINGS`), binding to the schema, boxed dispatch
 //!   (keyword names as `&str`);
 //! - `boxed_api_call_string_kw_ns`: the same with the keyword name allocated as
-//!   a `String` per call.
+//!   a `String` per call;
+//! - the override protocols, each the typed call `ops::add_Tensor` again with:
+//!   `subclass_plain_ns` both tensors instances of a subclass without a handler
+//!   (the default `Tensor.__torch_function__`: result returned as the subclass);
+//!   `subclass_logging_ns` a subclass whose handler counts the call and calls the
+//!   default (`super().__torch_function__`); `function_mode_ns` a pass-through
+//!   function mode (`return func(*args, **kwargs)`); `dispatch_mode_ns` a
+//!   pass-through dispatch mode (the call reaches the `Python` key, the mode
+//!   calls the operator again).
 
 use opforge::dispatch::dispatcher;
 use opforge::{Scalar, Tensor, Value};
 use std::hint::black_box;
 use std::time::Instant;
+
+/// A named benchmark that runs a batch of `n` calls.
+type Batch<'a> = (&'a str, Box<dyn FnMut(usize) + 'a>);
 
 /// Calls per timed batch.
 const PER_BATCH: usize = 20_000;
@@ -31,18 +42,31 @@ const ROUNDS: usize = 31;
 /// that the machine's slow and fast moments fall on all of them alike. Returns,
 /// per benchmark, the median over rounds of the mean time per call in a batch.
 fn interleaved(benches: &mut [(&str, &mut dyn FnMut())]) -> Vec<f64> {
+    let mut batches: Vec<Batch<'_>> = benches
+        .iter_mut()
+        .map(|(name, f)| {
+            let batch: Box<dyn FnMut(usize)> = Box::new(move |n| {
+                for _ in 0..n {
+                    f();
+                }
+            });
+            (*name, batch)
+        })
+        .collect();
+    interleaved_batches(&mut batches)
+}
+
+/// [`interleaved`] over closures that run a whole batch of `n` calls (so a
+/// benchmark can set a mode up around its batch).
+fn interleaved_batches(benches: &mut [Batch<'_>]) -> Vec<f64> {
     for (_, f) in benches.iter_mut() {
-        for _ in 0..PER_BATCH {
-            f();
-        }
+        f(PER_BATCH);
     }
     let mut samples = vec![Vec::with_capacity(ROUNDS); benches.len()];
     for _ in 0..ROUNDS {
         for (i, (_, f)) in benches.iter_mut().enumerate() {
             let t = Instant::now();
-            for _ in 0..PER_BATCH {
-                f();
-            }
+            f(PER_BATCH);
             samples[i].push(t.elapsed().as_nanos() as f64 / PER_BATCH as f64);
         }
     }
@@ -117,7 +141,90 @@ fn main() {
     for ((name, _), ns) in benches.iter().zip(figures) {
         println!("{name}: {ns:.1}");
     }
+    overrides(&a, &b);
     resolve_only();
+}
+
+/// The override-protocol figures, timed interleaved with `typed_call_ns` again.
+fn overrides(a: &Tensor, b: &Tensor) {
+    use opforge::overrides::{
+        push_dispatch_mode, push_function_mode, Class, DispatchCall, FunctionCall, Handled,
+        TorchDispatchMode, TorchFunctionMode,
+    };
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    struct PassFunction;
+    impl TorchFunctionMode for PassFunction {
+        fn torch_function(&self, call: &FunctionCall<'_>) -> opforge::Result<Handled> {
+            call.call_func().map(Handled::Value)
+        }
+    }
+    struct PassDispatch;
+    impl TorchDispatchMode for PassDispatch {
+        fn torch_dispatch(&self, call: &DispatchCall<'_>) -> opforge::Result<Handled> {
+            call.call_func().map(Handled::Value)
+        }
+    }
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let one = Scalar::Int(1);
+    let plain = Class::subclass("Plain").build();
+    let logging = Class::subclass("Logging")
+        .torch_function(|cls, call| {
+            CALLS.fetch_add(1, Ordering::Relaxed);
+            call.default(cls)
+        })
+        .build();
+    let (pa, pb) = (
+        a.as_subclass(&plain).expect("subclass"),
+        b.as_subclass(&plain).expect("subclass"),
+    );
+    let (la, lb) = (
+        a.as_subclass(&logging).expect("subclass"),
+        b.as_subclass(&logging).expect("subclass"),
+    );
+    let add = |x: &Tensor, y: &Tensor| {
+        black_box(opforge::ops::add_Tensor(black_box(x), black_box(y), one).expect("add"));
+    };
+    let function_mode: Arc<dyn TorchFunctionMode> = Arc::new(PassFunction);
+    let dispatch_mode: Arc<dyn TorchDispatchMode> = Arc::new(PassDispatch);
+    let mut benches: Vec<Batch<'_>> = vec![
+        (
+            "typed_call_ns",
+            Box::new(|n| (0..n).for_each(|_| add(a, b))),
+        ),
+        (
+            "subclass_plain_ns",
+            Box::new(|n| (0..n).for_each(|_| add(&pa, &pb))),
+        ),
+        (
+            "subclass_logging_ns",
+            Box::new(|n| (0..n).for_each(|_| add(&la, &lb))),
+        ),
+        (
+            "function_mode_ns",
+            Box::new(|n| {
+                let _mode = push_function_mode(function_mode.clone());
+                (0..n).for_each(|_| add(a, b))
+            }),
+        ),
+        (
+            "dispatch_mode_ns",
+            Box::new(|n| {
+                let _mode = push_dispatch_mode(dispatch_mode.clone());
+                (0..n).for_each(|_| add(a, b))
+            }),
+        ),
+    ];
+    let figures = interleaved_batches(&mut benches);
+    let base = figures[0];
+    for ((name, _), ns) in benches.iter().zip(&figures).skip(1) {
+        println!(
+            "{name}: {ns:.1} (+{:.1} over typed_call_ns {base:.1})",
+            ns - base
+        );
+    }
+    assert!(CALLS.load(Ordering::Relaxed) > 0, "the logging handler ran");
 }
 
 /// `resolve_only_ns`: overload resolution alone (match, bind, no dispatch) of

@@ -1,0 +1,349 @@
+//! `#[op("ns::name.overload(args) -> returns", key = KEY)]`: defines a custom
+//! operator from a Rust function, at compile time. The schema string is parsed
+//! here (a malformed one is an error on the string); the function is checked
+//! against it by `#[kernel]`'s checks ([`crate::kernel::check_kernel`]: the same
+//! type mapping and per-parameter messages), then:
+//!
+//! - the user's function becomes the operator's kernel: it is emitted unchanged
+//!   inside a `const _: () = { … };` block (so the name is free for the entry
+//!   point) with `#[kernel]`'s registration (the schema-typed shim, the boxed
+//!   adapter and the link-time `KERNELS` entry) under `key`
+//!   (`CompositeExplicitAutograd` when not given);
+//! - the definition goes into the link-time `OPERATOR_DEFS` slice, which the
+//!   dispatcher reads when it is built, before the kernels, so the operator exists
+//!   from the first dispatcher use on, whichever crate defines it;
+//! - in the function's place, an entry point with the same name, visibility and
+//!   attributes, typed by the schema, which calls *through the dispatcher* (key
+//!   set of the tensor arguments, the kernel's unboxed pointer, or boxing when the
+//!   kernel is a closure), so modes, the Python key and other kernels registered
+//!   for the operator (e.g. with `opforge::library`) apply.
+//!
+//! On any problem the function is emitted unchanged with the errors, as
+//! `#[kernel]` does.
+
+use opforge_codegen::lower::arg_ident;
+use opforge_codegen::model::{BaseType, FunctionSchema};
+use opforge_codegen::rust_types::{fn_pointer_type, param_type, result_type, Spelling};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use crate::kernel::{check_kernel, check_key, Errors};
+
+/// The attribute's arguments: `"schema"` and an optional `key = KEY`.
+struct Attr {
+    schema: syn::LitStr,
+    key: Option<syn::Ident>,
+}
+
+const USAGE: &str = "expected `#[op(\"ns::name(args) -> returns\")]` or `#[op(\"...\", key = KEY)]`, e.g. `#[op(\"mylib::scale(Tensor x, float k=1.0) -> Tensor\")]`";
+
+impl syn::parse::Parse for Attr {
+    fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
+        let schema: syn::LitStr = input
+            .parse()
+            .map_err(|e| syn::Error::new(e.span(), USAGE))?;
+        let mut key = None;
+        if input.parse::<Option<syn::Token![,]>>()?.is_some() && !input.is_empty() {
+            let name: syn::Ident = input
+                .parse()
+                .map_err(|e| syn::Error::new(e.span(), USAGE))?;
+            if name != "key" {
+                return Err(syn::Error::new(
+                    name.span(),
+                    format!("unknown argument `{name}`: {USAGE}"),
+                ));
+            }
+            input
+                .parse::<syn::Token![=]>()
+                .map_err(|e| syn::Error::new(e.span(), USAGE))?;
+            key = Some(
+                input
+                    .parse()
+                    .map_err(|e| syn::Error::new(e.span(), USAGE))?,
+            );
+            let _ = input.parse::<Option<syn::Token![,]>>()?;
+        }
+        if !input.is_empty() {
+            return Err(input.error(USAGE));
+        }
+        Ok(Attr { schema, key })
+    }
+}
+
+/// The expansion of `#[op(attr)] item`; the macro entry point calls this.
+pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let func: syn::ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(_) => {
+            let e = syn::Error::new(
+                item.span(),
+                "#[op] goes on a free function: `fn name(args) -> Result<T>`",
+            )
+            .to_compile_error();
+            return quote!(#item #e);
+        }
+    };
+    let attr: Attr = match syn::parse2(attr) {
+        Ok(a) => a,
+        Err(e) => {
+            let e = e.to_compile_error();
+            return quote!(#func #e);
+        }
+    };
+    match check(&attr, &func) {
+        Ok(tokens) => tokens,
+        Err(errors) => {
+            let e = errors.tokens();
+            quote!(#func #e)
+        }
+    }
+}
+
+fn check(attr: &Attr, func: &syn::ItemFn) -> Result<TokenStream, Errors> {
+    let mut errors = Errors::default();
+    let key = match &attr.key {
+        Some(k) => {
+            check_key(k, &mut errors);
+            k.to_string()
+        }
+        None => "CompositeExplicitAutograd".to_string(),
+    };
+    let text = attr.schema.value();
+    let schema = match opforge_codegen::schema::parse_schema(&text) {
+        Ok(s) => s,
+        Err(e) => {
+            errors.on(
+                &attr.schema,
+                format!(
+                    "malformed operator schema, {e}\n  schema: {text}\n  help: write it as PyTorch prints it, e.g. `mylib::scale(Tensor x, float k=1.0) -> Tensor`"
+                ),
+            );
+            return Err(errors);
+        }
+    };
+    if schema.name.namespace.is_none() {
+        errors.on(
+            &attr.schema,
+            format!(
+                "the schema needs a namespace: write `mylib::{text}` (with your library's namespace)"
+            ),
+        );
+        return Err(errors);
+    }
+    let name = schema.name.to_string();
+    let registration = check_kernel(errors, &key, &name, &schema, func)?;
+    Ok(output(&schema, &name, func, registration))
+}
+
+/// The entry point, the kernel and its registration, and the definition.
+fn output(
+    schema: &FunctionSchema,
+    name: &str,
+    func: &syn::ItemFn,
+    registration: TokenStream,
+) -> TokenStream {
+    let toks = |s: Option<String>| -> TokenStream {
+        s.unwrap_or_default().parse().unwrap_or_else(|_| quote!(()))
+    };
+    let args = &schema.arguments.all;
+    let idents: Vec<syn::Ident> = args
+        .iter()
+        .map(|a| format_ident!("{}", arg_ident(&a.name)))
+        .collect();
+    let params = args.iter().zip(&idents).map(|(a, n)| {
+        let t = toks(param_type(a, Spelling::Qualified));
+        quote!(#n: #t)
+    });
+    // The key set, as the generated typed API computes it: the tensor arguments',
+    // else the `device` argument's backend, else CPU.
+    let tensors: Vec<&syn::Ident> = args
+        .iter()
+        .zip(&idents)
+        .filter(|(a, _)| a.ty.is_tensor_like())
+        .map(|(_, n)| n)
+        .collect();
+    let keys = if !tensors.is_empty() {
+        quote!(::opforge::dispatch::KeySet::EMPTY #(| ::opforge::dispatch::typed::HasKeys::keys(&#tensors))*)
+    } else if let Some((a, n)) = args
+        .iter()
+        .zip(&idents)
+        .find(|(a, _)| a.name == "device" && a.ty.strip_optional().is_base(BaseType::Device))
+    {
+        if a.ty.is_nullable() {
+            quote!(::opforge::dispatch::typed::device_keys(#n))
+        } else {
+            quote!(::opforge::dispatch::typed::device_keys(Some(#n)))
+        }
+    } else {
+        quote!(::opforge::dispatch::typed::device_keys(None))
+    };
+    let ret = toks(result_type(&schema.returns, Spelling::Qualified));
+    let fn_ty = toks(fn_pointer_type(schema, Spelling::Qualified));
+    let attrs = &func.attrs;
+    let vis = &func.vis;
+    let ident = &func.sig.ident;
+    let doc = format!(" Dispatches `{schema}` (defined by `#[op]`).");
+    let mut kernel = func.clone();
+    kernel.vis = syn::Visibility::Inherited;
+    let schema_text = schema.to_string();
+    let (file, line) = (
+        quote_spanned!(ident.span()=> ::core::file!()),
+        quote_spanned!(ident.span()=> ::core::line!()),
+    );
+    quote! {
+        #(#attrs)*
+        #[doc = ""]
+        #[doc = #doc]
+        #[allow(clippy::too_many_arguments)]
+        #vis fn #ident(#(#params),*) -> #ret {
+            static __OPFORGE_OP: ::std::sync::OnceLock<&'static ::opforge::dispatch::Operator> =
+                ::std::sync::OnceLock::new();
+            let __op = ::opforge::library::__op::handle(&__OPFORGE_OP, #name)?;
+            let __keys = ::opforge::dispatch::typed::with_backend(#keys);
+            let (__kernel, _) = __op.kernel(__keys)?;
+            if !__kernel.unboxed.is_null() {
+                // SAFETY: the only kernels with an unboxed pointer for this operator
+                // are registered by `#[op]`/`#[kernel]` for this schema, and their
+                // pointer is a shim coerced to `fn_pointer_type(schema)`, the type
+                // written here (closures registered at run time have none).
+                let __f = unsafe { ::std::mem::transmute::<*const (), #fn_ty>(__kernel.unboxed) };
+                __f(#(#idents),*)
+            } else {
+                ::opforge::dispatch::typed::call_boxed(
+                    __op,
+                    __keys,
+                    __kernel,
+                    ::std::vec![#(::opforge::value::ToValue::to_value(&#idents)),*],
+                )
+            }
+        }
+
+        #[doc(hidden)]
+        const _: () = {
+            // The user's function, the operator's kernel (shadows the entry point
+            // inside this block only).
+            #kernel
+
+            #registration
+
+            #[::opforge::__private::linkme::distributed_slice(::opforge::dispatch::OPERATOR_DEFS)]
+            #[linkme(crate = ::opforge::__private::linkme)]
+            static __OPFORGE_DEF: ::opforge::dispatch::OperatorDef = ::opforge::dispatch::OperatorDef {
+                schema: #schema_text,
+                file: #file,
+                line: #line,
+            };
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(attr: TokenStream, item: TokenStream) -> Vec<String> {
+        let out = expand(attr, item).to_string();
+        out.split("compile_error ! {")
+            .skip(1)
+            .map(|s| s.split('}').next().unwrap_or("").trim().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_matching_function_becomes_entry_point_kernel_and_definition() {
+        let out = expand(
+            quote!("mylib::scale(Tensor x, float k=1.0) -> Tensor"),
+            quote!(
+                pub fn scale(x: &Tensor, k: f64) -> Result<Tensor> {
+                    todo()
+                }
+            ),
+        )
+        .to_string();
+        assert!(!out.contains("compile_error"), "{out}");
+        let flat: String = out.split_whitespace().collect();
+        for part in [
+            "pubfnscale(x:&::opforge::Tensor,k:f64)->::opforge::Result<::opforge::Tensor>",
+            "::opforge::library::__op::handle(&__OPFORGE_OP,\"mylib::scale\")",
+            "transmute::<*const(),fn(&::opforge::Tensor,f64)->::opforge::Result<::opforge::Tensor>>",
+            "fnscale(x:&Tensor,k:f64)->Result<Tensor>{todo()}",
+            "op:\"mylib::scale\",key:\"CompositeExplicitAutograd\"",
+            "schema:\"mylib::scale(Tensorx,floatk=1.0)->Tensor\"",
+            "distributed_slice(::opforge::dispatch::OPERATOR_DEFS)",
+        ] {
+            assert!(flat.contains(part), "{part}\n{out}");
+        }
+    }
+
+    #[test]
+    fn key_argument() {
+        let out = expand(
+            quote!("mylib::neg2(Tensor x) -> Tensor", key = CPU),
+            quote!(
+                fn neg2(x: &Tensor) -> Result<Tensor> {}
+            ),
+        )
+        .to_string();
+        assert!(out.contains("key : \"CPU\""), "{out}");
+        let e = errors(
+            quote!("mylib::neg2(Tensor x) -> Tensor", key = CPUU),
+            quote!(
+                fn neg2(x: &Tensor) -> Result<Tensor> {}
+            ),
+        );
+        assert!(e[0].contains("did you mean `CPU`?"), "{e:?}");
+        let e = errors(
+            quote!("mylib::neg2(Tensor x) -> Tensor", kee = CPU),
+            quote!(
+                fn neg2(x: &Tensor) -> Result<Tensor> {}
+            ),
+        );
+        assert!(e[0].contains("unknown argument `kee`"), "{e:?}");
+    }
+
+    #[test]
+    fn schema_problems_point_at_the_string() {
+        let e = errors(
+            quote!("mylib::scale(Tensor x, float k=1.0) ->"),
+            quote!(
+                fn scale(x: &Tensor, k: f64) -> Result<Tensor> {}
+            ),
+        );
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].contains("malformed operator schema, column"), "{e:?}");
+        let e = errors(
+            quote!("scale(Tensor x) -> Tensor"),
+            quote!(
+                fn scale(x: &Tensor) -> Result<Tensor> {}
+            ),
+        );
+        assert!(e[0].contains("the schema needs a namespace"), "{e:?}");
+    }
+
+    #[test]
+    fn parameters_are_checked_like_kernels() {
+        let e = errors(
+            quote!("mylib::scale(Tensor x, float k=1.0) -> Tensor"),
+            quote!(
+                fn scale(x: &Tensor, factor: f64) -> Result<Tensor> {}
+            ),
+        );
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].contains("parameter 2: `mylib::scale` expects `k`, found `factor`"),
+            "{e:?}"
+        );
+        assert!(
+            e[0].contains("schema: mylib::scale(Tensor x, float k=1.0) -> Tensor"),
+            "{e:?}"
+        );
+        let e = errors(
+            quote!("mylib::scale(Tensor x, float k=1.0) -> Tensor"),
+            quote!(
+                fn scale(x: &Tensor) -> Result<Tensor> {}
+            ),
+        );
+        assert!(e[0].contains("missing parameter `k: f64`"), "{e:?}");
+    }
+}

@@ -1,0 +1,315 @@
+//! `__torch_dispatch__`: the `Python` dispatch key's fallback, dispatch modes and
+//! subclass handlers (spec `overrides.md` B2).
+
+use super::{Class, Handled, OpOverload};
+use crate::dispatch::{dispatcher, DispatchKey, Kernel, KeySet, LocalKeys, Operator};
+use crate::error::{Error, Result};
+use crate::normalize::normalize;
+use crate::tensor::Tensor;
+use crate::value::Value;
+use std::cell::{OnceCell, RefCell};
+use std::collections::HashMap;
+use std::sync::{Arc, Once};
+
+/// A dispatch mode (`torch.utils._python_dispatch.TorchDispatchMode`): while
+/// pushed, every operator call on the thread reaches it at the `Python` key, below
+/// autograd, with normalized arguments.
+///
+/// ```
+/// use opforge::overrides::{push_dispatch_mode, DispatchCall, Handled, TorchDispatchMode};
+/// use opforge::Tensor;
+/// use std::sync::{Arc, Mutex};
+/// #[derive(Default)]
+/// struct DispatchLog(Mutex<Vec<String>>);
+/// impl TorchDispatchMode for DispatchLog {
+///     fn torch_dispatch(&self, call: &DispatchCall<'_>) -> opforge::Result<Handled> {
+///         self.0.lock().unwrap().push(call.func().to_string());
+///         call.call_func().map(Handled::Value)
+///     }
+/// }
+/// let log = Arc::new(DispatchLog::default());
+/// {
+///     let _guard = push_dispatch_mode(log.clone());
+///     let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+///     let _ = (&a * 2.0).unwrap().sum().unwrap();
+/// }
+/// assert_eq!(*log.0.lock().unwrap(), ["aten.mul.Scalar", "aten.sum.default"]);
+/// ```
+pub trait TorchDispatchMode: Send + Sync + 'static {
+    /// The handler; inside it this mode is off.
+    fn torch_dispatch(&self, call: &DispatchCall<'_>) -> Result<Handled>;
+
+    /// How the mode appears in error messages.
+    fn repr(&self) -> String {
+        format!("<{} object>", std::any::type_name::<Self>())
+    }
+}
+
+thread_local! {
+    static MODES: RefCell<Vec<Arc<dyn TorchDispatchMode>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Includes the `Python` key on this thread iff a dispatch mode is on the stack.
+fn sync_python_key() {
+    let on = MODES.with(|m| !m.borrow().is_empty());
+    let local = LocalKeys::get();
+    let python = KeySet::of(DispatchKey::Python);
+    let included = if on {
+        local.included | python
+    } else {
+        local.included - python
+    };
+    LocalKeys::set(LocalKeys { included, ..local });
+}
+
+fn push(mode: Arc<dyn TorchDispatchMode>) {
+    install_fallback();
+    MODES.with(|m| m.borrow_mut().push(mode));
+    sync_python_key();
+}
+
+fn pop() -> Option<Arc<dyn TorchDispatchMode>> {
+    let m = MODES.with(|m| m.borrow_mut().pop());
+    sync_python_key();
+    m
+}
+
+/// The dispatch modes on this thread's stack, bottom first.
+pub fn dispatch_mode_stack() -> Vec<Arc<dyn TorchDispatchMode>> {
+    MODES.with(|m| m.borrow().clone())
+}
+
+/// Keeps a dispatch mode on this thread's stack until dropped (`with mode:`).
+#[must_use = "the mode is popped when the guard is dropped"]
+pub struct DispatchModeGuard {
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for DispatchModeGuard {
+    fn drop(&mut self) {
+        pop();
+    }
+}
+
+/// Pushes a dispatch mode for the guard's lifetime.
+pub fn push_dispatch_mode(mode: Arc<dyn TorchDispatchMode>) -> DispatchModeGuard {
+    push(mode);
+    DispatchModeGuard {
+        _not_send: std::marker::PhantomData,
+    }
+}
+
+/// Registers the `Python` key's fallback once (when the first class with a
+/// `__torch_dispatch__` or the first dispatch mode appears).
+pub(crate) fn install_fallback() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        dispatcher().register_fallback(
+            DispatchKey::Python,
+            Kernel::from_closure("opforge::overrides::dispatch", python_key),
+        )
+    });
+}
+
+/// Normalized positional and keyword arguments.
+type Normalized = (Vec<Value>, Vec<(String, Value)>);
+
+/// One operator call offered to `__torch_dispatch__` handlers.
+pub struct DispatchCall<'a> {
+    func: &'static OpOverload,
+    types: &'a [Class],
+    values: &'a [Value],
+    keys: KeySet,
+    normalized: OnceCell<Normalized>,
+}
+
+impl<'a> DispatchCall<'a> {
+    /// The operator overload (`aten.add.Tensor`).
+    pub fn func(&self) -> &'static OpOverload {
+        self.func
+    }
+
+    /// The classes with a `__torch_dispatch__` among the tensor arguments.
+    pub fn types(&self) -> &[Class] {
+        self.types
+    }
+
+    /// One value per schema argument, defaults filled in.
+    pub fn values(&self) -> &[Value] {
+        self.values
+    }
+
+    fn normalized(&self) -> &Normalized {
+        self.normalized.get_or_init(|| {
+            let (a, k) = normalize(self.func.schema(), self.values);
+            (a, k.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+        })
+    }
+
+    /// The normalized positional arguments (as PyTorch's handlers receive them).
+    pub fn args(&self) -> &[Value] {
+        &self.normalized().0
+    }
+
+    /// The normalized keyword arguments.
+    pub fn kwargs(&self) -> &[(String, Value)] {
+        &self.normalized().1
+    }
+
+    /// `func(*args, **kwargs)`: calls the operator again from the top of the
+    /// dispatcher (this mode is off inside its handler; lower modes and subclass
+    /// handlers still apply). Multiple results come back as a list.
+    pub fn call_func(&self) -> Result<Value> {
+        self.func
+            .operator()
+            .call_boxed(self.values)
+            .map(super::one_value)
+    }
+
+    /// Calls the operator with other schema-ordered values (e.g. unwrapped tensors).
+    pub fn call_with(&self, values: &[Value]) -> Result<Value> {
+        self.func
+            .operator()
+            .call_boxed(values)
+            .map(super::one_value)
+    }
+
+    /// Continues below the `Python` key with the same values (the backend kernel).
+    pub fn redispatch(&self) -> Result<Value> {
+        self.func
+            .operator()
+            .call_with_keys(self.keys.below(DispatchKey::Python), self.values)
+            .map(super::one_value)
+    }
+}
+
+/// Takes the top dispatch mode off the stack while its handler runs.
+struct PoppedMode(Arc<dyn TorchDispatchMode>);
+
+impl Drop for PoppedMode {
+    fn drop(&mut self) {
+        push(self.0.clone());
+    }
+}
+
+fn tensors_of(values: &[Value]) -> Vec<&Tensor> {
+    let mut out = Vec::new();
+    for v in values {
+        match v {
+            Value::Tensor(t) => out.push(t),
+            Value::TensorList(ts) => out.extend(ts.iter()),
+            Value::OptTensorList(ts) => out.extend(ts.iter().flatten()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The classes with a dispatch handler among the tensors, in handler order.
+fn dispatch_classes(values: &[Value]) -> Vec<Class> {
+    let has = |t: &Tensor| t.class().is_some_and(Class::has_torch_dispatch);
+    let any = values.iter().any(|v| match v {
+        Value::Tensor(t) => has(t),
+        Value::TensorList(ts) => ts.iter().any(has),
+        Value::OptTensorList(ts) => ts.iter().flatten().any(has),
+        _ => false,
+    });
+    if !any {
+        return Vec::new();
+    }
+    let ts: Vec<&Tensor> = tensors_of(values)
+        .into_iter()
+        .filter(|t| t.class().is_some_and(Class::has_torch_dispatch))
+        .collect();
+    // Same ordering rule as the function level; disabled __torch_function__ does
+    // not matter here.
+    let mut out: Vec<Class> = Vec::new();
+    for t in ts {
+        let Some(c) = t.class() else { continue };
+        if out.contains(c) {
+            continue;
+        }
+        match out.iter().position(|r| c.is_subclass_of(r)) {
+            Some(i) => out.insert(i, c.clone()),
+            None => out.push(c.clone()),
+        }
+    }
+    out
+}
+
+/// The `Python` key's kernel: modes (top first), then subclasses.
+fn python_key(op: &Operator, keys: KeySet, values: &[Value]) -> Result<Vec<Value>> {
+    let handle = overload_of(op);
+    let types = dispatch_classes(values);
+    let call = DispatchCall {
+        func: handle,
+        types: &types,
+        values,
+        keys,
+        normalized: OnceCell::new(),
+    };
+    let mut declined = Vec::new();
+    if let Some(mode) = pop().map(PoppedMode) {
+        match mode.0.torch_dispatch(&call)? {
+            Handled::Value(v) => return returns(handle, v),
+            Handled::NotImplemented => declined.push(format!("mode object {}", mode.0.repr())),
+        }
+    }
+    for c in &types {
+        match c.torch_dispatch(&call)? {
+            Handled::Value(v) => return returns(handle, v),
+            Handled::NotImplemented => declined.push(format!("tensor subclass {c:?}")),
+        }
+    }
+    if declined.is_empty() {
+        // Nothing here wants the call (the key was set without a handler).
+        return op.call_with_keys(keys.below(DispatchKey::Python), values);
+    }
+    let mut msg = format!(
+        "Multiple dispatch failed for 'torch._ops.{handle}'; all __torch_dispatch__ handlers returned NotImplemented:\n\n"
+    );
+    for d in declined {
+        msg.push_str(&format!("  - {d}\n"));
+    }
+    msg.push_str("\nFor more information, try re-running with TORCH_LOGS=not_implemented");
+    Err(Error::Type(msg))
+}
+
+/// The handle of a dispatched operator (kernels receive a plain reference; the
+/// handle is looked up once per operator and thread).
+fn overload_of(op: &Operator) -> &'static OpOverload {
+    thread_local! {
+        static CACHE: RefCell<HashMap<usize, &'static OpOverload>> = RefCell::new(HashMap::new());
+    }
+    let key = op as *const Operator as usize;
+    if let Some(h) = CACHE.with(|c| c.borrow().get(&key).copied()) {
+        return h;
+    }
+    let s = op.schema;
+    let stat = dispatcher()
+        .find(&format!("{}::{}", s.namespace, s.name))
+        .unwrap_or_else(|| unreachable!("a dispatched operator is in the dispatcher"));
+    let h = OpOverload::of(stat);
+    CACHE.with(|c| c.borrow_mut().insert(key, h));
+    h
+}
+
+/// A handler's value as the schema's returns.
+fn returns(handle: &OpOverload, v: Value) -> Result<Vec<Value>> {
+    let n = handle.schema().returns.len();
+    match (n, v) {
+        (0, Value::None) => Ok(Vec::new()),
+        (0, _) => Err(Error::Runtime(format!(
+            "Expected __torch_dispatch__ for {} to return None but it returned something else instead.",
+            handle.qualified_name()
+        ))),
+        (1, v) => Ok(vec![v]),
+        (_, Value::List(vs)) => Ok(vs),
+        (_, Value::TensorList(ts)) => Ok(ts.into_iter().map(Value::Tensor).collect()),
+        (n, other) => Err(Error::Runtime(format!(
+            "{}: __torch_dispatch__ returned {} for {n} results",
+            handle.qualified_name(),
+            other.type_name()
+        ))),
+    }
+}

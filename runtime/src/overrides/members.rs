@@ -1,0 +1,109 @@
+//! The hand-written `Tensor` members that go through the protocol: property
+//! getters and Python-level methods (PyTorch defines these in `torch/_tensor.py`
+//! or as C++ getters; the generated methods come from the schema).
+
+use super::func::Member;
+use super::tensor::{apply_index, index_list, TensorIndex};
+use crate::error::{Error, Result};
+use crate::tensor::{Device, Layout, Scalar, Tensor};
+use crate::value::Value;
+
+fn this(args: &[Value]) -> Result<&Tensor> {
+    match args.first() {
+        Some(Value::Tensor(t)) => Ok(t),
+        Some(other) => Err(Error::Type(format!(
+            "descriptor requires a 'torch._C.TensorBase' object but received a '{}'",
+            other.type_name()
+        ))),
+        None => Err(Error::Type("descriptor needs an argument".into())),
+    }
+}
+
+fn arg<'a>(
+    args: &'a [Value],
+    kwargs: &'a [(String, Value)],
+    i: usize,
+    name: &str,
+) -> Result<&'a Value> {
+    args.get(i)
+        .or_else(|| kwargs.iter().find(|(k, _)| k == name).map(|(_, v)| v))
+        .ok_or_else(|| Error::Type(format!("missing required argument '{name}'")))
+}
+
+pub(crate) fn reversed(t: &Tensor) -> Result<Tensor> {
+    let dims: Vec<i64> = (0..t.dim() as i64).rev().collect();
+    crate::at::permute(t, &dims)
+}
+
+pub(crate) fn len(t: &Tensor) -> Result<i64> {
+    match t.shape().first() {
+        Some(&n) => Ok(n as i64),
+        None => Err(Error::Type("len() of a 0-d tensor".into())),
+    }
+}
+
+pub(crate) fn item(t: &Tensor) -> Result<Scalar> {
+    if t.numel() != 1 {
+        return Err(Error::Runtime(format!(
+            "a Tensor with {} elements cannot be converted to Scalar",
+            t.numel()
+        )));
+    }
+    t.item()
+}
+
+pub(crate) fn setitem(t: &Tensor, index: &[TensorIndex], value: &Tensor) -> Result<()> {
+    let mut view = apply_index(t, index)?;
+    crate::at::copy_(&mut view, value, false).map(|_| ())
+}
+
+macro_rules! members {
+    ($($idx:ident = $name:literal, $property:literal, $nowrap:literal, [$($p:literal),*], $imp:expr;)*) => {
+        members!(@consts 0usize, $($idx)*);
+        /// Every hand-written member, in this order (indexes are the constants above).
+        pub static MEMBERS: &[Member] = &[$(Member {
+            name: $name,
+            property: $property,
+            nowrap: $nowrap,
+            params: &[$($p),*],
+            imp: $imp,
+        }),*];
+    };
+    (@consts $n:expr, $first:ident $($rest:ident)*) => {
+        pub(crate) const $first: usize = $n;
+        members!(@consts $n + 1usize, $($rest)*);
+    };
+    (@consts $n:expr,) => {};
+}
+
+members! {
+    SHAPE = "shape", true, false, ["self"], |a, _| Ok(Value::IntList(this(a)?.sizes()));
+    DTYPE = "dtype", true, false, ["self"], |a, _| Ok(Value::DType(this(a)?.dtype()));
+    DEVICE = "device", true, false, ["self"], |a, _| Ok(Value::Device(this(a)?.device()));
+    NDIM = "ndim", true, false, ["self"], |a, _| Ok(Value::Int(this(a)?.dim() as i64));
+    LAYOUT = "layout", true, false, ["self"], |a, _| { this(a)?; Ok(Value::Layout(Layout::Strided)) };
+    IS_META = "is_meta", true, false, ["self"], |a, _| Ok(Value::Bool(this(a)?.device() == Device::Meta));
+    T = "T", true, false, ["self"], |a, _| reversed(this(a)?).map(Value::Tensor);
+    GRAD = "grad", true, true, ["self"], |a, _| { this(a)?; Ok(Value::None) };
+    LEN = "__len__", false, false, ["self"], |a, _| len(this(a)?).map(Value::Int);
+    REPR = "__repr__", false, false, ["self", "*", "tensor_contents=None"], |a, _| Ok(Value::Str(this(a)?.to_string()));
+    BOOL = "__bool__", false, false, ["self"], |a, _| item(this(a)?).map(|s| Value::Bool(s.to_bool()));
+    FLOAT = "__float__", false, false, ["self"], |a, _| item(this(a)?).map(|s| Value::Float(s.to_f64()));
+    GETITEM = "__getitem__", false, false, ["self", "indices"], |a, k| {
+        let t = this(a)?;
+        let index = index_list(arg(a, k, 1, "indices")?)?;
+        apply_index(t, &index).map(Value::Tensor)
+    };
+    SETITEM = "__setitem__", false, false, ["self", "indices", "val"], |a, k| {
+        let t = this(a)?;
+        let index = index_list(arg(a, k, 1, "indices")?)?;
+        let value = match arg(a, k, 2, "val")? {
+            Value::Tensor(v) => v.clone(),
+            Value::Int(i) => Tensor::from_scalar(Scalar::Int(*i), t.dtype(), Device::Cpu),
+            Value::Float(x) => Tensor::from_scalar(Scalar::Float(*x), t.dtype(), Device::Cpu),
+            Value::Bool(b) => Tensor::from_scalar(Scalar::Bool(*b), t.dtype(), Device::Cpu),
+            other => return Err(Error::Type(format!("can't assign a {} to a Tensor", other.type_name()))),
+        };
+        setitem(t, &index, &value).map(|_| Value::None)
+    };
+}

@@ -1,0 +1,864 @@
+//! The override protocols: `__torch_function__` (function level) and
+//! `__torch_dispatch__` (dispatch level), tensor subclasses, duck tensor-likes and
+//! modes. Behaviour follows PyTorch 2.15 (`spec/overrides.md`).
+//!
+//! # Function level
+//! Every generated function (`torch::add`), `Tensor` method (`t.add(&u)`),
+//! operator (`&a + &b` is `Tensor.add`), operator handle (`ops::add_Tensor` is
+//! `aten.add.Tensor`), property getter (`t.get_shape()`), indexing
+//! (`t.getitem(..)`) and boxed API call ([`crate::argparse::call_dispatch`]) first
+//! looks at its tensor arguments. A plain tensor costs one pointer test. If an
+//! argument is a subclass instance or a duck tensor-like ([`Class`]), or a function
+//! mode is active ([`push_function_mode`]), the call is offered to handlers:
+//!
+//! 1. the innermost mode, popped while its handler runs;
+//! 2. each tensor-like argument's class, subclasses before their bases, else left
+//!    to right, one per class ([`collect`]);
+//! 3. if all answer [`Handled::NotImplemented`], PyTorch's `TypeError`.
+//!
+//! A handler sees a [`FunctionCall`]: `func`, `types`, `args`, `kwargs`. The
+//! default handler of tensor subclasses ([`FunctionCall::default`], what
+//! `super().__torch_function__` does) runs the function with subclass handlers
+//! disabled and returns tensors as the subclass.
+//!
+//! ```
+//! use opforge::overrides::{Class, Handled};
+//! use opforge::{torch, Tensor};
+//! use std::sync::{Arc, Mutex};
+//! let log = Arc::new(Mutex::new(Vec::new()));
+//! let seen = log.clone();
+//! let logging = Class::subclass("LoggingTensor")
+//!     .torch_function(move |cls, call| {
+//!         seen.lock().unwrap().push(call.func().to_string());
+//!         call.default(cls)
+//!     })
+//!     .build();
+//! let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap().as_subclass(&logging).unwrap();
+//! let u = (&t + 1.0).unwrap();
+//! let s = torch::sum(&u).unwrap();
+//! assert!(s.is_instance(&logging));
+//! assert_eq!(*log.lock().unwrap(), ["torch.Tensor.add", "torch.sum"]);
+//! ```
+//!
+//! # Dispatch level
+//! Classes with a `__torch_dispatch__` ([`ClassBuilder::torch_dispatch`]) give
+//! their tensors the `Python` dispatch key; dispatch modes
+//! ([`push_dispatch_mode`]) add it to every call on the thread. The handler runs
+//! below autograd and after composite-implicit decomposition, and receives the
+//! operator handle and normalized arguments ([`DispatchCall`]).
+
+mod class;
+mod dispatch;
+mod func;
+mod handles;
+mod implements;
+pub mod lists;
+mod members;
+mod state;
+mod tensor;
+
+pub use class::{Class, ClassBuilder, TorchDispatchFn, TorchFunctionFn};
+pub use dispatch::{
+    dispatch_mode_stack, push_dispatch_mode, DispatchCall, DispatchModeGuard, TorchDispatchMode,
+};
+pub use func::{is_tensor_method_or_property, resolve_name, BoxedImpl, ExternalFn, Func, Member};
+pub use handles::{ops, OpNamespace, OpOverload, OpPacket};
+pub use implements::HandledFunctions;
+pub use state::{function_mode_stack, function_modes_active, DisableGuard, FunctionModeGuard};
+pub use tensor::TensorIndex;
+
+use crate::argparse::ApiTable;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use crate::value::{FromValues, IntoValues, Value};
+use state::{Enabled, Popped};
+use std::cell::OnceCell;
+use std::sync::{Arc, OnceLock};
+
+/// Keyword arguments, in the order they were passed.
+pub type Kwargs = Vec<(String, Value)>;
+
+/// What a handler returns: a result, or `NotImplemented` (let the next handler try).
+#[derive(Clone, Debug)]
+pub enum Handled {
+    /// The call's result.
+    Value(Value),
+    /// Python's `NotImplemented`.
+    NotImplemented,
+}
+
+impl From<Value> for Handled {
+    fn from(v: Value) -> Handled {
+        Handled::Value(v)
+    }
+}
+
+impl From<Tensor> for Handled {
+    fn from(t: Tensor) -> Handled {
+        Handled::Value(Value::Tensor(t))
+    }
+}
+
+/// A function mode (`torch.overrides.TorchFunctionMode`): sees every overridable
+/// call on the thread while pushed, before any tensor-like's handler.
+///
+/// ```
+/// use opforge::overrides::{push_function_mode, FunctionCall, Handled, TorchFunctionMode};
+/// use opforge::{torch, Tensor};
+/// use std::sync::{Arc, Mutex};
+/// #[derive(Default)]
+/// struct FunctionLog(Mutex<Vec<String>>);
+/// impl TorchFunctionMode for FunctionLog {
+///     fn torch_function(&self, call: &FunctionCall<'_>) -> opforge::Result<Handled> {
+///         self.0.lock().unwrap().push(call.func().to_string());
+///         call.call_func().map(Handled::Value)
+///     }
+/// }
+/// let mode = Arc::new(FunctionLog::default());
+/// {
+///     let _guard = push_function_mode(mode.clone());
+///     let a = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
+///     let _ = (&a * 2.0).unwrap().sum().unwrap();
+/// }
+/// assert_eq!(*mode.0.lock().unwrap(), ["torch.Tensor.mul", "torch.Tensor.sum"]);
+/// ```
+pub trait TorchFunctionMode: Send + Sync + 'static {
+    /// The handler. Inside it this mode is off (calls go to the next mode, then
+    /// tensor-likes, then the implementation) unless re-entered with
+    /// [`enable_current_mode`].
+    fn torch_function(&self, call: &FunctionCall<'_>) -> Result<Handled>;
+
+    /// How the mode appears in error messages (`mode object <repr>`).
+    fn repr(&self) -> String {
+        format!("<{} object>", std::any::type_name::<Self>())
+    }
+}
+
+/// Pushes a function mode for the guard's lifetime (`with mode:`). The same mode
+/// may be pushed more than once.
+pub fn push_function_mode(mode: Arc<dyn TorchFunctionMode>) -> FunctionModeGuard {
+    FunctionModeGuard::push(mode)
+}
+
+/// Inside a mode's handler, pushes that mode again (`with self:`), so calls made
+/// by the handler are seen by it too. `None` outside a handler.
+pub fn enable_current_mode() -> Option<FunctionModeGuard> {
+    state::current().map(FunctionModeGuard::push)
+}
+
+/// `torch._C.DisableTorchFunctionSubclass()`: tensor-likes' handlers are skipped
+/// (tensors behave as plain ones); modes still run.
+pub fn disable_torch_function_subclass() -> DisableGuard {
+    DisableGuard::new(Enabled::ModesOnly)
+}
+
+/// `torch._C.DisableTorchFunction()`: no handler runs, modes included.
+pub fn disable_torch_function() -> DisableGuard {
+    DisableGuard::new(Enabled::Nothing)
+}
+
+/// One call offered to `__torch_function__` handlers.
+pub struct FunctionCall<'a> {
+    func: Func,
+    types: &'a [Class],
+    args: Args<'a>,
+    /// The typed call again, through the protocol (`func(*args, **kwargs)`).
+    typed: Option<&'a dyn Fn() -> Result<Value>>,
+    /// The typed call's implementation (what `func` does once no handler applies).
+    run: Option<&'a dyn Fn() -> Result<Value>>,
+}
+
+enum Args<'a> {
+    Boxed(&'a [Value], &'a [(String, Value)]),
+    Lazy(
+        &'a dyn Fn() -> (Vec<Value>, Kwargs),
+        OnceCell<(Vec<Value>, Kwargs)>,
+    ),
+}
+
+impl<'a> FunctionCall<'a> {
+    /// A call of `func` with boxed arguments, offered to classes `types`.
+    pub fn new(
+        func: Func,
+        types: &'a [Class],
+        args: &'a [Value],
+        kwargs: &'a [(String, Value)],
+    ) -> FunctionCall<'a> {
+        FunctionCall {
+            func,
+            types,
+            args: Args::Boxed(args, kwargs),
+            typed: None,
+            run: None,
+        }
+    }
+
+    /// The function being called.
+    pub fn func(&self) -> Func {
+        self.func
+    }
+
+    /// The tensor-like classes among the arguments, in handler order.
+    pub fn types(&self) -> &[Class] {
+        self.types
+    }
+
+    fn parts(&self) -> (&[Value], &[(String, Value)]) {
+        match &self.args {
+            Args::Boxed(a, k) => (a, k),
+            Args::Lazy(make, cell) => {
+                let (a, k) = cell.get_or_init(make);
+                (a, k)
+            }
+        }
+    }
+
+    /// The positional arguments, as the caller passed them (`self` first for methods).
+    pub fn args(&self) -> &[Value] {
+        self.parts().0
+    }
+
+    /// The keyword arguments, as the caller passed them.
+    pub fn kwargs(&self) -> &[(String, Value)] {
+        self.parts().1
+    }
+
+    /// `func(*args, **kwargs)` with the call's own arguments, through the protocol
+    /// (what a mode that passes calls through does).
+    pub fn call_func(&self) -> Result<Value> {
+        match self.typed {
+            Some(run) => run(),
+            None => {
+                let (a, k) = self.parts();
+                self.func.call(a, k)
+            }
+        }
+    }
+
+    /// `Tensor.__torch_function__` for class `cls` (`super().__torch_function__`):
+    /// `NotImplemented` unless `cls` is a subclass of every type; else the function
+    /// runs with subclass handlers disabled and tensors in the result come back as
+    /// `cls` (except for `grad` / `_base`).
+    pub fn default(&self, cls: &Class) -> Result<Handled> {
+        if !self.types.iter().all(|t| cls.is_subclass_of(t)) {
+            return Ok(Handled::NotImplemented);
+        }
+        let out = match self.run {
+            // With subclass handlers off and no mode, calling `func` again would
+            // only reach its implementation: run that directly.
+            Some(run) if !function_modes_active() => run()?,
+            _ => {
+                let _off = disable_torch_function_subclass();
+                self.call_func()?
+            }
+        };
+        if let Func::Member(m) = self.func {
+            if m.nowrap {
+                return Ok(Handled::Value(out));
+            }
+        }
+        Ok(Handled::Value(convert(out, cls)?))
+    }
+}
+
+/// `_convert(ret, cls)`: tensors become instances of `cls` (a view of the same
+/// data, `as_subclass`), recursively inside lists; other values are unchanged.
+pub fn convert(v: Value, cls: &Class) -> Result<Value> {
+    if !cls.is_tensor_subclass() {
+        return Ok(v);
+    }
+    Ok(match v {
+        Value::Tensor(t) => Value::Tensor(to_class(t, cls)?),
+        Value::TensorList(ts) => Value::TensorList(
+            ts.into_iter()
+                .map(|t| to_class(t, cls))
+                .collect::<Result<_>>()?,
+        ),
+        Value::OptTensorList(ts) => Value::OptTensorList(
+            ts.into_iter()
+                .map(|t| t.map(|t| to_class(t, cls)).transpose())
+                .collect::<Result<_>>()?,
+        ),
+        Value::List(vs) => Value::List(
+            vs.into_iter()
+                .map(|v| convert(v, cls))
+                .collect::<Result<_>>()?,
+        ),
+        other => other,
+    })
+}
+
+fn to_class(t: Tensor, cls: &Class) -> Result<Tensor> {
+    if t.is_instance(cls) {
+        Ok(t)
+    } else if cls.is_tensor_subclass() {
+        Ok(t.with_class_of(&Arc::new(crate::tensor::Ext {
+            class: cls.clone(),
+            keys: cls.keys(),
+            payload: None,
+        })))
+    } else {
+        t.as_subclass(cls)
+    }
+}
+
+/// Converting a typed result to a subclass (the typed twin of [`convert`]).
+pub trait IntoSubclass: Sized {
+    /// Tensors inside become instances of `cls`.
+    fn into_subclass(self, cls: &Class) -> Result<Self>;
+
+    /// The same, given an instance's class data to share (no allocation for a
+    /// fresh result tensor).
+    #[doc(hidden)]
+    fn into_subclass_like(self, ext: &Arc<crate::tensor::Ext>) -> Result<Self> {
+        self.into_subclass(&ext.class)
+    }
+}
+
+impl IntoSubclass for Tensor {
+    fn into_subclass(self, cls: &Class) -> Result<Self> {
+        to_class(self, cls)
+    }
+
+    #[inline]
+    fn into_subclass_like(self, ext: &Arc<crate::tensor::Ext>) -> Result<Self> {
+        if self.is_instance(&ext.class) {
+            Ok(self)
+        } else {
+            Ok(self.with_class_of(ext))
+        }
+    }
+}
+
+impl IntoSubclass for Vec<Tensor> {
+    fn into_subclass(self, cls: &Class) -> Result<Self> {
+        self.into_iter().map(|t| to_class(t, cls)).collect()
+    }
+}
+
+impl IntoSubclass for (Tensor, Tensor) {
+    fn into_subclass(self, cls: &Class) -> Result<Self> {
+        Ok((to_class(self.0, cls)?, to_class(self.1, cls)?))
+    }
+}
+
+impl IntoSubclass for (Tensor, Tensor, Tensor) {
+    fn into_subclass(self, cls: &Class) -> Result<Self> {
+        Ok((
+            to_class(self.0, cls)?,
+            to_class(self.1, cls)?,
+            to_class(self.2, cls)?,
+        ))
+    }
+}
+
+macro_rules! unchanged {
+    ($($t:ty),*) => {$(
+        impl IntoSubclass for $t {
+            fn into_subclass(self, _: &Class) -> Result<Self> {
+                Ok(self)
+            }
+        }
+    )*};
+}
+unchanged!(
+    (),
+    i64,
+    f64,
+    bool,
+    String,
+    crate::Scalar,
+    crate::DType,
+    Vec<i64>,
+    crate::Device,
+    crate::Layout
+);
+
+impl IntoSubclass for Option<Tensor> {
+    fn into_subclass(self, cls: &Class) -> Result<Self> {
+        self.map(|t| to_class(t, cls)).transpose()
+    }
+}
+
+/// Arguments of typed calls that can carry tensor-likes.
+pub trait Relevant {
+    /// Is any tensor inside a subclass instance, wrapper or duck?
+    fn overloaded(&self) -> bool;
+    /// Calls `f` on every tensor inside, in order.
+    fn each<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor));
+}
+
+impl Relevant for &Tensor {
+    #[inline(always)]
+    fn overloaded(&self) -> bool {
+        !self.is_plain()
+    }
+    fn each<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor)) {
+        f(self)
+    }
+}
+
+impl Relevant for &mut Tensor {
+    #[inline(always)]
+    fn overloaded(&self) -> bool {
+        !self.is_plain()
+    }
+    fn each<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor)) {
+        f(self)
+    }
+}
+
+impl Relevant for Option<&Tensor> {
+    #[inline(always)]
+    fn overloaded(&self) -> bool {
+        self.is_some_and(|t| !t.is_plain())
+    }
+    fn each<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor)) {
+        if let Some(t) = self {
+            f(t)
+        }
+    }
+}
+
+impl Relevant for &[Tensor] {
+    #[inline]
+    fn overloaded(&self) -> bool {
+        self.iter().any(|t| !t.is_plain())
+    }
+    fn each<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor)) {
+        self.iter().for_each(f)
+    }
+}
+
+impl Relevant for &[Option<Tensor>] {
+    #[inline]
+    fn overloaded(&self) -> bool {
+        self.iter().flatten().any(|t| !t.is_plain())
+    }
+    fn each<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor)) {
+        self.iter().flatten().for_each(f)
+    }
+}
+
+/// `append_overloaded_arg` over `tensors`: one entry per class, a subclass
+/// inserted before the first of its bases already recorded, else appended.
+/// Classes whose `__torch_function__` is disabled are skipped.
+pub fn collect<'t>(tensors: impl IntoIterator<Item = &'t Tensor>) -> Vec<Class> {
+    let tensors: Vec<&Tensor> = tensors.into_iter().collect();
+    collect_relevant(
+        &tensors
+            .iter()
+            .map(|t| t as &dyn Relevant)
+            .collect::<Vec<_>>(),
+    )
+}
+
+fn values_tensors<'v>(vals: &'v [Value], out: &mut Vec<&'v Tensor>) {
+    for v in vals {
+        match v {
+            Value::Tensor(t) => out.push(t),
+            Value::TensorList(ts) => out.extend(ts.iter()),
+            Value::OptTensorList(ts) => out.extend(ts.iter().flatten()),
+            Value::List(vs) => values_tensors(vs, out),
+            _ => {}
+        }
+    }
+}
+
+/// Does any value (also inside lists) hold a subclass instance, wrapper or duck?
+pub(crate) fn values_overloaded(args: &[Value]) -> bool {
+    args.iter().any(|v| match v {
+        Value::Tensor(t) => !t.is_plain(),
+        Value::TensorList(ts) => ts.iter().any(|t| !t.is_plain()),
+        Value::OptTensorList(ts) => ts.iter().flatten().any(|t| !t.is_plain()),
+        Value::List(vs) => values_overloaded(vs),
+        _ => false,
+    })
+}
+
+/// The classes of the tensor-likes among boxed arguments (positional, then keyword).
+pub fn collect_values(args: &[Value], kwargs: &[(String, Value)]) -> Vec<Class> {
+    let mut ts = Vec::new();
+    values_tensors(args, &mut ts);
+    for (_, v) in kwargs {
+        values_tensors(std::slice::from_ref(v), &mut ts);
+    }
+    collect(ts)
+}
+
+/// `torch.overrides.is_tensor_like`: a plain tensor or anything whose class has a
+/// `__torch_function__`.
+pub fn is_tensor_like(t: &Tensor) -> bool {
+    t.ext().is_none_or(|e| e.class.has_torch_function())
+}
+
+/// `torch.overrides.has_torch_function`: would a call with these tensors consult
+/// a handler (a mode is active, or one is a tensor-like with a handler)?
+pub fn has_torch_function<'t>(tensors: impl IntoIterator<Item = &'t Tensor>) -> bool {
+    match state::enabled() {
+        Enabled::Nothing => false,
+        Enabled::ModesOnly => function_modes_active(),
+        Enabled::All => {
+            function_modes_active()
+                || tensors
+                    .into_iter()
+                    .any(|t| t.ext().is_some_and(|e| e.class.has_torch_function()))
+        }
+    }
+}
+
+/// The full protocol over a call: modes, then classes; `Ok(None)` if nobody was
+/// asked (nothing to do: the caller runs the implementation).
+fn run_protocol(call: &FunctionCall<'_>, candidates: &[Class]) -> Result<Option<Value>> {
+    let mode = function_modes_active().then(Popped::top).flatten();
+    if mode.is_none() && candidates.is_empty() {
+        return Ok(None);
+    }
+    let mut declined = Vec::new();
+    if let Some(m) = &mode {
+        match m.0.torch_function(call)? {
+            Handled::Value(v) => return Ok(Some(v)),
+            Handled::NotImplemented => declined.push(format!("mode object {}", m.0.repr())),
+        }
+    }
+    drop(mode);
+    for c in candidates {
+        match c.torch_function(call)? {
+            Handled::Value(v) => return Ok(Some(v)),
+            Handled::NotImplemented => declined.push(format!("tensor subclass {c:?}")),
+        }
+    }
+    Err(all_declined(call.func, candidates, declined))
+}
+
+fn all_declined(func: Func, candidates: &[Class], declined: Vec<String>) -> Error {
+    if func.is_builtin() {
+        let mut msg = format!(
+            "Multiple dispatch failed for '{}'; all __torch_function__ handlers returned NotImplemented:\n\n",
+            func.message_name()
+        );
+        for d in declined {
+            msg.push_str(&format!("  - {d}\n"));
+        }
+        msg.push_str("\nFor more information, try re-running with TORCH_LOGS=not_implemented");
+        Error::Type(msg)
+    } else {
+        let types: Vec<String> = candidates.iter().map(|c| format!("{c:?}")).collect();
+        let mut msg = format!(
+            "no implementation found for '{}' on types that implement __torch_function__: [{}]",
+            external_name(func),
+            types.join(", ")
+        );
+        if let Some(m) = declined.iter().find_map(|d| d.strip_prefix("mode object ")) {
+            msg.push_str(&format!(" nor in mode {m}"));
+        }
+        Error::Type(msg)
+    }
+}
+
+fn external_name(func: Func) -> String {
+    match func {
+        Func::Op(o) => format!("torch._ops.{}", o),
+        Func::Packet(p) => format!("torch._ops.{}", p),
+        other => resolve_name(other),
+    }
+}
+
+/// The classes that get a say, given the thread's state.
+fn active_candidates(cands: Vec<Class>) -> Vec<Class> {
+    match state::enabled() {
+        Enabled::All => cands,
+        _ => Vec::new(),
+    }
+}
+
+/// A duck tensor-like reaching an implementation: what the parser says of a
+/// non-tensor (`add(): argument 'other' must be Tensor, not ScalarTensor`).
+fn duck_error(func: Func, tensors: &[&Tensor]) -> Option<Error> {
+    let duck = tensors
+        .iter()
+        .find_map(|t| t.ext().filter(|e| !e.class.is_tensor_subclass()))?;
+    let name = resolve_name(func);
+    let short = name.rsplit('.').next().unwrap_or(&name).to_string();
+    Some(Error::Type(format!(
+        "{short}(): argument must be Tensor, not {}",
+        duck.class.name()
+    )))
+}
+
+/// The protocol for a boxed call of `func` (what [`Func::call`] does): handlers if
+/// any apply, else the implementation.
+pub fn handle_boxed(func: Func, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
+    let overloaded = values_overloaded(args)
+        || kwargs
+            .iter()
+            .any(|(_, v)| values_overloaded(std::slice::from_ref(v)));
+    if !overloaded && !function_modes_active() {
+        return func.call_unchecked(args, kwargs);
+    }
+    let cands = active_candidates(collect_values(args, kwargs));
+    let call = FunctionCall::new(func, &cands, args, kwargs);
+    match run_protocol(&call, &cands)? {
+        Some(v) => Ok(v),
+        None => {
+            let mut ts = Vec::new();
+            values_tensors(args, &mut ts);
+            if let Some(e) = duck_error(func, &ts) {
+                return Err(e);
+            }
+            func.call_unchecked(args, kwargs)
+        }
+    }
+}
+
+/// `torch.overrides.handle_torch_function(public_api, relevant_args, *args, **kwargs)`:
+/// offers a call of `func` to the modes and to the classes of the tensor-likes in
+/// `relevant`; `Ok(None)` when none applies (run the function's own body).
+pub fn handle_torch_function(
+    func: Func,
+    relevant: &[&Tensor],
+    args: &[Value],
+    kwargs: &[(String, Value)],
+) -> Result<Option<Value>> {
+    let cands = active_candidates(collect(relevant.iter().copied()));
+    let call = FunctionCall::new(func, &cands, args, kwargs);
+    run_protocol(&call, &cands)
+}
+
+/// What the tensor-likes among a call's arguments ask for.
+enum Candidates<'t> {
+    /// None has a handler.
+    Nobody,
+    /// Only default handlers (`Tensor.__torch_function__`), and this class's
+    /// instance (`ext`) is a subclass of all the others.
+    Default(&'t Arc<crate::tensor::Ext>),
+    /// Anything else: the general protocol.
+    General,
+}
+
+fn scan<'t>(relevant: &[&'t dyn Relevant]) -> Candidates<'t> {
+    let mut best: Option<&'t Arc<crate::tensor::Ext>> = None;
+    let mut general = false;
+    for r in relevant {
+        r.each(&mut |t| {
+            let Some(ext) = t.ext_arc() else { return };
+            match &ext.class.0.function {
+                class::FunctionSlot::Disabled => {}
+                class::FunctionSlot::Custom(_) => general = true,
+                class::FunctionSlot::Default => {
+                    best = match best {
+                        None => Some(ext),
+                        Some(b) if b.class == ext.class => Some(b),
+                        Some(b) if ext.class.is_subclass_of(&b.class) => Some(ext),
+                        Some(b) if b.class.is_subclass_of(&ext.class) => Some(b),
+                        Some(b) => {
+                            general = true;
+                            Some(b)
+                        }
+                    }
+                }
+            }
+        });
+    }
+    match (general, best) {
+        (true, _) => Candidates::General,
+        (false, Some(b)) => Candidates::Default(b),
+        (false, None) => Candidates::Nobody,
+    }
+}
+
+/// Typed results as one boxed value and back (what handlers return).
+pub trait TypedRet: Sized + IntoSubclass {
+    /// The result as one value (a list for several results).
+    fn into_value(self) -> Value;
+    /// A handler's value as the typed result.
+    fn from_value(v: Value) -> Result<Self>;
+}
+
+impl TypedRet for Tensor {
+    #[inline]
+    fn into_value(self) -> Value {
+        Value::Tensor(self)
+    }
+    fn from_value(v: Value) -> Result<Self> {
+        match v {
+            Value::Tensor(t) => Ok(t),
+            other => Err(Error::Type(format!(
+                "expected Tensor as the handler's result, got {}",
+                other.type_name()
+            ))),
+        }
+    }
+}
+
+macro_rules! typed_ret_boxed {
+    ($($t:ty),*) => {$(
+        impl TypedRet for $t {
+            fn into_value(self) -> Value {
+                one_value(IntoValues::into_values(self))
+            }
+            fn from_value(v: Value) -> Result<Self> {
+                <$t as FromValues>::from_values(many_values(v))
+            }
+        }
+    )*};
+}
+typed_ret_boxed!(
+    (),
+    Vec<Tensor>,
+    (Tensor, Tensor),
+    (Tensor, Tensor, Tensor),
+    i64,
+    f64,
+    bool,
+    String,
+    crate::Scalar,
+    crate::DType,
+    Vec<i64>,
+    crate::Device,
+    crate::Layout,
+    Option<Tensor>
+);
+
+/// A typed call's slow path (generated code calls it when an argument is a
+/// tensor-like or a mode is active). `run` calls the implementation, `redo` the
+/// function again through the protocol, `boxed` builds the Python view of the call.
+#[cold]
+#[inline(never)]
+pub fn typed<R: TypedRet>(
+    func: &dyn Fn() -> Func,
+    relevant: &[&dyn Relevant],
+    boxed: &dyn Fn() -> (Vec<Value>, Kwargs),
+    run: &dyn Fn() -> Result<R>,
+    redo: &dyn Fn() -> Result<R>,
+) -> Result<R> {
+    let modes = function_modes_active();
+    if state::enabled() != Enabled::All {
+        if !modes {
+            return match duck_error_in(func(), relevant) {
+                Some(e) => Err(e),
+                None => run(),
+            };
+        }
+    } else if !modes {
+        match scan(relevant) {
+            // Only default handlers and no mode: what Tensor.__torch_function__
+            // does, without boxing or allocating.
+            Candidates::Default(ext) => {
+                let out = run()?;
+                let nowrap = matches!(func(), Func::Member(m) if m.nowrap);
+                return if nowrap {
+                    Ok(out)
+                } else {
+                    out.into_subclass_like(ext)
+                };
+            }
+            Candidates::Nobody => {
+                return match duck_error_in(func(), relevant) {
+                    Some(e) => Err(e),
+                    None => run(),
+                }
+            }
+            Candidates::General => {}
+        }
+    }
+    let cands = match state::enabled() {
+        Enabled::All => collect_relevant(relevant),
+        _ => Vec::new(),
+    };
+    let func = func();
+    let again = || redo().map(R::into_value);
+    let direct = || run().map(R::into_value);
+    let call = FunctionCall {
+        func,
+        types: &cands,
+        args: Args::Lazy(boxed, OnceCell::new()),
+        typed: Some(&again),
+        run: Some(&direct),
+    };
+    match run_protocol(&call, &cands)? {
+        Some(v) => R::from_value(v),
+        None => match duck_error_in(func, relevant) {
+            Some(e) => Err(e),
+            None => run(),
+        },
+    }
+}
+
+/// [`collect`] over typed arguments, allocating only when a tensor-like is found.
+fn collect_relevant(relevant: &[&dyn Relevant]) -> Vec<Class> {
+    let mut out: Vec<Class> = Vec::new();
+    for r in relevant {
+        r.each(&mut |t| {
+            let Some(ext) = t.ext() else { return };
+            let c = &ext.class;
+            if !c.has_torch_function() || out.contains(c) {
+                return;
+            }
+            match out.iter().position(|r| c.is_subclass_of(r)) {
+                Some(i) => out.insert(i, c.clone()),
+                None => out.push(c.clone()),
+            }
+        });
+    }
+    out
+}
+
+fn duck_error_in(func: Func, relevant: &[&dyn Relevant]) -> Option<Error> {
+    let mut tensors = Vec::new();
+    for r in relevant {
+        r.each(&mut |t| tensors.push(t));
+    }
+    duck_error(func, &tensors)
+}
+
+/// One boxed result: a single value, or a list for several.
+pub(crate) fn one_value(mut vs: Vec<Value>) -> Value {
+    if vs.len() == 1 {
+        vs.remove(0)
+    } else {
+        Value::List(vs)
+    }
+}
+
+/// The reverse of [`one_value`] for typed returns.
+fn many_values(v: Value) -> Vec<Value> {
+    match v {
+        Value::List(vs) => vs,
+        other => vec![other],
+    }
+}
+
+/// The runtime's own API bindings, built once.
+pub(crate) fn builtin_table() -> &'static ApiTable {
+    static TABLE: OnceLock<ApiTable> = OnceLock::new();
+    TABLE.get_or_init(ApiTable::builtin)
+}
+
+/// Calls the function named `name` (`torch.add`, `torch.Tensor.add`,
+/// `torch.Tensor.shape.__get__`, `aten.add.Tensor`, `aten.add`) with boxed
+/// arguments, through the protocol: the boxed twin of the typed API, returning
+/// whatever a handler returns (e.g. a float from a duck's `torch.mean`).
+pub fn call(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
+    match Func::named(name) {
+        Some(f) => f.call(args, kwargs),
+        None => Err(Error::UnknownOp(name.to_string())),
+    }
+}
+
+/// Rebuilds values with every tensor (also inside lists) replaced by `f(tensor)`;
+/// what wrapper subclasses use to unwrap arguments and wrap results.
+pub fn map_tensors(values: &[Value], f: &mut dyn FnMut(&Tensor) -> Tensor) -> Vec<Value> {
+    values
+        .iter()
+        .map(|v| match v {
+            Value::Tensor(t) => Value::Tensor(f(t)),
+            Value::TensorList(ts) => Value::TensorList(ts.iter().map(&mut *f).collect()),
+            Value::OptTensorList(ts) => {
+                Value::OptTensorList(ts.iter().map(|t| t.as_ref().map(&mut *f)).collect())
+            }
+            Value::List(vs) => Value::List(map_tensors(vs, f)),
+            other => other.clone(),
+        })
+        .collect()
+}

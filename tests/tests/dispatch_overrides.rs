@@ -1,0 +1,252 @@
+//! The dispatch-level protocol (`__torch_dispatch__`): dispatch modes, subclass
+//! handlers at the `Python` key, wrapper subclasses, operator handles (spec
+//! `overrides.md` part B).
+
+use opforge::dispatch::DispatchKey;
+use opforge::overrides::{
+    self, map_tensors, ops as op_ns, push_dispatch_mode, Class, DispatchCall, Handled,
+    TorchDispatchMode,
+};
+use opforge::{ops, torch, Scalar, Tensor, Value};
+use std::sync::{Arc, Mutex};
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+fn t(v: &[f32]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap()
+}
+
+struct Recorder {
+    label: &'static str,
+    log: Log,
+    decline: bool,
+}
+
+fn show(call: &DispatchCall<'_>) -> String {
+    let args: Vec<&str> = call.args().iter().map(Value::type_name).collect();
+    let kwargs: Vec<&str> = call.kwargs().iter().map(|(k, _)| k.as_str()).collect();
+    format!("{} {args:?} {kwargs:?}", call.func())
+}
+
+impl TorchDispatchMode for Recorder {
+    fn torch_dispatch(&self, call: &DispatchCall<'_>) -> opforge::Result<Handled> {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("{} {}", self.label, show(call)));
+        // A declining recorder declines calls that involve subclasses only.
+        if self.decline && !call.types().is_empty() {
+            return Ok(Handled::NotImplemented);
+        }
+        call.call_func().map(Handled::Value)
+    }
+
+    fn repr(&self) -> String {
+        format!("{}-mode", self.label)
+    }
+}
+
+fn recorder(label: &'static str, log: &Log) -> Arc<Recorder> {
+    Arc::new(Recorder {
+        label,
+        log: log.clone(),
+        decline: false,
+    })
+}
+
+#[test]
+fn modes_see_normalized_calls_after_decomposition_innermost_first() {
+    let log: Log = Default::default();
+    let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+    {
+        let _outer = push_dispatch_mode(recorder("outer", &log));
+        let _inner = push_dispatch_mode(recorder("inner", &log));
+        // Default alpha is dropped; a non-default one is a kwarg.
+        ops::add_Tensor(&a, &a, Scalar::Int(1)).unwrap();
+        ops::add_Tensor(&a, &a, Scalar::Int(2)).unwrap();
+        // matmul is CompositeImplicitAutograd: only its constituent reaches Python.
+        a.matmul(&a).unwrap();
+        // A factory arrives intact.
+        torch::zeros(&[2]).unwrap();
+    }
+    let log = log.lock().unwrap();
+    assert_eq!(
+        log[..4],
+        [
+            r#"inner aten.add.Tensor ["Tensor", "Tensor"] []"#,
+            r#"outer aten.add.Tensor ["Tensor", "Tensor"] []"#,
+            r#"inner aten.add.Tensor ["Tensor", "Tensor"] ["alpha"]"#,
+            r#"outer aten.add.Tensor ["Tensor", "Tensor"] ["alpha"]"#,
+        ]
+    );
+    assert!(
+        log.iter().any(|l| l.starts_with("inner aten.mm.default")),
+        "{log:?}"
+    );
+    assert!(!log.iter().any(|l| l.contains("matmul")), "{log:?}");
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("inner aten.zeros.default")),
+        "{log:?}"
+    );
+    assert!(overrides::dispatch_mode_stack().is_empty());
+}
+
+/// The seeds' wrapper subclass: holds the real tensor, logs every aten call,
+/// unwraps, computes and wraps the results.
+fn logging_wrapper(log: &Log) -> Class {
+    let log = log.clone();
+    Class::subclass("LoggingTensor")
+        .disable_torch_function()
+        .torch_dispatch(move |cls, call| {
+            log.lock().unwrap().push(show(call));
+            let unwrapped = map_tensors(call.values(), &mut |t| {
+                t.payload::<Tensor>().cloned().unwrap_or_else(|| t.clone())
+            });
+            let out = call.call_with(&unwrapped)?;
+            let mut wrap = |r: &Tensor| Tensor::wrapper(cls, r, r.clone()).unwrap();
+            Ok(Handled::Value(map_tensors(&[out], &mut wrap).remove(0)))
+        })
+        .build()
+}
+
+fn unwrap(t: &Tensor) -> Tensor {
+    t.payload::<Tensor>().cloned().expect("a LoggingTensor")
+}
+
+#[test]
+fn wrapper_subclasses_work_end_to_end() {
+    let log: Log = Default::default();
+    let cls = logging_wrapper(&log);
+    let inner = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+    let w = Tensor::wrapper(&cls, &inner, inner.clone()).unwrap();
+    assert!(w.key_set().has(DispatchKey::Python));
+    assert_eq!(w.shape(), vec![3]);
+    let sum = (&w + &w).unwrap().sum().unwrap();
+    assert!(sum.is_instance(&cls));
+    assert_eq!(unwrap(&sum).to_vec::<f32>().unwrap(), vec![12.0]);
+    let (values, indices) = w.max(0).unwrap();
+    assert_eq!(unwrap(&values).to_vec::<f32>().unwrap(), vec![3.0]);
+    assert_eq!(unwrap(&indices).to_vec::<i64>().unwrap(), vec![2]);
+    // A wrapper mixed with a plain tensor.
+    let mixed = torch::mul(&w, &inner).unwrap();
+    assert_eq!(unwrap(&mixed).to_vec::<f32>().unwrap(), vec![1.0, 4.0, 9.0]);
+    let log = log.lock().unwrap();
+    assert_eq!(
+        log[..2],
+        [
+            r#"aten.add.Tensor ["Tensor", "Tensor"] []"#,
+            r#"aten.sum.default ["Tensor"] []"#
+        ]
+    );
+    assert!(log.iter().any(|l| l.starts_with("aten.max.dim")), "{log:?}");
+    assert!(
+        log.iter().any(|l| l.starts_with("aten.mul.Tensor")),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn modes_before_subclasses_and_all_declining_is_a_type_error() {
+    let log: Log = Default::default();
+    let cls = logging_wrapper(&log);
+    let inner = t(&[1.0]);
+    let w = Tensor::wrapper(&cls, &inner, inner.clone()).unwrap();
+    {
+        let _m = push_dispatch_mode(Arc::new(Recorder {
+            label: "declining",
+            log: log.clone(),
+            decline: true,
+        }));
+        // The mode declines; the subclass handles the call, and its inner call on
+        // unwrapped tensors reaches the mode again.
+        let out = w.neg().unwrap();
+        assert_eq!(unwrap(&out).to_vec::<f32>().unwrap(), vec![-1.0]);
+    }
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            r#"declining aten.neg.default ["Tensor"] []"#,
+            r#"aten.neg.default ["Tensor"] []"#,
+            r#"declining aten.neg.default ["Tensor"] []"#,
+        ]
+    );
+    struct Declines;
+    impl TorchDispatchMode for Declines {
+        fn torch_dispatch(&self, _: &DispatchCall<'_>) -> opforge::Result<Handled> {
+            Ok(Handled::NotImplemented)
+        }
+        fn repr(&self) -> String {
+            "declining-mode".into()
+        }
+    }
+    let _m = push_dispatch_mode(Arc::new(Declines));
+    let err = inner.neg().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Multiple dispatch failed for 'torch._ops.aten.neg.default'; all __torch_dispatch__ handlers returned NotImplemented:\n\n  - mode object declining-mode\n\nFor more information, try re-running with TORCH_LOGS=not_implemented"
+    );
+    assert_eq!(err.python_class(), "TypeError");
+}
+
+#[test]
+fn handlers_returning_for_no_result_ops_must_return_none() {
+    struct Bad;
+    impl TorchDispatchMode for Bad {
+        fn torch_dispatch(&self, _call: &DispatchCall<'_>) -> opforge::Result<Handled> {
+            Ok(Handled::Value(Value::Int(1)))
+        }
+    }
+    let _m = push_dispatch_mode(Arc::new(Bad));
+    // Any call gets 1 back; for a tensor result that is a conversion error, not a panic.
+    assert!(t(&[1.0]).neg().is_err());
+}
+
+#[test]
+fn op_handles_have_pytorchs_shape() {
+    let aten = op_ns("aten");
+    let add = aten.packet("add").unwrap();
+    assert_eq!(add.to_string(), "aten.add");
+    assert_eq!(format!("{add:?}"), "<OpOverloadPacket(op='aten.add')>");
+    assert!(add.overloads().contains(&"Tensor"));
+    let tensor = add.overload("Tensor").unwrap();
+    assert_eq!(tensor.to_string(), "aten.add.Tensor");
+    assert_eq!(
+        format!("{tensor:?}"),
+        "<OpOverload(op='aten.add', overload='Tensor')>"
+    );
+    assert_eq!(tensor.qualified_name(), "aten::add.Tensor");
+    assert!(std::ptr::eq(tensor.overloadpacket(), add));
+    assert!(std::ptr::eq(tensor, add.overload("Tensor").unwrap()));
+    assert!(!tensor.is_view());
+    assert!(aten
+        .packet("view")
+        .unwrap()
+        .overload("default")
+        .unwrap()
+        .is_view());
+    assert!(tensor.has_kernel_for_dispatch_key(DispatchKey::CPU));
+    assert_eq!(
+        aten.packet("foo").unwrap_err().to_string(),
+        "'_OpNamespace' 'aten' object has no attribute 'foo'"
+    );
+    assert_eq!(
+        add.overload("foo").unwrap_err().to_string(),
+        "The underlying op of 'aten.add' has no overload name 'foo'"
+    );
+    // Calling a packet resolves among its overloads; a handle binds its own schema.
+    let a = t(&[1.0, 2.0]);
+    let out = add
+        .call(&[Value::Tensor(a.clone()), Value::Int(3)], &[])
+        .unwrap();
+    assert_eq!(
+        out.as_tensor().unwrap().to_vec::<f32>().unwrap(),
+        vec![4.0, 5.0]
+    );
+    let abs = aten.packet("abs").unwrap().overload("default").unwrap();
+    assert_eq!(abs.to_string(), "aten.abs.default");
+    let out = abs
+        .call(&[], &[("self".into(), Value::Tensor(t(&[-1.0])))])
+        .unwrap();
+    assert_eq!(out.as_tensor().unwrap().to_vec::<f32>().unwrap(), vec![1.0]);
+}
