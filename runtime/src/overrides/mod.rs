@@ -166,6 +166,8 @@ pub struct FunctionCall<'a> {
     typed: Option<&'a dyn Fn() -> Result<Value>>,
     /// The typed call's implementation (what `func` does once no handler applies).
     run: Option<&'a dyn Fn() -> Result<Value>>,
+    /// The typed call's tensor arguments (instances whose class data results can share).
+    relevant: &'a [&'a dyn Relevant],
 }
 
 enum Args<'a> {
@@ -190,6 +192,7 @@ impl<'a> FunctionCall<'a> {
             args: Args::Boxed(args, kwargs),
             typed: None,
             run: None,
+            relevant: &[],
         }
     }
 
@@ -257,7 +260,29 @@ impl<'a> FunctionCall<'a> {
                 return Ok(Handled::Value(out));
             }
         }
+        if let (Value::Tensor(_), Some(ext)) = (&out, self.instance_of(cls)) {
+            let Value::Tensor(t) = out else {
+                unreachable!("matched above")
+            };
+            return Ok(Handled::Value(Value::Tensor(t.into_subclass_like(ext)?)));
+        }
         Ok(Handled::Value(convert(out, cls)?))
+    }
+
+    /// The class data of an argument that is a plain instance of `cls` (results
+    /// converted to `cls` share it instead of allocating their own).
+    fn instance_of(&self, cls: &Class) -> Option<&'a Arc<crate::tensor::Ext>> {
+        let mut found = None;
+        for r in self.relevant {
+            r.each(&mut |t| {
+                if found.is_none() {
+                    found = t
+                        .ext_arc()
+                        .filter(|e| &e.class == cls && e.payload.is_none());
+                }
+            });
+        }
+        found
     }
 }
 
@@ -775,6 +800,7 @@ pub fn typed<R: TypedRet>(
         args: Args::Lazy(boxed, OnceCell::new()),
         typed: Some(&again),
         run: Some(&direct),
+        relevant,
     };
     match run_protocol(&call, &cands)? {
         Some(v) => R::from_value(v),
