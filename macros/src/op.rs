@@ -178,6 +178,26 @@ fn output(
     } else {
         quote!(::opforge::dispatch::typed::device_keys(None))
     };
+    // The function-level protocol, as for `torch.ops.<ns>.<op>(...)`: tensor-like
+    // arguments or a function mode send the call through the operator handle.
+    let kw_start = schema.arguments.kwarg_only_start.unwrap_or(usize::MAX);
+    let positional = idents.iter().take(kw_start.min(idents.len()));
+    let keywords = args
+        .iter()
+        .zip(&idents)
+        .skip(kw_start.min(idents.len()))
+        .map(|(a, n)| {
+            let name = &a.name;
+            quote!((#name.to_string(), ::opforge::value::ToValue::to_value(&#n)))
+        });
+    let guard = quote! {
+        if #(::opforge::overrides::Relevant::overloaded(&#tensors) |)* ::opforge::overrides::function_modes_active() {
+            let __args = ::std::vec![#(::opforge::value::ToValue::to_value(&#positional)),*];
+            let __kwargs: ::std::vec::Vec<(::std::string::String, ::opforge::Value)> = ::std::vec![#(#keywords),*];
+            let __handle = ::opforge::overrides::OpOverload::of(__op);
+            return <_ as ::opforge::overrides::TypedRet>::from_value(__handle.call(&__args, &__kwargs)?);
+        }
+    };
     let ret = toks(result_type(&schema.returns, Spelling::Qualified));
     let fn_ty = toks(fn_pointer_type(schema, Spelling::Qualified));
     let attrs = &func.attrs;
@@ -200,6 +220,7 @@ fn output(
             static __OPFORGE_OP: ::std::sync::OnceLock<&'static ::opforge::dispatch::Operator> =
                 ::std::sync::OnceLock::new();
             let __op = ::opforge::library::__op::handle(&__OPFORGE_OP, #name)?;
+            #guard
             let __keys = ::opforge::dispatch::typed::with_backend(#keys);
             let (__kernel, _) = __op.kernel(__keys)?;
             if !__kernel.unboxed.is_null() {

@@ -250,3 +250,54 @@ fn op_handles_have_pytorchs_shape() {
         .unwrap();
     assert_eq!(out.as_tensor().unwrap().to_vec::<f32>().unwrap(), vec![1.0]);
 }
+
+#[opforge::op("ovtest::scale(Tensor x, float k=1.0) -> Tensor")]
+fn scale(x: &Tensor, k: f64) -> opforge::Result<Tensor> {
+    x * k
+}
+
+struct FunctionRecorder(Log);
+
+impl overrides::TorchFunctionMode for FunctionRecorder {
+    fn torch_function(&self, call: &overrides::FunctionCall<'_>) -> opforge::Result<Handled> {
+        self.0.lock().unwrap().push(call.func().to_string());
+        call.call_func().map(Handled::Value)
+    }
+}
+
+#[test]
+fn custom_operators_get_modes_subclasses_and_handles_like_built_ins() {
+    let log: Log = Default::default();
+    let x = t(&[1.0, 2.0]);
+    {
+        let _f = overrides::push_function_mode(Arc::new(FunctionRecorder(log.clone())));
+        let _d = push_dispatch_mode(recorder("d", &log));
+        let y = scale(&x, 3.0).unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), vec![3.0, 6.0]);
+        let packet = op_ns("ovtest").packet("scale").unwrap();
+        let z = packet.call(&[Value::Tensor(x.clone())], &[]).unwrap();
+        assert_eq!(
+            z.as_tensor().unwrap().to_vec::<f32>().unwrap(),
+            vec![1.0, 2.0]
+        );
+    }
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "ovtest.scale.default",
+            r#"d ovtest.scale.default ["Tensor", "float"] []"#,
+            "ovtest.scale",
+            r#"d ovtest.scale.default ["Tensor"] []"#,
+        ]
+    );
+    // A wrapper subclass handles a custom operator at the Python key.
+    log.lock().unwrap().clear();
+    let cls = logging_wrapper(&log);
+    let w = Tensor::wrapper(&cls, &x, x.clone()).unwrap();
+    let out = scale(&w, 2.0).unwrap();
+    assert_eq!(unwrap(&out).to_vec::<f32>().unwrap(), vec![2.0, 4.0]);
+    assert_eq!(
+        *log.lock().unwrap(),
+        [r#"ovtest.scale.default ["Tensor", "float"] []"#]
+    );
+}
