@@ -224,15 +224,8 @@ fn dispatch_classes(values: &[Value]) -> Vec<Class> {
     // Same ordering rule as the function level; disabled __torch_function__ does
     // not matter here.
     let mut out: Vec<Class> = Vec::new();
-    for t in ts {
-        let Some(c) = t.class() else { continue };
-        if out.contains(c) {
-            continue;
-        }
-        match out.iter().position(|r| c.is_subclass_of(r)) {
-            Some(i) => out.insert(i, c.clone()),
-            None => out.push(c.clone()),
-        }
+    for c in ts.into_iter().filter_map(Tensor::class) {
+        super::append_overloaded(&mut out, c);
     }
     out
 }

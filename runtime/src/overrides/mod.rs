@@ -817,17 +817,24 @@ fn collect_relevant(relevant: &[&dyn Relevant]) -> Vec<Class> {
     for r in relevant {
         r.each(&mut |t| {
             let Some(ext) = t.ext() else { return };
-            let c = &ext.class;
-            if !c.has_torch_function() || out.contains(c) {
-                return;
-            }
-            match out.iter().position(|r| c.is_subclass_of(r)) {
-                Some(i) => out.insert(i, c.clone()),
-                None => out.push(c.clone()),
+            if ext.class.has_torch_function() {
+                append_overloaded(&mut out, &ext.class);
             }
         });
     }
     out
+}
+
+/// `append_overloaded_arg`: records `c` once, before the first recorded class it
+/// derives from, else last.
+pub(crate) fn append_overloaded(out: &mut Vec<Class>, c: &Class) {
+    if out.contains(c) {
+        return;
+    }
+    match out.iter().position(|r| c.is_subclass_of(r)) {
+        Some(i) => out.insert(i, c.clone()),
+        None => out.push(c.clone()),
+    }
 }
 
 fn duck_error_in(func: Func, relevant: &[&dyn Relevant]) -> Option<Error> {
