@@ -135,10 +135,9 @@ fn convenience_names(plan: &Plan) -> HashMap<String, String> {
     out
 }
 
-fn exact_fn(op: &PlannedOp, ident: &proc_macro2::Ident) -> TokenStream {
-    let f = op.schema();
-    let params: Vec<TokenStream> = f
-        .arguments
+/// `name: Type` for every argument of a schema.
+fn all_params(f: &crate::model::FunctionSchema) -> Vec<TokenStream> {
+    f.arguments
         .all
         .iter()
         .map(|a| {
@@ -146,7 +145,12 @@ fn exact_fn(op: &PlannedOp, ident: &proc_macro2::Ident) -> TokenStream {
             let t = toks(&param_type(a, Spelling::Qualified).unwrap_or_default());
             quote!(#n: #t)
         })
-        .collect();
+        .collect()
+}
+
+fn exact_fn(op: &PlannedOp, ident: &proc_macro2::Ident) -> TokenStream {
+    let f = op.schema();
+    let params = all_params(f);
     let args: Vec<TokenStream> = f
         .arguments
         .all
@@ -415,16 +419,7 @@ fn rename_self(ts: TokenStream) -> TokenStream {
 /// `ops::<ident>`: the operator handle's call, through the function-level protocol.
 fn op_handle_fn(op: &PlannedOp, ident: &proc_macro2::Ident) -> TokenStream {
     let f = op.schema();
-    let params: Vec<TokenStream> = f
-        .arguments
-        .all
-        .iter()
-        .map(|a| {
-            let n = format_ident!("{}", arg_ident(&a.name));
-            let t = toks(&param_type(a, Spelling::Qualified).unwrap_or_default());
-            quote!(#n: #t)
-        })
-        .collect();
+    let params = all_params(f);
     let guard_args: Vec<GuardArg> = f
         .arguments
         .all
