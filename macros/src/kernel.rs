@@ -332,7 +332,7 @@ fn named_lifetime(tokens: TokenStream) -> Option<TokenStream> {
 }
 
 /// A type as a person writes it: `&mut Tensor`, `Option<&[i64]>`.
-fn show(ty: &impl ToTokens) -> String {
+pub(crate) fn show(ty: &impl ToTokens) -> String {
     let s = ty.to_token_stream().to_string();
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();

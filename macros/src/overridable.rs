@@ -191,25 +191,7 @@ fn rewrite_lifetimes(ts: TokenStream, lt: &str, keep_static: bool) -> TokenStrea
     out.into_iter().collect()
 }
 
-/// A type as the user would write it (`&Tensor`, `Option<&Tensor>`).
-fn show(ty: &impl ToTokens) -> String {
-    let s = ty.to_token_stream().to_string();
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == ' ' {
-            let prev = out.chars().last();
-            let next = chars.peek().copied();
-            let glue_prev = matches!(prev, Some('&' | '<' | '[' | '(' | ':' | '\''));
-            let glue_next = matches!(next, Some('<' | '>' | ',' | ']' | ')' | ':'));
-            if glue_prev || glue_next {
-                continue;
-            }
-        }
-        out.push(c);
-    }
-    out
-}
+use crate::kernel::show;
 
 /// `fn name(x: &Tensor, k: i64)`, for messages.
 fn signature(name: &Ident, params: &[Param]) -> String {
