@@ -221,23 +221,7 @@ fn output(
                 ::std::sync::OnceLock::new();
             let __op = ::opforge::library::__op::handle(&__OPFORGE_OP, #name)?;
             #guard
-            let __keys = ::opforge::dispatch::typed::with_backend(#keys);
-            let (__kernel, _) = __op.kernel(__keys)?;
-            if !__kernel.unboxed.is_null() {
-                // SAFETY: the only kernels with an unboxed pointer for this operator
-                // are registered by `#[op]`/`#[kernel]` for this schema, and their
-                // pointer is a shim coerced to `fn_pointer_type(schema)`, the type
-                // written here (closures registered at run time have none).
-                let __f = unsafe { ::std::mem::transmute::<*const (), #fn_ty>(__kernel.unboxed) };
-                __f(#(#idents),*)
-            } else {
-                ::opforge::dispatch::typed::call_boxed(
-                    __op,
-                    __keys,
-                    __kernel,
-                    ::std::vec![#(::opforge::value::ToValue::to_value(&#idents)),*],
-                )
-            }
+            ::opforge::typed_call!(@op __op, #fn_ty, #keys, (#(#idents),*))
         }
 
         #[doc(hidden)]
@@ -287,7 +271,7 @@ mod tests {
         for part in [
             "pubfnscale(x:&::opforge::Tensor,k:f64)->::opforge::Result<::opforge::Tensor>",
             "::opforge::library::__op::handle(&__OPFORGE_OP,\"mylib::scale\")",
-            "transmute::<*const(),fn(&::opforge::Tensor,f64)->::opforge::Result<::opforge::Tensor>>",
+            "::opforge::typed_call!(@op__op,fn(&::opforge::Tensor,f64)->::opforge::Result<::opforge::Tensor>,",
             "fnscale(x:&Tensor,k:f64)->Result<Tensor>{todo()}",
             "op:\"mylib::scale\",key:\"CompositeExplicitAutograd\"",
             "schema:\"mylib::scale(Tensorx,floatk=1.0)->Tensor\"",

@@ -189,6 +189,75 @@ fn modes_before_subclasses_and_all_declining_is_a_type_error() {
     assert_eq!(err.python_class(), "TypeError");
 }
 
+/// How [`Continue`] goes on from its handler.
+#[derive(Clone, Copy)]
+enum Next {
+    CallFunc,
+    Redispatch,
+    CallWith,
+}
+
+/// A mode that records each call's schema-ordered values and goes on as told.
+struct Continue(Next, Log);
+
+impl TorchDispatchMode for Continue {
+    fn torch_dispatch(&self, call: &DispatchCall<'_>) -> opforge::Result<Handled> {
+        let out = match self.0 {
+            Next::CallFunc => call.call_func()?,
+            Next::Redispatch => call.redispatch()?,
+            Next::CallWith => call.call_with(call.values())?,
+        };
+        // Asked for after the call: the typed arguments are still there.
+        let values: Vec<String> = call.values().iter().map(|v| format!("{v:?}")).collect();
+        self.1
+            .lock()
+            .unwrap()
+            .push(format!("{} {}", call.func(), values.join(" ")));
+        Ok(Handled::Value(out))
+    }
+}
+
+#[test]
+fn typed_calls_at_the_python_key_keep_their_arguments_results_and_aliasing() {
+    for next in [Next::CallFunc, Next::Redispatch, Next::CallWith] {
+        let log: Log = Default::default();
+        let _m = push_dispatch_mode(Arc::new(Continue(next, log.clone())));
+        let a = t(&[1.0, 5.0, 3.0]);
+        // A plain result, with a non-default scalar.
+        let s = ops::add_Tensor(&a, &a, Scalar::Int(2)).unwrap();
+        assert_eq!(s.to_vec::<f32>().unwrap(), [3.0, 15.0, 9.0]);
+        // Two results.
+        let (v, i) = ops::max_dim(&a, 0, false).unwrap();
+        assert_eq!(v.to_vec::<f32>().unwrap(), [5.0]);
+        assert_eq!(i.to_vec::<i64>().unwrap(), [1]);
+        // In place: the result is the same tensor, and it changed.
+        let mut x = t(&[1.0, 2.0, 3.0]);
+        let r = ops::add__Tensor(&mut x, &a, Scalar::Int(1)).unwrap();
+        assert!(r.is_same(&x));
+        assert_eq!(x.to_vec::<f32>().unwrap(), [2.0, 7.0, 6.0]);
+        // out=: written into, and returned.
+        let mut out = t(&[0.0, 0.0, 0.0]);
+        let r = ops::add_out(&a, &a, Scalar::Int(1), &mut out).unwrap();
+        assert!(r.is_same(&out));
+        assert_eq!(out.to_vec::<f32>().unwrap(), [2.0, 10.0, 6.0]);
+        let log = log.lock().unwrap();
+        let names: Vec<&str> = log.iter().map(|l| l.split(' ').next().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "aten.add.Tensor",
+                "aten.max.dim",
+                "aten.add_.Tensor",
+                "aten.add.out"
+            ]
+        );
+        assert!(log[0].ends_with("Int(2)"), "{}", log[0]);
+        // add.out's four values: self, other, alpha, out.
+        assert_eq!(log[3].matches("Tensor(").count(), 3, "{}", log[3]);
+        assert!(log[3].contains(" Int(1) "), "{}", log[3]);
+    }
+}
+
 #[test]
 fn handlers_returning_for_no_result_ops_must_return_none() {
     struct Bad;

@@ -108,6 +108,8 @@ pub struct Operator {
     /// `#[op]`): where it was defined. Such operators get PyTorch's custom-op
     /// message when a meta call finds no kernel.
     defined_at: Option<String>,
+    /// Its handle (`torch.ops.<ns>.<name>.<overload>`), made on first use.
+    pub(crate) handle: OnceLock<&'static crate::overrides::OpOverload>,
 }
 
 impl std::fmt::Debug for Operator {
@@ -125,6 +127,7 @@ impl Operator {
             table: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
             active: AtomicU32::new(0),
             defined_at: None,
+            handle: OnceLock::new(),
         }
     }
 
@@ -543,8 +546,9 @@ impl Dispatcher {
     }
 
     /// Registers a kernel used for `key` by every operator that has none of its own
-    /// (PyTorch's backend fallback; e.g. the Python key's handler).
-    pub fn register_fallback(&self, key: DispatchKey, kernel: Kernel) {
+    /// (PyTorch's backend fallback; e.g. the Python key's handler). Returns the
+    /// registered kernel (its identity tells it apart from others at that key).
+    pub fn register_fallback(&self, key: DispatchKey, kernel: Kernel) -> &'static Kernel {
         let k: &'static Kernel = Box::leak(Box::new(kernel));
         self.fallbacks.write().unwrap_or_else(|e| e.into_inner())[key.slot()] = Some(k);
         let fallbacks = self.fallbacks();
@@ -553,6 +557,7 @@ impl Dispatcher {
             let regs = op.registered.lock().unwrap_or_else(|e| e.into_inner());
             op.resolve(&regs, &fallbacks);
         }
+        k
     }
 }
 

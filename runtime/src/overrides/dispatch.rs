@@ -2,14 +2,14 @@
 //! subclass handlers (spec `overrides.md` B2).
 
 use super::{Class, Handled, OpOverload};
+use crate::dispatch::typed::{with_backend, TypedArgs};
 use crate::dispatch::{dispatcher, DispatchKey, Kernel, KeySet, LocalKeys, Operator};
 use crate::error::{Error, Result};
 use crate::normalize::normalize;
 use crate::tensor::Tensor;
 use crate::value::Value;
 use std::cell::{OnceCell, RefCell};
-use std::collections::HashMap;
-use std::sync::{Arc, Once};
+use std::sync::{Arc, OnceLock};
 
 /// A dispatch mode (`torch.utils._python_dispatch.TorchDispatchMode`): while
 /// pushed, every operator call on the thread reaches it at the `Python` key, below
@@ -45,13 +45,14 @@ pub trait TorchDispatchMode: Send + Sync + 'static {
     }
 }
 
+type Mode = Arc<dyn TorchDispatchMode>;
+
 thread_local! {
-    static MODES: RefCell<Vec<Arc<dyn TorchDispatchMode>>> = const { RefCell::new(Vec::new()) };
+    static MODES: RefCell<Vec<Mode>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Includes the `Python` key on this thread iff a dispatch mode is on the stack.
-fn sync_python_key() {
-    let on = MODES.with(|m| !m.borrow().is_empty());
+fn set_python_key(on: bool) {
     let local = LocalKeys::get();
     let python = KeySet::of(DispatchKey::Python);
     let included = if on {
@@ -62,16 +63,43 @@ fn sync_python_key() {
     LocalKeys::set(LocalKeys { included, ..local });
 }
 
-fn push(mode: Arc<dyn TorchDispatchMode>) {
-    install_fallback();
-    MODES.with(|m| m.borrow_mut().push(mode));
-    sync_python_key();
+fn push(mode: Mode) {
+    let first = MODES.with(|m| {
+        let mut m = m.borrow_mut();
+        m.push(mode);
+        m.len() == 1
+    });
+    if first {
+        set_python_key(true);
+    }
 }
 
-fn pop() -> Option<Arc<dyn TorchDispatchMode>> {
-    let m = MODES.with(|m| m.borrow_mut().pop());
-    sync_python_key();
-    m
+fn pop() -> Option<Mode> {
+    let (mode, empty) = MODES.with(|m| {
+        let mut m = m.borrow_mut();
+        let mode = m.pop();
+        (mode, m.is_empty())
+    });
+    if empty {
+        set_python_key(false);
+    }
+    mode
+}
+
+/// Runs `f` on the top mode with that mode off the stack (a mode is off inside
+/// its handler), then puts it back; `None` if the stack is empty.
+fn with_top_mode<T>(f: impl FnOnce(&dyn TorchDispatchMode) -> T) -> Option<T> {
+    struct Restore(Option<Mode>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(m) = self.0.take() {
+                push(m);
+            }
+        }
+    }
+    let restore = Restore(Some(pop()?));
+    let mode = restore.0.as_deref()?;
+    Some(f(mode))
 }
 
 /// The dispatch modes on this thread's stack, bottom first.
@@ -93,6 +121,7 @@ impl Drop for DispatchModeGuard {
 
 /// Pushes a dispatch mode for the guard's lifetime.
 pub fn push_dispatch_mode(mode: Arc<dyn TorchDispatchMode>) -> DispatchModeGuard {
+    install_fallback();
     push(mode);
     DispatchModeGuard {
         _not_send: std::marker::PhantomData,
@@ -102,14 +131,16 @@ pub fn push_dispatch_mode(mode: Arc<dyn TorchDispatchMode>) -> DispatchModeGuard
 /// Registers the `Python` key's fallback once (when the first class with a
 /// `__torch_dispatch__` or the first dispatch mode appears).
 pub(crate) fn install_fallback() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
+    FALLBACK.get_or_init(|| {
         dispatcher().register_fallback(
             DispatchKey::Python,
             Kernel::from_closure("opforge::overrides::dispatch", python_key),
         )
     });
 }
+
+/// The `Python` key's fallback, once registered.
+static FALLBACK: OnceLock<&'static Kernel> = OnceLock::new();
 
 /// Normalized positional and keyword arguments.
 type Normalized = (Vec<Value>, Vec<(String, Value)>);
@@ -118,9 +149,21 @@ type Normalized = (Vec<Value>, Vec<(String, Value)>);
 pub struct DispatchCall<'a> {
     func: &'static OpOverload,
     types: &'a [Class],
-    values: &'a [Value],
+    values: Values<'a>,
+    /// The keys below the `Python` key (for [`DispatchCall::redispatch`]).
     keys: KeySet,
     normalized: OnceCell<Normalized>,
+}
+
+/// A call's arguments: boxed by the caller, or a typed call's, boxed on demand.
+enum Values<'a> {
+    Boxed(&'a [Value]),
+    Typed {
+        args: RefCell<&'a mut TypedArgs<'a>>,
+        /// The arguments' own keys (before the thread's).
+        arg_keys: KeySet,
+        boxed: OnceCell<Vec<Value>>,
+    },
 }
 
 impl<'a> DispatchCall<'a> {
@@ -136,12 +179,21 @@ impl<'a> DispatchCall<'a> {
 
     /// One value per schema argument, defaults filled in.
     pub fn values(&self) -> &[Value] {
-        self.values
+        match &self.values {
+            Values::Boxed(v) => v,
+            Values::Typed { args, boxed, .. } => boxed.get_or_init(|| {
+                let mut out = Vec::new();
+                // Not borrowed elsewhere: `call_func` holds the borrow only while
+                // the kernel runs, and the kernel cannot reach this call.
+                (args.borrow_mut())(None, &mut out);
+                out
+            }),
+        }
     }
 
     fn normalized(&self) -> &Normalized {
         self.normalized.get_or_init(|| {
-            let (a, k) = normalize(self.func.schema(), self.values);
+            let (a, k) = normalize(self.func.schema(), self.values());
             (a, k.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
         })
     }
@@ -160,10 +212,15 @@ impl<'a> DispatchCall<'a> {
     /// dispatcher (this mode is off inside its handler; lower modes and subclass
     /// handlers still apply). Multiple results come back as a list.
     pub fn call_func(&self) -> Result<Value> {
-        self.func
-            .operator()
-            .call_boxed(self.values)
-            .map(super::one_value)
+        let op = self.func.operator();
+        if let Values::Typed { args, arg_keys, .. } = &self.values {
+            // A typed call reaching an unboxed kernel stays unboxed.
+            let (kernel, _) = op.kernel(with_backend(*arg_keys))?;
+            if let Some(r) = (args.borrow_mut())(Some(kernel), &mut Vec::new()) {
+                return r;
+            }
+        }
+        op.call_boxed(self.values()).map(super::one_value)
     }
 
     /// Calls the operator with other schema-ordered values (e.g. unwrapped tensors).
@@ -178,18 +235,76 @@ impl<'a> DispatchCall<'a> {
     pub fn redispatch(&self) -> Result<Value> {
         self.func
             .operator()
-            .call_with_keys(self.keys.below(DispatchKey::Python), self.values)
+            .call_with_keys(self.keys, self.values())
             .map(super::one_value)
+    }
+
+    /// Offers the call to the top mode (taken off the stack meanwhile), then to
+    /// `types`; `Ok(None)` if nobody was there to ask.
+    fn offer(&self) -> Result<Option<Value>> {
+        let mut declined = Vec::new();
+        let asked = with_top_mode(|m| match m.torch_dispatch(self) {
+            Ok(Handled::Value(v)) => Ok(Ok(v)),
+            Ok(Handled::NotImplemented) => Ok(Err(format!("mode object {}", m.repr()))),
+            Err(e) => Err(e),
+        });
+        match asked.transpose()? {
+            Some(Ok(v)) => return Ok(Some(v)),
+            Some(Err(d)) => declined.push(d),
+            None => {}
+        }
+        for c in self.types {
+            match c.torch_dispatch(self)? {
+                Handled::Value(v) => return Ok(Some(v)),
+                Handled::NotImplemented => declined.push(format!("tensor subclass {c:?}")),
+            }
+        }
+        if declined.is_empty() {
+            return Ok(None);
+        }
+        let mut msg = format!(
+            "Multiple dispatch failed for 'torch._ops.{}'; all __torch_dispatch__ handlers returned NotImplemented:\n\n",
+            self.func
+        );
+        for d in declined {
+            msg.push_str(&format!("  - {d}\n"));
+        }
+        msg.push_str("\nFor more information, try re-running with TORCH_LOGS=not_implemented");
+        Err(Error::Type(msg))
     }
 }
 
-/// Takes the top dispatch mode off the stack while its handler runs.
-struct PoppedMode(Arc<dyn TorchDispatchMode>);
-
-impl Drop for PoppedMode {
-    fn drop(&mut self) {
-        push(self.0.clone());
+/// The `Python` key for a typed call that a dispatch mode brought there (no
+/// argument has a dispatch class): the mode's handler gets the call with its
+/// arguments unboxed. `None` if `kernel` is not the `Python` fallback.
+pub(crate) fn python_typed(
+    op: &'static Operator,
+    arg_keys: KeySet,
+    kernel: &'static Kernel,
+    args: &mut TypedArgs<'_>,
+) -> Option<Result<Value>> {
+    if !FALLBACK.get().is_some_and(|f| std::ptr::eq(*f, kernel)) {
+        return None;
     }
+    let handle = OpOverload::of(op);
+    let keys = (with_backend(arg_keys) | LocalKeys::get().included).below(DispatchKey::Python);
+    let call = DispatchCall {
+        func: handle,
+        types: &[],
+        values: Values::Typed {
+            args: RefCell::new(args),
+            arg_keys,
+            boxed: OnceCell::new(),
+        },
+        keys,
+        normalized: OnceCell::new(),
+    };
+    Some(match call.offer() {
+        Ok(Some(v)) if handle.schema().returns.len() == 1 => Ok(v),
+        Ok(Some(v)) => returns(handle, v).map(super::one_value),
+        Ok(None) => call.redispatch(),
+        Err(e) => Err(e),
+    })
 }
 
 fn tensors_of(values: &[Value]) -> Vec<&Tensor> {
@@ -237,54 +352,27 @@ fn python_key(op: &Operator, keys: KeySet, values: &[Value]) -> Result<Vec<Value
     let call = DispatchCall {
         func: handle,
         types: &types,
-        values,
-        keys,
+        values: Values::Boxed(values),
+        keys: keys.below(DispatchKey::Python),
         normalized: OnceCell::new(),
     };
-    let mut declined = Vec::new();
-    if let Some(mode) = pop().map(PoppedMode) {
-        match mode.0.torch_dispatch(&call)? {
-            Handled::Value(v) => return returns(handle, v),
-            Handled::NotImplemented => declined.push(format!("mode object {}", mode.0.repr())),
-        }
-    }
-    for c in &types {
-        match c.torch_dispatch(&call)? {
-            Handled::Value(v) => return returns(handle, v),
-            Handled::NotImplemented => declined.push(format!("tensor subclass {c:?}")),
-        }
-    }
-    if declined.is_empty() {
+    match call.offer()? {
+        Some(v) => returns(handle, v),
         // Nothing here wants the call (the key was set without a handler).
-        return op.call_with_keys(keys.below(DispatchKey::Python), values);
+        None => op.call_with_keys(keys.below(DispatchKey::Python), values),
     }
-    let mut msg = format!(
-        "Multiple dispatch failed for 'torch._ops.{handle}'; all __torch_dispatch__ handlers returned NotImplemented:\n\n"
-    );
-    for d in declined {
-        msg.push_str(&format!("  - {d}\n"));
-    }
-    msg.push_str("\nFor more information, try re-running with TORCH_LOGS=not_implemented");
-    Err(Error::Type(msg))
 }
 
-/// The handle of a dispatched operator (kernels receive a plain reference; the
-/// handle is looked up once per operator and thread).
+/// The handle of a dispatched operator (kernels receive a plain reference).
 fn overload_of(op: &Operator) -> &'static OpOverload {
-    thread_local! {
-        static CACHE: RefCell<HashMap<usize, &'static OpOverload>> = RefCell::new(HashMap::new());
-    }
-    let key = op as *const Operator as usize;
-    if let Some(h) = CACHE.with(|c| c.borrow().get(&key).copied()) {
+    if let Some(h) = op.handle.get() {
         return h;
     }
     let s = op.schema;
     let stat = dispatcher()
         .find(&format!("{}::{}", s.namespace, s.name))
         .unwrap_or_else(|| unreachable!("a dispatched operator is in the dispatcher"));
-    let h = OpOverload::of(stat);
-    CACHE.with(|c| c.borrow_mut().insert(key, h));
-    h
+    OpOverload::of(stat)
 }
 
 /// A handler's value as the schema's returns.

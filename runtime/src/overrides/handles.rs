@@ -76,20 +76,17 @@ fn interned<T: 'static>(
     Ok(h)
 }
 
-static OVERLOADS: std::sync::LazyLock<Mutex<HashMap<String, &'static OpOverload>>> =
-    std::sync::LazyLock::new(Default::default);
 static PACKETS: std::sync::LazyLock<Mutex<HashMap<String, &'static OpPacket>>> =
     std::sync::LazyLock::new(Default::default);
 
 impl OpOverload {
-    /// The handle of a dispatcher operator.
+    /// The handle of a dispatcher operator (made once per operator).
     pub fn of(op: &'static Operator) -> &'static OpOverload {
-        let s = op.schema;
-        let key = format!("{}::{}", s.namespace, s.name);
-        interned(&OVERLOADS, key, || {
+        op.handle.get_or_init(|| {
+            let s = op.schema;
             let text: &'static str =
                 Box::leak(format!("{}::{}", s.namespace, s.schema).into_boxed_str());
-            Ok(OpOverload {
+            Box::leak(Box::new(OpOverload {
                 op,
                 overload: Overload {
                     name: s.name,
@@ -98,9 +95,8 @@ impl OpOverload {
                     dispatcher: true,
                 },
                 packet_name: format!("{}::{}", s.namespace, s.base),
-            })
+            }))
         })
-        .unwrap_or_else(|_| unreachable!("making an overload handle cannot fail"))
     }
 
     /// `torch.ops.<ns>.<base>.<overload>` (`default` for the unnamed overload).
@@ -108,11 +104,10 @@ impl OpOverload {
         OpPacket::get(ns, base)?.overload(overload)
     }
 
-    /// The handle of a built-in operator (cached per operator).
+    /// The handle of a built-in operator.
+    #[inline]
     pub fn builtin(id: crate::OpId) -> &'static OpOverload {
-        static CACHE: std::sync::LazyLock<Box<[std::sync::OnceLock<&'static OpOverload>]>> =
-            std::sync::LazyLock::new(|| crate::OPS.iter().map(|_| Default::default()).collect());
-        CACHE[id as usize].get_or_init(|| OpOverload::of(dispatcher().op(id)))
+        OpOverload::of(dispatcher().op(id))
     }
 
     /// The dispatcher operator.

@@ -58,6 +58,7 @@ mod state;
 mod tensor;
 
 pub use class::{Class, ClassBuilder, TorchDispatchFn, TorchFunctionFn};
+pub(crate) use dispatch::python_typed;
 pub use dispatch::{
     dispatch_mode_stack, push_dispatch_mode, DispatchCall, DispatchModeGuard, TorchDispatchMode,
 };
@@ -71,7 +72,7 @@ use crate::argparse::ApiTable;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use crate::value::{FromValues, IntoValues, Value};
-use state::{Enabled, Popped};
+use state::Enabled;
 use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
 
@@ -168,6 +169,9 @@ pub struct FunctionCall<'a> {
     run: Option<&'a dyn Fn() -> Result<Value>>,
     /// The typed call's tensor arguments (instances whose class data results can share).
     relevant: &'a [&'a dyn Relevant],
+    /// An argument that is a plain instance of the only class in `types` (found
+    /// while collecting, so the default handler need not look again).
+    like: Option<&'a Arc<crate::tensor::Ext>>,
 }
 
 enum Args<'a> {
@@ -193,6 +197,7 @@ impl<'a> FunctionCall<'a> {
             typed: None,
             run: None,
             relevant: &[],
+            like: None,
         }
     }
 
@@ -272,6 +277,9 @@ impl<'a> FunctionCall<'a> {
     /// The class data of an argument that is a plain instance of `cls` (results
     /// converted to `cls` share it instead of allocating their own).
     fn instance_of(&self, cls: &Class) -> Option<&'a Arc<crate::tensor::Ext>> {
+        if let Some(e) = self.like.filter(|e| &e.class == cls) {
+            return Some(e);
+        }
         let mut found = None;
         for r in self.relevant {
             r.each(&mut |t| {
@@ -535,18 +543,22 @@ pub fn has_torch_function<'t>(tensors: impl IntoIterator<Item = &'t Tensor>) -> 
 /// The full protocol over a call: modes, then classes; `Ok(None)` if nobody was
 /// asked (nothing to do: the caller runs the implementation).
 fn run_protocol(call: &FunctionCall<'_>, candidates: &[Class]) -> Result<Option<Value>> {
-    let mode = function_modes_active().then(Popped::top).flatten();
-    if mode.is_none() && candidates.is_empty() {
-        return Ok(None);
-    }
     let mut declined = Vec::new();
-    if let Some(m) = &mode {
-        match m.0.torch_function(call)? {
-            Handled::Value(v) => return Ok(Some(v)),
-            Handled::NotImplemented => declined.push(format!("mode object {}", m.0.repr())),
+    if function_modes_active() {
+        let asked = state::with_top_mode(|m| match m.torch_function(call) {
+            Ok(Handled::Value(v)) => Ok(Ok(v)),
+            Ok(Handled::NotImplemented) => Ok(Err(format!("mode object {}", m.repr()))),
+            Err(e) => Err(e),
+        });
+        match asked.transpose()? {
+            Some(Ok(v)) => return Ok(Some(v)),
+            Some(Err(d)) => declined.push(d),
+            None => {}
         }
     }
-    drop(mode);
+    if declined.is_empty() && candidates.is_empty() {
+        return Ok(None);
+    }
     for c in candidates {
         match c.torch_function(call)? {
             Handled::Value(v) => return Ok(Some(v)),
@@ -597,18 +609,22 @@ fn active_candidates(cands: Vec<Class>) -> Vec<Class> {
     }
 }
 
+/// The class of `t` if it is a duck tensor-like (not a tensor).
+fn duck_class(t: &Tensor) -> Option<&Class> {
+    t.ext()
+        .map(|e| &e.class)
+        .filter(|c| !c.is_tensor_subclass())
+}
+
 /// A duck tensor-like reaching an implementation: what the parser says of a
 /// non-tensor (`add(): argument 'other' must be Tensor, not ScalarTensor`).
-fn duck_error(func: Func, tensors: &[&Tensor]) -> Option<Error> {
-    let duck = tensors
-        .iter()
-        .find_map(|t| t.ext().filter(|e| !e.class.is_tensor_subclass()))?;
+fn duck_error(func: Func, duck: &Class) -> Error {
     let name = resolve_name(func);
     let short = name.rsplit('.').next().unwrap_or(&name).to_string();
-    Some(Error::Type(format!(
+    Error::Type(format!(
         "{short}(): argument must be Tensor, not {}",
-        duck.class.name()
-    )))
+        duck.name()
+    ))
 }
 
 /// The protocol for a boxed call of `func` (what [`Func::call`] does): handlers if
@@ -628,8 +644,8 @@ pub fn handle_boxed(func: Func, args: &[Value], kwargs: &[(String, Value)]) -> R
         None => {
             let mut ts = Vec::new();
             values_tensors(args, &mut ts);
-            if let Some(e) = duck_error(func, &ts) {
-                return Err(e);
+            if let Some(duck) = ts.into_iter().find_map(duck_class) {
+                return Err(duck_error(func, duck));
             }
             func.call_unchecked(args, kwargs)
         }
@@ -654,40 +670,36 @@ pub fn handle_torch_function(
 enum Candidates<'t> {
     /// None has a handler.
     Nobody,
-    /// Only default handlers (`Tensor.__torch_function__`), and this class's
-    /// instance (`ext`) is a subclass of all the others.
-    Default(&'t Arc<crate::tensor::Ext>),
-    /// Anything else: the general protocol.
-    General,
+    /// One class has a handler; `ext` is an instance of it (a plain one, with no
+    /// payload, if any argument is).
+    One(&'t Arc<crate::tensor::Ext>),
+    /// Several classes have handlers.
+    Many,
 }
 
 fn scan<'t>(relevant: &[&'t dyn Relevant]) -> Candidates<'t> {
-    let mut best: Option<&'t Arc<crate::tensor::Ext>> = None;
-    let mut general = false;
+    let mut one: Option<&'t Arc<crate::tensor::Ext>> = None;
+    let mut many = false;
     for r in relevant {
         r.each(&mut |t| {
             let Some(ext) = t.ext_arc() else { return };
-            match &ext.class.0.function {
-                class::FunctionSlot::Disabled => {}
-                class::FunctionSlot::Custom(_) => general = true,
-                class::FunctionSlot::Default => {
-                    best = match best {
-                        None => Some(ext),
-                        Some(b) if b.class == ext.class => Some(b),
-                        Some(b) if ext.class.is_subclass_of(&b.class) => Some(ext),
-                        Some(b) if b.class.is_subclass_of(&ext.class) => Some(b),
-                        Some(b) => {
-                            general = true;
-                            Some(b)
-                        }
+            if !ext.class.has_torch_function() {
+                return;
+            }
+            match one {
+                None => one = Some(ext),
+                Some(o) if o.class == ext.class => {
+                    if o.payload.is_some() && ext.payload.is_none() {
+                        one = Some(ext);
                     }
                 }
+                Some(_) => many = true,
             }
         });
     }
-    match (general, best) {
-        (true, _) => Candidates::General,
-        (false, Some(b)) => Candidates::Default(b),
+    match (many, one) {
+        (true, _) => Candidates::Many,
+        (false, Some(ext)) => Candidates::One(ext),
         (false, None) => Candidates::Nobody,
     }
 }
@@ -757,19 +769,25 @@ pub fn typed<R: TypedRet>(
     run: &dyn Fn() -> Result<R>,
     redo: &dyn Fn() -> Result<R>,
 ) -> Result<R> {
-    let modes = function_modes_active();
-    if state::enabled() != Enabled::All {
-        if !modes {
-            return match duck_error_in(func(), relevant) {
-                Some(e) => Err(e),
-                None => run(),
-            };
-        }
-    } else if !modes {
-        match scan(relevant) {
-            // Only default handlers and no mode: what Tensor.__torch_function__
-            // does, without boxing or allocating.
-            Candidates::Default(ext) => {
+    let flags = state::flags();
+    let found = if flags.subclasses() {
+        scan(relevant)
+    } else {
+        Candidates::Nobody
+    };
+    if !flags.modes() {
+        match found {
+            Candidates::Nobody => {
+                return match duck_error_in(func, relevant) {
+                    Some(e) => Err(e),
+                    None => run(),
+                }
+            }
+            // One class with `Tensor.__torch_function__` and no mode: what that
+            // handler does, without boxing or allocating.
+            Candidates::One(ext)
+                if matches!(ext.class.0.function, class::FunctionSlot::Default) =>
+            {
                 let out = run()?;
                 let nowrap = matches!(func(), Func::Member(m) if m.nowrap);
                 return if nowrap {
@@ -778,31 +796,34 @@ pub fn typed<R: TypedRet>(
                     out.into_subclass_like(ext)
                 };
             }
-            Candidates::Nobody => {
-                return match duck_error_in(func(), relevant) {
-                    Some(e) => Err(e),
-                    None => run(),
-                }
-            }
-            Candidates::General => {}
+            _ => {}
         }
     }
-    let cands = match state::enabled() {
-        Enabled::All => collect_relevant(relevant),
-        _ => Vec::new(),
+    let owned: Vec<Class>;
+    let (types, like): (&[Class], _) = match found {
+        Candidates::Nobody => (&[], None),
+        // The one class is borrowed from its instance: no list to build.
+        Candidates::One(ext) => (
+            std::slice::from_ref(&ext.class),
+            Some(ext).filter(|e| e.payload.is_none()),
+        ),
+        Candidates::Many => {
+            owned = collect_relevant(relevant);
+            (&owned, None)
+        }
     };
-    let func = func();
     let again = || redo().map(R::into_value);
     let direct = || run().map(R::into_value);
     let call = FunctionCall {
-        func,
-        types: &cands,
+        func: func(),
+        types,
         args: Args::Lazy(boxed, OnceCell::new()),
         typed: Some(&again),
         run: Some(&direct),
         relevant,
+        like,
     };
-    match run_protocol(&call, &cands)? {
+    match run_protocol(&call, types)? {
         Some(v) => R::from_value(v),
         None => match duck_error_in(func, relevant) {
             Some(e) => Err(e),
@@ -811,7 +832,7 @@ pub fn typed<R: TypedRet>(
     }
 }
 
-/// [`collect`] over typed arguments, allocating only when a tensor-like is found.
+/// [`collect`] over typed arguments.
 fn collect_relevant(relevant: &[&dyn Relevant]) -> Vec<Class> {
     let mut out: Vec<Class> = Vec::new();
     for r in relevant {
@@ -837,12 +858,16 @@ pub(crate) fn append_overloaded(out: &mut Vec<Class>, c: &Class) {
     }
 }
 
-fn duck_error_in(func: Func, relevant: &[&dyn Relevant]) -> Option<Error> {
-    let mut tensors = Vec::new();
+fn duck_error_in(func: &dyn Fn() -> Func, relevant: &[&dyn Relevant]) -> Option<Error> {
+    let mut duck = None;
     for r in relevant {
-        r.each(&mut |t| tensors.push(t));
+        r.each(&mut |t| {
+            if duck.is_none() {
+                duck = duck_class(t);
+            }
+        });
     }
-    duck_error(func, &tensors)
+    duck.map(|c| duck_error(func(), c))
 }
 
 /// One boxed result: a single value, or a list for several.

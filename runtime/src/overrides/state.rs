@@ -1,5 +1,8 @@
 //! Thread-local state of the function-level protocol: the mode stack and the
 //! disabling guards (PyTorch's `TorchFunctionMode` stack and `torch._C.DisableTorchFunction*`).
+//!
+//! Every overridable call reads [`Flags`] (one `Cell`, no destructor) to learn
+//! whether a mode is active; the stack itself is only touched when one is.
 
 use super::TorchFunctionMode;
 use std::cell::{Cell, RefCell};
@@ -16,44 +19,72 @@ pub(crate) enum Enabled {
     Nothing,
 }
 
+/// What a call needs to know about the thread's state, read at once.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Flags {
+    /// Modes on the stack.
+    depth: u32,
+    /// The disabling guards' effect.
+    pub(crate) enabled: Enabled,
+}
+
+impl Flags {
+    /// Is a mode to be asked?
+    #[inline]
+    pub(crate) fn modes(self) -> bool {
+        self.depth != 0 && self.enabled != Enabled::Nothing
+    }
+
+    /// Are tensor-likes' handlers to be asked?
+    #[inline]
+    pub(crate) fn subclasses(self) -> bool {
+        self.enabled == Enabled::All
+    }
+}
+
+type Mode = Arc<dyn TorchFunctionMode>;
+
 thread_local! {
-    /// Number of modes on the stack (read on every call: kept apart from the stack).
-    static MODE_COUNT: Cell<u32> = const { Cell::new(0) };
-    static ENABLED: Cell<Enabled> = const { Cell::new(Enabled::All) };
-    static MODES: RefCell<Vec<Arc<dyn TorchFunctionMode>>> = const { RefCell::new(Vec::new()) };
-    /// The mode whose handler is running, for [`enable_current_mode`](super::enable_current_mode).
-    static CURRENT: RefCell<Vec<Arc<dyn TorchFunctionMode>>> = const { RefCell::new(Vec::new()) };
+    static FLAGS: Cell<Flags> = const { Cell::new(Flags { depth: 0, enabled: Enabled::All }) };
+    static MODES: RefCell<Vec<Mode>> = const { RefCell::new(Vec::new()) };
+    /// The mode whose handler is running (owned by that handler's
+    /// [`with_top_mode`] frame), for [`enable_current_mode`](super::enable_current_mode).
+    static CURRENT: Cell<*const Mode> = const { Cell::new(std::ptr::null()) };
+}
+
+#[inline]
+pub(crate) fn flags() -> Flags {
+    FLAGS.with(Cell::get)
 }
 
 /// Is a function mode on this thread's stack (and not disabled)? The one check a
 /// plain call pays besides looking at its tensors.
 #[inline]
 pub fn function_modes_active() -> bool {
-    MODE_COUNT.with(Cell::get) != 0
+    flags().modes()
 }
 
 pub(crate) fn enabled() -> Enabled {
-    ENABLED.with(Cell::get)
+    flags().enabled
 }
 
-fn sync_count() {
-    let n = if enabled() == Enabled::Nothing {
-        0
-    } else {
-        MODES.with(|m| m.borrow().len() as u32)
-    };
-    MODE_COUNT.with(|c| c.set(n));
+fn push_mode(mode: Mode) {
+    let depth = MODES.with(|m| {
+        let mut m = m.borrow_mut();
+        m.push(mode);
+        m.len() as u32
+    });
+    FLAGS.with(|f| f.set(Flags { depth, ..f.get() }));
 }
 
-pub(crate) fn push_mode(mode: Arc<dyn TorchFunctionMode>) {
-    MODES.with(|m| m.borrow_mut().push(mode));
-    sync_count();
-}
-
-pub(crate) fn pop_mode() -> Option<Arc<dyn TorchFunctionMode>> {
-    let m = MODES.with(|m| m.borrow_mut().pop());
-    sync_count();
-    m
+fn pop_mode() -> Option<Mode> {
+    let (mode, depth) = MODES.with(|m| {
+        let mut m = m.borrow_mut();
+        let mode = m.pop();
+        (mode, m.len() as u32)
+    });
+    FLAGS.with(|f| f.set(Flags { depth, ..f.get() }));
+    mode
 }
 
 /// The modes on this thread's stack, bottom first
@@ -62,22 +93,48 @@ pub fn function_mode_stack() -> Vec<Arc<dyn TorchFunctionMode>> {
     MODES.with(|m| m.borrow().clone())
 }
 
-pub(crate) fn set_enabled(e: Enabled) -> Enabled {
-    let prev = ENABLED.with(|c| c.replace(e));
-    sync_count();
-    prev
+fn set_enabled(enabled: Enabled) -> Enabled {
+    FLAGS.with(|f| {
+        let prev = f.get();
+        f.set(Flags { enabled, ..prev });
+        prev.enabled
+    })
 }
 
-pub(crate) fn push_current(mode: Arc<dyn TorchFunctionMode>) {
-    CURRENT.with(|c| c.borrow_mut().push(mode));
+/// The mode whose handler is running, if any.
+pub(crate) fn current() -> Option<Mode> {
+    let p = CURRENT.with(Cell::get);
+    // SAFETY: `CURRENT` is non-null only while a `with_top_mode` frame of this
+    // thread runs its closure; it then points at the `Mode` that frame owns and
+    // neither moves nor drops until the frame resets `CURRENT` (in `Restore::drop`,
+    // before the mode goes back on the stack). Frames nest, so the pointer always
+    // names the innermost live one.
+    unsafe { p.as_ref() }.cloned()
 }
 
-pub(crate) fn pop_current() {
-    CURRENT.with(|c| c.borrow_mut().pop());
-}
-
-pub(crate) fn current() -> Option<Arc<dyn TorchFunctionMode>> {
-    CURRENT.with(|c| c.borrow().last().cloned())
+/// Runs `f` on the top mode with that mode taken off the stack (a mode is off
+/// inside its own handler), then puts it back; `None` if the stack is empty.
+/// No reference count changes: the mode moves out and back.
+pub(crate) fn with_top_mode<T>(f: impl FnOnce(&dyn TorchFunctionMode) -> T) -> Option<T> {
+    struct Restore {
+        mode: Option<Mode>,
+        prev: *const Mode,
+    }
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CURRENT.with(|c| c.set(self.prev));
+            if let Some(m) = self.mode.take() {
+                push_mode(m);
+            }
+        }
+    }
+    let restore = Restore {
+        mode: Some(pop_mode()?),
+        prev: CURRENT.with(Cell::get),
+    };
+    let mode = restore.mode.as_ref()?;
+    CURRENT.with(|c| c.set(mode as *const Mode));
+    Some(f(&**mode))
 }
 
 /// Keeps a function mode on this thread's stack until dropped (`with Mode():`).
@@ -99,24 +156,6 @@ impl FunctionModeGuard {
 impl Drop for FunctionModeGuard {
     fn drop(&mut self) {
         pop_mode();
-    }
-}
-
-/// Takes the top mode off the stack while its handler runs, and puts it back.
-pub(crate) struct Popped(pub(crate) Arc<dyn TorchFunctionMode>);
-
-impl Popped {
-    pub(crate) fn top() -> Option<Popped> {
-        let m = pop_mode()?;
-        push_current(m.clone());
-        Some(Popped(m))
-    }
-}
-
-impl Drop for Popped {
-    fn drop(&mut self) {
-        pop_current();
-        push_mode(self.0.clone());
     }
 }
 
