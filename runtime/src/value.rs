@@ -31,7 +31,13 @@ use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
 use std::fmt;
 
 /// One boxed value.
+///
+/// The tag is a full word (`repr(u64)`) so that every payload sits at offset 8:
+/// moving a `Value` is then four aligned word moves. With a byte tag the small
+/// payloads (`bool`, `DType`, …) sit at offset 1 and moves become unaligned
+/// 16-byte copies that stall the loads of the tensor pointer that follow.
 #[derive(Clone, Debug)]
+#[repr(u64)]
 pub enum Value {
     /// `None`
     None,

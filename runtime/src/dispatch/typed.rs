@@ -86,10 +86,11 @@ pub fn call_boxed<R: FromValues + crate::overrides::TypedRet>(
     key: DispatchKey,
     args: &mut TypedArgs<'_>,
 ) -> Result<R> {
-    if key == DispatchKey::Python && !arg_keys.has(DispatchKey::Python) {
-        if let Some(v) = crate::overrides::python_typed(op, arg_keys, kernel, args) {
-            return R::from_value(v?);
-        }
+    if key == DispatchKey::Python
+        && !arg_keys.has(DispatchKey::Python)
+        && crate::overrides::is_python_fallback(kernel)
+    {
+        return crate::overrides::python_typed(op, arg_keys, args);
     }
     let mut values = Vec::new();
     args(None, &mut values);

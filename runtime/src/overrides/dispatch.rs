@@ -88,6 +88,7 @@ fn pop() -> Option<Mode> {
 
 /// Runs `f` on the top mode with that mode off the stack (a mode is off inside
 /// its handler), then puts it back; `None` if the stack is empty.
+#[inline]
 fn with_top_mode<T>(f: impl FnOnce(&dyn TorchDispatchMode) -> T) -> Option<T> {
     struct Restore(Option<Mode>);
     impl Drop for Restore {
@@ -241,17 +242,20 @@ impl<'a> DispatchCall<'a> {
 
     /// Offers the call to the top mode (taken off the stack meanwhile), then to
     /// `types`; `Ok(None)` if nobody was there to ask.
+    #[inline]
     fn offer(&self) -> Result<Option<Value>> {
         let mut declined = Vec::new();
-        let asked = with_top_mode(|m| match m.torch_dispatch(self) {
-            Ok(Handled::Value(v)) => Ok(Ok(v)),
-            Ok(Handled::NotImplemented) => Ok(Err(format!("mode object {}", m.repr()))),
-            Err(e) => Err(e),
+        let asked = with_top_mode(|m| {
+            let h = m.torch_dispatch(self);
+            if let Ok(Handled::NotImplemented) = h {
+                declined.push(format!("mode object {}", m.repr()));
+            }
+            h
         });
-        match asked.transpose()? {
-            Some(Ok(v)) => return Ok(Some(v)),
-            Some(Err(d)) => declined.push(d),
-            None => {}
+        if let Some(h) = asked {
+            if let Handled::Value(v) = h? {
+                return Ok(Some(v));
+            }
         }
         for c in self.types {
             match c.torch_dispatch(self)? {
@@ -262,30 +266,37 @@ impl<'a> DispatchCall<'a> {
         if declined.is_empty() {
             return Ok(None);
         }
-        let mut msg = format!(
-            "Multiple dispatch failed for 'torch._ops.{}'; all __torch_dispatch__ handlers returned NotImplemented:\n\n",
-            self.func
-        );
-        for d in declined {
-            msg.push_str(&format!("  - {d}\n"));
-        }
-        msg.push_str("\nFor more information, try re-running with TORCH_LOGS=not_implemented");
-        Err(Error::Type(msg))
+        Err(all_declined(self.func, declined))
     }
 }
 
-/// The `Python` key for a typed call that a dispatch mode brought there (no
-/// argument has a dispatch class): the mode's handler gets the call with its
-/// arguments unboxed. `None` if `kernel` is not the `Python` fallback.
-pub(crate) fn python_typed(
+#[cold]
+fn all_declined(func: &OpOverload, declined: Vec<String>) -> Error {
+    let mut msg = format!(
+        "Multiple dispatch failed for 'torch._ops.{func}'; all __torch_dispatch__ handlers returned NotImplemented:\n\n"
+    );
+    for d in declined {
+        msg.push_str(&format!("  - {d}\n"));
+    }
+    msg.push_str("\nFor more information, try re-running with TORCH_LOGS=not_implemented");
+    Error::Type(msg)
+}
+
+/// Is `kernel` the `Python` key's fallback (not an operator's own kernel there)?
+#[inline]
+pub(crate) fn is_python_fallback(kernel: &Kernel) -> bool {
+    FALLBACK.get().is_some_and(|f| std::ptr::eq(*f, kernel))
+}
+
+/// The `Python` key's fallback for a typed call that a dispatch mode brought
+/// there (no argument has a dispatch class): the mode's handler gets the call
+/// with its arguments unboxed.
+#[inline]
+pub(crate) fn python_typed<R: super::TypedRet>(
     op: &'static Operator,
     arg_keys: KeySet,
-    kernel: &'static Kernel,
     args: &mut TypedArgs<'_>,
-) -> Option<Result<Value>> {
-    if !FALLBACK.get().is_some_and(|f| std::ptr::eq(*f, kernel)) {
-        return None;
-    }
+) -> Result<R> {
     let handle = OpOverload::of(op);
     let keys = (with_backend(arg_keys) | LocalKeys::get().included).below(DispatchKey::Python);
     let call = DispatchCall {
@@ -299,12 +310,12 @@ pub(crate) fn python_typed(
         keys,
         normalized: OnceCell::new(),
     };
-    Some(match call.offer() {
-        Ok(Some(v)) if handle.schema().returns.len() == 1 => Ok(v),
-        Ok(Some(v)) => returns(handle, v).map(super::one_value),
-        Ok(None) => call.redispatch(),
-        Err(e) => Err(e),
-    })
+    let v = match call.offer()? {
+        Some(v) if handle.schema().returns.len() == 1 => v,
+        Some(v) => returns(handle, v).map(super::one_value)?,
+        None => call.redispatch()?,
+    };
+    R::from_value(v)
 }
 
 fn tensors_of(values: &[Value]) -> Vec<&Tensor> {

@@ -58,10 +58,10 @@ mod state;
 mod tensor;
 
 pub use class::{Class, ClassBuilder, TorchDispatchFn, TorchFunctionFn};
-pub(crate) use dispatch::python_typed;
 pub use dispatch::{
     dispatch_mode_stack, push_dispatch_mode, DispatchCall, DispatchModeGuard, TorchDispatchMode,
 };
+pub(crate) use dispatch::{is_python_fallback, python_typed};
 pub use func::{is_tensor_method_or_property, resolve_name, BoxedImpl, ExternalFn, Func, Member};
 pub use handles::{ops, OpNamespace, OpOverload, OpPacket};
 pub use implements::HandledFunctions;
@@ -160,7 +160,7 @@ pub fn disable_torch_function() -> DisableGuard {
 
 /// One call offered to `__torch_function__` handlers.
 pub struct FunctionCall<'a> {
-    func: Func,
+    func: FuncOf<'a>,
     types: &'a [Class],
     args: Args<'a>,
     /// The typed call again, through the protocol (`func(*args, **kwargs)`).
@@ -172,6 +172,14 @@ pub struct FunctionCall<'a> {
     /// An argument that is a plain instance of the only class in `types` (found
     /// while collecting, so the default handler need not look again).
     like: Option<&'a Arc<crate::tensor::Ext>>,
+    /// `func`'s results are not converted to the subclass (`grad`, `_base`).
+    nowrap: bool,
+}
+
+/// The called function, or how to name it (typed calls name it only when asked).
+enum FuncOf<'a> {
+    Known(Func),
+    Lazy(&'a dyn Fn() -> Func, std::cell::Cell<Option<Func>>),
 }
 
 enum Args<'a> {
@@ -191,19 +199,27 @@ impl<'a> FunctionCall<'a> {
         kwargs: &'a [(String, Value)],
     ) -> FunctionCall<'a> {
         FunctionCall {
-            func,
+            func: FuncOf::Known(func),
             types,
             args: Args::Boxed(args, kwargs),
             typed: None,
             run: None,
             relevant: &[],
             like: None,
+            nowrap: matches!(func, Func::Member(m) if m.nowrap),
         }
     }
 
     /// The function being called.
     pub fn func(&self) -> Func {
-        self.func
+        match &self.func {
+            FuncOf::Known(f) => *f,
+            FuncOf::Lazy(make, cell) => cell.get().unwrap_or_else(|| {
+                let f = make();
+                cell.set(Some(f));
+                f
+            }),
+        }
     }
 
     /// The tensor-like classes among the arguments, in handler order.
@@ -238,7 +254,7 @@ impl<'a> FunctionCall<'a> {
             Some(run) => run(),
             None => {
                 let (a, k) = self.parts();
-                self.func.call(a, k)
+                self.func().call(a, k)
             }
         }
     }
@@ -248,7 +264,8 @@ impl<'a> FunctionCall<'a> {
     /// runs with subclass handlers disabled and tensors in the result come back as
     /// `cls` (except for `grad` / `_base`).
     pub fn default(&self, cls: &Class) -> Result<Handled> {
-        if !self.types.iter().all(|t| cls.is_subclass_of(t)) {
+        let only_cls = matches!(self.types, [t] if t == cls);
+        if !only_cls && !self.types.iter().all(|t| cls.is_subclass_of(t)) {
             return Ok(Handled::NotImplemented);
         }
         let out = match self.run {
@@ -260,10 +277,8 @@ impl<'a> FunctionCall<'a> {
                 self.call_func()?
             }
         };
-        if let Func::Member(m) = self.func {
-            if m.nowrap {
-                return Ok(Handled::Value(out));
-            }
+        if self.nowrap {
+            return Ok(Handled::Value(out));
         }
         if let (Value::Tensor(_), Some(ext)) = (&out, self.instance_of(cls)) {
             let Value::Tensor(t) = out else {
@@ -542,18 +557,21 @@ pub fn has_torch_function<'t>(tensors: impl IntoIterator<Item = &'t Tensor>) -> 
 
 /// The full protocol over a call: modes, then classes; `Ok(None)` if nobody was
 /// asked (nothing to do: the caller runs the implementation).
+#[inline(always)]
 fn run_protocol(call: &FunctionCall<'_>, candidates: &[Class]) -> Result<Option<Value>> {
     let mut declined = Vec::new();
     if function_modes_active() {
-        let asked = state::with_top_mode(|m| match m.torch_function(call) {
-            Ok(Handled::Value(v)) => Ok(Ok(v)),
-            Ok(Handled::NotImplemented) => Ok(Err(format!("mode object {}", m.repr()))),
-            Err(e) => Err(e),
+        let asked = state::with_top_mode(|m| {
+            let h = m.torch_function(call);
+            if let Ok(Handled::NotImplemented) = h {
+                declined.push(format!("mode object {}", m.repr()));
+            }
+            h
         });
-        match asked.transpose()? {
-            Some(Ok(v)) => return Ok(Some(v)),
-            Some(Err(d)) => declined.push(d),
-            None => {}
+        if let Some(h) = asked {
+            if let Handled::Value(v) = h? {
+                return Ok(Some(v));
+            }
         }
     }
     if declined.is_empty() && candidates.is_empty() {
@@ -565,9 +583,10 @@ fn run_protocol(call: &FunctionCall<'_>, candidates: &[Class]) -> Result<Option<
             Handled::NotImplemented => declined.push(format!("tensor subclass {c:?}")),
         }
     }
-    Err(all_declined(call.func, candidates, declined))
+    Err(all_declined(call.func(), candidates, declined))
 }
 
+#[cold]
 fn all_declined(func: Func, candidates: &[Class], declined: Vec<String>) -> Error {
     if func.is_builtin() {
         let mut msg = format!(
@@ -769,39 +788,60 @@ pub fn typed<R: TypedRet>(
     run: &dyn Fn() -> Result<R>,
     redo: &dyn Fn() -> Result<R>,
 ) -> Result<R> {
+    typed_with(func, false, relevant, boxed, run, redo)
+}
+
+/// [`typed`] for a `Tensor` member (property, indexing).
+#[cold]
+#[inline(never)]
+pub(crate) fn typed_member<R: TypedRet>(
+    member: &'static Member,
+    relevant: &[&dyn Relevant],
+    boxed: &dyn Fn() -> (Vec<Value>, Kwargs),
+    run: &dyn Fn() -> Result<R>,
+    redo: &dyn Fn() -> Result<R>,
+) -> Result<R> {
+    let func = || Func::Member(member);
+    typed_with(&func, member.nowrap, relevant, boxed, run, redo)
+}
+
+#[inline(always)]
+fn typed_with<R: TypedRet>(
+    func: &dyn Fn() -> Func,
+    nowrap: bool,
+    relevant: &[&dyn Relevant],
+    boxed: &dyn Fn() -> (Vec<Value>, Kwargs),
+    run: &dyn Fn() -> Result<R>,
+    redo: &dyn Fn() -> Result<R>,
+) -> Result<R> {
     let flags = state::flags();
     let found = if flags.subclasses() {
         scan(relevant)
     } else {
         Candidates::Nobody
     };
-    if !flags.modes() {
-        match found {
-            Candidates::Nobody => {
-                return match duck_error_in(func, relevant) {
-                    Some(e) => Err(e),
-                    None => run(),
-                }
-            }
-            // One class with `Tensor.__torch_function__` and no mode: what that
-            // handler does, without boxing or allocating.
-            Candidates::One(ext)
-                if matches!(ext.class.0.function, class::FunctionSlot::Default) =>
-            {
-                let out = run()?;
-                let nowrap = matches!(func(), Func::Member(m) if m.nowrap);
-                return if nowrap {
-                    Ok(out)
-                } else {
-                    out.into_subclass_like(ext)
-                };
-            }
-            _ => {}
-        }
-    }
+    let modes = flags.modes();
     let owned: Vec<Class>;
     let (types, like): (&[Class], _) = match found {
+        Candidates::Nobody if !modes => {
+            return match duck_error_in(func, relevant) {
+                Some(e) => Err(e),
+                None => run(),
+            }
+        }
         Candidates::Nobody => (&[], None),
+        // One class with `Tensor.__torch_function__` and no mode: what that
+        // handler does, without boxing or allocating.
+        Candidates::One(ext)
+            if !modes && matches!(ext.class.0.function, class::FunctionSlot::Default) =>
+        {
+            let out = run()?;
+            return if nowrap {
+                Ok(out)
+            } else {
+                out.into_subclass_like(ext)
+            };
+        }
         // The one class is borrowed from its instance: no list to build.
         Candidates::One(ext) => (
             std::slice::from_ref(&ext.class),
@@ -815,13 +855,14 @@ pub fn typed<R: TypedRet>(
     let again = || redo().map(R::into_value);
     let direct = || run().map(R::into_value);
     let call = FunctionCall {
-        func: func(),
+        func: FuncOf::Lazy(func, std::cell::Cell::new(None)),
         types,
         args: Args::Lazy(boxed, OnceCell::new()),
         typed: Some(&again),
         run: Some(&direct),
         relevant,
         like,
+        nowrap,
     };
     match run_protocol(&call, types)? {
         Some(v) => R::from_value(v),

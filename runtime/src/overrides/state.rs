@@ -115,6 +115,7 @@ pub(crate) fn current() -> Option<Mode> {
 /// Runs `f` on the top mode with that mode taken off the stack (a mode is off
 /// inside its own handler), then puts it back; `None` if the stack is empty.
 /// No reference count changes: the mode moves out and back.
+#[inline]
 pub(crate) fn with_top_mode<T>(f: impl FnOnce(&dyn TorchFunctionMode) -> T) -> Option<T> {
     struct Restore {
         mode: Option<Mode>,

@@ -3,7 +3,7 @@
 
 use super::class::not_a_tensor_class;
 use super::members::{self, MEMBERS};
-use super::{function_modes_active, typed, Class, Func, Kwargs};
+use super::{function_modes_active, typed_member, Class, Kwargs};
 use crate::error::{Error, Result};
 use crate::tensor::{Buffer, DType, Device, Ext, Geometry, Layout, Scalar, Storage, Tensor};
 use crate::value::{ToValue, Value};
@@ -142,8 +142,8 @@ macro_rules! property {
             }
             let fast: fn(&Tensor) -> Result<$ret> = $fast;
             let me = self;
-            typed(
-                &|| Func::Member(&MEMBERS[members::$member]),
+            typed_member(
+                &MEMBERS[members::$member],
                 &[&me],
                 &|| (vec![ToValue::to_value(&me)], Kwargs::new()),
                 &|| fast(me),
@@ -327,8 +327,8 @@ impl Tensor {
             return apply_index(self, index);
         }
         let me = self;
-        typed(
-            &|| Func::Member(&MEMBERS[members::GETITEM]),
+        typed_member(
+            &MEMBERS[members::GETITEM],
             &[&me],
             &|| {
                 (
@@ -349,8 +349,8 @@ impl Tensor {
             return run();
         }
         let (me, v) = (self, value);
-        typed(
-            &|| Func::Member(&MEMBERS[members::SETITEM]),
+        typed_member(
+            &MEMBERS[members::SETITEM],
             &[&me, &v],
             &|| {
                 (

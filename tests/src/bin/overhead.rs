@@ -59,11 +59,19 @@ fn interleaved(benches: &mut [(&str, &mut dyn FnMut())]) -> Vec<f64> {
 /// [`interleaved`] over closures that run a whole batch of `n` calls (so a
 /// benchmark can set a mode up around its batch).
 fn interleaved_batches(benches: &mut [Batch<'_>]) -> Vec<f64> {
+    interleaved_samples(benches, ROUNDS)
+        .into_iter()
+        .map(median)
+        .collect()
+}
+
+/// Per benchmark, the mean time per call of each of `rounds` interleaved batches.
+fn interleaved_samples(benches: &mut [Batch<'_>], rounds: usize) -> Vec<Vec<f64>> {
     for (_, f) in benches.iter_mut() {
         f(PER_BATCH);
     }
-    let mut samples = vec![Vec::with_capacity(ROUNDS); benches.len()];
-    for _ in 0..ROUNDS {
+    let mut samples = vec![Vec::with_capacity(rounds); benches.len()];
+    for _ in 0..rounds {
         for (i, (_, f)) in benches.iter_mut().enumerate() {
             let t = Instant::now();
             f(PER_BATCH);
@@ -71,12 +79,11 @@ fn interleaved_batches(benches: &mut [Batch<'_>]) -> Vec<f64> {
         }
     }
     samples
-        .into_iter()
-        .map(|mut s| {
-            s.sort_by(f64::total_cmp);
-            s[ROUNDS / 2]
-        })
-        .collect()
+}
+
+fn median(mut s: Vec<f64>) -> f64 {
+    s.sort_by(f64::total_cmp);
+    s[s.len() / 2]
 }
 
 fn main() {
@@ -216,12 +223,17 @@ fn overrides(a: &Tensor, b: &Tensor) {
             }),
         ),
     ];
-    let figures = interleaved_batches(&mut benches);
-    let base = figures[0];
-    for ((name, _), ns) in benches.iter().zip(&figures).skip(1) {
+    // What a protocol adds is the median over rounds of the difference to the
+    // plain call's batch of the same round: paired, so a slow moment of the
+    // machine that hits a round hits both sides of its difference.
+    let samples = interleaved_samples(&mut benches, 3 * ROUNDS);
+    let base = &samples[0];
+    for ((name, _), s) in benches.iter().zip(&samples).skip(1) {
+        let added = median(s.iter().zip(base).map(|(x, b)| x - b).collect());
         println!(
-            "{name}: {ns:.1} (+{:.1} over typed_call_ns {base:.1})",
-            ns - base
+            "{name}: {:.1} (+{added:.1} over typed_call_ns {:.1})",
+            median(s.clone()),
+            median(base.clone())
         );
     }
     assert!(CALLS.load(Ordering::Relaxed) > 0, "the logging handler ran");
