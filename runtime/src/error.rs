@@ -7,27 +7,11 @@ use crate::dispatch::DispatchKey;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
     /// No kernel is registered for the key the call dispatched to.
-    #[error("Could not run '{op}' with arguments from the '{key}' backend. '{op}' is only available for these backends: [{available}].")]
-    NoKernel {
-        /// The operator (`aten::add.Tensor`).
-        op: String,
-        /// The key the call dispatched to.
-        key: DispatchKey,
-        /// The keys that do have kernels, comma-separated.
-        available: String,
-    },
+    #[error("{0}")]
+    NoKernel(Box<NoKernel>),
     /// A kernel was registered twice for the same operator and key.
-    #[error("duplicate kernel for {op} on {key}: registered at {first} and at {second}")]
-    DuplicateKernel {
-        /// The operator.
-        op: String,
-        /// The key.
-        key: DispatchKey,
-        /// Where the first registration is (`file:line`).
-        first: String,
-        /// Where the second registration is.
-        second: String,
-    },
+    #[error("{0}")]
+    DuplicateKernel(Box<DuplicateKernel>),
     /// An operator name that is not in the schema tables.
     #[error("unknown operator {0}")]
     UnknownOp(String),
@@ -58,10 +42,38 @@ impl Error {
             Error::Value(_) => "ValueError",
             // PyTorch raises "Could not run '...' with arguments from the '...'
             // backend" as a NotImplementedError.
-            Error::NotImplemented(_) | Error::NoKernel { .. } => "NotImplementedError",
+            Error::NotImplemented(_) | Error::NoKernel(_) => "NotImplementedError",
             _ => "RuntimeError",
         }
     }
+}
+
+/// What [`Error::NoKernel`] says. Boxed (as is [`DuplicateKernel`]) so that an
+/// [`Error`] stays small: every `Result` in the runtime is moved through several
+/// calls, and a smaller one moves in fewer words.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("Could not run '{op}' with arguments from the '{key}' backend. '{op}' is only available for these backends: [{available}].")]
+pub struct NoKernel {
+    /// The operator (`aten::add.Tensor`).
+    pub op: String,
+    /// The key the call dispatched to.
+    pub key: DispatchKey,
+    /// The keys that do have kernels, comma-separated.
+    pub available: String,
+}
+
+/// What [`Error::DuplicateKernel`] says.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("duplicate kernel for {op} on {key}: registered at {first} and at {second}")]
+pub struct DuplicateKernel {
+    /// The operator.
+    pub op: String,
+    /// The key.
+    pub key: DispatchKey,
+    /// Where the first registration is (`file:line`).
+    pub first: String,
+    /// Where the second registration is.
+    pub second: String,
 }
 
 /// `Result` with the runtime's [`Error`].

@@ -24,7 +24,7 @@ pub mod typed;
 
 pub use keys::{DispatchKey, KeySet, LocalKeys, RUNTIME_KEYS};
 
-use crate::error::{Error, Result};
+use crate::error::{DuplicateKernel, Error, NoKernel, Result};
 use crate::schema::OpSchema;
 use crate::value::Value;
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
@@ -147,12 +147,12 @@ impl Operator {
     pub fn register(&self, key: DispatchKey, kernel: Kernel) -> Result<()> {
         let mut regs = self.registered.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, prev)) = regs.iter().find(|(k, _)| *k == key) {
-            return Err(Error::DuplicateKernel {
+            return Err(Error::DuplicateKernel(Box::new(DuplicateKernel {
                 op: self.qualified_name(),
                 key,
                 first: prev.source.clone(),
                 second: kernel.source,
-            });
+            })));
         }
         regs.push((key, Box::leak(Box::new(kernel))));
         self.resolve(&regs, &dispatcher().fallbacks());
@@ -251,11 +251,11 @@ impl Operator {
             .iter()
             .map(|k| k.to_string())
             .collect();
-        Error::NoKernel {
+        Error::NoKernel(Box::new(NoKernel {
             op: self.qualified_name(),
             key,
             available: available.join(", "),
-        }
+        }))
     }
 
     /// Calls the operator boxed: dispatches on the key set of `args`.
@@ -419,12 +419,12 @@ impl Dispatcher {
             };
             let mut regs = op.registered.lock().unwrap_or_else(|p| p.into_inner());
             if let Some((_, prev)) = regs.iter().find(|(k, _)| *k == key) {
-                errors.push(Error::DuplicateKernel {
+                errors.push(Error::DuplicateKernel(Box::new(DuplicateKernel {
                     op: op.qualified_name(),
                     key,
                     first: prev.source.clone(),
                     second: kernel.source.clone(),
-                });
+                })));
                 continue;
             }
             regs.push((key, Box::leak(Box::new(kernel))));

@@ -212,16 +212,27 @@ impl<'a> DispatchCall<'a> {
     /// `func(*args, **kwargs)`: calls the operator again from the top of the
     /// dispatcher (this mode is off inside its handler; lower modes and subclass
     /// handlers still apply). Multiple results come back as a list.
+    #[inline]
     pub fn call_func(&self) -> Result<Value> {
-        let op = self.func.operator();
         if let Values::Typed { args, arg_keys, .. } = &self.values {
             // A typed call reaching an unboxed kernel stays unboxed.
+            let op = self.func.operator();
             let (kernel, _) = op.kernel(with_backend(*arg_keys))?;
-            if let Some(r) = (args.borrow_mut())(Some(kernel), &mut Vec::new()) {
-                return r;
+            if !kernel.unboxed.is_null() {
+                if let Some(r) = (args.borrow_mut())(Some(kernel), &mut Vec::new()) {
+                    return r;
+                }
             }
         }
-        op.call_boxed(self.values()).map(super::one_value)
+        self.call_func_boxed()
+    }
+
+    #[cold]
+    fn call_func_boxed(&self) -> Result<Value> {
+        self.func
+            .operator()
+            .call_boxed(self.values())
+            .map(super::one_value)
     }
 
     /// Calls the operator with other schema-ordered values (e.g. unwrapped tensors).

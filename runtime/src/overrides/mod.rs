@@ -249,6 +249,7 @@ impl<'a> FunctionCall<'a> {
 
     /// `func(*args, **kwargs)` with the call's own arguments, through the protocol
     /// (what a mode that passes calls through does).
+    #[inline]
     pub fn call_func(&self) -> Result<Value> {
         match self.typed {
             Some(run) => run(),
