@@ -364,6 +364,82 @@ fn a_duck_without_a_handler_for_a_function_is_a_type_error_and_plain_calls_rejec
 }
 
 #[test]
+fn boxed_calls_collect_ducks_in_any_position_and_convert_subclasses_outside_tensor_ones() {
+    let seen: Log = Default::default();
+    let log = seen.clone();
+    let tl = Class::duck("TL")
+        .torch_function(move |cls, call| {
+            let types: Vec<&str> = call.types().iter().map(Class::name).collect();
+            log.lock()
+                .unwrap()
+                .push(format!("{} {types:?} {}", call.func(), cls.name()));
+            Ok(Handled::Value(Value::Int(7)))
+        })
+        .build();
+    let duck = || Value::Tensor(Tensor::duck(&tl, ()).unwrap());
+    let table = opforge::argparse::ApiTable::builtin();
+    let a = || Value::Tensor(t(&[1.0, 2.0]));
+    let call = |api: &str, args: Vec<Value>, kwargs: Vec<(&str, Value)>| {
+        opforge::argparse::call_dispatch(&table, api, args, kwargs)
+    };
+    // A duck in a Scalar, a bool and a Device position reaches its handler.
+    let out = call("torch.add", vec![a(), a()], vec![("alpha", duck())]).unwrap();
+    assert!(matches!(out[..], [Value::Int(7)]));
+    call("torch.sum", vec![a(), Value::Int(0), duck()], vec![]).unwrap();
+    call("torch.zeros", vec![Value::Int(2)], vec![("device", duck())]).unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            r#"torch.add ["TL"] TL"#,
+            r#"torch.sum ["TL"] TL"#,
+            r#"torch.zeros ["TL"] TL"#
+        ]
+    );
+    // With the protocol off it is a plain type error, naming the duck's class.
+    {
+        let _off = disable_torch_function();
+        let err = call("torch.add", vec![a(), a()], vec![("alpha", duck())]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "add(): argument 'alpha' must be Number, not TL"
+        );
+    }
+    // A tensor subclass in a Scalar position is converted (`item()`), not
+    // collected: its handler is not asked and the result is a plain tensor.
+    let asked: Log = Default::default();
+    let log = asked.clone();
+    let sub = Class::subclass("A")
+        .torch_function(move |cls, call| {
+            log.lock().unwrap().push(call.func().to_string());
+            call.default(cls)
+        })
+        .build();
+    let two = Tensor::scalar(2.0f32).as_subclass(&sub).unwrap();
+    let out = call(
+        "torch.add",
+        vec![a(), a()],
+        vec![("alpha", Value::Tensor(two))],
+    )
+    .unwrap();
+    let out = out[0].as_tensor().unwrap();
+    assert!(out.is_plain());
+    assert_eq!(out.to_vec::<f32>().unwrap(), [3.0, 6.0]);
+    assert!(asked.lock().unwrap().is_empty());
+    // Not 0-dim: a type error naming the subclass.
+    let v = t(&[2.0, 3.0]).as_subclass(&sub).unwrap();
+    let err = call(
+        "torch.add",
+        vec![a(), a()],
+        vec![("alpha", Value::Tensor(v))],
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "add(): argument 'alpha' must be Number, not A"
+    );
+}
+
+#[test]
 fn boxed_api_calls_check_arguments_before_handlers() {
     let log: Log = Default::default();
     let _m = push_function_mode(Arc::new(Recorder {

@@ -94,32 +94,80 @@ impl PythonArgParser {
     /// Matches a call (positionals without the receiver) per §3–§5; on failure the
     /// error of §7 PyTorch raises.
     pub fn parse(&self, args: &[Value], kwargs: &[(String, Value)]) -> Result<ParsedArgs, Error> {
-        let finish = |pos: usize, slots: parse::Slots| -> Result<ParsedArgs, Error> {
-            let sig = &self.signatures[pos];
-            let given = slots.iter().map(Option::is_some).collect();
-            let values = sig
-                .params
-                .iter()
-                .zip(slots)
-                .map(|(p, s)| parse::unpack(sig, p, s))
-                .collect::<Result<_, _>>()?;
-            Ok(ParsedArgs {
-                index: self.order[pos],
-                values,
-                given,
-            })
-        };
+        let (pos, slots) = self.match_slots(args, kwargs)?;
+        self.finish(pos, slots)
+    }
+
+    /// The matched signature (position in match order) and its slots, before
+    /// conversion.
+    fn match_slots(
+        &self,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Result<(usize, parse::Slots), Error> {
         if self.signatures.len() == 1 {
             let slots = parse::match_signature(&self.signatures[0], args, kwargs, true)?
                 .ok_or_else(|| Error::Type("invalid arguments".into()))?;
-            return finish(0, slots);
+            return Ok((0, slots));
         }
         for (pos, sig) in self.signatures.iter().enumerate() {
             if let Some(slots) = parse::match_signature(sig, args, kwargs, false)? {
-                return finish(pos, slots);
+                return Ok((pos, slots));
             }
         }
         Err(self.error(args, kwargs))
+    }
+
+    /// Converts matched slots (`parse::unpack`).
+    fn finish(&self, pos: usize, slots: parse::Slots) -> Result<ParsedArgs, Error> {
+        let sig = &self.signatures[pos];
+        let given = slots.iter().map(Option::is_some).collect();
+        let values = sig
+            .params
+            .iter()
+            .zip(slots)
+            .map(|(p, s)| parse::unpack(sig, p, s))
+            .collect::<Result<_, _>>()?;
+        Ok(ParsedArgs {
+            index: self.order[pos],
+            values,
+            given,
+        })
+    }
+
+    /// `parse`, also giving the classes whose handlers the call goes to, in
+    /// handler order, as PyTorch's parser collects them for the matched
+    /// signature: tensor subclasses and duck tensor-likes in `Tensor`,
+    /// `Tensor[]` and int-list positions; only duck tensor-likes elsewhere (a
+    /// subclass there is converted like a tensor, e.g. `item()` for a Scalar).
+    pub(crate) fn parse_overloaded(
+        &self,
+        receiver: Option<&Value>,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Result<(ParsedArgs, Vec<crate::overrides::Class>), Error> {
+        let (pos, slots) = self.match_slots(args, kwargs)?;
+        let mut classes = Vec::new();
+        if crate::overrides::subclass_handlers_enabled() {
+            let mut add = |v: &Value, subclasses: bool| {
+                parse::for_each_tensor(v, &mut |t| {
+                    if let Some(c) = t.class().filter(|c| c.has_torch_function()) {
+                        if subclasses || !c.is_tensor_subclass() {
+                            crate::overrides::append_overloaded(&mut classes, c);
+                        }
+                    }
+                })
+            };
+            if let Some(r) = receiver {
+                add(r, true);
+            }
+            for (p, v) in self.signatures[pos].params.iter().zip(&slots) {
+                if let Some(v) = v {
+                    add(v, p.kind.collects_subclasses());
+                }
+            }
+        }
+        Ok((self.finish(pos, slots)?, classes))
     }
 
     fn error(&self, args: &[Value], kwargs: &[(String, Value)]) -> Error {
@@ -583,6 +631,20 @@ fn slow_parse_and_bind<'s>(
     args: Vec<Value>,
     kwargs: Vec<(String, Value)>,
 ) -> Result<Bound<'s>, Error> {
+    let (receiver, args, kwargs) = receiver_and_rest(binding, api, args, kwargs)?;
+    let parsed = binding.parser.parse(&args, &kwargs)?;
+    bind_parsed(binding, &parsed, receiver, schema_of)
+}
+
+/// The call as the parser sees it (lists in Python form), with a method's
+/// receiver taken off the positionals.
+#[allow(clippy::type_complexity)]
+fn receiver_and_rest(
+    binding: &ApiBinding,
+    api: &str,
+    args: Vec<Value>,
+    kwargs: Vec<(String, Value)>,
+) -> Result<(Option<Value>, Vec<Value>, Vec<(String, Value)>), Error> {
     let mut args: Vec<Value> = args.into_iter().map(parse::pythonize).collect();
     let kwargs: Vec<(String, Value)> = kwargs
         .into_iter()
@@ -613,8 +675,7 @@ fn slow_parse_and_bind<'s>(
             )));
         }
     }
-    let parsed = binding.parser.parse(&args, &kwargs)?;
-    bind_parsed(binding, &parsed, receiver, schema_of)
+    Ok((receiver, args, kwargs))
 }
 
 /// Maps a parsed call onto its schema (module docs, step 3).
@@ -749,6 +810,8 @@ pub fn bind_parsed<'s>(
         .zip(slots)
         .map(|(a, v)| match v {
             Some(v) if is_wrapped_number(&a.ty, &v) => Ok(v),
+            // A duck tensor-like is left for its handler.
+            Some(v) if parse::is_duck(&v) => Ok(v),
             Some(v) => coerce(&a.ty, v).map_err(|e| {
                 Error::Type(format!(
                     "{}(): argument '{}' must be {}: {e}",
@@ -882,12 +945,18 @@ fn call_dispatch_protocol<K: AsRef<str> + Into<String>>(
         .get(api)
         .ok_or_else(|| Error::UnknownOp(api.to_string()))?;
     let schema_of = |n: &str| crate::OpId::from_name(n).map(|id| id.schema());
-    slow_parse_and_bind(binding, &schema_of, api, args.clone(), kwargs.clone())?;
+    let (receiver, rest, rest_kw) = receiver_and_rest(binding, api, args.clone(), kwargs.clone())?;
+    let (parsed, classes) = binding
+        .parser
+        .parse_overloaded(receiver.as_ref(), &rest, &rest_kw)?;
+    bind_parsed(binding, &parsed, receiver, &schema_of)?;
     match crate::overrides::Func::named(&binding.name.replacen("Tensor.", "torch.Tensor.", 1)) {
-        Some(func) => crate::overrides::handle_boxed(func, &args, &kwargs).map(|v| match v {
-            Value::List(vs) => vs,
-            v => vec![v],
-        }),
+        Some(func) => {
+            crate::overrides::handle_boxed_with(func, classes, &args, &kwargs).map(|v| match v {
+                Value::List(vs) => vs,
+                v => vec![v],
+            })
+        }
         None => call_dispatch_unchecked(table, api, args, kwargs),
     }
 }

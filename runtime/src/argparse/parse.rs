@@ -46,7 +46,7 @@ fn is_int_list(v: &Value, size: usize, symint: bool, failed: &mut Option<usize>)
             }
             // Observed 2.15: a bool first element is rejected (`count_nonzero(True)`),
             // later bools convert to 0/1 (`view(6, True)`).
-            if is_long(&items[0]) || (symint && is_symint_tensor(&items[0])) {
+            if is_long(&items[0]) || (symint && is_symint_tensor(&items[0])) || is_duck(&items[0]) {
                 return true;
             }
             *failed = Some(0);
@@ -60,6 +60,36 @@ fn is_int_list(v: &Value, size: usize, symint: bool, failed: &mut Option<usize>)
                     is_long(v)
                 }
         }
+    }
+}
+
+/// A duck tensor-like (not a tensor) whose class has a `__torch_function__`, with
+/// the protocol on: PyTorch's parser accepts one in any position, for its
+/// handler to take the call.
+pub(crate) fn is_duck(v: &Value) -> bool {
+    matches!(v, Value::Tensor(t) if t.class().is_some_and(|c| !c.is_tensor_subclass() && c.has_torch_function()))
+        && crate::overrides::subclass_handlers_enabled()
+}
+
+/// The Python type name of `v` for messages: a tensor-like's class name.
+fn python_type(v: &Value) -> std::borrow::Cow<'static, str> {
+    match v {
+        Value::Tensor(t) => match t.class() {
+            Some(c) => c.name().to_string().into(),
+            None => "Tensor".into(),
+        },
+        v => v.type_name().into(),
+    }
+}
+
+/// Calls `f` on every tensor in `v` (also inside lists).
+pub(crate) fn for_each_tensor<'v>(v: &'v Value, f: &mut dyn FnMut(&'v crate::Tensor)) {
+    match v {
+        Value::Tensor(t) => f(t),
+        Value::TensorList(ts) => ts.iter().for_each(f),
+        Value::OptTensorList(ts) => ts.iter().flatten().for_each(f),
+        Value::List(vs) => vs.iter().for_each(|v| for_each_tensor(v, f)),
+        _ => {}
     }
 }
 
@@ -78,6 +108,9 @@ fn check(
     failed: &mut Option<usize>,
 ) -> Result<bool, Abort> {
     use ParamKind as K;
+    if is_duck(v) && !matches!(p.kind, K::TensorList) {
+        return Ok(true);
+    }
     Ok(match p.kind {
         K::Tensor => matches!(v, Value::Tensor(_)) || (p.allow_numbers_as_tensors && is_scalar(v)),
         K::Scalar | K::Complex | K::Double => {
@@ -95,7 +128,7 @@ fn check(
                     if !matches!(x, Value::Tensor(_)) {
                         return Err(Abort(Error::Type(format!(
                             "expected Tensor as element {i} in argument {argnum}, but got {}",
-                            x.type_name()
+                            python_type(x)
                         ))));
                     }
                 }
@@ -257,7 +290,7 @@ pub(crate) fn match_signature(
                             sig.name,
                             p.name,
                             p.type_name(),
-                            v.type_name()
+                            python_type(v)
                         )));
                     }
                     if let Some(idx) = failed.or(if varargs_eligible { vfailed } else { None }) {
@@ -271,7 +304,7 @@ pub(crate) fn match_signature(
                             p.name,
                             arg_pos + 1,
                             p.type_name(),
-                            items[idx].type_name()
+                            python_type(&items[idx])
                         )));
                     }
                     return Err(Error::Type(format!(
@@ -280,7 +313,7 @@ pub(crate) fn match_signature(
                         p.name,
                         arg_pos + 1,
                         p.type_name(),
-                        v.type_name()
+                        python_type(v)
                     )));
                 }
             }
@@ -326,6 +359,10 @@ pub(crate) fn unpack(
         });
     };
     let item = |t: &crate::Tensor| -> Result<Scalar, Error> { t.item() };
+    // A duck tensor-like stays as it is, for its handler (also inside an int list).
+    if is_duck(&v) || matches!(&v, Value::List(items) if items.iter().any(is_duck)) {
+        return Ok(v);
+    }
     Ok(match (p.kind, v) {
         (K::Scalar, Value::Tensor(t)) => Value::from(item(&t)?),
         (K::Double | K::Complex, Value::Tensor(t)) => Value::Float(item(&t)?.to_f64()),
@@ -348,7 +385,7 @@ pub(crate) fn unpack(
                             sig.name,
                             p.name,
                             i + 1,
-                            other.type_name()
+                            python_type(other)
                         )))
                     }
                 });
@@ -371,7 +408,7 @@ pub(crate) fn unpack(
                             "{}(): argument '{}' must be tuple of floats, but found element of type {} at pos {}",
                             sig.name,
                             p.name,
-                            other.type_name(),
+                            python_type(other),
                             i + 1
                         )))
                     }

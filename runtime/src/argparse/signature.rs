@@ -62,6 +62,17 @@ pub enum ParamKind {
 }
 
 impl ParamKind {
+    /// Does PyTorch's parser collect tensor subclasses (not only duck
+    /// tensor-likes) in a position of this kind for `__torch_function__`?
+    pub(crate) fn collects_subclasses(self) -> bool {
+        matches!(
+            self,
+            ParamKind::Tensor | ParamKind::TensorList | ParamKind::IntList | ParamKind::SymIntList
+        )
+    }
+}
+
+impl ParamKind {
     /// The kind for a signature type name (brackets and `?` already removed).
     pub fn from_type_str(t: &str) -> Option<ParamKind> {
         use ParamKind as K;

@@ -658,6 +658,17 @@ pub fn handle_boxed(func: Func, args: &[Value], kwargs: &[(String, Value)]) -> R
         return func.call_unchecked(args, kwargs);
     }
     let cands = active_candidates(collect_values(args, kwargs));
+    handle_boxed_with(func, cands, args, kwargs)
+}
+
+/// [`handle_boxed`] with the classes to ask already collected (by the parser, for
+/// the signature the call matched).
+pub(crate) fn handle_boxed_with(
+    func: Func,
+    cands: Vec<Class>,
+    args: &[Value],
+    kwargs: &[(String, Value)],
+) -> Result<Value> {
     let call = FunctionCall::new(func, &cands, args, kwargs);
     match run_protocol(&call, &cands)? {
         Some(v) => Ok(v),
@@ -670,6 +681,11 @@ pub fn handle_boxed(func: Func, args: &[Value], kwargs: &[(String, Value)]) -> R
             func.call_unchecked(args, kwargs)
         }
     }
+}
+
+/// Do tensor-likes' handlers run on this thread now (no disabling guard)?
+pub(crate) fn subclass_handlers_enabled() -> bool {
+    state::flags().subclasses()
 }
 
 /// `torch.overrides.handle_torch_function(public_api, relevant_args, *args, **kwargs)`:
