@@ -672,7 +672,7 @@ fn registration(
                 args: &[::opforge::__private::Value],
             ) -> ::opforge::Result<::std::vec::Vec<::opforge::__private::Value>> {
                 if args.len() != #n {
-                    return Err(::opforge::Error::Runtime(format!(#arity_msg, args.len())));
+                    return Err(::opforge::Error::Runtime(format!(#arity_msg, args.len()).into()));
                 }
                 #(#bindings)*
                 let result = __opforge_unboxed(#(#boxed_args),*)?;

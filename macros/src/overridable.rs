@@ -668,9 +668,9 @@ fn overridable_output(
                     const NONE: &Value = &Value::None;
                     match v {
                         Some(v) => T::from_value(v)
-                            .map_err(|e| Error::Type(format!("{f}(): argument '{name}': {e}"))),
+                            .map_err(|e| Error::Type(format!("{f}(): argument '{name}': {e}").into())),
                         None => T::from_value(NONE).map_err(|_| {
-                            Error::Type(format!("{f}() missing 1 required positional argument: '{name}'"))
+                            Error::Type(format!("{f}() missing 1 required positional argument: '{name}'").into())
                         }),
                     }
                 }
@@ -716,7 +716,7 @@ fn overridable_output(
                     return Err(Error::Type(format!(
                         "{f}() takes {N} positional arguments but {} were given",
                         args.len()
-                    )));
+                    ).into()));
                 }
                 for (slot, a) in out.iter_mut().zip(args) {
                     *slot = Some(a);
@@ -726,12 +726,12 @@ fn overridable_output(
                         None => {
                             return Err(Error::Type(format!(
                                 "{f}() got an unexpected keyword argument '{k}'"
-                            )))
+                            ).into()))
                         }
                         Some(i) if out[i].is_some() => {
                             return Err(Error::Type(format!(
                                 "{f}() got multiple values for argument '{k}'"
-                            )))
+                            ).into()))
                         }
                         Some(i) => out[i] = Some(v),
                     }

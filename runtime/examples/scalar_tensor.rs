@@ -64,10 +64,9 @@ fn ensure_tensor(v: &Value) -> Result<Tensor> {
     match (scalar(v), v) {
         (Some(s), _) => Ok(s.tensor()),
         (None, Value::Tensor(t)) => Ok(t.clone()),
-        (None, other) => Err(opforge::Error::Type(format!(
-            "expected a tensor, got {}",
-            other.type_name()
-        ))),
+        (None, other) => Err(opforge::Error::Type(
+            format!("expected a tensor, got {}", other.type_name()).into(),
+        )),
     }
 }
 
@@ -78,10 +77,13 @@ fn add(call: &FunctionCall<'_>) -> Result<Value> {
         ));
     };
     if !call.kwargs().is_empty() {
-        return Err(opforge::Error::Type(format!(
-            "add() got an unexpected keyword argument '{}'",
-            call.kwargs()[0].0
-        )));
+        return Err(opforge::Error::Type(
+            format!(
+                "add() got an unexpected keyword argument '{}'",
+                call.kwargs()[0].0
+            )
+            .into(),
+        ));
     }
     match (scalar(input), scalar(other)) {
         (Some(a), Some(b)) if a.n == b.n => Ok(Value::Tensor(new(a.n, a.value + b.value))),

@@ -24,11 +24,14 @@ pub fn bind(
 ) -> Result<Vec<Value>> {
     let positional = schema.args.iter().filter(|a| !a.kwarg_only).count();
     if args.len() > positional {
-        return Err(Error::Type(format!(
-            "{}() expected at most {positional} positional argument(s) but received {}",
-            schema.name,
-            args.len()
-        )));
+        return Err(Error::Type(
+            format!(
+                "{}() expected at most {positional} positional argument(s) but received {}",
+                schema.name,
+                args.len()
+            )
+            .into(),
+        ));
     }
     let mut slots: Vec<Option<Value>> = vec![None; schema.args.len()];
     for (i, v) in args.into_iter().enumerate() {
@@ -36,16 +39,22 @@ pub fn bind(
     }
     for (name, v) in kwargs {
         let Some(i) = schema.args.iter().position(|a| a.name == name) else {
-            return Err(Error::Type(format!(
-                "{}() got an unexpected keyword argument '{name}'",
-                schema.name
-            )));
+            return Err(Error::Type(
+                format!(
+                    "{}() got an unexpected keyword argument '{name}'",
+                    schema.name
+                )
+                .into(),
+            ));
         };
         if slots[i].is_some() {
-            return Err(Error::Type(format!(
-                "{}() got multiple values for argument '{name}'",
-                schema.name
-            )));
+            return Err(Error::Type(
+                format!(
+                    "{}() got multiple values for argument '{name}'",
+                    schema.name
+                )
+                .into(),
+            ));
         }
         slots[i] = Some(v);
     }
@@ -56,20 +65,26 @@ pub fn bind(
         .map(|(a, v)| match v {
             Some(v) => coerce(&a.ty, v).map_err(|e| arg_error(schema, a, e)),
             None => default_value(a).ok_or_else(|| {
-                Error::Type(format!(
-                    "{}() is missing value for argument '{}'. Declaration: {}",
-                    schema.name, a.name, schema.schema
-                ))
+                Error::Type(
+                    format!(
+                        "{}() is missing value for argument '{}'. Declaration: {}",
+                        schema.name, a.name, schema.schema
+                    )
+                    .into(),
+                )
             }),
         })
         .collect()
 }
 
 fn arg_error(schema: &OpSchema, a: &ArgSchema, e: Error) -> Error {
-    Error::Type(format!(
-        "{}() Expected a value of type '{}' for argument '{}' but {}.",
-        schema.name, a.ty, a.name, e
-    ))
+    Error::Type(
+        format!(
+            "{}() Expected a value of type '{}' for argument '{}' but {}.",
+            schema.name, a.ty, a.name, e
+        )
+        .into(),
+    )
 }
 
 /// The value of an argument's default, converted to its type.
@@ -140,7 +155,7 @@ fn default_for(t: Ty, full: &Ty, v: DefaultVal) -> Option<Value> {
 }
 
 fn expected(v: &Value) -> Error {
-    Error::Type(format!("instead found type '{}'", v.type_name()))
+    Error::Type(format!("instead found type '{}'", v.type_name()).into())
 }
 
 /// Converts a value to schema type `t` (see the module docs), or explains why not.
@@ -170,9 +185,10 @@ fn coerce_base(b: BaseType, v: Value) -> Result<Value> {
         (B::MemoryFormat, v @ Value::MemoryFormat(_)) => v,
         (B::Device, v @ Value::Device(_)) => v,
         (B::Device, Value::Str(s)) => Value::Device(Device::from_name(&s).ok_or_else(|| {
-            Error::Runtime(format!(
-                "Expected one of cpu, meta device type at start of device string: {s}"
-            ))
+            Error::Runtime(
+                format!("Expected one of cpu, meta device type at start of device string: {s}")
+                    .into(),
+            )
         })?),
         (_, v) => return Err(expected(&v)),
     })

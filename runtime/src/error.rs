@@ -14,23 +14,23 @@ pub enum Error {
     DuplicateKernel(Box<DuplicateKernel>),
     /// An operator name that is not in the schema tables.
     #[error("unknown operator {0}")]
-    UnknownOp(String),
+    UnknownOp(Message),
     /// A runtime error raised by a kernel, worded like PyTorch's `RuntimeError`.
     #[error("{0}")]
-    Runtime(String),
+    Runtime(Message),
     /// A type error (wrong argument kind), worded like PyTorch's `TypeError`.
     #[error("{0}")]
-    Type(String),
+    Type(Message),
     /// An index out of range, worded like PyTorch's `IndexError`.
     #[error("{0}")]
-    Index(String),
+    Index(Message),
     /// A value error, worded like PyTorch's `ValueError`.
     #[error("{0}")]
-    Value(String),
+    Value(Message),
     /// An operation PyTorch does not implement for these inputs (e.g. a dtype a
     /// kernel has no loop for), like PyTorch's `NotImplementedError`.
     #[error("{0}")]
-    NotImplemented(String),
+    NotImplemented(Message),
 }
 
 impl Error {
@@ -76,23 +76,96 @@ pub struct DuplicateKernel {
     pub second: String,
 }
 
+/// An error's message. One pointer wide (the text is boxed), so that an
+/// [`Error`] is two words and a `Result<Tensor>` comes back in registers: results
+/// pass through every layer of a call. Reads as a `String` (`Deref`), compares
+/// with strings, and is made from one with `.into()`.
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
+#[allow(
+    clippy::box_collection,
+    reason = "one pointer instead of a String's three words keeps Error and results small"
+)]
+pub struct Message(Box<String>);
+
+impl Message {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Message {
+    type Target = String;
+    fn deref(&self) -> &String {
+        &self.0
+    }
+}
+
+impl From<String> for Message {
+    fn from(s: String) -> Message {
+        Message(Box::new(s))
+    }
+}
+
+impl From<&str> for Message {
+    fn from(s: &str) -> Message {
+        Message(Box::new(s.to_string()))
+    }
+}
+
+impl From<Message> for String {
+    fn from(m: Message) -> String {
+        *m.0
+    }
+}
+
+impl std::fmt::Display for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&**self.0, f)
+    }
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self.0, f)
+    }
+}
+
+impl PartialEq<str> for Message {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Message {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for Message {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == *other
+    }
+}
+
 /// `Result` with the runtime's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Returns early with `Error::Runtime(format!(...))` unless the condition holds.
+/// Returns early with `Error::Runtime(format!(...).into())` unless the condition holds.
 #[macro_export]
 macro_rules! ensure {
     ($cond:expr, $($fmt:tt)+) => {
         if !$cond {
-            return Err($crate::Error::Runtime(format!($($fmt)+)));
+            return Err($crate::Error::Runtime(format!($($fmt)+).into()));
         }
     };
 }
 
-/// Returns early with `Error::Runtime(format!(...))`.
+/// Returns early with `Error::Runtime(format!(...).into())`.
 #[macro_export]
 macro_rules! bail {
     ($($fmt:tt)+) => {
-        return Err($crate::Error::Runtime(format!($($fmt)+)))
+        return Err($crate::Error::Runtime(format!($($fmt)+).into()))
     };
 }

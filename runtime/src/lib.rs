@@ -44,7 +44,7 @@ pub mod schema;
 pub mod tensor;
 pub mod value;
 
-pub use error::{Error, Result};
+pub use error::{Error, Message, Result};
 pub use opforge_macros::kernel;
 pub use opforge_macros::op;
 pub use opforge_macros::{dispatcher, overridable};

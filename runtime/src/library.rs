@@ -90,7 +90,7 @@ impl std::str::FromStr for LibraryKind {
             "DEF" => Ok(LibraryKind::Def),
             "FRAGMENT" => Ok(LibraryKind::Fragment),
             "IMPL" => Ok(LibraryKind::Impl),
-            _ => Err(Error::Value(format!("Unsupported kind: {s}"))),
+            _ => Err(Error::Value(format!("Unsupported kind: {s}").into())),
         }
     }
 }
@@ -166,16 +166,16 @@ impl Library {
     pub fn new(namespace: &str, kind: LibraryKind) -> Result<Library> {
         let source = caller();
         if !opforge_codegen::schema::is_ident(namespace) {
-            return Err(Error::Value(format!(
-                "invalid namespace `{namespace}`: expected an identifier"
-            )));
+            return Err(Error::Value(
+                format!("invalid namespace `{namespace}`: expected an identifier").into(),
+            ));
         }
         if kind == LibraryKind::Def {
             let mut owners = owners().lock().unwrap_or_else(|e| e.into_inner());
             if let Some(previous) = owners.get(namespace) {
                 return Err(Error::Runtime(format!(
                     "Only a single TORCH_LIBRARY can be used to register the namespace {namespace}; please put all of your definitions in a single TORCH_LIBRARY block.  If you were trying to specify implementations, consider using TORCH_LIBRARY_IMPL (which can be duplicated).  If you really intended to define operators for a single namespace in a distinct location, rename your namespace.  If you need to register ops in multiple places with the same namespace, use TORCH_LIBRARY_FRAGMENT instead.  Previous registration of TORCH_LIBRARY was registered at {previous}; latest registration was registered at {source}"
-                )));
+                ).into()));
             }
             owners.insert(namespace.to_string(), source.clone());
         }
@@ -232,7 +232,7 @@ impl Library {
     pub fn define(&self, schema: &str) -> Result<String> {
         let source = caller();
         let mut func = opforge_codegen::schema::parse_schema(schema)
-            .map_err(|e| Error::Runtime(format!("Invalid schema string `{schema}`: {e}")))?;
+            .map_err(|e| Error::Runtime(format!("Invalid schema string `{schema}`: {e}").into()))?;
         if self.kind == LibraryKind::Impl {
             return Err(Error::Runtime(format!(
                 "def(\"{}\"): Cannot define an operator inside of a {} block.  All def()s should be placed in the (unique) TORCH_LIBRARY block for their namespace.  (Error occurred while processing {} block at {}.)",
@@ -240,7 +240,7 @@ impl Library {
                 self.kind.block(),
                 self.kind.block(),
                 self.source
-            )));
+            ).into()));
         }
         match &func.name.namespace {
             Some(ns) if *ns != self.namespace => {
@@ -250,7 +250,7 @@ impl Library {
                     self.namespace,
                     self.kind.block(),
                     self.source
-                )))
+                ).into()))
             }
             _ => func.name.namespace = Some(self.namespace.clone()),
         }
@@ -338,7 +338,7 @@ impl Library {
                 self.kind.block(),
                 self.kind.block(),
                 self.source
-            ))),
+            ).into())),
             Some(_) => Ok(op_name.to_string()),
             None => Ok(format!("{}::{op_name}", self.namespace)),
         }
@@ -362,7 +362,7 @@ pub fn find(name: &str) -> Result<&'static Operator> {
     let name = name.strip_suffix(".default").unwrap_or(name);
     dispatcher()
         .find(name)
-        .ok_or_else(|| Error::UnknownOp(name.to_string()))
+        .ok_or_else(|| Error::UnknownOp(name.to_string().into()))
 }
 
 /// Registers a fake (shape-only) kernel for `op_name` (qualified): the kernel
@@ -404,7 +404,7 @@ pub fn register_fake(
     if !fakes.contains(&name) && op.registered_keys().contains(&DispatchKey::Meta) {
         return Err(Error::Runtime(format!(
             "register_fake(\"{name}\"): the operator {name} already has an DispatchKey::Meta implementation via a pre-existing torch.library or TORCH_LIBRARY registration. Please either remove that registration or don't call register_fake."
-        )));
+        ).into()));
     }
     op.register_override(
         DispatchKey::Meta,
@@ -495,9 +495,9 @@ fn resolve_among(
         None => {
             let ops = overloads(rest);
             if ops.is_empty() {
-                return Err(Error::Runtime(format!(
-                    "'_OpNamespace' '{ns}' object has no attribute '{rest}'"
-                )));
+                return Err(Error::Runtime(
+                    format!("'_OpNamespace' '{ns}' object has no attribute '{rest}'").into(),
+                ));
             }
             let packet: Vec<Overload> = ops.iter().copied().map(overload).collect();
             let r = crate::packet::resolve(&packet_name(rest), &packet, args, kwargs)?;
@@ -506,15 +506,16 @@ fn resolve_among(
         Some((base, name)) => {
             let ops = overloads(base);
             if ops.is_empty() {
-                return Err(Error::Runtime(format!(
-                    "'_OpNamespace' '{ns}' object has no attribute '{base}'"
-                )));
+                return Err(Error::Runtime(
+                    format!("'_OpNamespace' '{ns}' object has no attribute '{base}'").into(),
+                ));
             }
             let wanted = if name == "default" { "" } else { name };
             let Some(i) = ops.iter().position(|op| op.schema.overload == wanted) else {
-                return Err(Error::Runtime(format!(
-                    "The underlying op of '{ns}.{base}' has no overload name '{name}'"
-                )));
+                return Err(Error::Runtime(
+                    format!("The underlying op of '{ns}.{base}' has no overload name '{name}'")
+                        .into(),
+                ));
             };
             let one = [overload(ops[i])];
             let mut r = crate::packet::resolve(&packet_name(base), &one, args, kwargs)?;
@@ -570,10 +571,13 @@ pub mod __op {
                 .iter()
                 .map(ToString::to_string)
                 .collect();
-            Error::UnknownOp(format!(
-                "{name} (its #[op] definition failed: {})",
-                problems.join("; ")
-            ))
+            Error::UnknownOp(
+                format!(
+                    "{name} (its #[op] definition failed: {})",
+                    problems.join("; ")
+                )
+                .into(),
+            )
         })?;
         Ok(cell.get_or_init(|| op))
     }

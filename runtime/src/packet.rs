@@ -618,7 +618,7 @@ fn to_ivalue(v: &Value, t: &JitTy, n: Option<u32>, numbers: bool) -> Result<Valu
                         format!(
                             "Expected one of {DEVICE_TYPES} device type at start of device string: {s}"
                         )
-                    })));
+                    }.into())));
                 }
             },
             _ => return Err(cast_fail(v)),
@@ -866,7 +866,7 @@ pub fn resolve(
         }
     }
     if errors.len() == 1 {
-        return Err(Error::Runtime(errors.pop().unwrap_or_default()));
+        return Err(Error::Runtime(errors.pop().unwrap_or_default().into()));
     }
     let mut msg =
         String::from("Overloaded torch operator invoked from Python failed to match any schema:\n");
@@ -874,7 +874,7 @@ pub fn resolve(
         msg.push_str(&e);
         msg.push_str("\n\n");
     }
-    Err(Error::Runtime(msg))
+    Err(Error::Runtime(msg.into()))
 }
 
 #[cfg(test)]

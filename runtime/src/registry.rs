@@ -227,7 +227,7 @@ impl Registry {
             crate::argparse::ApiTable::builtin()
         } else {
             crate::argparse::ApiTable::from_bindings(&self.bindings)
-                .map_err(crate::Error::Runtime)?
+                .map_err(|e| crate::Error::Runtime(e.into()))?
         };
         Ok(self.api.get_or_init(|| std::sync::Arc::new(table)).clone())
     }
@@ -405,9 +405,10 @@ impl Registry {
                     r
                 },
             ),
-            None => Err(crate::Error::Runtime(format!(
-                "The underlying op of '{ns}.{base}' has no overload name '{overload}'"
-            ))),
+            None => Err(crate::Error::Runtime(
+                format!("The underlying op of '{ns}.{base}' has no overload name '{overload}'")
+                    .into(),
+            )),
         }
     }
 

@@ -183,7 +183,7 @@ impl fmt::Display for Value {
 }
 
 fn mismatch(want: &str, v: &Value) -> Error {
-    Error::Type(format!("expected {want}, got {}", v.type_name()))
+    Error::Type(format!("expected {want}, got {}", v.type_name()).into())
 }
 
 /// Borrowing a kernel parameter of type `Self` out of a boxed [`Value`].
@@ -352,7 +352,7 @@ pub trait FromValues: Sized {
 fn one(mut vs: Vec<Value>) -> Result<Value> {
     match vs.len() {
         1 => Ok(vs.remove(0)),
-        n => Err(Error::Runtime(format!("expected 1 result, got {n}"))),
+        n => Err(Error::Runtime(format!("expected 1 result, got {n}").into())),
     }
 }
 
@@ -397,7 +397,7 @@ fn tensors<const N: usize>(vs: Vec<Value>) -> Result<[Tensor; N]> {
         })
         .collect::<Result<_>>()?;
     ts.try_into()
-        .map_err(|_| Error::Runtime(format!("expected {N} results, got {n}")))
+        .map_err(|_| Error::Runtime(format!("expected {N} results, got {n}").into()))
 }
 
 impl FromValues for (Tensor, Tensor) {

@@ -253,10 +253,13 @@ pub fn run_record(registry: &Registry, rec: &Json) -> Outcome {
     let result: CallResult = if let Some(op) = rec["op"].as_str() {
         registry.resolve(op, &args, &kwargs).and_then(|r| {
             let Some(schema) = r.overload.op.filter(|_| r.overload.dispatcher) else {
-                return Err(opforge::Error::Runtime(format!(
-                    "(opforge) matched the TorchScript-only overload {}",
-                    r.overload.schema_text
-                )));
+                return Err(opforge::Error::Runtime(
+                    format!(
+                        "(opforge) matched the TorchScript-only overload {}",
+                        r.overload.schema_text
+                    )
+                    .into(),
+                ));
             };
             let (a, k) = opforge::normalize::normalize(schema, &r.bound);
             Ok((

@@ -44,7 +44,7 @@ fn kw(name: &str, v: Value) -> (String, Value) {
 /// A CPU kernel for `foo(Tensor x, float a=1.) -> Tensor`: x * a.
 fn scale_kernel(args: &[Value]) -> Result<Vec<Value>> {
     let (Value::Tensor(x), Value::Float(a)) = (&args[0], &args[1]) else {
-        return Err(Error::Type(format!("unexpected arguments {args:?}")));
+        return Err(Error::Type(format!("unexpected arguments {args:?}").into()));
     };
     Ok(vec![Value::Tensor((x * *a)?)])
 }
@@ -106,7 +106,7 @@ fn define_impl_and_call_with_positional_keyword_and_default_args() -> Result<()>
     );
     // A schema-file registry falls back to operators defined at run time.
     let reg = Registry::from_yaml_str("t.yaml", "- func: neg(Tensor self) -> Tensor\n")
-        .map_err(|d| Error::Runtime(d.to_string()))?;
+        .map_err(|d| Error::Runtime(d.to_string().into()))?;
     let r = reg.resolve("co_call::foo", &[x], &[])?;
     assert_eq!(r.overload.name, "foo");
     assert!(matches!(r.bound[1], Value::Float(a) if a == 1.0));

@@ -188,7 +188,7 @@ impl PythonArgParser {
             .filter(|s| !s.hidden)
             .map(FunctionSignature::display)
             .collect();
-        Error::Type(format_invalid_args(&self.name, args, kwargs, &options))
+        Error::Type(format_invalid_args(&self.name, args, kwargs, &options).into())
     }
 }
 
@@ -503,7 +503,7 @@ pub fn parse_and_bind<'s>(
 ) -> Result<Bound<'s>, Error> {
     let binding = table
         .get(api)
-        .ok_or_else(|| Error::UnknownOp(api.to_string()))?;
+        .ok_or_else(|| Error::UnknownOp(api.to_string().into()))?;
     pythonize_all(&mut args, &mut kwargs);
     if let Some(bound) = fast_bind(binding, schema_of, &mut args, &mut kwargs) {
         return Ok(bound);
@@ -652,10 +652,13 @@ fn receiver_and_rest(
         .collect();
     let receiver = if binding.method {
         if args.is_empty() {
-            return Err(Error::Type(format!(
-                "descriptor '{}' of 'torch._C.TensorBase' object needs an argument",
-                api.trim_start_matches("Tensor.")
-            )));
+            return Err(Error::Type(
+                format!(
+                    "descriptor '{}' of 'torch._C.TensorBase' object needs an argument",
+                    api.trim_start_matches("Tensor.")
+                )
+                .into(),
+            ));
         }
         Some(args.remove(0))
     } else {
@@ -666,13 +669,14 @@ fn receiver_and_rest(
         && binding.parser.signatures[0].params.is_empty()
     {
         if !kwargs.is_empty() {
-            return Err(Error::Type(format!("{api}() takes no keyword arguments")));
+            return Err(Error::Type(
+                format!("{api}() takes no keyword arguments").into(),
+            ));
         }
         if !args.is_empty() {
-            return Err(Error::Type(format!(
-                "{api}() takes no arguments ({} given)",
-                args.len()
-            )));
+            return Err(Error::Type(
+                format!("{api}() takes no arguments ({} given)", args.len()).into(),
+            ));
         }
     }
     Ok((receiver, args, kwargs))
@@ -694,11 +698,13 @@ pub fn bind_parsed<'s>(
     } else {
         target.functional.as_deref()
     }
-    .ok_or_else(|| Error::UnknownOp(format!("{} (no schema for this signature)", sig.name)))?;
+    .ok_or_else(|| {
+        Error::UnknownOp(format!("{} (no schema for this signature)", sig.name).into())
+    })?;
     let id = if has_out { target.ids.1 } else { target.ids.0 };
     let schema = match id {
         Some(id) => id.schema(),
-        None => schema_of(overload).ok_or_else(|| Error::UnknownOp(overload.to_string()))?,
+        None => schema_of(overload).ok_or_else(|| Error::UnknownOp(overload.to_string().into()))?,
     };
 
     // out= checks of the binding.
@@ -707,11 +713,14 @@ pub fn bind_parsed<'s>(
         if p.kind == ParamKind::TensorList && p.size > 0 {
             if let Value::List(items) = &parsed.values[i] {
                 if items.len() != p.size {
-                    return Err(Error::Type(format!(
-                        "expected tuple of {} elements but got {}",
-                        p.size,
-                        items.len()
-                    )));
+                    return Err(Error::Type(
+                        format!(
+                            "expected tuple of {} elements but got {}",
+                            p.size,
+                            items.len()
+                        )
+                        .into(),
+                    ));
                 }
             }
         }
@@ -722,11 +731,14 @@ pub fn bind_parsed<'s>(
         ) {
             if let Value::DType(dt) = parsed.values[d] {
                 if parsed.given[d] && dt != out.dtype() {
-                    return Err(Error::Runtime(format!(
-                        "dtype {} does not match dtype of out parameter ({})",
-                        parse::c10_name(dt),
-                        parse::c10_name(out.dtype())
-                    )));
+                    return Err(Error::Runtime(
+                        format!(
+                            "dtype {} does not match dtype of out parameter ({})",
+                            parse::c10_name(dt),
+                            parse::c10_name(out.dtype())
+                        )
+                        .into(),
+                    ));
                 }
             }
         }
@@ -813,18 +825,20 @@ pub fn bind_parsed<'s>(
             // A duck tensor-like is left for its handler.
             Some(v) if parse::is_duck(&v) => Ok(v),
             Some(v) => coerce(&a.ty, v).map_err(|e| {
-                Error::Type(format!(
-                    "{}(): argument '{}' must be {}: {e}",
-                    sig.name, a.name, a.ty
-                ))
+                Error::Type(
+                    format!(
+                        "{}(): argument '{}' must be {}: {e}",
+                        sig.name, a.name, a.ty
+                    )
+                    .into(),
+                )
             }),
             None => default_value(a)
                 .or_else(|| matches!(a.ty, Ty::Optional(_)).then_some(Value::None))
                 .ok_or_else(|| {
-                    Error::Type(format!(
-                        "{}() is missing value for argument '{}'",
-                        sig.name, a.name
-                    ))
+                    Error::Type(
+                        format!("{}() is missing value for argument '{}'", sig.name, a.name).into(),
+                    )
                 }),
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -943,7 +957,7 @@ fn call_dispatch_protocol<K: AsRef<str> + Into<String>>(
     let kwargs: Vec<(String, Value)> = kwargs.into_iter().map(|(k, v)| (k.into(), v)).collect();
     let binding = table
         .get(api)
-        .ok_or_else(|| Error::UnknownOp(api.to_string()))?;
+        .ok_or_else(|| Error::UnknownOp(api.to_string().into()))?;
     let schema_of = |n: &str| crate::OpId::from_name(n).map(|id| id.schema());
     let (receiver, rest, rest_kw) = receiver_and_rest(binding, api, args.clone(), kwargs.clone())?;
     let (parsed, classes) = binding
@@ -970,7 +984,7 @@ pub fn call_dispatch_unchecked<K: AsRef<str> + Into<String>>(
 ) -> Result<Vec<Value>, Error> {
     let binding = table
         .get(api)
-        .ok_or_else(|| Error::UnknownOp(api.to_string()))?;
+        .ok_or_else(|| Error::UnknownOp(api.to_string().into()))?;
     // A shape seen before: no matching, no kind checks, values moved into place.
     let key = shape_key(&args, &kwargs);
     if let Some(shape) = key.and_then(|key| binding.shapes.find(key, &kwargs)) {
@@ -1036,7 +1050,7 @@ pub fn call_dispatch_unchecked<K: AsRef<str> + Into<String>>(
         Some(id) => d.op(id),
         None => d
             .find(bound.schema.name)
-            .ok_or_else(|| Error::UnknownOp(bound.overload.clone()))?,
+            .ok_or_else(|| Error::UnknownOp(bound.overload.clone().into()))?,
     };
     op.call_boxed(&bound.values)
 }

@@ -126,10 +126,13 @@ fn check(
             Value::List(items) => {
                 for (i, x) in items.iter().enumerate() {
                     if !matches!(x, Value::Tensor(_)) {
-                        return Err(Abort(Error::Type(format!(
-                            "expected Tensor as element {i} in argument {argnum}, but got {}",
-                            python_type(x)
-                        ))));
+                        return Err(Abort(Error::Type(
+                            format!(
+                                "expected Tensor as element {i} in argument {argnum}, but got {}",
+                                python_type(x)
+                            )
+                            .into(),
+                        )));
                     }
                 }
                 true
@@ -162,20 +165,23 @@ fn check(
 
 /// Error A.
 fn extra_args(sig: &FunctionSignature, n: usize) -> Error {
-    Error::Type(if sig.min_args != sig.max_pos_args {
-        format!(
-            "{}() takes from {} to {} positional arguments but {n} were given",
-            sig.name, sig.min_args, sig.max_pos_args
-        )
-    } else {
-        format!(
-            "{}() takes {} positional argument{} but {n} {} given",
-            sig.name,
-            sig.max_pos_args,
-            if sig.max_pos_args == 1 { "" } else { "s" },
-            if n == 1 { "was" } else { "were" }
-        )
-    })
+    Error::Type(
+        if sig.min_args != sig.max_pos_args {
+            format!(
+                "{}() takes from {} to {} positional arguments but {n} were given",
+                sig.name, sig.min_args, sig.max_pos_args
+            )
+        } else {
+            format!(
+                "{}() takes {} positional argument{} but {n} {} given",
+                sig.name,
+                sig.max_pos_args,
+                if sig.max_pos_args == 1 { "" } else { "s" },
+                if n == 1 { "was" } else { "were" }
+            )
+        }
+        .into(),
+    )
 }
 
 /// Error B.
@@ -185,13 +191,16 @@ fn missing_args(sig: &FunctionSignature, idx: usize) -> Error {
         .filter(|p| !p.optional)
         .map(|p| format!("\"{}\"", p.name))
         .collect();
-    Error::Type(format!(
-        "{}() missing {} required positional argument{}: {}",
-        sig.name,
-        names.len(),
-        if names.len() == 1 { "s" } else { "" },
-        names.join(", ")
-    ))
+    Error::Type(
+        format!(
+            "{}() missing {} required positional argument{}: {}",
+            sig.name,
+            names.len(),
+            if names.len() == 1 { "s" } else { "" },
+            names.join(", ")
+        )
+        .into(),
+    )
 }
 
 /// Error E.
@@ -199,16 +208,14 @@ fn extra_kwargs(sig: &FunctionSignature, kwargs: &[(String, Value)], nargs: usiz
     for (k, _) in kwargs {
         match sig.params.iter().position(|p| &p.name == k) {
             None => {
-                return Error::Type(format!(
-                    "{}() got an unexpected keyword argument '{k}'",
-                    sig.name
-                ))
+                return Error::Type(
+                    format!("{}() got an unexpected keyword argument '{k}'", sig.name).into(),
+                )
             }
             Some(i) if i < nargs => {
-                return Error::Type(format!(
-                    "{}() got multiple values for argument '{k}'",
-                    sig.name
-                ))
+                return Error::Type(
+                    format!("{}() got multiple values for argument '{k}'", sig.name).into(),
+                )
             }
             _ => {}
         }
@@ -285,13 +292,16 @@ pub(crate) fn match_signature(
                         return Err(extra_args(sig, nargs));
                     }
                     if is_kwd {
-                        return Err(Error::Type(format!(
-                            "{}(): argument '{}' must be {}, not {}",
-                            sig.name,
-                            p.name,
-                            p.type_name(),
-                            python_type(v)
-                        )));
+                        return Err(Error::Type(
+                            format!(
+                                "{}(): argument '{}' must be {}, not {}",
+                                sig.name,
+                                p.name,
+                                p.type_name(),
+                                python_type(v)
+                            )
+                            .into(),
+                        ));
                     }
                     if let Some(idx) = failed.or(if varargs_eligible { vfailed } else { None }) {
                         let items = match v {
@@ -305,16 +315,19 @@ pub(crate) fn match_signature(
                             arg_pos + 1,
                             p.type_name(),
                             python_type(&items[idx])
-                        )));
+                        ).into()));
                     }
-                    return Err(Error::Type(format!(
-                        "{}(): argument '{}' (position {}) must be {}, not {}",
-                        sig.name,
-                        p.name,
-                        arg_pos + 1,
-                        p.type_name(),
-                        python_type(v)
-                    )));
+                    return Err(Error::Type(
+                        format!(
+                            "{}(): argument '{}' (position {}) must be {}, not {}",
+                            sig.name,
+                            p.name,
+                            arg_pos + 1,
+                            p.type_name(),
+                            python_type(v)
+                        )
+                        .into(),
+                    ));
                 }
             }
         }
@@ -386,7 +399,7 @@ pub(crate) fn unpack(
                             p.name,
                             i + 1,
                             python_type(other)
-                        )))
+                        ).into()))
                     }
                 });
             }
@@ -410,7 +423,7 @@ pub(crate) fn unpack(
                             p.name,
                             python_type(other),
                             i + 1
-                        )))
+                        ).into()))
                     }
                 });
             }
@@ -419,7 +432,7 @@ pub(crate) fn unpack(
         (K::Device, Value::Str(s)) => Value::Device(Device::from_name(&s).ok_or_else(|| {
             Error::Runtime(format!(
                 "Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone device type at start of device string: {s}"
-            ))
+            ).into())
         })?),
         (K::Device, Value::Int(_)) => Value::Device(Device::Cpu),
         (K::ScalarType, v @ Value::DType(_)) => v,

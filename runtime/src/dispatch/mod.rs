@@ -244,7 +244,7 @@ impl Operator {
             return Error::NotImplemented(format!(
                 "{}: attempted to run this operator with Meta tensors, but there was no fake impl or Meta kernel registered. You may have run into this message while using an operator with PT2 compilation APIs (torch.compile/torch.export); in order to use this operator with those APIs you'll need to add a fake impl. Please see the following for next steps:  https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html",
                 self.qualified_name()
-            ));
+            ).into());
         }
         let available: Vec<String> = self
             .registered_keys()
@@ -380,10 +380,9 @@ impl Dispatcher {
             let schema = match opforge_codegen::schema::parse_schema(def.schema) {
                 Ok(f) => crate::registry::op_schema(&f, None),
                 Err(e) => {
-                    errors.push(Error::Runtime(format!(
-                        "{source}: malformed schema `{}`: {e}",
-                        def.schema
-                    )));
+                    errors.push(Error::Runtime(
+                        format!("{source}: malformed schema `{}`: {e}", def.schema).into(),
+                    ));
                     continue;
                 }
             };
@@ -393,10 +392,13 @@ impl Dispatcher {
         }
         for e in KERNELS.iter() {
             let Some(key) = DispatchKey::from_name(e.key) else {
-                errors.push(Error::Runtime(format!(
-                    "{}:{}: unknown dispatch key {} for {}",
-                    e.file, e.line, e.key, e.op
-                )));
+                errors.push(Error::Runtime(
+                    format!(
+                        "{}:{}: unknown dispatch key {} for {}",
+                        e.file, e.line, e.key, e.op
+                    )
+                    .into(),
+                ));
                 continue;
             };
             let op: &Operator = match crate::OpId::from_name(e.op) {
@@ -404,10 +406,9 @@ impl Dispatcher {
                 None => match find_dynamic(&dynamic, e.op) {
                     Some(op) => op,
                     None => {
-                        errors.push(Error::UnknownOp(format!(
-                            "{} (registered at {}:{})",
-                            e.op, e.file, e.line
-                        )));
+                        errors.push(Error::UnknownOp(
+                            format!("{} (registered at {}:{})", e.op, e.file, e.line).into(),
+                        ));
                         continue;
                     }
                 },
@@ -456,7 +457,7 @@ impl Dispatcher {
             return Err(Error::Runtime(format!(
                 "Tried to register an operator ({}) with the same name and overload name multiple times. Each overload's schema should only be registered with a single call to def(). Duplicate registration: {duplicate}. Original registration: {original}",
                 schema.schema
-            )));
+            ).into()));
         }
         let mut op = Operator::new(schema);
         op.defined_at = defined_at;

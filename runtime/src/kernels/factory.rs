@@ -196,7 +196,7 @@ pub(crate) fn arange(
             Acc::Float(s, _, st) => (0..size).map(|i| T::from_f64(s + st * i as f64)).collect(),
         };
         let a = ArrayD::from_shape_vec(IxDyn(&shape), vals)
-            .map_err(|e| crate::Error::Runtime(format!("arange: {e}")))?;
+            .map_err(|e| crate::Error::Runtime(format!("arange: {e}").into()))?;
         result.assign(a.view())?;
     });
     Ok(result)

@@ -81,7 +81,7 @@ pub(crate) fn mm(self_: &Tensor, mat2: &Tensor, out: Option<&Tensor>) -> Result<
 
 fn to2<T>(a: ArrayD<T>) -> Result<Array2<T>> {
     a.into_dimensionality::<Ix2>()
-        .map_err(|e| crate::Error::Runtime(format!("mm: {e}")))
+        .map_err(|e| crate::Error::Runtime(format!("mm: {e}").into()))
 }
 
 fn matmul2<T: Num>(a: &Array2<T>, b: &Array2<T>) -> Array2<T> {

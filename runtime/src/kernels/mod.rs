@@ -63,7 +63,7 @@ pub(crate) fn fmt_ints(s: &[i64]) -> String {
 /// The runtime's [`Error`] has no such variant yet, so this is a
 /// `RuntimeError` carrying PyTorch's message.
 pub(crate) fn not_implemented(msg: impl Into<String>) -> Error {
-    Error::NotImplemented(msg.into())
+    Error::NotImplemented(crate::Message::from(msg.into()))
 }
 
 /// `"name" not implemented for 'Dtype'`, as `AT_DISPATCH_*` reports it.
@@ -76,7 +76,7 @@ pub(crate) fn dispatch_error(name: &str, dtype: DType) -> Error {
 
 /// An `IndexError`.
 pub(crate) fn index_error(msg: impl Into<String>) -> Error {
-    Error::Index(msg.into())
+    Error::Index(crate::Message::from(msg.into()))
 }
 
 /// The `caffe2::TypeMeta` name of a dtype (`float`, `long int`), which some

@@ -158,8 +158,9 @@ impl<'a> Iter<'a> {
 }
 
 fn bcast<'x, T>(a: &'x ArrayD<T>, shape: &[usize]) -> Result<ArrayViewD<'x, T>> {
-    a.broadcast(IxDyn(shape))
-        .ok_or_else(|| Error::Runtime(format!("cannot broadcast {:?} to {shape:?}", a.shape())))
+    a.broadcast(IxDyn(shape)).ok_or_else(|| {
+        Error::Runtime(format!("cannot broadcast {:?} to {shape:?}", a.shape()).into())
+    })
 }
 
 /// `f` over two arrays broadcast to `shape`.

@@ -68,7 +68,7 @@ pub(crate) fn reduce_lanes<T: Copy, R>(
         .collect();
     let shape = reduced_shape(a.shape(), mask, keepdim);
     ArrayD::from_shape_vec(IxDyn(&shape), vals)
-        .map_err(|e| crate::Error::Runtime(format!("reduction: {e}")))
+        .map_err(|e| crate::Error::Runtime(format!("reduction: {e}").into()))
 }
 
 /// `get_dtype_from_self(self, dtype, promote_integers=true)`.

@@ -109,7 +109,7 @@ pub(crate) fn cat(tensors: &[Tensor], dim: i64, out: Option<&Tensor>) -> Result<
             .collect::<Result<Vec<ArrayD<T>>>>()?;
         let views: Vec<_> = parts.iter().map(|a| a.view()).collect();
         let joined = ndarray::concatenate(Axis(d), &views)
-            .map_err(|e| Error::Runtime(format!("cat: {e}")))?;
+            .map_err(|e| Error::Runtime(format!("cat: {e}").into()))?;
         result.assign(joined.view())?;
     });
     Ok(result)

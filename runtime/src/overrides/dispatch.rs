@@ -290,7 +290,7 @@ fn all_declined(func: &OpOverload, declined: Vec<String>) -> Error {
         msg.push_str(&format!("  - {d}\n"));
     }
     msg.push_str("\nFor more information, try re-running with TORCH_LOGS=not_implemented");
-    Error::Type(msg)
+    Error::Type(msg.into())
 }
 
 /// Is `kernel` the `Python` key's fallback (not an operator's own kernel there)?
@@ -405,7 +405,7 @@ fn returns(handle: &OpOverload, v: Value) -> Result<Vec<Value>> {
         (0, _) => Err(Error::Runtime(format!(
             "Expected __torch_dispatch__ for {} to return None but it returned something else instead.",
             handle.qualified_name()
-        ))),
+        ).into())),
         (1, v) => Ok(vec![v]),
         (_, Value::List(vs)) => Ok(vs),
         (_, Value::TensorList(ts)) => Ok(ts.into_iter().map(Value::Tensor).collect()),
@@ -413,6 +413,6 @@ fn returns(handle: &OpOverload, v: Value) -> Result<Vec<Value>> {
             "{}: __torch_dispatch__ returned {} for {n} results",
             handle.qualified_name(),
             other.type_name()
-        ))),
+        ).into())),
     }
 }

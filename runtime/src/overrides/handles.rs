@@ -241,9 +241,9 @@ impl OpPacket {
         interned(&PACKETS, key, || {
             let ops = dispatcher().overloads(ns, name);
             if ops.is_empty() {
-                return Err(Error::Runtime(format!(
-                    "'_OpNamespace' '{ns}' object has no attribute '{name}'"
-                )));
+                return Err(Error::Runtime(
+                    format!("'_OpNamespace' '{ns}' object has no attribute '{name}'").into(),
+                ));
             }
             let overloads: Vec<&'static OpOverload> =
                 ops.iter().map(|op| OpOverload::of(op)).collect();
@@ -269,10 +269,13 @@ impl OpPacket {
             .copied()
             .find(|o| o.overload_name() == name)
             .ok_or_else(|| {
-                Error::Runtime(format!(
-                    "The underlying op of '{}.{}' has no overload name '{name}'",
-                    self.ns, self.name
-                ))
+                Error::Runtime(
+                    format!(
+                        "The underlying op of '{}.{}' has no overload name '{name}'",
+                        self.ns, self.name
+                    )
+                    .into(),
+                )
             })
     }
 

@@ -228,11 +228,14 @@ impl TestingStub {
     pub fn call(&self, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
         let positional: Vec<&StubParam> = self.params.iter().filter(|p| !p.kwarg_only).collect();
         if args.len() > positional.len() {
-            return Err(Error::Type(format!(
-                "<lambda>() takes {} positional arguments but {} were given",
-                positional.len(),
-                args.len()
-            )));
+            return Err(Error::Type(
+                format!(
+                    "<lambda>() takes {} positional arguments but {} were given",
+                    positional.len(),
+                    args.len()
+                )
+                .into(),
+            ));
         }
         let mut given: Vec<&str> = positional[..args.len()]
             .iter()
@@ -240,14 +243,14 @@ impl TestingStub {
             .collect();
         for (k, _) in kwargs {
             if !self.params.iter().any(|p| &p.name == k) {
-                return Err(Error::Type(format!(
-                    "<lambda>() got an unexpected keyword argument '{k}'"
-                )));
+                return Err(Error::Type(
+                    format!("<lambda>() got an unexpected keyword argument '{k}'").into(),
+                ));
             }
             if given.contains(&k.as_str()) {
-                return Err(Error::Type(format!(
-                    "<lambda>() got multiple values for argument '{k}'"
-                )));
+                return Err(Error::Type(
+                    format!("<lambda>() got multiple values for argument '{k}'").into(),
+                ));
             }
             given.push(k);
         }
@@ -261,10 +264,13 @@ impl TestingStub {
             } else {
                 "positional"
             };
-            return Err(Error::Type(format!(
-                "<lambda>() missing 1 required {kind} argument: '{}'",
-                p.name
-            )));
+            return Err(Error::Type(
+                format!(
+                    "<lambda>() missing 1 required {kind} argument: '{}'",
+                    p.name
+                )
+                .into(),
+            ));
         }
         Ok(Value::Int(-1))
     }

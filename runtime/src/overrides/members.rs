@@ -11,10 +11,13 @@ use crate::value::Value;
 fn this(args: &[Value]) -> Result<&Tensor> {
     match args.first() {
         Some(Value::Tensor(t)) => Ok(t),
-        Some(other) => Err(Error::Type(format!(
-            "descriptor requires a 'torch._C.TensorBase' object but received a '{}'",
-            other.type_name()
-        ))),
+        Some(other) => Err(Error::Type(
+            format!(
+                "descriptor requires a 'torch._C.TensorBase' object but received a '{}'",
+                other.type_name()
+            )
+            .into(),
+        )),
         None => Err(Error::Type("descriptor needs an argument".into())),
     }
 }
@@ -27,7 +30,7 @@ fn arg<'a>(
 ) -> Result<&'a Value> {
     args.get(i)
         .or_else(|| kwargs.iter().find(|(k, _)| k == name).map(|(_, v)| v))
-        .ok_or_else(|| Error::Type(format!("missing required argument '{name}'")))
+        .ok_or_else(|| Error::Type(format!("missing required argument '{name}'").into()))
 }
 
 pub(crate) fn reversed(t: &Tensor) -> Result<Tensor> {
@@ -44,10 +47,13 @@ pub(crate) fn len(t: &Tensor) -> Result<i64> {
 
 pub(crate) fn item(t: &Tensor) -> Result<Scalar> {
     if t.numel() != 1 {
-        return Err(Error::Runtime(format!(
-            "a Tensor with {} elements cannot be converted to Scalar",
-            t.numel()
-        )));
+        return Err(Error::Runtime(
+            format!(
+                "a Tensor with {} elements cannot be converted to Scalar",
+                t.numel()
+            )
+            .into(),
+        ));
     }
     t.item()
 }
@@ -102,7 +108,7 @@ members! {
             Value::Int(i) => Tensor::from_scalar(Scalar::Int(*i), t.dtype(), Device::Cpu),
             Value::Float(x) => Tensor::from_scalar(Scalar::Float(*x), t.dtype(), Device::Cpu),
             Value::Bool(b) => Tensor::from_scalar(Scalar::Bool(*b), t.dtype(), Device::Cpu),
-            other => return Err(Error::Type(format!("can't assign a {} to a Tensor", other.type_name()))),
+            other => return Err(Error::Type(format!("can't assign a {} to a Tensor", other.type_name()).into())),
         };
         setitem(t, &index, &value).map(|_| Value::None)
     };

@@ -598,7 +598,7 @@ fn all_declined(func: Func, candidates: &[Class], declined: Vec<String>) -> Erro
             msg.push_str(&format!("  - {d}\n"));
         }
         msg.push_str("\nFor more information, try re-running with TORCH_LOGS=not_implemented");
-        Error::Type(msg)
+        Error::Type(msg.into())
     } else {
         let types: Vec<String> = candidates.iter().map(|c| format!("{c:?}")).collect();
         let mut msg = format!(
@@ -609,7 +609,7 @@ fn all_declined(func: Func, candidates: &[Class], declined: Vec<String>) -> Erro
         if let Some(m) = declined.iter().find_map(|d| d.strip_prefix("mode object ")) {
             msg.push_str(&format!(" nor in mode {m}"));
         }
-        Error::Type(msg)
+        Error::Type(msg.into())
     }
 }
 
@@ -641,10 +641,7 @@ fn duck_class(t: &Tensor) -> Option<&Class> {
 fn duck_error(func: Func, duck: &Class) -> Error {
     let name = resolve_name(func);
     let short = name.rsplit('.').next().unwrap_or(&name).to_string();
-    Error::Type(format!(
-        "{short}(): argument must be Tensor, not {}",
-        duck.name()
-    ))
+    Error::Type(format!("{short}(): argument must be Tensor, not {}", duck.name()).into())
 }
 
 /// The protocol for a boxed call of `func` (what [`Func::call`] does): handlers if
@@ -756,10 +753,13 @@ impl TypedRet for Tensor {
     fn from_value(v: Value) -> Result<Self> {
         match v {
             Value::Tensor(t) => Ok(t),
-            other => Err(Error::Type(format!(
-                "expected Tensor as the handler's result, got {}",
-                other.type_name()
-            ))),
+            other => Err(Error::Type(
+                format!(
+                    "expected Tensor as the handler's result, got {}",
+                    other.type_name()
+                )
+                .into(),
+            )),
         }
     }
 }
@@ -958,7 +958,7 @@ pub(crate) fn builtin_table() -> &'static ApiTable {
 pub fn call(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
     match Func::named(name) {
         Some(f) => f.call(args, kwargs),
-        None => Err(Error::UnknownOp(name.to_string())),
+        None => Err(Error::UnknownOp(name.to_string().into())),
     }
 }
 

@@ -70,10 +70,13 @@ impl TensorIndex {
         let opt = |v: &Value| match v {
             Value::None => Ok(None),
             Value::Int(i) => Ok(Some(*i)),
-            other => Err(Error::Type(format!(
-                "slice indices must be integers or None, not {}",
-                other.type_name()
-            ))),
+            other => Err(Error::Type(
+                format!(
+                    "slice indices must be integers or None, not {}",
+                    other.type_name()
+                )
+                .into(),
+            )),
         };
         match v {
             Value::Int(i) => Ok(TensorIndex::Int(*i)),
@@ -82,10 +85,13 @@ impl TensorIndex {
                 stop: opt(&parts[1])?,
                 step: opt(&parts[2])?.unwrap_or(1),
             }),
-            other => Err(Error::Index(format!(
-                "only integers and slices are valid indices (got {})",
-                other.type_name()
-            ))),
+            other => Err(Error::Index(
+                format!(
+                    "only integers and slices are valid indices (got {})",
+                    other.type_name()
+                )
+                .into(),
+            )),
         }
     }
 }
@@ -212,10 +218,13 @@ impl Tensor {
     /// an empty meta tensor: ask through the protocol (`get_shape()`).
     pub fn duck<T: Any + Send + Sync>(cls: &Class, payload: T) -> Result<Tensor> {
         if cls.is_tensor_subclass() {
-            return Err(Error::Type(format!(
-                "{} is a tensor subclass; make instances with as_subclass or wrapper",
-                cls.name()
-            )));
+            return Err(Error::Type(
+                format!(
+                    "{} is a tensor subclass; make instances with as_subclass or wrapper",
+                    cls.name()
+                )
+                .into(),
+            ));
         }
         Ok(Tensor::with_ext(
             DType::Float32,

@@ -328,10 +328,13 @@ impl Tensor {
     /// ```
     pub fn from_vec<T: IntoBuffer>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
         if data.len() != numel(shape) {
-            return Err(Error::Runtime(format!(
-                "shape {shape:?} is invalid for input of size {}",
-                data.len()
-            )));
+            return Err(Error::Runtime(
+                format!(
+                    "shape {shape:?} is invalid for input of size {}",
+                    data.len()
+                )
+                .into(),
+            ));
         }
         Ok(Tensor::from_buffer(
             T::into_buffer(data),
@@ -503,11 +506,14 @@ impl Tensor {
     /// the storage.
     pub fn as_strided(&self, shape: &[usize], strides: &[usize], offset: usize) -> Result<Tensor> {
         if shape.len() != strides.len() {
-            return Err(Error::Runtime(format!(
-                "mismatch in length of strides and shape: {} vs {}",
-                strides.len(),
-                shape.len()
-            )));
+            return Err(Error::Runtime(
+                format!(
+                    "mismatch in length of strides and shape: {} vs {}",
+                    strides.len(),
+                    shape.len()
+                )
+                .into(),
+            ));
         }
         let storage = self.storage();
         let len = storage.len();
@@ -524,7 +530,7 @@ impl Tensor {
                     self.dtype().itemsize(),
                     (last + 1) * self.dtype().itemsize(),
                     len * self.dtype().itemsize()
-                )));
+                ).into()));
             }
         }
         Ok(Tensor::from_geometry(
@@ -585,7 +591,7 @@ impl Tensor {
         if numel(&g.shape) == 0 {
             let empty: [T; 0] = [];
             let v = ArrayViewD::from_shape(IxDyn(&g.shape), &empty[..])
-                .map_err(|e| Error::Runtime(e.to_string()))?;
+                .map_err(|e| Error::Runtime(e.to_string().into()))?;
             return Ok(f(v));
         }
         let end = g.offset
@@ -618,11 +624,14 @@ impl Tensor {
                     .into(),
             )
         } else {
-            Error::Runtime(format!(
-                "expected scalar type {} but found {}",
-                want.c10_name(),
-                self.dtype().c10_name()
-            ))
+            Error::Runtime(
+                format!(
+                    "expected scalar type {} but found {}",
+                    want.c10_name(),
+                    self.dtype().c10_name()
+                )
+                .into(),
+            )
         }
     }
 
@@ -640,10 +649,13 @@ impl Tensor {
     /// The single element of a one-element tensor.
     pub fn item(&self) -> Result<Scalar> {
         if self.numel() != 1 {
-            return Err(Error::Runtime(format!(
-                "a Tensor with {} elements cannot be converted to Scalar",
-                self.numel()
-            )));
+            return Err(Error::Runtime(
+                format!(
+                    "a Tensor with {} elements cannot be converted to Scalar",
+                    self.numel()
+                )
+                .into(),
+            ));
         }
         Ok(match self.dtype() {
             DType::Bool => Scalar::Bool(self.to_vec::<bool>()?[0]),
@@ -657,11 +669,9 @@ impl Tensor {
     pub fn assign<S: IntoBuffer>(&self, src: ArrayViewD<'_, S>) -> Result<()> {
         let g = self.geometry();
         if src.shape() != g.shape.as_slice() {
-            return Err(Error::Runtime(format!(
-                "assign: shape mismatch {:?} vs {:?}",
-                src.shape(),
-                g.shape
-            )));
+            return Err(Error::Runtime(
+                format!("assign: shape mismatch {:?} vs {:?}", src.shape(), g.shape).into(),
+            ));
         }
         if self.device() == Device::Meta {
             return Ok(());
