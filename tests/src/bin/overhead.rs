@@ -20,10 +20,13 @@
 //!   `subclass_plain_ns` both tensors instances of a subclass without a handler
 //!   (the default `Tensor.__torch_function__`: result returned as the subclass);
 //!   `subclass_logging_ns` a subclass whose handler counts the call (a
-//!   thread-local counter) and calls the default (`super().__torch_function__`); `function_mode_ns` a pass-through
-//!   function mode (`return func(*args, **kwargs)`); `dispatch_mode_ns` a
-//!   pass-through dispatch mode (the call reaches the `Python` key, the mode
-//!   calls the operator again).
+//!   thread-local counter) and calls the default (`super().__torch_function__`);
+//!   `function_mode_ns` a pass-through function mode (`return func(*args,
+//!   **kwargs)`); `dispatch_mode_ns` a pass-through dispatch mode (the call
+//!   reaches the `Python` key, the mode calls the operator again). Each line
+//!   gives the median time per call and, as `+N`, what the protocol adds: the
+//!   median over rounds of the difference to the plain call's batch of the same
+//!   round.
 
 use opforge::dispatch::dispatcher;
 use opforge::{Scalar, Tensor, Value};
