@@ -3,7 +3,20 @@
 
 use crate::dispatch::DispatchKey;
 
-/// The runtime's error type.
+/// The runtime's error type. Two words wide: messages are a boxed [`Message`].
+///
+/// ```
+/// use opforge::{Error, Tensor};
+/// fn check(t: &Tensor) -> opforge::Result<()> {
+///     if t.dim() != 1 {
+///         return Err(Error::Runtime(format!("expected 1-D, got {}-D", t.dim()).into()));
+///     }
+///     Ok(())
+/// }
+/// let err = check(&Tensor::scalar(1.0f32)).unwrap_err();
+/// assert!(matches!(&err, Error::Runtime(m) if m == "expected 1-D, got 0-D"));
+/// assert_eq!(err.python_class(), "RuntimeError");
+/// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
     /// No kernel is registered for the key the call dispatched to.
