@@ -592,6 +592,18 @@ fn registration(
                 let mut #v: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])?.clone();
             });
             boxed_args.push(quote!(&mut #v));
+        } else if want_short == "&Tensor" {
+            // A number given for a tensor (allow-listed operators) reaches the
+            // kernel as a wrapped-number tensor.
+            let w = format_ident!("__opforge_wrapped_{}", i);
+            bindings.push(quote! {
+                let #w = ::opforge::__private::wrap_number(&args[#i]);
+                let #v: &::opforge::Tensor = match &#w {
+                    ::std::option::Option::Some(t) => t,
+                    ::std::option::Option::None => <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])?,
+                };
+            });
+            boxed_args.push(quote!(#v));
         } else {
             bindings.push(quote! {
                 let #v = <#schema_ty as ::opforge::__private::FromValue>::from_value(&args[#i])?;

@@ -80,6 +80,18 @@ pub mod __private {
     pub use crate::dispatch::{KernelEntry, KeySet, Operator, KERNELS};
     pub use crate::value::{FromValue, IntoValues, Value};
     pub use linkme;
+
+    /// A Python number given for a `Tensor` parameter, as the kernel's wrapped
+    /// number (boxed kernel adapters call this for their `Tensor` arguments).
+    pub fn wrap_number(v: &Value) -> Option<crate::Tensor> {
+        let s = match v {
+            Value::Bool(b) => crate::Scalar::Bool(*b),
+            Value::Int(i) => crate::Scalar::Int(*i),
+            Value::Float(x) => crate::Scalar::Float(*x),
+            _ => return None,
+        };
+        Some(crate::Tensor::wrapped_number(s))
+    }
 }
 
 #[cfg(test)]

@@ -370,3 +370,44 @@ fn custom_operators_get_modes_subclasses_and_handles_like_built_ins() {
         [r#"ovtest.scale.default ["Tensor", "float"] []"#]
     );
 }
+
+#[test]
+fn numbers_for_tensors_reach_kernels_as_wrapped_numbers_and_handlers_as_numbers() {
+    let i = Tensor::from_vec(vec![1i32, 2], &[2]).unwrap();
+    let table = opforge::argparse::ApiTable::builtin();
+    let api = |args: Vec<Value>| {
+        opforge::argparse::call_dispatch(&table, "torch.add", args, Vec::<(String, Value)>::new())
+            .unwrap()
+            .remove(0)
+    };
+    // A wrapped float joins an int tensor as the default float dtype (not float64).
+    let r = api(vec![Value::Tensor(i.clone()), Value::Float(2.5)]);
+    let r = r.as_tensor().unwrap();
+    assert_eq!(r.dtype(), opforge::DType::Float32);
+    assert_eq!(r.to_vec::<f32>().unwrap(), [3.5, 4.5]);
+    // A wrapped int does not widen int32.
+    let r = api(vec![Value::Tensor(i.clone()), Value::Int(3)]);
+    assert_eq!(r.as_tensor().unwrap().dtype(), opforge::DType::Int32);
+    // The same through operator handles.
+    let add = op_ns("aten").packet("add").unwrap();
+    let r = add
+        .overload("Tensor")
+        .unwrap()
+        .call(&[Value::Tensor(i.clone()), Value::Float(2.5)], &[])
+        .unwrap();
+    assert_eq!(r.as_tensor().unwrap().dtype(), opforge::DType::Float32);
+    // A 0-dim float64 tensor is not a number: it promotes as a tensor.
+    let r = api(vec![
+        Value::Tensor(i.clone()),
+        Value::Tensor(Tensor::scalar(2.5f64)),
+    ]);
+    assert_eq!(r.as_tensor().unwrap().dtype(), opforge::DType::Float64);
+    // A dispatch mode sees the number itself (normalization's view).
+    let log: Log = Default::default();
+    let _m = push_dispatch_mode(recorder("m", &log));
+    api(vec![Value::Tensor(i), Value::Float(2.5)]);
+    assert_eq!(
+        *log.lock().unwrap(),
+        [r#"m aten.add.Tensor ["Tensor", "float"] []"#]
+    );
+}

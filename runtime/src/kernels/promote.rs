@@ -25,6 +25,11 @@ impl Operand<'_> {
     /// wrapped number is `bool`, `int64` or the default float dtype `float32`.
     pub fn dtype(&self) -> DType {
         match self {
+            Operand::Tensor(t) if t.is_wrapped_number() => match t.dtype() {
+                DType::Bool => DType::Bool,
+                d if d.is_floating_point() => DType::Float32,
+                _ => DType::Int64,
+            },
             Operand::Tensor(t) => t.dtype(),
             Operand::Scalar(Scalar::Bool(_)) => DType::Bool,
             Operand::Scalar(Scalar::Int(_)) => DType::Int64,
@@ -81,6 +86,9 @@ impl ResultTypeState {
         let d = op.dtype();
         match op {
             Operand::Scalar(_) => self.wrapped_result = promote_opt(self.wrapped_result, d),
+            Operand::Tensor(t) if t.is_wrapped_number() => {
+                self.wrapped_result = promote_opt(self.wrapped_result, d)
+            }
             Operand::Tensor(t) if t.dim() > 0 => self.dim_result = promote_opt(self.dim_result, d),
             Operand::Tensor(_) => self.zero_result = promote_opt(self.zero_result, d),
         }

@@ -186,9 +186,7 @@ impl OpOverload {
             args,
             kwargs,
         )?;
-        self.op
-            .call_boxed(&wrap_numbers(self.op.schema, r.bound))
-            .map(one_value)
+        self.op.call_boxed(&r.bound).map(one_value)
     }
 
     /// Calls with schema-ordered values (one per argument) directly.
@@ -290,8 +288,7 @@ impl OpPacket {
         let qualified = format!("{}::{}", self.ns, self.name);
         let r = crate::packet::resolve(&qualified, &self.entries, args, kwargs)?;
         let op = self.overloads[r.index].op;
-        op.call_boxed(&wrap_numbers(op.schema, r.bound))
-            .map(one_value)
+        op.call_boxed(&r.bound).map(one_value)
     }
 }
 
@@ -305,25 +302,4 @@ impl fmt::Debug for OpPacket {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "<OpOverloadPacket(op='{}.{}')>", self.ns, self.name)
     }
-}
-
-/// Python numbers bound to `Tensor` parameters (operators that allow them, like
-/// `aten::add`) become 0-dim tensors for the kernels, as PyTorch's wrapped
-/// numbers do: `int` → int64, `float` → float64, `bool` → bool.
-fn wrap_numbers(schema: &OpSchema, mut bound: Vec<Value>) -> Vec<Value> {
-    use crate::schema::{BaseType, Ty};
-    use crate::tensor::Tensor;
-    for (a, v) in schema.args.iter().zip(bound.iter_mut()) {
-        if !matches!(a.ty, Ty::Base(BaseType::Tensor)) {
-            continue;
-        }
-        let t = match v {
-            Value::Int(i) => Tensor::scalar(*i),
-            Value::Float(x) => Tensor::scalar(*x),
-            Value::Bool(b) => Tensor::scalar(*b),
-            _ => continue,
-        };
-        *v = Value::Tensor(t);
-    }
-    bound
 }

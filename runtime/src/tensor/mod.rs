@@ -240,6 +240,9 @@ struct TensorInner {
     geometry: RwLock<Geometry>,
     /// Set for tensor subclasses, wrappers and duck tensor-likes.
     ext: Option<Arc<Ext>>,
+    /// A Python number given for a `Tensor` parameter (PyTorch's
+    /// `is_wrapped_number`): it promotes as a number, not as a 0-dim tensor.
+    wrapped_number: bool,
 }
 
 /// What makes a tensor more than a plain tensor: its class (a tensor subclass or a
@@ -264,6 +267,7 @@ impl Tensor {
             device,
             geometry: RwLock::new(geometry),
             ext: None,
+            wrapped_number: false,
         }))
     }
 
@@ -273,6 +277,7 @@ impl Tensor {
             device,
             geometry: RwLock::new(geometry),
             ext: Some(Arc::new(ext)),
+            wrapped_number: false,
         }))
     }
 
@@ -315,6 +320,7 @@ impl Tensor {
             device: self.0.device,
             geometry: RwLock::new(self.geometry()),
             ext: Some(ext),
+            wrapped_number: self.0.wrapped_number,
         }))
     }
 
@@ -347,6 +353,35 @@ impl Tensor {
     /// A 0-dim CPU tensor holding `x`.
     pub fn scalar<T: IntoBuffer>(x: T) -> Tensor {
         Tensor::from_buffer(T::into_buffer(vec![x]), &[], T::DTYPE, Device::Cpu)
+    }
+
+    /// A Python number given for a `Tensor` parameter, as the kernel receives it
+    /// (PyTorch's wrapped number): a 0-dim `bool`, `int64` or `float64` tensor that
+    /// type promotion treats as a number (`int32 tensor + 2.5` is `float32`).
+    ///
+    /// ```
+    /// use opforge::{Scalar, Tensor};
+    /// let w = Tensor::wrapped_number(Scalar::Float(2.5));
+    /// assert!(w.is_wrapped_number());
+    /// assert_eq!(w.dim(), 0);
+    /// assert!(!Tensor::scalar(2.5f64).is_wrapped_number());
+    /// ```
+    pub fn wrapped_number(value: Scalar) -> Tensor {
+        let mut t = match value {
+            Scalar::Bool(b) => Tensor::scalar(b),
+            Scalar::Int(i) => Tensor::scalar(i),
+            Scalar::Float(x) => Tensor::scalar(x),
+        };
+        if let Some(inner) = Arc::get_mut(&mut t.0) {
+            inner.wrapped_number = true;
+        }
+        t
+    }
+
+    /// Is this a wrapped number ([`Tensor::wrapped_number`])?
+    #[inline]
+    pub fn is_wrapped_number(&self) -> bool {
+        self.0.wrapped_number
     }
 
     /// A 0-dim tensor of `dtype` holding `s` (converted with C++ cast rules).
