@@ -151,7 +151,8 @@ pub struct DispatchCall<'a> {
     func: &'static OpOverload,
     types: &'a [Class],
     values: Values<'a>,
-    /// The keys below the `Python` key (for [`DispatchCall::redispatch`]).
+    /// The keys below the `Python` key (for [`DispatchCall::redispatch`]); for a
+    /// typed call worked out when asked, from its arguments' keys.
     keys: KeySet,
     normalized: OnceCell<Normalized>,
 }
@@ -247,8 +248,17 @@ impl<'a> DispatchCall<'a> {
     pub fn redispatch(&self) -> Result<Value> {
         self.func
             .operator()
-            .call_with_keys(self.keys, self.values())
+            .call_with_keys(self.keys_below(), self.values())
             .map(super::one_value)
+    }
+
+    fn keys_below(&self) -> KeySet {
+        match &self.values {
+            Values::Boxed(_) => self.keys,
+            Values::Typed { arg_keys, .. } => {
+                (with_backend(*arg_keys) | LocalKeys::get().included).below(DispatchKey::Python)
+            }
+        }
     }
 
     /// Offers the call to the top mode (taken off the stack meanwhile), then to
@@ -309,7 +319,6 @@ pub(crate) fn python_typed<R: super::TypedRet>(
     args: &mut TypedArgs<'_>,
 ) -> Result<R> {
     let handle = OpOverload::of(op);
-    let keys = (with_backend(arg_keys) | LocalKeys::get().included).below(DispatchKey::Python);
     let call = DispatchCall {
         func: handle,
         types: &[],
@@ -318,7 +327,7 @@ pub(crate) fn python_typed<R: super::TypedRet>(
             arg_keys,
             boxed: OnceCell::new(),
         },
-        keys,
+        keys: KeySet::EMPTY,
         normalized: OnceCell::new(),
     };
     let v = match call.offer()? {
