@@ -710,11 +710,7 @@ mod tests {
     use super::*;
 
     fn errors(attr: TokenStream, item: TokenStream) -> Vec<String> {
-        let out = expand(attr, item).to_string();
-        out.split("compile_error ! {")
-            .skip(1)
-            .map(|s| s.split('}').next().unwrap_or("").trim().to_string())
-            .collect()
+        crate::compile_errors(&expand(attr, item))
     }
 
     #[test]

@@ -8,6 +8,16 @@ mod op;
 mod overridable;
 mod register;
 
+/// The messages of the `compile_error!`s in a macro's output (for unit tests).
+#[cfg(test)]
+pub(crate) fn compile_errors(out: &proc_macro2::TokenStream) -> Vec<String> {
+    out.to_string()
+        .split("compile_error ! {")
+        .skip(1)
+        .map(|s| s.split('}').next().unwrap_or("").trim().to_string())
+        .collect()
+}
+
 use proc_macro::TokenStream;
 
 /// Registers a kernel for an operator of `native_functions.yaml` under a dispatch

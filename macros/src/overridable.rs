@@ -786,11 +786,7 @@ mod tests {
     use super::*;
 
     fn errors(out: TokenStream) -> Vec<String> {
-        out.to_string()
-            .split("compile_error ! {")
-            .skip(1)
-            .map(|s| s.split('}').next().unwrap_or("").trim().to_string())
-            .collect()
+        crate::compile_errors(&out)
     }
 
     #[test]

@@ -135,6 +135,28 @@ impl Value {
         }
     }
 
+    /// Calls `f` on every tensor inside (also in lists), in order.
+    pub fn for_each_tensor<'v>(&'v self, f: &mut dyn FnMut(&'v Tensor)) {
+        match self {
+            Value::Tensor(t) => f(t),
+            Value::TensorList(ts) => ts.iter().for_each(f),
+            Value::OptTensorList(ts) => ts.iter().flatten().for_each(f),
+            Value::List(vs) => vs.iter().for_each(|v| v.for_each_tensor(f)),
+            _ => {}
+        }
+    }
+
+    /// Does any tensor inside (also in lists) satisfy `pred`? Stops at the first.
+    pub fn any_tensor<F: FnMut(&Tensor) -> bool>(&self, pred: &mut F) -> bool {
+        match self {
+            Value::Tensor(t) => pred(t),
+            Value::TensorList(ts) => ts.iter().any(pred),
+            Value::OptTensorList(ts) => ts.iter().flatten().any(pred),
+            Value::List(vs) => vs.iter().any(|v| v.any_tensor(pred)),
+            _ => false,
+        }
+    }
+
     /// The tensor, if this is one.
     pub fn as_tensor(&self) -> Option<&Tensor> {
         match self {

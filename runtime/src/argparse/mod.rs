@@ -150,7 +150,7 @@ impl PythonArgParser {
         let mut classes = Vec::new();
         if crate::overrides::subclass_handlers_enabled() {
             let mut add = |v: &Value, subclasses: bool| {
-                parse::for_each_tensor(v, &mut |t| {
+                v.for_each_tensor(&mut |t| {
                     if let Some(c) = t.class().filter(|c| c.has_torch_function()) {
                         if subclasses || !c.is_tensor_subclass() {
                             crate::overrides::append_overloaded(&mut classes, c);
@@ -932,10 +932,7 @@ pub fn call_dispatch<K: AsRef<str> + Into<String>>(
     kwargs: Vec<(K, Value)>,
 ) -> Result<Vec<Value>, Error> {
     if crate::overrides::function_modes_active()
-        || crate::overrides::values_overloaded(&args)
-        || kwargs
-            .iter()
-            .any(|(_, v)| crate::overrides::values_overloaded(std::slice::from_ref(v)))
+        || crate::overrides::values_overloaded(args.iter().chain(kwargs.iter().map(|(_, v)| v)))
     {
         return call_dispatch_protocol(table, api, args, kwargs);
     }

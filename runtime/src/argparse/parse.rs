@@ -82,17 +82,6 @@ fn python_type(v: &Value) -> std::borrow::Cow<'static, str> {
     }
 }
 
-/// Calls `f` on every tensor in `v` (also inside lists).
-pub(crate) fn for_each_tensor<'v>(v: &'v Value, f: &mut dyn FnMut(&'v crate::Tensor)) {
-    match v {
-        Value::Tensor(t) => f(t),
-        Value::TensorList(ts) => ts.iter().for_each(f),
-        Value::OptTensorList(ts) => ts.iter().flatten().for_each(f),
-        Value::List(vs) => vs.iter().for_each(|v| for_each_tensor(v, f)),
-        _ => {}
-    }
-}
-
 fn is_symint_tensor(v: &Value) -> bool {
     matches!(v, Value::Tensor(t) if t.numel() == 1 && t.dtype().is_integral(true))
 }

@@ -6,7 +6,6 @@ use crate::dispatch::typed::{with_backend, TypedArgs};
 use crate::dispatch::{dispatcher, DispatchKey, Kernel, KeySet, LocalKeys, Operator};
 use crate::error::{Error, Result};
 use crate::normalize::normalize;
-use crate::tensor::Tensor;
 use crate::value::Value;
 use std::cell::{OnceCell, RefCell};
 use std::sync::{Arc, OnceLock};
@@ -338,40 +337,17 @@ pub(crate) fn python_typed<R: super::TypedRet>(
     R::from_value(v)
 }
 
-fn tensors_of(values: &[Value]) -> Vec<&Tensor> {
-    let mut out = Vec::new();
-    for v in values {
-        match v {
-            Value::Tensor(t) => out.push(t),
-            Value::TensorList(ts) => out.extend(ts.iter()),
-            Value::OptTensorList(ts) => out.extend(ts.iter().flatten()),
-            _ => {}
-        }
-    }
-    out
-}
-
-/// The classes with a dispatch handler among the tensors, in handler order.
+/// The classes with a dispatch handler among the tensors, in handler order (the
+/// function level's ordering rule; a disabled `__torch_function__` does not
+/// matter here).
 fn dispatch_classes(values: &[Value]) -> Vec<Class> {
-    let has = |t: &Tensor| t.class().is_some_and(Class::has_torch_dispatch);
-    let any = values.iter().any(|v| match v {
-        Value::Tensor(t) => has(t),
-        Value::TensorList(ts) => ts.iter().any(has),
-        Value::OptTensorList(ts) => ts.iter().flatten().any(has),
-        _ => false,
-    });
-    if !any {
-        return Vec::new();
-    }
-    let ts: Vec<&Tensor> = tensors_of(values)
-        .into_iter()
-        .filter(|t| t.class().is_some_and(Class::has_torch_dispatch))
-        .collect();
-    // Same ordering rule as the function level; disabled __torch_function__ does
-    // not matter here.
     let mut out: Vec<Class> = Vec::new();
-    for c in ts.into_iter().filter_map(Tensor::class) {
-        super::append_overloaded(&mut out, c);
+    for v in values {
+        v.for_each_tensor(&mut |t| {
+            if let Some(c) = t.class().filter(|c| c.has_torch_dispatch()) {
+                super::append_overloaded(&mut out, c);
+            }
+        });
     }
     out
 }

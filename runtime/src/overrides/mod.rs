@@ -265,8 +265,7 @@ impl<'a> FunctionCall<'a> {
     /// runs with subclass handlers disabled and tensors in the result come back as
     /// `cls` (except for `grad` / `_base`).
     pub fn default(&self, cls: &Class) -> Result<Handled> {
-        let only_cls = matches!(self.types, [t] if t == cls);
-        if !only_cls && !self.types.iter().all(|t| cls.is_subclass_of(t)) {
+        if !self.types.iter().all(|t| cls.is_subclass_of(t)) {
             return Ok(Handled::NotImplemented);
         }
         let out = match self.run {
@@ -493,46 +492,35 @@ impl Relevant for &[Option<Tensor>] {
 /// inserted before the first of its bases already recorded, else appended.
 /// Classes whose `__torch_function__` is disabled are skipped.
 pub fn collect<'t>(tensors: impl IntoIterator<Item = &'t Tensor>) -> Vec<Class> {
-    let tensors: Vec<&Tensor> = tensors.into_iter().collect();
-    collect_relevant(
-        &tensors
-            .iter()
-            .map(|t| t as &dyn Relevant)
-            .collect::<Vec<_>>(),
-    )
+    let mut out = Vec::new();
+    for t in tensors {
+        append_if_overloaded(&mut out, t);
+    }
+    out
 }
 
-fn values_tensors<'v>(vals: &'v [Value], out: &mut Vec<&'v Tensor>) {
-    for v in vals {
-        match v {
-            Value::Tensor(t) => out.push(t),
-            Value::TensorList(ts) => out.extend(ts.iter()),
-            Value::OptTensorList(ts) => out.extend(ts.iter().flatten()),
-            Value::List(vs) => values_tensors(vs, out),
-            _ => {}
-        }
+/// Records `t`'s class if it has a `__torch_function__` ([`append_overloaded`]).
+#[inline]
+fn append_if_overloaded(out: &mut Vec<Class>, t: &Tensor) {
+    if let Some(c) = t.class().filter(|c| c.has_torch_function()) {
+        append_overloaded(out, c);
     }
 }
 
 /// Does any value (also inside lists) hold a subclass instance, wrapper or duck?
-pub(crate) fn values_overloaded(args: &[Value]) -> bool {
-    args.iter().any(|v| match v {
-        Value::Tensor(t) => !t.is_plain(),
-        Value::TensorList(ts) => ts.iter().any(|t| !t.is_plain()),
-        Value::OptTensorList(ts) => ts.iter().flatten().any(|t| !t.is_plain()),
-        Value::List(vs) => values_overloaded(vs),
-        _ => false,
-    })
+pub(crate) fn values_overloaded<'v>(values: impl IntoIterator<Item = &'v Value>) -> bool {
+    values
+        .into_iter()
+        .any(|v| v.any_tensor(&mut |t: &Tensor| !t.is_plain()))
 }
 
 /// The classes of the tensor-likes among boxed arguments (positional, then keyword).
 pub fn collect_values(args: &[Value], kwargs: &[(String, Value)]) -> Vec<Class> {
-    let mut ts = Vec::new();
-    values_tensors(args, &mut ts);
-    for (_, v) in kwargs {
-        values_tensors(std::slice::from_ref(v), &mut ts);
+    let mut out = Vec::new();
+    for v in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
+        v.for_each_tensor(&mut |t| append_if_overloaded(&mut out, t));
     }
-    collect(ts)
+    out
 }
 
 /// `torch.overrides.is_tensor_like`: a plain tensor or anything whose class has a
@@ -647,10 +635,7 @@ fn duck_error(func: Func, duck: &Class) -> Error {
 /// The protocol for a boxed call of `func` (what [`Func::call`] does): handlers if
 /// any apply, else the implementation.
 pub fn handle_boxed(func: Func, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
-    let overloaded = values_overloaded(args)
-        || kwargs
-            .iter()
-            .any(|(_, v)| values_overloaded(std::slice::from_ref(v)));
+    let overloaded = values_overloaded(args.iter().chain(kwargs.iter().map(|(_, v)| v)));
     if !overloaded && !function_modes_active() {
         return func.call_unchecked(args, kwargs);
     }
@@ -670,9 +655,15 @@ pub(crate) fn handle_boxed_with(
     match run_protocol(&call, &cands)? {
         Some(v) => Ok(v),
         None => {
-            let mut ts = Vec::new();
-            values_tensors(args, &mut ts);
-            if let Some(duck) = ts.into_iter().find_map(duck_class) {
+            let mut duck = None;
+            for v in args {
+                v.for_each_tensor(&mut |t| {
+                    if duck.is_none() {
+                        duck = duck_class(t);
+                    }
+                });
+            }
+            if let Some(duck) = duck {
                 return Err(duck_error(func, duck));
             }
             func.call_unchecked(args, kwargs)
@@ -894,12 +885,7 @@ fn typed_with<R: TypedRet>(
 fn collect_relevant(relevant: &[&dyn Relevant]) -> Vec<Class> {
     let mut out: Vec<Class> = Vec::new();
     for r in relevant {
-        r.each(&mut |t| {
-            let Some(ext) = t.ext() else { return };
-            if ext.class.has_torch_function() {
-                append_overloaded(&mut out, &ext.class);
-            }
-        });
+        r.each(&mut |t| append_if_overloaded(&mut out, t));
     }
     out
 }

@@ -68,6 +68,7 @@ pub(crate) fn enabled() -> Enabled {
     flags().enabled
 }
 
+#[inline]
 fn push_mode(mode: Mode) {
     let depth = MODES.with(|m| {
         let mut m = m.borrow_mut();
@@ -77,6 +78,7 @@ fn push_mode(mode: Mode) {
     FLAGS.with(|f| f.set(Flags { depth, ..f.get() }));
 }
 
+#[inline]
 fn pop_mode() -> Option<Mode> {
     let (mode, depth) = MODES.with(|m| {
         let mut m = m.borrow_mut();
