@@ -265,7 +265,9 @@ impl<'a> FunctionCall<'a> {
     /// runs with subclass handlers disabled and tensors in the result come back as
     /// `cls` (except for `grad` / `_base`).
     pub fn default(&self, cls: &Class) -> Result<Handled> {
-        if !self.types.iter().all(|t| cls.is_subclass_of(t)) {
+        // The common case (one class, `cls` itself) without walking bases.
+        let only_cls = matches!(self.types, [t] if t == cls);
+        if !only_cls && !self.types.iter().all(|t| cls.is_subclass_of(t)) {
             return Ok(Handled::NotImplemented);
         }
         let out = match self.run {
