@@ -192,7 +192,7 @@ fn exact_fn(op: &PlannedOp, ident: &proc_macro2::Ident) -> TokenStream {
         #[doc = #doc]
         #[inline]
         pub fn #ident(#(#params),*) -> #ret {
-            ::opforge::typed_call!(::opforge::OpId::#ident, sig::#ident, #keys, (#(#args),*))
+            ::opforge::__private::typed_call!(::opforge::OpId::#ident, sig::#ident, #keys, (#(#args),*))
         }
     }
 }

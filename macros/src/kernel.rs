@@ -656,6 +656,7 @@ fn registration(
     };
     let fn_ty = parse_type(&fn_pointer_type(schema, Spelling::Qualified).unwrap_or_default());
     let arity_msg = format!("{name}: expected {n} arguments, got {{}}");
+    let schema_text = schema.to_string();
     let (file, line) = (
         quote_spanned!(fn_ident.span()=> ::core::file!()),
         quote_spanned!(fn_ident.span()=> ::core::line!()),
@@ -673,9 +674,9 @@ fn registration(
                 #ret_call
             }
 
-            fn __opforge_unboxed_ptr() -> *const () {
+            fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
                 let f: #fn_ty = __opforge_unboxed;
-                f as *const ()
+                ::opforge::__private::Unboxed::new(f)
             }
 
             fn __opforge_boxed(
@@ -696,6 +697,7 @@ fn registration(
             static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
                 op: #name,
                 key: #key,
+                schema: #schema_text,
                 boxed: __opforge_boxed,
                 unboxed: __opforge_unboxed_ptr,
                 file: #file,
@@ -731,7 +733,7 @@ mod tests {
         let flat: String = out.split_whitespace().collect();
         for part in [
             "fn__opforge_unboxed(__a0:&::opforge::Tensor,__a1:&::opforge::Tensor,__a2:::opforge::Scalar)->::opforge::Result<::opforge::Tensor>",
-            "letf:fn(&::opforge::Tensor,&::opforge::Tensor,::opforge::Scalar)->::opforge::Result<::opforge::Tensor>=__opforge_unboxed;",
+            "letf:fn(&::opforge::Tensor,&::opforge::Tensor,::opforge::Scalar)->::opforge::Result<::opforge::Tensor>=__opforge_unboxed;::opforge::__private::Unboxed::new(f)",
             "<&Tensoras__opforge_add_param_other<'_>>::__opforge_param(__a1)",
             "<Result<Tensor>as__opforge_add_return>::__opforge_return(add(",
             "parameter2`other`of`add.Tensor`mustbe`&Tensor`,found`&Tensor`",

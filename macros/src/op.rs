@@ -221,7 +221,7 @@ fn output(
                 ::std::sync::OnceLock::new();
             let __op = ::opforge::library::__op::handle(&__OPFORGE_OP, #name)?;
             #guard
-            ::opforge::typed_call!(@op __op, #fn_ty, #keys, (#(#idents),*))
+            ::opforge::__private::typed_call!(@op __op, #fn_ty, #keys, (#(#idents),*))
         }
 
         #[doc(hidden)]
@@ -232,9 +232,9 @@ fn output(
 
             #registration
 
-            #[::opforge::__private::linkme::distributed_slice(::opforge::dispatch::OPERATOR_DEFS)]
+            #[::opforge::__private::linkme::distributed_slice(::opforge::__private::OPERATOR_DEFS)]
             #[linkme(crate = ::opforge::__private::linkme)]
-            static __OPFORGE_DEF: ::opforge::dispatch::OperatorDef = ::opforge::dispatch::OperatorDef {
+            static __OPFORGE_DEF: ::opforge::__private::OperatorDef = ::opforge::__private::OperatorDef {
                 schema: #schema_text,
                 file: #file,
                 line: #line,
@@ -267,11 +267,11 @@ mod tests {
         for part in [
             "pubfnscale(x:&::opforge::Tensor,k:f64)->::opforge::Result<::opforge::Tensor>",
             "::opforge::library::__op::handle(&__OPFORGE_OP,\"mylib::scale\")",
-            "::opforge::typed_call!(@op__op,fn(&::opforge::Tensor,f64)->::opforge::Result<::opforge::Tensor>,",
+            "::opforge::__private::typed_call!(@op__op,fn(&::opforge::Tensor,f64)->::opforge::Result<::opforge::Tensor>,",
             "fnscale(x:&Tensor,k:f64)->Result<Tensor>{todo()}",
             "op:\"mylib::scale\",key:\"CompositeExplicitAutograd\"",
             "schema:\"mylib::scale(Tensorx,floatk=1.0)->Tensor\"",
-            "distributed_slice(::opforge::dispatch::OPERATOR_DEFS)",
+            "distributed_slice(::opforge::__private::OPERATOR_DEFS)",
         ] {
             assert!(flat.contains(part), "{part}\n{out}");
         }

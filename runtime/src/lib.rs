@@ -77,8 +77,12 @@ pub use generated::{at, ops, sig, torch, OpId, BINDINGS, GROUPS, OPS, OVERRIDABL
 /// Items the macros' expansions refer to. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::dispatch::{KernelEntry, KeySet, Operator, KERNELS};
-    pub use crate::value::{FromValue, IntoValues, Value};
+    pub use crate::__typed_call as typed_call;
+    pub use crate::dispatch::linked::{KernelEntry, OperatorDef, KERNELS, OPERATOR_DEFS};
+    pub use crate::dispatch::typed::{call_boxed, with_backend};
+    pub use crate::dispatch::{dispatcher, Kernel, KeySet, Operator, Unboxed};
+    pub use crate::overrides::TypedRet;
+    pub use crate::value::{FromValue, IntoValues, ToValue, Value};
     pub use linkme;
 
     /// A Python number given for a `Tensor` parameter, as the kernel's wrapped

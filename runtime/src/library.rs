@@ -262,8 +262,9 @@ impl Library {
     /// namespace, or qualified with it; `.default` names the default overload)
     /// under `key`: PyTorch's `lib.impl(op_name, fn, dispatch_key)`. The kernel
     /// receives one value per schema argument (bound, defaults filled in) and
-    /// returns one value per schema return. Registering the same key again
-    /// replaces the kernel, as PyTorch's `allow_override=True` does.
+    /// returns one value per schema return. A second kernel for the same key is
+    /// PyTorch's error ("This is not allowed since there's already a kernel
+    /// registered ..."); [`Library::impl_override`] replaces one on purpose.
     ///
     /// Keys: backends (`CPU`, `Meta`), `Autograd`, `Python`, `ADInplaceOrView`,
     /// `BackendSelect`, and the alias keys `CompositeExplicitAutograd` (every
@@ -323,8 +324,50 @@ impl Library {
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&op.qualified_name());
         }
-        op.register_override(key, kernel);
-        Ok(())
+        op.register(key, kernel).map_err(|e| match e {
+            Error::DuplicateKernel(d) => Error::Runtime(format!(
+                "This is not allowed since there's already a kernel registered from python overriding {}'s behavior for {key} dispatch key and {} namespace. (first registration: {})",
+                name.rsplit("::").next().unwrap_or(&name),
+                self.namespace,
+                d.first
+            ).into()),
+            other => other,
+        })
+    }
+
+    /// Like [`Library::impl_`], replacing the kernel already registered for
+    /// `key`, if any: PyTorch's `lib.impl(..., allow_override=True)`.
+    ///
+    /// ```
+    /// use opforge::dispatch::DispatchKey;
+    /// use opforge::library::{self, Library, LibraryKind};
+    /// use opforge::Value;
+    /// let lib = Library::new("doc_override", LibraryKind::Def)?;
+    /// lib.define("answer(Tensor x) -> int")?;
+    /// lib.impl_("answer", DispatchKey::CPU, |_: &[Value]| Ok(vec![Value::Int(1)]))?;
+    /// assert!(lib.impl_("answer", DispatchKey::CPU, |_: &[Value]| Ok(vec![Value::Int(2)])).is_err());
+    /// lib.impl_override("answer", DispatchKey::CPU, |_: &[Value]| Ok(vec![Value::Int(42)]))?;
+    /// let x = Value::Tensor(opforge::Tensor::from_vec(vec![1.0f32], &[1])?);
+    /// assert!(matches!(library::call("doc_override::answer", &[x], &[])?[..], [Value::Int(42)]));
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn impl_override(
+        &self,
+        op_name: &str,
+        key: DispatchKey,
+        kernel: impl Fn(&[Value]) -> Result<Vec<Value>> + Send + Sync + 'static,
+    ) -> Result<()> {
+        let kernel = Kernel::from_closure(caller(), move |_, _, args| kernel(args));
+        let name = self.qualify(op_name)?;
+        let op = find(&name)?;
+        if key == DispatchKey::Meta {
+            fakes()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&op.qualified_name());
+        }
+        op.override_kernel(key, kernel)
     }
 
     /// `op_name` qualified with the library's namespace (an explicit other
@@ -406,10 +449,10 @@ pub fn register_fake(
             "register_fake(\"{name}\"): the operator {name} already has an DispatchKey::Meta implementation via a pre-existing torch.library or TORCH_LIBRARY registration. Please either remove that registration or don't call register_fake."
         ).into()));
     }
-    op.register_override(
+    op.override_kernel(
         DispatchKey::Meta,
         Kernel::from_closure(source, move |_, _, args| fake(args)),
-    );
+    )?;
     fakes.insert(name);
     Ok(())
 }

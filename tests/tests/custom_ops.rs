@@ -300,11 +300,19 @@ fn library_errors_are_pytorchs() -> Result<()> {
             .starts_with("Could not run 'co_err::foo' with arguments from the 'CPU' backend. "),
         "{e}"
     );
-    // Re-registering the same key replaces the kernel.
+    // A second kernel for the same key is an error; replacing one is explicit.
     imp.impl_("foo", DispatchKey::CPU, |_: &[Value]| {
         Err(Error::Runtime("first".into()))
     })?;
-    imp.impl_("foo", DispatchKey::CPU, scale_kernel)?;
+    let e = imp
+        .impl_("foo", DispatchKey::CPU, scale_kernel)
+        .unwrap_err();
+    assert!(
+        e.to_string().starts_with("This is not allowed since there's already a kernel registered from python overriding foo's behavior for CPU dispatch key and co_err namespace."),
+        "{e}"
+    );
+    assert!(library::call("co_err::foo", std::slice::from_ref(&x), &[]).is_err());
+    imp.impl_override("foo", DispatchKey::CPU, scale_kernel)?;
     assert!(library::call("co_err::foo", std::slice::from_ref(&x), &[]).is_ok());
     // Errors from a kernel come back unchanged.
     imp.impl_("foo.int", DispatchKey::CPU, |_: &[Value]| {

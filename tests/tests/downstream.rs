@@ -2,7 +2,7 @@
 //! `opforge` like any user crate) for existing operators: the dispatcher collects
 //! them at link time and runs them, boxed and unboxed.
 
-use opforge::dispatch::{dispatcher, DispatchKey, KeySet, LocalKeys, KERNELS};
+use opforge::dispatch::{dispatcher, DispatchKey, KeySet, LocalKeys};
 use opforge::{kernel, DType, Device, OpId, Result, Scalar, Tensor, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -49,13 +49,23 @@ fn ints(values: &[Value]) -> Vec<i64> {
 fn registrations_are_collected_without_errors() {
     let errors = dispatcher().registration_errors();
     assert!(errors.is_empty(), "{errors:?}");
-    let mut ours: Vec<(&str, &str)> = KERNELS
-        .iter()
-        .filter(|e| e.file.ends_with("downstream.rs"))
-        .map(|e| (e.op, e.key))
-        .collect();
+    let mut ours: Vec<(String, DispatchKey)> = Vec::new();
+    for op in opforge::OPS.iter() {
+        let op = dispatcher().find(op.name).unwrap();
+        for (key, k) in op.registrations() {
+            if k.source().contains("downstream.rs") {
+                ours.push((op.qualified_name(), key));
+            }
+        }
+    }
     ours.sort();
-    assert_eq!(ours, [("mul.Tensor", "Autograd"), ("sub.Tensor", "Python")]);
+    assert_eq!(
+        ours,
+        [
+            ("aten::mul.Tensor".to_string(), DispatchKey::Autograd),
+            ("aten::sub.Tensor".to_string(), DispatchKey::Python)
+        ]
+    );
 }
 
 #[test]
@@ -70,7 +80,7 @@ fn the_dispatcher_runs_a_downstream_kernel_boxed() {
     assert!(MUL_CALLS.load(Ordering::SeqCst) > before);
     let (k, key) = op.kernel(t.key_set()).unwrap();
     assert_eq!(key, DispatchKey::Autograd);
-    assert!(k.source.contains("downstream.rs:"), "{}", k.source);
+    assert!(k.source().contains("downstream.rs:"), "{}", k.source());
 }
 
 #[test]
@@ -80,10 +90,9 @@ fn the_dispatcher_runs_a_downstream_kernel_unboxed() {
         .op(OpId::mul_Tensor)
         .kernel(t.key_set())
         .unwrap();
-    assert!(!k.unboxed.is_null());
-    // SAFETY: `#[kernel]` registers as unboxed pointer a function of exactly the
-    // operator's signature type, `sig::mul_Tensor`.
-    let f = unsafe { std::mem::transmute::<*const (), opforge::sig::mul_Tensor>(k.unboxed) };
+    // The unboxed entry comes back typed by the operator's signature, and only so.
+    let f = k.unboxed::<opforge::sig::mul_Tensor>().unwrap();
+    assert!(k.unboxed::<opforge::sig::neg>().is_none());
     assert_eq!(f(&t, &t).unwrap().to_vec::<i64>().unwrap(), [7, 7]);
     // The typed API takes the same path.
     let r = opforge::ops::mul_Tensor(&t, &t).unwrap();

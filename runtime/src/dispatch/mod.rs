@@ -20,7 +20,10 @@
 //! PyTorch).
 
 mod keys;
+pub(crate) mod linked;
 pub mod typed;
+
+use linked::{KernelEntry, KERNELS, OPERATOR_DEFS};
 
 pub use keys::{DispatchKey, KeySet, LocalKeys, RUNTIME_KEYS};
 
@@ -40,7 +43,7 @@ pub type DynBoxedFn =
 
 /// The boxed entry point of a kernel.
 #[derive(Clone)]
-pub enum Boxed {
+enum Boxed {
     /// A plain function (what `#[kernel]` generates).
     Fn(BoxedFn),
     /// A closure (kernels defined at run time).
@@ -49,30 +52,97 @@ pub enum Boxed {
     Fallthrough,
 }
 
-/// One registered kernel.
-#[derive(Clone)]
-pub struct Kernel {
-    /// Boxed entry point.
-    pub boxed: Boxed,
-    /// The unboxed function pointer (erased), or null when the kernel is boxed only.
-    /// Its type is the operator's signature type (`generated::sig::<op>`); the
-    /// registration macro checks that at compile time.
-    pub unboxed: *const (),
-    /// Where it was registered (`file:line`).
-    pub source: String,
+/// A kernel's unboxed entry point: a function pointer together with the
+/// identity of its type. A typed call gets the pointer back only as the exact
+/// type it was made from ([`Unboxed::get`]), so a kernel registered for one
+/// schema can never be called through another schema's signature.
+///
+/// ```
+/// use opforge::dispatch::Unboxed;
+/// fn double(x: i64) -> i64 { 2 * x }
+/// let u = Unboxed::new(double as fn(i64) -> i64);
+/// assert_eq!(u.get::<fn(i64) -> i64>().map(|f| f(21)), Some(42));
+/// assert!(u.get::<fn(f64) -> f64>().is_none()); // another type: refused
+/// ```
+#[derive(Clone, Copy)]
+pub struct Unboxed {
+    ty: std::any::TypeId,
+    /// The bytes of a value of type `ty` (a function pointer): written by
+    /// [`Unboxed::new`], read back only by [`Unboxed::get`] with that type.
+    bits: std::mem::MaybeUninit<*const ()>,
 }
 
-// SAFETY: `unboxed` is a plain `fn` pointer (code address), never dereferenced as
-// data; fn pointers are Send and Sync.
-unsafe impl Send for Kernel {}
-unsafe impl Sync for Kernel {}
+// SAFETY: `bits` holds a value of a type that is `Send + Sync` (required by
+// `Unboxed::new`); it is only ever copied out as that type.
+unsafe impl Send for Unboxed {}
+// SAFETY: as above.
+unsafe impl Sync for Unboxed {}
+
+impl Unboxed {
+    /// Erases `f` (a function pointer, or any `Copy` value of a pointer's size
+    /// and alignment; anything else does not compile).
+    pub fn new<F: Copy + Send + Sync + 'static>(f: F) -> Unboxed {
+        const {
+            assert!(
+                std::mem::size_of::<F>() == std::mem::size_of::<*const ()>()
+                    && std::mem::align_of::<F>() == std::mem::align_of::<*const ()>(),
+                "Unboxed holds function pointers: a value of a pointer's size and alignment"
+            )
+        };
+        let mut bits = std::mem::MaybeUninit::<*const ()>::uninit();
+        // SAFETY: `bits` has the size and alignment of `F` (checked at compile
+        // time above), so it is valid for one write of an `F`; `MaybeUninit`
+        // may hold any bytes, padding included.
+        unsafe { bits.as_mut_ptr().cast::<F>().write(f) };
+        Unboxed {
+            ty: std::any::TypeId::of::<F>(),
+            bits,
+        }
+    }
+
+    /// The function pointer, if it was made from an `F` (else `None`).
+    #[inline(always)]
+    pub fn get<F: Copy + 'static>(&self) -> Option<F> {
+        if self.ty == std::any::TypeId::of::<F>() {
+            // SAFETY: equal type ids: `new::<F>` wrote an `F` into `bits`, and
+            // nothing writes them afterwards (the field is private, the value
+            // `Copy`); reading it back as `F` reads a valid `F`.
+            Some(unsafe { self.bits.as_ptr().cast::<F>().read() })
+        } else {
+            None
+        }
+    }
+}
+
+/// One registered kernel: a boxed entry point (values in, values out), and for
+/// kernels registered with `#[kernel]` / `#[op]` an unboxed one typed by the
+/// operator's schema. Made by [`Kernel::from_closure`] and
+/// [`Kernel::fallthrough`] (or by the registration macros).
+///
+/// ```
+/// use opforge::dispatch::Kernel;
+/// use opforge::Value;
+/// let k = Kernel::from_closure("here", |_op, _keys, args: &[Value]| Ok(args.to_vec()));
+/// assert_eq!(k.source(), "here");
+/// assert!(!k.is_fallthrough() && !k.has_unboxed());
+/// ```
+#[derive(Clone)]
+pub struct Kernel {
+    boxed: Boxed,
+    unboxed: Option<Unboxed>,
+    /// The schema the kernel was written for (typed kernels): registration
+    /// refuses it for an operator with another schema.
+    schema: Option<&'static str>,
+    source: String,
+}
 
 impl Kernel {
     /// A fallthrough kernel.
     pub fn fallthrough(source: impl Into<String>) -> Kernel {
         Kernel {
             boxed: Boxed::Fallthrough,
-            unboxed: std::ptr::null(),
+            unboxed: None,
+            schema: None,
             source: source.into(),
         }
     }
@@ -84,13 +154,61 @@ impl Kernel {
     ) -> Kernel {
         Kernel {
             boxed: Boxed::Dyn(std::sync::Arc::new(f)),
-            unboxed: std::ptr::null(),
+            unboxed: None,
+            schema: None,
             source: source.into(),
         }
     }
 
-    fn is_fallthrough(&self) -> bool {
+    /// A kernel collected at link time (`#[kernel]`, `#[op]`).
+    fn from_entry(e: &KernelEntry) -> Kernel {
+        Kernel {
+            boxed: Boxed::Fn(e.boxed),
+            unboxed: Some((e.unboxed)()),
+            schema: Some(e.schema),
+            source: format!("{}:{}", e.file, e.line),
+        }
+    }
+
+    /// A fallthrough (skip this key)?
+    pub fn is_fallthrough(&self) -> bool {
         matches!(self.boxed, Boxed::Fallthrough)
+    }
+
+    /// Has an unboxed entry point?
+    #[inline]
+    pub fn has_unboxed(&self) -> bool {
+        self.unboxed.is_some()
+    }
+
+    /// The unboxed entry point as the function-pointer type `F`, if the kernel has
+    /// one of exactly that type (`opforge::sig::<op>` for an operator's kernels).
+    #[inline(always)]
+    pub fn unboxed<F: Copy + 'static>(&self) -> Option<F> {
+        match &self.unboxed {
+            Some(u) => u.get::<F>(),
+            None => None,
+        }
+    }
+
+    /// Where it was registered (`file:line`, or what the registering code said).
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The schema a typed kernel was written for (`None` for closures).
+    pub fn schema(&self) -> Option<&'static str> {
+        self.schema
+    }
+
+    /// Calls the boxed entry point.
+    #[inline]
+    pub fn call_boxed(&self, op: &Operator, keys: KeySet, args: &[Value]) -> Result<Vec<Value>> {
+        match &self.boxed {
+            Boxed::Fn(f) => f(op, keys, args),
+            Boxed::Dyn(f) => f(op, keys, args),
+            Boxed::Fallthrough => Err(op.no_kernel(keys)),
+        }
     }
 }
 
@@ -143,8 +261,10 @@ impl Operator {
     }
 
     /// Registers `kernel` for `key`. A second kernel for the same key is an error
-    /// naming both registrations.
+    /// naming both registrations, and so is a typed kernel written for another
+    /// schema.
     pub fn register(&self, key: DispatchKey, kernel: Kernel) -> Result<()> {
+        self.check_schema(&kernel)?;
         let mut regs = self.registered.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, prev)) = regs.iter().find(|(k, _)| *k == key) {
             return Err(Error::DuplicateKernel(Box::new(DuplicateKernel {
@@ -159,12 +279,48 @@ impl Operator {
         Ok(())
     }
 
-    /// Replaces (or adds) the kernel for `key`.
-    pub fn register_override(&self, key: DispatchKey, kernel: Kernel) {
+    /// Replaces the kernel for `key`, or adds it if there is none: the explicit
+    /// way to override a registration (PyTorch's `allow_override=True`). A typed
+    /// kernel written for another schema is refused, as by [`Operator::register`].
+    pub fn override_kernel(&self, key: DispatchKey, kernel: Kernel) -> Result<()> {
+        self.check_schema(&kernel)?;
         let mut regs = self.registered.lock().unwrap_or_else(|e| e.into_inner());
         regs.retain(|(k, _)| *k != key);
         regs.push((key, Box::leak(Box::new(kernel))));
         self.resolve(&regs, &dispatcher().fallbacks());
+        Ok(())
+    }
+
+    /// A typed kernel must have been written for this operator's schema.
+    fn check_schema(&self, kernel: &Kernel) -> Result<()> {
+        match kernel.schema {
+            Some(s) if !same_schema(s, self.schema) => Err(Error::Runtime(
+                format!(
+                    "{}: cannot register the kernel from {} for `{}`: it was written for `{s}`",
+                    self.qualified_name(),
+                    kernel.source,
+                    qualified_schema(self.schema)
+                )
+                .into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Every kernel registered directly for this operator: its key and the kernel
+    /// (whose [`Kernel::source`] says where it came from), in key order.
+    ///
+    /// ```
+    /// use opforge::dispatch::{dispatcher, DispatchKey};
+    /// let neg = dispatcher().find("aten::neg").unwrap();
+    /// let keys: Vec<DispatchKey> = neg.registrations().iter().map(|(k, _)| *k).collect();
+    /// assert!(keys.contains(&DispatchKey::CPU) && keys.contains(&DispatchKey::Meta));
+    /// ```
+    pub fn registrations(&self) -> Vec<(DispatchKey, &'static Kernel)> {
+        let regs = self.registered.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<(DispatchKey, &'static Kernel)> = regs.clone();
+        out.sort_by_key(|(k, _)| *k);
+        out
     }
 
     /// The keys that have kernels registered directly (for error messages).
@@ -268,11 +424,7 @@ impl Operator {
     pub fn call_with_keys(&self, keys: KeySet, args: &[Value]) -> Result<Vec<Value>> {
         let (kernel, key) = self.kernel(keys)?;
         let keys = (keys | LocalKeys::get().included).below_or_at(key);
-        match &kernel.boxed {
-            Boxed::Fn(f) => f(self, keys, args),
-            Boxed::Dyn(f) => f(self, keys, args),
-            Boxed::Fallthrough => Err(self.no_kernel(keys)),
-        }
+        kernel.call_boxed(self, keys, args)
     }
 
     /// Redispatches to the next key below `current`.
@@ -284,6 +436,24 @@ impl Operator {
     ) -> Result<Vec<Value>> {
         self.call_with_keys(keys.below(current), args)
     }
+}
+
+/// `ns::name.overload(...) -> ...`: a schema with its namespace.
+fn qualified_schema(s: &OpSchema) -> String {
+    match s.schema.find("::") {
+        Some(i) if s.schema.find('(').is_some_and(|p| i < p) => s.schema.to_string(),
+        _ => format!("{}::{}", s.namespace, s.schema),
+    }
+}
+
+/// Is `text` (a schema, with or without its namespace; `aten` when not written)
+/// the schema of `op`?
+fn same_schema(text: &str, op: &OpSchema) -> bool {
+    let text = match text.find("::") {
+        Some(i) if text.find('(').is_some_and(|p| i < p) => text.to_string(),
+        _ => format!("aten::{text}"),
+    };
+    text == qualified_schema(op)
 }
 
 /// The run-time defined operator `ns::name.overload` (namespace `aten` when not
@@ -298,50 +468,6 @@ fn find_dynamic(dynamic: &[&'static Operator], name: &str) -> Option<&'static Op
 
 /// Global fallback kernels per runtime key.
 type Fallbacks = [Option<&'static Kernel>; RUNTIME_KEYS];
-
-/// A kernel registration collected at link time (by `#[kernel]`, via linkme).
-pub struct KernelEntry {
-    /// `ns::name.overload` or `name.overload` (namespace `aten`).
-    pub op: &'static str,
-    /// The key name (`CPU`, `Meta`, `CompositeImplicitAutograd`, …).
-    pub key: &'static str,
-    /// Boxed entry point.
-    pub boxed: BoxedFn,
-    /// Unboxed entry point, erased.
-    pub unboxed: fn() -> *const (),
-    /// Source file.
-    pub file: &'static str,
-    /// Source line.
-    pub line: u32,
-}
-
-/// Every kernel registered with `#[kernel]`, in any crate of the program.
-///
-/// Why linkme: registration must work from any crate (downstream crates add
-/// kernels for existing operators) without a central list to edit, and cost
-/// nothing until the dispatcher is first used; a distributed slice gathers the
-/// entries at link time, and the dispatcher reads it once. Swapping to
-/// `inventory` or a generated table would touch this item and `Dispatcher::build`
-/// only.
-#[linkme::distributed_slice]
-pub static KERNELS: [KernelEntry];
-
-/// An operator definition collected at link time (by `#[op]`, via linkme).
-pub struct OperatorDef {
-    /// The namespace-qualified schema (`mylib::scale(Tensor x, float k=1.0) -> Tensor`).
-    pub schema: &'static str,
-    /// Source file.
-    pub file: &'static str,
-    /// Source line.
-    pub line: u32,
-}
-
-/// Every operator defined with `#[op]`, in any crate of the program. The
-/// dispatcher defines them when it is built, before it registers the
-/// [`KERNELS`] (which may name them), so an `#[op]` operator exists from the
-/// first dispatcher use on.
-#[linkme::distributed_slice]
-pub static OPERATOR_DEFS: [OperatorDef];
 
 /// The process-wide dispatcher: the operators of the generated tables (indexed by
 /// `OpId`) plus operators defined at run time.
@@ -413,11 +539,11 @@ impl Dispatcher {
                     }
                 },
             };
-            let kernel = Kernel {
-                boxed: Boxed::Fn(e.boxed),
-                unboxed: (e.unboxed)(),
-                source: format!("{}:{}", e.file, e.line),
-            };
+            let kernel = Kernel::from_entry(e);
+            if let Err(err) = op.check_schema(&kernel) {
+                errors.push(err);
+                continue;
+            }
             let mut regs = op.registered.lock().unwrap_or_else(|p| p.into_inner());
             if let Some((_, prev)) = regs.iter().find(|(k, _)| *k == key) {
                 errors.push(Error::DuplicateKernel(Box::new(DuplicateKernel {

@@ -142,8 +142,8 @@ fn registration_may_race_with_calls() {
             }
         });
         for _ in 0..200 {
-            op.register_override(DispatchKey::CPU, tag("second"));
-            op.register_override(DispatchKey::CPU, tag("first"));
+            op.override_kernel(DispatchKey::CPU, tag("second")).unwrap();
+            op.override_kernel(DispatchKey::CPU, tag("first")).unwrap();
         }
         caller.join().unwrap();
     });
@@ -166,4 +166,76 @@ fn key_sets() {
         format!("{}", KeySet::of(DispatchKey::CPU).with(DispatchKey::Python)),
         "DispatchKeySet(CPU, Python)"
     );
+}
+
+#[test]
+fn a_second_kernel_for_a_key_is_an_error_unless_it_overrides() {
+    let op = Operator::new(schema("twice"));
+    op.register(DispatchKey::CPU, tag("first")).unwrap();
+    let e = op.register(DispatchKey::CPU, tag("second")).unwrap_err();
+    assert!(matches!(e, Error::DuplicateKernel(_)), "{e}");
+    assert_eq!(run(&op, &[cpu()]), "first");
+    op.override_kernel(DispatchKey::CPU, tag("second")).unwrap();
+    assert_eq!(run(&op, &[cpu()]), "second");
+}
+
+fn neg_like(_: &Tensor) -> Result<Tensor> {
+    Err(Error::Runtime("neg_like ran".into()))
+}
+
+fn boxed_never(_: &Operator, _: KeySet, _: &[Value]) -> Result<Vec<Value>> {
+    Ok(vec![Value::Str("boxed".into())])
+}
+
+fn unboxed_neg_like() -> Unboxed {
+    Unboxed::new(neg_like as fn(&Tensor) -> Result<Tensor>)
+}
+
+/// A typed kernel made for `test::neg_like(Tensor self) -> Tensor`.
+static NEG_LIKE: linked::KernelEntry = linked::KernelEntry {
+    op: "test::neg_like",
+    key: "CPU",
+    schema: "test::neg_like(Tensor self) -> Tensor",
+    boxed: boxed_never,
+    unboxed: unboxed_neg_like,
+    file: "tests.rs",
+    line: 1,
+};
+
+#[test]
+fn a_typed_kernel_written_for_another_schema_is_refused() {
+    let mut s = *schema("other");
+    s.schema = "test::other(Tensor self, int k) -> Tensor";
+    let op = Operator::new(Box::leak(Box::new(s)));
+    let e = op
+        .register(DispatchKey::CPU, Kernel::from_entry(&NEG_LIKE))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "test::other: cannot register the kernel from tests.rs:1 for `test::other(Tensor self, int k) -> Tensor`: it was written for `test::neg_like(Tensor self) -> Tensor`"
+    );
+    assert!(op
+        .override_kernel(DispatchKey::CPU, Kernel::from_entry(&NEG_LIKE))
+        .is_err());
+    // The same schema text (namespaced or not) is accepted.
+    let mut s = *schema("neg_like");
+    s.schema = "neg_like(Tensor self) -> Tensor";
+    s.namespace = "test";
+    let op = Operator::new(Box::leak(Box::new(s)));
+    op.register(DispatchKey::CPU, Kernel::from_entry(&NEG_LIKE))
+        .unwrap();
+}
+
+#[test]
+fn the_unboxed_entry_comes_back_only_as_its_own_type() {
+    let k = Kernel::from_entry(&NEG_LIKE);
+    assert!(k.has_unboxed());
+    type Right = fn(&Tensor) -> Result<Tensor>;
+    type Wrong = fn(&Tensor, i64) -> Result<Tensor>;
+    let t = Tensor::zeros(&[1], DType::Float32, Device::Cpu);
+    let f = k.unboxed::<Right>().unwrap();
+    assert_eq!(f(&t).unwrap_err().to_string(), "neg_like ran");
+    assert!(k.unboxed::<Wrong>().is_none());
+    assert!(k.unboxed::<fn(&Tensor) -> Result<Vec<Tensor>>>().is_none());
+    assert!(tag("closure").unboxed::<Right>().is_none());
 }

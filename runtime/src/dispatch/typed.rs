@@ -97,48 +97,41 @@ pub fn call_boxed<R: FromValues + crate::overrides::TypedRet>(
     R::from_values(op.call_with_keys(with_backend(arg_keys), &values)?)
 }
 
-/// One typed call: `typed_call!(OpId::add_Tensor, sig::add_Tensor, keys, (self_, other, alpha))`,
+/// One typed call (`opforge::__private::typed_call!`): `typed_call!(OpId::add_Tensor, sig::add_Tensor, keys, (self_, other, alpha))`,
 /// or for an operator given by reference, `typed_call!(@op op, sig, keys, (args))`.
+/// The kernel's unboxed entry is used only if it has exactly the type `$sig`
+/// ([`crate::dispatch::Kernel::unboxed`]); otherwise the arguments are boxed.
 #[macro_export]
 #[doc(hidden)]
-macro_rules! typed_call {
+macro_rules! __typed_call {
     (@op $op:expr, $sig:ty, $keys:expr, ($($arg:expr),*)) => {{
         let arg_keys = $keys;
-        let op: &'static $crate::dispatch::Operator = $op;
-        let (kernel, key) = op.kernel($crate::dispatch::typed::with_backend(arg_keys))?;
-        if !kernel.unboxed.is_null() {
-            // SAFETY: an operator's kernels with an unboxed pointer are registered
-            // by `#[kernel]` / `#[op]` for its schema, and that pointer is a wrapper
-            // coerced to the fn-pointer type derived from the schema by the same
-            // function (`rust_types::fn_pointer_type`) that wrote `$sig`; so it has
-            // exactly type `$sig`. Closures registered at run time have none.
-            let f = unsafe { ::std::mem::transmute::<*const (), $sig>(kernel.unboxed) };
-            f($($arg),*)
-        } else {
-            $crate::dispatch::typed::call_boxed(
+        let op: &'static $crate::__private::Operator = $op;
+        let (kernel, key) = op.kernel($crate::__private::with_backend(arg_keys))?;
+        match kernel.unboxed::<$sig>() {
+            ::std::option::Option::Some(f) => f($($arg),*),
+            ::std::option::Option::None => $crate::__private::call_boxed(
                 op,
                 arg_keys,
                 kernel,
                 key,
-                &mut |k: ::std::option::Option<&'static $crate::dispatch::Kernel>,
-                      out: &mut ::std::vec::Vec<$crate::value::Value>| match k {
-                    ::std::option::Option::Some(k) if !k.unboxed.is_null() => {
-                        // SAFETY: as above.
-                        let f = unsafe { ::std::mem::transmute::<*const (), $sig>(k.unboxed) };
-                        ::std::option::Option::Some(
-                            f($($arg),*).map($crate::overrides::TypedRet::into_value),
-                        )
-                    }
-                    ::std::option::Option::Some(_) => ::std::option::Option::None,
+                &mut |k: ::std::option::Option<&'static $crate::__private::Kernel>,
+                      out: &mut ::std::vec::Vec<$crate::__private::Value>| match k
+                    .and_then(|k| k.unboxed::<$sig>())
+                {
+                    ::std::option::Option::Some(f) => ::std::option::Option::Some(
+                        f($($arg),*).map($crate::__private::TypedRet::into_value),
+                    ),
+                    ::std::option::Option::None if k.is_some() => ::std::option::Option::None,
                     ::std::option::Option::None => {
-                        out.extend([$($crate::value::ToValue::to_value(&$arg)),*]);
+                        out.extend([$($crate::__private::ToValue::to_value(&$arg)),*]);
                         ::std::option::Option::None
                     }
                 },
-            )
+            ),
         }
     }};
     ($id:expr, $sig:ty, $keys:expr, ($($arg:expr),*)) => {
-        $crate::typed_call!(@op $crate::dispatch::dispatcher().op($id), $sig, $keys, ($($arg),*))
+        $crate::__typed_call!(@op $crate::__private::dispatcher().op($id), $sig, $keys, ($($arg),*))
     };
 }

@@ -188,7 +188,7 @@ pub(crate) fn alloc(shape: &[usize], dtype: DType, device: Device) -> Result<Ten
 pub(crate) fn resize_output(out: &Tensor, shape: &[usize]) -> Result<()> {
     if out.shape() != shape {
         check_alloc(shape, out.dtype(), out.device())?;
-        out.resize_(shape);
+        out.resize_(shape)?;
     }
     Ok(())
 }

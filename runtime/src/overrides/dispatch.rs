@@ -218,7 +218,7 @@ impl<'a> DispatchCall<'a> {
             // A typed call reaching an unboxed kernel stays unboxed.
             let op = self.func.operator();
             let (kernel, _) = op.kernel(with_backend(*arg_keys))?;
-            if !kernel.unboxed.is_null() {
+            if kernel.has_unboxed() {
                 if let Some(r) = (args.borrow_mut())(Some(kernel), &mut Vec::new()) {
                     return r;
                 }

@@ -218,6 +218,37 @@ pub struct Geometry {
     pub offset: usize,
 }
 
+impl Geometry {
+    /// Checks that the geometry is well formed: as many strides as sizes, an
+    /// element count and extent that fit in `usize`, and every element inside
+    /// the storage (`itemsize` is for the message).
+    pub fn validate(&self, itemsize: usize) -> Result<()> {
+        let (shape, strides, offset) = (&self.shape, &self.strides, self.offset);
+        if shape.len() != strides.len() {
+            return Err(Error::Runtime(
+                format!(
+                    "mismatch in length of strides and shape: {} vs {}",
+                    strides.len(),
+                    shape.len()
+                )
+                .into(),
+            ));
+        }
+        let len = self.storage.len();
+        if let Some(last) = last_offset(shape, strides, offset)? {
+            if last >= len {
+                let bytes = |n: usize| n.saturating_mul(itemsize);
+                return Err(Error::Runtime(format!(
+                    "setStorage: sizes {shape:?}, strides {strides:?}, storage offset {offset}, and itemsize {itemsize} requiring a storage size of {} are out of bounds for storage of size {}",
+                    bytes(last.saturating_add(1)),
+                    bytes(len)
+                ).into()));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Contiguous (row-major) strides for `shape`.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
@@ -229,9 +260,41 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     strides
 }
 
-/// Number of elements of `shape`.
+/// Number of elements of `shape` (saturating at `usize::MAX`: a tensor's own
+/// shape always has an exact count, see [`checked_numel`]).
 pub fn numel(shape: &[usize]) -> usize {
-    shape.iter().product()
+    shape.iter().fold(1usize, |a, &d| a.saturating_mul(d))
+}
+
+/// Number of elements of `shape`, or `None` if it overflows `usize`.
+pub fn checked_numel(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
+}
+
+/// The storage position of the last element a geometry reaches (`None` for an
+/// empty shape), in checked arithmetic: PyTorch's error for a geometry whose
+/// extent overflows.
+pub fn last_offset(shape: &[usize], strides: &[usize], offset: usize) -> Result<Option<usize>> {
+    if shape.contains(&0) {
+        return Ok(None);
+    }
+    let overflow = || {
+        Error::Runtime(
+            format!(
+                "Storage size calculation overflowed with sizes={shape:?} and strides={strides:?}"
+            )
+            .into(),
+        )
+    };
+    checked_numel(shape).ok_or_else(overflow)?;
+    shape
+        .iter()
+        .zip(strides)
+        .try_fold(offset, |acc, (&n, &s)| {
+            (n - 1).checked_mul(s).and_then(|d| acc.checked_add(d))
+        })
+        .map(Some)
+        .ok_or_else(overflow)
 }
 
 struct TensorInner {
@@ -540,60 +603,39 @@ impl Tensor {
     /// A view of the same storage with another geometry. Fails if it reaches outside
     /// the storage.
     pub fn as_strided(&self, shape: &[usize], strides: &[usize], offset: usize) -> Result<Tensor> {
-        if shape.len() != strides.len() {
-            return Err(Error::Runtime(
-                format!(
-                    "mismatch in length of strides and shape: {} vs {}",
-                    strides.len(),
-                    shape.len()
-                )
-                .into(),
-            ));
-        }
-        let storage = self.storage();
-        let len = storage.len();
-        if numel(shape) > 0 {
-            let last = offset
-                + shape
-                    .iter()
-                    .zip(strides)
-                    .map(|(&n, &s)| (n - 1) * s)
-                    .sum::<usize>();
-            if last >= len {
-                return Err(Error::Runtime(format!(
-                    "setStorage: sizes {shape:?}, strides {strides:?}, storage offset {offset}, and itemsize {} requiring a storage size of {} are out of bounds for storage of size {}",
-                    self.dtype().itemsize(),
-                    (last + 1) * self.dtype().itemsize(),
-                    len * self.dtype().itemsize()
-                ).into()));
-            }
-        }
-        Ok(Tensor::from_geometry(
-            self.dtype(),
-            self.device(),
-            Geometry {
-                storage,
-                shape: shape.to_vec(),
-                strides: strides.to_vec(),
-                offset,
-            },
-        ))
+        let geometry = Geometry {
+            storage: self.storage(),
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+        };
+        geometry.validate(self.dtype().itemsize())?;
+        Ok(Tensor::from_geometry(self.dtype(), self.device(), geometry))
     }
 
     /// Changes this tensor's geometry in place (every handle sees it): what `out=`
-    /// resizing and `set_` do.
-    pub fn set_geometry(&self, geometry: Geometry) {
+    /// resizing and `set_` do. A geometry reaching outside its storage (or whose
+    /// extent overflows) is refused, as by [`Tensor::as_strided`].
+    pub fn set_geometry(&self, geometry: Geometry) -> Result<()> {
+        geometry.validate(self.dtype().itemsize())?;
         *self.0.geometry.write().unwrap_or_else(|e| e.into_inner()) = geometry;
+        Ok(())
     }
 
     /// Resizes in place to `shape` with contiguous strides, keeping the storage if
     /// it is large enough (PyTorch's `resize_`); new elements are zero.
-    pub fn resize_(&self, shape: &[usize]) {
+    pub fn resize_(&self, shape: &[usize]) -> Result<()> {
         let g = self.geometry();
         if g.shape == shape {
-            return;
+            return Ok(());
         }
-        let need = g.offset + numel(shape);
+        let need = checked_numel(shape)
+            .and_then(|n| n.checked_add(g.offset))
+            .ok_or_else(|| {
+                Error::Runtime(
+                    format!("Storage size calculation overflowed with sizes={shape:?}").into(),
+                )
+            })?;
         let storage = if need <= g.storage.len() {
             g.storage
         } else {
@@ -614,7 +656,7 @@ impl Tensor {
             shape: shape.to_vec(),
             strides: contiguous_strides(shape),
             offset: g.offset,
-        });
+        })
     }
 
     /// Runs `f` on an ndarray view of the elements (no copy). `T` must be the
@@ -629,19 +671,14 @@ impl Tensor {
                 .map_err(|e| Error::Runtime(e.to_string().into()))?;
             return Ok(f(v));
         }
-        let end = g.offset
-            + g.shape
-                .iter()
-                .zip(&g.strides)
-                .map(|(&n, &s)| (n - 1) * s)
-                .sum::<usize>();
-        if end >= data.len() {
+        let end = last_offset(&g.shape, &g.strides, g.offset)?.unwrap_or(0);
+        if g.shape.len() != g.strides.len() || end >= data.len() {
             return Err(Error::Runtime(
                 "tensor view is out of bounds of its storage".into(),
             ));
         }
-        // SAFETY: every element the view can reach lies in `data[offset..=end]`
-        // (checked above); the view is read-only and lives while the read lock is
+        // SAFETY: as many strides as sizes, and every element the view can reach
+        // lies in `data[offset..=end]` (checked above, in checked arithmetic); the view is read-only and lives while the read lock is
         // held; overlapping elements (stride 0) are fine for a read-only view.
         let v = unsafe {
             ArrayViewD::from_shape_ptr(
@@ -898,9 +935,46 @@ mod tests {
     fn resize_keeps_identity_and_grows_storage() {
         let t = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
         let same = t.clone();
-        t.resize_(&[2, 2]);
+        t.resize_(&[2, 2]).unwrap();
         assert_eq!(same.shape(), vec![2, 2]);
         assert_eq!(same.to_vec::<i64>().unwrap(), vec![1, 2, 0, 0]);
+    }
+
+    /// Geometry arithmetic is checked: an overflowing extent is an error (in
+    /// debug and release builds alike: the arithmetic is explicit, never the
+    /// build's overflow checks), and no view ever reads outside its storage.
+    #[test]
+    fn overflowing_geometry_is_an_error_not_a_wrap() {
+        let t = Tensor::from_vec(vec![1.0f32; 5], &[5]).unwrap();
+        let e = t.as_strided(&[5], &[1 << 62], 0).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Storage size calculation overflowed with sizes=[5] and strides=[4611686018427387904]"
+        );
+        assert!(t.as_strided(&[2], &[1], usize::MAX).is_err());
+        assert!(t.as_strided(&[usize::MAX, 3], &[0, 1], 0).is_err());
+        assert!(t.as_strided(&[2, 2], &[1], 0).is_err());
+        let e = t.as_strided(&[3], &[3], 0).unwrap_err().to_string();
+        assert_eq!(e, "setStorage: sizes [3], strides [3], storage offset 0, and itemsize 4 requiring a storage size of 28 are out of bounds for storage of size 20");
+        assert!(t.as_strided(&[3], &[2], 0).is_ok());
+        assert!(t
+            .as_strided(&[0, usize::MAX], &[1 << 62, 1 << 62], 7)
+            .is_ok());
+        let mut g = t.geometry();
+        g.strides = vec![1 << 62];
+        assert!(t.set_geometry(g).is_err());
+        assert_eq!(t.strides(), vec![1]);
+        assert!(t.resize_(&[usize::MAX, 2]).is_err());
+        assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0; 5]);
+    }
+
+    #[test]
+    fn a_view_of_a_storage_that_shrank_is_an_error() {
+        let t = Tensor::from_vec(vec![1i64, 2, 3, 4], &[4]).unwrap();
+        let v = t.as_strided(&[2], &[1], 2).unwrap();
+        *t.storage().write() = Buffer::I64(vec![9]);
+        assert!(v.to_vec::<i64>().is_err());
+        assert!(t.to_vec::<i64>().is_err());
     }
 
     #[test]
