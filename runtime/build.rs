@@ -1,4 +1,4 @@
-//! Runs opforge-codegen on the workspace's `native_functions.yaml` (with `tags.yaml`
+//! Runs opforge-codegen on the crate's `native_functions.yaml` (with `tags.yaml`
 //! and `deprecated.yaml` beside it) and writes the
 //! generated schema tables to `$OUT_DIR/ops.rs`. A schema file with problems fails
 //! the build with every diagnostic printed as `file:line: entry: message`.
@@ -6,8 +6,7 @@
 use std::path::PathBuf;
 
 fn main() {
-    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let root = manifest.join("..");
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let yaml = root.join("native_functions.yaml");
     let tags = root.join("tags.yaml");
     println!("cargo:rerun-if-changed={}", yaml.display());

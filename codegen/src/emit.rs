@@ -8,7 +8,7 @@
 //! refers to them as `crate::schema::…` and is `include!`d by the runtime.
 
 use crate::lower::{Plan, PlannedOp};
-use crate::model::*;
+use opforge_schema::model::*;
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 

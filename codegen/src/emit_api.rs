@@ -16,9 +16,9 @@
 //! `Clone::clone` is a cheap handle copy; PyTorch's `clone` copies the data).
 
 use crate::lower::{arg_ident, Plan, PlannedOp, Skip};
-use crate::model::{Argument, BaseType, DefaultValue, Type};
 use crate::rust_types::{fn_pointer_type, param_type, result_type, unsupported, Spelling};
 use heck::ToSnakeCase;
+use opforge_schema::model::{Argument, BaseType, DefaultValue, Type};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use std::collections::{HashMap, HashSet};
@@ -136,7 +136,7 @@ fn convenience_names(plan: &Plan) -> HashMap<String, String> {
 }
 
 /// `name: Type` for every argument of a schema.
-fn all_params(f: &crate::model::FunctionSchema) -> Vec<TokenStream> {
+fn all_params(f: &opforge_schema::model::FunctionSchema) -> Vec<TokenStream> {
     f.arguments
         .all
         .iter()
@@ -741,7 +741,7 @@ pub fn registrations(plan: &Plan) -> (String, Vec<Skip>) {
             ));
         }
         for (key, kernel) in kernels {
-            if !crate::model::RUNTIME_DISPATCH_KEYS.contains(&key.as_str()) {
+            if !opforge_schema::model::RUNTIME_DISPATCH_KEYS.contains(&key.as_str()) {
                 skips.push(Skip {
                     op: name.clone(),
                     reason: format!("no runtime slot for dispatch key {key}"),
@@ -781,7 +781,8 @@ mod tests {
     #[test]
     fn coverage_lists_every_guarded_function() {
         let src = include_str!("../tests/fixtures/mini.yaml");
-        let file = crate::load::load_str("mini.yaml", src).unwrap_or_else(|d| panic!("{d}"));
+        let file =
+            opforge_schema::load::load_str("mini.yaml", src).unwrap_or_else(|d| panic!("{d}"));
         let plan = crate::lower::lower(&file, &[]).unwrap();
         let text = api_tokens(&plan).0.to_string();
         let (api, table) = text.split_once("pub mod __coverage").unwrap();

@@ -1,19 +1,14 @@
-//! opforge-codegen: the schema language, the `native_functions.yaml` loader, validation,
-//! derivations and Rust emission. No I/O happens inside the library except in
-//! [`load::load_file`]; everything else is a pure function of the model.
+//! opforge-codegen: lowering and Rust emission for a schema file loaded by
+//! `opforge-schema`, and the `opforge-codegen` command line. Build scripts use
+//! it; nothing at run time depends on it.
 
-pub mod diag;
+pub mod cli;
 pub mod emit;
 pub mod emit_api;
-pub mod groups;
-pub mod load;
 pub mod lower;
-pub mod model;
-pub mod overrides;
-pub mod python;
 pub mod rust_types;
-pub mod schema;
-pub mod validate;
+
+use opforge_schema::{diag, load};
 
 use std::path::Path;
 
@@ -46,57 +41,23 @@ pub fn generate(
         }
         None => None,
     };
-    let file = check_str(&name, &src, tags.as_deref())?;
-    let deprecated = read_deprecated(yaml)?;
+    let file = opforge_schema::check_str(&name, &src, tags.as_deref())?;
+    let deprecated = opforge_schema::read_deprecated(yaml)?;
     let plan = lower::lower(&file, &deprecated)
         .map_err(|e| diag::Diagnostics(vec![diag::Diagnostic::new(&file.file, 0, e)]))?;
+    emit_all(&plan)
+}
+
+/// Every generated file for a plan, as `(file name, contents)`: the tables
+/// (`ops.rs`), the typed API (`api.rs`) and the kernel registrations
+/// (`registrations.rs`). What the build script writes and `emit --out` writes.
+pub fn emit_all(plan: &lower::Plan) -> Result<Vec<(String, String)>, diag::Diagnostics> {
     Ok(vec![
-        ("ops.rs".to_string(), emit::tables(&plan)),
-        ("api.rs".to_string(), emit_api::api(&plan)),
+        ("ops.rs".to_string(), emit::tables(plan)),
+        ("api.rs".to_string(), emit_api::api(plan)),
         (
             "registrations.rs".to_string(),
-            emit_api::registrations(&plan).0,
+            emit_api::registrations(plan).0,
         ),
     ])
-}
-
-/// The entries of the `deprecated.yaml` beside `yaml` (none if there is no such file).
-pub fn read_deprecated(yaml: &Path) -> Result<Vec<python::DeprecatedEntry>, diag::Diagnostics> {
-    let path = yaml
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join("deprecated.yaml");
-    if !path.exists() {
-        return Ok(Vec::new());
-    }
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        diag::Diagnostics(vec![diag::Diagnostic::new(
-            &name,
-            0,
-            format!("cannot read: {e}"),
-        )])
-    })?;
-    python::load_deprecated_str(&name, &text)
-}
-
-/// Loads and validates schema-file text, reporting every problem in one run: entries
-/// that load are validated even when others do not (cross-entry checks then wait
-/// for a clean load). `tags` are the known tag names, if they are to be checked.
-pub fn check_str(
-    file: &str,
-    src: &str,
-    tags: Option<&[String]>,
-) -> Result<load::SchemaFile, diag::Diagnostics> {
-    let (loaded, mut diags) = load::load_str_partial(file, src);
-    let clean = diags.0.is_empty();
-    if let Err(more) = validate::validate_with(&loaded, tags, clean) {
-        diags.0.extend(more.0);
-        diags.sort();
-    }
-    if diags.0.is_empty() {
-        Ok(loaded)
-    } else {
-        Err(diags)
-    }
 }

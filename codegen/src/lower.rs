@@ -5,12 +5,12 @@
 //! operator does not depend on where it sits in the YAML. Nothing is dropped
 //! silently: anything not emitted is a [`Skip`] with a reason.
 
-use crate::groups::{group, OperatorGroup};
-use crate::load::SchemaFile;
-use crate::model::{FunctionSchema, NativeFunction};
-use crate::overrides::{overridable, Overridable};
-use crate::python::{derive_bindings, Binding, DeprecatedEntry};
-use crate::validate::cpp_name;
+use opforge_schema::groups::{group, OperatorGroup};
+use opforge_schema::load::SchemaFile;
+use opforge_schema::model::{FunctionSchema, NativeFunction};
+use opforge_schema::overrides::{overridable, Overridable};
+use opforge_schema::python::{derive_bindings, Binding, DeprecatedEntry};
+use opforge_schema::validate::cpp_name;
 
 /// Rust keywords (strict and reserved), which get a trailing `_` as identifiers.
 pub const RUST_KEYWORDS: &[&str] = &[
@@ -26,13 +26,13 @@ pub const RUST_KEYWORDS: &[&str] = &[
 ///
 /// ```
 /// use opforge_codegen::lower::op_ident;
-/// use opforge_codegen::schema::parse_operator_name_str as n;
+/// use opforge_schema::schema::parse_operator_name_str as n;
 /// assert_eq!(op_ident(&n("add.Tensor").unwrap()), "add_Tensor");
 /// assert_eq!(op_ident(&n("add_.Tensor").unwrap()), "add__Tensor");
 /// assert_eq!(op_ident(&n("neg").unwrap()), "neg");
 /// assert_eq!(op_ident(&n("mylib::scale").unwrap()), "mylib_scale");
 /// ```
-pub fn op_ident(name: &crate::model::OperatorName) -> String {
+pub fn op_ident(name: &opforge_schema::model::OperatorName) -> String {
     let mut s = name.unqualified().replace('.', "_");
     if let Some(ns) = name.namespace.as_deref().filter(|ns| *ns != "aten") {
         s = format!("{ns}_{s}");

@@ -6,7 +6,7 @@
 //! module docs. Types are rendered with a path prefix (`::opforge::Tensor` in
 //! generated code, none in messages).
 
-use crate::model::{Argument, BaseType, FunctionSchema, Return, Type};
+use opforge_schema::model::{Argument, BaseType, FunctionSchema, Return, Type};
 
 /// How to spell runtime types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,7 +68,8 @@ fn base_type(b: BaseType, s: Spelling) -> Option<String> {
 /// single tensor (`Tensor(a!)`) is taken as `&mut Tensor`.
 ///
 /// ```
-/// use opforge_codegen::{rust_types::{param_type, Spelling}, schema::parse_schema};
+/// use opforge_codegen::rust_types::{param_type, Spelling};
+/// use opforge_schema::schema::parse_schema;
 /// let s = parse_schema("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)").unwrap();
 /// let ts: Vec<String> = s.arguments.all.iter().map(|a| param_type(a, Spelling::Short).unwrap()).collect();
 /// assert_eq!(ts, ["&Tensor", "&Tensor", "Scalar", "&mut Tensor"]);
@@ -148,7 +149,7 @@ pub fn unsupported(f: &FunctionSchema) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::parse_schema;
+    use opforge_schema::schema::parse_schema;
 
     #[test]
     fn mapping() {

@@ -2,7 +2,8 @@
 //! code shows up as a diff here. Re-bless with `OPFORGE_BLESS=1 cargo test -p opforge-codegen --test emit_snapshot`
 //! and read the diff.
 
-use opforge_codegen::{emit, load, lower, validate};
+use opforge_codegen::{emit, lower};
+use opforge_schema::{load, validate};
 use std::path::PathBuf;
 
 #[test]

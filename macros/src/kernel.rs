@@ -20,8 +20,8 @@
 //! reports each mismatch exactly once.
 
 use opforge_codegen::lower::arg_ident;
-use opforge_codegen::model::{FunctionSchema, NativeFunction};
 use opforge_codegen::rust_types::{fn_pointer_type, param_type, result_type, Spelling};
+use opforge_schema::model::{FunctionSchema, NativeFunction};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use std::fmt::Display;
@@ -29,16 +29,16 @@ use std::sync::OnceLock;
 use syn::spanned::Spanned;
 
 /// The project's schema file, embedded so that cargo rebuilds on change.
-const SCHEMA_YAML: &str = include_str!("../../native_functions.yaml");
+const SCHEMA_YAML: &str = include_str!("../../runtime/native_functions.yaml");
 
 /// Keys a kernel may be registered under.
-const KEYS: &[&str] = opforge_codegen::model::RUNTIME_DISPATCH_KEYS;
+const KEYS: &[&str] = opforge_schema::model::RUNTIME_DISPATCH_KEYS;
 
 /// The operators of the schema file, parsed once per compiler process.
 fn schema_file() -> Result<&'static [NativeFunction], String> {
     static FILE: OnceLock<Result<Vec<NativeFunction>, String>> = OnceLock::new();
     FILE.get_or_init(|| {
-        opforge_codegen::load::load_str("native_functions.yaml", SCHEMA_YAML)
+        opforge_schema::load::load_str("native_functions.yaml", SCHEMA_YAML)
             .map(|f| f.entries)
             .map_err(|d| d.to_string())
     })
@@ -163,7 +163,7 @@ fn check(attr: &Attr, func: &syn::ItemFn) -> Result<TokenStream, Errors> {
     let name = attr.op.value();
     let Some(nf) = find_op(ops, &name) else {
         let names: Vec<String> = ops.iter().map(NativeFunction::name).collect();
-        let near = opforge_codegen::validate::nearest(&name, names.iter().map(String::as_str))
+        let near = opforge_schema::validate::nearest(&name, names.iter().map(String::as_str))
             .and_then(|n| find_op(ops, n));
         let msg = match near {
             Some(n) => format!(
@@ -183,7 +183,7 @@ fn check(attr: &Attr, func: &syn::ItemFn) -> Result<TokenStream, Errors> {
 pub(crate) fn check_key(key: &syn::Ident, errors: &mut Errors) {
     let name = key.to_string();
     if !KEYS.contains(&name.as_str()) {
-        let near = opforge_codegen::validate::nearest(&name, KEYS.iter().copied())
+        let near = opforge_schema::validate::nearest(&name, KEYS.iter().copied())
             .map(|n| format!("; did you mean `{n}`?"))
             .unwrap_or_default();
         errors.at(

@@ -22,8 +22,8 @@
 //! `#[kernel]` does.
 
 use opforge_codegen::lower::arg_ident;
-use opforge_codegen::model::{BaseType, FunctionSchema};
 use opforge_codegen::rust_types::{fn_pointer_type, param_type, result_type, Spelling};
+use opforge_schema::model::{BaseType, FunctionSchema};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -110,7 +110,7 @@ fn check(attr: &Attr, func: &syn::ItemFn) -> Result<TokenStream, Errors> {
         None => "CompositeExplicitAutograd".to_string(),
     };
     let text = attr.schema.value();
-    let schema = match opforge_codegen::schema::parse_schema(&text) {
+    let schema = match opforge_schema::schema::parse_schema(&text) {
         Ok(s) => s,
         Err(e) => {
             errors.on(

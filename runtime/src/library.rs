@@ -165,7 +165,7 @@ impl Library {
     #[track_caller]
     pub fn new(namespace: &str, kind: LibraryKind) -> Result<Library> {
         let source = caller();
-        if !opforge_codegen::schema::is_ident(namespace) {
+        if !opforge_schema::schema::is_ident(namespace) {
             return Err(Error::Value(
                 format!("invalid namespace `{namespace}`: expected an identifier").into(),
             ));
@@ -231,7 +231,7 @@ impl Library {
     #[track_caller]
     pub fn define(&self, schema: &str) -> Result<String> {
         let source = caller();
-        let mut func = opforge_codegen::schema::parse_schema(schema)
+        let mut func = opforge_schema::schema::parse_schema(schema)
             .map_err(|e| Error::Runtime(format!("Invalid schema string `{schema}`: {e}").into()))?;
         if self.kind == LibraryKind::Impl {
             return Err(Error::Runtime(format!(

@@ -13,8 +13,8 @@
 //! overloads and the TorchScript-only ones (`"dispatcher": false`).
 
 use crate::schema::{Alias, ArgSchema, Default, DefaultVal, KernelName, OpSchema, RetSchema, Ty};
-use opforge_codegen::diag::Diagnostics;
-use opforge_codegen::model::{Annotation, DefaultValue, FunctionSchema, NativeFunction, Type};
+use opforge_schema::diag::Diagnostics;
+use opforge_schema::model::{Annotation, DefaultValue, FunctionSchema, NativeFunction, Type};
 use std::collections::HashMap;
 
 /// One overload of a packet, in the order `torch.ops.<ns>.<name>(...)` tries them.
@@ -42,7 +42,7 @@ pub struct Registry {
     by_name: HashMap<String, usize>,
     packets: HashMap<String, Vec<Overload>>,
     entries: HashMap<String, NativeFunction>,
-    bindings: Vec<opforge_codegen::python::Binding>,
+    bindings: Vec<opforge_schema::python::Binding>,
     /// The Python-API parsers built from `bindings`, on first use.
     api: std::sync::OnceLock<std::sync::Arc<crate::argparse::ApiTable>>,
 }
@@ -102,7 +102,7 @@ fn kernels(nf: &NativeFunction) -> Vec<(String, String)> {
     if ks.is_empty() && nf.is_composite_implicit() {
         ks.push((
             "CompositeImplicitAutograd".into(),
-            opforge_codegen::validate::cpp_name(&nf.func),
+            opforge_schema::validate::cpp_name(&nf.func),
         ));
     }
     ks
@@ -241,13 +241,13 @@ impl Registry {
     fn build(
         file: &str,
         text: &str,
-        deprecated: &[opforge_codegen::python::DeprecatedEntry],
+        deprecated: &[opforge_schema::python::DeprecatedEntry],
     ) -> Result<Registry, Diagnostics> {
-        let loaded = opforge_codegen::check_str(file, text, None)?;
+        let loaded = opforge_schema::check_str(file, text, None)?;
         let mut r = Registry {
-            bindings: opforge_codegen::python::derive_bindings(&loaded.entries, deprecated)
+            bindings: opforge_schema::python::derive_bindings(&loaded.entries, deprecated)
                 .map_err(|e| {
-                    Diagnostics(vec![opforge_codegen::diag::Diagnostic::new(file, 0, e)])
+                    Diagnostics(vec![opforge_schema::diag::Diagnostic::new(file, 0, e)])
                 })?,
             ..Registry::default()
         };
@@ -273,19 +273,19 @@ impl Registry {
         let path = path.as_ref();
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| {
-            Diagnostics(vec![opforge_codegen::diag::Diagnostic::new(
+            Diagnostics(vec![opforge_schema::diag::Diagnostic::new(
                 &name,
                 0,
                 format!("cannot read: {e}"),
             )])
         })?;
-        let deprecated = opforge_codegen::read_deprecated(path)?;
+        let deprecated = opforge_schema::read_deprecated(path)?;
         Registry::build(&name, &text, &deprecated)
     }
 
     /// The Python-API bindings PyTorch derives from this file (`torch.add`,
-    /// `Tensor.add`, …), as `opforge_codegen::python::derive_bindings` gives them.
-    pub fn bindings(&self) -> &[opforge_codegen::python::Binding] {
+    /// `Tensor.add`, …), as `opforge_schema::python::derive_bindings` gives them.
+    pub fn bindings(&self) -> &[opforge_schema::python::Binding] {
         &self.bindings
     }
 
@@ -316,7 +316,7 @@ impl Registry {
                 let text = o["schema"].as_str().ok_or_else(|| err("no \"schema\""))?;
                 let dispatcher = o["dispatcher"].as_bool().unwrap_or(true);
                 let key = format!("{ns}::{name}");
-                let parsed = opforge_codegen::schema::parse_schema(&compact_lists(text)).ok();
+                let parsed = opforge_schema::schema::parse_schema(&compact_lists(text)).ok();
                 let s = parsed.map(|f| op_schema(&f, self.entries.get(&key)));
                 if let (Some(s), true) = (s, dispatcher) {
                     if !self.by_name.contains_key(&key) {
@@ -435,7 +435,7 @@ mod tests {
 
     #[test]
     fn converting_our_yaml_gives_the_generated_tables() {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../native_functions.yaml");
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/native_functions.yaml");
         let r = Registry::from_path(root).unwrap();
         let mut ops: Vec<&OpSchema> = r.ops().to_vec();
         ops.sort_by(|a, b| (a.namespace, a.name).cmp(&(b.namespace, b.name)));

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-pub use opforge_codegen::model::{BaseType, SchemaKind};
+pub use opforge_schema::model::{BaseType, SchemaKind};
 
 /// A schema type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

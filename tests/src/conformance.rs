@@ -3,7 +3,7 @@
 //! `Tensor.<method>(...)`) and comparing the chosen overload and the normalized
 //! `args` / `kwargs` (or the error) with what PyTorch recorded.
 //!
-//! Values are decoded from the corpus encoding (`shared/conformance/README.md`):
+//! Values are decoded from the corpus encoding (`tests/data/conformance/README.md`):
 //! every tensor becomes a meta tensor of the recorded dtype and shape, and the same
 //! id gives the same tensor object; results are encoded back the same way (a
 //! tensor carries the id of the input it is, by identity) and compared as encoded
@@ -14,12 +14,7 @@ use opforge::value::{scalar_type_code, scalar_type_name};
 use opforge::{DType, Device, Layout, MemoryFormat, Tensor, Value};
 use serde_json::{json, Map, Value as Json};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-/// The `shared/conformance` directory beside the workspace.
-pub fn shared_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared")
-}
+use std::path::Path;
 
 /// Loads PyTorch's schema file with the registration order of its overloads.
 pub fn pytorch_registry(schema: &Path, overloads: &Path) -> Result<Registry, String> {

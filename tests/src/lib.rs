@@ -1,4 +1,4 @@
-//! opforge's integration tests, UI tests and conformance runners.
+//! opforge's integration tests, UI tests, conformance runners and test data.
 //!
 //! - [`numeric`]: replaying recorded kernel calls (`numeric_calls.jsonl`) through
 //!   the dispatcher and judging the results (used by the `numerics` binary and
@@ -8,3 +8,28 @@
 
 pub mod conformance;
 pub mod numeric;
+
+use std::path::{Path, PathBuf};
+
+/// The repository's test data (`tests/data/`): PyTorch 2.15's schema files with
+/// their licence (`pytorch/`) and the corpora recorded from PyTorch
+/// (`conformance/`, formats in its README). Tests read nothing else outside
+/// the repository.
+pub fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data")
+}
+
+/// A file of PyTorch's (`native_functions.yaml`, `tags.yaml`, `deprecated.yaml`).
+pub fn pytorch(file: &str) -> PathBuf {
+    data_dir().join("pytorch").join(file)
+}
+
+/// A recorded corpus (`ops_calls.jsonl`, `api_signatures.json`, …).
+pub fn corpus(file: &str) -> PathBuf {
+    data_dir().join("conformance").join(file)
+}
+
+/// Reads a file of the test data (panics with its path if it cannot).
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}

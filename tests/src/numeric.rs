@@ -43,10 +43,9 @@ impl Case {
     }
 }
 
-/// `shared/conformance/numeric_calls.jsonl`, found from this crate's manifest
-/// directory (`<workspace>/../shared/`).
+/// `tests/data/conformance/numeric_calls.jsonl`.
 pub fn corpus_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/numeric_calls.jsonl")
+    crate::corpus("numeric_calls.jsonl")
 }
 
 /// Parses a JSONL corpus.

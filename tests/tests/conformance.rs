@@ -9,16 +9,16 @@
 //! 100% of both sample corpora match today, with 100% of error messages word for
 //! word; the floor is 99% matched and 95% exact messages.
 
-use opforge_tests::conformance::{pytorch_registry, shared_dir, Summary};
+use opforge_tests::conformance::{pytorch_registry, Summary};
+use opforge_tests::{pytorch, read};
 
 fn replay(corpus: &str, min_cases: usize) {
-    let shared = shared_dir();
     let registry = pytorch_registry(
-        &shared.join("pytorch/native_functions.yaml"),
-        &shared.join("conformance/aten_overloads.jsonl"),
+        &pytorch("native_functions.yaml"),
+        &opforge_tests::corpus("aten_overloads.jsonl"),
     )
     .expect("registry");
-    let text = std::fs::read_to_string(shared.join("conformance").join(corpus)).expect("corpus");
+    let text = read(&opforge_tests::corpus(corpus));
     let s = Summary::run(&registry, &text).expect("corpus parses");
     let report = s.report(3);
     println!("{report}");

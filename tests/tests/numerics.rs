@@ -1,4 +1,4 @@
-//! The recorded kernel calls (`shared/conformance/numeric_calls.jsonl`) replayed
+//! The recorded kernel calls (`tests/data/conformance/numeric_calls.jsonl`) replayed
 //! through the dispatcher's boxed path: 100% required, on CPU and on meta inputs.
 
 use opforge_tests::numeric::{self, Backend};

@@ -418,10 +418,8 @@ fn aliases(name: &str) -> Vec<String> {
 }
 
 impl ApiTable {
-    /// Builds the table from derived bindings (`opforge_codegen::python::derive_bindings`).
-    pub fn from_bindings(
-        bindings: &[opforge_codegen::python::Binding],
-    ) -> Result<ApiTable, String> {
+    /// Builds the table from derived bindings (`opforge_schema::python::derive_bindings`).
+    pub fn from_bindings(bindings: &[opforge_schema::python::Binding]) -> Result<ApiTable, String> {
         let mut table = ApiTable::default();
         for b in bindings {
             let parser = PythonArgParser::new(&b.signatures)?;

@@ -4,7 +4,7 @@
 //! `arg_parser.md` §2).
 
 use crate::tensor::{DType, Layout};
-use opforge_codegen::overrides::parse_sig;
+use opforge_schema::overrides::parse_sig;
 
 /// The kind of a parser parameter (PyTorch's `ParameterType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

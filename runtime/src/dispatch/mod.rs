@@ -503,7 +503,7 @@ impl Dispatcher {
             let source = format!("{}:{}", def.file, def.line);
             // `#[op]` checked the schema at compile time; a failure here means the
             // schema language changed under a stale build.
-            let schema = match opforge_codegen::schema::parse_schema(def.schema) {
+            let schema = match opforge_schema::schema::parse_schema(def.schema) {
                 Ok(f) => crate::registry::op_schema(&f, None),
                 Err(e) => {
                     errors.push(Error::Runtime(
@@ -631,7 +631,7 @@ impl Dispatcher {
     ///
     /// ```
     /// use opforge::dispatch::dispatcher;
-    /// let f = opforge_codegen::schema::parse_schema("doc_define::f(Tensor x) -> Tensor").unwrap();
+    /// let f = opforge_schema::schema::parse_schema("doc_define::f(Tensor x) -> Tensor").unwrap();
     /// let schema = opforge::registry::op_schema(&f, None);
     /// let op = dispatcher().define(schema, Some("here".into())).unwrap();
     /// assert_eq!(op.defined_at(), Some("here"));

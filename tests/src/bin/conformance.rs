@@ -8,15 +8,15 @@
 //!     --schema FILE --overloads FILE --corpus FILE.jsonl [--examples N]
 //! ```
 
-use opforge_tests::conformance::{pytorch_registry, shared_dir, Summary};
+use opforge_tests::conformance::{pytorch_registry, Summary};
+use opforge_tests::{corpus, pytorch};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let shared = shared_dir();
-    let mut schema = shared.join("pytorch/native_functions.yaml");
-    let mut overloads = shared.join("conformance/aten_overloads.jsonl");
-    let mut corpus = shared.join("conformance/ops_calls.jsonl");
+    let mut schema = pytorch("native_functions.yaml");
+    let mut overloads = corpus("aten_overloads.jsonl");
+    let mut corpus = corpus("ops_calls.jsonl");
     let mut examples = 3usize;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {

@@ -248,16 +248,14 @@ fn overrides(a: &Tensor, b: &Tensor) {
 
 /// `resolve_only_ns`: overload resolution alone (match, bind, no dispatch) of
 /// `torch.ops.aten.add(a, b, alpha=2)` among the 16 overloads of `aten::add` in
-/// PyTorch's own schema file and registration order (read from `../shared`).
+/// PyTorch's own schema file and registration order (from `tests/data/`).
 fn resolve_only() {
-    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared");
     let registry =
-        opforge::registry::Registry::from_path(shared.join("pytorch/native_functions.yaml"))
+        opforge::registry::Registry::from_path(opforge_tests::pytorch("native_functions.yaml"))
             .map_err(|e| e.to_string())
             .and_then(|r| {
-                let order =
-                    std::fs::read_to_string(shared.join("conformance/aten_overloads.jsonl"))
-                        .map_err(|e| e.to_string())?;
+                let order = std::fs::read_to_string(opforge_tests::corpus("aten_overloads.jsonl"))
+                    .map_err(|e| e.to_string())?;
                 r.with_overload_order(&order)
             });
     let registry = match registry {

@@ -49,7 +49,7 @@ impl std::str::FromStr for FunctionSchema {
 /// Parses a full schema such as `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`.
 ///
 /// ```
-/// use opforge_codegen::schema::parse_schema;
+/// use opforge_schema::schema::parse_schema;
 /// let s = parse_schema("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor").unwrap();
 /// assert_eq!(s.name.overload, "Tensor");
 /// assert_eq!(s.arguments.kwarg_only()[0].name, "alpha");

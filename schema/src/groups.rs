@@ -64,7 +64,7 @@ impl OperatorGroup {
 /// never share a group). Groups come out in the order of their first member.
 ///
 /// ```
-/// use opforge_codegen::{groups::group, load::load_str};
+/// use opforge_schema::{groups::group, load::load_str};
 /// let f = load_str("x.yaml", "
 /// - func: neg(Tensor self) -> Tensor
 ///   dispatch: {CPU: neg}

@@ -1,19 +1,12 @@
 //! PyTorch's Python API parser signatures, derived from PyTorch's own schema files,
 //! compared with the signatures recorded from PyTorch 2.15
-//! (`shared/conformance/api_signatures.json`, a sample of all bindings).
+//! (`tests/data/conformance/api_signatures.json`, a sample of all bindings).
 
-use opforge_codegen::{load, python};
+use opforge_schema::{load, python};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
-
-fn shared(p: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared")
-        .join(p)
-}
 
 fn read(p: &str) -> String {
-    std::fs::read_to_string(shared(p)).unwrap_or_else(|e| panic!("{p}: {e}"))
+    opforge_tests::read(&opforge_tests::data_dir().join(p))
 }
 
 #[test]

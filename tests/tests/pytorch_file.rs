@@ -1,12 +1,10 @@
 //! PyTorch's own schema file: every entry parses, prints back exactly and validates.
 
-use opforge_codegen::{load, validate};
+use opforge_schema::{load, validate};
 use std::path::PathBuf;
 
 fn shared(p: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared")
-        .join(p)
+    opforge_tests::data_dir().join(p)
 }
 
 #[test]
@@ -36,7 +34,7 @@ fn pytorch_file_validates() {
 
 #[test]
 fn project_file_validates() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../runtime");
     let src = std::fs::read_to_string(root.join("native_functions.yaml")).unwrap();
     let tags = std::fs::read_to_string(root.join("tags.yaml")).unwrap();
     let tags = load::load_tags_str("tags.yaml", &tags).unwrap();
@@ -48,7 +46,7 @@ fn project_file_validates() {
 /// Counts measured on PyTorch 2.15's file (spec `schema.md` §8): our model must agree.
 #[test]
 fn pytorch_file_counts() {
-    use opforge_codegen::{groups, model::SchemaKind};
+    use opforge_schema::{groups, model::SchemaKind};
     use std::collections::HashMap;
     let src = std::fs::read_to_string(shared("pytorch/native_functions.yaml")).unwrap();
     let file = load::load_str("native_functions.yaml", &src).unwrap();
@@ -79,7 +77,7 @@ fn pytorch_file_counts() {
     ] {
         assert_eq!(types[t], n, "{t}");
     }
-    let e = |f: fn(&opforge_codegen::model::NativeFunction) -> bool| {
+    let e = |f: fn(&opforge_schema::model::NativeFunction) -> bool| {
         file.entries.iter().filter(|x| f(x)).count()
     };
     assert_eq!(e(|x| x.func.arguments.self_arg().is_none()), 655);

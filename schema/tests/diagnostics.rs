@@ -4,8 +4,8 @@
 //! Fixtures run through `load::load_str` and then `validate::validate` with the
 //! small tags.yaml below, exactly as `opforge-codegen check` does.
 
-use opforge_codegen::diag::Diagnostic;
-use opforge_codegen::{load, validate};
+use opforge_schema::diag::Diagnostic;
+use opforge_schema::{load, validate};
 
 const TAGS: &str = "\
 - tag: core

@@ -66,7 +66,7 @@ pub struct SigString {
 /// (spec `arg_parser.md` §2).
 ///
 /// ```
-/// use opforge_codegen::overrides::parse_sig;
+/// use opforge_schema::overrides::parse_sig;
 /// let s = parse_sig("add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)").unwrap();
 /// assert_eq!(s.params.len(), 4);
 /// assert!(s.params[2].kwarg_only);

@@ -118,7 +118,7 @@ fn main() -> Result<()> {
         none.unwrap_or_default()
     );
     println!("    a kernel whose parameter type does not match its schema does not compile:");
-    for line in include_str!("../../tests/tests/ui/fail/params/wrong-type.stderr").lines() {
+    for line in include_str!("../tests/ui/fail/params/wrong-type.stderr").lines() {
         println!("      | {line}");
     }
     Ok(())
