@@ -156,8 +156,7 @@ fn check(file: &Path) -> Result<String, String> {
             file.display()
         )
     })?;
-    let plan =
-        lower::lower(&schema, &deprecated).map_err(|e| format!("{}: {e}", file.display()))?;
+    let plan = lower::lower(&schema, &deprecated).map_err(|e| e.to_string())?;
     let kinds = opforge_schema::groups::kind_counts(schema.entries.iter().map(|e| &e.func))
         .iter()
         .map(|(k, n)| format!("{n} {k}"))
@@ -282,7 +281,15 @@ fn describe(plan: &lower::Plan, i: usize) -> String {
 fn emit_cmd(file: &Path, dir: &Path) -> Result<String, String> {
     let (schema, _, deprecated) = load_valid(file).map_err(|d| d.to_string())?;
     let plan = lower::lower(&schema, &deprecated).map_err(|e| e.to_string())?;
-    let files = crate::emit_all(&plan).map_err(|d| d.to_string())?;
+    let stem = file
+        .file_stem()
+        .map_or("schema".into(), |s| s.to_string_lossy().replace('-', "_"));
+    let opts = crate::emit_api::Options {
+        runtime: false,
+        crate_name: stem,
+        kernels_module: Some("crate::kernels".into()),
+    };
+    let files = crate::emit_all(&plan, &opts).map_err(|d| d.to_string())?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut out = String::new();
     for (name, text) in &files {
@@ -351,7 +358,7 @@ fn bench(file: &Path) -> Result<String, String> {
     let mut bytes = 0;
     for _ in 0..5 {
         let t = std::time::Instant::now();
-        let plan = lower::lower(&schema, &deprecated)?;
+        let plan = lower::lower(&schema, &deprecated).map_err(|d| d.to_string())?;
         bytes = emit::tables(&plan).len();
         emit_times.push(t.elapsed().as_secs_f64() * 1e3);
     }

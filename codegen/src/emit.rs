@@ -4,11 +4,12 @@
 //! (one `OpSchema` per overload, in id order, so lookup by name is a binary
 //! search), `static GROUPS`, `static BINDINGS` (the Python-API parser signatures)
 //! and `static OVERRIDABLE` (overridable functions with their testing stubs). The table
-//! types live in the runtime's hand-written `schema` module; the generated file
-//! refers to them as `crate::schema::…` and is `include!`d by the runtime.
+//! types live in `opforge_schema::tables` (the runtime's `opforge::schema`); the
+//! generated file refers to them as `::opforge::schema::…` and is `include!`d by
+//! the runtime, or by a crate with its own schema file.
 
 use crate::lower::{Plan, PlannedOp};
-use opforge_schema::model::*;
+use opforge_schema::tables::{Alias, DefaultVal, Ty};
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
@@ -91,7 +92,7 @@ pub fn tables_tokens(plan: &Plan) -> TokenStream {
     });
     let n_overridable = plan.overridable.len();
     quote! {
-        use crate::schema::*;
+        use ::opforge::schema::*;
 
         /// Number of operator overloads in the schema file.
         pub const OP_COUNT: usize = #n;
@@ -113,6 +114,15 @@ pub fn tables_tokens(plan: &Plan) -> TokenStream {
             pub fn schema(self) -> &'static OpSchema {
                 &OPS[self as usize]
             }
+
+            /// Looks an operator up by `name.overload` (or `name` for the default
+            /// overload), optionally prefixed with its namespace (`aten::add.Tensor`).
+            pub fn from_name(name: &str) -> Option<OpId> {
+                let (ns, name) = name.split_once("::").unwrap_or(("aten", name));
+                OPS.binary_search_by(|op| (op.namespace, op.name).cmp(&(ns, name)))
+                    .ok()
+                    .map(|i| OpId::ALL[i])
+            }
         }
 
         /// The schema of every operator overload, indexed by `OpId`.
@@ -129,63 +139,54 @@ pub fn tables_tokens(plan: &Plan) -> TokenStream {
     }
 }
 
-fn str_opt(s: Option<&str>) -> TokenStream {
+pub(crate) fn str_opt(s: Option<&str>) -> TokenStream {
     match s {
         Some(s) => quote!(Some(#s)),
         None => quote!(None),
     }
 }
 
+/// An [`OpSchema`] as a Rust expression: the converted table entry, printed
+/// field by field (the conversion itself is `opforge_schema::tables::op_schema`).
 fn op_tokens(op: &PlannedOp) -> TokenStream {
-    let nf = op.entry;
-    let f = &nf.func;
-    let namespace = f.name.namespace();
-    let name = nf.name();
-    let base = f.name.name.to_string();
-    let overload = &f.name.overload;
-    let schema = f.to_string();
-    let kind = format_ident!("{}", format!("{:?}", f.kind()));
-    let out_start = f.arguments.out_start().unwrap_or(usize::MAX);
-    let kw_start = f.arguments.kwarg_only_start.unwrap_or(usize::MAX);
-    let args = f.arguments.all.iter().enumerate().map(|(i, a)| {
-        let name = &a.name;
+    let t = op.table;
+    let (namespace, name, base, overload, schema) =
+        (t.namespace, t.name, t.base, t.overload, t.schema);
+    let kind = format_ident!("{}", format!("{:?}", t.kind));
+    let args = t.args.iter().map(|a| {
+        let name = a.name;
         let ty = ty_tokens(&a.ty);
         let mut arg = quote!(ArgSchema::new(#name, #ty));
         if let Some(d) = &a.default {
-            let text = &d.text;
-            let value = d
-                .value
-                .as_ref()
-                .map_or(quote!(DefaultVal::Enum(#text)), default_tokens);
+            let text = d.text;
+            let value = default_tokens(&d.value);
             arg.extend(quote!(.default(#text, #value)));
         }
-        if i >= out_start {
+        if a.is_out {
             arg.extend(quote!(.out()));
-        } else if i >= kw_start {
+        } else if a.kwarg_only {
             arg.extend(quote!(.kwarg_only()));
         }
-        if let Some(an) = &a.annotation {
-            let set: String = an.alias_set.iter().collect();
-            let after: String = an.alias_set_after.iter().collect();
-            let w = an.is_write;
+        if let Some(an) = &a.alias {
+            let (set, w, after) = (an.set, an.is_write, an.after);
             arg.extend(quote!(.alias(#set, #w, #after)));
         }
         arg
     });
-    let returns = f.returns.iter().map(|r| {
-        let name = str_opt(r.name.as_deref());
+    let returns = t.returns.iter().map(|r| {
+        let name = str_opt(r.name);
         let ty = ty_tokens(&r.ty);
-        let alias = alias_tokens(r.annotation.as_ref());
+        let alias = alias_tokens(r.alias.as_ref());
         quote!(RetSchema { name: #name, ty: #ty, alias: #alias })
     });
-    let (function, method) = (nf.variants.function, nf.variants.method);
-    let python_module = str_opt(nf.python_module.as_deref());
-    let kernels = op
-        .kernels
-        .iter()
-        .map(|(k, v)| quote!(KernelName { key: #k, kernel: #v }));
-    let tags = &nf.tags;
-    let line = u32::try_from(nf.line).unwrap_or(u32::MAX);
+    let (function, method) = (t.function, t.method);
+    let python_module = str_opt(t.python_module);
+    let kernels = t.kernels.iter().map(|k| {
+        let (key, kernel) = (k.key, k.kernel);
+        quote!(KernelName { key: #key, kernel: #kernel })
+    });
+    let tags = t.tags;
+    let line = t.line;
     quote! {
         OpSchema {
             namespace: #namespace,
@@ -206,23 +207,19 @@ fn op_tokens(op: &PlannedOp) -> TokenStream {
     }
 }
 
-fn base_variant(b: BaseType) -> proc_macro2::Ident {
-    format_ident!("{}", format!("{b:?}"))
-}
-
-/// The `crate::schema::Ty` expression for a type.
-pub fn ty_tokens(t: &Type) -> TokenStream {
+/// The `Ty` expression for a table type.
+pub fn ty_tokens(t: &Ty) -> TokenStream {
     match t {
-        Type::Base(b) => {
-            let v = base_variant(*b);
+        Ty::Base(b) => {
+            let v = format_ident!("{}", format!("{b:?}"));
             quote!(Ty::Base(BaseType::#v))
         }
-        Type::CustomClass(c) => quote!(Ty::CustomClass(#c)),
-        Type::Optional(t) => {
+        Ty::CustomClass(c) => quote!(Ty::CustomClass(#c)),
+        Ty::Optional(t) => {
             let t = ty_tokens(t);
             quote!(Ty::Optional(&#t))
         }
-        Type::List { elem, size } => {
+        Ty::List(elem, size) => {
             let t = ty_tokens(elem);
             let size = match size {
                 Some(n) => quote!(Some(#n)),
@@ -233,15 +230,15 @@ pub fn ty_tokens(t: &Type) -> TokenStream {
     }
 }
 
-fn default_tokens(v: &DefaultValue) -> TokenStream {
+fn default_tokens(v: &DefaultVal) -> TokenStream {
     match v {
-        DefaultValue::None => quote!(DefaultVal::None),
-        DefaultValue::Bool(b) => quote!(DefaultVal::Bool(#b)),
-        DefaultValue::Int(i) => {
+        DefaultVal::None => quote!(DefaultVal::None),
+        DefaultVal::Bool(b) => quote!(DefaultVal::Bool(#b)),
+        DefaultVal::Int(i) => {
             let lit = Literal::i64_suffixed(*i);
             quote!(DefaultVal::Int(#lit))
         }
-        DefaultValue::Float(x) => {
+        DefaultVal::Float(x) => {
             let lit = if x.is_finite() {
                 Literal::f64_suffixed(*x).into_token_stream()
             } else if x.is_nan() {
@@ -253,24 +250,22 @@ fn default_tokens(v: &DefaultValue) -> TokenStream {
             };
             quote!(DefaultVal::Float(#lit))
         }
-        DefaultValue::Str(s) => quote!(DefaultVal::Str(#s)),
-        DefaultValue::List(xs) => {
+        DefaultVal::Str(s) => quote!(DefaultVal::Str(#s)),
+        DefaultVal::List(xs) => {
             let xs = xs.iter().map(default_tokens);
             quote!(DefaultVal::List(&[#(#xs),*]))
         }
-        DefaultValue::Enum(e) => quote!(DefaultVal::Enum(#e)),
+        DefaultVal::Enum(e) => quote!(DefaultVal::Enum(#e)),
     }
 }
 
 use quote::ToTokens;
 
-fn alias_tokens(a: Option<&Annotation>) -> TokenStream {
+fn alias_tokens(a: Option<&Alias>) -> TokenStream {
     match a {
         None => quote!(None),
         Some(a) => {
-            let set: String = a.alias_set.iter().collect();
-            let after: String = a.alias_set_after.iter().collect();
-            let w = a.is_write;
+            let (set, w, after) = (a.set, a.is_write, a.after);
             quote!(Some(Alias { set: #set, is_write: #w, after: #after }))
         }
     }

@@ -1,76 +1,258 @@
-//! Emit: the typed API over the generated tables.
+//! Emit: the typed API over the generated tables, the schema lookup macro the
+//! registration macros read, and the checks that the kernels the YAML names
+//! exist.
 //!
-//! Per operator with a Rust signature (see [`crate::rust_types`]):
+//! Per operator (see [`crate::rust_types`] for the types; a type without a Rust
+//! mapping is an error naming the file and line):
 //! - `sig::<ident>`: its kernel's function-pointer type;
-//! - `ops::<ident>(every argument)`: the exact overload, dispatched (one line each,
-//!   through the runtime's `typed_call!` engine);
-//! - for `function` variants, `torch::<name>(required arguments)` and for `method`
-//!   variants, `Tensor::<name>(&self, required arguments)`, with trailing schema
-//!   defaults applied.
+//! - `at::<ident>(every argument)`: the exact overload, dispatched without the
+//!   function-level override protocol (one line: the runtime's generic
+//!   `call::<sig, _, _>`);
+//! - `ops::<ident>(every argument)`: the same as the operator handle
+//!   `torch.ops.<ns>.<name>.<overload>`, through the function-level protocol
+//!   (the runtime's generic `protocol`, then `at::`);
+//! - `torch::<name>(kept arguments)` for `function` variants and
+//!   `Tensor::<name>(&self, kept arguments)` for `method` variants (the runtime
+//!   only; a crate with its own schema gets no inherent methods), with trailing
+//!   schema defaults filled in, named by [`opforge_schema::names::api_names`].
 //!
-//! Naming of the convenience forms: the first overload of a name (in file order)
-//! takes the plain name (`add` for `add.Tensor`, `add_` for `add_.Tensor`); other
-//! overloads append their overload name in snake case (`add_scalar`, `add_out`,
-//! `pow_tensor_scalar`). Inplace methods take `&mut self`. Rust keywords get a
-//! trailing `_` (`where_`), and `clone` becomes `clone_tensor` (a Tensor's
-//! `Clone::clone` is a cheap handle copy; PyTorch's `clone` copies the data).
+//! Everything a wrapper does beyond naming its operator and arguments lives in
+//! the runtime, once: a wrapper is a few lines.
 
-use crate::lower::{arg_ident, Plan, PlannedOp, Skip};
-use crate::rust_types::{fn_pointer_type, param_type, result_type, unsupported, Spelling};
-use heck::ToSnakeCase;
+use crate::lower::{arg_ident, Plan, PlannedOp};
+use crate::rust_types::{fn_pointer_type, is_mut_tensor, param_type, result_type};
+use opforge_schema::diag::{Diagnostic, Diagnostics};
 use opforge_schema::model::{Argument, BaseType, DefaultValue, Type};
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
-use std::collections::{HashMap, HashSet};
 
-fn toks(s: &str) -> TokenStream {
-    s.parse().unwrap_or_else(|_| quote!(()))
+/// What kind of crate the code is emitted for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Emitting the runtime (`opforge`) itself: its operators are the
+    /// dispatcher's built-in ones and its `Tensor` gets inherent methods.
+    /// Otherwise the operators form a library registered at link time.
+    pub runtime: bool,
+    /// The crate's name as Rust writes it (`opforge`, `my_ops`).
+    pub crate_name: String,
+    /// Where the kernels the YAML's `dispatch:` names live (`crate::kernels`):
+    /// each must exist there and carry `#[kernel]` for its operator and key.
+    /// `None`: the YAML's kernel names are not Rust paths (PyTorch's own file),
+    /// nothing is checked.
+    pub kernels_module: Option<String>,
 }
 
-/// The typed-API file, formatted.
-pub fn api(plan: &Plan) -> String {
-    crate::emit::format(plan, api_tokens(plan).0)
-}
-
-/// The typed-API tokens and the operators left out (with why).
-pub fn api_tokens(plan: &Plan) -> (TokenStream, Vec<Skip>) {
-    let mut skips = Vec::new();
-    let mut sigs = Vec::new();
-    let mut ops = Vec::new();
-    let mut ats = Vec::new();
-    let mut funcs = Vec::new();
-    let mut methods = Vec::new();
-    let names = convenience_names(plan);
-    let coverage = coverage(plan, &names);
-    for op in &plan.ops {
-        let f = op.schema();
-        if let Some(why) = unsupported(f) {
-            skips.push(Skip {
-                op: op.entry.name(),
-                reason: format!("no typed API: {why}"),
-            });
-            continue;
-        }
-        let ident = format_ident!("{}", op.ident);
-        let fn_ty = toks(&fn_pointer_type(f, Spelling::Qualified).unwrap_or_default());
-        let doc = format!(" `{f}`");
-        sigs.push(quote!(#[doc = #doc] pub type #ident = #fn_ty;));
-        ats.push(exact_fn(op, &ident));
-        ops.push(op_handle_fn(op, &ident));
-        let Some(short) = names.get(&op.ident) else {
-            continue;
-        };
-        if op.entry.variants.function {
-            funcs.push(convenience(op, short, false));
-        }
-        if op.entry.variants.method && f.arguments.self_arg().is_some() {
-            methods.push(convenience(op, short, true));
+impl Options {
+    /// The runtime's options.
+    pub fn runtime() -> Options {
+        Options {
+            runtime: true,
+            crate_name: "opforge".into(),
+            kernels_module: Some("crate::kernels".into()),
         }
     }
-    let tokens = quote! {
+}
+
+/// A Rust identifier for generated code (`r#` for the few keywords that
+/// `keyword_escape` leaves, never for names that cannot be raw).
+fn ident(s: &str) -> Ident {
+    format_ident!("{}", s)
+}
+
+/// The types of one operator's signature, or the diagnostic saying why it has none.
+struct Sig {
+    params: Vec<syn::Type>,
+    ret: syn::Type,
+    fn_ty: syn::Type,
+}
+
+fn signature(plan: &Plan, i: usize) -> Result<Sig, Diagnostic> {
+    let f = plan.ops[i].schema();
+    let err = |e: crate::rust_types::Unmapped| {
+        let mut d = plan.diagnostic(i, format!("no Rust signature: {e}"));
+        d.help = Some(
+            "every operator of a schema file gets a typed API; use a mapped type, or load the file at run time (opforge::registry::Registry) where every type is accepted boxed".into(),
+        );
+        d
+    };
+    let fn_ty = fn_pointer_type(f).map_err(err)?;
+    let params = f
+        .arguments
+        .all
+        .iter()
+        .map(param_type)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+    let ret = result_type(&f.returns).map_err(err)?;
+    Ok(Sig { params, ret, fn_ty })
+}
+
+/// The typed-API file, formatted; every operator without a Rust signature is an
+/// error (all of them, each with its file and line).
+pub fn api(plan: &Plan, opts: &Options) -> Result<String, Diagnostics> {
+    Ok(crate::emit::format(
+        plan,
+        short_paths(api_tokens(plan, opts)?),
+    ))
+}
+
+/// The runtime types the typed API names, imported into each of its modules.
+const PRELUDE: &[&str] = &[
+    "Tensor",
+    "Scalar",
+    "DType",
+    "Layout",
+    "Device",
+    "MemoryFormat",
+    "Generator",
+    "Storage",
+    "Stream",
+    "QScheme",
+    "Result",
+];
+
+/// Writes `::opforge::Tensor` as `Tensor` (and the other prelude types),
+/// `::core::option::Option` as `Option`, `::std::vec::Vec` as `Vec`,
+/// `::std::string::String` as `String`: the generated modules import them.
+fn short_paths(ts: TokenStream) -> TokenStream {
+    use proc_macro2::TokenTree as T;
+    let toks: Vec<T> = ts.into_iter().collect();
+    let mut out: Vec<T> = Vec::with_capacity(toks.len());
+    let is_sep = |i: usize| {
+        matches!((toks.get(i), toks.get(i + 1)),
+            (Some(T::Punct(a)), Some(T::Punct(b))) if a.as_char() == ':' && b.as_char() == ':')
+    };
+    let ident_at = |i: usize| match toks.get(i) {
+        Some(T::Ident(x)) => Some(x.to_string()),
+        _ => None,
+    };
+    let mut i = 0;
+    while i < toks.len() {
+        // `:: a :: b` / `:: a :: b :: c`, not preceded by a path segment.
+        let leading =
+            is_sep(i) && !matches!(out.last(), Some(T::Ident(x)) if x != "mut" && x != "dyn");
+        if leading {
+            let path2 = (ident_at(i + 2), is_sep(i + 3), ident_at(i + 5));
+            let path3 = (is_sep(i + 6), ident_at(i + 8));
+            match (&path2, &path3) {
+                ((Some(a), true, Some(b)), _)
+                    if a == "opforge" && PRELUDE.contains(&b.as_str()) =>
+                {
+                    out.push(toks[i + 5].clone());
+                    i += 6;
+                    continue;
+                }
+                ((Some(a), true, Some(b)), (true, Some(c)))
+                    if matches!(
+                        (a.as_str(), b.as_str(), c.as_str()),
+                        ("core", "option", "Option")
+                            | ("std", "vec", "Vec")
+                            | ("std", "string", "String")
+                    ) =>
+                {
+                    out.push(toks[i + 8].clone());
+                    i += 9;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match &toks[i] {
+            T::Group(g) => {
+                let mut ng = proc_macro2::Group::new(g.delimiter(), short_paths(g.stream()));
+                ng.set_span(g.span());
+                out.push(T::Group(ng));
+            }
+            t => out.push(t.clone()),
+        }
+        i += 1;
+    }
+    out.into_iter().collect()
+}
+
+/// The typed-API tokens.
+pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<TokenStream, Diagnostics> {
+    let mut diags = Vec::new();
+    let mut sigs = Vec::new();
+    let mut ats = Vec::new();
+    let mut ops = Vec::new();
+    let mut funcs = Vec::new();
+    let mut methods = Vec::new();
+    for (i, op) in plan.ops.iter().enumerate() {
+        let sig = match signature(plan, i) {
+            Ok(s) => s,
+            Err(d) => {
+                diags.push(d);
+                continue;
+            }
+        };
+        let id = ident(&op.ident);
+        let f = op.schema();
+        let fn_ty = &sig.fn_ty;
+        let doc = format!(" `{f}`");
+        sigs.push(quote!(#[doc = #doc] pub type #id = #fn_ty;));
+        ats.push(at_fn(op, &sig));
+        ops.push(op_handle_fn(op, &sig));
+        if op.entry.variants.function {
+            funcs.push(convenience(op, &sig, false));
+        }
+        if opts.runtime && op.entry.variants.method && f.arguments.self_arg().is_some() {
+            methods.push(convenience(op, &sig, true));
+        }
+    }
+    if !diags.is_empty() {
+        return Err(Diagnostics(diags));
+    }
+    let operator = if opts.runtime {
+        quote! {
+            /// The dispatcher's operator for `id`.
+            #[inline(always)]
+            pub fn operator(id: OpId) -> &'static ::opforge::dispatch::Operator {
+                ::opforge::dispatch::dispatcher().op(id)
+            }
+        }
+    } else {
+        let name = &opts.crate_name;
+        quote! {
+            /// The operators of this schema file, registered into opforge's
+            /// dispatcher when it is built.
+            #[doc(hidden)]
+            pub static LIBRARY: ::opforge::__private::Library =
+                ::opforge::__private::Library::new(#name, &OPS);
+
+            #[::opforge::__private::linkme::distributed_slice(::opforge::__private::LIBRARIES)]
+            #[linkme(crate = ::opforge::__private::linkme)]
+            static __OPFORGE_LIBRARY: &::opforge::__private::Library = &LIBRARY;
+
+            /// The dispatcher's operator for `id`.
+            #[inline(always)]
+            pub fn operator(id: OpId) -> &'static ::opforge::dispatch::Operator {
+                LIBRARY.op(id as usize)
+            }
+        }
+    };
+    let methods = if opts.runtime {
+        quote! {
+            /// Tensor methods with schema defaults applied (`a.add(&b)`).
+            #[allow(clippy::too_many_arguments)]
+            impl ::opforge::Tensor {
+                #(#methods)*
+            }
+        }
+    } else {
+        quote!()
+    };
+    Ok(quote! {
+        #[allow(unused_imports)]
+        use ::opforge::__private::prelude::*;
+
+        #operator
+
         /// Kernel signature types, one per operator (what `#[kernel]` checks against).
         #[allow(non_camel_case_types)]
         pub mod sig {
+            #[allow(unused_imports)]
+            use ::opforge::__private::prelude::*;
             #(#sigs)*
         }
 
@@ -78,198 +260,233 @@ pub fn api_tokens(plan: &Plan) -> (TokenStream, Vec<Skip>) {
         /// function-level override protocol (C++'s `at::`): what kernels call.
         #[allow(non_snake_case, clippy::too_many_arguments)]
         pub mod at {
-            use super::*;
+            #[allow(unused_imports)]
+            use ::opforge::__private::prelude::*;
             #(#ats)*
         }
 
         /// Every operator overload, with every argument, dispatched; as the
-        /// operator handle `torch.ops.aten.<name>.<overload>` it goes through the
+        /// operator handle `torch.ops.<ns>.<name>.<overload>` it goes through the
         /// function-level override protocol first.
         #[allow(non_snake_case, clippy::too_many_arguments)]
         pub mod ops {
+            #[allow(unused_imports)]
+            use ::opforge::__private::prelude::*;
             #(#ops)*
         }
 
         /// Free functions with schema defaults applied (`torch.add(a, b)` style).
-        #[allow(clippy::too_many_arguments)]
+        #[allow(non_snake_case, clippy::too_many_arguments)]
         pub mod torch {
+            #[allow(unused_imports)]
+            use ::opforge::__private::prelude::*;
             #(#funcs)*
         }
 
-        /// Tensor methods with schema defaults applied (`a.add(&b)`).
-        #[allow(clippy::too_many_arguments)]
-        impl ::opforge::Tensor {
-            #(#methods)*
-        }
-
-        #coverage
-    };
-    (tokens, skips)
+        #methods
+    })
 }
 
-/// The short name of every operator that gets convenience forms.
-fn convenience_names(plan: &Plan) -> HashMap<String, String> {
-    let mut order: Vec<&PlannedOp> = plan.ops.iter().collect();
-    order.sort_by_key(|o| o.entry.line);
-    let mut taken = HashSet::new();
-    let mut out = HashMap::new();
-    for op in order {
-        if op.entry.func.name.namespace() != "aten" || unsupported(op.schema()).is_some() {
-            continue;
-        }
-        let base = op.entry.func.name.name.to_string();
-        let name = if taken.insert(base.clone()) {
-            base
-        } else {
-            format!("{base}_{}", op.entry.func.name.overload.to_snake_case())
-        };
-        // Names that would shadow a trait method every Tensor user relies on.
-        let name = match name.as_str() {
-            "clone" => "clone_tensor".to_string(),
-            _ => crate::lower::arg_ident(&name),
-        };
-        if taken.insert(name.clone()) || name == op.entry.func.name.name.to_string() {
-            out.insert(op.ident.clone(), name);
-        }
-    }
-    out
-}
-
-/// `name: Type` for every argument of a schema.
-fn all_params(f: &opforge_schema::model::FunctionSchema) -> Vec<TokenStream> {
+/// `name: Type` for every argument.
+fn all_params(f: &opforge_schema::model::FunctionSchema, sig: &Sig) -> Vec<TokenStream> {
     f.arguments
         .all
         .iter()
-        .map(|a| {
-            let n = format_ident!("{}", arg_ident(&a.name));
-            let t = toks(&param_type(a, Spelling::Qualified).unwrap_or_default());
+        .zip(&sig.params)
+        .map(|(a, t)| {
+            let n = ident(&arg_ident(&a.name));
             quote!(#n: #t)
         })
         .collect()
 }
 
-fn exact_fn(op: &PlannedOp, ident: &proc_macro2::Ident) -> TokenStream {
+/// `at::<ident>`: one call of the runtime's typed engine.
+fn at_fn(op: &PlannedOp, sig: &Sig) -> TokenStream {
     let f = op.schema();
-    let params = all_params(f);
-    let args: Vec<TokenStream> = f
-        .arguments
-        .all
-        .iter()
-        .map(|a| {
-            let n = format_ident!("{}", arg_ident(&a.name));
-            quote!(#n)
-        })
-        .collect();
-    let tensor_args: Vec<TokenStream> = f
-        .arguments
-        .all
-        .iter()
-        .filter(|a| a.ty.is_tensor_like())
-        .map(|a| {
-            let n = format_ident!("{}", arg_ident(&a.name));
-            quote!(::opforge::dispatch::typed::HasKeys::keys(&#n))
-        })
-        .collect();
-    let keys = if !tensor_args.is_empty() {
-        quote!(::opforge::dispatch::KeySet::EMPTY #(| #tensor_args)*)
-    } else if let Some(d) = f
-        .arguments
-        .get("device")
-        .filter(|a| a.ty.strip_optional().is_base(BaseType::Device))
-    {
-        let n = format_ident!("{}", arg_ident(&d.name));
-        if d.ty.is_nullable() {
-            quote!(::opforge::dispatch::typed::device_keys(#n))
-        } else {
-            quote!(::opforge::dispatch::typed::device_keys(Some(#n)))
-        }
-    } else {
-        quote!(::opforge::dispatch::typed::device_keys(None))
-    };
-    let ret = toks(&result_type(&f.returns, Spelling::Qualified).unwrap_or_default());
+    let id = ident(&op.ident);
+    let params = all_params(f, sig);
+    let args = f.arguments.all.iter().map(|a| ident(&arg_ident(&a.name)));
+    let ret = &sig.ret;
     let doc = format!(" `{f}`");
     quote! {
         #[doc = #doc]
         #[inline]
-        pub fn #ident(#(#params),*) -> #ret {
-            ::opforge::__private::typed_call!(::opforge::OpId::#ident, sig::#ident, #keys, (#(#args),*))
+        pub fn #id(#(#params),*) -> #ret {
+            ::opforge::__private::call::<super::sig::#id, _, _>(super::operator(super::OpId::#id), (#(#args,)*))
         }
     }
 }
 
-/// The convenience form: trailing defaulted arguments dropped and filled in.
-fn convenience(op: &PlannedOp, short: &str, method: bool) -> TokenStream {
+/// One argument of a protocol-guarded function: its name in the function, its
+/// name in the closure, and its schema argument.
+struct Guarded<'a> {
+    /// How the body refers to it (`self` for a receiver).
+    name: TokenStream,
+    /// The closure's parameter name (`self_` for a receiver).
+    param: Ident,
+    arg: &'a Argument,
+}
+
+/// The body of a guarded function: the protocol (with the arguments as a tuple in
+/// schema order, written tensors as shared references) or, for plain arguments
+/// and no mode, the implementation directly. `call` builds the implementation's
+/// call from one expression per schema argument.
+fn guarded_body(
+    root: &TokenStream,
+    site_api: &str,
+    op: &PlannedOp,
+    args: &[Guarded<'_>],
+    call: impl Fn(&dyn Fn(&Guarded<'_>) -> TokenStream) -> TokenStream,
+) -> TokenStream {
+    let id = ident(&op.ident);
+    let tuple = args.iter().map(|g| {
+        let n = &g.name;
+        if is_mut_tensor(g.arg) {
+            quote!(&*#n)
+        } else {
+            quote!(#n)
+        }
+    });
+    let params = args.iter().map(|g| &g.param);
+    let slow = call(&|g: &Guarded<'_>| {
+        let p = &g.param;
+        if is_mut_tensor(g.arg) {
+            quote!(&mut #p.clone())
+        } else {
+            quote!(#p)
+        }
+    });
+    let fast = call(&|g: &Guarded<'_>| g.name.clone());
+    quote! {
+        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
+            api: #site_api,
+            op: || #root operator(#root OpId::#id),
+        };
+        if let Some(r) = ::opforge::__private::protocol(&SITE, (#(#tuple,)*), |(#(#params,)*)| #slow) {
+            return r;
+        }
+        #fast
+    }
+}
+
+/// `ops::<ident>`: the operator handle's call, through the function-level protocol.
+fn op_handle_fn(op: &PlannedOp, sig: &Sig) -> TokenStream {
     let f = op.schema();
+    let id = ident(&op.ident);
+    let params = all_params(f, sig);
+    let args: Vec<Guarded> = f
+        .arguments
+        .all
+        .iter()
+        .map(|a| Guarded {
+            name: {
+                let n = ident(&arg_ident(&a.name));
+                quote!(#n)
+            },
+            param: ident(&arg_ident(&a.name)),
+            arg: a,
+        })
+        .collect();
+    let body = guarded_body(&quote!(super::), "", op, &args, |each| {
+        let vals = args.iter().map(each);
+        quote!(super::at::#id(#(#vals),*))
+    });
+    let ret = &sig.ret;
+    let doc = format!(" `{f}`");
+    quote! {
+        #[doc = #doc]
+        #[inline]
+        pub fn #id(#(#params),*) -> #ret {
+            #body
+        }
+    }
+}
+
+/// The Python-API callable a convenience form is (`torch.add`, `Tensor.add`,
+/// `torch.nn.functional.gelu`).
+fn api_name(op: &PlannedOp, method: bool) -> String {
+    let base = op.schema().name.name.to_string();
+    if method {
+        return format!("Tensor.{base}");
+    }
+    match op.entry.python_module.as_deref() {
+        Some("nn") => format!("torch.nn.functional.{base}"),
+        Some(m) => format!("torch.{m}.{base}"),
+        None => format!("torch.{base}"),
+    }
+}
+
+/// How many leading arguments a convenience form keeps: trailing arguments whose
+/// default can be written in Rust are filled in.
+pub fn kept(f: &opforge_schema::model::FunctionSchema) -> usize {
     let all = &f.arguments.all;
-    // Trailing arguments whose default can be written in Rust are filled in.
     let mut keep = all.len();
     while keep > 0 && default_expr(&all[keep - 1]).is_some() {
         keep -= 1;
     }
+    keep
+}
+
+/// The convenience form: trailing defaulted arguments dropped and filled in.
+fn convenience(op: &PlannedOp, sig: &Sig, method: bool) -> TokenStream {
+    let f = op.schema();
+    let all = &f.arguments.all;
+    let keep = kept(f);
     let self_index = f.arguments.self_index();
+    let is_receiver = |i: usize| method && Some(i) == self_index;
     let mut params = Vec::new();
-    let mut call = Vec::new();
+    let mut guarded = Vec::new();
     for (i, a) in all.iter().enumerate() {
-        let n = format_ident!("{}", arg_ident(&a.name));
-        if method && Some(i) == self_index {
-            call.push(quote!(self));
+        let n = ident(&arg_ident(&a.name));
+        if is_receiver(i) {
+            guarded.push(Guarded {
+                name: quote!(self),
+                param: n,
+                arg: a,
+            });
         } else if i < keep {
-            let t = toks(&param_type(a, Spelling::Qualified).unwrap_or_default());
+            let t = &sig.params[i];
             params.push(quote!(#n: #t));
-            call.push(quote!(#n));
-        } else {
-            call.push(default_expr(a).unwrap_or_default());
+            guarded.push(Guarded {
+                name: quote!(#n),
+                param: n,
+                arg: a,
+            });
         }
     }
-    let name = format_ident!("{}", short);
-    let ident = format_ident!("{}", op.ident);
-    let ret = toks(&result_type(&f.returns, Spelling::Qualified).unwrap_or_default());
+    let id = ident(&op.ident);
+    // Inside `impl Tensor` (in the runtime's `generated` module) `super::` would
+    // be the crate root.
+    let root = if method {
+        quote!(crate::generated::)
+    } else {
+        quote!(super::)
+    };
+    let body = guarded_body(&root, &api_name(op, method), op, &guarded, |each| {
+        let mut g = guarded.iter();
+        let vals = all.iter().enumerate().map(|(i, a)| {
+            if i < keep || is_receiver(i) {
+                each(g.next().expect("one guarded argument per kept argument"))
+            } else {
+                default_expr(a).expect("dropped arguments have a default")
+            }
+        });
+        quote!(#root at::#id(#(#vals),*))
+    });
+    let name = ident(&op.api_name);
+    let ret = &sig.ret;
     let doc = format!(
-        " `{}` with defaults for trailing arguments; see [`crate::ops::{}`].",
+        " `{}` with defaults for trailing arguments; see [`ops::{}`]({}ops::{}).",
         op.entry.name(),
+        op.ident,
+        if method { "crate::" } else { "super::" },
         op.ident
     );
-    // The Python-API callable this is: `torch.add` / `Tensor.add` (or the operator
-    // handle if the runtime has no such binding).
-    let base = f.name.name.to_string();
-    let api = if method {
-        format!("Tensor.{base}")
-    } else {
-        match op.entry.python_module.as_deref() {
-            Some(m) => format!(
-                "torch.{}.{base}",
-                if m == "nn" { "nn.functional" } else { m }
-            ),
-            None => format!("torch.{base}"),
-        }
-    };
-    let func = quote!(::opforge::overrides::Func::api_or_op(#api, ::opforge::OpId::#ident));
-    let kept: Vec<(usize, &Argument)> = all
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i < keep || (method && Some(*i) == self_index))
-        .collect();
-    let unchecked = quote!(crate::at::#ident(#(#call),*));
-    let guard_args: Vec<GuardArg> = kept
-        .iter()
-        .map(|(i, a)| GuardArg {
-            ident: if method && Some(*i) == self_index {
-                format_ident!("self")
-            } else {
-                format_ident!("{}", arg_ident(&a.name))
-            },
-            arg: a,
-            kwarg_only: f.arguments.kwarg_only_start.is_some_and(|k| *i >= k),
-        })
-        .collect();
     if method {
         let receiver = match self_index.map(|i| all[i].is_write()) {
             Some(true) => quote!(&mut self),
             _ => quote!(&self),
         };
-        let redo_args = guard_args.iter().map(|g| &g.ident);
-        let redo = quote!(Self::#name(#(#redo_args),*));
-        let body = guarded(&func, &guard_args, &unchecked, &redo);
         quote! {
             #[doc = #doc]
             pub fn #name(#receiver, #(#params),*) -> #ret {
@@ -277,9 +494,6 @@ fn convenience(op: &PlannedOp, short: &str, method: bool) -> TokenStream {
             }
         }
     } else {
-        let redo_args = guard_args.iter().map(|g| &g.ident);
-        let redo = quote!(#name(#(#redo_args),*));
-        let body = guarded(&func, &guard_args, &unchecked, &redo);
         quote! {
             #[doc = #doc]
             pub fn #name(#(#params),*) -> #ret {
@@ -289,206 +503,240 @@ fn convenience(op: &PlannedOp, short: &str, method: bool) -> TokenStream {
     }
 }
 
-/// One argument of a guarded function.
-struct GuardArg<'a> {
-    ident: proc_macro2::Ident,
-    arg: &'a Argument,
-    kwarg_only: bool,
+/// The `DType` variant of a `ScalarType` default (`long` → `Int64`), if the
+/// runtime has that dtype.
+fn dtype_variant(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "long" | "int64" => "Int64",
+        "int" | "int32" => "Int32",
+        "float" | "float32" => "Float32",
+        "double" | "float64" => "Float64",
+        "bool" => "Bool",
+        _ => return None,
+    })
 }
 
-impl GuardArg<'_> {
-    fn is_mut_tensor(&self) -> bool {
-        self.arg.is_write() && matches!(self.arg.ty, Type::Base(BaseType::Tensor))
-    }
-}
-
-/// The function-level protocol around `unchecked`: a plain call tests each tensor
-/// argument and the mode count, then runs `unchecked`; otherwise the slow path
-/// (`opforge::overrides::typed`) gets the arguments boxed (lazily), `unchecked`
-/// and `redo` (the same function again, for handlers that call it).
-fn guarded(
-    func: &TokenStream,
-    args: &[GuardArg<'_>],
-    unchecked: &TokenStream,
-    redo: &TokenStream,
-) -> TokenStream {
-    let tensors: Vec<&GuardArg> = args.iter().filter(|g| g.arg.ty.is_tensor_like()).collect();
-    let tests = tensors.iter().map(|g| {
-        let n = &g.ident;
-        quote!(::opforge::overrides::Relevant::overloaded(&#n) |)
-    });
-    let relevant = tensors.iter().map(|g| {
-        let n = &g.ident;
-        quote!(&#n as &dyn ::opforge::overrides::Relevant)
-    });
-    let shadow = args.iter().filter(|g| g.is_mut_tensor()).map(|g| {
-        let n = &g.ident;
-        if n == "self" {
-            quote!()
-        } else {
-            quote!(let #n: &::opforge::Tensor = &*#n;)
+/// A Rust expression for an argument's default, if it has one that can be written.
+pub fn default_expr(a: &Argument) -> Option<TokenStream> {
+    let d = a.default.as_ref()?;
+    let v = d.value.as_ref()?;
+    let opt = a.ty.is_nullable();
+    let inner = a.ty.strip_optional();
+    let wrap = |t: TokenStream| if opt { quote!(Some(#t)) } else { t };
+    Some(match (inner, v) {
+        (_, DefaultValue::None) if opt => quote!(None),
+        (Type::Base(BaseType::Bool), DefaultValue::Bool(b)) => wrap(quote!(#b)),
+        (Type::Base(BaseType::Int | BaseType::SymInt), DefaultValue::Int(i)) => wrap(quote!(#i)),
+        (Type::Base(BaseType::Int), DefaultValue::Enum(e)) => {
+            let i: i64 = match e.as_str() {
+                "Mean" => 1,
+                "Sum" => 2,
+                _ => return None,
+            };
+            wrap(quote!(#i))
         }
-    });
-    let positional = args.iter().filter(|g| !g.kwarg_only).map(|g| {
-        let n = &g.ident;
-        quote!(::opforge::value::ToValue::to_value(&#n))
-    });
-    let keywords = args.iter().filter(|g| g.kwarg_only).map(|g| {
-        let n = &g.ident;
-        let name = &g.arg.name;
-        quote!((#name.to_string(), ::opforge::value::ToValue::to_value(&#n)))
-    });
-    // `&mut` tensors: the slow path works on shared reborrows (`this` for a
-    // `&mut self` receiver) and passes fresh handles of the same tensors on.
-    let mut_self = args.iter().any(|g| g.ident == "self" && g.is_mut_tensor());
-    let self_shadow = if mut_self {
-        quote!(let this: &::opforge::Tensor = &*self;)
-    } else {
-        quote!()
-    };
-    let muts: Vec<String> = args
-        .iter()
-        .filter(|g| g.is_mut_tensor())
-        .map(|g| g.ident.to_string())
-        .collect();
-    let slow = |ts: TokenStream| slowify(ts, &muts);
-    let unchecked_slow = slow(unchecked.clone());
-    let redo_slow = slow(redo.clone());
-    let rename = |ts: TokenStream| if mut_self { rename_self(ts) } else { ts };
-    let relevant: Vec<TokenStream> = relevant.map(rename).collect();
-    let positional: Vec<TokenStream> = positional.map(rename).collect();
-    quote! {
-        if #(#tests)* ::opforge::overrides::function_modes_active() {
-            #self_shadow
-            #(#shadow)*
-            return ::opforge::overrides::typed(
-                &|| #func,
-                &[#(#relevant),*],
-                &|| (vec![#(#positional),*], vec![#(#keywords),*]),
-                &|| #unchecked_slow,
-                &|| #redo_slow,
-            );
+        (Type::Base(BaseType::Float), DefaultValue::Int(i)) => {
+            let x = *i as f64;
+            wrap(quote!(#x))
         }
-        #unchecked
-    }
-}
-
-/// Rewrites a call for the slow path: each `&mut Tensor` parameter `x` (shadowed
-/// there by `&Tensor`) becomes `(&mut x.clone())`, a `&mut self` receiver
-/// `(&mut this.clone())` (a new handle to the same tensor).
-fn slowify(ts: TokenStream, muts: &[String]) -> TokenStream {
-    use proc_macro2::TokenTree;
-    ts.into_iter()
-        .flat_map(|t| -> Vec<TokenTree> {
-            match t {
-                TokenTree::Ident(i) if muts.iter().any(|m| i == m) => {
-                    let name = if i == "self" {
-                        format_ident!("this")
-                    } else {
-                        i.clone()
-                    };
-                    quote!(&mut #name.clone()).into_iter().collect()
-                }
-                TokenTree::Group(g) => {
-                    let mut ng = proc_macro2::Group::new(g.delimiter(), slowify(g.stream(), muts));
-                    ng.set_span(g.span());
-                    vec![TokenTree::Group(ng)]
-                }
-                other => vec![other],
-            }
-        })
-        .collect()
-}
-
-/// Replaces the `self` receiver by `this` (the slow path's shared reborrow).
-fn rename_self(ts: TokenStream) -> TokenStream {
-    use proc_macro2::TokenTree;
-    ts.into_iter()
-        .map(|t| match t {
-            TokenTree::Ident(i) if i == "self" => TokenTree::Ident(format_ident!("this")),
-            TokenTree::Group(g) => {
-                let mut ng = proc_macro2::Group::new(g.delimiter(), rename_self(g.stream()));
-                ng.set_span(g.span());
-                TokenTree::Group(ng)
-            }
-            other => other,
-        })
-        .collect()
-}
-
-/// `ops::<ident>`: the operator handle's call, through the function-level protocol.
-fn op_handle_fn(op: &PlannedOp, ident: &proc_macro2::Ident) -> TokenStream {
-    let f = op.schema();
-    let params = all_params(f);
-    let guard_args: Vec<GuardArg> = f
-        .arguments
-        .all
-        .iter()
-        .enumerate()
-        .map(|(i, a)| GuardArg {
-            ident: format_ident!("{}", arg_ident(&a.name)),
-            arg: a,
-            kwarg_only: f.arguments.kwarg_only_start.is_some_and(|k| i >= k),
-        })
-        .collect();
-    let call = guard_args.iter().map(|g| &g.ident);
-    let unchecked = quote!(crate::at::#ident(#(#call),*));
-    let redo_args = guard_args.iter().map(|g| &g.ident);
-    let redo = quote!(#ident(#(#redo_args),*));
-    let func = quote!(::opforge::overrides::Func::Op(
-        ::opforge::overrides::OpOverload::builtin(::opforge::OpId::#ident)
-    ));
-    let body = guarded(&func, &guard_args, &unchecked, &redo);
-    let ret = toks(&result_type(&f.returns, Spelling::Qualified).unwrap_or_default());
-    let doc = format!(" `{f}`");
-    quote! {
-        #[doc = #doc]
-        #[inline]
-        pub fn #ident(#(#params),*) -> #ret {
-            #body
+        (Type::Base(BaseType::Float), DefaultValue::Float(x)) if x.is_finite() => wrap(quote!(#x)),
+        (Type::Base(BaseType::Scalar), DefaultValue::Int(i)) => {
+            wrap(quote!(::opforge::Scalar::Int(#i)))
         }
-    }
+        (Type::Base(BaseType::Scalar), DefaultValue::Float(x)) if x.is_finite() => {
+            wrap(quote!(::opforge::Scalar::Float(#x)))
+        }
+        (Type::Base(BaseType::Scalar), DefaultValue::Bool(b)) => {
+            wrap(quote!(::opforge::Scalar::Bool(#b)))
+        }
+        (Type::Base(BaseType::Str), DefaultValue::Str(s)) => wrap(quote!(#s)),
+        (Type::Base(BaseType::MemoryFormat), DefaultValue::Enum(e)) => {
+            let v = match e.as_str() {
+                "contiguous_format" => quote!(Contiguous),
+                "preserve_format" => quote!(Preserve),
+                "channels_last" => quote!(ChannelsLast),
+                "channels_last_3d" => quote!(ChannelsLast3d),
+                _ => return None,
+            };
+            wrap(quote!(::opforge::MemoryFormat::#v))
+        }
+        (Type::Base(BaseType::ScalarType), DefaultValue::Enum(e)) => {
+            let v = ident(dtype_variant(e)?);
+            wrap(quote!(::opforge::DType::#v))
+        }
+        (Type::List { elem, .. }, DefaultValue::List(xs)) => {
+            let items: Option<Vec<TokenStream>> = xs
+                .iter()
+                .map(|x| match (elem.as_ref(), x) {
+                    (Type::Base(BaseType::Int | BaseType::SymInt), DefaultValue::Int(i)) => {
+                        Some(quote!(#i))
+                    }
+                    (Type::Base(BaseType::Float), DefaultValue::Float(f)) if f.is_finite() => {
+                        Some(quote!(#f))
+                    }
+                    (Type::Base(BaseType::Bool), DefaultValue::Bool(b)) => Some(quote!(#b)),
+                    _ => None,
+                })
+                .collect();
+            let items = items?;
+            // `int[2] stride=[]` means "not given": keep the empty list.
+            wrap(quote!(&[#(#items),*]))
+        }
+        (
+            Type::List {
+                elem,
+                size: Some(n),
+            },
+            DefaultValue::Int(i),
+        ) if matches!(elem.as_ref(), Type::Base(BaseType::Int | BaseType::SymInt)) => {
+            let items = (0..*n).map(|_| quote!(#i));
+            wrap(quote!(&[#(#items),*]))
+        }
+        _ => return None,
+    })
 }
 
-/// `__coverage`: one entry per guarded function emitted above (every `ops::`
-/// function, every `torch::` function, every `Tensor` method), with the name of the
-/// `func` its guard hands to handlers (`aten.add.Tensor`, `torch.add`,
-/// `torch.Tensor.add`, as [`crate::emit_api`]'s guards build it) and a call that
-/// puts one given tensor in every tensor slot and plain values elsewhere. The
-/// override-coverage test walks it; it is not an API.
-fn coverage(plan: &Plan, names: &HashMap<String, String>) -> TokenStream {
-    let bindings: HashSet<&str> = plan.bindings.iter().map(|b| b.name.as_str()).collect();
-    let mut entries = Vec::new();
+/// The schema lookup macro, `__opforge_schema!`: one arm per operator (by its
+/// qualified name) and one per kernel the YAML names (by key and function
+/// name), each handing the schema, its place in the file and its `dispatch:`
+/// rows to a callback macro. `#[kernel]` and `#[op]` expand to a lookup, so they
+/// check against the schema of the crate being compiled without reading any
+/// file. Unknown names go to the runtime's lookup (a crate with its own schema)
+/// or to the callback as unknown, with every name for suggestions (the runtime).
+pub fn schema_macro(plan: &Plan, opts: &Options) -> String {
+    let file = std::path::Path::new(plan.file)
+        .file_name()
+        .map_or(plan.file.into(), |f| f.to_string_lossy().into_owned());
+    let crate_name = &opts.crate_name;
+    let checked = opts.kernels_module.is_some();
+    let mut arms = Vec::new();
     for op in &plan.ops {
-        let f = op.schema();
-        if unsupported(f).is_some() {
+        let q = op.qualified_name();
+        let schema = op.schema().to_string();
+        let line = op.entry.line;
+        let rows: Vec<String> = op
+            .kernels
+            .iter()
+            .filter(|_| checked)
+            .map(|(k, v)| format!("{k} = {v:?}"))
+            .collect();
+        let found = format!(
+            "found {{ op: {q:?}, schema: {schema:?}, file: {file:?}, line: {line}, crate: {crate_name:?}, kernels: [{}] }}",
+            rows.join(", ")
+        );
+        arms.push(format!(
+            "    ({q:?} => [$($cb:tt)*] $($p:tt)*) => {{ $($cb)*! {{ {found} $($p)* }} }};"
+        ));
+        if checked {
+            for (key, kernel) in &op.kernels {
+                let func = kernel.rsplit("::").next().unwrap_or(kernel);
+                arms.push(format!(
+                    "    (@kernel {key} {func} => [$($cb:tt)*] $($p:tt)*) => {{ $($cb)*! {{ {found} $($p)* }} }};"
+                ));
+            }
+        }
+    }
+    let fallback = if opts.runtime {
+        let names: Vec<String> = plan
+            .ops
+            .iter()
+            .map(|o| format!("{:?}", o.qualified_name()))
+            .collect();
+        format!(
+            "    ($name:literal => [$($cb:tt)*] $($p:tt)*) => {{ $($cb)*! {{ unknown {{ names: [{}] }} $($p)* }} }};\n    (@kernel $key:ident $func:ident => [$($cb:tt)*] $($p:tt)*) => {{ $($cb)*! {{ unknown {{ names: [] }} $($p)* }} }};",
+            names.join(", ")
+        )
+    } else {
+        "    ($($t:tt)*) => { ::opforge::__opforge_schema! { $($t)* } };".to_string()
+    };
+    format!(
+        "// @generated by opforge-codegen from {file} — do not edit.\n// The schema lookup of `#[kernel]` and `#[op]` (see opforge_codegen::emit_api::schema_macro).\n\n#[doc(hidden)]\n#[macro_export]\nmacro_rules! __opforge_schema {{\n{}\n{fallback}\n}}\n",
+        arms.join("\n")
+    )
+}
+
+/// The name of the marker `#[kernel]` leaves beside a kernel for `op` under
+/// `key`: the generated check of each `dispatch:` row refers to it.
+pub fn kernel_marker(key: &str, op_ident: &str) -> String {
+    format!("__opforge_{key}_kernel_of_{op_ident}")
+}
+
+/// The checks that every kernel the YAML's `dispatch:` names exists at the path
+/// it gives and carries `#[kernel]` for its operator and key (one line per row,
+/// naming the YAML file and line, so that rustc's error shows them). Rows for
+/// keys the runtime has no slot for are not checked (the validator accepts
+/// PyTorch's keys; only runtime keys get kernels).
+pub fn kernel_checks(plan: &Plan, opts: &Options) -> String {
+    let file = std::path::Path::new(plan.file)
+        .file_name()
+        .map_or(plan.file.into(), |f| f.to_string_lossy().into_owned());
+    let mut rows = Vec::new();
+    if let Some(module) = &opts.kernels_module {
+        for op in &plan.ops {
+            for (key, kernel) in &op.kernels {
+                if !opforge_schema::model::RUNTIME_DISPATCH_KEYS.contains(&key.as_str()) {
+                    continue;
+                }
+                let mut segs: Vec<String> = kernel
+                    .split("::")
+                    .map(|s| {
+                        if crate::lower::RUST_KEYWORDS.contains(&s) {
+                            format!("r#{s}")
+                        } else {
+                            s.to_string()
+                        }
+                    })
+                    .collect();
+                segs.pop();
+                let path = if segs.is_empty() {
+                    module.clone()
+                } else {
+                    format!("{module}::{}", segs.join("::"))
+                };
+                let marker = kernel_marker(key, &op.ident);
+                rows.push(format!(
+                    "const _: () = {path}::{marker}; // {file}:{}",
+                    op.entry.line
+                ));
+            }
+        }
+    }
+    format!(
+        "// @generated by opforge-codegen from {file} — do not edit.\n// Every kernel `dispatch:` names exists and carries #[kernel] for its operator and key.\n\n{}\n",
+        rows.join("\n")
+    )
+}
+
+/// The override-coverage table for tests: every guarded function of the typed API
+/// (every `ops::` function, every `torch::` function, every `Tensor` method of
+/// the runtime), with the name of the `func` its guard hands to handlers
+/// (`aten.add.Tensor`, `torch.add`, `torch.Tensor.add`) and a call that puts one
+/// given tensor in every tensor slot and plain values elsewhere. The tests crate
+/// generates it for itself: it is not part of the runtime.
+pub fn coverage(plan: &Plan) -> Result<String, Diagnostics> {
+    let bindings: std::collections::HashSet<&str> =
+        plan.bindings.iter().map(|b| b.name.as_str()).collect();
+    let mut entries = Vec::new();
+    let mut diags = Vec::new();
+    for (i, op) in plan.ops.iter().enumerate() {
+        if let Err(d) = signature(plan, i) {
+            diags.push(d);
             continue;
         }
+        let f = op.schema();
         let all = &f.arguments.all;
         let handle = op_handle_name(op);
-        // `ops::<ident>`: every argument, `Func::Op`.
-        let ident = format_ident!("{}", op.ident);
+        let id = ident(&op.ident);
         let vals = all.iter().map(coverage_value);
-        let path = format!("ops::{}", op.ident);
         entries.push(coverage_entry(
-            &path,
+            &format!("ops::{}", op.ident),
             &handle,
             all.iter().filter(|a| a.ty.is_tensor_like()).count(),
-            quote!(::opforge::ops::#ident(#(#vals),*)),
+            quote!(::opforge::ops::#id(#(#vals),*)),
         ));
-        let Some(short) = names.get(&op.ident) else {
-            continue;
-        };
-        let name = format_ident!("{}", short);
-        // As in `convenience`: trailing arguments with a writable default are dropped.
-        let mut keep = all.len();
-        while keep > 0 && default_expr(&all[keep - 1]).is_some() {
-            keep -= 1;
-        }
+        let name = ident(&op.api_name);
+        let keep = kept(f);
         let self_index = f.arguments.self_index();
-        let base = f.name.name.to_string();
-        // The func `Func::api_or_op(api, id)` resolves to: the binding if the
-        // runtime has it (named as `resolve_name` prints it), else the handle.
         let expected = |api: &str| {
             if !bindings.contains(api) {
                 handle.clone()
@@ -499,19 +747,12 @@ fn coverage(plan: &Plan, names: &HashMap<String, String>) -> TokenStream {
             }
         };
         if op.entry.variants.function {
-            let kept: Vec<&Argument> = all[..keep].iter().collect();
-            let vals = kept.iter().map(|a| coverage_value(a));
-            let api = match op.entry.python_module.as_deref() {
-                Some(m) => format!(
-                    "torch.{}.{base}",
-                    if m == "nn" { "nn.functional" } else { m }
-                ),
-                None => format!("torch.{base}"),
-            };
+            let kept_args: Vec<&Argument> = all[..keep].iter().collect();
+            let vals = kept_args.iter().map(|a| coverage_value(a));
             entries.push(coverage_entry(
-                &format!("torch::{short}"),
-                &expected(&api),
-                kept.iter().filter(|a| a.ty.is_tensor_like()).count(),
+                &format!("torch::{}", op.api_name),
+                &expected(&api_name(op, false)),
+                kept_args.iter().filter(|a| a.ty.is_tensor_like()).count(),
                 quote!(::opforge::torch::#name(#(#vals),*)),
             ));
         }
@@ -522,45 +763,44 @@ fn coverage(plan: &Plan, names: &HashMap<String, String>) -> TokenStream {
                 } else {
                     quote!(t)
                 };
-                let kept: Vec<&Argument> = all
+                let kept_args: Vec<&Argument> = all
                     .iter()
                     .enumerate()
                     .filter(|(i, _)| *i < keep && *i != si)
                     .map(|(_, a)| a)
                     .collect();
-                let vals = kept.iter().map(|a| coverage_value(a));
+                let vals = kept_args.iter().map(|a| coverage_value(a));
                 entries.push(coverage_entry(
-                    &format!("Tensor::{short}"),
-                    &expected(&format!("Tensor.{base}")),
-                    1 + kept.iter().filter(|a| a.ty.is_tensor_like()).count(),
+                    &format!("Tensor::{}", op.api_name),
+                    &expected(&api_name(op, true)),
+                    1 + kept_args.iter().filter(|a| a.ty.is_tensor_like()).count(),
                     quote!(::opforge::Tensor::#name(#receiver, #(#vals),*)),
                 ));
             }
         }
     }
-    let n = entries.len();
-    quote! {
-        /// Every guarded function of the typed API, for the override-coverage test
-        /// (`tests/tests/override_coverage.rs`). Not an API.
-        #[doc(hidden)]
-        #[allow(non_snake_case, unused_variables, clippy::all)]
-        pub mod __coverage {
-            /// One generated function that goes through the function-level protocol.
-            pub struct Entry {
-                /// Its Rust path (`ops::add_Tensor`, `torch::add`, `Tensor::add`).
-                pub path: &'static str,
-                /// `resolve_name` of the `func` its guard passes to handlers.
-                pub func: &'static str,
-                /// How many tensor slots it has (none: only a mode sees the call).
-                pub tensor_slots: usize,
-                /// Calls it with the given tensor in every tensor slot.
-                pub call: fn(&::opforge::Tensor) -> ::opforge::Result<()>,
-            }
-
-            /// One entry per guarded function.
-            pub static ENTRIES: [Entry; #n] = [#(#entries),*];
-        }
+    if !diags.is_empty() {
+        return Err(Diagnostics(diags));
     }
+    let n = entries.len();
+    let tokens = quote! {
+        /// One generated function that goes through the function-level protocol.
+        pub struct Entry {
+            /// Its Rust path (`ops::add_Tensor`, `torch::add`, `Tensor::add`).
+            pub path: &'static str,
+            /// `resolve_name` of the `func` its guard passes to handlers.
+            pub func: &'static str,
+            /// How many tensor slots it has (none: only a mode sees the call).
+            pub tensor_slots: usize,
+            /// Calls it with the given tensor in every tensor slot.
+            pub call: fn(&::opforge::Tensor) -> ::opforge::Result<()>,
+        }
+
+        /// One entry per guarded function.
+        #[allow(clippy::all)]
+        pub static ENTRIES: [Entry; #n] = [#(#entries),*];
+    };
+    Ok(crate::emit::format(plan, tokens))
 }
 
 /// `resolve_name` of an operator handle: `aten.add.Tensor`, `aten.abs.default`.
@@ -604,7 +844,7 @@ fn coverage_value(a: &Argument) -> TokenStream {
             },
             Type::Base(BaseType::Int | BaseType::SymInt | BaseType::DeviceIndex) => quote!(0i64),
             Type::Base(BaseType::Float) => quote!(1.0f64),
-            Type::Base(BaseType::Bool) => quote!(false),
+            Type::Base(BaseType::Bool | BaseType::SymBool) => quote!(false),
             Type::Base(BaseType::Str) => match default {
                 Some(DefaultValue::Str(s)) => quote!(#s),
                 _ => quote!("mean"),
@@ -614,8 +854,15 @@ fn coverage_value(a: &Argument) -> TokenStream {
             Type::Base(BaseType::Layout) => quote!(::opforge::Layout::Strided),
             Type::Base(BaseType::Device) => quote!(::opforge::Device::Cpu),
             Type::Base(BaseType::MemoryFormat) => quote!(::opforge::MemoryFormat::Contiguous),
-            // No Rust type (such operators have no typed API): a compile error
-            // here would mean the two lists disagree.
+            Type::Base(BaseType::Generator) => {
+                quote!(&::opforge::Generator::new(::opforge::Device::Cpu))
+            }
+            Type::Base(BaseType::Stream) => {
+                quote!(::opforge::Stream::default_for(::opforge::Device::Cpu))
+            }
+            Type::Base(BaseType::QScheme) => quote!(::opforge::QScheme::PerTensorAffine),
+            Type::Base(BaseType::Storage) => quote!(&t.storage()),
+            // Operators with other types have no typed API (`signature` failed).
             _ => quote!(compile_error!(
                 "override coverage: argument type without a value"
             )),
@@ -623,188 +870,4 @@ fn coverage_value(a: &Argument) -> TokenStream {
     }
     let default = a.default.as_ref().and_then(|d| d.value.as_ref());
     value(&a.ty, a.is_write(), default)
-}
-
-/// A Rust expression for an argument's default, if it has one that can be written.
-fn default_expr(a: &Argument) -> Option<TokenStream> {
-    let d = a.default.as_ref()?;
-    let v = d.value.as_ref()?;
-    let opt = a.ty.is_nullable();
-    let inner = a.ty.strip_optional();
-    let wrap = |t: TokenStream| if opt { quote!(Some(#t)) } else { t };
-    Some(match (inner, v) {
-        (_, DefaultValue::None) if opt => quote!(None),
-        (Type::Base(BaseType::Bool), DefaultValue::Bool(b)) => wrap(quote!(#b)),
-        (Type::Base(BaseType::Int | BaseType::SymInt), DefaultValue::Int(i)) => wrap(quote!(#i)),
-        (Type::Base(BaseType::Int), DefaultValue::Enum(e)) => {
-            let i: i64 = match e.as_str() {
-                "Mean" => 1,
-                "Sum" => 2,
-                _ => return None,
-            };
-            wrap(quote!(#i))
-        }
-        (Type::Base(BaseType::Float), DefaultValue::Int(i)) => {
-            let x = *i as f64;
-            wrap(quote!(#x))
-        }
-        (Type::Base(BaseType::Float), DefaultValue::Float(x)) => wrap(quote!(#x)),
-        (Type::Base(BaseType::Scalar), DefaultValue::Int(i)) => {
-            wrap(quote!(::opforge::Scalar::Int(#i)))
-        }
-        (Type::Base(BaseType::Scalar), DefaultValue::Float(x)) => {
-            wrap(quote!(::opforge::Scalar::Float(#x)))
-        }
-        (Type::Base(BaseType::Str), DefaultValue::Str(s)) => wrap(quote!(#s)),
-        (Type::Base(BaseType::MemoryFormat), DefaultValue::Enum(e)) => {
-            let v = match e.as_str() {
-                "contiguous_format" => quote!(Contiguous),
-                "preserve_format" => quote!(Preserve),
-                "channels_last" => quote!(ChannelsLast),
-                "channels_last_3d" => quote!(ChannelsLast3d),
-                _ => return None,
-            };
-            wrap(quote!(::opforge::MemoryFormat::#v))
-        }
-        (Type::Base(BaseType::ScalarType), DefaultValue::Enum(e)) => {
-            let v = match e.as_str() {
-                "long" | "int64" => quote!(Int64),
-                "int" | "int32" => quote!(Int32),
-                "float" | "float32" => quote!(Float32),
-                "double" | "float64" => quote!(Float64),
-                "bool" => quote!(Bool),
-                _ => return None,
-            };
-            wrap(quote!(::opforge::DType::#v))
-        }
-        (Type::List { elem, size }, DefaultValue::List(xs)) => {
-            let items: Option<Vec<TokenStream>> = xs
-                .iter()
-                .map(|x| match (elem.as_ref(), x) {
-                    (Type::Base(BaseType::Int | BaseType::SymInt), DefaultValue::Int(i)) => {
-                        Some(quote!(#i))
-                    }
-                    (Type::Base(BaseType::Float), DefaultValue::Float(f)) => Some(quote!(#f)),
-                    (Type::Base(BaseType::Bool), DefaultValue::Bool(b)) => Some(quote!(#b)),
-                    _ => None,
-                })
-                .collect();
-            let items = items?;
-            // `int[2] stride=[]` means "not given": keep the empty list.
-            let _ = size;
-            wrap(quote!(&[#(#items),*]))
-        }
-        (
-            Type::List {
-                elem,
-                size: Some(n),
-            },
-            DefaultValue::Int(i),
-        ) if matches!(elem.as_ref(), Type::Base(BaseType::Int | BaseType::SymInt)) => {
-            let items = (0..*n).map(|_| quote!(#i));
-            wrap(quote!(&[#(#items),*]))
-        }
-        _ => return None,
-    })
-}
-
-/// The built-in kernel registrations: one `register_kernels!` row per `dispatch:`
-/// entry on a runtime key, paths relative to `crate::kernels`. An entry without
-/// `dispatch:` is CompositeImplicitAutograd with kernel `composite::<ident>` (this
-/// project's convention). Rows for keys the runtime has no slot for are skipped.
-pub fn registrations(plan: &Plan) -> (String, Vec<Skip>) {
-    let mut rows = Vec::new();
-    let mut skips = Vec::new();
-    for op in &plan.ops {
-        let name = if op.entry.func.name.namespace() == "aten" {
-            op.entry.name()
-        } else {
-            format!("{}::{}", op.entry.func.name.namespace(), op.entry.name())
-        };
-        if let Some(why) = unsupported(op.schema()) {
-            skips.push(Skip {
-                op: name,
-                reason: format!("no kernel registration: {why}"),
-            });
-            continue;
-        }
-        let mut kernels: Vec<(String, String)> = op
-            .entry
-            .dispatch
-            .iter()
-            .flat_map(|row| row.keys.iter().map(|k| (k.clone(), row.kernel.clone())))
-            .collect();
-        if kernels.is_empty() && op.entry.is_composite_implicit() {
-            kernels.push((
-                "CompositeImplicitAutograd".into(),
-                format!("composite::{}", op.ident),
-            ));
-        }
-        for (key, kernel) in kernels {
-            if !opforge_schema::model::RUNTIME_DISPATCH_KEYS.contains(&key.as_str()) {
-                skips.push(Skip {
-                    op: name.clone(),
-                    reason: format!("no runtime slot for dispatch key {key}"),
-                });
-                continue;
-            }
-            let path: Vec<String> = kernel
-                .split("::")
-                .map(|seg| {
-                    if crate::lower::RUST_KEYWORDS.contains(&seg) {
-                        format!("r#{seg}")
-                    } else {
-                        seg.to_string()
-                    }
-                })
-                .collect();
-            rows.push(format!(
-                "    {key}, {name:?}, crate::kernels::{};",
-                path.join("::")
-            ));
-        }
-    }
-    let text = format!(
-        "// @generated by opforge-codegen from {} — do not edit.\n// One row per `dispatch:` entry: every kernel the YAML names must exist with its schema's signature.\n\n::opforge_macros::register_kernels! {{\n{}\n}}\n",
-        std::path::Path::new(plan.file)
-            .file_name()
-            .map_or(plan.file.into(), |f| f.to_string_lossy()),
-        rows.join("\n")
-    );
-    (text, skips)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn coverage_lists_every_guarded_function() {
-        let src = include_str!("../tests/fixtures/mini.yaml");
-        let file =
-            opforge_schema::load::load_str("mini.yaml", src).unwrap_or_else(|d| panic!("{d}"));
-        let plan = crate::lower::lower(&file, &[]).unwrap();
-        let text = api_tokens(&plan).0.to_string();
-        let (api, table) = text.split_once("pub mod __coverage").unwrap();
-        // One entry per guard (`ops::`, `torch::`, `Tensor` methods).
-        let guards = api.matches(":: opforge :: overrides :: typed (").count();
-        let entries = table.matches("Entry { path :").count();
-        assert!(guards > 0);
-        assert_eq!(entries, guards);
-        // The names the guards use: the handle, the binding, `torch.nn.functional`.
-        for want in [
-            r#"path : "ops::gelu" , func : "aten.gelu.default""#,
-            r#"path : "torch::gelu" , func : "torch.nn.functional.gelu""#,
-            r#"func : "aten.add.Tensor""#,
-        ] {
-            assert!(table.contains(want), "{want} not in {table}");
-        }
-        // Every tensor slot gets the tensor, other slots plain values (a string's
-        // default if it has one).
-        assert!(
-            table.contains(r#":: opforge :: ops :: gelu (t , "none")"#),
-            "{table}"
-        );
-        assert!(!table.contains("compile_error"));
-    }
 }

@@ -1,63 +1,24 @@
 //! Lower: all naming and ordering policy between the model and emission.
 //!
-//! Rust identifiers follow one tested rule ([`op_ident`], [`arg_ident`]); operator ids
-//! are stable: entries sorted by qualified name (`aten::add.Tensor`), so the id of an
-//! operator does not depend on where it sits in the YAML. Nothing is dropped
-//! silently: anything not emitted is a [`Skip`] with a reason.
+//! Operator ids are stable: entries sorted by qualified name (`aten::add.Tensor`),
+//! so the id of an operator does not depend on where it sits in the YAML. Rust
+//! names follow the rules of [`opforge_schema::names`] (exact forms, convenience
+//! names from the schema), and each operator's runtime table entry is the one
+//! conversion of [`opforge_schema::tables::op_schema`]. Nothing is dropped: a
+//! binding of an operator the file does not have (PyTorch's `autogen`) is a
+//! [`Skip`] with a reason.
 
+use opforge_schema::diag::{Diagnostic, Diagnostics};
 use opforge_schema::groups::{group, OperatorGroup};
 use opforge_schema::load::SchemaFile;
 use opforge_schema::model::{FunctionSchema, NativeFunction};
+use opforge_schema::names::{api_names, implicit_kernel, op_ident};
 use opforge_schema::overrides::{overridable, Overridable};
 use opforge_schema::python::{derive_bindings, Binding, DeprecatedEntry};
-use opforge_schema::validate::cpp_name;
+use opforge_schema::tables::{op_schema, OpSchema};
+use std::collections::HashMap;
 
-/// Rust keywords (strict and reserved), which get a trailing `_` as identifiers.
-pub const RUST_KEYWORDS: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
-    "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",
-    "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "try",
-    "type", "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final", "macro",
-    "override", "priv", "typeof", "unsized", "virtual", "yield",
-];
-
-/// The Rust identifier of an operator: `.` becomes `_`; a name that is a Rust keyword
-/// gets a trailing `_`; other namespaces than `aten` are prefixed (`mylib_scale`).
-///
-/// ```
-/// use opforge_codegen::lower::op_ident;
-/// use opforge_schema::schema::parse_operator_name_str as n;
-/// assert_eq!(op_ident(&n("add.Tensor").unwrap()), "add_Tensor");
-/// assert_eq!(op_ident(&n("add_.Tensor").unwrap()), "add__Tensor");
-/// assert_eq!(op_ident(&n("neg").unwrap()), "neg");
-/// assert_eq!(op_ident(&n("mylib::scale").unwrap()), "mylib_scale");
-/// ```
-pub fn op_ident(name: &opforge_schema::model::OperatorName) -> String {
-    let mut s = name.unqualified().replace('.', "_");
-    if let Some(ns) = name.namespace.as_deref().filter(|ns| *ns != "aten") {
-        s = format!("{ns}_{s}");
-    }
-    keyword_escape(s)
-}
-
-/// The Rust identifier of an argument: `self` → `self_`, keywords get a trailing `_`.
-///
-/// ```
-/// use opforge_codegen::lower::arg_ident;
-/// assert_eq!(arg_ident("self"), "self_");
-/// assert_eq!(arg_ident("type"), "type_");
-/// assert_eq!(arg_ident("other"), "other");
-/// ```
-pub fn arg_ident(name: &str) -> String {
-    keyword_escape(name.to_string())
-}
-
-fn keyword_escape(mut s: String) -> String {
-    if RUST_KEYWORDS.contains(&s.as_str()) {
-        s.push('_');
-    }
-    s
-}
+pub use opforge_schema::names::{arg_ident, RUST_KEYWORDS};
 
 /// Something the generator did not emit, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,15 +36,28 @@ pub struct PlannedOp<'a> {
     pub entry: &'a NativeFunction,
     /// Rust identifier (`add_Tensor`), also the `OpId` variant.
     pub ident: String,
+    /// The convenience name (`torch::<api_name>`, `Tensor::<api_name>`).
+    pub api_name: String,
     /// Dispatch rows, one per key, with the implicit CompositeImplicitAutograd kernel
     /// made explicit.
     pub kernels: Vec<(String, String)>,
+    /// The runtime's table entry (the one model → table conversion).
+    pub table: &'static OpSchema,
 }
 
 impl PlannedOp<'_> {
     /// The schema.
     pub fn schema(&self) -> &FunctionSchema {
         &self.entry.func
+    }
+
+    /// `ns::name.overload` (`aten::add.Tensor`, `aten::neg`).
+    pub fn qualified_name(&self) -> String {
+        format!(
+            "{}::{}",
+            self.entry.func.name.namespace(),
+            self.entry.name()
+        )
     }
 }
 
@@ -108,12 +82,15 @@ impl Plan<'_> {
     /// The index of the operator named `name.overload` (in the `aten` namespace or the
     /// one given as `ns::name.overload`).
     pub fn find(&self, name: &str) -> Option<usize> {
-        let (ns, name) = name.split_once("::").unwrap_or(("aten", name));
-        self.ops
-            .binary_search_by(|o| {
-                (o.entry.func.name.namespace(), o.entry.name().as_str()).cmp(&(ns, name))
-            })
-            .ok()
+        find_in(&self.ops, name)
+    }
+
+    /// A diagnostic at the entry of operator `i`.
+    pub fn diagnostic(&self, i: usize, message: impl Into<String>) -> Diagnostic {
+        let op = &self.ops[i];
+        let mut d = Diagnostic::new(self.file, op.entry.line, message);
+        d.entry = Some(op.entry.name());
+        d
     }
 }
 
@@ -130,35 +107,76 @@ fn sort_key(nf: &NativeFunction) -> (String, String) {
     (nf.func.name.namespace().to_string(), nf.name())
 }
 
-/// Builds the plan: sorts, names, groups, derives the Python bindings (with the
-/// `deprecated.yaml` entries given) and the overridable list. Fails if grouping does
-/// (two variants of the same kind with one signature) or the bindings cannot be
-/// derived (PyTorch's own generator errors).
-pub fn lower<'a>(file: &'a SchemaFile, deprecated: &[DeprecatedEntry]) -> Result<Plan<'a>, String> {
-    let mut order: Vec<&NativeFunction> = file.entries.iter().collect();
-    order.sort_by_cached_key(|nf| sort_key(nf));
+/// The dispatch rows of an entry, one per key, with the implicit
+/// CompositeImplicitAutograd kernel made explicit.
+pub fn kernel_rows(nf: &NativeFunction) -> Vec<(String, String)> {
+    let mut kernels: Vec<(String, String)> = nf
+        .dispatch
+        .iter()
+        .flat_map(|row| row.keys.iter().map(|k| (k.clone(), row.kernel.clone())))
+        .collect();
+    if kernels.is_empty() && nf.is_composite_implicit() {
+        kernels.push((
+            "CompositeImplicitAutograd".into(),
+            implicit_kernel(&nf.func),
+        ));
+    }
+    kernels
+}
+
+/// Builds the plan: sorts, names, converts, groups, derives the Python bindings
+/// (with the `deprecated.yaml` entries given) and the overridable list. Fails with
+/// `file:line` diagnostics if two operators get one Rust identifier, if grouping
+/// fails (two variants of the same kind with one signature) or the bindings cannot
+/// be derived (PyTorch's own generator errors).
+pub fn lower<'a>(
+    file: &'a SchemaFile,
+    deprecated: &[DeprecatedEntry],
+) -> Result<Plan<'a>, Diagnostics> {
+    let whole = |e: String| Diagnostics(vec![Diagnostic::new(&file.file, 0, e)]);
+    let names = api_names(&file.entries).map_err(whole)?;
+    let mut order: Vec<(&NativeFunction, String)> = file.entries.iter().zip(names).collect();
+    order.sort_by_cached_key(|(nf, _)| sort_key(nf));
     let ops: Vec<PlannedOp> = order
         .into_iter()
-        .map(|entry| {
-            let mut kernels: Vec<(String, String)> = entry
-                .dispatch
-                .iter()
-                .flat_map(|row| row.keys.iter().map(|k| (k.clone(), row.kernel.clone())))
-                .collect();
-            if kernels.is_empty() && entry.is_composite_implicit() {
-                kernels.push(("CompositeImplicitAutograd".into(), cpp_name(&entry.func)));
-            }
-            PlannedOp {
-                entry,
-                ident: op_ident(&entry.func.name),
-                kernels,
-            }
+        .map(|(entry, api_name)| PlannedOp {
+            entry,
+            ident: op_ident(&entry.func.name),
+            api_name,
+            kernels: kernel_rows(entry),
+            table: op_schema(&entry.func, Some(entry)),
         })
         .collect();
+    // Two operators with one Rust identifier (`foo.bar` and `foo_bar`).
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut diags = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        if let Some(&j) = seen.get(op.ident.as_str()) {
+            let mut d = Diagnostic::new(
+                &file.file,
+                op.entry.line,
+                format!(
+                    "`{}` and `{}` (line {}) have the same Rust identifier `{}`",
+                    op.entry.name(),
+                    ops[j].entry.name(),
+                    ops[j].entry.line,
+                    op.ident
+                ),
+            );
+            d.entry = Some(op.entry.name());
+            d.help = Some("rename one of the two overloads".into());
+            diags.push(d);
+        } else {
+            seen.insert(&op.ident, i);
+        }
+    }
+    if !diags.is_empty() {
+        return Err(Diagnostics(diags));
+    }
     // Group in id order so that group member indices are op indices.
-    let groups = group(ops.iter().map(|o| o.entry))?;
-    let bindings = derive_bindings(&file.entries, deprecated)?;
-    let overridable = overridable(&bindings)?;
+    let groups = group(ops.iter().map(|o| o.entry)).map_err(whole)?;
+    let bindings = derive_bindings(&file.entries, deprecated).map_err(whole)?;
+    let overridable = overridable(&bindings).map_err(whole)?;
     // Signatures whose operators are generated by autogen (not in this file) have no
     // `OpId`; that is recorded, not hidden.
     let mut skips = Vec::new();

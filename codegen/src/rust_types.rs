@@ -1,149 +1,223 @@
-//! Lower: the Rust types kernels take and return, per schema type.
+//! Lower: the Rust types kernels take and return, per schema type, as
+//! [`syn::Type`]s.
 //!
-//! One mapping, used by the `#[kernel]` macro (to check a kernel's signature) and by
-//! emission (the typed API and the signature aliases the dispatcher's unboxed path
-//! calls through), so the two always agree. The table is in the runtime's `value`
-//! module docs. Types are rendered with a path prefix (`::opforge::Tensor` in
-//! generated code, none in messages).
+//! One mapping, used by the `#[kernel]` macro (to check a kernel's signature),
+//! by emission (the typed API and the `sig::` aliases the dispatcher's unboxed
+//! path is typed by), so the two always agree. The table is in the runtime's
+//! `value` module docs. Types are written with `::opforge::` paths; [`show`]
+//! prints them as a person writes them (`&Tensor`, `Option<&[i64]>`). A schema
+//! type without a mapping is an error naming it, never a placeholder.
 
 use opforge_schema::model::{Argument, BaseType, FunctionSchema, Return, Type};
+use quote::ToTokens;
+use syn::parse_quote;
 
-/// How to spell runtime types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Spelling {
-    /// With the `::opforge::` prefix (generated code).
-    Qualified,
-    /// Bare names (messages, docs).
-    Short,
-}
+/// Why a schema type has no Rust type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unmapped(pub String);
 
-fn p(s: Spelling, name: &str) -> String {
-    match s {
-        Spelling::Qualified => format!("::opforge::{name}"),
-        Spelling::Short => name.to_string(),
+impl std::fmt::Display for Unmapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
-/// The Rust type of a value of schema type `t` (not a written tensor), or `None`
-/// if the type has no Rust mapping yet.
-pub fn value_type(t: &Type, s: Spelling) -> Option<String> {
-    Some(match t {
-        Type::Base(b) => base_type(*b, s)?,
-        Type::Optional(inner) => match inner.as_ref() {
-            Type::Optional(_) => return None,
-            other => format!("Option<{}>", value_type(other, s)?),
-        },
-        Type::List { elem, .. } => match elem.as_ref() {
-            Type::Base(BaseType::Tensor) => format!("&[{}]", p(s, "Tensor")),
-            Type::Optional(t) if t.is_base(BaseType::Tensor) => {
-                format!("&[Option<{}>]", p(s, "Tensor"))
-            }
-            Type::Base(BaseType::Int | BaseType::SymInt) => "&[i64]".into(),
-            Type::Base(BaseType::Float) => "&[f64]".into(),
-            Type::Base(BaseType::Bool) => "&[bool]".into(),
-            Type::Base(BaseType::Scalar) => format!("&[{}]", p(s, "Scalar")),
-            _ => return None,
-        },
-        Type::CustomClass(_) => return None,
-    })
-}
-
-fn base_type(b: BaseType, s: Spelling) -> Option<String> {
-    Some(match b {
-        BaseType::Tensor => format!("&{}", p(s, "Tensor")),
-        BaseType::Int | BaseType::SymInt | BaseType::DeviceIndex => "i64".into(),
-        BaseType::Float => "f64".into(),
-        BaseType::Bool => "bool".into(),
-        BaseType::Str => "&str".into(),
-        BaseType::Scalar => p(s, "Scalar"),
-        BaseType::ScalarType => p(s, "DType"),
-        BaseType::Layout => p(s, "Layout"),
-        BaseType::Device => p(s, "Device"),
-        BaseType::MemoryFormat => p(s, "MemoryFormat"),
-        _ => return None,
-    })
-}
-
-/// The Rust parameter type of an argument: as [`value_type`], except that a written
-/// single tensor (`Tensor(a!)`) is taken as `&mut Tensor`.
-///
-/// ```
-/// use opforge_codegen::rust_types::{param_type, Spelling};
-/// use opforge_schema::schema::parse_schema;
-/// let s = parse_schema("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)").unwrap();
-/// let ts: Vec<String> = s.arguments.all.iter().map(|a| param_type(a, Spelling::Short).unwrap()).collect();
-/// assert_eq!(ts, ["&Tensor", "&Tensor", "Scalar", "&mut Tensor"]);
-/// ```
-pub fn param_type(a: &Argument, s: Spelling) -> Option<String> {
-    if a.is_write() {
-        return match &a.ty {
-            Type::Base(BaseType::Tensor) => Some(format!("&mut {}", p(s, "Tensor"))),
-            // A written tensor list: the elements are handles, written through.
-            Type::List { elem, .. } if elem.is_base(BaseType::Tensor) => {
-                Some(format!("&[{}]", p(s, "Tensor")))
-            }
-            _ => None,
-        };
-    }
-    value_type(&a.ty, s)
-}
-
-/// The Rust type of the returned value (without the `Result`).
-pub fn return_type(rets: &[Return], s: Spelling) -> Option<String> {
-    let one = |r: &Return| -> Option<String> {
-        Some(match &r.ty {
-            Type::Base(BaseType::Tensor) => p(s, "Tensor"),
-            Type::List { elem, .. } if elem.is_base(BaseType::Tensor) => {
-                format!("Vec<{}>", p(s, "Tensor"))
-            }
-            Type::Base(BaseType::Int | BaseType::SymInt) => "i64".into(),
-            Type::Base(BaseType::Float) => "f64".into(),
-            Type::Base(BaseType::Bool) => "bool".into(),
-            Type::Base(BaseType::Scalar) => p(s, "Scalar"),
-            Type::Base(BaseType::ScalarType) => p(s, "DType"),
-            _ => return None,
-        })
-    };
-    match rets {
-        [] => Some("()".into()),
-        [r] => one(r),
-        rs if rs.len() <= 3 && rs.iter().all(|r| r.ty.is_base(BaseType::Tensor)) => {
-            let parts: Option<Vec<String>> = rs.iter().map(one).collect();
-            Some(format!("({})", parts?.join(", ")))
-        }
-        _ => None,
-    }
-}
-
-/// `Result<T>` for the return type.
-pub fn result_type(rets: &[Return], s: Spelling) -> Option<String> {
-    Some(format!("{}<{}>", p(s, "Result"), return_type(rets, s)?))
-}
-
-/// The function-pointer type of a kernel for `f`:
-/// `fn(&Tensor, &Tensor, Scalar) -> Result<Tensor>`.
-pub fn fn_pointer_type(f: &FunctionSchema, s: Spelling) -> Option<String> {
-    let params: Option<Vec<String>> = f.arguments.all.iter().map(|a| param_type(a, s)).collect();
-    Some(format!(
-        "fn({}) -> {}",
-        params?.join(", "),
-        result_type(&f.returns, s)?
+fn unmapped(t: &Type) -> Unmapped {
+    Unmapped(format!(
+        "the schema type `{t}` has no Rust type (mapped: Tensor, int, SymInt, float, bool, SymBool, str, Scalar, ScalarType, Layout, Device, DeviceIndex, MemoryFormat, Generator, Storage, Stream, their optionals and lists of tensors, ints, floats, bools and Scalars)"
     ))
 }
 
-/// Why `f` has no Rust signature (the first argument or return without a mapping).
-pub fn unsupported(f: &FunctionSchema) -> Option<String> {
-    if let Some(a) = f
+/// The Rust type of a value of schema type `t` (not a written tensor).
+pub fn value_type(t: &Type) -> Result<syn::Type, Unmapped> {
+    Ok(match t {
+        Type::Base(b) => base_type(*b).ok_or_else(|| unmapped(t))?,
+        Type::Optional(inner) => match inner.as_ref() {
+            Type::Optional(_) => return Err(unmapped(t)),
+            other => {
+                let v = value_type(other).map_err(|_| unmapped(t))?;
+                parse_quote!(::core::option::Option<#v>)
+            }
+        },
+        Type::List { elem, .. } => match elem.as_ref() {
+            Type::Base(BaseType::Tensor) => parse_quote!(&[::opforge::Tensor]),
+            Type::Optional(e) if e.is_base(BaseType::Tensor) => {
+                parse_quote!(&[::core::option::Option<::opforge::Tensor>])
+            }
+            Type::Base(BaseType::Int | BaseType::SymInt) => parse_quote!(&[i64]),
+            Type::Base(BaseType::Float) => parse_quote!(&[f64]),
+            Type::Base(BaseType::Bool) => parse_quote!(&[bool]),
+            Type::Base(BaseType::Scalar) => parse_quote!(&[::opforge::Scalar]),
+            _ => return Err(unmapped(t)),
+        },
+        Type::CustomClass(_) => return Err(unmapped(t)),
+    })
+}
+
+fn base_type(b: BaseType) -> Option<syn::Type> {
+    Some(match b {
+        BaseType::Tensor => parse_quote!(&::opforge::Tensor),
+        BaseType::Int | BaseType::SymInt | BaseType::DeviceIndex => parse_quote!(i64),
+        BaseType::Float => parse_quote!(f64),
+        BaseType::Bool | BaseType::SymBool => parse_quote!(bool),
+        BaseType::Str => parse_quote!(&str),
+        BaseType::Scalar => parse_quote!(::opforge::Scalar),
+        BaseType::ScalarType => parse_quote!(::opforge::DType),
+        BaseType::Layout => parse_quote!(::opforge::Layout),
+        BaseType::Device => parse_quote!(::opforge::Device),
+        BaseType::MemoryFormat => parse_quote!(::opforge::MemoryFormat),
+        BaseType::Generator => parse_quote!(&::opforge::Generator),
+        BaseType::Storage => parse_quote!(&::opforge::Storage),
+        BaseType::Stream => parse_quote!(::opforge::Stream),
+        BaseType::QScheme => parse_quote!(::opforge::QScheme),
+        BaseType::DimVector | BaseType::GraphModule | BaseType::Dimname | BaseType::Complex => {
+            return None
+        }
+    })
+}
+
+/// The Rust parameter type of an argument: as [`value_type`], except that a
+/// written single tensor (`Tensor(a!)`) is taken as `&mut Tensor` (a written
+/// tensor list, `Tensor(a!)[]`, is `&[Tensor]`: its elements are handles,
+/// written through).
+///
+/// ```
+/// use opforge_codegen::rust_types::{param_type, show};
+/// use opforge_schema::schema::parse_schema;
+/// let s = parse_schema("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)").unwrap();
+/// let ts: Vec<String> = s.arguments.all.iter().map(|a| show(&param_type(a).unwrap())).collect();
+/// assert_eq!(ts, ["&Tensor", "&Tensor", "Scalar", "&mut Tensor"]);
+/// ```
+pub fn param_type(a: &Argument) -> Result<syn::Type, Unmapped> {
+    if a.is_write() {
+        return match &a.ty {
+            Type::Base(BaseType::Tensor) => Ok(parse_quote!(&mut ::opforge::Tensor)),
+            Type::List { elem, .. } if elem.is_base(BaseType::Tensor) => {
+                Ok(parse_quote!(&[::opforge::Tensor]))
+            }
+            t => Err(Unmapped(format!(
+                "a written `{t}` has no Rust type (written arguments are `Tensor(a!)` and `Tensor(a!)[]`)"
+            ))),
+        };
+    }
+    value_type(&a.ty)
+}
+
+/// Is the argument taken as `&mut Tensor`?
+pub fn is_mut_tensor(a: &Argument) -> bool {
+    a.is_write() && a.ty.is_base(BaseType::Tensor)
+}
+
+fn one_return(r: &Return) -> Result<syn::Type, Unmapped> {
+    Ok(match &r.ty {
+        Type::Base(BaseType::Tensor) => parse_quote!(::opforge::Tensor),
+        Type::Optional(t) if t.is_base(BaseType::Tensor) => {
+            parse_quote!(::core::option::Option<::opforge::Tensor>)
+        }
+        Type::List { elem, .. } if elem.is_base(BaseType::Tensor) => {
+            parse_quote!(::std::vec::Vec<::opforge::Tensor>)
+        }
+        Type::List { elem, .. } if elem.is_base(BaseType::Int) || elem.is_base(BaseType::SymInt) => {
+            parse_quote!(::std::vec::Vec<i64>)
+        }
+        Type::Base(BaseType::Int | BaseType::SymInt) => parse_quote!(i64),
+        Type::Base(BaseType::Float) => parse_quote!(f64),
+        Type::Base(BaseType::Bool | BaseType::SymBool) => parse_quote!(bool),
+        Type::Base(BaseType::Str) => parse_quote!(::std::string::String),
+        Type::Base(BaseType::Scalar) => parse_quote!(::opforge::Scalar),
+        Type::Base(BaseType::ScalarType) => parse_quote!(::opforge::DType),
+        Type::Base(BaseType::QScheme) => parse_quote!(::opforge::QScheme),
+        Type::Base(BaseType::Device) => parse_quote!(::opforge::Device),
+        Type::Base(BaseType::Layout) => parse_quote!(::opforge::Layout),
+        t => {
+            return Err(Unmapped(format!(
+                "the return type `{t}` has no Rust type (mapped: Tensor, Tensor?, Tensor[], int, SymInt, int[], float, bool, SymBool, str, Scalar, ScalarType, QScheme, Device, Layout)"
+            )))
+        }
+    })
+}
+
+/// The most returns a Rust signature has (a tuple of up to ten).
+pub const MAX_RETURNS: usize = 10;
+
+/// The Rust type of the returned value (without the `Result`): `()`, one
+/// type, or a tuple.
+pub fn return_type(rets: &[Return]) -> Result<syn::Type, Unmapped> {
+    match rets {
+        [] => Ok(parse_quote!(())),
+        [r] => one_return(r),
+        rs if rs.len() <= MAX_RETURNS => {
+            let parts = rs.iter().map(one_return).collect::<Result<Vec<_>, _>>()?;
+            Ok(parse_quote!((#(#parts),*)))
+        }
+        rs => Err(Unmapped(format!(
+            "{} returns: a Rust signature returns at most {MAX_RETURNS}",
+            rs.len()
+        ))),
+    }
+}
+
+/// `::opforge::Result<T>` for the return type.
+pub fn result_type(rets: &[Return]) -> Result<syn::Type, Unmapped> {
+    let t = return_type(rets)?;
+    Ok(parse_quote!(::opforge::Result<#t>))
+}
+
+/// The most arguments a Rust signature has (the typed API's tuples).
+pub const MAX_ARGS: usize = 24;
+
+/// The function-pointer type of a kernel for `f`:
+/// `fn(&Tensor, &Tensor, Scalar) -> Result<Tensor>`. Fails naming the first
+/// argument or return without a mapping.
+pub fn fn_pointer_type(f: &FunctionSchema) -> Result<syn::Type, Unmapped> {
+    if f.arguments.all.len() > MAX_ARGS {
+        return Err(Unmapped(format!(
+            "{} arguments: a Rust signature takes at most {MAX_ARGS}",
+            f.arguments.all.len()
+        )));
+    }
+    let params = f
         .arguments
         .all
         .iter()
-        .find(|a| param_type(a, Spelling::Short).is_none())
-    {
-        return Some(format!("argument `{a}` has no Rust type mapping"));
+        .map(|a| param_type(a).map_err(|e| Unmapped(format!("argument `{a}`: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ret = result_type(&f.returns)?;
+    Ok(parse_quote!(fn(#(#params),*) -> #ret))
+}
+
+/// A type as a person writes it: no `::opforge::`, `::core::option::`,
+/// `::std::vec::` or `::std::string::` prefixes, spaces as rustfmt puts them
+/// (`&mut Tensor`, `Option<&[i64]>`, `Result<(Tensor, Tensor)>`).
+pub fn show(ty: &impl ToTokens) -> String {
+    let s = ty.to_token_stream().to_string();
+    let s = s
+        .replace(":: opforge :: ", "")
+        .replace(":: core :: option :: ", "")
+        .replace(":: std :: vec :: ", "")
+        .replace(":: std :: string :: ", "");
+    tidy(&s)
+}
+
+/// Token text with rustfmt's spacing: no space after `&`, `<`, `[`, `(`, `::`,
+/// `'`, none before `<`, `>`, `,`, `]`, `)`, `::`.
+pub fn tidy(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' {
+            let prev = out.chars().last();
+            let next = chars.peek().copied();
+            let glue_prev = matches!(prev, Some('&' | '<' | '[' | '(' | ':' | '\''));
+            let glue_next = matches!(next, Some('<' | '>' | ',' | ']' | ')' | ':'))
+                || (next == Some('(') && out.ends_with("fn"));
+            if glue_prev || glue_next {
+                continue;
+            }
+        }
+        out.push(c);
     }
-    return_type(&f.returns, Spelling::Short)
-        .is_none()
-        .then(|| "its returns have no Rust type mapping".to_string())
+    out
 }
 
 #[cfg(test)]
@@ -151,28 +225,48 @@ mod tests {
     use super::*;
     use opforge_schema::schema::parse_schema;
 
+    fn sig(s: &str) -> Result<String, Unmapped> {
+        fn_pointer_type(&parse_schema(s).unwrap()).map(|t| show(&t))
+    }
+
     #[test]
     fn mapping() {
-        let f = parse_schema(
-            "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
-        )
-        .unwrap();
         assert_eq!(
-            fn_pointer_type(&f, Spelling::Short).unwrap(),
+            sig("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)").unwrap(),
             "fn(&Tensor, i64, bool) -> Result<(Tensor, Tensor)>"
         );
-        let f = parse_schema("zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor").unwrap();
         assert_eq!(
-            fn_pointer_type(&f, Spelling::Qualified).unwrap(),
-            "fn(&[i64], Option<::opforge::DType>, Option<::opforge::Layout>, Option<::opforge::Device>, Option<bool>) -> ::opforge::Result<::opforge::Tensor>"
+            sig("zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor").unwrap(),
+            "fn(&[i64], Option<DType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>"
         );
-        let f = parse_schema("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor").unwrap();
         assert_eq!(
-            fn_pointer_type(&f, Spelling::Short).unwrap(),
+            sig("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor").unwrap(),
             "fn(&Tensor, &[Option<Tensor>]) -> Result<Tensor>"
         );
-        let f = parse_schema("f(Tensor self, Generator? g=None) -> Tensor").unwrap();
-        assert!(fn_pointer_type(&f, Spelling::Short).is_none());
-        assert!(unsupported(&f).unwrap().contains("Generator? g=None"));
+        assert_eq!(
+            sig("f(Tensor self, Generator? g=None, int[1]? dim=None, str? s=None) -> (Tensor, Tensor[], float, int)").unwrap(),
+            "fn(&Tensor, Option<&Generator>, Option<&[i64]>, Option<&str>) -> Result<(Tensor, Vec<Tensor>, f64, i64)>"
+        );
+        assert_eq!(
+            sig("_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()")
+                .unwrap(),
+            "fn(&[Tensor], &[Tensor], Scalar) -> Result<()>"
+        );
+    }
+
+    #[test]
+    fn unmapped_types_are_named() {
+        let e = sig("f(Tensor self, complex c=0) -> Tensor").unwrap_err();
+        assert!(
+            e.0.starts_with("argument `complex c=0`: the schema type `complex` has no Rust type"),
+            "{e}"
+        );
+        let e = sig("f(Tensor self, int?? x) -> Tensor").unwrap_err();
+        assert!(e.0.contains("`int??`"), "{e}");
+        let e = sig("f(Tensor self) -> Dimname").unwrap_err();
+        assert!(
+            e.0.starts_with("the return type `Dimname` has no Rust type"),
+            "{e}"
+        );
     }
 }

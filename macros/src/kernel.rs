@@ -1,63 +1,51 @@
-//! `#[kernel(KEY, "name.overload")]`: checks a Rust function against its operator's
-//! schema at compile time and registers it with the dispatcher.
+//! `#[kernel(KEY, "name.overload")]` / `#[kernel(KEY)]`: checks a Rust function
+//! against its operator's schema at compile time and registers it with the
+//! dispatcher.
 //!
-//! The function is always emitted unchanged. Then either every problem the macro can
-//! see (each a `compile_error!` on the offending tokens, naming both sides and
-//! quoting the schema), or the registration, inside one `const _: () = { … };`:
+//! The attribute emits the function unchanged, then a call of the schema lookup
+//! of the crate being compiled ([`crate::lookup`]) with `kernel_impl!` as the
+//! callback. `#[kernel(KEY, "op")]` looks the operator up by name;
+//! `#[kernel(KEY)]` by the key and the function's name, among the kernels the
+//! crate's YAML names in `dispatch:`. `kernel_impl!` receives the schema and
+//! emits either every problem it can see (each a `compile_error!` on the
+//! offending tokens, naming both sides and quoting the schema), or:
 //!
-//! - the *unboxed* kernel: a shim whose signature is the schema's
-//!   ([`fn_pointer_type`], the type the dispatcher's typed path transmutes the
-//!   pointer back to) and which calls the user's function;
+//! - the *unboxed* kernel: a shim whose signature is the schema's (the type the
+//!   dispatcher's typed path asks for, `opforge::sig::<op>`) and which calls the
+//!   user's function;
 //! - the *boxed* adapter (values in, values out), which calls the shim;
-//! - the link-time entry in `opforge::dispatch::KERNELS`.
+//! - the link-time entry in `opforge::__private::KERNELS`;
+//! - a marker beside the function, `__opforge_<KEY>_kernel_of_<op>`, which the
+//!   generated check of each `dispatch:` row refers to (so a kernel the YAML
+//!   names but nobody wrote is a compile error naming the YAML line), and which
+//!   makes a second kernel for the same operator and key in one module a
+//!   compile error.
+//!
+//! A kernel for a key the YAML already names a kernel for is an error: in the
+//! crate that owns the YAML, unless it is that kernel (same function name); in
+//! any other crate, always (a second kernel for one key; replacing one is
+//! explicit, at run time, with `Operator::override_kernel`).
 //!
 //! Types are rustc's job. The shim converts each argument to the user's parameter
 //! type through a trait implemented only for the schema's type and spanned at the
 //! user's type, so a wrong type is one error there, worded by
 //! `#[diagnostic::on_unimplemented]` (the schema type, the type found and the
-//! schema). The return goes through such a trait too. The shim is the only place
-//! these traits are used, and nothing else depends on the user's types, so rustc
-//! reports each mismatch exactly once.
+//! schema). The return goes through such a trait too.
 
-use opforge_codegen::lower::arg_ident;
-use opforge_codegen::rust_types::{fn_pointer_type, param_type, result_type, Spelling};
-use opforge_schema::model::{FunctionSchema, NativeFunction};
+use crate::lookup::{self, Entry, Found};
+use opforge_codegen::emit_api::kernel_marker;
+use opforge_codegen::rust_types::{fn_pointer_type, param_type, result_type};
+use opforge_schema::model::FunctionSchema;
+use opforge_schema::names::{arg_ident, op_ident};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use std::fmt::Display;
-use std::sync::OnceLock;
 use syn::spanned::Spanned;
 
-/// The project's schema file, embedded so that cargo rebuilds on change.
-const SCHEMA_YAML: &str = include_str!("../../runtime/native_functions.yaml");
+pub(crate) use opforge_codegen::rust_types::show;
 
 /// Keys a kernel may be registered under.
 const KEYS: &[&str] = opforge_schema::model::RUNTIME_DISPATCH_KEYS;
-
-/// The operators of the schema file, parsed once per compiler process.
-fn schema_file() -> Result<&'static [NativeFunction], String> {
-    static FILE: OnceLock<Result<Vec<NativeFunction>, String>> = OnceLock::new();
-    FILE.get_or_init(|| {
-        opforge_schema::load::load_str("native_functions.yaml", SCHEMA_YAML)
-            .map(|f| f.entries)
-            .map_err(|d| d.to_string())
-    })
-    .as_ref()
-    .map(Vec::as_slice)
-    .map_err(Clone::clone)
-}
-
-/// The operator named `name` in the project's schema file.
-pub(crate) fn find(name: &str) -> Option<&'static NativeFunction> {
-    find_op(schema_file().ok()?, name)
-}
-
-/// Finds `ns::name.overload` (namespace `aten` when not written).
-fn find_op<'a>(ops: &'a [NativeFunction], name: &str) -> Option<&'a NativeFunction> {
-    let (ns, rest) = name.split_once("::").unwrap_or(("aten", name));
-    ops.iter()
-        .find(|o| o.func.name.namespace() == ns && o.name() == rest)
-}
 
 /// Every problem found, each on its own tokens. Once the operator is known, every
 /// message ends with its schema.
@@ -65,6 +53,9 @@ fn find_op<'a>(ops: &'a [NativeFunction], name: &str) -> Option<&'a NativeFuncti
 pub(crate) struct Errors {
     list: Vec<syn::Error>,
     schema: Option<String>,
+    /// Where the function's parameter list closes (tokens that went through the
+    /// lookup macro lose that span, so the attribute sends it along).
+    close: Option<Span>,
 }
 
 impl Errors {
@@ -92,34 +83,38 @@ impl Errors {
     }
 }
 
-/// The attribute's arguments: `KEY, "op"`.
+/// The attribute's arguments: `KEY, "op"` or `KEY`.
 struct Attr {
     key: syn::Ident,
-    op: syn::LitStr,
+    op: Option<syn::LitStr>,
 }
+
+const USAGE: &str = "expected `#[kernel(KEY, \"name.overload\")]` or `#[kernel(KEY)]`, e.g. `#[kernel(CPU, \"add.Tensor\")]`";
 
 impl syn::parse::Parse for Attr {
     fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
-        let usage =
-            "expected `#[kernel(KEY, \"name.overload\")]`, e.g. `#[kernel(CPU, \"add.Tensor\")]`";
         let key: syn::Ident = input
             .parse()
-            .map_err(|e| syn::Error::new(e.span(), usage))?;
-        input
-            .parse::<syn::Token![,]>()
-            .map_err(|e| syn::Error::new(e.span(), usage))?;
-        let op: syn::LitStr = input.parse().map_err(|e| {
-            syn::Error::new(
-                e.span(),
-                "expected the operator as a string, e.g. \"add.Tensor\"",
-            )
-        })?;
-        let _ = input.parse::<Option<syn::Token![,]>>()?;
+            .map_err(|e| syn::Error::new(e.span(), USAGE))?;
+        let mut op = None;
+        if input.parse::<Option<syn::Token![,]>>()?.is_some() && !input.is_empty() {
+            op = Some(input.parse().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "expected the operator as a string, e.g. \"add.Tensor\"",
+                )
+            })?);
+            let _ = input.parse::<Option<syn::Token![,]>>()?;
+        }
+        if !input.is_empty() {
+            return Err(input.error(USAGE));
+        }
         Ok(Attr { key, op })
     }
 }
 
 /// The expansion of `#[kernel(attr)] item`; the macro entry point calls this.
+/// The function, then the schema lookup with `kernel_impl!` as its callback.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let func: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
@@ -139,44 +134,213 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#func #e);
         }
     };
-    match check(&attr, &func) {
-        Ok(registration) => quote!(#func #registration),
-        Err(errors) => {
-            let e = errors.tokens();
-            quote!(#func #e)
+    let mut errors = Errors::default();
+    check_key(&attr.key, &mut errors);
+    if !errors.list.is_empty() {
+        let e = errors.tokens();
+        return quote!(#func #e);
+    }
+    let lookup = lookup::schema_macro();
+    let key = &attr.key;
+    let fn_name = &func.sig.ident;
+    let (query, name) = match &attr.op {
+        Some(op) => {
+            let q = lookup::qualified(&op.value());
+            (quote!(#q), quote!(#op))
+        }
+        None => (quote!(@kernel #key #fn_name), quote!(_)),
+    };
+    let close = close_marker(&func.sig);
+    quote! {
+        #func
+        #lookup! { #query => [::opforge::__private::kernel_impl] key = #key, name = #name, close = #close, item = { #func } }
+    }
+}
+
+/// An identifier spanned at the closing parenthesis of the parameter list.
+pub(crate) fn close_marker(sig: &syn::Signature) -> syn::Ident {
+    syn::Ident::new("close", sig.paren_token.span.close())
+}
+
+/// The expansion of `kernel_impl! { found/unknown { … } key = K, name = "op"|_, item = { fn } }`.
+pub fn expand_impl(input: TokenStream) -> TokenStream {
+    let (found, rest) = match lookup::parse(input) {
+        Ok(x) => x,
+        Err(e) => return e.to_compile_error(),
+    };
+    let payload = match Payload::parse(rest) {
+        Ok(p) => p,
+        Err(e) => return e.to_compile_error(),
+    };
+    let mut errors = Errors {
+        close: payload.close,
+        ..Errors::default()
+    };
+    let entry = match found {
+        Found::Op(e) if payload.suggested => {
+            // The lookup of the name suggested for a misspelt one: the error,
+            // with the suggestion's schema.
+            let Some(op) = &payload.name else {
+                return quote!();
+            };
+            let short = e.op.strip_prefix("aten::").unwrap_or(&e.op);
+            errors.schema = Some(e.schema.clone());
+            errors.on(
+                op,
+                format!(
+                    "no operator `{}` in the schema; did you mean `{short}`?",
+                    op.value()
+                ),
+            );
+            return errors.tokens();
+        }
+        Found::Op(e) => e,
+        Found::Unknown(names) => {
+            match &payload.name {
+                Some(op) if !payload.suggested => {
+                    let name = op.value();
+                    let q = lookup::qualified(&name);
+                    if let Some(near) = lookup::nearest(&q, names.iter().map(String::as_str)) {
+                        // Look the suggestion up, to show its schema.
+                        let lookup = lookup::schema_macro();
+                        let (key, func) = (&payload.key, &payload.func);
+                        return quote! {
+                            #lookup! { #near => [::opforge::__private::kernel_impl] key = #key, name = #op, suggested = yes, item = { #func } }
+                        };
+                    }
+                    errors.on(op, format!("no operator `{name}` in the schema"));
+                }
+                Some(op) => errors.on(op, format!("no operator `{}` in the schema", op.value())),
+                None => errors.at(
+                    payload.key.span(),
+                    format!(
+                        "no {} kernel named `{}` in the crate's native_functions.yaml: name its operator, `#[kernel({}, \"name.overload\")]`",
+                        payload.key, payload.func.sig.ident, payload.key
+                    ),
+                ),
+            }
+            return errors.tokens();
+        }
+    };
+    match check(&payload, &entry, errors) {
+        Ok(tokens) => tokens,
+        Err(errors) => errors.tokens(),
+    }
+}
+
+/// The attribute's tokens, as the lookup hands them back.
+struct Payload {
+    key: syn::Ident,
+    name: Option<syn::LitStr>,
+    close: Option<Span>,
+    /// A second lookup, of the name suggested for `name`: show its schema.
+    suggested: bool,
+    func: syn::ItemFn,
+}
+
+impl Payload {
+    fn parse(ts: TokenStream) -> syn::Result<Payload> {
+        let mut key = None;
+        let mut name = None;
+        let mut close = None;
+        let mut suggested = false;
+        let mut item = None;
+        let mut it = ts.into_iter();
+        while let Some(tt) = it.next() {
+            let TokenTree::Ident(field) = tt else {
+                continue;
+            };
+            it.next(); // `=`
+            match (field.to_string().as_str(), it.next()) {
+                ("key", Some(TokenTree::Ident(k))) => key = Some(k),
+                ("name", Some(TokenTree::Literal(l))) => {
+                    name = Some(syn::parse2::<syn::LitStr>(TokenTree::Literal(l).into())?)
+                }
+                ("close", Some(TokenTree::Ident(c))) => close = Some(c.span()),
+                ("suggested", Some(TokenTree::Ident(_))) => suggested = true,
+                ("item", Some(TokenTree::Group(g))) => item = Some(syn::parse2(g.stream())?),
+                _ => {}
+            }
+        }
+        match (key, item) {
+            (Some(key), Some(func)) => Ok(Payload {
+                key,
+                name,
+                close,
+                suggested,
+                func,
+            }),
+            _ => Err(syn::Error::new(
+                Span::call_site(),
+                "kernel_impl!: malformed input",
+            )),
         }
     }
 }
 
-/// Checks the function against the schema; returns the registration tokens or every
-/// problem found.
-fn check(attr: &Attr, func: &syn::ItemFn) -> Result<TokenStream, Errors> {
-    let mut errors = Errors::default();
-    check_key(&attr.key, &mut errors);
-    let ops = match schema_file() {
-        Ok(ops) => ops,
+/// Is the operator from the schema file of the crate being compiled?
+pub(crate) fn is_own(entry: &Entry) -> bool {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    var("CARGO_CRATE_NAME").as_deref() == Some(entry.crate_name.as_str())
+        && var("CARGO_BIN_NAME").is_none()
+        && var("UNSTABLE_RUSTDOC_TEST_PATH").is_none()
+}
+
+/// Checks the function against the schema and the YAML's `dispatch:` rows;
+/// returns the registration tokens or every problem found.
+fn check(p: &Payload, entry: &Entry, mut errors: Errors) -> Result<TokenStream, Errors> {
+    let key = p.key.to_string();
+    let schema = match opforge_schema::schema::parse_schema(&entry.schema) {
+        Ok(s) => s,
         Err(e) => {
-            errors.on(&attr.op, format!("cannot load native_functions.yaml:\n{e}"));
+            errors.at(
+                p.key.span(),
+                format!("the schema of `{}` does not parse: {e}", entry.op),
+            );
             return Err(errors);
         }
     };
-    let name = attr.op.value();
-    let Some(nf) = find_op(ops, &name) else {
-        let names: Vec<String> = ops.iter().map(NativeFunction::name).collect();
-        let near = opforge_schema::validate::nearest(&name, names.iter().map(String::as_str))
-            .and_then(|n| find_op(ops, n));
-        let msg = match near {
-            Some(n) => format!(
-                "no operator `{name}` in native_functions.yaml; did you mean `{}`?\n  schema: {}",
-                n.name(),
-                n.func
+    let short = entry.op.strip_prefix("aten::").unwrap_or(&entry.op);
+    let named = entry.kernels.iter().find(|(k, _)| *k == key);
+    let fn_name = p.func.sig.ident.to_string();
+    match named {
+        Some((_, path)) if is_own(entry) => {
+            let yaml_fn = path.rsplit("::").next().unwrap_or(path);
+            if yaml_fn != fn_name {
+                errors.at(
+                    p.func.sig.ident.span(),
+                    format!(
+                        "{} names `{path}` as the {key} kernel of `{short}`: `{fn_name}` would be a second one (the kernel the YAML names has the name it gives)",
+                        entry.place()
+                    ),
+                );
+            }
+        }
+        Some((_, path)) => errors.at(
+            p.key.span(),
+            format!(
+                "`{short}` already has a {key} kernel: {}'s {} names `{path}`; a second kernel for one operator and key is an error (replace it at run time with `Operator::override_kernel`, which says so)",
+                entry.crate_name,
+                entry.place()
             ),
-            None => format!("no operator `{name}` in native_functions.yaml"),
-        };
-        errors.on(&attr.op, msg);
-        return Err(errors);
-    };
-    check_kernel(errors, &attr.key.to_string(), &name, &nf.func, func)
+        ),
+        None => {}
+    }
+    let name = p
+        .name
+        .as_ref()
+        .map_or(short.to_string(), syn::LitStr::value);
+    let registration = check_kernel(errors, &key, &name, &schema, &p.func)?;
+    let marker = format_ident!("{}", kernel_marker(&key, &op_ident(&schema.name)));
+    let vis = &p.func.vis;
+    let doc = format!(" `{}` is the {key} kernel of `{short}`.", p.func.sig.ident);
+    Ok(quote! {
+        #[doc = #doc]
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, dead_code)]
+        #vis const #marker: () = ();
+        #registration
+    })
 }
 
 /// Reports an unknown dispatch key (with the nearest known one).
@@ -331,26 +495,6 @@ fn named_lifetime(tokens: TokenStream) -> Option<TokenStream> {
     None
 }
 
-/// A type as a person writes it: `&mut Tensor`, `Option<&[i64]>`.
-pub(crate) fn show(ty: &impl ToTokens) -> String {
-    let s = ty.to_token_stream().to_string();
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == ' ' {
-            let prev = out.chars().last();
-            let next = chars.peek().copied();
-            let glue_prev = matches!(prev, Some('&' | '<' | '[' | '(' | ':' | '\''));
-            let glue_next = matches!(next, Some('<' | '>' | ',' | ']' | ')' | ':'));
-            if glue_prev || glue_next {
-                continue;
-            }
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// `self_` for `self`, and a leading `_` is allowed for unused parameters.
 fn names_match(found: &str, expected: &str) -> bool {
     found == expected || found.strip_prefix('_') == Some(expected)
@@ -418,12 +562,15 @@ fn check_params(
         }
         // Written tensors are taken as `&mut Tensor`, the others not.
         let is_mut_ref = matches!(p.ty, syn::Type::Reference(r) if r.mutability.is_some());
-        let Some(want_ty) = param_type(a, Spelling::Short) else {
-            errors.on(
-                p.arg,
-                format!("`{a}` has no Rust type mapping yet, so `{op}` cannot have a typed kernel"),
-            );
-            continue;
+        let want_ty = match param_type(a) {
+            Ok(t) => show(&t),
+            Err(e) => {
+                errors.on(
+                    p.arg,
+                    format!("`{op}` cannot have a typed kernel: `{a}`: {e}"),
+                );
+                continue;
+            }
         };
         let wants_mut = want_ty.starts_with("&mut ");
         if wants_mut != is_mut_ref {
@@ -445,12 +592,12 @@ fn check_params(
                 format!(
                     "`{}: {}`",
                     arg_ident(&a.name),
-                    param_type(a, Spelling::Short).unwrap_or_else(|| "?".into())
+                    param_type(a).map_or_else(|_| "?".into(), |t| show(&t))
                 )
             })
             .collect();
         errors.at(
-            sig.paren_token.span.close(),
+            errors.close.unwrap_or_else(|| sig.paren_token.span.close()),
             format!(
                 "missing parameter{} {}: {takes}",
                 if missing.len() == 1 { "" } else { "s" },
@@ -463,24 +610,28 @@ fn check_params(
     }
 }
 
-/// Checks the return type's form; returns the schema's `Result<T>` (qualified) if
-/// the operator's returns have a Rust mapping.
+/// Checks the return type's form; returns the schema's `Result<T>` if the
+/// operator's returns have a Rust mapping.
 fn check_return(
     schema: &FunctionSchema,
     sig: &syn::Signature,
     errors: &mut Errors,
-) -> Option<String> {
+) -> Option<syn::Type> {
     let op = &schema.name;
-    let Some(want) = result_type(&schema.returns, Spelling::Short) else {
-        errors.on(
-            &sig.output,
-            format!("the returns of `{op}` have no Rust type mapping yet, so it cannot have a typed kernel"),
-        );
-        return None;
+    let ret = match result_type(&schema.returns) {
+        Ok(t) => t,
+        Err(e) => {
+            errors.on(
+                &sig.output,
+                format!("`{op}` cannot have a typed kernel: {e}"),
+            );
+            return None;
+        }
     };
+    let want = show(&ret);
     match &sig.output {
         syn::ReturnType::Default => errors.at(
-            sig.paren_token.span.close(),
+            errors.close.unwrap_or_else(|| sig.paren_token.span.close()),
             format!("missing return type: a kernel for `{op}` returns `{want}`"),
         ),
         syn::ReturnType::Type(_, ty) => {
@@ -492,11 +643,30 @@ fn check_return(
             }
         }
     }
-    result_type(&schema.returns, Spelling::Qualified)
+    Some(ret)
 }
 
-fn parse_type(s: &str) -> TokenStream {
-    s.parse().unwrap_or_else(|_| quote!(()))
+/// `ty` with every elided reference lifetime written `'a`.
+fn with_lifetime_a(ty: &syn::Type) -> TokenStream {
+    fn walk(ts: TokenStream) -> TokenStream {
+        let mut out = TokenStream::new();
+        for tt in ts {
+            match tt {
+                TokenTree::Punct(p) if p.as_char() == '&' => {
+                    out.extend([TokenTree::Punct(p)]);
+                    out.extend(quote!('a));
+                }
+                TokenTree::Group(g) => {
+                    let mut ng = proc_macro2::Group::new(g.delimiter(), walk(g.stream()));
+                    ng.set_span(g.span());
+                    out.extend([TokenTree::Group(ng)]);
+                }
+                other => out.extend([other]),
+            }
+        }
+        out
+    }
+    walk(ty.to_token_stream())
 }
 
 /// Escapes text for an `on_unimplemented` format string.
@@ -510,7 +680,7 @@ fn registration(
     schema: &FunctionSchema,
     func: &syn::ItemFn,
     params: &[Param],
-    ret: String,
+    ret: syn::Type,
 ) -> TokenStream {
     let fn_ident = &func.sig.ident;
     let n = params.len();
@@ -541,8 +711,12 @@ fn registration(
     let mut bindings = Vec::new();
     let mut boxed_args = Vec::new();
     for (i, (p, a)) in params.iter().zip(&schema.arguments.all).enumerate() {
-        let want = param_type(a, Spelling::Qualified).unwrap_or_default();
-        let want_short = param_type(a, Spelling::Short).unwrap_or_default();
+        // `check_params` reported every argument without a mapping.
+        let Ok(schema_ty) = param_type(a) else {
+            continue;
+        };
+        let want_short = show(&schema_ty);
+        let has_ref = want_short.contains('&');
         let user_ty = p.ty;
         let v = format_ident!("__a{}", i);
         // Named after the kernel too, so that rustc never points at a same-named
@@ -555,18 +729,13 @@ fn registration(
             show(user_ty)
         ));
         let label = literal(&format!("expected `{want_short}` (schema: `{a}`)"));
-        let schema_ty = parse_type(&want);
         shim_params.push(quote!(#v: #schema_ty));
-        let (generics, use_generics, want_a) = if want.contains('&') {
-            (
-                quote!(<'a>),
-                quote!(<'_>),
-                parse_type(&want.replace('&', "&'a ")),
-            )
+        let (generics, use_generics, want_a) = if has_ref {
+            (quote!(<'a>), quote!(<'_>), with_lifetime_a(&schema_ty))
         } else {
-            (quote!(), quote!(), schema_ty.clone())
+            (quote!(), quote!(), schema_ty.to_token_stream())
         };
-        let impl_generics = if want.contains('&') {
+        let impl_generics = if has_ref {
             quote!(<'a, T: __OpforgeSame<#want_a>>)
         } else {
             quote!(<T: __OpforgeSame<#want_a>>)
@@ -587,7 +756,7 @@ fn registration(
         shim_args.push(quote_spanned! {user_ty.span()=>
             <#user_ty as #tr #use_generics>::__opforge_param(#v)
         });
-        if want.starts_with("&mut ") {
+        if want_short.starts_with("&mut ") {
             bindings.push(quote! {
                 let mut #v: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])?.clone();
             });
@@ -611,8 +780,8 @@ fn registration(
             boxed_args.push(quote!(#v));
         }
     }
-    let ret_short = result_type(&schema.returns, Spelling::Short).unwrap_or_default();
-    let ret_ty = parse_type(&ret);
+    let ret_short = show(&ret);
+    let ret_ty = ret;
     let found = match &func.sig.output {
         syn::ReturnType::Type(_, t) => show(t),
         syn::ReturnType::Default => "()".into(),
@@ -654,7 +823,13 @@ fn registration(
         },
         syn::ReturnType::Default => quote!(#call),
     };
-    let fn_ty = parse_type(&fn_pointer_type(schema, Spelling::Qualified).unwrap_or_default());
+    let fn_ty = match fn_pointer_type(schema) {
+        Ok(t) => t.to_token_stream(),
+        Err(e) => {
+            let e = e.to_string();
+            return quote!(compile_error!(#e););
+        }
+    };
     let arity_msg = format!("{name}: expected {n} arguments, got {{}}");
     let schema_text = schema.to_string();
     let (file, line) = (
@@ -711,12 +886,26 @@ fn registration(
 mod tests {
     use super::*;
 
-    fn errors(attr: TokenStream, item: TokenStream) -> Vec<String> {
-        crate::compile_errors(&expand(attr, item))
+    /// What `kernel_impl!` receives from the lookup for a schema.
+    fn found(schema: &str, kernels: TokenStream) -> TokenStream {
+        let f = opforge_schema::schema::parse_schema(schema).unwrap();
+        let op = format!("{}::{}", f.name.namespace(), f.name.unqualified());
+        quote!(found { op: #op, schema: #schema, file: "native_functions.yaml", line: 7, crate: "opforge", kernels: [#kernels] })
     }
 
+    fn expand_with(schema: &str, key: TokenStream, item: TokenStream) -> TokenStream {
+        let found = found(schema, quote!());
+        expand_impl(quote!(#found key = #key, name = _, item = { #item }))
+    }
+
+    fn errors(schema: &str, key: TokenStream, item: TokenStream) -> Vec<String> {
+        crate::compile_errors(&expand_with(schema, key, item))
+    }
+
+    const ADD: &str = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
+
     #[test]
-    fn a_matching_kernel_registers_a_shim_typed_by_the_schema() {
+    fn the_attribute_calls_the_lookup() {
         let out = expand(
             quote!(CPU, "add.Tensor"),
             quote!(
@@ -726,17 +915,52 @@ mod tests {
             ),
         )
         .to_string();
+        let flat: String = out.split_whitespace().collect();
+        assert!(flat.starts_with("fnadd("), "{out}");
+        assert!(
+            flat.contains("__opforge_schema!{\"aten::add.Tensor\"=>[::opforge::__private::kernel_impl]key=CPU,name=\"add.Tensor\",close=close,item={fnadd("),
+            "{out}"
+        );
+        let out = expand(
+            quote!(Meta),
+            quote!(
+                fn add_out() {}
+            ),
+        )
+        .to_string();
+        assert!(out.contains("{ @ kernel Meta add_out =>"), "{out}");
+        let e = crate::compile_errors(&expand(
+            quote!(CPUU, "neg"),
+            quote!(
+                fn f() {}
+            ),
+        ));
+        assert!(e[0].contains("did you mean `CPU`?"), "{e:?}");
+    }
+
+    #[test]
+    fn a_matching_kernel_registers_a_shim_typed_by_the_schema() {
+        let out = expand_with(
+            ADD,
+            quote!(CPU),
+            quote!(
+                pub fn add(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+                    todo()
+                }
+            ),
+        )
+        .to_string();
         assert!(!out.contains("compile_error"), "{out}");
         assert!(out.contains("distributed_slice"));
-        // The unboxed entry is a function with the schema's own signature, and the
-        // user's types only meet the schema's through the per-parameter traits.
         let flat: String = out.split_whitespace().collect();
         for part in [
+            "pubconst__opforge_CPU_kernel_of_add_Tensor:()=();",
             "fn__opforge_unboxed(__a0:&::opforge::Tensor,__a1:&::opforge::Tensor,__a2:::opforge::Scalar)->::opforge::Result<::opforge::Tensor>",
             "letf:fn(&::opforge::Tensor,&::opforge::Tensor,::opforge::Scalar)->::opforge::Result<::opforge::Tensor>=__opforge_unboxed;::opforge::__private::Unboxed::new(f)",
             "<&Tensoras__opforge_add_param_other<'_>>::__opforge_param(__a1)",
             "<Result<Tensor>as__opforge_add_return>::__opforge_return(add(",
             "parameter2`other`of`add.Tensor`mustbe`&Tensor`,found`&Tensor`",
+            "schema:\"add.Tensor(Tensorself,Tensorother,*,Scalaralpha=1)->Tensor\"",
         ] {
             assert!(flat.contains(part), "{part}\n{out}");
         }
@@ -745,7 +969,8 @@ mod tests {
     #[test]
     fn names_order_arity_and_mutability_are_checked() {
         let e = errors(
-            quote!(CPU, "add.Tensor"),
+            ADD,
+            quote!(CPU),
             quote!(
                 fn add(self_: &Tensor, rhs: &Tensor, alpha: Scalar) -> Result<Tensor> {}
             ),
@@ -762,14 +987,16 @@ mod tests {
             "{e:?}"
         );
         let e = errors(
-            quote!(CPU, "add.Tensor"),
+            ADD,
+            quote!(CPU),
             quote!(
                 fn add(other: &Tensor, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {}
             ),
         );
         assert!(e[0].contains("parameters out of order"), "{e:?}");
         let e = errors(
-            quote!(CPU, "add.Tensor"),
+            ADD,
+            quote!(CPU),
             quote!(
                 fn add(self_: &Tensor) -> Result<Tensor> {}
             ),
@@ -779,14 +1006,16 @@ mod tests {
             "{e:?}"
         );
         let e = errors(
-            quote!(CPU, "neg"),
+            "neg(Tensor self) -> Tensor",
+            quote!(CPU),
             quote!(
                 fn neg(self_: &Tensor, extra: i64) -> Result<Tensor> {}
             ),
         );
         assert!(e[0].contains("extra parameter `extra`"), "{e:?}");
         let e = errors(
-            quote!(CPU, "add.out"),
+            "add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+            quote!(CPU),
             quote!(
                 fn f(
                     self_: &Tensor,
@@ -808,35 +1037,79 @@ mod tests {
     }
 
     #[test]
-    fn unknown_operator_and_key_suggest() {
-        let e = errors(
-            quote!(CPU, "add.Tensr"),
-            quote!(
-                fn f() {}
-            ),
+    fn unknown_operators_suggest() {
+        // An unknown name: a second lookup, of the nearest name.
+        let out = expand_impl(quote!(
+            unknown { names: ["aten::add.Tensor", "aten::neg"] }
+            key = CPU, name = "add.Tensr", item = { fn f() {} }
+        ))
+        .to_string();
+        assert!(
+            out.contains("__opforge_schema ! { \"aten::add.Tensor\" => [:: opforge :: __private :: kernel_impl] key = CPU , name = \"add.Tensr\" , suggested = yes"),
+            "{out}"
         );
-        assert!(e[0].contains("did you mean `add.Tensor`?"), "{e:?}");
-        assert!(e[0].contains("schema: add.Tensor("), "{e:?}");
-        let e = errors(
-            quote!(CPUU, "neg"),
-            quote!(
-                fn f(self_: &Tensor) -> Result<Tensor> {}
-            ),
+        // Which shows the suggestion's schema.
+        let found = found(ADD, quote!());
+        let e = crate::compile_errors(&expand_impl(quote!(
+            #found key = CPU, name = "add.Tensr", suggested = yes, item = { fn f() {} }
+        )));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].contains("no operator `add.Tensr` in the schema; did you mean `add.Tensor`?"),
+            "{e:?}"
         );
-        assert!(e[0].contains("did you mean `CPU`?"), "{e:?}");
+        assert!(
+            e[0].contains(
+                "schema: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
+            ),
+            "{e:?}"
+        );
+        // Nothing near: no suggestion.
+        let e = crate::compile_errors(&expand_impl(quote!(
+            unknown { names: ["aten::neg"] }
+            key = CPU, name = "frobnicate", item = { fn f() {} }
+        )));
+        assert!(
+            e[0].contains("no operator `frobnicate` in the schema"),
+            "{e:?}"
+        );
+        let e = crate::compile_errors(&expand_impl(quote!(
+            unknown { names: [] }
+            key = CPU, name = _, item = { fn my_neg() {} }
+        )));
+        assert!(e[0].contains("no CPU kernel named `my_neg` in the crate's native_functions.yaml: name its operator"), "{e:?}");
+    }
+
+    #[test]
+    fn the_yaml_names_the_kernel_for_its_key() {
+        // Another crate's kernel for a key the YAML names: a second kernel.
+        let found = found("neg(Tensor self) -> Tensor", quote!(CPU = "cpu::neg"));
+        let e = crate::compile_errors(&expand_impl(quote!(
+            #found key = CPU, name = "neg", item = { fn my_neg(self_: &Tensor) -> Result<Tensor> { todo() } }
+        )));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].contains("`neg` already has a CPU kernel: opforge's native_functions.yaml:7 names `cpu::neg`"), "{e:?}");
+        // Other keys are free.
+        let out = expand_impl(quote!(
+            #found key = Autograd, name = "neg", item = { fn my_neg(self_: &Tensor) -> Result<Tensor> { todo() } }
+        ));
+        assert!(crate::compile_errors(&out).is_empty(), "{out}");
     }
 
     #[test]
     fn only_plain_safe_concrete_free_functions() {
+        let neg = "neg(Tensor self) -> Tensor";
         let e = errors(
-            quote!(CPU, "neg"),
+            neg,
+            quote!(CPU),
             quote!(
                 async fn f<T>(self_: &Tensor) -> Result<Tensor> {}
             ),
         );
         assert_eq!(e.len(), 2, "{e:?}");
         let e = errors(
-            quote!(CPU, "neg"),
+            neg,
+            quote!(CPU),
             quote!(
                 unsafe fn f(self_: &'static Tensor) {}
             ),
@@ -850,7 +1123,8 @@ mod tests {
         );
         // A receiver stands for the first argument: one error, not also "missing".
         let e = errors(
-            quote!(CPU, "neg"),
+            neg,
+            quote!(CPU),
             quote!(
                 fn f(self: &Tensor) -> Result<Tensor> {}
             ),
@@ -858,7 +1132,8 @@ mod tests {
         assert_eq!(e.len(), 1, "{e:?}");
         assert!(e[0].contains("write `self_: &Tensor`"), "{e:?}");
         let e = errors(
-            quote!(CPU, "add.Tensor"),
+            ADD,
+            quote!(CPU),
             quote!(
                 fn f(&self, rhs: &Tensor, alpha: Scalar) -> Result<Tensor> {}
             ),
@@ -873,10 +1148,19 @@ mod tests {
     #[test]
     fn types_are_shown_as_written() {
         let ty: syn::Type = syn::parse_quote!(Option<&'a [::opforge::Tensor]>);
-        assert_eq!(show(&ty), "Option<&'a [::opforge::Tensor]>");
+        assert_eq!(show(&ty), "Option<&'a [Tensor]>");
         let ty: syn::Type = syn::parse_quote!(&mut Tensor);
         assert_eq!(show(&ty), "&mut Tensor");
         let ty: syn::Type = syn::parse_quote!(std::result::Result<(Tensor, Tensor), E>);
         assert_eq!(show(&ty), "std::result::Result<(Tensor, Tensor), E>");
+    }
+
+    #[test]
+    fn lifetimes_are_written_into_references() {
+        let ty: syn::Type = syn::parse_quote!(::core::option::Option<&[::opforge::Tensor]>);
+        assert_eq!(
+            with_lifetime_a(&ty).to_string(),
+            ":: core :: option :: Option < & 'a [:: opforge :: Tensor] >"
+        );
     }
 }

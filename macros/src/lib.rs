@@ -4,9 +4,9 @@
 //! Use them through the `opforge` crate, which re-exports them.
 
 mod kernel;
+mod lookup;
 mod op;
 mod overridable;
-mod register;
 
 /// The messages of the `compile_error!`s in a macro's output (for unit tests).
 #[cfg(test)]
@@ -20,18 +20,29 @@ pub(crate) fn compile_errors(out: &proc_macro2::TokenStream) -> Vec<String> {
 
 use proc_macro::TokenStream;
 
-/// Registers a kernel for an operator of `native_functions.yaml` under a dispatch
-/// key, checking at compile time that the function's parameters (names, order,
-/// types) and return type are those the schema maps to.
+/// Registers a kernel for an operator under a dispatch key, checking at compile
+/// time that the function's parameters (names, order, types) and return type are
+/// those the schema maps to. The schema is the one of the crate being compiled:
+/// its own `native_functions.yaml` (see `opforge_codegen::Build`), then the
+/// runtime's.
 ///
 /// ```ignore
 /// use opforge::{kernel, Result, Scalar, Tensor};
 ///
-/// #[kernel(CPU, "add.Tensor")]
-/// fn add_tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
-///     opforge::kernels::cpu::add_Tensor(self_, other, alpha)
+/// #[kernel(Autograd, "add.Tensor")]
+/// fn add_autograd(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+///     opforge::at::add_Tensor(self_, other, alpha)
 /// }
+///
+/// // A kernel the crate's YAML names in `dispatch:` (`CPU: cpu::scale`), found
+/// // by its key and name:
+/// #[kernel(CPU)]
+/// pub fn scale(self_: &Tensor, k: f64) -> Result<Tensor> { … }
 /// ```
+///
+/// A kernel for a key the YAML already names a kernel for is a compile error
+/// (a second kernel for one operator and key), and so is a kernel the YAML names
+/// but nobody wrote (the generated check names the YAML line).
 ///
 /// The type mapping is documented in `opforge::value`: `Tensor` → `&Tensor`,
 /// `Tensor(a!)` → `&mut Tensor`, `Tensor?` → `Option<&Tensor>`, `int[]` → `&[i64]`,
@@ -82,13 +93,20 @@ pub fn op(attr: TokenStream, item: TokenStream) -> TokenStream {
     op::expand(attr.into(), item.into()).into()
 }
 
-/// Registers existing functions as kernels, one row per `dispatch:` entry:
-/// `register_kernels! { CPU, "add.Tensor", crate::kernels::cpu::add_Tensor; ... }`.
-/// The runtime's build generates this from `native_functions.yaml`; each named
-/// function must have the schema's signature.
+/// The second half of `#[kernel]`: called back by the schema lookup of the crate
+/// being compiled with the operator's schema. Not an API.
+#[doc(hidden)]
 #[proc_macro]
-pub fn register_kernels(input: TokenStream) -> TokenStream {
-    register::expand(input.into()).into()
+pub fn kernel_impl(input: TokenStream) -> TokenStream {
+    kernel::expand_impl(input.into()).into()
+}
+
+/// The second half of `#[op]`: called back by the schema lookup of the crate
+/// being compiled. Not an API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn op_impl(input: TokenStream) -> TokenStream {
+    op::expand_impl(input.into()).into()
 }
 
 /// Makes a function of yours overridable by `__torch_function__` handlers and

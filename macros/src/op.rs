@@ -21,10 +21,11 @@
 //! On any problem the function is emitted unchanged with the errors, as
 //! `#[kernel]` does.
 
-use opforge_codegen::lower::arg_ident;
-use opforge_codegen::rust_types::{fn_pointer_type, param_type, result_type, Spelling};
-use opforge_schema::model::{BaseType, FunctionSchema};
-use proc_macro2::TokenStream;
+use crate::lookup::{self, Found};
+use opforge_codegen::rust_types::{fn_pointer_type, param_type, result_type};
+use opforge_schema::model::FunctionSchema;
+use opforge_schema::names::arg_ident;
+use proc_macro2::{TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
@@ -71,7 +72,10 @@ impl syn::parse::Parse for Attr {
     }
 }
 
-/// The expansion of `#[op(attr)] item`; the macro entry point calls this.
+/// The expansion of `#[op(attr)] item`; the macro entry point calls this. The
+/// schema is parsed and the function checked here; the output goes through the
+/// schema lookup of the crate being compiled (`op_impl!` as its callback), which
+/// refuses an operator that exists with another schema.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let func: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
@@ -92,7 +96,15 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     match check(&attr, &func) {
-        Ok(tokens) => tokens,
+        Ok((schema, tokens)) => {
+            let lookup = lookup::schema_macro();
+            let q = lookup::qualified(&schema.name.to_string());
+            let text = schema.to_string();
+            let lit = &attr.schema;
+            quote! {
+                #lookup! { #q => [::opforge::__private::op_impl] schema = #text, at = #lit, item = { #tokens } }
+            }
+        }
         Err(errors) => {
             let e = errors.tokens();
             quote!(#func #e)
@@ -100,7 +112,66 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-fn check(attr: &Attr, func: &syn::ItemFn) -> Result<TokenStream, Errors> {
+/// The expansion of `op_impl! { found/unknown { … } schema = "…", at = "…", item = { … } }`:
+/// the generated items, unless the operator exists with another schema.
+pub fn expand_impl(input: TokenStream) -> TokenStream {
+    let (found, rest) = match lookup::parse(input) {
+        Ok(x) => x,
+        Err(e) => return e.to_compile_error(),
+    };
+    let mut schema = None;
+    let mut at = None;
+    let mut items = TokenStream::new();
+    let mut it = rest.into_iter();
+    while let Some(tt) = it.next() {
+        let TokenTree::Ident(field) = tt else {
+            continue;
+        };
+        it.next(); // `=`
+        match (field.to_string().as_str(), it.next()) {
+            ("schema", Some(TokenTree::Literal(l))) => {
+                schema = syn::parse2::<syn::LitStr>(TokenTree::Literal(l).into()).ok()
+            }
+            ("at", Some(TokenTree::Literal(l))) => {
+                at = syn::parse2::<syn::LitStr>(TokenTree::Literal(l).into()).ok()
+            }
+            ("item", Some(TokenTree::Group(g))) => items = g.stream(),
+            _ => {}
+        }
+    }
+    let (Some(schema), Some(at)) = (schema, at) else {
+        return quote!(compile_error!("op_impl!: malformed input"););
+    };
+    if let Found::Op(entry) = found {
+        let same = |a: &str, b: &str| {
+            let strip = |s: &str| {
+                let s = s.to_string();
+                match s.find("::") {
+                    Some(i) if s.find('(').is_some_and(|p| i < p) => s,
+                    _ => format!("aten::{s}"),
+                }
+            };
+            strip(a) == strip(b)
+        };
+        if !same(&entry.schema, &schema.value()) {
+            let msg = format!(
+                "`{}` is already defined, with another schema: {}'s {} has `{}`; an operator has one schema (name this one differently, e.g. another overload `{}.<name>`)",
+                entry.op,
+                entry.crate_name,
+                entry.place(),
+                entry.schema,
+                entry.op
+            );
+            let e = syn::Error::new(at.span(), msg).to_compile_error();
+            // The function stays (as an entry point) so that uses of it do not
+            // add errors of their own.
+            return quote!(#items #e);
+        }
+    }
+    items
+}
+
+fn check(attr: &Attr, func: &syn::ItemFn) -> Result<(FunctionSchema, TokenStream), Errors> {
     let mut errors = Errors::default();
     let key = match &attr.key {
         Some(k) => {
@@ -133,7 +204,8 @@ fn check(attr: &Attr, func: &syn::ItemFn) -> Result<TokenStream, Errors> {
     }
     let name = schema.name.to_string();
     let registration = check_kernel(errors, &key, &name, &schema, func)?;
-    Ok(output(&schema, &name, func, registration))
+    let out = output(&schema, &name, func, registration);
+    Ok((schema, out))
 }
 
 /// The entry point, the kernel and its registration, and the definition.
@@ -143,63 +215,25 @@ fn output(
     func: &syn::ItemFn,
     registration: TokenStream,
 ) -> TokenStream {
-    let toks = |s: Option<String>| -> TokenStream {
-        s.unwrap_or_default().parse().unwrap_or_else(|_| quote!(()))
-    };
     let args = &schema.arguments.all;
     let idents: Vec<syn::Ident> = args
         .iter()
         .map(|a| format_ident!("{}", arg_ident(&a.name)))
         .collect();
+    // `check_kernel` succeeded: every type has a mapping.
     let params = args.iter().zip(&idents).map(|(a, n)| {
-        let t = toks(param_type(a, Spelling::Qualified));
+        let t = param_type(a).map_or_else(|_| quote!(()), |t| quote!(#t));
         quote!(#n: #t)
     });
-    // The key set, as the generated typed API computes it: the tensor arguments',
-    // else the `device` argument's backend, else CPU.
-    let tensors: Vec<&syn::Ident> = args
-        .iter()
-        .zip(&idents)
-        .filter(|(a, _)| a.ty.is_tensor_like())
-        .map(|(_, n)| n)
-        .collect();
-    let keys = if !tensors.is_empty() {
-        quote!(::opforge::dispatch::KeySet::EMPTY #(| ::opforge::dispatch::typed::HasKeys::keys(&#tensors))*)
-    } else if let Some((a, n)) = args
-        .iter()
-        .zip(&idents)
-        .find(|(a, _)| a.name == "device" && a.ty.strip_optional().is_base(BaseType::Device))
-    {
-        if a.ty.is_nullable() {
-            quote!(::opforge::dispatch::typed::device_keys(#n))
+    let tuple = args.iter().zip(&idents).map(|(a, n)| {
+        if opforge_codegen::rust_types::is_mut_tensor(a) {
+            quote!(&mut *#n)
         } else {
-            quote!(::opforge::dispatch::typed::device_keys(Some(#n)))
+            quote!(#n)
         }
-    } else {
-        quote!(::opforge::dispatch::typed::device_keys(None))
-    };
-    // The function-level protocol, as for `torch.ops.<ns>.<op>(...)`: tensor-like
-    // arguments or a function mode send the call through the operator handle.
-    let kw_start = schema.arguments.kwarg_only_start.unwrap_or(usize::MAX);
-    let positional = idents.iter().take(kw_start.min(idents.len()));
-    let keywords = args
-        .iter()
-        .zip(&idents)
-        .skip(kw_start.min(idents.len()))
-        .map(|(a, n)| {
-            let name = &a.name;
-            quote!((#name.to_string(), ::opforge::value::ToValue::to_value(&#n)))
-        });
-    let guard = quote! {
-        if #(::opforge::overrides::Relevant::overloaded(&#tensors) |)* ::opforge::overrides::function_modes_active() {
-            let __args = ::std::vec![#(::opforge::value::ToValue::to_value(&#positional)),*];
-            let __kwargs: ::std::vec::Vec<(::std::string::String, ::opforge::Value)> = ::std::vec![#(#keywords),*];
-            let __handle = ::opforge::overrides::OpOverload::of(__op);
-            return <_ as ::opforge::overrides::TypedRet>::from_value(__handle.call(&__args, &__kwargs)?);
-        }
-    };
-    let ret = toks(result_type(&schema.returns, Spelling::Qualified));
-    let fn_ty = toks(fn_pointer_type(schema, Spelling::Qualified));
+    });
+    let ret = result_type(&schema.returns).map_or_else(|_| quote!(()), |t| quote!(#t));
+    let fn_ty = fn_pointer_type(schema).map_or_else(|_| quote!(()), |t| quote!(#t));
     let attrs = &func.attrs;
     let vis = &func.vis;
     let ident = &func.sig.ident;
@@ -211,6 +245,10 @@ fn output(
         quote_spanned!(ident.span()=> ::core::file!()),
         quote_spanned!(ident.span()=> ::core::line!()),
     );
+    let def = format_ident!(
+        "__opforge_op_{}_defined",
+        opforge_schema::names::op_ident(&schema.name)
+    );
     quote! {
         #(#attrs)*
         #[doc = ""]
@@ -220,9 +258,15 @@ fn output(
             static __OPFORGE_OP: ::std::sync::OnceLock<&'static ::opforge::dispatch::Operator> =
                 ::std::sync::OnceLock::new();
             let __op = ::opforge::library::__op::handle(&__OPFORGE_OP, #name)?;
-            #guard
-            ::opforge::__private::typed_call!(@op __op, #fn_ty, #keys, (#(#idents),*))
+            // As `torch.ops.<ns>.<op>(...)`: tensor-like arguments or a function
+            // mode send the call through the operator handle.
+            ::opforge::__private::call_op::<#fn_ty, _, _>(__op, (#(#tuple,)*))
         }
+
+        /// Two `#[op]`s defining one operator in one module do not compile.
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, dead_code)]
+        const #def: () = ();
 
         #[doc(hidden)]
         const _: () = {
@@ -267,7 +311,9 @@ mod tests {
         for part in [
             "pubfnscale(x:&::opforge::Tensor,k:f64)->::opforge::Result<::opforge::Tensor>",
             "::opforge::library::__op::handle(&__OPFORGE_OP,\"mylib::scale\")",
-            "::opforge::__private::typed_call!(@op__op,fn(&::opforge::Tensor,f64)->::opforge::Result<::opforge::Tensor>,",
+            "::opforge::__private::call_op::<fn(&::opforge::Tensor,f64)->::opforge::Result<::opforge::Tensor>,_,_>(__op,(x,k,))",
+            "__opforge_schema!{\"mylib::scale\"=>[::opforge::__private::op_impl]schema=\"mylib::scale(Tensorx,floatk=1.0)->Tensor\"",
+            "const__opforge_op_mylib_scale_defined:()=();",
             "fnscale(x:&Tensor,k:f64)->Result<Tensor>{todo()}",
             "op:\"mylib::scale\",key:\"CompositeExplicitAutograd\"",
             "schema:\"mylib::scale(Tensorx,floatk=1.0)->Tensor\"",
@@ -346,5 +392,29 @@ mod tests {
             ),
         );
         assert!(e[0].contains("missing parameter `k: f64`"), "{e:?}");
+    }
+
+    #[test]
+    fn an_existing_operator_with_another_schema_is_refused() {
+        let item = quote!(
+            fn neg(self_: &Tensor, k: i64) -> Result<Tensor> {}
+        );
+        let e = crate::compile_errors(&expand_impl(quote!(
+            found { op: "aten::neg", schema: "neg(Tensor self) -> Tensor", file: "native_functions.yaml", line: 12, crate: "opforge", kernels: [] }
+            schema = "aten::neg(Tensor self, int k) -> Tensor", at = "aten::neg(Tensor self, int k) -> Tensor", item = { #item }
+        )));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].contains("`aten::neg` is already defined, with another schema: opforge's native_functions.yaml:12 has `neg(Tensor self) -> Tensor`"), "{e:?}");
+        // The same schema is the same operator; an unknown name is a new one.
+        let out = expand_impl(quote!(
+            found { op: "aten::neg", schema: "neg(Tensor self) -> Tensor", file: "native_functions.yaml", line: 12, crate: "opforge", kernels: [] }
+            schema = "aten::neg(Tensor self) -> Tensor", at = "aten::neg(Tensor self) -> Tensor", item = { #item }
+        ));
+        assert!(crate::compile_errors(&out).is_empty());
+        let out = expand_impl(quote!(
+            unknown { names: [] }
+            schema = "mylib::f(Tensor x) -> Tensor", at = "mylib::f(Tensor x) -> Tensor", item = { #item }
+        ));
+        assert!(crate::compile_errors(&out).is_empty());
     }
 }

@@ -28,6 +28,13 @@ pub enum Error {
     /// An operator name that is not in the schema tables.
     #[error("unknown operator {0}")]
     UnknownOp(Message),
+    /// Problems found while registering the program's operators and kernels
+    /// (two kernels for one operator and key, a kernel written for another
+    /// schema, two schemas for one operator name): the first call into the
+    /// dispatcher returns them, and calls of an operator involved keep failing.
+    #[error("{}", registration_text(.0))]
+    #[allow(clippy::box_collection, reason = "one pointer keeps Error two words")]
+    Registration(Box<Vec<Error>>),
     /// A runtime error raised by a kernel, worded like PyTorch's `RuntimeError`.
     #[error("{0}")]
     Runtime(Message),
@@ -59,6 +66,19 @@ impl Error {
             _ => "RuntimeError",
         }
     }
+}
+
+fn registration_text(errors: &[Error]) -> String {
+    let mut s = format!(
+        "{} registration error{} (operators and kernels linked into this program):",
+        errors.len(),
+        if errors.len() == 1 { "" } else { "s" }
+    );
+    for e in errors {
+        s.push_str("\n  ");
+        s.push_str(&e.to_string().replace('\n', "\n    "));
+    }
+    s
 }
 
 /// What [`Error::NoKernel`] says. Boxed (as is [`DuplicateKernel`]) so that an

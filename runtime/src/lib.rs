@@ -29,6 +29,11 @@
 
 extern crate self as opforge;
 
+// The schema lookup of `#[kernel]` and `#[op]` (first, so that it is in scope in
+// every module below), the generated tables and typed API (`generated`), and the
+// checks that every kernel the YAML names exists.
+include!(concat!(env!("OUT_DIR"), "/opforge/schema.rs"));
+
 pub mod argparse;
 pub mod bind;
 pub mod dispatch;
@@ -40,50 +45,56 @@ pub mod operators;
 pub mod overrides;
 pub mod packet;
 pub mod registry;
-pub mod schema;
 pub mod tensor;
 pub mod value;
+
+/// The schema tables' types (`OpSchema`, `ArgSchema`, …), from `opforge-schema`.
+pub use opforge_schema::tables as schema;
 
 pub use error::{Error, Message, Result};
 pub use opforge_macros::kernel;
 pub use opforge_macros::op;
 pub use opforge_macros::{dispatcher, overridable};
-pub use tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
+pub use tensor::{
+    DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
+};
 pub use value::Value;
 
-/// The tables generated from `native_functions.yaml` (`OpId`, `OPS`, `GROUPS`).
-pub mod generated {
-    include!(concat!(env!("OUT_DIR"), "/ops.rs"));
-    include!(concat!(env!("OUT_DIR"), "/api.rs"));
-
-    impl OpId {
-        /// Looks an operator up by `name.overload` (or `name` for the default
-        /// overload), optionally prefixed with its namespace (`aten::add.Tensor`).
-        pub fn from_name(name: &str) -> Option<OpId> {
-            let (ns, name) = name.split_once("::").unwrap_or(("aten", name));
-            OPS.binary_search_by(|op| (op.namespace, op.name).cmp(&(ns, name)))
-                .ok()
-                .map(|i| OpId::ALL[i])
-        }
-    }
-}
-
-// Every kernel named by the YAML's `dispatch:` tables, registered (generated rows of
-// `register_kernels!`; the build fails if one is missing or mistyped).
-include!(concat!(env!("OUT_DIR"), "/registrations.rs"));
-
 pub use generated::{at, ops, sig, torch, OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
+
+/// Generates the tables, typed API and `#[kernel]` checks of a crate's own
+/// schema file: put `opforge::include_schema!();` first in the `lib.rs` of a
+/// crate whose build script runs `opforge_codegen::Build` (see the README's
+/// "A crate with its own schema"). It defines a module `generated` with
+/// `OpId`, `OPS`, `sig`, `at`, `ops` and `torch`.
+#[macro_export]
+macro_rules! include_schema {
+    () => {
+        include!(concat!(env!("OUT_DIR"), "/opforge/schema.rs"));
+    };
+}
 
 /// Items the macros' expansions refer to. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::__typed_call as typed_call;
-    pub use crate::dispatch::linked::{KernelEntry, OperatorDef, KERNELS, OPERATOR_DEFS};
-    pub use crate::dispatch::typed::{call_boxed, with_backend};
+    pub use crate::dispatch::linked::{
+        KernelEntry, Library, OperatorDef, KERNELS, LIBRARIES, OPERATOR_DEFS,
+    };
+    pub use crate::dispatch::typed::call;
     pub use crate::dispatch::{dispatcher, Kernel, KeySet, Operator, Unboxed};
-    pub use crate::overrides::TypedRet;
-    pub use crate::value::{FromValue, IntoValues, ToValue, Value};
+    pub use crate::overrides::{call_op, protocol, Site, TypedRet};
+    pub use crate::value::{Args, FromValue, IntoValues, Returns, ToValue, Value};
     pub use linkme;
+    pub use opforge_macros::{kernel_impl, op_impl};
+
+    /// The types the generated typed API names.
+    pub mod prelude {
+        pub use crate::error::Result;
+        pub use crate::tensor::{
+            DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream,
+            Tensor,
+        };
+    }
 
     /// A Python number given for a `Tensor` parameter, as the kernel's wrapped
     /// number (boxed kernel adapters call this for their `Tensor` arguments).

@@ -9,12 +9,14 @@ use crate::error::Result;
 use crate::tensor::{Scalar, Tensor};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
+/// `impl Trait for &Tensor` with `Tensor::<method>` (the `.Tensor` overload) and
+/// `Tensor::<method>_scalar` (the `.Scalar` overload).
 macro_rules! binary {
-    ($Trait:ident, $method:ident, $tensor_fn:ident, $scalar_fn:ident) => {
+    ($Trait:ident, $method:ident, $scalar_fn:ident) => {
         impl $Trait<&Tensor> for &Tensor {
             type Output = Result<Tensor>;
             fn $method(self, rhs: &Tensor) -> Result<Tensor> {
-                Tensor::$tensor_fn(self, rhs)
+                Tensor::$method(self, rhs)
             }
         }
 
@@ -27,10 +29,10 @@ macro_rules! binary {
     };
 }
 
-binary!(Add, add, add, add_scalar);
-binary!(Sub, sub, sub_tensor, sub_scalar);
-binary!(Mul, mul, mul, mul_scalar);
-binary!(Div, div, div, div_scalar);
+binary!(Add, add, add_scalar);
+binary!(Sub, sub, sub_scalar);
+binary!(Mul, mul, mul_scalar);
+binary!(Div, div, div_scalar);
 
 impl Neg for &Tensor {
     type Output = Result<Tensor>;

@@ -24,9 +24,11 @@ pub mod diag;
 pub mod groups;
 pub mod load;
 pub mod model;
+pub mod names;
 pub mod overrides;
 pub mod python;
 pub mod schema;
+pub mod tables;
 pub mod validate;
 
 use std::path::Path;

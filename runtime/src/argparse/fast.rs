@@ -581,6 +581,10 @@ pub(crate) fn tag(v: &Value) -> u32 {
         Value::Layout(_) => 15,
         Value::MemoryFormat(_) => 16,
         Value::ScalarTypeCode(_) => 17,
+        Value::Generator(_) => 18,
+        Value::Storage(_) => 19,
+        Value::Stream(_) => 20,
+        Value::QScheme(_) => 21,
     }
 }
 
@@ -594,6 +598,9 @@ const T_DTYPE: u32 = 1 << 13;
 const T_DEVICE: u32 = 1 << 14;
 const T_LAYOUT: u32 = 1 << 15;
 const T_MEMORY_FORMAT: u32 = 1 << 16;
+const T_GENERATOR: u32 = 1 << 18;
+const T_STORAGE: u32 = 1 << 19;
+const T_QSCHEME: u32 = 1 << 21;
 const T_NUMBER: u32 = T_BOOL | T_INT | T_FLOAT;
 
 /// The values (by [`tag`]) the parser's type check accepts for `p` whatever
@@ -612,12 +619,15 @@ pub(crate) fn accepted(p: &super::FunctionParameter) -> u32 {
         K::MemoryFormat => T_MEMORY_FORMAT,
         K::Device => T_INT | T_STR | T_DEVICE,
         K::String => T_STR,
+        K::Generator => T_GENERATOR,
+        K::Storage => T_STORAGE,
+        K::QScheme => T_QSCHEME,
         _ => 0,
     }
 }
 
 /// Every [`tag`] bit.
-pub(crate) const T_ALL: u32 = (1 << 18) - 1;
+pub(crate) const T_ALL: u32 = (1 << 22) - 1;
 const T_LIST: u32 = 1 << 12;
 
 /// The values (by [`tag`]) the parser's type check rejects for `p` whatever their
@@ -631,7 +641,7 @@ pub(crate) fn rejected(p: &super::FunctionParameter) -> u32 {
         K::Int | K::SymInt => T_INT | T_TENSOR,
         K::TensorList | K::FloatList | K::ScalarList => T_LIST,
         K::IntList | K::SymIntList => T_LIST | T_NUMBER | T_TENSOR,
-        K::Generator | K::Storage | K::QScheme | K::Dimname | K::DimnameList => 0,
+        K::Dimname | K::DimnameList => 0,
         // The check aborts.
         K::Stream | K::DispatchKeySet => T_ALL,
         _ => accepted(p),
@@ -654,6 +664,9 @@ fn unpack_same(kind: ParamKind) -> u32 {
         K::MemoryFormat => T_MEMORY_FORMAT,
         K::Device => T_DEVICE,
         K::String => T_STR,
+        K::Generator => T_GENERATOR,
+        K::Storage => T_STORAGE,
+        K::QScheme => T_QSCHEME,
         _ => 0,
     }
 }

@@ -145,7 +145,10 @@ fn check(
         K::MemoryFormat => matches!(v, Value::MemoryFormat(_)),
         K::Device => matches!(v, Value::Int(_) | Value::Str(_) | Value::Device(_)),
         K::String => matches!(v, Value::Str(_)),
-        K::Generator | K::Storage | K::QScheme | K::Dimname | K::DimnameList => false,
+        K::Generator => matches!(v, Value::Generator(_)),
+        K::Storage => matches!(v, Value::Storage(_)),
+        K::QScheme => matches!(v, Value::QScheme(_)),
+        K::Dimname | K::DimnameList => false,
         K::Stream | K::DispatchKeySet => {
             return Err(Abort(Error::Runtime("unknown parameter type".into())))
         }

@@ -51,3 +51,66 @@ pub struct OperatorDef {
 /// first dispatcher use on.
 #[linkme::distributed_slice]
 pub static OPERATOR_DEFS: [OperatorDef];
+
+/// The operators of a crate's own schema file, as its build generated them
+/// (`opforge_codegen::Build`, `opforge::include_schema!`): the dispatcher
+/// registers them when it is built, beside the runtime's, and the crate's typed
+/// API reaches them through [`Library::op`].
+///
+/// An operator with the name of one that exists (the runtime's, or another
+/// library's) is that operator if the schemas are the same, and a registration
+/// error otherwise.
+pub struct Library {
+    name: &'static str,
+    ops: &'static [crate::schema::OpSchema],
+    operators: std::sync::OnceLock<Box<[&'static super::Operator]>>,
+}
+
+impl Library {
+    /// A library of `ops` (the generated `OPS` table) from crate `name`.
+    pub const fn new(name: &'static str, ops: &'static [crate::schema::OpSchema]) -> Library {
+        Library {
+            name,
+            ops,
+            operators: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The crate it comes from.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Its operator schemas, in `OpId` order.
+    pub fn schemas(&self) -> &'static [crate::schema::OpSchema] {
+        self.ops
+    }
+
+    /// The dispatcher's operator for entry `i` of the table.
+    #[inline]
+    pub fn op(&'static self, i: usize) -> &'static super::Operator {
+        match self.operators.get() {
+            Some(ops) => ops[i],
+            None => self.op_slow(i),
+        }
+    }
+
+    #[cold]
+    fn op_slow(&'static self, i: usize) -> &'static super::Operator {
+        let d = super::dispatcher();
+        self.operators
+            .get_or_init(|| d.define_library(self).into_boxed_slice())[i]
+    }
+
+    pub(crate) fn set(&self, ops: Vec<&'static super::Operator>) {
+        let _ = self.operators.set(ops.into_boxed_slice());
+    }
+
+    pub(crate) fn is_set(&self) -> bool {
+        self.operators.get().is_some()
+    }
+}
+
+/// Every crate's library of operators (one per `include_schema!`).
+#[linkme::distributed_slice]
+pub static LIBRARIES: [&'static Library];

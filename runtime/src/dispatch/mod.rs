@@ -23,15 +23,18 @@ mod keys;
 pub(crate) mod linked;
 pub mod typed;
 
-use linked::{KernelEntry, KERNELS, OPERATOR_DEFS};
+use linked::{KernelEntry, Library, KERNELS, LIBRARIES, OPERATOR_DEFS};
 
 pub use keys::{DispatchKey, KeySet, LocalKeys, RUNTIME_KEYS};
 
 use crate::error::{DuplicateKernel, Error, NoKernel, Result};
 use crate::schema::OpSchema;
 use crate::value::Value;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock, RwLock};
+
+/// Set while registration errors wait to be returned by the first call.
+static PENDING: AtomicBool = AtomicBool::new(false);
 
 /// A boxed kernel: arguments in, results out. `op` and `keys` allow redispatch
 /// (`op.redispatch(keys.below(key), args)`).
@@ -226,8 +229,12 @@ pub struct Operator {
     /// `#[op]`): where it was defined. Such operators get PyTorch's custom-op
     /// message when a meta call finds no kernel.
     defined_at: Option<String>,
+    /// For an operator a crate's own schema file declares: where.
+    declared_at: Option<String>,
     /// Its handle (`torch.ops.<ns>.<name>.<overload>`), made on first use.
     pub(crate) handle: OnceLock<&'static crate::overrides::OpOverload>,
+    /// A registration conflict involving this operator: every call returns it.
+    poison: OnceLock<Error>,
 }
 
 impl std::fmt::Debug for Operator {
@@ -245,14 +252,38 @@ impl Operator {
             table: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
             active: AtomicU32::new(0),
             defined_at: None,
+            declared_at: None,
             handle: OnceLock::new(),
+            poison: OnceLock::new(),
         }
+    }
+
+    /// The registration conflict that disabled this operator, if any.
+    pub fn registration_error(&self) -> Option<&Error> {
+        self.poison.get()
+    }
+
+    /// Disables the operator: every call returns `e` (a registration conflict
+    /// is an error, never a silent winner).
+    fn poison(&self, e: Error) {
+        let _ = self.poison.set(e);
+        for slot in &self.table {
+            slot.store(std::ptr::null_mut(), Ordering::Release);
+        }
+        self.active.store(0, Ordering::Release);
     }
 
     /// Where the operator was defined, for one defined with [`Dispatcher::define`]
     /// (`None` for the built-in and schema-file operators).
     pub fn defined_at(&self) -> Option<&str> {
         self.defined_at.as_deref()
+    }
+
+    /// Where the operator's schema comes from: the place of its definition or
+    /// declaration (`my_ops's native_functions.yaml:12`), `None` for the runtime's
+    /// own operators.
+    pub fn origin(&self) -> Option<&str> {
+        self.defined_at.as_deref().or(self.declared_at.as_deref())
     }
 
     /// `ns::name.overload`.
@@ -336,7 +367,13 @@ impl Operator {
     }
 
     /// Recomputes every runtime slot from the registrations and global fallbacks.
+    /// The new active-key mask is published after the slots it names are set and
+    /// before slots it drops are cleared, so a concurrent call never finds an
+    /// active key with an empty slot.
     fn resolve(&self, regs: &[(DispatchKey, &'static Kernel)], fallbacks: &Fallbacks) {
+        if self.poison.get().is_some() {
+            return;
+        }
         let get = |k: DispatchKey| regs.iter().find(|(x, _)| *x == k).map(|(_, v)| *v);
         let cia = get(DispatchKey::CompositeImplicitAutograd);
         let cea = get(DispatchKey::CompositeExplicitAutogradNonFunctional)
@@ -356,11 +393,14 @@ impl Operator {
             if let Some(k) = resolved.filter(|k| !k.is_fallthrough()) {
                 active |= 1 << key.slot();
                 self.table[key.slot()].store((k as *const Kernel).cast_mut(), Ordering::Release);
-            } else {
-                self.table[key.slot()].store(std::ptr::null_mut(), Ordering::Release);
             }
         }
         self.active.store(active, Ordering::Release);
+        for key in DispatchKey::RUNTIME {
+            if active & (1 << key.slot()) == 0 {
+                self.table[key.slot()].store(std::ptr::null_mut(), Ordering::Release);
+            }
+        }
     }
 
     /// The key a call with argument key set `keys` dispatches to, after the
@@ -374,8 +414,15 @@ impl Operator {
     }
 
     /// The kernel for a call with argument key set `keys`, and the key it runs at.
+    /// The first call after the dispatcher found registration errors returns them
+    /// ([`Error::Registration`]).
     #[inline]
     pub fn kernel(&self, keys: KeySet) -> Result<(&'static Kernel, DispatchKey)> {
+        if PENDING.load(Ordering::Relaxed) {
+            if let Some(e) = take_pending() {
+                return Err(e);
+            }
+        }
         match self.dispatch_key(keys) {
             Some(key) => {
                 let p = self.table[key.slot()].load(Ordering::Acquire);
@@ -393,6 +440,9 @@ impl Operator {
 
     #[cold]
     fn no_kernel(&self, keys: KeySet) -> Error {
+        if let Some(e) = self.poison.get() {
+            return e.clone();
+        }
         let local = LocalKeys::get();
         let ks = (keys | local.included) - local.excluded;
         let key = ks.highest_backend().unwrap_or(DispatchKey::CPU);
@@ -456,6 +506,72 @@ fn same_schema(text: &str, op: &OpSchema) -> bool {
     text == qualified_schema(op)
 }
 
+/// The operator `name` (`ns::name.overload`, `aten` when not written) among the
+/// runtime's and `dynamic`.
+fn lookup(
+    builtin: &'static [Operator],
+    dynamic: &[&'static Operator],
+    name: &str,
+) -> Option<&'static Operator> {
+    match crate::OpId::from_name(name) {
+        Some(id) => Some(&builtin[id as usize]),
+        None => find_dynamic(dynamic, name),
+    }
+}
+
+/// The operator of `schema`: the existing one of that name if its schema is the
+/// same (one operator, declared twice), else a new one (defined at `at`). An
+/// existing operator with another schema is an error; the caller gets a
+/// separate operator for `schema` to disable with it. `custom`: defined by
+/// `#[op]` (PyTorch's custom operators), not declared by a schema file.
+fn define_or_reuse(
+    builtin: &'static [Operator],
+    dynamic: &mut Vec<&'static Operator>,
+    schema: &'static OpSchema,
+    at: String,
+    custom: bool,
+) -> std::result::Result<&'static Operator, (&'static Operator, Error)> {
+    let name = format!("{}::{}", schema.namespace, schema.name);
+    match lookup(builtin, dynamic, &name) {
+        Some(op) if same_schema(&qualified_schema(schema), op.schema) => Ok(op),
+        Some(op) => {
+            let e = Error::Runtime(
+                format!(
+                    "{at}: `{}` redefines `{name}`, which is `{}` ({}): an operator has one schema",
+                    qualified_schema(schema),
+                    qualified_schema(op.schema),
+                    op.origin().unwrap_or("the runtime's native_functions.yaml")
+                )
+                .into(),
+            );
+            let mut other = Operator::new(schema);
+            other.declared_at = Some(at);
+            Err((Box::leak(Box::new(other)), e))
+        }
+        None => {
+            let mut op = Operator::new(schema);
+            if custom {
+                op.defined_at = Some(at);
+            } else {
+                op.declared_at = Some(at);
+            }
+            let op: &'static Operator = Box::leak(Box::new(op));
+            dynamic.push(op);
+            Ok(op)
+        }
+    }
+}
+
+/// The registration errors, once: the first call to ask gets them.
+#[cold]
+fn take_pending() -> Option<Error> {
+    if !PENDING.swap(false, Ordering::AcqRel) {
+        return None;
+    }
+    let errors = dispatcher().registration_errors();
+    (!errors.is_empty()).then(|| Error::Registration(Box::new(errors.to_vec())))
+}
+
 /// The run-time defined operator `ns::name.overload` (namespace `aten` when not
 /// written) among `dynamic`.
 fn find_dynamic(dynamic: &[&'static Operator], name: &str) -> Option<&'static Operator> {
@@ -472,7 +588,7 @@ type Fallbacks = [Option<&'static Kernel>; RUNTIME_KEYS];
 /// The process-wide dispatcher: the operators of the generated tables (indexed by
 /// `OpId`) plus operators defined at run time.
 pub struct Dispatcher {
-    builtin: Box<[Operator]>,
+    builtin: &'static [Operator],
     dynamic: RwLock<Vec<&'static Operator>>,
     fallbacks: RwLock<[Option<&'static Kernel>; RUNTIME_KEYS]>,
     /// Problems found while collecting link-time registrations (duplicates,
@@ -490,21 +606,44 @@ pub fn dispatcher() -> &'static Dispatcher {
 
 impl Dispatcher {
     fn build() -> Dispatcher {
-        let builtin: Box<[Operator]> = crate::OPS.iter().map(Operator::new).collect();
-        let mut d = Dispatcher {
-            builtin,
-            dynamic: RwLock::new(Vec::new()),
-            fallbacks: RwLock::new([None; RUNTIME_KEYS]),
-            errors: Vec::new(),
-        };
+        let builtin: &'static [Operator] = Box::leak(
+            crate::OPS
+                .iter()
+                .map(Operator::new)
+                .collect::<Box<[Operator]>>(),
+        );
         let mut errors = Vec::new();
         let mut dynamic: Vec<&'static Operator> = Vec::new();
+        let mut poisoned: Vec<(&'static Operator, Error)> = Vec::new();
+        // The operators of crates with schema files of their own.
+        for lib in LIBRARIES.iter() {
+            if lib.is_set() {
+                continue;
+            }
+            let ops = lib
+                .schemas()
+                .iter()
+                .map(|s| {
+                    let at = format!("{}'s native_functions.yaml:{}", lib.name(), s.line);
+                    match define_or_reuse(builtin, &mut dynamic, s, at, false) {
+                        Ok(op) => op,
+                        Err((op, e)) => {
+                            errors.push(e.clone());
+                            poisoned.push((op, e));
+                            op
+                        }
+                    }
+                })
+                .collect();
+            lib.set(ops);
+        }
+        // The operators defined with `#[op]`.
         for def in OPERATOR_DEFS.iter() {
             let source = format!("{}:{}", def.file, def.line);
             // `#[op]` checked the schema at compile time; a failure here means the
             // schema language changed under a stale build.
             let schema = match opforge_schema::schema::parse_schema(def.schema) {
-                Ok(f) => crate::registry::op_schema(&f, None),
+                Ok(f) => crate::schema::op_schema(&f, None),
                 Err(e) => {
                     errors.push(Error::Runtime(
                         format!("{source}: malformed schema `{}`: {e}", def.schema).into(),
@@ -512,10 +651,11 @@ impl Dispatcher {
                     continue;
                 }
             };
-            if let Err(e) = Dispatcher::insert(&mut dynamic, schema, Some(source)) {
+            if let Err((_, e)) = define_or_reuse(builtin, &mut dynamic, schema, source, true) {
                 errors.push(e);
             }
         }
+        // The kernels of `#[kernel]` and `#[op]`, from every crate.
         for e in KERNELS.iter() {
             let Some(key) = DispatchKey::from_name(e.key) else {
                 errors.push(Error::Runtime(
@@ -527,17 +667,11 @@ impl Dispatcher {
                 ));
                 continue;
             };
-            let op: &Operator = match crate::OpId::from_name(e.op) {
-                Some(id) => &d.builtin[id as usize],
-                None => match find_dynamic(&dynamic, e.op) {
-                    Some(op) => op,
-                    None => {
-                        errors.push(Error::UnknownOp(
-                            format!("{} (registered at {}:{})", e.op, e.file, e.line).into(),
-                        ));
-                        continue;
-                    }
-                },
+            let Some(op) = lookup(builtin, &dynamic, e.op) else {
+                errors.push(Error::UnknownOp(
+                    format!("{} (registered at {}:{})", e.op, e.file, e.line).into(),
+                ));
+                continue;
             };
             let kernel = Kernel::from_entry(e);
             if let Err(err) = op.check_schema(&kernel) {
@@ -546,24 +680,53 @@ impl Dispatcher {
             }
             let mut regs = op.registered.lock().unwrap_or_else(|p| p.into_inner());
             if let Some((_, prev)) = regs.iter().find(|(k, _)| *k == key) {
-                errors.push(Error::DuplicateKernel(Box::new(DuplicateKernel {
+                let err = Error::DuplicateKernel(Box::new(DuplicateKernel {
                     op: op.qualified_name(),
                     key,
                     first: prev.source.clone(),
                     second: kernel.source.clone(),
-                })));
+                }));
+                errors.push(err.clone());
+                poisoned.push((op, err));
                 continue;
             }
             regs.push((key, Box::leak(Box::new(kernel))));
         }
         let none: Fallbacks = [None; RUNTIME_KEYS];
-        for op in d.builtin.iter().chain(dynamic.iter().copied()) {
+        for op in builtin.iter().chain(dynamic.iter().copied()) {
             let regs = op.registered.lock().unwrap_or_else(|e| e.into_inner());
             op.resolve(&regs, &none);
         }
-        d.dynamic = RwLock::new(dynamic);
-        d.errors = errors;
-        d
+        for (op, e) in poisoned {
+            op.poison(e);
+        }
+        PENDING.store(!errors.is_empty(), Ordering::Release);
+        Dispatcher {
+            builtin,
+            dynamic: RwLock::new(dynamic),
+            fallbacks: RwLock::new([None; RUNTIME_KEYS]),
+            errors,
+        }
+    }
+
+    /// Registers a library that was not linked in (see [`Library::op`]): its
+    /// operators, reusing those that exist with the same schema; a conflicting
+    /// one is a disabled operator whose calls return the conflict.
+    pub(crate) fn define_library(&self, lib: &Library) -> Vec<&'static Operator> {
+        let mut dynamic = self.dynamic.write().unwrap_or_else(|e| e.into_inner());
+        lib.schemas()
+            .iter()
+            .map(|s| {
+                let at = format!("{}'s native_functions.yaml:{}", lib.name(), s.line);
+                match define_or_reuse(self.builtin, &mut dynamic, s, at, false) {
+                    Ok(op) => op,
+                    Err((op, e)) => {
+                        op.poison(e);
+                        op
+                    }
+                }
+            })
+            .collect()
     }
 
     /// Adds `schema` to `dynamic` unless an operator of that name exists (built in

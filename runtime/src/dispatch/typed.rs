@@ -1,58 +1,13 @@
-//! The engine behind the generated typed API (`opforge::ops`): compute the key
-//! set from the tensor arguments, pick the kernel, call its unboxed pointer, or box
-//! the arguments when the kernel has only a boxed entry.
+//! The engine behind the generated typed API (`opforge::at`, `opforge::ops`):
+//! compute the key set from the tensor arguments, pick the kernel, call its
+//! unboxed pointer, or box the arguments when the kernel has only a boxed entry.
+//! Generic over the arguments ([`Args`]) and the signature, so every operator of
+//! one Rust signature shares one instance.
 
 use super::{DispatchKey, Kernel, KeySet, Operator};
 use crate::error::Result;
-use crate::tensor::{Device, Tensor};
-use crate::value::{FromValues, Value};
-
-/// Arguments that contribute dispatch keys.
-pub trait HasKeys {
-    /// The union of the key sets of the tensors inside.
-    fn keys(&self) -> KeySet;
-}
-
-impl HasKeys for &Tensor {
-    #[inline]
-    fn keys(&self) -> KeySet {
-        self.key_set()
-    }
-}
-
-impl HasKeys for &mut Tensor {
-    #[inline]
-    fn keys(&self) -> KeySet {
-        self.key_set()
-    }
-}
-
-impl HasKeys for Option<&Tensor> {
-    #[inline]
-    fn keys(&self) -> KeySet {
-        self.map_or(KeySet::EMPTY, Tensor::key_set)
-    }
-}
-
-impl HasKeys for &[Tensor] {
-    fn keys(&self) -> KeySet {
-        self.iter().fold(KeySet::EMPTY, |k, t| k | t.key_set())
-    }
-}
-
-impl HasKeys for &[Option<Tensor>] {
-    fn keys(&self) -> KeySet {
-        self.iter()
-            .flatten()
-            .fold(KeySet::EMPTY, |k, t| k | t.key_set())
-    }
-}
-
-/// The key set of a call without tensors: the backend of its `device` argument.
-#[inline]
-pub fn device_keys(device: Option<Device>) -> KeySet {
-    KeySet::for_device(device.unwrap_or(Device::Cpu))
-}
+use crate::tensor::Device;
+use crate::value::{Args, CallWith, Returns, Value};
 
 /// Completes a key set: a call whose tensors are all in empty lists still has a
 /// backend (CPU).
@@ -72,66 +27,95 @@ pub fn with_backend(ks: KeySet) -> KeySet {
 pub type TypedArgs<'a> =
     dyn FnMut(Option<&'static Kernel>, &mut Vec<Value>) -> Option<Result<Value>> + 'a;
 
-/// Calls a kernel that has no unboxed entry (`kernel`, resolved at `key` from the
-/// arguments' keys `arg_keys`): boxes the arguments and calls it. A dispatch
-/// mode's `Python` key is the exception: its handler gets the call with the
-/// arguments unboxed, boxed only if it asks for them, and calling the operator
-/// again from there reaches the unboxed kernel below.
+/// One typed call, through the dispatcher: picks the kernel for the key set of
+/// `args`, and calls its unboxed entry if it has one of exactly the type `S`
+/// (the operator's signature, `opforge::sig::<op>`); otherwise boxes the
+/// arguments for its boxed entry. Every generated `at::` function is one line
+/// calling this:
+///
+/// ```
+/// use opforge::dispatch::{dispatcher, typed};
+/// use opforge::{sig, OpId, Scalar, Tensor};
+/// let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+/// let add = dispatcher().op(OpId::add_Tensor);
+/// let r: Tensor = typed::call::<sig::add_Tensor, _, _>(add, (&a, &a, Scalar::Int(1)))?;
+/// assert_eq!(r.to_vec::<f32>()?, vec![2.0, 4.0]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[inline(always)]
+pub fn call<S, A, R>(op: &'static Operator, args: A) -> Result<R>
+where
+    S: CallWith<A, R> + Copy + 'static,
+    A: Args,
+    R: Returns,
+{
+    let arg_keys = args.keys();
+    let (kernel, key) = op.kernel(with_backend(arg_keys))?;
+    match kernel.unboxed::<S>() {
+        Some(f) => f.call_with(args),
+        None => call_boxed::<S, A, R>(op, arg_keys, kernel, key, args),
+    }
+}
+
+/// [`call`] when the kernel has no unboxed entry of the operator's signature:
+/// boxes the arguments and calls it. A dispatch mode's `Python` key is the
+/// exception: its handler gets the call with the arguments unboxed, boxed only
+/// if it asks for them, and calling the operator again from there reaches the
+/// unboxed kernel below.
 #[cold]
 #[inline(never)]
-pub fn call_boxed<R: FromValues + crate::overrides::TypedRet>(
+fn call_boxed<S, A, R>(
     op: &'static Operator,
     arg_keys: KeySet,
     kernel: &'static Kernel,
     key: DispatchKey,
-    args: &mut TypedArgs<'_>,
-) -> Result<R> {
+    args: A,
+) -> Result<R>
+where
+    S: CallWith<A, R> + Copy + 'static,
+    A: Args,
+    R: Returns,
+{
     if key == DispatchKey::Python
         && !arg_keys.has(DispatchKey::Python)
         && crate::overrides::is_python_fallback(kernel)
     {
-        return crate::overrides::python_typed(op, arg_keys, args);
+        // The arguments stay typed: a kernel below is called with them (or a
+        // copy of them), and they are boxed only if the handler asks. Arguments
+        // that cannot be copied (`&mut Tensor`) are boxed before their one
+        // typed use, for any later boxed one.
+        let mut slot = Some(args);
+        let mut stash: Option<Vec<Value>> = None;
+        let mut typed =
+            |k: Option<&'static Kernel>, out: &mut Vec<Value>| -> Option<Result<Value>> {
+                match k.and_then(|k| k.unboxed::<S>()) {
+                    Some(f) => {
+                        let a = match slot.as_ref().and_then(Args::dup) {
+                            Some(a) => a,
+                            None => {
+                                let a = slot.take()?;
+                                let mut vs = Vec::new();
+                                a.to_values(&mut vs);
+                                stash = Some(vs);
+                                a
+                            }
+                        };
+                        Some(f.call_with(a).map(Returns::into_value))
+                    }
+                    None if k.is_some() => None,
+                    None => {
+                        match (&slot, &stash) {
+                            (Some(a), _) => a.to_values(out),
+                            (None, Some(vs)) => out.extend(vs.iter().cloned()),
+                            (None, None) => {}
+                        }
+                        None
+                    }
+                }
+            };
+        return crate::overrides::python_typed(op, arg_keys, &mut typed);
     }
     let mut values = Vec::new();
-    args(None, &mut values);
+    args.to_values(&mut values);
     R::from_values(op.call_with_keys(with_backend(arg_keys), &values)?)
-}
-
-/// One typed call (`opforge::__private::typed_call!`): `typed_call!(OpId::add_Tensor, sig::add_Tensor, keys, (self_, other, alpha))`,
-/// or for an operator given by reference, `typed_call!(@op op, sig, keys, (args))`.
-/// The kernel's unboxed entry is used only if it has exactly the type `$sig`
-/// ([`crate::dispatch::Kernel::unboxed`]); otherwise the arguments are boxed.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! __typed_call {
-    (@op $op:expr, $sig:ty, $keys:expr, ($($arg:expr),*)) => {{
-        let arg_keys = $keys;
-        let op: &'static $crate::__private::Operator = $op;
-        let (kernel, key) = op.kernel($crate::__private::with_backend(arg_keys))?;
-        match kernel.unboxed::<$sig>() {
-            ::std::option::Option::Some(f) => f($($arg),*),
-            ::std::option::Option::None => $crate::__private::call_boxed(
-                op,
-                arg_keys,
-                kernel,
-                key,
-                &mut |k: ::std::option::Option<&'static $crate::__private::Kernel>,
-                      out: &mut ::std::vec::Vec<$crate::__private::Value>| match k
-                    .and_then(|k| k.unboxed::<$sig>())
-                {
-                    ::std::option::Option::Some(f) => ::std::option::Option::Some(
-                        f($($arg),*).map($crate::__private::TypedRet::into_value),
-                    ),
-                    ::std::option::Option::None if k.is_some() => ::std::option::Option::None,
-                    ::std::option::Option::None => {
-                        out.extend([$($crate::__private::ToValue::to_value(&$arg)),*]);
-                        ::std::option::Option::None
-                    }
-                },
-            ),
-        }
-    }};
-    ($id:expr, $sig:ty, $keys:expr, ($($arg:expr),*)) => {
-        $crate::__typed_call!(@op $crate::__private::dispatcher().op($id), $sig, $keys, ($($arg),*))
-    };
 }

@@ -9,14 +9,17 @@
 macro_rules! unary_family {
     ($key:ident; $($op:literal: $f:ident, $f_:ident, $f_out:ident => $kind:ident;)*) => {$(
         #[doc = concat!("`", $op, "` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn $f(self_: &Tensor) -> Result<Tensor> {
             pointwise::unary(Unary::$kind, self_, Dest::New)
         }
         #[doc = concat!("`", $op, "_` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn $f_(self_: &mut Tensor) -> Result<Tensor> {
             pointwise::unary(Unary::$kind, self_, Dest::Inplace)
         }
         #[doc = concat!("`", $op, ".out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn $f_out(self_: &Tensor, out: &mut Tensor) -> Result<Tensor> {
             pointwise::unary(Unary::$kind, self_, Dest::Out(out))
         }
@@ -27,18 +30,22 @@ macro_rules! unary_family {
 macro_rules! comparison_family {
     ($key:ident; $($op:literal: $s:ident, $s_out:ident, $t:ident, $t_out:ident => $kind:ident;)*) => {$(
         #[doc = concat!("`", $op, ".Scalar` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn $s(self_: &Tensor, other: Scalar) -> Result<Tensor> {
             pointwise::compare(Cmp::$kind, Operand::Tensor(self_), Operand::Scalar(other), Dest::New)
         }
         #[doc = concat!("`", $op, ".Scalar_out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn $s_out(self_: &Tensor, other: Scalar, out: &mut Tensor) -> Result<Tensor> {
             pointwise::compare(Cmp::$kind, Operand::Tensor(self_), Operand::Scalar(other), Dest::Out(out))
         }
         #[doc = concat!("`", $op, ".Tensor` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn $t(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
             pointwise::compare(Cmp::$kind, Operand::Tensor(self_), Operand::Tensor(other), Dest::New)
         }
         #[doc = concat!("`", $op, ".Tensor_out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn $t_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
             pointwise::compare(Cmp::$kind, Operand::Tensor(self_), Operand::Tensor(other), Dest::Out(out))
         }
@@ -50,16 +57,19 @@ macro_rules! comparison_family {
 macro_rules! binary_family {
     ($key:ident; $($op:literal: $f:ident, $f_:ident, $f_out:ident => $kind:ident $(, $alpha:ident)?;)*) => {$(
         #[doc = concat!("`", $op, ".Tensor` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn $f(self_: &Tensor, other: &Tensor $(, $alpha: Scalar)?) -> Result<Tensor> {
             let a = $crate::kernels::backend::alpha_or_one!($($alpha)?);
             pointwise::binary(BinOp::$kind, Operand::Tensor(self_), Operand::Tensor(other), a, Dest::New)
         }
         #[doc = concat!("`", $op, "_.Tensor` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn $f_(self_: &mut Tensor, other: &Tensor $(, $alpha: Scalar)?) -> Result<Tensor> {
             let a = $crate::kernels::backend::alpha_or_one!($($alpha)?);
             pointwise::binary(BinOp::$kind, Operand::Tensor(self_), Operand::Tensor(other), a, Dest::Inplace)
         }
         #[doc = concat!("`", $op, ".out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn $f_out(self_: &Tensor, other: &Tensor $(, $alpha: Scalar)?, out: &mut Tensor) -> Result<Tensor> {
             let a = $crate::kernels::backend::alpha_or_one!($($alpha)?);
             pointwise::binary(BinOp::$kind, Operand::Tensor(self_), Operand::Tensor(other), a, Dest::Out(out))
@@ -72,10 +82,12 @@ macro_rules! binary_family {
 macro_rules! binary_pair_family {
     ($key:ident; $($op:literal: $f:ident, $f_out:ident($a:ident, $b:ident) => $kind:ident;)*) => {$(
         #[doc = concat!("`", $op, "` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn $f($a: &Tensor, $b: &Tensor) -> Result<Tensor> {
             pointwise::binary(BinOp::$kind, Operand::Tensor($a), Operand::Tensor($b), Scalar::Int(1), Dest::New)
         }
         #[doc = concat!("`", $op, "` out= (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn $f_out($a: &Tensor, $b: &Tensor, out: &mut Tensor) -> Result<Tensor> {
             pointwise::binary(BinOp::$kind, Operand::Tensor($a), Operand::Tensor($b), Scalar::Int(1), Dest::Out(out))
         }
@@ -118,21 +130,25 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`abs.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn abs_out(self_: &Tensor, out: &mut Tensor) -> Result<Tensor> {
             pointwise::unary(Unary::Abs, self_, Dest::Out(out))
         }
 
         #[doc = concat!("`relu` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn relu(self_: &Tensor) -> Result<Tensor> {
             pointwise::unary(Unary::Relu, self_, Dest::New)
         }
 
         #[doc = concat!("`relu_` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn relu_(self_: &mut Tensor) -> Result<Tensor> {
             pointwise::unary(Unary::Relu, self_, Dest::Inplace)
         }
 
         #[doc = concat!("`div.Tensor_mode` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn div_Tensor_mode(
             self_: &Tensor,
             other: &Tensor,
@@ -149,6 +165,7 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`div.out_mode` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn div_out_mode(
             self_: &Tensor,
             other: &Tensor,
@@ -172,11 +189,13 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`pow.Tensor_Scalar` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn pow_Tensor_Scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
             pointwise::pow_scalar(self_, exponent, Dest::New)
         }
 
         #[doc = concat!("`pow.Tensor_Scalar_out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn pow_Tensor_Scalar_out(
             self_: &Tensor,
             exponent: Scalar,
@@ -186,11 +205,13 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`clamp` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
             pointwise::clamp(self_, min, max, Dest::New)
         }
 
         #[doc = concat!("`clamp_` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn clamp_(
             self_: &mut Tensor,
             min: Option<Scalar>,
@@ -200,6 +221,7 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`clamp.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn clamp_out(
             self_: &Tensor,
             min: Option<Scalar>,
@@ -210,6 +232,7 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`clamp.Tensor` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn clamp_Tensor(
             self_: &Tensor,
             min: Option<&Tensor>,
@@ -219,21 +242,25 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`where.self` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn where_self(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
             pointwise::where_self(condition, self_, other)
         }
 
         #[doc = concat!("`fill_.Scalar` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn fill__Scalar(self_: &mut Tensor, value: Scalar) -> Result<Tensor> {
             copy::fill_(self_, value)
         }
 
         #[doc = concat!("`zero_` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn zero_(self_: &mut Tensor) -> Result<Tensor> {
             copy::fill_(self_, Scalar::Int(0))
         }
 
         #[doc = concat!("`sum.dim_IntList` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn sum_dim_IntList(
             self_: &Tensor,
             dim: Option<&[i64]>,
@@ -244,6 +271,7 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`sum.IntList_out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn sum_IntList_out(
             self_: &Tensor,
             dim: Option<&[i64]>,
@@ -262,11 +290,13 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`prod` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn prod(self_: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
             reduce::accumulate(reduce::Accumulate::Prod, self_, None, false, dtype, None)
         }
 
         #[doc = concat!("`prod.dim_int` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn prod_dim_int(
             self_: &Tensor,
             dim: i64,
@@ -284,6 +314,7 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`mean.dim` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn mean_dim(
             self_: &Tensor,
             dim: Option<&[i64]>,
@@ -294,6 +325,7 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`mean.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn mean_out(
             self_: &Tensor,
             dim: Option<&[i64]>,
@@ -305,11 +337,13 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`argmax` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
             reduce::argmax(self_, dim, keepdim, None)
         }
 
         #[doc = concat!("`argmax.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn argmax_out(
             self_: &Tensor,
             dim: Option<i64>,
@@ -320,41 +354,49 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`max.dim` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
             reduce::extreme_dim(self_, dim, keepdim, true)
         }
 
         #[doc = concat!("`min.dim` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
             reduce::extreme_dim(self_, dim, keepdim, false)
         }
 
         #[doc = concat!("`mm` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
             linalg::mm(self_, mat2, None)
         }
 
         #[doc = concat!("`mm.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &mut Tensor) -> Result<Tensor> {
             linalg::mm(self_, mat2, Some(out))
         }
 
         #[doc = concat!("`cat` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
             shape::cat(tensors, dim, None)
         }
 
         #[doc = concat!("`cat.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn cat_out(tensors: &[Tensor], dim: i64, out: &mut Tensor) -> Result<Tensor> {
             shape::cat(tensors, dim, Some(out))
         }
 
         #[doc = concat!("`index_select` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
             shape::index_select(self_, dim, index, None)
         }
 
         #[doc = concat!("`index_select.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn index_select_out(
             self_: &Tensor,
             dim: i64,
@@ -365,11 +407,13 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`view` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
             views::view(self_, size)
         }
 
         #[doc = concat!("`empty.memory_format` (", stringify!($key), "): the memory is zeroed.")]
+        #[$crate::kernel($key)]
         pub fn empty_memory_format(
             size: &[i64],
             dtype: Option<DType>,
@@ -388,6 +432,7 @@ macro_rules! backend_kernels {
         }
 
         #[doc = concat!("`arange.start_out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
         pub fn arange_start_out(
             start: Scalar,
             end: Scalar,

@@ -17,47 +17,55 @@ use super::pointwise::{self, BinOp, Dest};
 use super::promote::Operand;
 use super::{copy, factory, linalg, ops, views, wrap_dim};
 use crate::error::Result;
+use crate::kernel;
 use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
 
 // ---- CompositeExplicitAutograd -------------------------------------------------
 
 /// `abs`: `abs.out` into a new tensor of the same dtype.
+#[kernel(CompositeExplicitAutograd)]
 pub fn abs(self_: &Tensor) -> Result<Tensor> {
     let mut out = ops::empty_memory_format(&[0], Some(self_.dtype()), Some(self_.device()), None)?;
     ops::abs_out(self_, &mut out)
 }
 
 /// `abs_`: `abs.out(self, out=self)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn abs_(self_: &mut Tensor) -> Result<Tensor> {
     let mut out = self_.clone();
     ops::abs_out(self_, &mut out)
 }
 
 /// `add.Scalar`: `self + alpha * other` with `other` a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
 pub fn add_Scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
     let (a, b) = (Operand::Tensor(self_), Operand::Scalar(other));
     pointwise::binary(BinOp::Add, a, b, alpha, Dest::New)
 }
 
 /// `sub.Scalar`: `self - alpha * other` with `other` a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
 pub fn sub_Scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
     let (a, b) = (Operand::Tensor(self_), Operand::Scalar(other));
     pointwise::binary(BinOp::Sub, a, b, alpha, Dest::New)
 }
 
 /// `mul.Scalar`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn mul_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let (a, b) = (Operand::Tensor(self_), Operand::Scalar(other));
     pointwise::binary(BinOp::Mul, a, b, Scalar::Int(1), Dest::New)
 }
 
 /// `div.Scalar` (true division).
+#[kernel(CompositeExplicitAutograd)]
 pub fn div_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let (a, b) = (Operand::Tensor(self_), Operand::Scalar(other));
     pointwise::binary(BinOp::Div, a, b, Scalar::Int(1), Dest::New)
 }
 
 /// `arange(end)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn arange(
     end: Scalar,
     dtype: Option<DType>,
@@ -77,6 +85,7 @@ pub fn arange(
 }
 
 /// `arange.start(start, end)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn arange_start(
     start: Scalar,
     end: Scalar,
@@ -98,6 +107,7 @@ pub fn arange_start(
 
 /// `arange.start_step(start, end, step)`: int64 when every bound is integral,
 /// else float32, unless a dtype is given.
+#[kernel(CompositeExplicitAutograd)]
 pub fn arange_start_step(
     start: Scalar,
     end: Scalar,
@@ -112,23 +122,27 @@ pub fn arange_start_step(
 }
 
 /// `arange.out(end, out)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn arange_out(end: Scalar, out: &mut Tensor) -> Result<Tensor> {
     factory::arange(Scalar::Int(0), end, Scalar::Int(1), None, None, Some(out))
 }
 
 /// `copy_(self, src)`: broadcasts `src` into `self`, converting the dtype.
+#[kernel(CompositeExplicitAutograd)]
 pub fn copy_(self_: &mut Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
     let _ = non_blocking;
     copy::copy_(self_, src)
 }
 
 /// `expand(self, size)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn expand(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
     let _ = implicit;
     views::expand(self_, size)
 }
 
 /// `full(size, fill_value)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn full(
     size: &[i64],
     fill_value: Scalar,
@@ -142,6 +156,7 @@ pub fn full(
 }
 
 /// `ones(size)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn ones(
     size: &[i64],
     dtype: Option<DType>,
@@ -154,6 +169,7 @@ pub fn ones(
 }
 
 /// `zeros(size)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn zeros(
     size: &[i64],
     dtype: Option<DType>,
@@ -166,16 +182,19 @@ pub fn zeros(
 }
 
 /// `permute(self, dims)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn permute(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     views::permute(self_, dims)
 }
 
 /// `select.int(self, dim, index)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn select_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     views::select(self_, dim, index)
 }
 
 /// `slice.Tensor(self, dim, start, end, step)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn slice_Tensor(
     self_: &Tensor,
     dim: i64,
@@ -187,21 +206,25 @@ pub fn slice_Tensor(
 }
 
 /// `squeeze.dim(self, dim)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn squeeze_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
     views::squeeze_dim(self_, dim)
 }
 
 /// `t(self)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn t(self_: &Tensor) -> Result<Tensor> {
     views::t(self_)
 }
 
 /// `transpose.int(self, dim0, dim1)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn transpose_int(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
     views::transpose(self_, dim0, dim1)
 }
 
 /// `unsqueeze(self, dim)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn unsqueeze(self_: &Tensor, dim: i64) -> Result<Tensor> {
     views::unsqueeze(self_, dim)
 }
@@ -228,6 +251,7 @@ fn stack_inputs(tensors: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
 }
 
 /// `stack(tensors, dim)`: `cat` along `dim`, viewed with the new dimension.
+#[kernel(CompositeExplicitAutograd)]
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     crate::ensure!(!tensors.is_empty(), "stack expects a non-empty TensorList");
     let nd = tensors[0].dim();
@@ -243,6 +267,7 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 }
 
 /// `stack.out(tensors, dim, out)`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn stack_out(tensors: &[Tensor], dim: i64, out: &mut Tensor) -> Result<Tensor> {
     crate::ensure!(!tensors.is_empty(), "stack expects a non-empty TensorList");
     let wd = wrap_dim(dim, tensors[0].dim() + 1)?;
@@ -250,12 +275,14 @@ pub fn stack_out(tensors: &[Tensor], dim: i64, out: &mut Tensor) -> Result<Tenso
 }
 
 /// `sum(self, dtype)`: `sum.dim_IntList` over every dimension.
+#[kernel(CompositeExplicitAutograd)]
 pub fn sum(self_: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
     ops::sum_dim_IntList(self_, Some(&[]), false, dtype)
 }
 
 /// `clone(self, memory_format)`: `empty_like` (strides preserved when dense)
 /// then `copy_`.
+#[kernel(CompositeExplicitAutograd)]
 pub fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
     let strides = like_strides(self_, memory_format)?;
     let r = ops::empty_strided(&self_.shape(), &strides, self_.dtype(), self_.device())?;
@@ -266,6 +293,7 @@ pub fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tens
 
 /// `contiguous(self, memory_format)`: `self` when already contiguous in that
 /// format, else a `clone`.
+#[kernel(CompositeImplicitAutograd)]
 pub fn contiguous(self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor> {
     if is_contiguous_as(self_, memory_format) {
         return Ok(self_.clone());
@@ -279,6 +307,7 @@ pub fn contiguous(self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor>
 
 /// `reshape(self, shape)`: a view when the strides allow one, else a
 /// contiguous copy viewed.
+#[kernel(CompositeImplicitAutograd)]
 pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
     let inferred = views::infer_size(shape, self_.numel())?;
     if views::compute_stride(&self_.shape(), &self_.strides(), &inferred).is_some() {
@@ -292,6 +321,7 @@ pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
 /// `to.dtype(self, dtype, non_blocking, copy, memory_format)`: `self` when
 /// nothing changes and `copy` is false, else `_to_copy` (empty with the
 /// preserved or requested layout, then `copy_`).
+#[kernel(CompositeImplicitAutograd)]
 pub fn to_dtype(
     self_: &Tensor,
     dtype: DType,
@@ -318,11 +348,13 @@ pub fn to_dtype(
 }
 
 /// `matmul(self, other)`.
+#[kernel(CompositeImplicitAutograd)]
 pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     linalg::matmul(self_, other, None)
 }
 
 /// `matmul.out(self, other, out)`.
+#[kernel(CompositeImplicitAutograd)]
 pub fn matmul_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
     linalg::matmul(self_, other, Some(out))
 }

@@ -5,9 +5,12 @@
 
 #![allow(non_snake_case)]
 
+use crate::kernel;
+
 super::backend::backend_kernels!(Meta);
 
 /// `arange` (Meta): the composite kernel on the meta device.
+#[kernel(Meta)]
 pub fn arange(
     end: Scalar,
     dtype: Option<DType>,
@@ -19,6 +22,7 @@ pub fn arange(
 }
 
 /// `arange.start` (Meta): the composite kernel on the meta device.
+#[kernel(Meta)]
 pub fn arange_start(
     start: Scalar,
     end: Scalar,
@@ -31,6 +35,7 @@ pub fn arange_start(
 }
 
 /// `arange.start_step` (Meta): the composite kernel on the meta device.
+#[kernel(Meta)]
 pub fn arange_start_step(
     start: Scalar,
     end: Scalar,
@@ -52,6 +57,7 @@ pub fn arange_start_step(
 }
 
 /// `ones` (Meta).
+#[kernel(Meta)]
 pub fn ones(
     size: &[i64],
     dtype: Option<DType>,
@@ -64,6 +70,7 @@ pub fn ones(
 }
 
 /// `stack` (Meta): the composite decomposition, on meta tensors.
+#[kernel(Meta)]
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     super::composite::stack(tensors, dim)
 }

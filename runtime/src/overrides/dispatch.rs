@@ -312,7 +312,7 @@ pub(crate) fn is_python_fallback(kernel: &Kernel) -> bool {
 /// there (no argument has a dispatch class): the mode's handler gets the call
 /// with its arguments unboxed.
 #[inline]
-pub(crate) fn python_typed<R: super::TypedRet>(
+pub(crate) fn python_typed<R: crate::value::Returns>(
     op: &'static Operator,
     arg_keys: KeySet,
     args: &mut TypedArgs<'_>,

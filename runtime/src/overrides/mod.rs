@@ -71,7 +71,7 @@ pub use tensor::TensorIndex;
 use crate::argparse::ApiTable;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
-use crate::value::{FromValues, IntoValues, Value};
+use crate::value::{Args as ArgTuple, Returns, Value};
 use state::Enabled;
 use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
@@ -386,22 +386,6 @@ impl IntoSubclass for Vec<Tensor> {
     }
 }
 
-impl IntoSubclass for (Tensor, Tensor) {
-    fn into_subclass(self, cls: &Class) -> Result<Self> {
-        Ok((to_class(self.0, cls)?, to_class(self.1, cls)?))
-    }
-}
-
-impl IntoSubclass for (Tensor, Tensor, Tensor) {
-    fn into_subclass(self, cls: &Class) -> Result<Self> {
-        Ok((
-            to_class(self.0, cls)?,
-            to_class(self.1, cls)?,
-            to_class(self.2, cls)?,
-        ))
-    }
-}
-
 macro_rules! unchanged {
     ($($t:ty),*) => {$(
         impl IntoSubclass for $t {
@@ -419,10 +403,34 @@ unchanged!(
     String,
     crate::Scalar,
     crate::DType,
+    crate::QScheme,
     Vec<i64>,
     crate::Device,
     crate::Layout
 );
+
+macro_rules! tuple_into_subclass {
+    ($(($($r:ident),*))*) => {$(
+        impl<$($r: IntoSubclass),*> IntoSubclass for ($($r,)*) {
+            #[allow(non_snake_case)]
+            fn into_subclass(self, cls: &Class) -> Result<Self> {
+                let ($($r,)*) = self;
+                Ok(($($r.into_subclass(cls)?,)*))
+            }
+        }
+    )*};
+}
+tuple_into_subclass! {
+    (R0, R1)
+    (R0, R1, R2)
+    (R0, R1, R2, R3)
+    (R0, R1, R2, R3, R4)
+    (R0, R1, R2, R3, R4, R5)
+    (R0, R1, R2, R3, R4, R5, R6)
+    (R0, R1, R2, R3, R4, R5, R6, R7)
+    (R0, R1, R2, R3, R4, R5, R6, R7, R8)
+    (R0, R1, R2, R3, R4, R5, R6, R7, R8, R9)
+}
 
 impl IntoSubclass for Option<Tensor> {
     fn into_subclass(self, cls: &Class) -> Result<Self> {
@@ -438,55 +446,13 @@ pub trait Relevant {
     fn each<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor));
 }
 
-impl Relevant for &Tensor {
+impl<A: ArgTuple> Relevant for A {
     #[inline(always)]
     fn overloaded(&self) -> bool {
-        !self.is_plain()
+        ArgTuple::overloaded(self)
     }
     fn each<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor)) {
-        f(self)
-    }
-}
-
-impl Relevant for &mut Tensor {
-    #[inline(always)]
-    fn overloaded(&self) -> bool {
-        !self.is_plain()
-    }
-    fn each<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor)) {
-        f(self)
-    }
-}
-
-impl Relevant for Option<&Tensor> {
-    #[inline(always)]
-    fn overloaded(&self) -> bool {
-        self.is_some_and(|t| !t.is_plain())
-    }
-    fn each<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor)) {
-        if let Some(t) = self {
-            f(t)
-        }
-    }
-}
-
-impl Relevant for &[Tensor] {
-    #[inline]
-    fn overloaded(&self) -> bool {
-        self.iter().any(|t| !t.is_plain())
-    }
-    fn each<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor)) {
-        self.iter().for_each(f)
-    }
-}
-
-impl Relevant for &[Option<Tensor>] {
-    #[inline]
-    fn overloaded(&self) -> bool {
-        self.iter().flatten().any(|t| !t.is_plain())
-    }
-    fn each<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor)) {
-        self.iter().flatten().for_each(f)
+        self.each_tensor(f)
     }
 }
 
@@ -730,61 +696,137 @@ fn scan<'t>(relevant: &[&'t dyn Relevant]) -> Candidates<'t> {
     }
 }
 
-/// Typed results as one boxed value and back (what handlers return).
-pub trait TypedRet: Sized + IntoSubclass {
-    /// The result as one value (a list for several results).
-    fn into_value(self) -> Value;
-    /// A handler's value as the typed result.
-    fn from_value(v: Value) -> Result<Self>;
+/// Typed results as one boxed value and back (what handlers return), and
+/// convertible to a subclass: every operator return type.
+pub trait TypedRet: Returns + IntoSubclass {}
+
+impl<T: Returns + IntoSubclass> TypedRet for T {}
+
+/// Where a generated typed function is: the Python-API callable it is
+/// (`torch.add`, `Tensor.add`; empty for an operator handle, `ops::<op>`) and
+/// its operator. A handler sees the binding if the runtime has one by that name,
+/// else the operator's handle.
+pub struct Site {
+    /// `torch.add`, `Tensor.add`, `torch.nn.functional.gelu`, or `""`.
+    pub api: &'static str,
+    /// The operator the function calls.
+    pub op: fn() -> &'static crate::dispatch::Operator,
 }
 
-impl TypedRet for Tensor {
-    #[inline]
-    fn into_value(self) -> Value {
-        Value::Tensor(self)
-    }
-    fn from_value(v: Value) -> Result<Self> {
-        match v {
-            Value::Tensor(t) => Ok(t),
-            other => Err(Error::Type(
-                format!(
-                    "expected Tensor as the handler's result, got {}",
-                    other.type_name()
-                )
-                .into(),
-            )),
+impl Site {
+    /// The function handlers are asked to override.
+    pub fn func(&self) -> Func {
+        let op = (self.op)();
+        if !self.api.is_empty() {
+            if let Some(f) = Func::api(self.api) {
+                return f;
+            }
         }
+        Func::Op(OpOverload::of(op))
+    }
+
+    /// The call as Python sees it.
+    fn boxed(&self, args: &impl ArgTuple) -> (Vec<Value>, Kwargs) {
+        as_python_call((self.op)().schema, args)
     }
 }
 
-macro_rules! typed_ret_boxed {
-    ($($t:ty),*) => {$(
-        impl TypedRet for $t {
-            fn into_value(self) -> Value {
-                one_value(IntoValues::into_values(self))
-            }
-            fn from_value(v: Value) -> Result<Self> {
-                <$t as FromValues>::from_values(many_values(v))
-            }
+/// A typed call as Python makes it: positional arguments, and keyword-only ones
+/// by name (`args` are a prefix of the schema's arguments, in its order).
+fn as_python_call(schema: &crate::schema::OpSchema, args: &impl ArgTuple) -> (Vec<Value>, Kwargs) {
+    let mut values = Vec::new();
+    args.to_values(&mut values);
+    let mut positional = Vec::with_capacity(values.len());
+    let mut keywords = Vec::new();
+    for (v, a) in values.into_iter().zip(schema.args) {
+        if a.kwarg_only {
+            keywords.push((a.name.to_string(), v));
+        } else {
+            positional.push(v);
         }
-    )*};
+    }
+    (positional, keywords)
 }
-typed_ret_boxed!(
-    (),
-    Vec<Tensor>,
-    (Tensor, Tensor),
-    (Tensor, Tensor, Tensor),
-    i64,
-    f64,
-    bool,
-    String,
-    crate::Scalar,
-    crate::DType,
-    Vec<i64>,
-    crate::Device,
-    crate::Layout,
-    Option<Tensor>
-);
+
+/// The entry point of an operator defined with `#[op]`, as
+/// `torch.ops.<ns>.<op>(...)`: tensor-like arguments or a function mode send the
+/// call through the operator handle's protocol; otherwise it is dispatched typed
+/// ([`crate::dispatch::typed::call`]).
+#[inline]
+pub fn call_op<S, A, R>(op: &'static crate::dispatch::Operator, args: A) -> Result<R>
+where
+    S: crate::value::CallWith<A, R> + Copy + 'static,
+    A: ArgTuple,
+    R: TypedRet,
+{
+    if ArgTuple::overloaded(&args) | function_modes_active() {
+        return call_op_handle(op, &args);
+    }
+    crate::dispatch::typed::call::<S, A, R>(op, args)
+}
+
+#[cold]
+#[inline(never)]
+fn call_op_handle<A: ArgTuple, R: TypedRet>(
+    op: &'static crate::dispatch::Operator,
+    args: &A,
+) -> Result<R> {
+    let (positional, keywords) = as_python_call(op.schema, args);
+    R::from_value(OpOverload::of(op).call(&positional, &keywords)?)
+}
+
+/// The function-level protocol of a generated typed function (`torch::add`,
+/// `Tensor::add`, `ops::add_Tensor`): `None` when no argument is a tensor-like
+/// and no function mode is active — the caller then runs its implementation
+/// directly, having paid one test per tensor argument and one thread-local
+/// read; otherwise the protocol's result (`run` is the implementation; `args`
+/// are the function's arguments in schema order, written tensors as shared
+/// references).
+///
+/// ```
+/// use opforge::overrides::{protocol, Site};
+/// use opforge::{OpId, Scalar, Tensor};
+/// static SITE: Site = Site { api: "torch.add", op: || opforge::dispatch::dispatcher().op(OpId::add_Tensor) };
+/// fn my_add(a: &Tensor, b: &Tensor) -> opforge::Result<Tensor> {
+///     if let Some(r) = protocol(&SITE, (a, b), |(a, b)| opforge::at::add_Tensor(a, b, Scalar::Int(1))) {
+///         return r;
+///     }
+///     opforge::at::add_Tensor(a, b, Scalar::Int(1))
+/// }
+/// let t = Tensor::from_vec(vec![1.0f32], &[1])?;
+/// assert_eq!(my_add(&t, &t)?.to_vec::<f32>()?, vec![2.0]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[inline(always)]
+pub fn protocol<A, R>(site: &'static Site, args: A, run: fn(A) -> Result<R>) -> Option<Result<R>>
+where
+    A: ArgTuple + Copy,
+    R: TypedRet,
+{
+    if !(ArgTuple::overloaded(&args) | function_modes_active()) {
+        return None;
+    }
+    Some(protocol_slow(site, args, run))
+}
+
+#[cold]
+#[inline(never)]
+fn protocol_slow<A, R>(site: &'static Site, args: A, run: fn(A) -> Result<R>) -> Result<R>
+where
+    A: ArgTuple + Copy,
+    R: TypedRet,
+{
+    typed(
+        &|| site.func(),
+        &[&args],
+        &|| site.boxed(&args),
+        &|| run(args),
+        &|| match protocol(site, args, run) {
+            Some(r) => r,
+            None => run(args),
+        },
+    )
+}
 
 /// A typed call's slow path (generated code calls it when an argument is a
 /// tensor-like or a mode is active). `run` calls the implementation, `redo` the
@@ -922,14 +964,6 @@ pub(crate) fn one_value(mut vs: Vec<Value>) -> Value {
         vs.remove(0)
     } else {
         Value::List(vs)
-    }
-}
-
-/// The reverse of [`one_value`] for typed returns.
-fn many_values(v: Value) -> Vec<Value> {
-    match v {
-        Value::List(vs) => vs,
-        other => vec![other],
     }
 }
 

@@ -150,7 +150,7 @@ macro_rules! property {
             let me = self;
             typed_member(
                 &MEMBERS[members::$member],
-                &[&me],
+                &[&(me,)],
                 &|| (vec![ToValue::to_value(&me)], Kwargs::new()),
                 &|| fast(me),
                 &|| me.$name(),
@@ -338,7 +338,7 @@ impl Tensor {
         let me = self;
         typed_member(
             &MEMBERS[members::GETITEM],
-            &[&me],
+            &[&(me,)],
             &|| {
                 (
                     vec![ToValue::to_value(&me), index_value(index)],
@@ -360,7 +360,7 @@ impl Tensor {
         let (me, v) = (self, value);
         typed_member(
             &MEMBERS[members::SETITEM],
-            &[&me, &v],
+            &[&(me, v)],
             &|| {
                 (
                     vec![

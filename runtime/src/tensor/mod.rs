@@ -12,8 +12,10 @@
 //! or owned arrays read from it ([`Tensor::to_array`]).
 
 mod dtype;
+mod objects;
 
 pub use dtype::{DType, Device, Element, Layout, MemoryFormat, Scalar};
+pub use objects::{Generator, QScheme, Stream};
 
 use crate::error::{Error, Result};
 use ndarray::{ArrayD, ArrayViewD, IxDyn, ShapeBuilder};

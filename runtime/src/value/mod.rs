@@ -19,15 +19,27 @@
 //! | `Scalar[]` | `&[Scalar]` | `ScalarList` |
 //! | `ScalarType` | `DType` | `DType` |
 //! | `Layout`, `Device`, `MemoryFormat` | `Layout`, `Device`, `MemoryFormat` | same |
+//! | `Generator` | `&Generator` | `Generator` |
+//! | `Storage` | `&Storage` | `Storage` |
+//! | `Stream` | `Stream` | `Stream` |
+//! | `SymBool` | `bool` | `Bool` |
 //! | `T?` | `Option<T's type>` | `None` or `T`'s value |
 //!
-//! Returns: `Tensor` → `Tensor`, `(Tensor, Tensor)` → `(Tensor, Tensor)`,
-//! `Tensor[]` → `Vec<Tensor>`, `()` → `()`, `int` → `i64`, `float` → `f64`,
-//! `bool` → `bool`, `Scalar` → `Scalar`, `ScalarType` → `DType`; kernels return
-//! them inside [`crate::Result`].
+//! Returns: `Tensor` → `Tensor`, `Tensor[]` → `Vec<Tensor>`, `()` → `()`,
+//! `int`/`SymInt` → `i64`, `float` → `f64`, `bool`/`SymBool` → `bool`,
+//! `Scalar` → `Scalar`, `ScalarType` → `DType`, `QScheme` → `QScheme`, and
+//! several returns → a tuple of those (`(Tensor, Tensor)`,
+//! `(Tensor, Vec<Tensor>)`, `(f64, i64)`, …); kernels return them inside
+//! [`crate::Result`]. [`typed`] has the traits the typed API is generic over.
+
+pub mod typed;
+
+pub use typed::{Arg, Args, CallWith, RetValue, Returns};
 
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
+use crate::tensor::{
+    DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
+};
 use std::fmt;
 
 /// One boxed value.
@@ -77,6 +89,14 @@ pub enum Value {
     /// by its PyTorch `ScalarType` code; it can be bound and normalized, not
     /// computed with. See [`scalar_type_name`].
     ScalarTypeCode(i64),
+    /// A random-number generator.
+    Generator(Generator),
+    /// A storage.
+    Storage(Storage),
+    /// A stream.
+    Stream(Stream),
+    /// A quantization scheme.
+    QScheme(QScheme),
 }
 
 /// The Python name (without `torch.`) of a PyTorch `ScalarType` code.
@@ -132,6 +152,10 @@ impl Value {
             Value::Device(_) => "torch.device",
             Value::Layout(_) => "torch.layout",
             Value::MemoryFormat(_) => "torch.memory_format",
+            Value::Generator(_) => "torch.Generator",
+            Value::Storage(_) => "torch.Storage",
+            Value::Stream(_) => "torch.Stream",
+            Value::QScheme(_) => "torch.qscheme",
         }
     }
 
@@ -199,12 +223,13 @@ impl fmt::Display for Value {
                 Some(n) => write!(f, "torch.{n}"),
                 None => write!(f, "ScalarType({c})"),
             },
+            Value::QScheme(q) => write!(f, "torch.{}", q.name()),
             other => write!(f, "{other:?}"),
         }
     }
 }
 
-fn mismatch(want: &str, v: &Value) -> Error {
+pub(crate) fn mismatch(want: &str, v: &Value) -> Error {
     Error::Type(format!("expected {want}, got {}", v.type_name()).into())
 }
 
@@ -234,7 +259,7 @@ macro_rules! from_value_copy {
             fn from_value(v: &'a Value) -> Result<Self> {
                 match v {
                     Value::None => Ok(None),
-                    other => <$t>::from_value(other).map(Some),
+                    other => <$t as FromValue>::from_value(other).map(Some),
                 }
             }
         }
@@ -257,51 +282,10 @@ from_value_copy!(&'a [bool], "tuple of bools", Value::BoolList(xs) => xs.as_slic
 from_value_copy!(&'a [Scalar], "tuple of Scalars", Value::ScalarList(xs) => xs.as_slice());
 from_value_copy!(&'a [Tensor], "tuple of Tensors", Value::TensorList(xs) => xs.as_slice());
 from_value_copy!(&'a [Option<Tensor>], "tuple of Tensors", Value::OptTensorList(xs) => xs.as_slice());
-
-impl IntoValues for () {
-    fn into_values(self) -> Vec<Value> {
-        Vec::new()
-    }
-}
-
-macro_rules! into_value_one {
-    ($t:ty, $v:ident => $e:expr) => {
-        impl IntoValues for $t {
-            fn into_values(self) -> Vec<Value> {
-                let $v = self;
-                vec![$e]
-            }
-        }
-    };
-}
-into_value_one!(Tensor, t => Value::Tensor(t));
-into_value_one!(Vec<Tensor>, ts => Value::TensorList(ts));
-into_value_one!(i64, i => Value::Int(i));
-into_value_one!(f64, x => Value::Float(x));
-into_value_one!(bool, b => Value::Bool(b));
-into_value_one!(Scalar, s => Value::from(s));
-into_value_one!(DType, d => Value::DType(d));
-into_value_one!(Vec<i64>, v => Value::IntList(v));
-into_value_one!(Device, d => Value::Device(d));
-into_value_one!(Layout, l => Value::Layout(l));
-into_value_one!(String, s => Value::Str(s));
-into_value_one!(Option<Tensor>, t => t.map_or(Value::None, Value::Tensor));
-
-impl IntoValues for (Tensor, Tensor) {
-    fn into_values(self) -> Vec<Value> {
-        vec![Value::Tensor(self.0), Value::Tensor(self.1)]
-    }
-}
-
-impl IntoValues for (Tensor, Tensor, Tensor) {
-    fn into_values(self) -> Vec<Value> {
-        vec![
-            Value::Tensor(self.0),
-            Value::Tensor(self.1),
-            Value::Tensor(self.2),
-        ]
-    }
-}
+from_value_copy!(&'a Generator, "torch.Generator", Value::Generator(g) => g);
+from_value_copy!(&'a Storage, "torch.Storage", Value::Storage(s) => s);
+from_value_copy!(Stream, "torch.Stream", Value::Stream(s) => *s);
+from_value_copy!(QScheme, "torch.qscheme", Value::QScheme(q) => *q);
 
 #[cfg(test)]
 mod tests {
@@ -355,6 +339,10 @@ to_value!(&[i64], x => Value::IntList(x.to_vec()));
 to_value!(&[f64], x => Value::FloatList(x.to_vec()));
 to_value!(&[bool], x => Value::BoolList(x.to_vec()));
 to_value!(&[Scalar], x => Value::ScalarList(x.to_vec()));
+to_value!(&Generator, x => Value::Generator((*x).clone()));
+to_value!(&Storage, x => Value::Storage((*x).clone()));
+to_value!(Stream, x => Value::Stream(*x));
+to_value!(QScheme, x => Value::QScheme(*x));
 
 impl<T: ToValue> ToValue for Option<T> {
     fn to_value(&self) -> Value {
@@ -371,67 +359,16 @@ pub trait FromValues: Sized {
     fn from_values(vs: Vec<Value>) -> Result<Self>;
 }
 
-fn one(mut vs: Vec<Value>) -> Result<Value> {
-    match vs.len() {
-        1 => Ok(vs.remove(0)),
-        n => Err(Error::Runtime(format!("expected 1 result, got {n}").into())),
+impl<T: Returns> IntoValues for T {
+    #[inline]
+    fn into_values(self) -> Vec<Value> {
+        Returns::into_values(self)
     }
 }
 
-impl FromValues for () {
-    fn from_values(_: Vec<Value>) -> Result<Self> {
-        Ok(())
-    }
-}
-
-macro_rules! from_values_one {
-    ($t:ty, $want:literal, $($pat:pat => $e:expr),+) => {
-        impl FromValues for $t {
-            fn from_values(vs: Vec<Value>) -> Result<Self> {
-                match one(vs)? {
-                    $($pat => Ok($e),)+
-                    other => Err(mismatch($want, &other)),
-                }
-            }
-        }
-    };
-}
-from_values_one!(Tensor, "Tensor", Value::Tensor(t) => t);
-from_values_one!(Vec<Tensor>, "tuple of Tensors", Value::TensorList(ts) => ts);
-from_values_one!(i64, "int", Value::Int(i) => i);
-from_values_one!(f64, "float", Value::Float(x) => x, Value::Int(i) => i as f64);
-from_values_one!(bool, "bool", Value::Bool(b) => b);
-from_values_one!(Scalar, "Number", Value::Bool(b) => Scalar::Bool(b), Value::Int(i) => Scalar::Int(i), Value::Float(x) => Scalar::Float(x));
-from_values_one!(DType, "torch.dtype", Value::DType(d) => d);
-from_values_one!(Vec<i64>, "tuple of ints", Value::IntList(v) => v);
-from_values_one!(Device, "torch.device", Value::Device(d) => d);
-from_values_one!(Layout, "torch.layout", Value::Layout(l) => l);
-from_values_one!(String, "str", Value::Str(s) => s);
-from_values_one!(Option<Tensor>, "Tensor or None", Value::Tensor(t) => Some(t), Value::None => None);
-
-fn tensors<const N: usize>(vs: Vec<Value>) -> Result<[Tensor; N]> {
-    let n = vs.len();
-    let ts: Vec<Tensor> = vs
-        .into_iter()
-        .map(|v| match v {
-            Value::Tensor(t) => Ok(t),
-            other => Err(mismatch("Tensor", &other)),
-        })
-        .collect::<Result<_>>()?;
-    ts.try_into()
-        .map_err(|_| Error::Runtime(format!("expected {N} results, got {n}").into()))
-}
-
-impl FromValues for (Tensor, Tensor) {
+impl<T: Returns> FromValues for T {
+    #[inline]
     fn from_values(vs: Vec<Value>) -> Result<Self> {
-        let [a, b] = tensors::<2>(vs)?;
-        Ok((a, b))
-    }
-}
-
-impl FromValues for (Tensor, Tensor, Tensor) {
-    fn from_values(vs: Vec<Value>) -> Result<Self> {
-        let [a, b, c] = tensors::<3>(vs)?;
-        Ok((a, b, c))
+        Returns::from_values(vs)
     }
 }

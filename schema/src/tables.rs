@@ -1,14 +1,18 @@
-//! Schema tables: the types of the static tables that `build.rs` generates from
-//! `native_functions.yaml` (see [`crate::generated`]).
+//! Derive: the runtime's schema tables — the types of the static tables a build
+//! generates from a `native_functions.yaml` (an [`OpSchema`] per operator
+//! overload, groups, Python-level bindings, overridable functions), and the one
+//! conversion from the model into them ([`op_schema`]), shared by the generator
+//! (which prints converted tables as Rust statics) and the runtime (which
+//! converts the schema files it loads at run time).
 //!
-//! Everything here is `'static` data: one [`OpSchema`] per operator overload,
-//! indexed by [`crate::generated::OpId`], plus the groups and Python-level bindings
-//! derived by `opforge-codegen`. The generated code is table-driven: a 2,500-entry
-//! schema file becomes a few static arrays, not thousands of functions.
+//! Everything here is `'static` data; converted schemas are leaked (operators
+//! live for the whole program, as in PyTorch). The generated code is
+//! table-driven: a 2,500-entry schema file becomes a few static arrays.
 
 use std::fmt;
 
-pub use opforge_schema::model::{BaseType, SchemaKind};
+use crate::model::{Annotation, DefaultValue, FunctionSchema, NativeFunction, Type};
+pub use crate::model::{BaseType, SchemaKind};
 
 /// A schema type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -263,4 +267,138 @@ pub struct OverridableFn {
     pub name: &'static str,
     /// A Python lambda with the same parameters returning `-1`.
     pub stub: &'static str,
+}
+
+fn leak<T>(x: T) -> &'static T {
+    Box::leak(Box::new(x))
+}
+
+/// A string that lives for the rest of the program (converted tables are leaked).
+pub fn leak_str(s: &str) -> &'static str {
+    Box::leak(s.to_string().into_boxed_str())
+}
+
+fn leak_slice<T>(v: Vec<T>) -> &'static [T] {
+    Box::leak(v.into_boxed_slice())
+}
+
+/// The run-time [`Ty`] of a model [`Type`].
+pub fn ty(t: &Type) -> Ty {
+    match t {
+        Type::Base(b) => Ty::Base(*b),
+        Type::CustomClass(c) => Ty::CustomClass(leak_str(c)),
+        Type::Optional(inner) => Ty::Optional(leak(ty(inner))),
+        Type::List { elem, size } => Ty::List(leak(ty(elem)), *size),
+    }
+}
+
+fn default_val(v: &DefaultValue) -> DefaultVal {
+    match v {
+        DefaultValue::None => DefaultVal::None,
+        DefaultValue::Bool(b) => DefaultVal::Bool(*b),
+        DefaultValue::Int(i) => DefaultVal::Int(*i),
+        DefaultValue::Float(x) => DefaultVal::Float(*x),
+        DefaultValue::Str(s) => DefaultVal::Str(leak_str(s)),
+        DefaultValue::List(xs) => {
+            DefaultVal::List(leak_slice(xs.iter().map(default_val).collect()))
+        }
+        DefaultValue::Enum(e) => DefaultVal::Enum(leak_str(e)),
+    }
+}
+
+fn alias(a: Option<&Annotation>) -> Option<Alias> {
+    a.map(|a| Alias {
+        set: leak_str(&a.alias_set.iter().collect::<String>()),
+        is_write: a.is_write,
+        after: leak_str(&a.alias_set_after.iter().collect::<String>()),
+    })
+}
+
+/// The dispatch rows of an entry, one per key, with an implicit
+/// CompositeImplicitAutograd kernel made explicit (as the generated tables have it).
+fn kernels(nf: &NativeFunction) -> Vec<(String, String)> {
+    let mut ks: Vec<(String, String)> = nf
+        .dispatch
+        .iter()
+        .flat_map(|row| row.keys.iter().map(|k| (k.clone(), row.kernel.clone())))
+        .collect();
+    if ks.is_empty() && nf.is_composite_implicit() {
+        ks.push((
+            "CompositeImplicitAutograd".into(),
+            crate::names::implicit_kernel(&nf.func),
+        ));
+    }
+    ks
+}
+
+/// Converts a schema (and, if there is one, the YAML entry it came from: variants,
+/// dispatch table, tags, line) into a leaked [`OpSchema`]. This is the one place the
+/// model becomes the runtime's tables; the generated `OPS` agree with it (tested).
+pub fn op_schema(func: &FunctionSchema, entry: Option<&NativeFunction>) -> &'static OpSchema {
+    let out_start = func.arguments.out_start().unwrap_or(usize::MAX);
+    let kw_start = func.arguments.kwarg_only_start.unwrap_or(usize::MAX);
+    let args: Vec<ArgSchema> = func
+        .arguments
+        .all
+        .iter()
+        .enumerate()
+        .map(|(i, a)| ArgSchema {
+            name: leak_str(&a.name),
+            ty: ty(&a.ty),
+            default: a.default.as_ref().map(|d| {
+                let text = leak_str(&d.text);
+                Default {
+                    text,
+                    value: d.value.as_ref().map_or(DefaultVal::Enum(text), default_val),
+                }
+            }),
+            kwarg_only: i >= kw_start,
+            is_out: i >= out_start,
+            alias: alias(a.annotation.as_ref()),
+        })
+        .collect();
+    let returns: Vec<RetSchema> = func
+        .returns
+        .iter()
+        .map(|r| RetSchema {
+            name: r.name.as_deref().map(leak_str),
+            ty: ty(&r.ty),
+            alias: alias(r.annotation.as_ref()),
+        })
+        .collect();
+    let (function, method, python_module, kernel_rows, tags, line) = match entry {
+        Some(nf) => (
+            nf.variants.function,
+            nf.variants.method,
+            nf.python_module.as_deref().map(leak_str),
+            kernels(nf),
+            nf.tags.iter().map(|t| leak_str(t)).collect(),
+            u32::try_from(nf.line).unwrap_or(u32::MAX),
+        ),
+        None => (true, false, None, Vec::new(), Vec::new(), 0),
+    };
+    leak(OpSchema {
+        namespace: leak_str(func.name.namespace()),
+        name: leak_str(&func.name.unqualified()),
+        base: leak_str(&func.name.name.to_string()),
+        overload: leak_str(&func.name.overload),
+        schema: leak_str(&func.to_string()),
+        kind: func.kind(),
+        args: leak_slice(args),
+        returns: leak_slice(returns),
+        function,
+        method,
+        python_module,
+        kernels: leak_slice(
+            kernel_rows
+                .iter()
+                .map(|(k, v)| KernelName {
+                    key: leak_str(k),
+                    kernel: leak_str(v),
+                })
+                .collect(),
+        ),
+        tags: leak_slice(tags),
+        line,
+    })
 }
