@@ -4,7 +4,8 @@
 //! ([`load`]), validation with `file:line:col` diagnostics ([`validate`],
 //! [`diag`]) and the derivations — variant groups ([`groups`]), the Python-API
 //! bindings PyTorch generates ([`python`]), the overridable-function list and
-//! testing stubs ([`overrides`]).
+//! testing stubs ([`overrides`]) — and the one reader of signature strings and
+//! parameter lists ([`signature`]).
 //!
 //! The runtime (`opforge`) uses it to load any schema file at run time; the
 //! generator (`opforge-codegen`) and the macros build on the same model, so all
@@ -27,6 +28,7 @@ pub mod model;
 pub mod overrides;
 pub mod python;
 pub mod schema;
+pub mod signature;
 pub mod validate;
 
 use std::path::Path;
