@@ -16,9 +16,12 @@
 //! `Clone::clone` is a cheap handle copy; PyTorch's `clone` copies the data).
 
 use crate::lower::{arg_ident, Plan, PlannedOp, Skip};
-use crate::rust_types::{fn_pointer_type, param_type, result_type, unsupported, Spelling};
+use crate::rust_types::{
+    dtype_variant, fn_pointer_type, param_type, result_type, unsupported, Spelling,
+};
 use heck::ToSnakeCase;
 use opforge_schema::model::{Argument, BaseType, DefaultValue, Type};
+use opforge_schema::scalar_type::ScalarType;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use std::collections::{HashMap, HashSet};
@@ -667,14 +670,8 @@ fn default_expr(a: &Argument) -> Option<TokenStream> {
             wrap(quote!(::opforge::MemoryFormat::#v))
         }
         (Type::Base(BaseType::ScalarType), DefaultValue::Enum(e)) => {
-            let v = match e.as_str() {
-                "long" | "int64" => quote!(Int64),
-                "int" | "int32" => quote!(Int32),
-                "float" | "float32" => quote!(Float32),
-                "double" | "float64" => quote!(Float64),
-                "bool" => quote!(Bool),
-                _ => return None,
-            };
+            let t = ScalarType::from_name_or_alias(e)?;
+            let v = format_ident!("{}", dtype_variant(t)?);
             wrap(quote!(::opforge::DType::#v))
         }
         (Type::List { elem, size }, DefaultValue::List(xs)) => {

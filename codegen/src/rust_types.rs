@@ -7,6 +7,7 @@
 //! generated code, none in messages).
 
 use opforge_schema::model::{Argument, BaseType, FunctionSchema, Return, Type};
+use opforge_schema::scalar_type::ScalarType;
 
 /// How to spell runtime types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +23,20 @@ fn p(s: Spelling, name: &str) -> String {
         Spelling::Qualified => format!("::opforge::{name}"),
         Spelling::Short => name.to_string(),
     }
+}
+
+/// The runtime's `DType` variant for scalar type `t` (`Long` → `Int64`), or `None`
+/// if the runtime has no such dtype. The runtime's own mapping is
+/// `DType::scalar_type`; a test in `tests/` checks the two agree.
+pub fn dtype_variant(t: ScalarType) -> Option<&'static str> {
+    Some(match t {
+        ScalarType::Bool => "Bool",
+        ScalarType::Int => "Int32",
+        ScalarType::Long => "Int64",
+        ScalarType::Float => "Float32",
+        ScalarType::Double => "Float64",
+        _ => return None,
+    })
 }
 
 /// The Rust type of a value of schema type `t` (not a written tensor), or `None`

@@ -369,20 +369,15 @@ fn is_meta_tensor(v: &Value) -> bool {
     matches!(v, Value::Tensor(t) if t.device() == Device::Meta)
 }
 
-/// The PyTorch `ScalarType` code of a dtype.
+/// The PyTorch `ScalarType` code of a dtype ([`DType::code`]).
 pub fn dtype_code(d: DType) -> i64 {
-    match d {
-        DType::Int32 => 3,
-        DType::Int64 => 4,
-        DType::Float32 => 6,
-        DType::Float64 => 7,
-        DType::Bool => 11,
-    }
+    d.code()
 }
 
-/// The dtype of a PyTorch `ScalarType` code, if this runtime has it.
+/// The dtype of a PyTorch `ScalarType` code, if this runtime has it
+/// ([`DType::from_code`]).
 pub fn dtype_of_code(c: i64) -> Option<DType> {
-    DType::ALL.into_iter().find(|&d| dtype_code(d) == c)
+    DType::from_code(c)
 }
 
 fn memory_format_of_code(c: i64) -> Option<MemoryFormat> {

@@ -5,7 +5,8 @@
 //! [`diag`]) and the derivations — variant groups ([`groups`]), the Python-API
 //! bindings PyTorch generates ([`python`]), the overridable-function list and
 //! testing stubs ([`overrides`]) — and the one reader of signature strings and
-//! parameter lists ([`signature`]).
+//! parameter lists ([`signature`]) and the one table of PyTorch's scalar types
+//! ([`scalar_type`]).
 //!
 //! The runtime (`opforge`) uses it to load any schema file at run time; the
 //! generator (`opforge-codegen`) and the macros build on the same model, so all
@@ -27,6 +28,7 @@ pub mod load;
 pub mod model;
 pub mod overrides;
 pub mod python;
+pub mod scalar_type;
 pub mod schema;
 pub mod signature;
 pub mod validate;

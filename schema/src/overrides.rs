@@ -13,6 +13,7 @@
 //! is.
 
 use crate::python::Binding;
+use crate::scalar_type::ScalarType;
 /// The signature-string parser ([`crate::signature`]), re-exported where it used to live.
 pub use crate::signature::{parse_sig, SigParam, SigString};
 
@@ -47,10 +48,6 @@ pub fn python_literal(default: &str) -> String {
         "at::Reduction::Sum" => "2".into(),
         "c10::MemoryFormat::Contiguous" => "torch.contiguous_format".into(),
         "c10::MemoryFormat::Preserve" => "torch.preserve_format".into(),
-        "at::kLong" => "torch.int64".into(),
-        "at::kInt" => "torch.int32".into(),
-        "at::kFloat" => "torch.float32".into(),
-        "at::kDouble" => "torch.float64".into(),
         "at::kStrided" => "torch.strided".into(),
         d => match d.strip_prefix('{').and_then(|d| d.strip_suffix('}')) {
             Some(items) => {
@@ -61,7 +58,11 @@ pub fn python_literal(default: &str) -> String {
                     format!("({})", items.join(", "))
                 }
             }
-            None => d.to_string(),
+            None => match d.strip_prefix("at::k").and_then(ScalarType::from_c10_name) {
+                // `at::kLong` → `torch.int64`
+                Some(t) => format!("torch.{}", t.name()),
+                None => d.to_string(),
+            },
         },
     }
 }
@@ -282,6 +283,9 @@ mod tests {
             "lambda input, target, weight=None, reduction=1, ignore_index=-100: -1"
         );
         assert_eq!(python_literal("{-2,-1}"), "(-2, -1)");
+        assert_eq!(python_literal("at::kLong"), "torch.int64");
+        assert_eq!(python_literal("at::kDouble"), "torch.float64");
+        assert_eq!(python_literal("at::kStrided"), "torch.strided");
     }
 
     /// Stubs accept every form of the call (PyTorch's `torch.sum: lambda input,

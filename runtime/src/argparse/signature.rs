@@ -327,6 +327,7 @@ impl FunctionParameter {
                 }
             }
             K::FloatList => return Err("Defaults not supported for float[]".into()),
+            // PyTorch's parser knows this one dtype default, by its exact text.
             K::ScalarType => match s {
                 "torch.int64" => ParamDefault::DType(DType::Int64),
                 _ => return Err(format!("invalid default value for ScalarType: {s}")),
