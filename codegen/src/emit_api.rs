@@ -20,9 +20,10 @@
 //! the runtime, once: a wrapper is a few lines.
 
 use crate::lower::{arg_ident, Plan, PlannedOp};
-use crate::rust_types::{fn_pointer_type, is_mut_tensor, param_type, result_type};
+use crate::rust_types::{dtype_variant, fn_pointer_type, is_mut_tensor, param_type, result_type};
 use opforge_schema::diag::{Diagnostic, Diagnostics};
 use opforge_schema::model::{Argument, BaseType, DefaultValue, Type};
+use opforge_schema::scalar_type::ScalarType;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
@@ -503,19 +504,6 @@ fn convenience(op: &PlannedOp, sig: &Sig, method: bool) -> TokenStream {
     }
 }
 
-/// The `DType` variant of a `ScalarType` default (`long` → `Int64`), if the
-/// runtime has that dtype.
-fn dtype_variant(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "long" | "int64" => "Int64",
-        "int" | "int32" => "Int32",
-        "float" | "float32" => "Float32",
-        "double" | "float64" => "Float64",
-        "bool" => "Bool",
-        _ => return None,
-    })
-}
-
 /// A Rust expression for an argument's default, if it has one that can be written.
 pub fn default_expr(a: &Argument) -> Option<TokenStream> {
     let d = a.default.as_ref()?;
@@ -561,7 +549,7 @@ pub fn default_expr(a: &Argument) -> Option<TokenStream> {
             wrap(quote!(::opforge::MemoryFormat::#v))
         }
         (Type::Base(BaseType::ScalarType), DefaultValue::Enum(e)) => {
-            let v = ident(dtype_variant(e)?);
+            let v = ident(dtype_variant(ScalarType::from_name_or_alias(e)?)?);
             wrap(quote!(::opforge::DType::#v))
         }
         (Type::List { elem, .. }, DefaultValue::List(xs)) => {

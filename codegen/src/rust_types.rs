@@ -9,6 +9,7 @@
 //! type without a mapping is an error naming it, never a placeholder.
 
 use opforge_schema::model::{Argument, BaseType, FunctionSchema, Return, Type};
+use opforge_schema::scalar_type::ScalarType;
 use quote::ToTokens;
 use syn::parse_quote;
 
@@ -20,6 +21,20 @@ impl std::fmt::Display for Unmapped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// The runtime's `DType` variant for scalar type `t` (`Long` → `Int64`), or `None`
+/// if the runtime has no such dtype. The runtime's own mapping is
+/// `DType::scalar_type`; a test in `tests/` checks the two agree.
+pub fn dtype_variant(t: ScalarType) -> Option<&'static str> {
+    Some(match t {
+        ScalarType::Bool => "Bool",
+        ScalarType::Int => "Int32",
+        ScalarType::Long => "Int64",
+        ScalarType::Float => "Float32",
+        ScalarType::Double => "Float64",
+        _ => return None,
+    })
 }
 
 fn unmapped(t: &Type) -> Unmapped {

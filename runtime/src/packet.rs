@@ -21,6 +21,7 @@ use crate::registry::Overload;
 use crate::schema::{BaseType, OpSchema, Ty};
 use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar};
 use crate::value::Value;
+use opforge_schema::signature::{parse_params, split_call};
 
 /// A successful resolution: which overload, and its bound values (one per schema
 /// argument, converted, defaults filled in).
@@ -195,77 +196,26 @@ impl Candidate {
     }
 
     fn from_text(text: &str) -> Candidate {
-        let open = text.find('(').unwrap_or(0);
-        let close = text.rfind(") -> ").unwrap_or(text.len());
-        let inner = text.get(open + 1..close).unwrap_or("");
-        let mut params = Vec::new();
-        let mut kw = false;
-        for part in split_top(inner) {
-            let part = part.trim();
-            if part.is_empty() {
-                continue;
-            }
-            if part == "*" {
-                kw = true;
-                continue;
-            }
-            let (decl, default) = match find_top(part, '=') {
-                Some(i) => (&part[..i], Some(&part[i + 1..])),
-                None => (part, None),
-            };
-            let (ty, name) = match decl.trim().rfind(' ') {
-                Some(i) => (&decl[..i], decl[i + 1..].trim()),
-                None => (decl, ""),
-            };
-            params.push(Param {
-                name: name.to_string(),
-                ty: JitTy::parse(ty),
-                kwarg_only: kw,
-                default: None,
-                has_default: default.is_some(),
-            });
-        }
+        let list = split_call(text).map_or("", |(_, list, _)| list);
+        let params = parse_params(list)
+            .into_iter()
+            .map(|p| {
+                // A lone word is a type without a name.
+                let (ty, name) = match p.ty.as_str() {
+                    "" => (p.name.as_str(), ""),
+                    ty => (ty, p.name.as_str()),
+                };
+                Param {
+                    name: name.trim().to_string(),
+                    ty: JitTy::parse(ty),
+                    kwarg_only: p.kwarg_only,
+                    default: None,
+                    has_default: p.default.is_some(),
+                }
+            })
+            .collect();
         Candidate { params }
     }
-}
-
-/// Splits at top-level `, ` (outside brackets, parentheses and quotes).
-fn split_top(s: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut depth, mut quote, mut start) = (0i32, None::<char>, 0usize);
-    let mut chars = s.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        match (quote, c) {
-            (Some(_), '\\') => {
-                chars.next();
-            }
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '\'') => quote = Some(c),
-            (None, '(' | '[') => depth += 1,
-            (None, ')' | ']') => depth -= 1,
-            (None, ',') if depth == 0 => {
-                out.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&s[start..]);
-    out
-}
-
-fn find_top(s: &str, want: char) -> Option<usize> {
-    let mut depth = 0i32;
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            c if c == want && depth == 0 => return Some(i),
-            _ => {}
-        }
-    }
-    None
 }
 
 /// Why one value did not convert.
@@ -419,20 +369,15 @@ fn is_meta_tensor(v: &Value) -> bool {
     matches!(v, Value::Tensor(t) if t.device() == Device::Meta)
 }
 
-/// The PyTorch `ScalarType` code of a dtype.
+/// The PyTorch `ScalarType` code of a dtype ([`DType::code`]).
 pub fn dtype_code(d: DType) -> i64 {
-    match d {
-        DType::Int32 => 3,
-        DType::Int64 => 4,
-        DType::Float32 => 6,
-        DType::Float64 => 7,
-        DType::Bool => 11,
-    }
+    d.code()
 }
 
-/// The dtype of a PyTorch `ScalarType` code, if this runtime has it.
+/// The dtype of a PyTorch `ScalarType` code, if this runtime has it
+/// ([`DType::from_code`]).
 pub fn dtype_of_code(c: i64) -> Option<DType> {
-    DType::ALL.into_iter().find(|&d| dtype_code(d) == c)
+    DType::from_code(c)
 }
 
 fn memory_format_of_code(c: i64) -> Option<MemoryFormat> {

@@ -4,7 +4,9 @@
 //! ([`load`]), validation with `file:line:col` diagnostics ([`validate`],
 //! [`diag`]) and the derivations — variant groups ([`groups`]), the Python-API
 //! bindings PyTorch generates ([`python`]), the overridable-function list and
-//! testing stubs ([`overrides`]).
+//! testing stubs ([`overrides`]) — and the one reader of signature strings and
+//! parameter lists ([`signature`]) and the one table of PyTorch's scalar types
+//! ([`scalar_type`]).
 //!
 //! The runtime (`opforge`) uses it to load any schema file at run time; the
 //! generator (`opforge-codegen`) and the macros build on the same model, so all
@@ -27,7 +29,9 @@ pub mod model;
 pub mod names;
 pub mod overrides;
 pub mod python;
+pub mod scalar_type;
 pub mod schema;
+pub mod signature;
 pub mod tables;
 pub mod validate;
 

@@ -876,19 +876,66 @@ pub const UNSUPPORTED_DISPATCH_KEYS: &[&str] = &[
     "NestedTensor",
 ];
 
+/// The table of the dispatch keys the runtime has, the one place a key is
+/// added: it calls `$callback!` with
+/// `backend { … } runtime { … } alias { … }`, each group a list of documented
+/// key names followed by commas. Backend keys, then the other runtime keys, are
+/// in priority order (lowest first); alias keys name groups of runtime keys and
+/// only appear in registrations.
+///
+/// [`RUNTIME_DISPATCH_KEYS`] (read by `#[kernel]` and the generator) is made from
+/// it, and so is the runtime's `DispatchKey` enum (`opforge::dispatch`).
+///
+/// ```
+/// macro_rules! count {
+///     ($($group:ident { $($(#[$doc:meta])* $key:ident,)* })*) => { 0 $($(+ { stringify!($key); 1 })*)* };
+/// }
+/// assert_eq!(opforge_schema::runtime_dispatch_keys!(count), opforge_schema::model::RUNTIME_DISPATCH_KEYS.len());
+/// ```
+#[macro_export]
+macro_rules! runtime_dispatch_keys {
+    ($callback:ident) => {
+        $callback! {
+            backend {
+                /// The CPU backend.
+                CPU,
+                /// The meta backend (shapes and dtypes only).
+                Meta,
+            }
+            runtime {
+                /// Picks a backend for calls without tensor arguments (factories).
+                BackendSelect,
+                /// Dispatch-level hooks (`__torch_dispatch__` subclasses and modes).
+                Python,
+                /// Bookkeeping for inplace and view operators.
+                ADInplaceOrView,
+                /// Autograd.
+                Autograd,
+            }
+            alias {
+                /// Alias: one kernel for every backend, not for autograd.
+                CompositeExplicitAutograd,
+                /// Alias: like CompositeExplicitAutograd, for kernels that mutate/alias internally.
+                CompositeExplicitAutogradNonFunctional,
+                /// Alias: a decomposition into other operators, for every backend and autograd.
+                CompositeImplicitAutograd,
+            }
+        }
+    };
+}
+
+/// The names of a [`runtime_dispatch_keys!`] table, in its order.
+macro_rules! key_names {
+    ($($group:ident { $($(#[$doc:meta])* $key:ident,)* })*) => {
+        &[$($(stringify!($key),)*)*]
+    };
+}
+
 /// The dispatch keys the runtime has kernel slots (or alias resolution) for:
-/// what `#[kernel]` accepts and which `dispatch:` rows get registered.
-pub const RUNTIME_DISPATCH_KEYS: &[&str] = &[
-    "CPU",
-    "Meta",
-    "BackendSelect",
-    "Python",
-    "ADInplaceOrView",
-    "Autograd",
-    "CompositeExplicitAutograd",
-    "CompositeExplicitAutogradNonFunctional",
-    "CompositeImplicitAutograd",
-];
+/// what `#[kernel]` accepts and which `dispatch:` rows get registered. Runtime
+/// keys (lowest priority first), then alias keys; made from
+/// [`runtime_dispatch_keys!`], as the runtime's `DispatchKey` is.
+pub const RUNTIME_DISPATCH_KEYS: &[&str] = crate::runtime_dispatch_keys!(key_names);
 
 /// The composite alias keys; at most one of them per entry (except
 /// `CompositeImplicitAutogradNestedTensor`, which may accompany CIA).

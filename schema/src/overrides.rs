@@ -13,6 +13,9 @@
 //! is.
 
 use crate::python::Binding;
+use crate::scalar_type::ScalarType;
+/// The signature-string parser ([`crate::signature`]), re-exported where it used to live.
+pub use crate::signature::{parse_sig, SigParam, SigString};
 
 /// Namespaces whose callables can be overridden, in PyTorch's scanning order.
 pub const OVERRIDABLE_NAMESPACES: [&str; 6] = [
@@ -36,88 +39,6 @@ pub struct Overridable {
     pub stub: String,
 }
 
-/// One parameter of a Python parser signature string.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SigParam {
-    /// Type text (`Tensor`, `int64_t?`, `IntArrayRef[2]`).
-    pub ty: String,
-    /// Name.
-    pub name: String,
-    /// Default text, if any (`None`, `1`, `at::Reduction::Mean`).
-    pub default: Option<String>,
-    /// After the `*`.
-    pub kwarg_only: bool,
-}
-
-/// A parsed Python parser signature string: `name(Type a, *, Type b=default)|deprecated`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SigString {
-    /// The function name.
-    pub name: String,
-    /// Parameters in order.
-    pub params: Vec<SigParam>,
-    /// `|deprecated`
-    pub deprecated: bool,
-    /// `|hidden` (or deprecated, which implies hidden)
-    pub hidden: bool,
-}
-
-/// Parses a signature string in the format PyTorch's `FunctionSignature` reads
-/// (spec `arg_parser.md` §2).
-///
-/// ```
-/// use opforge_schema::overrides::parse_sig;
-/// let s = parse_sig("add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)").unwrap();
-/// assert_eq!(s.params.len(), 4);
-/// assert!(s.params[2].kwarg_only);
-/// assert_eq!(s.params[3].default.as_deref(), Some("None"));
-/// ```
-pub fn parse_sig(text: &str) -> Result<SigString, String> {
-    let (body, suffix) = match text.rsplit_once('|') {
-        Some((b, s)) if !s.contains(')') => (b, Some(s)),
-        _ => (text, None),
-    };
-    let (deprecated, hidden) = match suffix {
-        None => (false, false),
-        Some("deprecated") => (true, true),
-        Some("hidden") => (false, true),
-        Some(other) => return Err(format!("unknown signature suffix |{other} in {text}")),
-    };
-    let open = body
-        .find('(')
-        .ok_or_else(|| format!("missing opening parenthesis: {text}"))?;
-    let inner = body[open + 1..]
-        .strip_suffix(')')
-        .ok_or_else(|| format!("missing closing parenthesis: {text}"))?;
-    let mut params = Vec::new();
-    let mut kwarg_only = false;
-    for p in inner.split(", ").filter(|p| !p.is_empty()) {
-        if p == "*" {
-            kwarg_only = true;
-            continue;
-        }
-        let (decl, default) = match p.split_once('=') {
-            Some((d, v)) => (d, Some(v.to_string())),
-            None => (p, None),
-        };
-        let (ty, name) = decl
-            .rsplit_once(' ')
-            .ok_or_else(|| format!("missing type: {p}"))?;
-        params.push(SigParam {
-            ty: ty.to_string(),
-            name: name.to_string(),
-            default,
-            kwarg_only,
-        });
-    }
-    Ok(SigString {
-        name: body[..open].to_string(),
-        params,
-        deprecated,
-        hidden,
-    })
-}
-
 /// A default as Python source: C++ enum-like defaults PyTorch's binding carries
 /// (`at::Reduction::Mean`, `{-2,-1}`) become the Python values they stand for.
 pub fn python_literal(default: &str) -> String {
@@ -127,10 +48,6 @@ pub fn python_literal(default: &str) -> String {
         "at::Reduction::Sum" => "2".into(),
         "c10::MemoryFormat::Contiguous" => "torch.contiguous_format".into(),
         "c10::MemoryFormat::Preserve" => "torch.preserve_format".into(),
-        "at::kLong" => "torch.int64".into(),
-        "at::kInt" => "torch.int32".into(),
-        "at::kFloat" => "torch.float32".into(),
-        "at::kDouble" => "torch.float64".into(),
         "at::kStrided" => "torch.strided".into(),
         d => match d.strip_prefix('{').and_then(|d| d.strip_suffix('}')) {
             Some(items) => {
@@ -141,14 +58,34 @@ pub fn python_literal(default: &str) -> String {
                     format!("({})", items.join(", "))
                 }
             }
-            None => d.to_string(),
+            None => match d.strip_prefix("at::k").and_then(ScalarType::from_c10_name) {
+                // `at::kLong` → `torch.int64`
+                Some(t) => format!("torch.{}", t.name()),
+                None => d.to_string(),
+            },
         },
     }
 }
 
-/// The testing stub for a binding: a lambda over the parameters of its widest
-/// non-hidden signature (the first with the most parameters), with `self` first for
-/// methods.
+/// The testing stub for a binding: a lambda that accepts every call the binding
+/// accepts (handlers receive calls in any of its forms) and returns `-1`, as
+/// PyTorch's hand-written `get_testing_overrides()` entries do
+/// (`torch.sum: lambda input, dim=None: -1`,
+/// `torch.div: lambda input, other, rounding_mode=None, out=None: -1`).
+///
+/// The parameters are those of the widest non-hidden signature (the first with
+/// the most parameters; any signature if all are hidden), with `self` first for
+/// methods, widened against the other visible signatures:
+/// - a positional parameter stays required only if every visible signature
+///   requires a parameter of that name at that position (`torch.sum(x)` and
+///   `torch.sum(x, dim)`: `dim=None`; `torch.arange(end)` and
+///   `torch.arange(start, end)`: both optional);
+/// - a keyword-only one only if every visible signature requires it
+///   (`torch.div`'s `rounding_mode=None`);
+/// - keywords only other signatures have are appended as optional keyword-only
+///   parameters (`=None`).
+///
+/// Defaults are written as Python values ([`python_literal`]).
 pub fn stub(binding: &Binding) -> Result<String, String> {
     let sigs: Vec<SigString> = binding
         .signatures
@@ -159,7 +96,7 @@ pub fn stub(binding: &Binding) -> Result<String, String> {
     let pool = if visible.is_empty() {
         sigs.iter().collect()
     } else {
-        visible
+        visible.clone()
     };
     let widest = pool
         .iter()
@@ -172,18 +109,32 @@ pub fn stub(binding: &Binding) -> Result<String, String> {
             }
         })
         .ok_or_else(|| format!("{} has no signatures", binding.name))?;
-    let mut parts: Vec<String> = Vec::new();
-    if binding.name.starts_with("Tensor.") {
-        parts.push("self".into());
+    let mut params: Vec<StubParam> = Vec::new();
+    let method = binding.name.starts_with("Tensor.");
+    if method {
+        params.push(StubParam {
+            name: "self".into(),
+            default: None,
+            kwarg_only: false,
+        });
     }
+    params.extend(widest.params.iter().map(|p| StubParam {
+        name: p.name.clone(),
+        default: p.default.as_deref().map(python_literal),
+        kwarg_only: p.kwarg_only,
+    }));
+    if visible.len() >= 2 {
+        widen(&mut params, method, &visible);
+    }
+    let mut parts: Vec<String> = Vec::new();
     let mut star = false;
-    for p in &widest.params {
+    for p in &params {
         if p.kwarg_only && !star {
             parts.push("*".into());
             star = true;
         }
         parts.push(match &p.default {
-            Some(d) => format!("{}={}", p.name, python_literal(d)),
+            Some(d) => format!("{}={d}", p.name),
             None => p.name.clone(),
         });
     }
@@ -192,6 +143,72 @@ pub fn stub(binding: &Binding) -> Result<String, String> {
     } else {
         format!("lambda {}: -1", parts.join(", "))
     })
+}
+
+/// One parameter of a stub being built.
+struct StubParam {
+    name: String,
+    /// Python source of the default.
+    default: Option<String>,
+    kwarg_only: bool,
+}
+
+/// Widens the stub parameters `params` (receiver first for a `method`) against
+/// the visible signatures `sigs` (see [`stub`]).
+fn widen(params: &mut Vec<StubParam>, method: bool, sigs: &[&SigString]) {
+    let required = |p: &SigParam| p.default.is_none();
+    let mut index = 0usize;
+    for (i, p) in params.iter_mut().enumerate() {
+        let receiver = method && i == 0;
+        if p.default.is_none() && !receiver {
+            let keep = if p.kwarg_only {
+                sigs.iter().all(|s| {
+                    s.params
+                        .iter()
+                        .any(|q| q.name == p.name && q.kwarg_only && required(q))
+                })
+            } else {
+                sigs.iter().all(|s| {
+                    s.params
+                        .iter()
+                        .filter(|q| !q.kwarg_only)
+                        .nth(index)
+                        .is_some_and(|q| q.name == p.name && required(q))
+                })
+            };
+            if !keep {
+                p.default = Some("None".into());
+            }
+        }
+        if !p.kwarg_only && !receiver {
+            index += 1;
+        }
+    }
+    for s in sigs {
+        for q in &s.params {
+            if !params.iter().any(|p| p.name == q.name) {
+                params.push(StubParam {
+                    name: q.name.clone(),
+                    default: Some("None".into()),
+                    kwarg_only: true,
+                });
+            }
+        }
+    }
+}
+
+/// The parameter list of a testing stub, as `inspect.signature` prints it:
+/// `lambda input, other, *, alpha=1: -1` → `(input, other, *, alpha=1)`.
+///
+/// ```
+/// use opforge_schema::overrides::stub_signature;
+/// assert_eq!(stub_signature("lambda input, *, out=None: -1"), "(input, *, out=None)");
+/// assert_eq!(stub_signature("lambda: -1"), "()");
+/// ```
+pub fn stub_signature(stub: &str) -> String {
+    let body = stub.trim_start_matches("lambda").trim();
+    let params = body.rsplit_once(':').map_or(body, |(p, _)| p).trim();
+    format!("({params})")
 }
 
 /// Splits a binding name into (namespace, name): `torch.nn.functional.gelu` →
@@ -266,6 +283,64 @@ mod tests {
             "lambda input, target, weight=None, reduction=1, ignore_index=-100: -1"
         );
         assert_eq!(python_literal("{-2,-1}"), "(-2, -1)");
+        assert_eq!(python_literal("at::kLong"), "torch.int64");
+        assert_eq!(python_literal("at::kDouble"), "torch.float64");
+        assert_eq!(python_literal("at::kStrided"), "torch.strided");
+    }
+
+    /// Stubs accept every form of the call (PyTorch's `torch.sum: lambda input,
+    /// dim=None`, `torch.div: lambda input, other, rounding_mode=None, out=None`).
+    #[test]
+    fn stubs_are_widened_against_every_visible_signature() {
+        let b = binding(
+            "torch.sum",
+            &[
+                "sum(Tensor input, *, ScalarType? dtype=None)",
+                "sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)",
+            ],
+        );
+        assert_eq!(
+            stub(&b).unwrap(),
+            "lambda input, dim=None, keepdim=False, *, dtype=None, out=None: -1"
+        );
+        let b = binding(
+            "Tensor.sum",
+            &[
+                "sum(*, ScalarType? dtype=None)",
+                "sum(IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
+            ],
+        );
+        assert_eq!(
+            stub(&b).unwrap(),
+            "lambda self, dim=None, keepdim=False, *, dtype=None: -1"
+        );
+        let b = binding(
+            "torch.div",
+            &[
+                "div(Tensor input, Tensor other, *, Tensor out=None)",
+                "div(Tensor input, Tensor other, *, c10::string_view? rounding_mode, Tensor out=None)",
+            ],
+        );
+        assert_eq!(
+            stub(&b).unwrap(),
+            "lambda input, other, *, rounding_mode=None, out=None: -1"
+        );
+        // Same name at another position: optional; keywords of other forms appended.
+        let b = binding(
+            "torch.atleast_1d",
+            &["atleast_1d(Tensor input)", "atleast_1d(TensorList tensors)"],
+        );
+        assert_eq!(stub(&b).unwrap(), "lambda input=None, *, tensors=None: -1");
+        // Hidden signatures do not widen.
+        let b = binding(
+            "torch.view",
+            &[
+                "view(Tensor input, ScalarType dtype)",
+                "view(Tensor input, SymIntArrayRef size)|hidden",
+            ],
+        );
+        assert_eq!(stub(&b).unwrap(), "lambda input, dtype: -1");
+        assert_eq!(stub_signature(&stub(&b).unwrap()), "(input, dtype)");
     }
 
     #[test]
@@ -276,14 +351,5 @@ mod tests {
         assert!(is_overridable("Tensor", "add_"));
         assert!(is_overridable("Tensor", "__and__"));
         assert!(!is_overridable("torch.sparse", "sum"));
-    }
-
-    #[test]
-    fn signature_strings() {
-        let s = parse_sig("view(SymIntArrayRef size)|hidden").unwrap();
-        assert!(s.hidden && !s.deprecated);
-        assert!(parse_sig("view(SymIntArrayRef size").is_err());
-        assert!(parse_sig("view(size)").is_err());
-        assert!(parse_sig("f()|weird").is_err());
     }
 }

@@ -702,8 +702,16 @@ fn load_signatures<'a>(
     Ok(pairs)
 }
 
-/// `aten_name(arg, arg, …)` → (`aten_name`, args) (torchgen's `split_name_params`).
-fn split_name_params(s: &str) -> Result<(&str, Vec<&str>), String> {
+/// A `deprecated.yaml` call (`aten: addmm(self, mat1, mat2, beta, 1)`) →
+/// (`addmm`, its arguments), by torchgen's `split_name_params`: the arguments are
+/// split on `", "`.
+///
+/// ```
+/// use opforge_schema::python::split_name_params;
+/// assert_eq!(split_name_params("add_out(out, self, other, 1)").unwrap(), ("add_out", vec!["out", "self", "other", "1"]));
+/// assert!(split_name_params("(x)").is_err());
+/// ```
+pub fn split_name_params(s: &str) -> Result<(&str, Vec<&str>), String> {
     let bad = || format!("Unsupported function schema: {s}");
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let name_end = s.find(|c: char| !is_word(c)).unwrap_or(s.len());

@@ -8,6 +8,7 @@
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::load::{SchemaFile, SourceMap};
 use crate::model::*;
+use crate::scalar_type::ScalarType;
 use crate::schema::check_invariants;
 use std::collections::HashMap;
 
@@ -23,32 +24,8 @@ const PYTHON_KEYWORDS: &[&str] = &[
 const KEYWORD_ARG_EXCEPTIONS: &[&str] =
     &["_has_compatible_shallow_copy_type", "random_", "uniform_"];
 
-/// Enum-like default names per type.
-const SCALAR_TYPE_NAMES: &[&str] = &[
-    "uint8",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "float16",
-    "float32",
-    "float64",
-    "complex32",
-    "complex64",
-    "complex128",
-    "bool",
-    "bfloat16",
-    "byte",
-    "char",
-    "short",
-    "int",
-    "long",
-    "half",
-    "float",
-    "double",
-    "cfloat",
-    "cdouble",
-];
+/// Enum-like default names per type (`ScalarType` ones come from
+/// [`ScalarType::default_names`]).
 const MEMORY_FORMAT_NAMES: &[&str] = &[
     "contiguous_format",
     "preserve_format",
@@ -849,7 +826,7 @@ fn default_help(ty: &Type, d: &Default) -> String {
     }
     let t = ty.strip_optional();
     if let (Some(DefaultValue::Enum(e)), Type::Base(b)) = (&d.value, t) {
-        if let Some(n) = nearest(e, enum_names(*b).iter().copied()) {
+        if let Some(n) = nearest(e, enum_names(*b).into_iter()) {
             return format!("did you mean `{n}`?");
         }
     }
@@ -881,13 +858,13 @@ fn default_help(ty: &Type, d: &Default) -> String {
 }
 
 /// The names an enum-like default may use for base type `b`.
-fn enum_names(b: BaseType) -> &'static [&'static str] {
+fn enum_names(b: BaseType) -> Vec<&'static str> {
     match b {
-        BaseType::ScalarType => SCALAR_TYPE_NAMES,
-        BaseType::MemoryFormat => MEMORY_FORMAT_NAMES,
-        BaseType::Layout => LAYOUT_NAMES,
-        BaseType::Int => REDUCTION_NAMES,
-        _ => &[],
+        BaseType::ScalarType => ScalarType::default_names().collect(),
+        BaseType::MemoryFormat => MEMORY_FORMAT_NAMES.to_vec(),
+        BaseType::Layout => LAYOUT_NAMES.to_vec(),
+        BaseType::Int => REDUCTION_NAMES.to_vec(),
+        _ => Vec::new(),
     }
 }
 

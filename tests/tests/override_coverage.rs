@@ -36,7 +36,7 @@ use opforge::overrides::{
 };
 use opforge::tensor::Buffer;
 use opforge::{DType, Device, Result, Scalar, Tensor, Value};
-use opforge_schema::overrides::parse_sig;
+use opforge_schema::signature::parse_sig;
 use std::collections::{BTreeMap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
@@ -382,7 +382,7 @@ fn boxed_api_goes_through_the_protocol() {
             .filter_map(|s| parse_sig(s.text).ok())
             .collect();
         // A signature with a tensor slot if there is one (methods have `self`).
-        let has_tensor = |s: &&opforge_schema::overrides::SigString| {
+        let has_tensor = |s: &&opforge_schema::signature::SigString| {
             method
                 || s.params
                     .iter()

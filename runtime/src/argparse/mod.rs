@@ -28,6 +28,7 @@ use crate::error::Error;
 use crate::schema::{BaseType, OpSchema, Ty};
 use crate::value::Value;
 use fast::{BindPlan, MAX_PARAMS};
+use opforge_schema::python::split_name_params;
 use parse::{FastMatch, ABSENT};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -760,11 +761,9 @@ pub fn bind_parsed<'s>(
             .filter(|&i| schema.args[i].is_out)
             .chain((0..schema.args.len()).filter(|&i| !schema.args[i].is_out))
             .collect();
-        let inner = call
-            .split_once('(')
-            .and_then(|(_, r)| r.strip_suffix(')'))
-            .unwrap_or("");
-        let tokens = inner.split(',').map(str::trim).filter(|t| !t.is_empty());
+        // The call was checked when the binding was derived.
+        let args = split_name_params(call).map_or_else(|_| Vec::new(), |(_, args)| args);
+        let tokens = args.into_iter().map(str::trim).filter(|t| !t.is_empty());
         for (&slot, tok) in order.iter().zip(tokens) {
             let value = if let Ok(i) = tok.parse::<i64>() {
                 Some(Value::Int(i))

@@ -4,7 +4,7 @@
 //! `arg_parser.md` §2).
 
 use crate::tensor::{DType, Layout};
-use opforge_schema::overrides::parse_sig;
+use opforge_schema::signature::{atol, parse_sig, SigParam};
 
 /// The kind of a parser parameter (PyTorch's `ParameterType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,18 +224,6 @@ fn parse_as_integer(s: &str) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
-/// C's `atol`: leading integer prefix, 0 if none.
-fn atol(s: &str) -> i64 {
-    let s = s.trim_start();
-    let end = s
-        .char_indices()
-        .take_while(|&(i, c)| c.is_ascii_digit() || (i == 0 && (c == '-' || c == '+')))
-        .map(|(i, c)| i + c.len_utf8())
-        .last()
-        .unwrap_or(0);
-    s[..end].parse().unwrap_or(0)
-}
-
 /// C's `atof`: the longest numeric prefix, 0.0 if none.
 fn atof(s: &str) -> f64 {
     let s = s.trim_start();
@@ -278,41 +266,26 @@ fn parse_string_literal(s: &str) -> Result<String, String> {
 }
 
 impl FunctionParameter {
-    fn new(
-        ty: &str,
-        name: &str,
-        default: Option<&str>,
-        keyword_only: bool,
-    ) -> Result<FunctionParameter, String> {
-        let mut t = ty;
-        let mut allow_none = false;
-        if let Some(q) = t.find('?') {
-            allow_none = true;
-            t = &t[..q];
-        }
-        let mut size = 0;
-        if let Some(b) = t.find('[') {
-            size = atol(t[b + 1..].trim_end_matches(']')).max(0) as usize;
-            t = &t[..b];
-        }
+    fn new(p: &SigParam) -> Result<FunctionParameter, String> {
+        let (t, size, allow_none) = p.type_parts();
         let kind = ParamKind::from_type_str(t)
             .ok_or_else(|| format!("FunctionParameter(): invalid type string: {t}"))?;
-        let mut p = FunctionParameter {
+        let mut fp = FunctionParameter {
             kind,
-            name: name.to_string(),
+            name: p.name.clone(),
             size,
             allow_none,
-            optional: default.is_some(),
-            keyword_only,
+            optional: p.default.is_some(),
+            keyword_only: p.kwarg_only,
             default: ParamDefault::Required,
-            default_text: default.map(str::to_string),
+            default_text: p.default.clone(),
             allow_numbers_as_tensors: false,
-            numpy_aliases: numpy_aliases(name),
+            numpy_aliases: numpy_aliases(&p.name),
         };
-        if let Some(d) = default {
-            p.default = p.parse_default(d)?;
+        if let Some(d) = &p.default {
+            fp.default = fp.parse_default(d)?;
         }
-        Ok(p)
+        Ok(fp)
     }
 
     fn parse_default(&mut self, s: &str) -> Result<ParamDefault, String> {
@@ -354,6 +327,7 @@ impl FunctionParameter {
                 }
             }
             K::FloatList => return Err("Defaults not supported for float[]".into()),
+            // PyTorch's parser knows this one dtype default, by its exact text.
             K::ScalarType => match s {
                 "torch.int64" => ParamDefault::DType(DType::Int64),
                 _ => return Err(format!("invalid default value for ScalarType: {s}")),
@@ -407,9 +381,6 @@ impl FunctionSignature {
     /// assert!(s.params[1].allow_none && s.params[1].size == 1);
     /// ```
     pub fn parse(text: &str) -> Result<FunctionSignature, String> {
-        if !text.contains('(') {
-            return Err(format!("missing opening parenthesis: {text}"));
-        }
         let raw = parse_sig(text).map_err(|e| {
             if e.starts_with("missing type") {
                 format!("FunctionParameter(): {e}")
@@ -420,8 +391,7 @@ impl FunctionSignature {
         let allow_numbers = NUMBERS_AS_TENSORS.contains(&raw.name.as_str());
         let mut params = Vec::with_capacity(raw.params.len());
         for p in &raw.params {
-            let mut fp =
-                FunctionParameter::new(&p.ty, &p.name, p.default.as_deref(), p.kwarg_only)?;
+            let mut fp = FunctionParameter::new(p)?;
             fp.allow_numbers_as_tensors = allow_numbers;
             params.push(fp);
         }

@@ -2,115 +2,90 @@
 
 use crate::tensor::{Device, Tensor};
 use crate::value::Value;
+use opforge_schema::model::RUNTIME_DISPATCH_KEYS;
 use std::cell::Cell;
 use std::fmt;
 
-/// Number of runtime (non-alias) keys.
-pub const RUNTIME_KEYS: usize = 6;
+/// Defines [`DispatchKey`] and its tables from the schema crate's table of keys
+/// ([`opforge_schema::runtime_dispatch_keys!`], the one place a key is added).
+macro_rules! define_dispatch_keys {
+    (
+        backend { $($(#[$bdoc:meta])* $backend:ident,)* }
+        runtime { $($(#[$rdoc:meta])* $runtime:ident,)* }
+        alias { $($(#[$adoc:meta])* $alias:ident,)* }
+    ) => {
+        /// A dispatch key. Runtime keys are ordered by priority (`CPU` lowest,
+        /// `Autograd` highest); alias keys name groups of runtime keys and only
+        /// appear in registrations. The keys and their order are
+        /// [`opforge_schema::runtime_dispatch_keys!`]'s.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum DispatchKey {
+            $($(#[$bdoc])* $backend,)*
+            $($(#[$rdoc])* $runtime,)*
+            $($(#[$adoc])* $alias,)*
+        }
 
-/// A dispatch key. Runtime keys are ordered by priority (`CPU` lowest, `Autograd`
-/// highest); alias keys name groups of runtime keys and only appear in
-/// registrations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum DispatchKey {
-    /// The CPU backend.
-    CPU,
-    /// The meta backend (shapes and dtypes only).
-    Meta,
-    /// Picks a backend for calls without tensor arguments (factories).
-    BackendSelect,
-    /// Dispatch-level hooks (`__torch_dispatch__` subclasses and modes).
-    Python,
-    /// Bookkeeping for inplace and view operators.
-    ADInplaceOrView,
-    /// Autograd.
-    Autograd,
-    /// Alias: one kernel for every backend, not for autograd.
-    CompositeExplicitAutograd,
-    /// Alias: like CompositeExplicitAutograd, for kernels that mutate/alias internally.
-    CompositeExplicitAutogradNonFunctional,
-    /// Alias: a decomposition into other operators, for every backend and autograd.
-    CompositeImplicitAutograd,
+        /// Number of runtime (non-alias) keys.
+        pub const RUNTIME_KEYS: usize = BACKEND_KEYS + [$(stringify!($runtime),)*].len();
+        const BACKEND_KEYS: usize = [$(stringify!($backend),)*].len();
+        const ALL_KEYS: usize = RUNTIME_KEYS + [$(stringify!($alias),)*].len();
+
+        impl DispatchKey {
+            /// The runtime keys, lowest priority first.
+            pub const RUNTIME: [DispatchKey; RUNTIME_KEYS] =
+                [$(DispatchKey::$backend,)* $(DispatchKey::$runtime,)*];
+
+            /// The backend keys (the lowest runtime keys).
+            pub const BACKENDS: [DispatchKey; BACKEND_KEYS] = [$(DispatchKey::$backend,)*];
+
+            /// Every key, runtime then alias.
+            pub const ALL: [DispatchKey; ALL_KEYS] =
+                [$(DispatchKey::$backend,)* $(DispatchKey::$runtime,)* $(DispatchKey::$alias,)*];
+        }
+    };
 }
 
+opforge_schema::runtime_dispatch_keys!(define_dispatch_keys);
+
+// A key set is a `u32` with a bit per runtime key; every key has its name.
+const _: () = assert!(RUNTIME_KEYS <= 32 && ALL_KEYS == RUNTIME_DISPATCH_KEYS.len());
+
 impl DispatchKey {
-    /// The runtime keys, lowest priority first.
-    pub const RUNTIME: [DispatchKey; RUNTIME_KEYS] = [
-        DispatchKey::CPU,
-        DispatchKey::Meta,
-        DispatchKey::BackendSelect,
-        DispatchKey::Python,
-        DispatchKey::ADInplaceOrView,
-        DispatchKey::Autograd,
-    ];
-
-    /// The backend keys.
-    pub const BACKENDS: [DispatchKey; 2] = [DispatchKey::CPU, DispatchKey::Meta];
-
     /// The bit / table index of a runtime key (alias keys have none; they map to 0
     /// and are never looked up).
     #[inline]
     pub const fn slot(self) -> usize {
-        match self {
-            DispatchKey::CPU => 0,
-            DispatchKey::Meta => 1,
-            DispatchKey::BackendSelect => 2,
-            DispatchKey::Python => 3,
-            DispatchKey::ADInplaceOrView => 4,
-            DispatchKey::Autograd => 5,
-            _ => 0,
+        let i = self as usize;
+        if i < RUNTIME_KEYS {
+            i
+        } else {
+            0
         }
     }
 
     /// An alias key?
     pub fn is_alias(self) -> bool {
-        matches!(
-            self,
-            DispatchKey::CompositeExplicitAutograd
-                | DispatchKey::CompositeExplicitAutogradNonFunctional
-                | DispatchKey::CompositeImplicitAutograd
-        )
+        self as usize >= RUNTIME_KEYS
     }
 
     /// A backend key?
     pub fn is_backend(self) -> bool {
-        matches!(self, DispatchKey::CPU | DispatchKey::Meta)
+        (self as usize) < BACKEND_KEYS
     }
 
-    /// The name as written in `dispatch:` tables and `#[kernel]`.
+    /// The name as written in `dispatch:` tables and `#[kernel]`
+    /// ([`opforge_schema::model::RUNTIME_DISPATCH_KEYS`]).
     pub fn name(self) -> &'static str {
-        match self {
-            DispatchKey::CPU => "CPU",
-            DispatchKey::Meta => "Meta",
-            DispatchKey::BackendSelect => "BackendSelect",
-            DispatchKey::Python => "Python",
-            DispatchKey::ADInplaceOrView => "ADInplaceOrView",
-            DispatchKey::Autograd => "Autograd",
-            DispatchKey::CompositeExplicitAutograd => "CompositeExplicitAutograd",
-            DispatchKey::CompositeExplicitAutogradNonFunctional => {
-                "CompositeExplicitAutogradNonFunctional"
-            }
-            DispatchKey::CompositeImplicitAutograd => "CompositeImplicitAutograd",
-        }
+        RUNTIME_DISPATCH_KEYS[self as usize]
     }
 
     /// Parses a key name.
     pub fn from_name(s: &str) -> Option<DispatchKey> {
-        Self::ALL.iter().copied().find(|k| k.name() == s)
+        RUNTIME_DISPATCH_KEYS
+            .iter()
+            .position(|k| *k == s)
+            .map(|i| Self::ALL[i])
     }
-
-    /// Every key, runtime then alias.
-    pub const ALL: [DispatchKey; 9] = [
-        DispatchKey::CPU,
-        DispatchKey::Meta,
-        DispatchKey::BackendSelect,
-        DispatchKey::Python,
-        DispatchKey::ADInplaceOrView,
-        DispatchKey::Autograd,
-        DispatchKey::CompositeExplicitAutograd,
-        DispatchKey::CompositeExplicitAutogradNonFunctional,
-        DispatchKey::CompositeImplicitAutograd,
-    ];
 
     /// The backend key of a device.
     pub fn of_device(d: Device) -> DispatchKey {
@@ -220,7 +195,8 @@ impl KeySet {
 
     /// The highest backend key.
     pub fn highest_backend(self) -> Option<DispatchKey> {
-        (self & KeySet(0b11)).highest()
+        const BACKENDS: u32 = (1 << BACKEND_KEYS) - 1;
+        (self & KeySet(BACKENDS)).highest()
     }
 
     /// The keys strictly below `key`.
@@ -327,5 +303,39 @@ pub struct LocalKeysGuard(LocalKeys);
 impl Drop for LocalKeysGuard {
     fn drop(&mut self) {
         LocalKeys::set(self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opforge_schema::model::COMPOSITE_KEYS;
+
+    /// The runtime's keys are the schema crate's list: the one `#[kernel]` and the
+    /// generator check registrations against.
+    #[test]
+    fn keys_are_the_schema_crates() {
+        let names: Vec<&str> = DispatchKey::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names, RUNTIME_DISPATCH_KEYS);
+        for (i, k) in DispatchKey::ALL.into_iter().enumerate() {
+            assert_eq!(format!("{k:?}"), RUNTIME_DISPATCH_KEYS[i]);
+            assert_eq!(DispatchKey::from_name(k.name()), Some(k));
+            assert_eq!(k.is_alias(), COMPOSITE_KEYS.contains(&k.name()), "{k}");
+            assert_eq!(k.is_alias(), !DispatchKey::RUNTIME.contains(&k), "{k}");
+        }
+        assert_eq!(DispatchKey::from_name("CUDA"), None);
+        for (i, k) in DispatchKey::RUNTIME.into_iter().enumerate() {
+            assert_eq!(k.slot(), i);
+            assert_eq!(k.is_backend(), DispatchKey::BACKENDS.contains(&k));
+            assert_eq!(KeySet::of(k).highest(), Some(k));
+        }
+        assert_eq!(
+            DispatchKey::BACKENDS,
+            DispatchKey::RUNTIME[..DispatchKey::BACKENDS.len()]
+        );
+        assert_eq!(
+            KeySet::for_device(Device::Meta).highest_backend(),
+            Some(DispatchKey::Meta)
+        );
     }
 }

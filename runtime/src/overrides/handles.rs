@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::registry::Overload;
 use crate::schema::OpSchema;
 use crate::value::Value;
+use opforge_schema::signature::split_call;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
@@ -161,15 +162,11 @@ impl OpOverload {
         self.op.dispatch_key(KeySet::of(key)) == Some(key)
     }
 
-    /// The testing-stub style parameter list (`(self, other, *, alpha=1)`).
+    /// The parameter list of its schema, the signature of its testing stub
+    /// (`(Tensor self, Tensor other, *, Scalar alpha=1)`).
     pub(crate) fn signature(&self) -> String {
-        let s = self.op.schema.schema;
-        let open = s.find('(').map_or(0, |i| i + 1);
-        let close = s
-            .rfind(" -> ")
-            .and_then(|j| s[..j].rfind(')'))
-            .unwrap_or(s.len());
-        format!("({})", s.get(open..close).unwrap_or(""))
+        let list = split_call(self.op.schema.schema).map_or("", |(_, list, _)| list);
+        format!("({list})")
     }
 
     /// Calls the overload (`torch.ops.aten.add.Tensor(*args, **kwargs)`): the

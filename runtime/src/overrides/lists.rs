@@ -13,6 +13,8 @@ use super::members::MEMBERS;
 use super::Func;
 use crate::error::{Error, Result};
 use crate::value::Value;
+use opforge_schema::overrides::split_binding_name;
+use opforge_schema::signature::{parse_params, split_call};
 use std::collections::BTreeMap;
 
 /// Every overridable function by namespace (`torch`, `Tensor`,
@@ -189,33 +191,16 @@ pub struct TestingStub {
 impl TestingStub {
     fn new(func: Func) -> TestingStub {
         let signature = func.signature();
-        let inner = signature
-            .trim()
-            .trim_start_matches('(')
-            .trim_end_matches(')');
-        let mut kwarg_only = false;
-        let mut params = Vec::new();
-        for p in split_params(inner) {
-            let p = p.trim();
-            if p.is_empty() {
-                continue;
-            }
-            if p == "*" {
-                kwarg_only = true;
-                continue;
-            }
-            let (name, optional) = match p.split_once('=') {
-                Some((n, _)) => (n.trim(), true),
-                None => (p, false),
-            };
-            // Schema-style parameters (`Tensor self`) keep the last word.
-            let name = name.rsplit(' ').next().unwrap_or(name);
-            params.push(StubParam {
-                name: name.to_string(),
-                optional,
-                kwarg_only,
-            });
-        }
+        let list = split_call(signature.trim()).map_or("", |(_, list, _)| list);
+        // Schema-style parameters (`Tensor self`) keep the name, the last word.
+        let params = parse_params(list)
+            .into_iter()
+            .map(|p| StubParam {
+                optional: p.default.is_some(),
+                kwarg_only: p.kwarg_only,
+                name: p.name,
+            })
+            .collect();
         TestingStub {
             func,
             signature,
@@ -276,24 +261,6 @@ impl TestingStub {
     }
 }
 
-fn split_params(s: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0usize);
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&s[start..]);
-    out
-}
-
 /// `torch.overrides.get_testing_overrides()`: a stub per overridable function.
 ///
 /// ```
@@ -314,136 +281,18 @@ pub fn get_testing_overrides() -> std::collections::HashMap<Func, TestingStub> {
 }
 
 /// The signature of a generated binding's testing stub (`(*args, **kwargs)` for
-/// a binding that is not overridable, e.g. `torch.abs_`).
-///
-/// The generated stub lists the parameters of the binding's widest signature.
-/// A stub must accept every call the function accepts (handlers receive calls in
-/// any of its forms), so parameters are relaxed against the other visible
-/// signatures: a positional parameter stays required only if every signature
-/// requires a parameter of that name at that position (`torch.sum(x)` and
-/// `torch.sum(x, dim)`: `dim=None`; `torch.arange(end)` and
-/// `torch.arange(start, end)`: both optional), a keyword-only one only if every
-/// signature requires it (`torch.div`'s `rounding_mode=None`). Keywords only other
-/// signatures have are appended as optional keyword-only parameters.
+/// a binding that is not overridable, e.g. `torch.abs_`): the parameters of the
+/// stub derived into [`crate::OVERRIDABLE`], which accepts every call the binding
+/// accepts (the rule is [`opforge_schema::overrides::stub`]).
 pub(crate) fn stub_signature(binding: &str) -> String {
-    let Some(o) = crate::OVERRIDABLE.iter().find(|o| {
-        binding_names(o.namespace, o.name)
-            .iter()
-            .flatten()
-            .any(|b| b == binding)
-    }) else {
-        return "(*args, **kwargs)".into();
-    };
-    let body = o.stub.trim_start_matches("lambda").trim();
-    let params = body.rsplit_once(':').map_or(body, |(p, _)| p).trim();
-    let sigs: Vec<Vec<SigParam<'_>>> = crate::BINDINGS
+    let (namespace, name) = split_binding_name(binding);
+    match crate::OVERRIDABLE
         .iter()
-        .find(|b| b.name == binding)
-        .map(|b| {
-            b.signatures
-                .iter()
-                .filter(|s| !s.hidden)
-                .map(|s| sig_params(s.text))
-                .collect()
-        })
-        .unwrap_or_default();
-    format!("({})", relax(params, binding.starts_with("Tensor."), &sigs))
-}
-
-/// One parameter of a Python parser signature string.
-struct SigParam<'a> {
-    name: &'a str,
-    default: bool,
-    kwarg_only: bool,
-}
-
-/// The parameters of `add(Tensor input, Tensor other, *, Scalar alpha=1)|hidden`.
-fn sig_params(text: &str) -> Vec<SigParam<'_>> {
-    let open = text.find('(').map_or(0, |i| i + 1);
-    let close = text.rfind(')').unwrap_or(text.len()).max(open);
-    let mut kwarg_only = false;
-    let mut out = Vec::new();
-    for p in split_params(&text[open..close]) {
-        let p = p.trim();
-        if p == "*" {
-            kwarg_only = true;
-            continue;
-        }
-        if p.is_empty() {
-            continue;
-        }
-        let (decl, default) = match p.split_once('=') {
-            Some((d, _)) => (d.trim(), true),
-            None => (p, false),
-        };
-        out.push(SigParam {
-            name: decl.rsplit(' ').next().unwrap_or(decl),
-            default,
-            kwarg_only,
-        });
+        .find(|o| o.namespace == namespace && o.name == name)
+    {
+        Some(o) => opforge_schema::overrides::stub_signature(o.stub),
+        None => "(*args, **kwargs)".into(),
     }
-    out
-}
-
-/// Relaxes the generated stub's parameter list `params` against the visible
-/// signatures `sigs` (see [`stub_signature`]); `method` stubs start with `self`.
-fn relax(params: &str, method: bool, sigs: &[Vec<SigParam<'_>>]) -> String {
-    if sigs.len() < 2 {
-        return params.to_string();
-    }
-    let mut out = Vec::new();
-    let mut star = false;
-    let mut index = 0usize;
-    let mut names = Vec::new();
-    for (i, p) in split_params(params).into_iter().map(str::trim).enumerate() {
-        if p == "*" {
-            star = true;
-            out.push(p.to_string());
-            continue;
-        }
-        if p.is_empty() || p.contains('=') || (method && i == 0) {
-            names.push(p.split('=').next().unwrap_or(p).trim().to_string());
-            out.push(p.to_string());
-            let receiver = method && i == 0;
-            if !star && !receiver {
-                index += 1;
-            }
-            continue;
-        }
-        names.push(p.to_string());
-        let required = if star {
-            sigs.iter()
-                .all(|s| s.iter().any(|q| q.name == p && q.kwarg_only && !q.default))
-        } else {
-            sigs.iter().all(|s| {
-                s.iter()
-                    .filter(|q| !q.kwarg_only)
-                    .nth(index)
-                    .is_some_and(|q| q.name == p && !q.default)
-            })
-        };
-        out.push(if required {
-            p.to_string()
-        } else {
-            format!("{p}=None")
-        });
-        if !star {
-            index += 1;
-        }
-    }
-    for s in sigs {
-        for q in s {
-            if !names.iter().any(|n| n == q.name) {
-                names.push(q.name.to_string());
-                if !star {
-                    out.push("*".into());
-                    star = true;
-                }
-                out.push(format!("{}=None", q.name));
-            }
-        }
-    }
-    out.join(", ")
 }
 
 #[cfg(test)]
@@ -462,19 +311,10 @@ mod tests {
             let Func::Api(b) = f else {
                 panic!("{f:?} is not a binding")
             };
-            // The stub keeps the generated parameters, in order (possibly relaxed).
-            let params = o.stub.trim_start_matches("lambda").trim();
-            let params = params.rsplit_once(':').map_or(params, |(p, _)| p).trim();
-            let name = |p: &str| p.split('=').next().unwrap_or(p).trim().to_string();
-            let want: Vec<String> = split_params(params).into_iter().map(name).collect();
-            let sig = stub_signature(b.name);
-            let got: Vec<String> = split_params(&sig[1..sig.len() - 1])
-                .into_iter()
-                .map(name)
-                .collect();
-            assert!(
-                want.iter().all(|p| p.is_empty() || got.contains(p)),
-                "{}: {sig} vs {params}",
+            assert_eq!(
+                f.signature(),
+                opforge_schema::overrides::stub_signature(o.stub),
+                "{}",
                 b.name
             );
         }

@@ -1,5 +1,6 @@
 //! Element types, scalars and devices.
 
+use opforge_schema::scalar_type::ScalarType;
 use std::fmt;
 
 /// A tensor element type (PyTorch's `ScalarType`).
@@ -27,39 +28,46 @@ impl DType {
         DType::Float64,
     ];
 
+    /// Its PyTorch scalar type, which holds its code and names
+    /// ([`opforge_schema::scalar_type`]).
+    pub const fn scalar_type(self) -> ScalarType {
+        match self {
+            DType::Bool => ScalarType::Bool,
+            DType::Int32 => ScalarType::Int,
+            DType::Int64 => ScalarType::Long,
+            DType::Float32 => ScalarType::Float,
+            DType::Float64 => ScalarType::Double,
+        }
+    }
+
+    /// The dtype of a scalar type, if this runtime has it.
+    pub fn from_scalar_type(t: ScalarType) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.scalar_type() == t)
+    }
+
+    /// The PyTorch `ScalarType` code (`int64` → 4).
+    pub const fn code(self) -> i64 {
+        self.scalar_type().code()
+    }
+
+    /// The dtype of a PyTorch `ScalarType` code, if this runtime has it.
+    pub fn from_code(code: i64) -> Option<DType> {
+        ScalarType::from_code(code).and_then(DType::from_scalar_type)
+    }
+
     /// The Python name without `torch.` (`float32`).
     pub fn name(self) -> &'static str {
-        match self {
-            DType::Bool => "bool",
-            DType::Int32 => "int32",
-            DType::Int64 => "int64",
-            DType::Float32 => "float32",
-            DType::Float64 => "float64",
-        }
+        self.scalar_type().name()
     }
 
     /// The C++ `ScalarType` name PyTorch uses in messages (`Float`, `Long`).
     pub fn c10_name(self) -> &'static str {
-        match self {
-            DType::Bool => "Bool",
-            DType::Int32 => "Int",
-            DType::Int64 => "Long",
-            DType::Float32 => "Float",
-            DType::Float64 => "Double",
-        }
+        self.scalar_type().c10_name()
     }
 
     /// Parses a Python name (`float32`, `float`, `int64`, `long`, …).
     pub fn from_name(s: &str) -> Option<DType> {
-        let s = s.strip_prefix("torch.").unwrap_or(s);
-        Some(match s {
-            "bool" => DType::Bool,
-            "int32" | "int" => DType::Int32,
-            "int64" | "long" => DType::Int64,
-            "float32" | "float" => DType::Float32,
-            "float64" | "double" => DType::Float64,
-            _ => return None,
-        })
+        ScalarType::from_name_or_alias(s).and_then(DType::from_scalar_type)
     }
 
     /// Floating point.

@@ -40,6 +40,7 @@ use crate::error::{Error, Result};
 use crate::tensor::{
     DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
 };
+use opforge_schema::scalar_type::ScalarType;
 use std::fmt;
 
 /// One boxed value.
@@ -99,35 +100,16 @@ pub enum Value {
     QScheme(QScheme),
 }
 
-/// The Python name (without `torch.`) of a PyTorch `ScalarType` code.
+/// The Python name (without `torch.`) of a PyTorch `ScalarType` code
+/// ([`ScalarType::name`]).
 pub fn scalar_type_name(code: i64) -> Option<&'static str> {
-    const NAMES: [&str; 16] = [
-        "uint8",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "float16",
-        "float32",
-        "float64",
-        "complex32",
-        "complex64",
-        "complex128",
-        "bool",
-        "qint8",
-        "quint8",
-        "qint32",
-        "bfloat16",
-    ];
-    usize::try_from(code)
-        .ok()
-        .and_then(|i| NAMES.get(i).copied())
+    ScalarType::from_code(code).map(ScalarType::name)
 }
 
-/// The PyTorch `ScalarType` code of a dtype name (`int8` → 1); see [`scalar_type_name`].
+/// The PyTorch `ScalarType` code of a dtype name (`int8` → 1, with or without
+/// `torch.`); see [`scalar_type_name`].
 pub fn scalar_type_code(name: &str) -> Option<i64> {
-    let name = name.strip_prefix("torch.").unwrap_or(name);
-    (0..16).find(|&c| scalar_type_name(c) == Some(name))
+    ScalarType::from_name(name).map(ScalarType::code)
 }
 
 impl Value {
