@@ -83,13 +83,15 @@ impl Errors {
     }
 }
 
-/// The attribute's arguments: `KEY, "op"` or `KEY`.
+/// The attribute's arguments: `KEY, "op"` or `KEY`, and optionally
+/// `schema = crate_path` (whose schema file declares the operator).
 struct Attr {
     key: syn::Ident,
     op: Option<syn::LitStr>,
+    schema: Option<syn::Path>,
 }
 
-const USAGE: &str = "expected `#[kernel(KEY, \"name.overload\")]` or `#[kernel(KEY)]`, e.g. `#[kernel(CPU, \"add.Tensor\")]`";
+const USAGE: &str = "expected `#[kernel(KEY, \"name.overload\")]` or `#[kernel(KEY)]`, e.g. `#[kernel(CPU, \"add.Tensor\")]` (and `schema = my_crate` for an operator another crate's schema file declares)";
 
 impl syn::parse::Parse for Attr {
     fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
@@ -97,19 +99,31 @@ impl syn::parse::Parse for Attr {
             .parse()
             .map_err(|e| syn::Error::new(e.span(), USAGE))?;
         let mut op = None;
-        if input.parse::<Option<syn::Token![,]>>()?.is_some() && !input.is_empty() {
-            op = Some(input.parse().map_err(|e| {
-                syn::Error::new(
-                    e.span(),
+        let mut schema = None;
+        while input.parse::<Option<syn::Token![,]>>()?.is_some() && !input.is_empty() {
+            if input.peek(syn::LitStr) && op.is_none() && schema.is_none() {
+                op = Some(input.parse()?);
+            } else if input.peek(syn::Ident) && input.peek2(syn::Token![=]) {
+                let name: syn::Ident = input.parse()?;
+                if name != "schema" || schema.is_some() {
+                    return Err(syn::Error::new(
+                        name.span(),
+                        format!("unknown argument `{name}`: {USAGE}"),
+                    ));
+                }
+                input.parse::<syn::Token![=]>()?;
+                schema = Some(input.parse()?);
+            } else {
+                return Err(syn::Error::new(
+                    input.span(),
                     "expected the operator as a string, e.g. \"add.Tensor\"",
-                )
-            })?);
-            let _ = input.parse::<Option<syn::Token![,]>>()?;
+                ));
+            }
         }
         if !input.is_empty() {
             return Err(input.error(USAGE));
         }
-        Ok(Attr { key, op })
+        Ok(Attr { key, op, schema })
     }
 }
 
@@ -140,7 +154,10 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         let e = errors.tokens();
         return quote!(#func #e);
     }
-    let lookup = lookup::schema_macro();
+    let lookup = match &attr.schema {
+        Some(c) => quote!(#c::__opforge_schema),
+        None => lookup::schema_macro(),
+    };
     let key = &attr.key;
     let fn_name = &func.sig.ident;
     let (query, name) = match &attr.op {
@@ -151,9 +168,13 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         None => (quote!(@kernel #key #fn_name), quote!(_)),
     };
     let close = close_marker(&func.sig);
+    let via = match &attr.schema {
+        Some(c) => quote!(via = { #c },),
+        None => quote!(),
+    };
     quote! {
         #func
-        #lookup! { #query => [::opforge::__private::kernel_impl] key = #key, name = #name, close = #close, item = { #func } }
+        #lookup! { #query => [::opforge::__private::kernel_impl] key = #key, name = #name, close = #close, #via item = { #func } }
     }
 }
 
@@ -200,9 +221,13 @@ pub fn expand_impl(input: TokenStream) -> TokenStream {
                 Some(op) if !payload.suggested => {
                     let name = op.value();
                     let q = lookup::qualified(&name);
-                    if let Some(near) = lookup::nearest(&q, names.iter().map(String::as_str)) {
+                    let all = names.iter().chain(&payload.also).map(String::as_str);
+                    if let Some(near) = lookup::nearest(&q, all) {
                         // Look the suggestion up, to show its schema.
-                        let lookup = lookup::schema_macro();
+                        let lookup = match &payload.via {
+                            Some(c) => quote!(#c::__opforge_schema),
+                            None => lookup::schema_macro(),
+                        };
                         let (key, func) = (&payload.key, &payload.func);
                         return quote! {
                             #lookup! { #near => [::opforge::__private::kernel_impl] key = #key, name = #op, suggested = yes, item = { #func } }
@@ -235,6 +260,10 @@ struct Payload {
     close: Option<Span>,
     /// A second lookup, of the name suggested for `name`: show its schema.
     suggested: bool,
+    /// The crate whose lookup was asked (`schema = …`), if not the default.
+    via: Option<TokenStream>,
+    /// Names a crate's lookup added before forwarding (for suggestions).
+    also: Vec<String>,
     func: syn::ItemFn,
 }
 
@@ -244,6 +273,8 @@ impl Payload {
         let mut name = None;
         let mut close = None;
         let mut suggested = false;
+        let mut via = None;
+        let mut also = Vec::new();
         let mut item = None;
         let mut it = ts.into_iter();
         while let Some(tt) = it.next() {
@@ -258,6 +289,19 @@ impl Payload {
                 }
                 ("close", Some(TokenTree::Ident(c))) => close = Some(c.span()),
                 ("suggested", Some(TokenTree::Ident(_))) => suggested = true,
+                ("via", Some(TokenTree::Group(g))) => via = Some(g.stream()),
+                ("also", Some(TokenTree::Group(g))) => {
+                    let list: syn::ExprArray = syn::parse2(TokenTree::Group(g).into())?;
+                    for e in list.elems {
+                        if let syn::Expr::Lit(syn::ExprLit {
+                            lit: syn::Lit::Str(s),
+                            ..
+                        }) = e
+                        {
+                            also.push(s.value());
+                        }
+                    }
+                }
                 ("item", Some(TokenTree::Group(g))) => item = Some(syn::parse2(g.stream())?),
                 _ => {}
             }
@@ -268,6 +312,8 @@ impl Payload {
                 name,
                 close,
                 suggested,
+                via,
+                also,
                 func,
             }),
             _ => Err(syn::Error::new(

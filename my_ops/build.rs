@@ -1,0 +1,3 @@
+fn main() {
+    opforge_codegen::Build::new("native_functions.yaml").run();
+}

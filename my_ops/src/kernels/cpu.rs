@@ -1,0 +1,21 @@
+//! `CPU:` kernels.
+
+use opforge::{kernel, Result, Scalar, Tensor};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// How many times this crate's CPU `abs` kernel ran (tests read it).
+pub static ABS_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// `mylib::scale` (CPU): `self * k`.
+#[kernel(CPU)]
+pub fn scale(self_: &Tensor, k: f64) -> Result<Tensor> {
+    opforge::at::mul_Scalar(self_, Scalar::Float(k))
+}
+
+/// `abs` (CPU): opforge's operator, with a CPU kernel from this crate.
+#[kernel(CPU)]
+pub fn abs(self_: &Tensor) -> Result<Tensor> {
+    ABS_CALLS.fetch_add(1, Ordering::Relaxed);
+    let neg = opforge::at::neg(self_)?;
+    opforge::at::maximum(self_, &neg)
+}

@@ -1,0 +1,94 @@
+//! A crate with its own schema file: its operators are in opforge's dispatcher
+//! beside opforge's, with the kernels its YAML names (each checked by
+//! `#[kernel]` against this crate's schema), reached typed and boxed.
+
+use my_ops::kernels::cpu::ABS_CALLS;
+use opforge::dispatch::{dispatcher, DispatchKey};
+use opforge::{DType, Device, Scalar, Tensor, Value};
+use std::sync::atomic::Ordering;
+
+fn t() -> Tensor {
+    Tensor::from_vec(vec![1.0f32, -2.0, 3.0], &[3]).unwrap()
+}
+
+#[test]
+fn the_crates_operators_are_registered_with_their_kernels() {
+    assert!(
+        dispatcher().registration_errors().is_empty(),
+        "{:?}",
+        dispatcher().registration_errors()
+    );
+    let scale = dispatcher().find("mylib::scale").unwrap();
+    assert_eq!(
+        scale.schema.schema,
+        "mylib::scale(Tensor self, float k=1.0) -> Tensor"
+    );
+    assert_eq!(scale.origin(), Some("my_ops's native_functions.yaml:5"));
+    let keys: Vec<DispatchKey> = scale.registrations().iter().map(|(k, _)| *k).collect();
+    assert_eq!(keys, [DispatchKey::CPU, DispatchKey::Meta]);
+    for (_, k) in scale.registrations() {
+        assert!(k.source().contains("my_ops/src/kernels/"), "{}", k.source());
+    }
+    // The generated table and the dispatcher agree, operator by operator.
+    for (i, s) in my_ops::OPS.iter().enumerate() {
+        let op = my_ops::generated::operator(my_ops::OpId::ALL[i]);
+        assert_eq!(op.schema.name, s.name);
+    }
+}
+
+#[test]
+fn typed_boxed_and_meta_calls() {
+    let x = t();
+    assert_eq!(
+        my_ops::torch::scale(&x).unwrap().to_vec::<f32>().unwrap(),
+        [1.0, -2.0, 3.0]
+    );
+    assert_eq!(
+        my_ops::ops::mylib_scale(&x, 2.0)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        [2.0, -4.0, 6.0]
+    );
+    assert_eq!(
+        my_ops::at::mylib_axpy(&x, &x, Scalar::Int(2))
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        [3.0, -6.0, 9.0]
+    );
+    let boxed = dispatcher()
+        .find("mylib::scale")
+        .unwrap()
+        .call_boxed(&[Value::Tensor(x.clone()), Value::Float(0.5)])
+        .unwrap();
+    let [Value::Tensor(r)] = &boxed[..] else {
+        panic!("{boxed:?}")
+    };
+    assert_eq!(r.to_vec::<f32>().unwrap(), [0.5, -1.0, 1.5]);
+    // PyTorch-style boxed call by name, with the schema default.
+    let out = opforge::library::call("mylib::scale", &[Value::Tensor(x.clone())], &[]).unwrap();
+    assert!(matches!(&out[..], [Value::Tensor(_)]));
+    let m = Tensor::zeros(&[4, 2], DType::Float32, Device::Meta);
+    let r = my_ops::torch::scale(&m).unwrap();
+    assert_eq!((r.shape(), r.device()), (vec![4, 2], Device::Meta));
+}
+
+#[test]
+fn an_opforge_operator_gets_the_kernel_this_crate_adds() {
+    let before = ABS_CALLS.load(Ordering::Relaxed);
+    // opforge's own typed API, opforge's operator: this crate's CPU kernel runs.
+    let r = opforge::torch::abs(&t()).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+    assert!(ABS_CALLS.load(Ordering::Relaxed) > before);
+    // The crate's own API names the same operator.
+    let r = my_ops::torch::abs(&t()).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+    assert!(std::ptr::eq(
+        my_ops::generated::operator(my_ops::OpId::abs),
+        dispatcher().op(opforge::OpId::abs)
+    ));
+    // Meta still runs opforge's CompositeExplicitAutograd kernel.
+    let m = Tensor::zeros(&[2], DType::Float32, Device::Meta);
+    assert_eq!(opforge::torch::abs(&m).unwrap().device(), Device::Meta);
+}
