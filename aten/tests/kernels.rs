@@ -1,0 +1,58 @@
+//! PyTorch's whole schema compiled in: an operator without a kernel gives the
+//! dispatcher's error; a `#[kernel]` for it (checked against PyTorch's schema)
+//! makes the call work; operators opforge has are opforge's.
+
+use opforge::dispatch::dispatcher;
+use opforge::{kernel, Result, Tensor};
+
+/// A CPU kernel for `aten::sinh`, an operator opforge's own YAML does not have.
+#[kernel(CPU, "sinh", schema = opforge_aten)]
+fn sinh(self_: &Tensor) -> Result<Tensor> {
+    let e = opforge::at::exp(self_)?;
+    let ne = opforge::at::exp(&opforge::at::neg(self_)?)?;
+    let d = opforge::at::sub_Tensor(&e, &ne, opforge::Scalar::Int(1))?;
+    opforge::at::div_Scalar(&d, opforge::Scalar::Int(2))
+}
+
+fn x() -> Tensor {
+    Tensor::from_vec(vec![0.0f32, 1.0], &[2]).unwrap()
+}
+
+#[test]
+fn every_entry_is_an_operator_with_a_typed_api() {
+    assert!(
+        dispatcher().registration_errors().is_empty(),
+        "{:?}",
+        dispatcher().registration_errors()
+    );
+    assert_eq!(opforge_aten::OPS.len(), 2590);
+    for id in opforge_aten::OpId::ALL {
+        let op = opforge_aten::generated::operator(id);
+        assert_eq!(op.schema.name, id.schema().name);
+    }
+}
+
+#[test]
+fn an_operator_without_a_kernel_cannot_run_until_one_is_registered() {
+    let e = opforge_aten::torch::cosh(&x()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Could not run 'aten::cosh' with arguments from the 'CPU' backend. 'aten::cosh' is only available for these backends: []."
+    );
+    let y = opforge_aten::torch::sinh(&x()).unwrap();
+    let v = y.to_vec::<f32>().unwrap();
+    assert!(
+        v[0].abs() < 1e-6 && (v[1] - 1.1752012).abs() < 1e-5,
+        "{v:?}"
+    );
+}
+
+#[test]
+fn operators_opforge_has_are_opforges() {
+    assert!(std::ptr::eq(
+        opforge_aten::generated::operator(opforge_aten::OpId::add_Tensor),
+        dispatcher().op(opforge::OpId::add_Tensor)
+    ));
+    let r = opforge_aten::torch::add(&x(), &x()).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), [0.0, 2.0]);
+}
