@@ -114,7 +114,7 @@ fn default_for(t: Ty, full: &Ty, v: DefaultVal) -> Option<Value> {
             _ => return None,
         }),
         (Ty::Base(BaseType::ScalarType), DefaultVal::Int(c)) => {
-            crate::packet::dtype_of_code(c).map_or(Value::ScalarTypeCode(c), Value::DType)
+            crate::tensor::DType::from_code(c).map_or(Value::ScalarTypeCode(c), Value::DType)
         }
         (Ty::Base(BaseType::MemoryFormat), DefaultVal::Int(c)) => Value::MemoryFormat(match c {
             0 => MemoryFormat::Contiguous,

@@ -1,7 +1,7 @@
 //! Errors: one enum for everything the runtime can refuse. Bad user input never
 //! panics; it comes back as an [`Error`] naming the operator where one is involved.
 
-use crate::dispatch::DispatchKey;
+use crate::keys::DispatchKey;
 
 /// The runtime's error type. Two words wide: messages are a boxed [`Message`].
 ///

@@ -37,8 +37,8 @@
 
 use crate::dispatch::{dispatcher, DispatchKey, Kernel, KeySet, Operator};
 use crate::error::{Error, Result};
+use crate::packet::Overload;
 use crate::packet::Resolved;
-use crate::registry::Overload;
 use crate::value::Value;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -254,7 +254,7 @@ impl Library {
             }
             _ => func.name.namespace = Some(self.namespace.clone()),
         }
-        let op = dispatcher().define(crate::registry::op_schema(&func, None), Some(source))?;
+        let op = dispatcher().define(crate::schema::op_schema(&func, None), Some(source))?;
         Ok(op.qualified_name())
     }
 
@@ -459,7 +459,7 @@ pub fn register_fake(
 
 /// The overload text a packet candidate shows: the schema with its namespace.
 fn schema_text(s: &'static crate::schema::OpSchema) -> &'static str {
-    if crate::registry::is_qualified(s) {
+    if crate::packet::is_qualified(s) {
         return s.schema;
     }
     static TEXTS: OnceLock<Mutex<HashMap<usize, &'static str>>> = OnceLock::new();
@@ -628,5 +628,55 @@ pub mod __op {
     /// The key set of a call whose tensor arguments contribute `keys`.
     pub fn keys(keys: KeySet) -> KeySet {
         crate::dispatch::typed::with_backend(keys)
+    }
+}
+
+impl crate::registry::Registry {
+    /// Resolves a schema-level call like `torch.ops.aten.<name>(*args, **kwargs)`:
+    /// `name` is a packet (`aten::add`: every overload is tried in order) or an
+    /// overload handle (`aten::add.Tensor`, `aten::abs.default`: that schema only).
+    /// A name the file does not have is looked up among the operators defined at
+    /// run time ([`crate::library`]). See [`crate::packet`].
+    pub fn resolve(
+        &self,
+        name: &str,
+        args: &[crate::Value],
+        kwargs: &[(String, crate::Value)],
+    ) -> crate::Result<crate::packet::Resolved> {
+        let qualified = if name.contains("::") {
+            name.to_string()
+        } else {
+            format!("aten::{name}")
+        };
+        let packet = self.packet(&qualified);
+        if !packet.is_empty() {
+            return crate::packet::resolve(&qualified, packet, args, kwargs);
+        }
+        let (ns, rest) = qualified.split_once("::").unwrap_or(("aten", &qualified));
+        let Some((base, overload)) = rest.split_once('.') else {
+            return resolve_defined(&qualified, args, kwargs);
+        };
+        let packet_name = format!("{ns}::{base}");
+        let wanted = if overload == "default" {
+            base.to_string()
+        } else {
+            rest.to_string()
+        };
+        let overloads = self.packet(&packet_name);
+        if overloads.is_empty() {
+            return resolve_defined(&qualified, args, kwargs);
+        }
+        match overloads.iter().position(|o| o.name == wanted) {
+            Some(i) => crate::packet::resolve(&packet_name, &overloads[i..=i], args, kwargs).map(
+                |mut r| {
+                    r.index = i;
+                    r
+                },
+            ),
+            None => Err(crate::Error::Runtime(
+                format!("The underlying op of '{ns}.{base}' has no overload name '{overload}'")
+                    .into(),
+            )),
+        }
     }
 }

@@ -17,7 +17,7 @@
 
 use crate::bind::default_value;
 use crate::error::Error;
-use crate::registry::Overload;
+
 use crate::schema::{BaseType, OpSchema, Ty};
 use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar};
 use crate::value::Value;
@@ -820,6 +820,38 @@ pub fn resolve(
         msg.push_str("\n\n");
     }
     Err(Error::Runtime(msg.into()))
+}
+
+/// One overload of a packet, in the order `torch.ops.<ns>.<name>(...)` tries them.
+#[derive(Clone, Copy, Debug)]
+pub struct Overload {
+    /// `name.overload`, or `name` for the default overload (`add.Tensor`, `add`).
+    pub name: &'static str,
+    /// The full, namespace-qualified schema text as registered
+    /// (`aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`).
+    pub schema_text: &'static str,
+    /// The parsed schema; `None` for a schema that uses types the schema language
+    /// does not have (`t[]`, `AnyEnumType`, `Dict(Tensor, Tensor)`, …): kept as
+    /// text for error messages; such an overload can match a call but never be
+    /// dispatched here.
+    pub op: Option<&'static OpSchema>,
+    /// A dispatcher (c10) operator; `false` for TorchScript-only builtins, which are
+    /// tried after all dispatcher overloads but never dispatched.
+    pub dispatcher: bool,
+}
+
+/// Whether a schema's text starts with its namespace (`myns::foo(...)`).
+pub(crate) fn is_qualified(s: &OpSchema) -> bool {
+    s.schema.contains("::") && s.schema.find("::") < s.schema.find('(')
+}
+
+/// A schema's text with its namespace (`aten::add.Tensor(...)`).
+pub(crate) fn qualified(s: &OpSchema) -> String {
+    if is_qualified(s) {
+        s.schema.to_string()
+    } else {
+        format!("{}::{}", s.namespace, s.schema)
+    }
 }
 
 #[cfg(test)]

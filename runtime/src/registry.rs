@@ -18,23 +18,7 @@ use opforge_schema::diag::Diagnostics;
 use opforge_schema::model::NativeFunction;
 use std::collections::HashMap;
 
-/// One overload of a packet, in the order `torch.ops.<ns>.<name>(...)` tries them.
-#[derive(Clone, Copy, Debug)]
-pub struct Overload {
-    /// `name.overload`, or `name` for the default overload (`add.Tensor`, `add`).
-    pub name: &'static str,
-    /// The full, namespace-qualified schema text as registered
-    /// (`aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`).
-    pub schema_text: &'static str,
-    /// The parsed schema; `None` for a schema that uses types the schema language
-    /// does not have (`t[]`, `AnyEnumType`, `Dict(Tensor, Tensor)`, …): kept as
-    /// text for error messages; such an overload can match a call but never be
-    /// dispatched here.
-    pub op: Option<&'static OpSchema>,
-    /// A dispatcher (c10) operator; `false` for TorchScript-only builtins, which are
-    /// tried after all dispatcher overloads but never dispatched.
-    pub dispatcher: bool,
-}
+pub use crate::packet::Overload;
 
 /// Kernel-less operators loaded at run time from a schema file.
 #[derive(Debug, Default)]
@@ -44,8 +28,9 @@ pub struct Registry {
     packets: HashMap<String, Vec<Overload>>,
     entries: HashMap<String, NativeFunction>,
     bindings: Vec<opforge_schema::python::Binding>,
-    /// The Python-API parsers built from `bindings`, on first use.
-    api: std::sync::OnceLock<std::sync::Arc<crate::argparse::ApiTable>>,
+    /// What an upper layer derives from the registry once (the argument
+    /// parser's tables, see `Registry::api_table`).
+    derived: std::sync::OnceLock<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// Registered schemas print list defaults as `[1, 1]`; the schema language (like
@@ -70,34 +55,17 @@ fn packet_key(s: &OpSchema) -> String {
     format!("{}::{}", s.namespace, s.base)
 }
 
-/// Whether a schema's text starts with its namespace (`myns::foo(...)`).
-pub(crate) fn is_qualified(s: &OpSchema) -> bool {
-    s.schema.contains("::") && s.schema.find("::") < s.schema.find('(')
-}
-
-fn qualified(s: &OpSchema) -> String {
-    if is_qualified(s) {
-        s.schema.to_string()
-    } else {
-        format!("{}::{}", s.namespace, s.schema)
-    }
-}
+use crate::packet::qualified;
 
 impl Registry {
-    /// The Python-API parsers for this registry's bindings (built once, on first
-    /// use); the runtime's own ([`crate::argparse::ApiTable::builtin`]) for a
-    /// registry without bindings.
-    pub fn api_table(&self) -> Result<std::sync::Arc<crate::argparse::ApiTable>, crate::Error> {
-        if let Some(t) = self.api.get() {
-            return Ok(t.clone());
-        }
-        let table = if self.bindings.is_empty() {
-            crate::argparse::ApiTable::builtin()
-        } else {
-            crate::argparse::ApiTable::from_bindings(&self.bindings)
-                .map_err(|e| crate::Error::Runtime(e.into()))?
-        };
-        Ok(self.api.get_or_init(|| std::sync::Arc::new(table)).clone())
+    /// The data an upper layer derives from this registry once, made by `init`
+    /// on first use (the Python-API parsers, `Registry::api_table`).
+    pub fn derived<T: std::any::Any + Send + Sync>(
+        &self,
+        init: impl FnOnce() -> std::sync::Arc<T>,
+    ) -> Option<std::sync::Arc<T>> {
+        let any = self.derived.get_or_init(|| init()).clone();
+        any.downcast::<T>().ok()
     }
 
     /// Loads and validates schema-file text (no tags check) with the codegen loader;
@@ -230,54 +198,6 @@ impl Registry {
             format!("aten::{name}")
         };
         self.packets.get(&key).map_or(&[], |v| v.as_slice())
-    }
-
-    /// Resolves a schema-level call like `torch.ops.aten.<name>(*args, **kwargs)`:
-    /// `name` is a packet (`aten::add`: every overload is tried in order) or an
-    /// overload handle (`aten::add.Tensor`, `aten::abs.default`: that schema only).
-    /// A name the file does not have is looked up among the operators defined at
-    /// run time ([`crate::library`]). See [`crate::packet`].
-    pub fn resolve(
-        &self,
-        name: &str,
-        args: &[crate::Value],
-        kwargs: &[(String, crate::Value)],
-    ) -> crate::Result<crate::packet::Resolved> {
-        let qualified = if name.contains("::") {
-            name.to_string()
-        } else {
-            format!("aten::{name}")
-        };
-        let packet = self.packet(&qualified);
-        if !packet.is_empty() {
-            return crate::packet::resolve(&qualified, packet, args, kwargs);
-        }
-        let (ns, rest) = qualified.split_once("::").unwrap_or(("aten", &qualified));
-        let Some((base, overload)) = rest.split_once('.') else {
-            return crate::library::resolve_defined(&qualified, args, kwargs);
-        };
-        let packet_name = format!("{ns}::{base}");
-        let wanted = if overload == "default" {
-            base.to_string()
-        } else {
-            rest.to_string()
-        };
-        let overloads = self.packet(&packet_name);
-        if overloads.is_empty() {
-            return crate::library::resolve_defined(&qualified, args, kwargs);
-        }
-        match overloads.iter().position(|o| o.name == wanted) {
-            Some(i) => crate::packet::resolve(&packet_name, &overloads[i..=i], args, kwargs).map(
-                |mut r| {
-                    r.index = i;
-                    r
-                },
-            ),
-            None => Err(crate::Error::Runtime(
-                format!("The underlying op of '{ns}.{base}' has no overload name '{overload}'")
-                    .into(),
-            )),
-        }
     }
 
     /// Every packet name (`aten::add`, …), unordered.

@@ -376,7 +376,7 @@ fn numbers_for_tensors_reach_kernels_as_wrapped_numbers_and_handlers_as_numbers(
     let i = Tensor::from_vec(vec![1i32, 2], &[2]).unwrap();
     let table = opforge::argparse::ApiTable::builtin();
     let api = |args: Vec<Value>| {
-        opforge::argparse::call_dispatch(&table, "torch.add", args, Vec::<(String, Value)>::new())
+        opforge::overrides::call_dispatch(&table, "torch.add", args, Vec::<(String, Value)>::new())
             .unwrap()
             .remove(0)
     };

@@ -380,7 +380,7 @@ fn boxed_calls_collect_ducks_in_any_position_and_convert_subclasses_outside_tens
     let table = opforge::argparse::ApiTable::builtin();
     let a = || Value::Tensor(t(&[1.0, 2.0]));
     let call = |api: &str, args: Vec<Value>, kwargs: Vec<(&str, Value)>| {
-        opforge::argparse::call_dispatch(&table, api, args, kwargs)
+        opforge::overrides::call_dispatch(&table, api, args, kwargs)
     };
     // A duck in a Scalar, a bool and a Device position reaches its handler.
     let out = call("torch.add", vec![a(), a()], vec![("alpha", duck())]).unwrap();
@@ -449,7 +449,7 @@ fn boxed_api_calls_check_arguments_before_handlers() {
     }));
     let table = opforge::argparse::ApiTable::builtin();
     let a = t(&[1.0]);
-    let err = opforge::argparse::call_dispatch(
+    let err = opforge::overrides::call_dispatch(
         &table,
         "torch.add",
         vec![Value::Tensor(a.clone())],
@@ -458,7 +458,7 @@ fn boxed_api_calls_check_arguments_before_handlers() {
     .unwrap_err();
     assert!(err.to_string().contains("add()"), "{err}");
     assert!(log.lock().unwrap().is_empty());
-    let out = opforge::argparse::call_dispatch(
+    let out = opforge::overrides::call_dispatch(
         &table,
         "torch.add",
         vec![Value::Tensor(a.clone()), Value::Tensor(a)],

@@ -136,9 +136,9 @@ impl PythonArgParser {
         })
     }
 
-    /// `parse`, also giving the classes whose handlers the call goes to, in
-    /// handler order, as PyTorch's parser collects them for the matched
-    /// signature: tensor subclasses and duck tensor-likes in `Tensor`,
+    /// `parse`, also giving the tensor-likes whose classes' handlers the call
+    /// goes to, in argument order, as PyTorch's parser collects them for the
+    /// matched signature: tensor subclasses and duck tensor-likes in `Tensor`,
     /// `Tensor[]` and int-list positions; only duck tensor-likes elsewhere (a
     /// subclass there is converted like a tensor, e.g. `item()` for a Scalar).
     pub(crate) fn parse_overloaded(
@@ -146,15 +146,15 @@ impl PythonArgParser {
         receiver: Option<&Value>,
         args: &[Value],
         kwargs: &[(String, Value)],
-    ) -> Result<(ParsedArgs, Vec<crate::overrides::Class>), Error> {
+    ) -> Result<(ParsedArgs, Vec<crate::tensor::Tensor>), Error> {
         let (pos, slots) = self.match_slots(args, kwargs)?;
         let mut classes = Vec::new();
-        if crate::overrides::subclass_handlers_enabled() {
+        if crate::flags::subclass_handlers_enabled() {
             let mut add = |v: &Value, subclasses: bool| {
                 v.for_each_tensor(&mut |t| {
-                    if let Some(c) = t.class().filter(|c| c.has_torch_function()) {
+                    if let Some(c) = t.tensor_class().filter(|c| c.has_torch_function()) {
                         if subclasses || !c.is_tensor_subclass() {
-                            crate::overrides::append_overloaded(&mut classes, c);
+                            classes.push(t.clone());
                         }
                     }
                 })
@@ -638,7 +638,7 @@ fn slow_parse_and_bind<'s>(
 /// The call as the parser sees it (lists in Python form), with a method's
 /// receiver taken off the positionals.
 #[allow(clippy::type_complexity)]
-fn receiver_and_rest(
+pub(crate) fn receiver_and_rest(
     binding: &ApiBinding,
     api: &str,
     args: Vec<Value>,
@@ -908,67 +908,6 @@ fn fold_out(schema: &OpSchema, slots: &mut [Option<Value>], v: Value) {
     }
 }
 
-/// A boxed API-level call on the runtime's own tables: parses `api` with `table`
-/// (usually [`ApiTable::builtin`]), binds against the generated schemas and
-/// dispatches through [`crate::dispatch::dispatcher`]. Normalization is not needed
-/// for dispatch itself (handlers that see normalized arguments compute them).
-/// Keyword names are `&str` or `String`.
-///
-/// ```
-/// use opforge::argparse::{call_dispatch, ApiTable};
-/// use opforge::{Tensor, Value};
-/// let table = ApiTable::builtin();
-/// let a = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
-/// let out = call_dispatch(&table, "torch.add", vec![Value::Tensor(a.clone()), Value::Tensor(a)], vec![("alpha", Value::Int(2))]).unwrap();
-/// assert_eq!(out[0].as_tensor().unwrap().to_vec::<f32>().unwrap(), vec![3.0]);
-/// ```
-pub fn call_dispatch<K: AsRef<str> + Into<String>>(
-    table: &ApiTable,
-    api: &str,
-    args: Vec<Value>,
-    kwargs: Vec<(K, Value)>,
-) -> Result<Vec<Value>, Error> {
-    if crate::overrides::function_modes_active()
-        || crate::overrides::values_overloaded(args.iter().chain(kwargs.iter().map(|(_, v)| v)))
-    {
-        return call_dispatch_protocol(table, api, args, kwargs);
-    }
-    call_dispatch_unchecked(table, api, args, kwargs)
-}
-
-/// [`call_dispatch`] with tensor-like arguments or an active function mode: the
-/// call is parsed first (a call the parser rejects never reaches a handler, as in
-/// PyTorch), then offered to the handlers as the binding's function
-/// (`torch.add`, `Tensor.add`). Bindings the runtime's own table does not have
-/// (other schema files) run without the protocol.
-#[cold]
-fn call_dispatch_protocol<K: AsRef<str> + Into<String>>(
-    table: &ApiTable,
-    api: &str,
-    args: Vec<Value>,
-    kwargs: Vec<(K, Value)>,
-) -> Result<Vec<Value>, Error> {
-    let kwargs: Vec<(String, Value)> = kwargs.into_iter().map(|(k, v)| (k.into(), v)).collect();
-    let binding = table
-        .get(api)
-        .ok_or_else(|| Error::UnknownOp(api.to_string().into()))?;
-    let schema_of = |n: &str| crate::OpId::from_name(n).map(|id| id.schema());
-    let (receiver, rest, rest_kw) = receiver_and_rest(binding, api, args.clone(), kwargs.clone())?;
-    let (parsed, classes) = binding
-        .parser
-        .parse_overloaded(receiver.as_ref(), &rest, &rest_kw)?;
-    bind_parsed(binding, &parsed, receiver, &schema_of)?;
-    match crate::overrides::Func::named(&binding.name.replacen("Tensor.", "torch.Tensor.", 1)) {
-        Some(func) => {
-            crate::overrides::handle_boxed_with(func, classes, &args, &kwargs).map(|v| match v {
-                Value::List(vs) => vs,
-                v => vec![v],
-            })
-        }
-        None => call_dispatch_unchecked(table, api, args, kwargs),
-    }
-}
-
 /// [`call_dispatch`] without the function-level override protocol.
 pub fn call_dispatch_unchecked<K: AsRef<str> + Into<String>>(
     table: &ApiTable,
@@ -1074,3 +1013,27 @@ pub fn call(
 
 #[cfg(test)]
 mod tests;
+
+impl crate::registry::Registry {
+    /// The Python-API parsers for this registry's bindings (built once, on first
+    /// use); the runtime's own ([`crate::argparse::ApiTable::builtin`]) for a
+    /// registry without bindings.
+    pub fn api_table(&self) -> Result<std::sync::Arc<ApiTable>, Error> {
+        let mut failed = None;
+        let table = self.derived(|| {
+            let table = if self.bindings().is_empty() {
+                ApiTable::builtin()
+            } else {
+                ApiTable::from_bindings(self.bindings()).unwrap_or_else(|e| {
+                    failed = Some(e);
+                    ApiTable::builtin()
+                })
+            };
+            std::sync::Arc::new(table)
+        });
+        if let Some(e) = failed {
+            return Err(Error::Runtime(e.into()));
+        }
+        table.ok_or_else(|| Error::Runtime("the registry's derived data is not an ApiTable".into()))
+    }
+}

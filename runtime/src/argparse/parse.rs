@@ -68,7 +68,7 @@ fn is_int_list(v: &Value, size: usize, symint: bool, failed: &mut Option<usize>)
 /// handler to take the call.
 pub(crate) fn is_duck(v: &Value) -> bool {
     matches!(v, Value::Tensor(t) if t.class().is_some_and(|c| !c.is_tensor_subclass() && c.has_torch_function()))
-        && crate::overrides::subclass_handlers_enabled()
+        && crate::flags::subclass_handlers_enabled()
 }
 
 /// The Python type name of `v` for messages: a tensor-like's class name.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::overrides::call_dispatch;
 use crate::Tensor;
 
 fn t() -> Value {

@@ -19,13 +19,12 @@
 //! load. Kernels are never freed (operators live for the whole program, as in
 //! PyTorch).
 
-mod keys;
 pub(crate) mod linked;
 pub mod typed;
 
 use linked::{KernelEntry, Library, KERNELS, LIBRARIES, OPERATOR_DEFS};
 
-pub use keys::{DispatchKey, KeySet, LocalKeys, RUNTIME_KEYS};
+pub use crate::keys::{DispatchKey, KeySet, LocalKeys, RUNTIME_KEYS};
 
 use crate::error::{DuplicateKernel, Error, NoKernel, Result};
 use crate::schema::OpSchema;
@@ -136,8 +135,16 @@ pub struct Kernel {
     /// The schema the kernel was written for (typed kernels): registration
     /// refuses it for an operator with another schema.
     schema: Option<&'static str>,
+    /// For a fallback that can take a typed call with its arguments unboxed.
+    typed_fallback: Option<TypedFallback>,
     source: String,
 }
+
+/// A fallback kernel's entry for typed calls: the operator, the arguments' keys,
+/// and the arguments (boxed only on request, see [`typed::TypedArgs`]); the
+/// result as one value.
+pub type TypedFallback =
+    fn(op: &'static Operator, arg_keys: KeySet, args: &mut typed::TypedArgs<'_>) -> Result<Value>;
 
 impl Kernel {
     /// A fallthrough kernel.
@@ -146,6 +153,7 @@ impl Kernel {
             boxed: Boxed::Fallthrough,
             unboxed: None,
             schema: None,
+            typed_fallback: None,
             source: source.into(),
         }
     }
@@ -159,8 +167,22 @@ impl Kernel {
             boxed: Boxed::Dyn(std::sync::Arc::new(f)),
             unboxed: None,
             schema: None,
+            typed_fallback: None,
             source: source.into(),
         }
+    }
+
+    /// The same kernel, also taking typed calls with their arguments unboxed
+    /// (for a key's fallback, such as the override protocols' `Python` key).
+    pub fn with_typed_fallback(mut self, f: TypedFallback) -> Kernel {
+        self.typed_fallback = Some(f);
+        self
+    }
+
+    /// The entry for typed calls of a fallback, if it has one.
+    #[inline]
+    pub fn typed_fallback(&self) -> Option<TypedFallback> {
+        self.typed_fallback
     }
 
     /// A kernel collected at link time (`#[kernel]`, `#[op]`).
@@ -169,6 +191,7 @@ impl Kernel {
             boxed: Boxed::Fn(e.boxed),
             unboxed: Some((e.unboxed)()),
             schema: Some(e.schema),
+            typed_fallback: None,
             source: format!("{}:{}", e.file, e.line),
         }
     }
@@ -231,8 +254,9 @@ pub struct Operator {
     defined_at: Option<String>,
     /// For an operator a crate's own schema file declares: where.
     declared_at: Option<String>,
-    /// Its handle (`torch.ops.<ns>.<name>.<overload>`), made on first use.
-    pub(crate) handle: OnceLock<&'static crate::overrides::OpOverload>,
+    /// Data an upper layer attaches to the operator once (the override
+    /// protocols' handle, `torch.ops.<ns>.<name>.<overload>`).
+    attached: OnceLock<&'static (dyn std::any::Any + Send + Sync)>,
     /// A registration conflict involving this operator: every call returns it.
     poison: OnceLock<Error>,
 }
@@ -253,9 +277,23 @@ impl Operator {
             active: AtomicU32::new(0),
             defined_at: None,
             declared_at: None,
-            handle: OnceLock::new(),
+            attached: OnceLock::new(),
             poison: OnceLock::new(),
         }
+    }
+
+    /// The data an upper layer attached to this operator, made by `init` on
+    /// first use (the override protocols keep the operator's handle here).
+    pub fn attach_with(
+        &self,
+        init: impl FnOnce() -> &'static (dyn std::any::Any + Send + Sync),
+    ) -> &'static (dyn std::any::Any + Send + Sync) {
+        *self.attached.get_or_init(init)
+    }
+
+    /// The data attached with [`Operator::attach_with`], if any yet.
+    pub fn attached(&self) -> Option<&'static (dyn std::any::Any + Send + Sync)> {
+        self.attached.get().copied()
     }
 
     /// The registration conflict that disabled this operator, if any.

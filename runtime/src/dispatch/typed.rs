@@ -76,9 +76,9 @@ where
     A: Args,
     R: Returns,
 {
-    if key == DispatchKey::Python
-        && !arg_keys.has(DispatchKey::Python)
-        && crate::overrides::is_python_fallback(kernel)
+    if let Some(fallback) = kernel
+        .typed_fallback()
+        .filter(|_| key == DispatchKey::Python && !arg_keys.has(DispatchKey::Python))
     {
         // The arguments stay typed: a kernel below is called with them (or a
         // copy of them), and they are boxed only if the handler asks. Arguments
@@ -113,7 +113,7 @@ where
                     }
                 }
             };
-        return crate::overrides::python_typed(op, arg_keys, &mut typed);
+        return R::from_value(fallback(op, arg_keys, &mut typed)?);
     }
     let mut values = Vec::new();
     args.to_values(&mut values);

@@ -88,6 +88,35 @@ impl fmt::Display for Class {
     }
 }
 
+impl crate::tensor::TensorClass for Class {
+    fn name(&self) -> &str {
+        Class::name(self)
+    }
+    fn qualname(&self) -> String {
+        Class::qualname(self)
+    }
+    fn is_tensor_subclass(&self) -> bool {
+        Class::is_tensor_subclass(self)
+    }
+    fn has_torch_function(&self) -> bool {
+        Class::has_torch_function(self)
+    }
+    fn repr_of(&self, t: &crate::Tensor) -> Option<String> {
+        Class::repr_of(self, t)
+    }
+    fn clone_class(&self) -> Box<dyn crate::tensor::TensorClass> {
+        Box::new(self.clone())
+    }
+}
+
+/// The class of an instance's extension data (every `Ext` is made here, with a
+/// [`Class`]; anything else is no class of the protocol's).
+#[inline]
+pub(crate) fn class_of(ext: &crate::tensor::Ext) -> Option<&Class> {
+    let any: &dyn std::any::Any = &*ext.class;
+    any.downcast_ref::<Class>()
+}
+
 impl Class {
     /// Starts a subclass of `Tensor` (`class Name(torch.Tensor)`). It inherits
     /// `Tensor.__torch_function__` unless given its own.

@@ -134,7 +134,8 @@ pub(crate) fn install_fallback() {
     FALLBACK.get_or_init(|| {
         dispatcher().register_fallback(
             DispatchKey::Python,
-            Kernel::from_closure("opforge::overrides::dispatch", python_key),
+            Kernel::from_closure("opforge::overrides::dispatch", python_key)
+                .with_typed_fallback(python_typed),
         )
     });
 }
@@ -302,21 +303,14 @@ fn all_declined(func: &OpOverload, declined: Vec<String>) -> Error {
     Error::Type(msg.into())
 }
 
-/// Is `kernel` the `Python` key's fallback (not an operator's own kernel there)?
-#[inline]
-pub(crate) fn is_python_fallback(kernel: &Kernel) -> bool {
-    FALLBACK.get().is_some_and(|f| std::ptr::eq(*f, kernel))
-}
-
 /// The `Python` key's fallback for a typed call that a dispatch mode brought
 /// there (no argument has a dispatch class): the mode's handler gets the call
 /// with its arguments unboxed.
-#[inline]
-pub(crate) fn python_typed<R: crate::value::Returns>(
+fn python_typed(
     op: &'static Operator,
     arg_keys: KeySet,
     args: &mut TypedArgs<'_>,
-) -> Result<R> {
+) -> Result<Value> {
     let handle = OpOverload::of(op);
     let call = DispatchCall {
         func: handle,
@@ -334,7 +328,7 @@ pub(crate) fn python_typed<R: crate::value::Returns>(
         Some(v) => returns(handle, v).map(super::one_value)?,
         None => call.redispatch()?,
     };
-    R::from_value(v)
+    Ok(v)
 }
 
 /// The classes with a dispatch handler among the tensors, in handler order (the
@@ -372,7 +366,7 @@ fn python_key(op: &Operator, keys: KeySet, values: &[Value]) -> Result<Vec<Value
 
 /// The handle of a dispatched operator (kernels receive a plain reference).
 fn overload_of(op: &Operator) -> &'static OpOverload {
-    if let Some(h) = op.handle.get() {
+    if let Some(h) = OpOverload::attached_to(op) {
         return h;
     }
     let s = op.schema;

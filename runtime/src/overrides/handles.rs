@@ -6,7 +6,7 @@
 use super::{one_value, Func};
 use crate::dispatch::{dispatcher, DispatchKey, KeySet, Operator};
 use crate::error::{Error, Result};
-use crate::registry::Overload;
+use crate::packet::Overload;
 use crate::schema::OpSchema;
 use crate::value::Value;
 use opforge_schema::signature::split_call;
@@ -83,7 +83,7 @@ static PACKETS: std::sync::LazyLock<Mutex<HashMap<String, &'static OpPacket>>> =
 impl OpOverload {
     /// The handle of a dispatcher operator (made once per operator).
     pub fn of(op: &'static Operator) -> &'static OpOverload {
-        op.handle.get_or_init(|| {
+        let make = || -> &'static OpOverload {
             let s = op.schema;
             let text: &'static str =
                 Box::leak(format!("{}::{}", s.namespace, s.schema).into_boxed_str());
@@ -97,7 +97,17 @@ impl OpOverload {
                 },
                 packet_name: format!("{}::{}", s.namespace, s.base),
             }))
-        })
+        };
+        // Only this function attaches data to operators; a failed downcast
+        // cannot happen, and would only cost a second handle.
+        op.attach_with(|| make())
+            .downcast_ref::<OpOverload>()
+            .unwrap_or_else(make)
+    }
+
+    /// The handle attached to `op`, if one was made.
+    pub(crate) fn attached_to(op: &Operator) -> Option<&'static OpOverload> {
+        op.attached()?.downcast_ref::<OpOverload>()
     }
 
     /// `torch.ops.<ns>.<base>.<overload>` (`default` for the unnamed overload).

@@ -6,7 +6,7 @@
 //! Every generated function (`torch::add`), `Tensor` method (`t.add(&u)`),
 //! operator (`&a + &b` is `Tensor.add`), operator handle (`ops::add_Tensor` is
 //! `aten.add.Tensor`), property getter (`t.get_shape()`), indexing
-//! (`t.getitem(..)`) and boxed API call ([`crate::argparse::call_dispatch`]) first
+//! (`t.getitem(..)`) and boxed API call ([`call_dispatch`]) first
 //! looks at its tensor arguments. A plain tensor costs one pointer test. If an
 //! argument is a subclass instance or a duck tensor-like ([`Class`]), or a function
 //! mode is active ([`push_function_mode`]), the call is offered to handlers:
@@ -47,6 +47,7 @@
 //! below autograd and after composite-implicit decomposition, and receives the
 //! operator handle and normalized arguments ([`DispatchCall`]).
 
+mod api_call;
 mod class;
 mod dispatch;
 mod func;
@@ -57,15 +58,16 @@ mod members;
 mod state;
 mod tensor;
 
+pub use crate::flags::function_modes_active;
+pub use api_call::call_dispatch;
 pub use class::{Class, ClassBuilder, TorchDispatchFn, TorchFunctionFn};
 pub use dispatch::{
     dispatch_mode_stack, push_dispatch_mode, DispatchCall, DispatchModeGuard, TorchDispatchMode,
 };
-pub(crate) use dispatch::{is_python_fallback, python_typed};
 pub use func::{is_tensor_method_or_property, resolve_name, BoxedImpl, ExternalFn, Func, Member};
 pub use handles::{ops, OpNamespace, OpOverload, OpPacket};
 pub use implements::HandledFunctions;
-pub use state::{function_mode_stack, function_modes_active, DisableGuard, FunctionModeGuard};
+pub use state::{function_mode_stack, DisableGuard, FunctionModeGuard};
 pub use tensor::TensorIndex;
 
 use crate::argparse::ApiTable;
@@ -294,7 +296,7 @@ impl<'a> FunctionCall<'a> {
     /// The class data of an argument that is a plain instance of `cls` (results
     /// converted to `cls` share it instead of allocating their own).
     fn instance_of(&self, cls: &Class) -> Option<&'a Arc<crate::tensor::Ext>> {
-        if let Some(e) = self.like.filter(|e| &e.class == cls) {
+        if let Some(e) = self.like.filter(|e| class::class_of(e) == Some(cls)) {
             return Some(e);
         }
         let mut found = None;
@@ -303,7 +305,7 @@ impl<'a> FunctionCall<'a> {
                 if found.is_none() {
                     found = t
                         .ext_arc()
-                        .filter(|e| &e.class == cls && e.payload.is_none());
+                        .filter(|e| class::class_of(e) == Some(cls) && e.payload.is_none());
                 }
             });
         }
@@ -343,7 +345,7 @@ fn to_class(t: Tensor, cls: &Class) -> Result<Tensor> {
         Ok(t)
     } else if cls.is_tensor_subclass() {
         Ok(t.with_class_of(&Arc::new(crate::tensor::Ext {
-            class: cls.clone(),
+            class: Box::new(cls.clone()),
             keys: cls.keys(),
             payload: None,
         })))
@@ -361,7 +363,10 @@ pub trait IntoSubclass: Sized {
     /// fresh result tensor).
     #[doc(hidden)]
     fn into_subclass_like(self, ext: &Arc<crate::tensor::Ext>) -> Result<Self> {
-        self.into_subclass(&ext.class)
+        match class::class_of(ext) {
+            Some(c) => self.into_subclass(c),
+            None => Ok(self),
+        }
     }
 }
 
@@ -372,7 +377,7 @@ impl IntoSubclass for Tensor {
 
     #[inline]
     fn into_subclass_like(self, ext: &Arc<crate::tensor::Ext>) -> Result<Self> {
-        if self.is_instance(&ext.class) {
+        if class::class_of(ext).is_none_or(|c| self.is_instance(c)) {
             Ok(self)
         } else {
             Ok(self.with_class_of(ext))
@@ -588,7 +593,7 @@ fn active_candidates(cands: Vec<Class>) -> Vec<Class> {
 /// The class of `t` if it is a duck tensor-like (not a tensor).
 fn duck_class(t: &Tensor) -> Option<&Class> {
     t.ext()
-        .map(|e| &e.class)
+        .and_then(class::class_of)
         .filter(|c| !c.is_tensor_subclass())
 }
 
@@ -639,11 +644,6 @@ pub(crate) fn handle_boxed_with(
     }
 }
 
-/// Do tensor-likes' handlers run on this thread now (no disabling guard)?
-pub(crate) fn subclass_handlers_enabled() -> bool {
-    state::flags().subclasses()
-}
-
 /// `torch.overrides.handle_torch_function(public_api, relevant_args, *args, **kwargs)`:
 /// offers a call of `func` to the modes and to the classes of the tensor-likes in
 /// `relevant`; `Ok(None)` when none applies (run the function's own body).
@@ -664,25 +664,28 @@ enum Candidates<'t> {
     Nobody,
     /// One class has a handler; `ext` is an instance of it (a plain one, with no
     /// payload, if any argument is).
-    One(&'t Arc<crate::tensor::Ext>),
+    One(&'t Arc<crate::tensor::Ext>, &'t Class),
     /// Several classes have handlers.
     Many,
 }
 
 fn scan<'t>(relevant: &[&'t dyn Relevant]) -> Candidates<'t> {
-    let mut one: Option<&'t Arc<crate::tensor::Ext>> = None;
+    let mut one: Option<(&'t Arc<crate::tensor::Ext>, &'t Class)> = None;
     let mut many = false;
     for r in relevant {
         r.each(&mut |t| {
             let Some(ext) = t.ext_arc() else { return };
-            if !ext.class.has_torch_function() {
+            let Some(class) = class::class_of(ext) else {
+                return;
+            };
+            if !class.has_torch_function() {
                 return;
             }
             match one {
-                None => one = Some(ext),
-                Some(o) if o.class == ext.class => {
+                None => one = Some((ext, class)),
+                Some((o, oc)) if oc == class => {
                     if o.payload.is_some() && ext.payload.is_none() {
-                        one = Some(ext);
+                        one = Some((ext, class));
                     }
                 }
                 Some(_) => many = true,
@@ -691,7 +694,7 @@ fn scan<'t>(relevant: &[&'t dyn Relevant]) -> Candidates<'t> {
     }
     match (many, one) {
         (true, _) => Candidates::Many,
-        (false, Some(ext)) => Candidates::One(ext),
+        (false, Some((ext, class))) => Candidates::One(ext, class),
         (false, None) => Candidates::Nobody,
     }
 }
@@ -884,8 +887,8 @@ fn typed_with<R: TypedRet>(
         Candidates::Nobody => (&[], None),
         // One class with `Tensor.__torch_function__` and no mode: what that
         // handler does, without boxing or allocating.
-        Candidates::One(ext)
-            if !modes && matches!(ext.class.0.function, class::FunctionSlot::Default) =>
+        Candidates::One(ext, class)
+            if !modes && matches!(class.0.function, class::FunctionSlot::Default) =>
         {
             let out = run()?;
             return if nowrap {
@@ -895,8 +898,8 @@ fn typed_with<R: TypedRet>(
             };
         }
         // The one class is borrowed from its instance: no list to build.
-        Candidates::One(ext) => (
-            std::slice::from_ref(&ext.class),
+        Candidates::One(ext, class) => (
+            std::slice::from_ref(class),
             Some(ext).filter(|e| e.payload.is_none()),
         ),
         Candidates::Many => {

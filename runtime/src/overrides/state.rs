@@ -1,67 +1,24 @@
 //! Thread-local state of the function-level protocol: the mode stack and the
 //! disabling guards (PyTorch's `TorchFunctionMode` stack and `torch._C.DisableTorchFunction*`).
 //!
-//! Every overridable call reads [`Flags`] (one `Cell`, no destructor) to learn
-//! whether a mode is active; the stack itself is only touched when one is.
+//! Every overridable call reads the flags of [`crate::flags`] (one `Cell`, no
+//! destructor) to learn whether a mode is active; the stack itself is only
+//! touched when one is.
 
 use super::TorchFunctionMode;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
-/// Whether handlers run (`torch._C._TorchFunctionState`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Enabled {
-    /// Modes and subclass handlers run.
-    All,
-    /// Subclass handlers are skipped; modes run (`DisableTorchFunctionSubclass`).
-    ModesOnly,
-    /// Nothing runs (`DisableTorchFunction`), also modes entered inside.
-    Nothing,
-}
-
-/// What a call needs to know about the thread's state, read at once.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Flags {
-    /// Modes on the stack.
-    depth: u32,
-    /// The disabling guards' effect.
-    pub(crate) enabled: Enabled,
-}
-
-impl Flags {
-    /// Is a mode to be asked?
-    #[inline]
-    pub(crate) fn modes(self) -> bool {
-        self.depth != 0 && self.enabled != Enabled::Nothing
-    }
-
-    /// Are tensor-likes' handlers to be asked?
-    #[inline]
-    pub(crate) fn subclasses(self) -> bool {
-        self.enabled == Enabled::All
-    }
-}
+pub(crate) use crate::flags::{flags, Enabled};
+use crate::flags::{set_depth, set_enabled};
 
 type Mode = Arc<dyn TorchFunctionMode>;
 
 thread_local! {
-    static FLAGS: Cell<Flags> = const { Cell::new(Flags { depth: 0, enabled: Enabled::All }) };
     static MODES: RefCell<Vec<Mode>> = const { RefCell::new(Vec::new()) };
     /// The mode whose handler is running (owned by that handler's
     /// [`with_top_mode`] frame), for [`enable_current_mode`](super::enable_current_mode).
     static CURRENT: Cell<*const Mode> = const { Cell::new(std::ptr::null()) };
-}
-
-#[inline]
-pub(crate) fn flags() -> Flags {
-    FLAGS.with(Cell::get)
-}
-
-/// Is a function mode on this thread's stack (and not disabled)? The one check a
-/// plain call pays besides looking at its tensors.
-#[inline]
-pub fn function_modes_active() -> bool {
-    flags().modes()
 }
 
 pub(crate) fn enabled() -> Enabled {
@@ -75,7 +32,7 @@ fn push_mode(mode: Mode) {
         m.push(mode);
         m.len() as u32
     });
-    FLAGS.with(|f| f.set(Flags { depth, ..f.get() }));
+    set_depth(depth);
 }
 
 #[inline]
@@ -85,7 +42,7 @@ fn pop_mode() -> Option<Mode> {
         let mode = m.pop();
         (mode, m.len() as u32)
     });
-    FLAGS.with(|f| f.set(Flags { depth, ..f.get() }));
+    set_depth(depth);
     mode
 }
 
@@ -93,14 +50,6 @@ fn pop_mode() -> Option<Mode> {
 /// (`torch.overrides._get_current_function_mode_stack()`).
 pub fn function_mode_stack() -> Vec<Arc<dyn TorchFunctionMode>> {
     MODES.with(|m| m.borrow().clone())
-}
-
-fn set_enabled(enabled: Enabled) -> Enabled {
-    FLAGS.with(|f| {
-        let prev = f.get();
-        f.set(Flags { enabled, ..prev });
-        prev.enabled
-    })
 }
 
 /// The mode whose handler is running, if any.

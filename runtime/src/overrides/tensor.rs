@@ -162,7 +162,7 @@ macro_rules! property {
 impl Tensor {
     /// The class of a subclass instance, wrapper or duck (`None` for a plain tensor).
     pub fn class(&self) -> Option<&Class> {
-        self.ext().map(|e| &e.class)
+        self.ext().and_then(super::class::class_of)
     }
 
     /// `isinstance(self, cls)`.
@@ -204,7 +204,7 @@ impl Tensor {
             self.device(),
             self.geometry(),
             Ext {
-                class: cls.clone(),
+                class: Box::new(cls.clone()),
                 keys: cls.keys(),
                 payload,
             },
@@ -236,7 +236,7 @@ impl Tensor {
                 offset: 0,
             },
             Ext {
-                class: cls.clone(),
+                class: Box::new(cls.clone()),
                 keys: cls.keys(),
                 payload: Some(Arc::new(payload)),
             },
@@ -261,7 +261,7 @@ impl Tensor {
                 ..g
             },
             Ext {
-                class: cls.clone(),
+                class: Box::new(cls.clone()),
                 keys: cls.keys(),
                 payload: Some(Arc::new(payload)),
             },

@@ -11,10 +11,11 @@
 //! Arithmetic runs on ndarray views built over the storage ([`Tensor::with_view`])
 //! or owned arrays read from it ([`Tensor::to_array`]).
 
-mod dtype;
+mod class;
 mod objects;
 
-pub use dtype::{DType, Device, Element, Layout, MemoryFormat, Scalar};
+pub use crate::dtype::{DType, Device, Element, Layout, MemoryFormat, Scalar};
+pub use class::TensorClass;
 pub use objects::{Generator, QScheme, Stream};
 
 use crate::error::{Error, Result};
@@ -311,12 +312,12 @@ struct TensorInner {
 }
 
 /// What makes a tensor more than a plain tensor: its class (a tensor subclass or a
-/// duck tensor-like type, see [`crate::overrides`]), the dispatch keys the class
+/// duck tensor-like type, see [`TensorClass`]), the dispatch keys the class
 /// adds, and the instance's own data (a wrapper's inner tensor, a duck's fields).
 #[doc(hidden)]
 pub struct Ext {
-    pub(crate) class: crate::overrides::Class,
-    pub(crate) keys: crate::dispatch::KeySet,
+    pub(crate) class: Box<dyn TensorClass>,
+    pub(crate) keys: crate::keys::KeySet,
     pub(crate) payload: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
@@ -358,6 +359,12 @@ impl Tensor {
         self.0.ext.as_deref()
     }
 
+    /// The class of a tensor-like (subclass, wrapper or duck) instance; `None`
+    /// for a plain tensor.
+    pub fn tensor_class(&self) -> Option<&dyn TensorClass> {
+        self.0.ext.as_ref().map(|e| &*e.class)
+    }
+
     #[inline]
     pub(crate) fn ext_arc(&self) -> Option<&Arc<Ext>> {
         self.0.ext.as_ref()
@@ -371,7 +378,7 @@ impl Tensor {
             ext.clone()
         } else {
             Arc::new(Ext {
-                class: ext.class.clone(),
+                class: ext.class.clone_class(),
                 keys: ext.keys,
                 payload: None,
             })
@@ -516,8 +523,8 @@ impl Tensor {
 
     /// The dispatch keys this tensor contributes to a call.
     #[inline]
-    pub fn key_set(&self) -> crate::dispatch::KeySet {
-        let ks = crate::dispatch::KeySet::for_device(self.0.device);
+    pub fn key_set(&self) -> crate::keys::KeySet {
+        let ks = crate::keys::KeySet::for_device(self.0.device);
         match &self.0.ext {
             None => ks,
             Some(ext) => ks | ext.keys,
@@ -902,6 +909,13 @@ impl fmt::Display for Tensor {
             nest(&items, &shape),
             self.dtype()
         )
+    }
+}
+
+impl crate::keys::KeySet {
+    /// The dispatch keys of one tensor ([`Tensor::key_set`]).
+    pub fn of_tensor(t: &Tensor) -> crate::keys::KeySet {
+        t.key_set()
     }
 }
 

@@ -37,6 +37,7 @@ pub mod typed;
 pub use typed::{Arg, Args, CallWith, RetValue, Returns};
 
 use crate::error::{Error, Result};
+use crate::keys::KeySet;
 use crate::tensor::{
     DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
 };
@@ -352,5 +353,34 @@ impl<T: Returns> FromValues for T {
     #[inline]
     fn from_values(vs: Vec<Value>) -> Result<Self> {
         Returns::from_values(vs)
+    }
+}
+
+impl crate::keys::KeySet {
+    /// The union of the key sets of every tensor among `args` (also inside lists);
+    /// for a call without tensors, the backend of a `Device` argument (CPU if none),
+    /// as BackendSelect would pick it.
+    pub fn of_values(args: &[Value]) -> KeySet {
+        fn collect(args: &[Value], ks: &mut KeySet, device: &mut Option<crate::dtype::Device>) {
+            for v in args {
+                match v {
+                    Value::Tensor(t) => *ks = *ks | t.key_set(),
+                    Value::TensorList(ts) => ts.iter().for_each(|t| *ks = *ks | t.key_set()),
+                    Value::OptTensorList(ts) => {
+                        ts.iter().flatten().for_each(|t| *ks = *ks | t.key_set())
+                    }
+                    Value::List(vs) => collect(vs, ks, device),
+                    Value::Device(d) => *device = Some(*d),
+                    _ => {}
+                }
+            }
+        }
+        let mut ks = KeySet::EMPTY;
+        let mut device = None;
+        collect(args, &mut ks, &mut device);
+        if ks.highest_backend().is_none() {
+            ks = ks | KeySet::for_device(device.unwrap_or(crate::dtype::Device::Cpu));
+        }
+        ks
     }
 }

@@ -27,8 +27,8 @@
 //! ```
 
 use super::{mismatch, ToValue, Value};
-use crate::dispatch::KeySet;
 use crate::error::{Error, Result};
+use crate::keys::KeySet;
 use crate::tensor::{
     DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
 };

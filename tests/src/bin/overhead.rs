@@ -120,7 +120,7 @@ fn main() {
     };
     let mut api = || {
         black_box(
-            opforge::argparse::call_dispatch(
+            opforge::overrides::call_dispatch(
                 &table,
                 "torch.add",
                 vec![Value::Tensor(a.clone()), Value::Tensor(b.clone())],
@@ -131,7 +131,7 @@ fn main() {
     };
     let mut api_string_kw = || {
         black_box(
-            opforge::argparse::call_dispatch(
+            opforge::overrides::call_dispatch(
                 &table,
                 "torch.add",
                 vec![Value::Tensor(a.clone()), Value::Tensor(b.clone())],

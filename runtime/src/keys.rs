@@ -1,7 +1,6 @@
 //! Dispatch keys, key sets and the thread-local include/exclude sets.
 
-use crate::tensor::{Device, Tensor};
-use crate::value::Value;
+use crate::dtype::Device;
 use opforge_schema::model::RUNTIME_DISPATCH_KEYS;
 use std::cell::Cell;
 use std::fmt;
@@ -148,39 +147,6 @@ impl KeySet {
         KeySet::of(backend)
             .with(DispatchKey::ADInplaceOrView)
             .with(DispatchKey::Autograd)
-    }
-
-    /// The key set of a tensor.
-    #[inline]
-    pub fn of_tensor(t: &Tensor) -> KeySet {
-        t.key_set()
-    }
-
-    /// The union of the key sets of every tensor among `args` (also inside lists);
-    /// for a call without tensors, the backend of a `Device` argument (CPU if none),
-    /// as BackendSelect would pick it.
-    pub fn of_values(args: &[Value]) -> KeySet {
-        fn collect(args: &[Value], ks: &mut KeySet, device: &mut Option<Device>) {
-            for v in args {
-                match v {
-                    Value::Tensor(t) => *ks = *ks | t.key_set(),
-                    Value::TensorList(ts) => ts.iter().for_each(|t| *ks = *ks | t.key_set()),
-                    Value::OptTensorList(ts) => {
-                        ts.iter().flatten().for_each(|t| *ks = *ks | t.key_set())
-                    }
-                    Value::List(vs) => collect(vs, ks, device),
-                    Value::Device(d) => *device = Some(*d),
-                    _ => {}
-                }
-            }
-        }
-        let mut ks = KeySet::EMPTY;
-        let mut device = None;
-        collect(args, &mut ks, &mut device);
-        if ks.highest_backend().is_none() {
-            ks = ks | KeySet::for_device(device.unwrap_or(Device::Cpu));
-        }
-        ks
     }
 
     /// The highest-priority key.
