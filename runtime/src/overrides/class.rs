@@ -113,8 +113,7 @@ impl crate::tensor::TensorClass for Class {
 /// [`Class`]; anything else is no class of the protocol's).
 #[inline]
 pub(crate) fn class_of(ext: &crate::tensor::Ext) -> Option<&Class> {
-    let any: &dyn std::any::Any = &*ext.class;
-    any.downcast_ref::<Class>()
+    ext.class_as::<Class>()
 }
 
 impl Class {

@@ -344,11 +344,11 @@ fn to_class(t: Tensor, cls: &Class) -> Result<Tensor> {
     if t.is_instance(cls) {
         Ok(t)
     } else if cls.is_tensor_subclass() {
-        Ok(t.with_class_of(&Arc::new(crate::tensor::Ext {
-            class: Box::new(cls.clone()),
-            keys: cls.keys(),
-            payload: None,
-        })))
+        Ok(t.with_class_of(&Arc::new(crate::tensor::Ext::new(
+            cls.clone(),
+            cls.keys(),
+            None,
+        ))))
     } else {
         t.as_subclass(cls)
     }
@@ -499,7 +499,7 @@ pub fn collect_values(args: &[Value], kwargs: &[(String, Value)]) -> Vec<Class> 
 /// `torch.overrides.is_tensor_like`: a plain tensor or anything whose class has a
 /// `__torch_function__`.
 pub fn is_tensor_like(t: &Tensor) -> bool {
-    t.ext().is_none_or(|e| e.class.has_torch_function())
+    t.ext().is_none_or(|e| e.class().has_torch_function())
 }
 
 /// `torch.overrides.has_torch_function`: would a call with these tensors consult
@@ -512,7 +512,7 @@ pub fn has_torch_function<'t>(tensors: impl IntoIterator<Item = &'t Tensor>) -> 
             function_modes_active()
                 || tensors
                     .into_iter()
-                    .any(|t| t.ext().is_some_and(|e| e.class.has_torch_function()))
+                    .any(|t| t.ext().is_some_and(|e| e.class().has_torch_function()))
         }
     }
 }

@@ -203,11 +203,7 @@ impl Tensor {
             self.dtype(),
             self.device(),
             self.geometry(),
-            Ext {
-                class: Box::new(cls.clone()),
-                keys: cls.keys(),
-                payload,
-            },
+            Ext::new(cls.clone(), cls.keys(), payload),
         ))
     }
 
@@ -235,11 +231,7 @@ impl Tensor {
                 strides: vec![1],
                 offset: 0,
             },
-            Ext {
-                class: Box::new(cls.clone()),
-                keys: cls.keys(),
-                payload: Some(Arc::new(payload)),
-            },
+            Ext::new(cls.clone(), cls.keys(), Some(Arc::new(payload))),
         ))
     }
 
@@ -260,11 +252,7 @@ impl Tensor {
                 storage: Storage::new(Buffer::Meta(len)),
                 ..g
             },
-            Ext {
-                class: Box::new(cls.clone()),
-                keys: cls.keys(),
-                payload: Some(Arc::new(payload)),
-            },
+            Ext::new(cls.clone(), cls.keys(), Some(Arc::new(payload))),
         ))
     }
 

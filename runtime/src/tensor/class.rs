@@ -19,6 +19,7 @@ pub trait TensorClass: Any + Send + Sync {
     fn has_torch_function(&self) -> bool;
     /// The class's own printing of an instance, if it has one.
     fn repr_of(&self, t: &Tensor) -> Option<String>;
-    /// The same class (classes are handles: compare equal).
+    /// The same class (classes are handles: compare equal), of the same
+    /// concrete type.
     fn clone_class(&self) -> Box<dyn TensorClass>;
 }

@@ -316,9 +316,61 @@ struct TensorInner {
 /// adds, and the instance's own data (a wrapper's inner tensor, a duck's fields).
 #[doc(hidden)]
 pub struct Ext {
-    pub(crate) class: Box<dyn TensorClass>,
+    /// The class, and the type id of its concrete type (set together by
+    /// [`Ext::new`], the only constructor, so [`Ext::class_as`] can trust it).
+    class: Box<dyn TensorClass>,
+    class_type: std::any::TypeId,
     pub(crate) keys: crate::keys::KeySet,
     pub(crate) payload: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+impl Ext {
+    /// A tensor-like's class (of concrete type `C`), the keys it adds, and the
+    /// instance's data.
+    pub(crate) fn new<C: TensorClass>(
+        class: C,
+        keys: crate::keys::KeySet,
+        payload: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    ) -> Ext {
+        Ext {
+            class: Box::new(class),
+            class_type: std::any::TypeId::of::<C>(),
+            keys,
+            payload,
+        }
+    }
+
+    /// The class.
+    #[inline]
+    pub(crate) fn class(&self) -> &dyn TensorClass {
+        &*self.class
+    }
+
+    /// The class as its concrete type, if it is a `C` (one comparison, no
+    /// virtual call: the protocols ask on every call with a tensor-like).
+    #[inline]
+    pub(crate) fn class_as<C: TensorClass>(&self) -> Option<&C> {
+        if self.class_type == std::any::TypeId::of::<C>() {
+            let p: *const dyn TensorClass = &*self.class;
+            // SAFETY: `class_type` is the `TypeId` of the concrete type behind
+            // `class`: `Ext::new` sets both from one `C`, the fields are private to
+            // this module, and `class` is never replaced. Equal ids: the trait
+            // object points at a live `C` owned by `self`, borrowed for `&self`.
+            Some(unsafe { &*p.cast::<C>() })
+        } else {
+            None
+        }
+    }
+
+    /// The same class, keys and no payload.
+    fn without_payload(&self) -> Ext {
+        Ext {
+            class: self.class.clone_class(),
+            class_type: self.class_type,
+            keys: self.keys,
+            payload: None,
+        }
+    }
 }
 
 /// A tensor handle. `clone` is cheap and yields the same tensor (identity, not a
@@ -362,7 +414,7 @@ impl Tensor {
     /// The class of a tensor-like (subclass, wrapper or duck) instance; `None`
     /// for a plain tensor.
     pub fn tensor_class(&self) -> Option<&dyn TensorClass> {
-        self.0.ext.as_ref().map(|e| &*e.class)
+        self.0.ext.as_ref().map(|e| e.class())
     }
 
     #[inline]
@@ -377,11 +429,7 @@ impl Tensor {
         let ext = if ext.payload.is_none() {
             ext.clone()
         } else {
-            Arc::new(Ext {
-                class: ext.class.clone_class(),
-                keys: ext.keys,
-                payload: None,
-            })
+            Arc::new(ext.without_payload())
         };
         if let Some(inner) = Arc::get_mut(&mut self.0) {
             inner.ext = Some(ext);
@@ -844,20 +892,20 @@ impl fmt::Debug for Tensor {
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(ext) = self.ext() {
-            if let Some(r) = ext.class.repr_of(self) {
+            if let Some(r) = ext.class().repr_of(self) {
                 return f.write_str(&r);
             }
-            if !ext.class.is_tensor_subclass() {
-                return write!(f, "<{} object>", ext.class.qualname());
+            if !ext.class().is_tensor_subclass() {
+                return write!(f, "<{} object>", ext.class().qualname());
             }
             if self.device() != Device::Meta && matches!(*self.storage().read(), Buffer::Meta(_)) {
                 // A wrapper subclass: no data of its own.
                 return match self.payload::<Tensor>() {
-                    Some(inner) => write!(f, "{}({inner})", ext.class.name()),
+                    Some(inner) => write!(f, "{}({inner})", ext.class().name()),
                     None => write!(
                         f,
                         "{}(..., size={:?}, dtype={})",
-                        ext.class.name(),
+                        ext.class().name(),
                         self.shape(),
                         self.dtype()
                     ),
@@ -922,6 +970,61 @@ impl crate::keys::KeySet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct Dummy(&'static str);
+    impl TensorClass for Dummy {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn qualname(&self) -> String {
+            format!("test.{}", self.0)
+        }
+        fn is_tensor_subclass(&self) -> bool {
+            true
+        }
+        fn has_torch_function(&self) -> bool {
+            false
+        }
+        fn repr_of(&self, _: &Tensor) -> Option<String> {
+            None
+        }
+        fn clone_class(&self) -> Box<dyn TensorClass> {
+            Box::new(Dummy(self.0))
+        }
+    }
+
+    /// `Ext::class_as` gives the class back only as its own concrete type, also
+    /// after the class data is copied without its payload.
+    #[test]
+    fn a_class_comes_back_only_as_its_own_type() {
+        let ext = Ext::new(Dummy("D"), crate::keys::KeySet::EMPTY, None);
+        assert_eq!(ext.class_as::<Dummy>().map(|d| d.0), Some("D"));
+        struct Other;
+        impl TensorClass for Other {
+            fn name(&self) -> &str {
+                "O"
+            }
+            fn qualname(&self) -> String {
+                "O".into()
+            }
+            fn is_tensor_subclass(&self) -> bool {
+                false
+            }
+            fn has_torch_function(&self) -> bool {
+                false
+            }
+            fn repr_of(&self, _: &Tensor) -> Option<String> {
+                None
+            }
+            fn clone_class(&self) -> Box<dyn TensorClass> {
+                Box::new(Other)
+            }
+        }
+        assert!(ext.class_as::<Other>().is_none());
+        let copy = ext.without_payload();
+        assert_eq!(copy.class_as::<Dummy>().map(|d| d.0), Some("D"));
+        assert_eq!(copy.class().qualname(), "test.D");
+    }
 
     #[test]
     fn views_alias_their_base() {

@@ -1,0 +1,102 @@
+//! Runs one call path of the `overhead` benchmark `N` times and nothing else,
+//! for instruction counts that machine noise cannot move:
+//!
+//! ```text
+//! valgrind --tool=callgrind target/release/probe typed 10000
+//! valgrind --tool=callgrind target/release/probe typed 20000
+//! # instructions per call = (I(20000) - I(10000)) / 10000
+//! ```
+//!
+//! Paths: `direct`, `typed`, `boxed_api`, `subclass_plain`, `subclass_logging`,
+//! `function_mode`, `dispatch_mode` (as in `overhead`).
+
+use opforge::overrides::{
+    push_dispatch_mode, push_function_mode, Class, DispatchCall, FunctionCall, Handled,
+    TorchDispatchMode, TorchFunctionMode,
+};
+use opforge::{Scalar, Tensor, Value};
+use std::hint::black_box;
+use std::sync::Arc;
+
+struct PassFunction;
+impl TorchFunctionMode for PassFunction {
+    fn torch_function(&self, call: &FunctionCall<'_>) -> opforge::Result<Handled> {
+        call.call_func().map(Handled::Value)
+    }
+}
+
+struct PassDispatch;
+impl TorchDispatchMode for PassDispatch {
+    fn torch_dispatch(&self, call: &DispatchCall<'_>) -> opforge::Result<Handled> {
+        call.call_func().map(Handled::Value)
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (Some(path), Some(n)) = (
+        args.get(1),
+        args.get(2).and_then(|n| n.parse::<usize>().ok()),
+    ) else {
+        eprintln!("usage: probe PATH N");
+        std::process::exit(2);
+    };
+    let a = Tensor::from_vec(vec![1.5f32], &[1]).expect("tensor");
+    let b = Tensor::from_vec(vec![2.25f32], &[1]).expect("tensor");
+    let one = Scalar::Int(1);
+    let add = |x: &Tensor, y: &Tensor| {
+        black_box(opforge::ops::add_Tensor(black_box(x), black_box(y), one).expect("add"));
+    };
+    match path.as_str() {
+        "direct" => (0..n).for_each(|_| {
+            black_box(
+                opforge::kernels::cpu::add_Tensor(black_box(&a), black_box(&b), one).expect("add"),
+            );
+        }),
+        "typed" => (0..n).for_each(|_| add(&a, &b)),
+        "boxed_api" => {
+            let table = opforge::argparse::ApiTable::builtin();
+            (0..n).for_each(|_| {
+                black_box(
+                    opforge::overrides::call_dispatch(
+                        &table,
+                        "torch.add",
+                        vec![Value::Tensor(a.clone()), Value::Tensor(b.clone())],
+                        vec![("alpha", Value::Int(2))],
+                    )
+                    .expect("add"),
+                );
+            })
+        }
+        "subclass_plain" => {
+            let plain = Class::subclass("Plain").build();
+            let (pa, pb) = (
+                a.as_subclass(&plain).unwrap(),
+                b.as_subclass(&plain).unwrap(),
+            );
+            (0..n).for_each(|_| add(&pa, &pb))
+        }
+        "subclass_logging" => {
+            let logging = Class::subclass("Logging")
+                .torch_function(|cls, call| call.default(cls))
+                .build();
+            let (la, lb) = (
+                a.as_subclass(&logging).unwrap(),
+                b.as_subclass(&logging).unwrap(),
+            );
+            (0..n).for_each(|_| add(&la, &lb))
+        }
+        "function_mode" => {
+            let _mode = push_function_mode(Arc::new(PassFunction));
+            (0..n).for_each(|_| add(&a, &b))
+        }
+        "dispatch_mode" => {
+            let _mode = push_dispatch_mode(Arc::new(PassDispatch));
+            (0..n).for_each(|_| add(&a, &b))
+        }
+        other => {
+            eprintln!("unknown path {other}");
+            std::process::exit(2);
+        }
+    }
+}
