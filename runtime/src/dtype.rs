@@ -199,7 +199,18 @@ impl MemoryFormat {
     }
 }
 
-/// A Python-like number: what `Scalar` arguments hold.
+/// A Python-like number: what `Scalar` arguments hold. Numbers convert into
+/// one, and it promotes as a Python number does (an int with a float tensor
+/// stays float; a float with an int tensor gives the default float dtype).
+///
+/// ```
+/// use opforge::{DType, Scalar, Tensor};
+/// assert_eq!(Scalar::from(2.5), Scalar::Float(2.5));
+/// let ints = Tensor::from_vec(vec![1i32, 2], &[2])?;
+/// let r = opforge::torch::add_scalar(&ints, Scalar::Float(0.5))?;
+/// assert_eq!((r.dtype(), r.to_vec::<f32>()?), (DType::Float32, vec![1.5, 2.5]));
+/// # Ok::<(), opforge::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar {
     /// `True` / `False`

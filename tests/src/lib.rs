@@ -33,3 +33,9 @@ pub fn corpus(file: &str) -> PathBuf {
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// The workspace README's Rust snippets, compiled and run as this crate's
+/// doctests (`cargo test --workspace` runs them). Snippets of other crates'
+/// files (`rust,ignore`) are checked against those files by `tests/readme.rs`.
+#[doc = include_str!("../../README.md")]
+pub mod readme {}

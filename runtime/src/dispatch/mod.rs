@@ -238,7 +238,25 @@ impl Kernel {
     }
 }
 
-/// One operator overload in the dispatcher.
+/// One operator overload in the dispatcher: its schema and a kernel slot per
+/// dispatch key. A call picks the highest key of its arguments' key set that
+/// has a kernel.
+///
+/// ```
+/// use opforge::dispatch::{dispatcher, DispatchKey, Kernel};
+/// use opforge::{Tensor, Value};
+/// let op = dispatcher().find("aten::neg").unwrap();
+/// assert_eq!(op.schema.schema, "neg(Tensor self) -> Tensor");
+/// let t = Tensor::from_vec(vec![-1.0f32], &[1])?;
+/// let (_, key) = op.kernel(t.key_set())?; // where a call with `t` goes
+/// assert_eq!(key, DispatchKey::CPU);
+/// let out = op.call_boxed(&[Value::Tensor(t)])?;
+/// assert_eq!(out[0].as_tensor().unwrap().to_vec::<f32>()?, vec![1.0]);
+/// // A second kernel for a key is an error; replacing one is explicit.
+/// let k = || Kernel::from_closure("doc", |_, _, args: &[Value]| Ok(args.to_vec()));
+/// assert!(op.register(DispatchKey::CPU, k()).is_err());
+/// # Ok::<(), opforge::Error>(())
+/// ```
 pub struct Operator {
     /// Its schema.
     pub schema: &'static OpSchema,
@@ -624,7 +642,19 @@ fn find_dynamic(dynamic: &[&'static Operator], name: &str) -> Option<&'static Op
 type Fallbacks = [Option<&'static Kernel>; RUNTIME_KEYS];
 
 /// The process-wide dispatcher: the operators of the generated tables (indexed by
-/// `OpId`) plus operators defined at run time.
+/// `OpId`), those of crates with schema files of their own, and those defined
+/// at run time; built on first use, with every kernel linked into the program.
+///
+/// ```
+/// use opforge::dispatch::{dispatcher, DispatchKey};
+/// use opforge::OpId;
+/// let d = dispatcher();
+/// assert!(d.registration_errors().is_empty());
+/// let neg = d.op(OpId::neg); // by id (what the typed API uses)
+/// assert!(std::ptr::eq(neg, d.find("aten::neg").unwrap())); // or by name
+/// assert!(d.overloads("aten", "add").iter().any(|op| op.schema.name == "add.Scalar"));
+/// assert!(neg.registered_keys().contains(&DispatchKey::CPU));
+/// ```
 pub struct Dispatcher {
     builtin: &'static [Operator],
     dynamic: RwLock<Vec<&'static Operator>>,

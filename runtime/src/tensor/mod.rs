@@ -375,6 +375,22 @@ impl Ext {
 
 /// A tensor handle. `clone` is cheap and yields the same tensor (identity, not a
 /// copy); use [`Tensor::deep_clone`] for a copy.
+///
+/// A tensor is a dtype, a device and a geometry (shape, strides, offset) over a
+/// storage that its views share: writing through a view writes the base.
+///
+/// ```
+/// use opforge::{DType, Device, Scalar, Tensor};
+/// let t = Tensor::from_vec(vec![1i64, 2, 3, 4, 5, 6], &[2, 3])?;
+/// assert_eq!((t.shape(), t.strides(), t.dtype()), (vec![2, 3], vec![3, 1], DType::Int64));
+/// let col = t.select(1, 0)?; // a view: [1, 4]
+/// let mut c = col.clone(); // the same tensor (a handle)
+/// c.fill_(Scalar::Int(0))?;
+/// assert_eq!(t.to_vec::<i64>()?, vec![0, 2, 3, 0, 5, 6]);
+/// let m = Tensor::zeros(&[2, 3], DType::Float32, Device::Meta); // shapes only
+/// assert_eq!(opforge::torch::sum(&m)?.device(), Device::Meta);
+/// # Ok::<(), opforge::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Tensor(Arc<TensorInner>);
 

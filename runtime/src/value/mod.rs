@@ -44,7 +44,24 @@ use crate::tensor::{
 use opforge_schema::scalar_type::ScalarType;
 use std::fmt;
 
-/// One boxed value.
+/// One boxed value: an argument or result of a boxed call (PyTorch's
+/// `IValue`). Typed values convert to and from it through the schema type
+/// mapping of this module ([`ToValue`], [`FromValue`]).
+///
+/// ```
+/// use opforge::value::{FromValue, ToValue};
+/// use opforge::{Tensor, Value};
+/// let t = Tensor::from_vec(vec![1.0f32], &[1])?;
+/// let v = (&t).to_value();
+/// assert_eq!(v.type_name(), "Tensor");
+/// let back: &Tensor = FromValue::from_value(&v)?;
+/// assert!(back.is_same(&t)); // the same tensor, not a copy
+/// let list = Value::IntList(vec![0, 1]);
+/// let dims: &[i64] = FromValue::from_value(&list)?;
+/// assert_eq!(dims, &[0, 1]);
+/// assert!(<i64 as FromValue>::from_value(&Value::Str("x".into())).is_err());
+/// # Ok::<(), opforge::Error>(())
+/// ```
 ///
 /// The tag is a full word (`repr(u64)`) so that every payload sits at offset 8:
 /// moving a `Value` is then four aligned word moves. With a byte tag the small
