@@ -8,10 +8,13 @@
 //! - [`ops`]: every operator overload with every argument, dispatched
 //!   (`add.Tensor` → [`ops::add_Tensor`], `add_.Tensor` → `ops::add__Tensor`).
 //! - [`torch`] and `Tensor` methods: the same with trailing schema defaults
-//!   applied. The first overload of a name in the YAML takes the plain name
-//!   (`torch::add`, `t.add(&u)`), later ones append their overload in snake case
-//!   (`add_scalar`, `add_out`); inplace methods take `&mut self`; Rust keywords
-//!   get a trailing `_` (`where_`); `clone` is `clone_tensor`.
+//!   applied, named from the schema (never from the YAML's line order): a
+//!   name's main functional overload (its default, else `Tensor`, else the one
+//!   whose out= variant is `out`, else the only one) takes the plain name
+//!   (`torch::add`, `t.add(&u)`), its in-place and out= variants end in `_` and
+//!   `_out`, other overloads append their overload in snake case
+//!   (`add_scalar`); inplace methods take `&mut self`; Rust keywords get a
+//!   trailing `_` (`where_`); `clone` is `clone_tensor`.
 //! - `&a + &b`, `&a * 2.0`, `-&a`: [`operators`], returning [`Result`].
 //! - [`dispatch`]: the dispatcher, keys, boxed calls through operator handles.
 //! - [`kernel`]: the attribute that registers a kernel, checked against its
