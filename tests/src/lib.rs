@@ -35,7 +35,11 @@ pub fn read(path: &Path) -> String {
 }
 
 /// The workspace README's Rust snippets, compiled and run as this crate's
-/// doctests (`cargo test --workspace` runs them). Snippets of other crates'
-/// files (`rust,ignore`) are checked against those files by `tests/readme.rs`.
+/// doctests (`cargo test --workspace` runs them). Snippets of `my_ops`'s files
+/// are checked line for line against those files by `tests/readme.rs` (and
+/// compiled there, as that crate): its `build.rs` also compiles here
+/// (`rust,no_run`: run, it would generate into a build's `OUT_DIR`); its
+/// `lib.rs` (`mod kernels;` is a file) and its kernel (a second kernel for a
+/// key the YAML names, from another crate, is refused) cannot (`rust,ignore`).
 #[doc = include_str!("../../README.md")]
 pub mod readme {}

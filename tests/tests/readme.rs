@@ -37,7 +37,7 @@ fn blocks(text: &str) -> Vec<(String, String)> {
     out
 }
 
-/// Every `rust,ignore` snippet is a part of a file of `my_ops` (its first line,
+/// Every `rust,ignore` or `rust,no_run` snippet is a part of a file of `my_ops` (its first line,
 /// if a `// path` comment, names the file), and the YAML entry of the recipe is
 /// `my_ops`'s.
 #[test]
@@ -46,7 +46,7 @@ fn snippets_of_files_are_those_files() {
     let mut checked = 0;
     for (info, body) in blocks(&readme()) {
         match info.as_str() {
-            "rust,ignore" => {
+            "rust,ignore" | "rust,no_run" => {
                 let (file, code) = match body.strip_prefix("// ") {
                     Some(rest) if rest.lines().next().is_some_and(|l| l.ends_with(".rs")) => {
                         let (first, code) = rest.split_once('\n').unwrap();
