@@ -96,7 +96,9 @@ macro_rules! binary_pair_family {
 
 macro_rules! backend_kernels {
     ($key:ident) => {
-        use $crate::error::Result;
+        // What a hand-written kernel beside the stamped ones needs, too.
+        #[allow(unused_imports)]
+        use $crate::{error::Result, kernel};
         use $crate::kernels::pointwise::{self, BinOp, Cmp, Dest, Unary};
         use $crate::kernels::promote::Operand;
         use $crate::kernels::{copy, factory, linalg, reduce, shape, views};

@@ -1,5 +1,5 @@
 //! `CPU:` kernels: one function per `cpu::<ident>` named in
-//! `native_functions.yaml` (99 of them), stamped by
+//! `native_functions.yaml`, stamped by
 //! `backend_kernels!` (in `kernels/backend.rs`) together with their meta twins.
 
 #![allow(non_snake_case)]

@@ -5,8 +5,6 @@
 
 #![allow(non_snake_case)]
 
-use crate::kernel;
-
 super::backend::backend_kernels!(Meta);
 
 /// `arange` (Meta): the composite kernel on the meta device.
