@@ -96,13 +96,13 @@ macro_rules! binary_pair_family {
 
 macro_rules! backend_kernels {
     ($key:ident) => {
-        // What a hand-written kernel beside the stamped ones needs, too.
-        #[allow(unused_imports)]
-        use $crate::{error::Result, kernel};
         use $crate::kernels::pointwise::{self, BinOp, Cmp, Dest, Unary};
         use $crate::kernels::promote::Operand;
         use $crate::kernels::{copy, factory, linalg, reduce, shape, views};
         use $crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
+        // `kernel` is for hand-written kernels beside the stamped ones.
+        #[allow(unused_imports)]
+        use $crate::{error::Result, kernel};
 
         $crate::kernels::backend::unary_family! {$key;
             "cos": cos, cos_, cos_out => Cos;
