@@ -274,9 +274,38 @@ pub struct Operator {
     declared_at: Option<String>,
     /// Data an upper layer attaches to the operator once (the override
     /// protocols' handle, `torch.ops.<ns>.<name>.<overload>`).
-    attached: OnceLock<&'static (dyn std::any::Any + Send + Sync)>,
+    attached: OnceLock<Attached>,
     /// A registration conflict involving this operator: every call returns it.
     poison: OnceLock<Error>,
+}
+
+/// Data attached to an operator, with its type: asking for it as its own type is
+/// one comparison (the protocols ask on every call a mode sees).
+struct Attached {
+    type_id: std::any::TypeId,
+    data: &'static (dyn std::any::Any + Send + Sync),
+}
+
+impl Attached {
+    fn new<T: std::any::Any + Send + Sync>(data: &'static T) -> Attached {
+        Attached {
+            type_id: std::any::TypeId::of::<T>(),
+            data,
+        }
+    }
+
+    #[inline]
+    fn get<T: std::any::Any + Send + Sync>(&self) -> Option<&'static T> {
+        if self.type_id != std::any::TypeId::of::<T>() {
+            return None;
+        }
+        let p: *const (dyn std::any::Any + Send + Sync) = self.data;
+        // SAFETY: `type_id` is the `TypeId` of the concrete type behind `data`:
+        // `Attached::new` is the only constructor and sets both from one `&'static
+        // T`, and the fields are private to this module and never written after.
+        // Equal ids: `data` points at a live `T` (it is `'static`).
+        Some(unsafe { &*p.cast::<T>() })
+    }
 }
 
 impl std::fmt::Debug for Operator {
@@ -302,16 +331,20 @@ impl Operator {
 
     /// The data an upper layer attached to this operator, made by `init` on
     /// first use (the override protocols keep the operator's handle here).
-    pub fn attach_with(
+    /// `None` if data of another type was attached first.
+    #[inline]
+    pub fn attach_with<T: std::any::Any + Send + Sync>(
         &self,
-        init: impl FnOnce() -> &'static (dyn std::any::Any + Send + Sync),
-    ) -> &'static (dyn std::any::Any + Send + Sync) {
-        *self.attached.get_or_init(init)
+        init: impl FnOnce() -> &'static T,
+    ) -> Option<&'static T> {
+        self.attached.get_or_init(|| Attached::new(init())).get()
     }
 
-    /// The data attached with [`Operator::attach_with`], if any yet.
-    pub fn attached(&self) -> Option<&'static (dyn std::any::Any + Send + Sync)> {
-        self.attached.get().copied()
+    /// The data attached with [`Operator::attach_with`], if any yet and if it
+    /// is a `T`.
+    #[inline]
+    pub fn attached<T: std::any::Any + Send + Sync>(&self) -> Option<&'static T> {
+        self.attached.get()?.get()
     }
 
     /// The registration conflict that disabled this operator, if any.

@@ -239,3 +239,21 @@ fn the_unboxed_entry_comes_back_only_as_its_own_type() {
     assert!(k.unboxed::<fn(&Tensor) -> Result<Vec<Tensor>>>().is_none());
     assert!(tag("closure").unboxed::<Right>().is_none());
 }
+
+#[test]
+fn attached_data_comes_back_only_as_its_own_type() {
+    let op = Operator::new(schema("attached"));
+    assert!(op.attached::<u32>().is_none());
+    static DATA: u32 = 7;
+    let got = op.attach_with(|| &DATA).expect("first attachment");
+    assert!(std::ptr::eq(got, &DATA));
+    // Asked for as another type (same size, or not): nothing, never a cast.
+    assert!(op.attached::<i32>().is_none());
+    assert!(op.attached::<String>().is_none());
+    static OTHER: i32 = 8;
+    assert!(
+        op.attach_with(|| &OTHER).is_none(),
+        "another type cannot replace it"
+    );
+    assert_eq!(op.attached::<u32>(), Some(&7));
+}

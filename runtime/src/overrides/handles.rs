@@ -82,32 +82,34 @@ static PACKETS: std::sync::LazyLock<Mutex<HashMap<String, &'static OpPacket>>> =
 
 impl OpOverload {
     /// The handle of a dispatcher operator (made once per operator).
+    #[inline]
     pub fn of(op: &'static Operator) -> &'static OpOverload {
-        let make = || -> &'static OpOverload {
-            let s = op.schema;
-            let text: &'static str =
-                Box::leak(format!("{}::{}", s.namespace, s.schema).into_boxed_str());
-            Box::leak(Box::new(OpOverload {
-                op,
-                overload: Overload {
-                    name: s.name,
-                    schema_text: text,
-                    op: Some(s),
-                    dispatcher: true,
-                },
-                packet_name: format!("{}::{}", s.namespace, s.base),
-            }))
-        };
-        // Only this function attaches data to operators; a failed downcast
-        // cannot happen, and would only cost a second handle.
-        op.attach_with(|| make())
-            .downcast_ref::<OpOverload>()
-            .unwrap_or_else(make)
+        // Only this function attaches data to operators; another type attached
+        // first cannot happen, and would only cost a second handle.
+        op.attach_with(|| Self::make(op))
+            .unwrap_or_else(|| Self::make(op))
+    }
+
+    #[cold]
+    fn make(op: &'static Operator) -> &'static OpOverload {
+        let s = op.schema;
+        let text: &'static str =
+            Box::leak(format!("{}::{}", s.namespace, s.schema).into_boxed_str());
+        Box::leak(Box::new(OpOverload {
+            op,
+            overload: Overload {
+                name: s.name,
+                schema_text: text,
+                op: Some(s),
+                dispatcher: true,
+            },
+            packet_name: format!("{}::{}", s.namespace, s.base),
+        }))
     }
 
     /// The handle attached to `op`, if one was made.
     pub(crate) fn attached_to(op: &Operator) -> Option<&'static OpOverload> {
-        op.attached()?.downcast_ref::<OpOverload>()
+        op.attached::<OpOverload>()
     }
 
     /// `torch.ops.<ns>.<base>.<overload>` (`default` for the unnamed overload).
