@@ -11,7 +11,7 @@
 //! `tags.yaml` (and, for `signatures`, `deprecated.yaml`) are looked for beside FILE.
 //! These commands are an interface other tools script against: keep them stable.
 
-use crate::{emit, lower};
+use crate::lower;
 use opforge_schema::diag::{Diagnostic, Diagnostics};
 use opforge_schema::load::{self, SchemaFile};
 use opforge_schema::python::DeprecatedEntry;
@@ -354,18 +354,27 @@ fn bench(file: &Path) -> Result<String, String> {
         schema = Some(s);
     }
     let schema = schema.expect("runs > 0");
+    // What a crate with this schema file and no kernels (`opforge-aten`) generates.
+    let opts = crate::emit_api::Options {
+        runtime: false,
+        crate_name: "bench".into(),
+        kernels_module: None,
+    };
     let mut emit_times = Vec::new();
-    let mut bytes = 0;
+    let (mut bytes, mut lines) = (0, 0);
     for _ in 0..5 {
         let t = std::time::Instant::now();
         let plan = lower::lower(&schema, &deprecated).map_err(|d| d.to_string())?;
-        bytes = emit::tables(&plan).len();
+        let files = crate::emit_all(&plan, &opts).map_err(|d| d.to_string())?;
         emit_times.push(t.elapsed().as_secs_f64() * 1e3);
+        bytes = files.iter().map(|(_, f)| f.len()).sum();
+        lines = files.iter().map(|(_, f)| f.lines().count()).sum();
     }
     Ok(format!(
-        "# {}: {} operators, {} bytes emitted; medians of {runs} load runs and 5 emit runs\nload_validate_ms: {:.2}\nemit_ms: {:.2}\n",
+        "# {}: {} operators; every generated file: {} lines, {} bytes; medians of {runs} load runs and 5 lower+emit runs\nload_validate_ms: {:.2}\nemit_ms: {:.2}\n",
         file.display(),
         schema.entries.len(),
+        lines,
         bytes,
         median_ms(load_times),
         median_ms(emit_times)
