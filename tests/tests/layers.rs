@@ -1,8 +1,11 @@
 //! The runtime's layers stay true: every module of `runtime/src` imports only
 //! from the modules listed before it in ARCHITECTURE.md's "The runtime's layers"
 //! (read from there, so the document and the code cannot drift). Reads the
-//! `crate::…` (and crate-root `super::…`) paths of the sources, test modules
-//! excepted, and fails naming the file, line and upward import.
+//! `crate::…` (and crate-root `super::…`) paths of the sources, unit tests
+//! included (a test that needs a module above belongs there, or in
+//! `runtime/tests/`), and fails naming the file, line and upward import. The
+//! order is total (one module after another), so no two modules can import each
+//! other.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -100,28 +103,16 @@ fn heads(rest: &str) -> Vec<(String, Option<String>)> {
     vec![(first, second)]
 }
 
-/// `(line, first, second)` of every crate-level path in `src` (comments and
-/// test modules removed); `depth` is how deep the file sits under `src/`.
+/// `(line, first, second)` of every crate-level path in `src` (comments
+/// removed); `depth` is how deep the file sits under `src/`.
 fn imports(src: &str, depth: usize) -> Vec<(usize, String, Option<String>)> {
-    // Test modules (`#[cfg(test)]` at the start of a line, `mod tests` within
-    // the next lines) may use anything.
-    let lines: Vec<&str> = src.lines().collect();
-    let cut = (0..lines.len())
-        .find(|&i| {
-            lines[i] == "#[cfg(test)]"
-                && lines[i + 1..(i + 4).min(lines.len())]
-                    .iter()
-                    .any(|l| l.starts_with("mod tests"))
-        })
-        .unwrap_or(lines.len());
-    let code = lines[..cut].join("\n");
     let root_super = if depth <= 1 {
         "super::"
     } else {
         "super::super::"
     };
     let mut out = Vec::new();
-    for (n, line) in code.lines().enumerate() {
+    for (n, line) in src.lines().enumerate() {
         let line = line.split("//").next().unwrap_or("");
         for prefix in ["$crate::", "crate::", root_super] {
             let mut rest = line;
@@ -173,9 +164,6 @@ fn every_runtime_module_imports_only_from_the_layers_below_it() {
     let mut unknown = Vec::new();
     for f in &files {
         let rel = f.strip_prefix(&src).unwrap();
-        if rel.file_name().is_some_and(|n| n == "tests.rs") {
-            continue;
-        }
         let comps: Vec<String> = rel
             .iter()
             .map(|c| c.to_string_lossy().into_owned())
@@ -230,7 +218,8 @@ fn the_reader_sees_paths_and_groups() {
         [
             (1, "tensor".to_string()),
             (1, "value".into()),
-            (2, "dispatch".into())
+            (2, "dispatch".into()),
+            (5, "late".into())
         ]
     );
     assert_eq!(

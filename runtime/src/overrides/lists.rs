@@ -328,7 +328,7 @@ mod tests {
                 // Names round-trip, and methods are exactly the `Tensor` namespace.
                 assert_eq!(Func::named(&resolve_name(*f)), Some(*f), "{f}");
                 assert_eq!(
-                    super::super::is_tensor_method_or_property(*f),
+                    crate::overrides::is_tensor_method_or_property(*f),
                     *ns == "Tensor",
                     "{f}"
                 );
