@@ -66,6 +66,18 @@ enum Boxed {
 /// assert_eq!(u.get::<fn(i64) -> i64>().map(|f| f(21)), Some(42));
 /// assert!(u.get::<fn(f64) -> f64>().is_none()); // another type: refused
 /// ```
+///
+/// Only pointer-sized values fit:
+///
+/// ```compile_fail
+/// opforge::dispatch::Unboxed::new([0u64; 2]);
+/// ```
+///
+/// and only values that may cross threads (the dispatcher is shared):
+///
+/// ```compile_fail
+/// opforge::dispatch::Unboxed::new(std::ptr::null::<u8>());
+/// ```
 #[derive(Clone, Copy)]
 pub struct Unboxed {
     ty: std::any::TypeId,
@@ -74,10 +86,13 @@ pub struct Unboxed {
     bits: std::mem::MaybeUninit<*const ()>,
 }
 
-// SAFETY: `bits` holds a value of a type that is `Send + Sync` (required by
-// `Unboxed::new`); it is only ever copied out as that type.
+// SAFETY: `bits` holds a value of a type that is `Send` (a bound of
+// `Unboxed::new`, the only constructor; the fields are private) and is only ever
+// copied out as that type, so moving the bytes to another thread moves an `F`.
 unsafe impl Send for Unboxed {}
-// SAFETY: as above.
+// SAFETY: `bits` holds a value of a type that is `Sync` (a bound of
+// `Unboxed::new`); `&Unboxed` only copies it out (`get`), never writes it, so
+// sharing the bytes between threads shares an `F`.
 unsafe impl Sync for Unboxed {}
 
 impl Unboxed {
