@@ -303,17 +303,32 @@ fn all_params(f: &opforge_schema::model::FunctionSchema, sig: &Sig) -> Vec<Token
 
 /// `at::<ident>`: one call of the runtime's typed engine.
 fn at_fn(op: &PlannedOp, sig: &Sig) -> TokenStream {
+    let id = ident(&op.ident);
+    let args = op
+        .schema()
+        .arguments
+        .all
+        .iter()
+        .map(|a| ident(&arg_ident(&a.name)));
+    exact_fn(
+        op,
+        sig,
+        quote!(::opforge::__private::call::<super::sig::#id, _, _>(super::operator(super::OpId::#id), (#(#args,)*))),
+    )
+}
+
+/// An exact form (`at::`, `ops::`): every argument, documented by its schema.
+fn exact_fn(op: &PlannedOp, sig: &Sig, body: TokenStream) -> TokenStream {
     let f = op.schema();
     let id = ident(&op.ident);
     let params = all_params(f, sig);
-    let args = f.arguments.all.iter().map(|a| ident(&arg_ident(&a.name)));
     let ret = &sig.ret;
     let doc = format!(" `{f}`");
     quote! {
         #[doc = #doc]
         #[inline]
         pub fn #id(#(#params),*) -> #ret {
-            ::opforge::__private::call::<super::sig::#id, _, _>(super::operator(super::OpId::#id), (#(#args,)*))
+            #body
         }
     }
 }
@@ -372,10 +387,9 @@ fn guarded_body(
 
 /// `ops::<ident>`: the operator handle's call, through the function-level protocol.
 fn op_handle_fn(op: &PlannedOp, sig: &Sig) -> TokenStream {
-    let f = op.schema();
     let id = ident(&op.ident);
-    let params = all_params(f, sig);
-    let args: Vec<Guarded> = f
+    let args: Vec<Guarded> = op
+        .schema()
         .arguments
         .all
         .iter()
@@ -392,15 +406,7 @@ fn op_handle_fn(op: &PlannedOp, sig: &Sig) -> TokenStream {
         let vals = args.iter().map(each);
         quote!(super::at::#id(#(#vals),*))
     });
-    let ret = &sig.ret;
-    let doc = format!(" `{f}`");
-    quote! {
-        #[doc = #doc]
-        #[inline]
-        pub fn #id(#(#params),*) -> #ret {
-            #body
-        }
-    }
+    exact_fn(op, sig, body)
 }
 
 /// The Python-API callable a convenience form is (`torch.add`, `Tensor.add`,

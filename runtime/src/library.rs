@@ -316,14 +316,7 @@ impl Library {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn impl_kernel(&self, op_name: &str, key: DispatchKey, kernel: Kernel) -> Result<()> {
-        let name = self.qualify(op_name)?;
-        let op = find(&name)?;
-        if key == DispatchKey::Meta {
-            fakes()
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&op.qualified_name());
-        }
+        let (name, op) = self.target(op_name, key)?;
         op.register(key, kernel).map_err(|e| match e {
             Error::DuplicateKernel(d) => Error::Runtime(format!(
                 "This is not allowed since there's already a kernel registered from python overriding {}'s behavior for {key} dispatch key and {} namespace. (first registration: {})",
@@ -359,6 +352,12 @@ impl Library {
         kernel: impl Fn(&[Value]) -> Result<Vec<Value>> + Send + Sync + 'static,
     ) -> Result<()> {
         let kernel = Kernel::from_closure(caller(), move |_, _, args| kernel(args));
+        self.target(op_name, key)?.1.override_kernel(key, kernel)
+    }
+
+    /// The operator a kernel for `op_name` and `key` goes to, with its qualified
+    /// name; a Meta kernel replaces the operator's fake kernel.
+    fn target(&self, op_name: &str, key: DispatchKey) -> Result<(String, &'static Operator)> {
         let name = self.qualify(op_name)?;
         let op = find(&name)?;
         if key == DispatchKey::Meta {
@@ -367,7 +366,7 @@ impl Library {
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&op.qualified_name());
         }
-        op.override_kernel(key, kernel)
+        Ok((name, op))
     }
 
     /// `op_name` qualified with the library's namespace (an explicit other

@@ -43,3 +43,29 @@ pub fn read(path: &Path) -> String {
 /// key the YAML names, from another crate, is refused) cannot (`rust,ignore`).
 #[doc = include_str!("../../README.md")]
 pub mod readme {}
+
+/// What the benchmarks (`overhead`, `probe`) share.
+pub mod bench {
+    use opforge::overrides::{
+        DispatchCall, FunctionCall, Handled, TorchDispatchMode, TorchFunctionMode,
+    };
+
+    /// A function mode that runs every function unchanged: what the protocol
+    /// alone costs.
+    pub struct PassFunction;
+
+    impl TorchFunctionMode for PassFunction {
+        fn torch_function(&self, call: &FunctionCall<'_>) -> opforge::Result<Handled> {
+            call.call_func().map(Handled::Value)
+        }
+    }
+
+    /// A dispatch mode that runs every operator unchanged.
+    pub struct PassDispatch;
+
+    impl TorchDispatchMode for PassDispatch {
+        fn torch_dispatch(&self, call: &DispatchCall<'_>) -> opforge::Result<Handled> {
+            call.call_func().map(Handled::Value)
+        }
+    }
+}

@@ -961,14 +961,7 @@ fn duck_error_in(func: &dyn Fn() -> Func, relevant: &[&dyn Relevant]) -> Option<
     duck.map(|c| duck_error(func(), c))
 }
 
-/// One boxed result: a single value, or a list for several.
-pub(crate) fn one_value(mut vs: Vec<Value>) -> Value {
-    if vs.len() == 1 {
-        vs.remove(0)
-    } else {
-        Value::List(vs)
-    }
-}
+pub(crate) use crate::value::typed::one_value;
 
 /// The runtime's own API bindings, built once.
 pub(crate) fn builtin_table() -> &'static ApiTable {

@@ -125,45 +125,32 @@ impl Arg for Option<Device> {
     }
 }
 
-impl Arg for &Tensor {
-    const TENSOR_LIKE: bool = true;
-    #[inline(always)]
-    fn keys(&self) -> KeySet {
-        self.key_set()
-    }
-    #[inline(always)]
-    fn overloaded(&self) -> bool {
-        !self.is_plain()
-    }
-    #[inline(always)]
-    fn each_tensor<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor)) {
-        f(self)
-    }
-    #[inline(always)]
-    fn dup(&self) -> Option<Self> {
-        Some(*self)
-    }
+/// `&Tensor` (copyable) and `&mut Tensor` (a unique borrow: no copy).
+macro_rules! tensor_arg {
+    ($($t:ty => |$s:ident| $dup:expr),*) => {$(
+        impl Arg for $t {
+            const TENSOR_LIKE: bool = true;
+            #[inline(always)]
+            fn keys(&self) -> KeySet {
+                self.key_set()
+            }
+            #[inline(always)]
+            fn overloaded(&self) -> bool {
+                !self.is_plain()
+            }
+            #[inline(always)]
+            fn each_tensor<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor)) {
+                f(self)
+            }
+            #[inline(always)]
+            fn dup(&self) -> Option<Self> {
+                let $s = self;
+                $dup
+            }
+        }
+    )*};
 }
-
-impl Arg for &mut Tensor {
-    const TENSOR_LIKE: bool = true;
-    #[inline(always)]
-    fn keys(&self) -> KeySet {
-        self.key_set()
-    }
-    #[inline(always)]
-    fn overloaded(&self) -> bool {
-        !self.is_plain()
-    }
-    #[inline(always)]
-    fn each_tensor<'t>(&'t self, f: &mut dyn FnMut(&'t Tensor)) {
-        f(self)
-    }
-    #[inline(always)]
-    fn dup(&self) -> Option<Self> {
-        None
-    }
-}
+tensor_arg!(&Tensor => |t| Some(*t), &mut Tensor => |_t| None);
 
 impl Arg for Option<&Tensor> {
     const TENSOR_LIKE: bool = true;
@@ -386,12 +373,7 @@ pub trait Returns: Sized {
     /// The returns as one value: the value itself for one return, a list
     /// otherwise (what a `__torch_function__` handler sees).
     fn into_value(self) -> Value {
-        let mut vs = self.into_values();
-        if vs.len() == 1 {
-            vs.remove(0)
-        } else {
-            Value::List(vs)
-        }
+        one_value(self.into_values())
     }
     /// The reverse of [`Returns::into_value`].
     fn from_value(v: Value) -> Result<Self> {
@@ -399,6 +381,16 @@ pub trait Returns: Sized {
             Value::List(vs) => vs,
             other => vec![other],
         })
+    }
+}
+
+/// One boxed result: a single value, or a list for several (how a
+/// `__torch_function__` handler sees an operator's returns).
+pub fn one_value(mut vs: Vec<Value>) -> Value {
+    if vs.len() == 1 {
+        vs.remove(0)
+    } else {
+        Value::List(vs)
     }
 }
 

@@ -157,25 +157,12 @@ fn main() {
 
 /// The override-protocol figures, timed interleaved with `typed_call_ns` again.
 fn overrides(a: &Tensor, b: &Tensor) {
-    use opforge::overrides::{
-        push_dispatch_mode, push_function_mode, Class, DispatchCall, FunctionCall, Handled,
-        TorchDispatchMode, TorchFunctionMode,
-    };
+    use opforge::overrides::{push_dispatch_mode, push_function_mode, Class};
+    use opforge::overrides::{TorchDispatchMode, TorchFunctionMode};
+    use opforge_tests::bench::{PassDispatch, PassFunction};
     use std::cell::Cell;
     use std::sync::Arc;
 
-    struct PassFunction;
-    impl TorchFunctionMode for PassFunction {
-        fn torch_function(&self, call: &FunctionCall<'_>) -> opforge::Result<Handled> {
-            call.call_func().map(Handled::Value)
-        }
-    }
-    struct PassDispatch;
-    impl TorchDispatchMode for PassDispatch {
-        fn torch_dispatch(&self, call: &DispatchCall<'_>) -> opforge::Result<Handled> {
-            call.call_func().map(Handled::Value)
-        }
-    }
     // The handler's own work is kept to a thread-local count (no atomic), so the
     // figure is what the protocol adds.
     thread_local! {

@@ -10,27 +10,11 @@
 //! Paths: `direct`, `typed`, `boxed_api`, `subclass_plain`, `subclass_logging`,
 //! `function_mode`, `dispatch_mode` (as in `overhead`).
 
-use opforge::overrides::{
-    push_dispatch_mode, push_function_mode, Class, DispatchCall, FunctionCall, Handled,
-    TorchDispatchMode, TorchFunctionMode,
-};
+use opforge::overrides::{push_dispatch_mode, push_function_mode, Class};
 use opforge::{Scalar, Tensor, Value};
+use opforge_tests::bench::{PassDispatch, PassFunction};
 use std::hint::black_box;
 use std::sync::Arc;
-
-struct PassFunction;
-impl TorchFunctionMode for PassFunction {
-    fn torch_function(&self, call: &FunctionCall<'_>) -> opforge::Result<Handled> {
-        call.call_func().map(Handled::Value)
-    }
-}
-
-struct PassDispatch;
-impl TorchDispatchMode for PassDispatch {
-    fn torch_dispatch(&self, call: &DispatchCall<'_>) -> opforge::Result<Handled> {
-        call.call_func().map(Handled::Value)
-    }
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
