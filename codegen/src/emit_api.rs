@@ -630,12 +630,12 @@ pub fn schema_macro(plan: &Plan, opts: &Options) -> String {
             }
         }
     }
+    let names: Vec<String> = plan
+        .ops
+        .iter()
+        .map(|o| format!("{:?}", o.qualified_name()))
+        .collect();
     let fallback = if opts.runtime {
-        let names: Vec<String> = plan
-            .ops
-            .iter()
-            .map(|o| format!("{:?}", o.qualified_name()))
-            .collect();
         format!(
             "    ($name:literal => [$($cb:tt)*] $($p:tt)*) => {{ $($cb)*! {{ unknown {{ names: [{}] }} $($p)* }} }};\n    (@kernel $key:ident $func:ident => [$($cb:tt)*] $($p:tt)*) => {{ $($cb)*! {{ unknown {{ names: [] }} $($p)* }} }};",
             names.join(", ")
@@ -643,11 +643,6 @@ pub fn schema_macro(plan: &Plan, opts: &Options) -> String {
     } else {
         // Forwarded to the runtime's lookup, with this file's names for
         // suggestions if the name is nobody's.
-        let names: Vec<String> = plan
-            .ops
-            .iter()
-            .map(|o| format!("{:?}", o.qualified_name()))
-            .collect();
         format!(
             "    ($name:literal => [$($cb:tt)*] $($p:tt)*) => {{ ::opforge::__opforge_schema! {{ $name => [$($cb)*] $($p)* also = [{}] }} }};\n    ($($t:tt)*) => {{ ::opforge::__opforge_schema! {{ $($t)* }} }};",
             names.join(", ")

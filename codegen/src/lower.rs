@@ -12,7 +12,7 @@ use opforge_schema::diag::{Diagnostic, Diagnostics};
 use opforge_schema::groups::{group, OperatorGroup};
 use opforge_schema::load::SchemaFile;
 use opforge_schema::model::{FunctionSchema, NativeFunction};
-use opforge_schema::names::{api_names, implicit_kernel, op_ident};
+use opforge_schema::names::{api_names, op_ident};
 use opforge_schema::overrides::{overridable, Overridable};
 use opforge_schema::python::{derive_bindings, Binding, DeprecatedEntry};
 use opforge_schema::tables::{op_schema, OpSchema};
@@ -107,23 +107,6 @@ fn sort_key(nf: &NativeFunction) -> (String, String) {
     (nf.func.name.namespace().to_string(), nf.name())
 }
 
-/// The dispatch rows of an entry, one per key, with the implicit
-/// CompositeImplicitAutograd kernel made explicit.
-pub fn kernel_rows(nf: &NativeFunction) -> Vec<(String, String)> {
-    let mut kernels: Vec<(String, String)> = nf
-        .dispatch
-        .iter()
-        .flat_map(|row| row.keys.iter().map(|k| (k.clone(), row.kernel.clone())))
-        .collect();
-    if kernels.is_empty() && nf.is_composite_implicit() {
-        kernels.push((
-            "CompositeImplicitAutograd".into(),
-            implicit_kernel(&nf.func),
-        ));
-    }
-    kernels
-}
-
 /// Builds the plan: sorts, names, converts, groups, derives the Python bindings
 /// (with the `deprecated.yaml` entries given) and the overridable list. Fails with
 /// `file:line` diagnostics if two operators get one Rust identifier, if grouping
@@ -143,7 +126,7 @@ pub fn lower<'a>(
             entry,
             ident: op_ident(&entry.func.name),
             api_name,
-            kernels: kernel_rows(entry),
+            kernels: opforge_schema::tables::kernel_rows(entry),
             table: op_schema(&entry.func, Some(entry)),
         })
         .collect();

@@ -315,8 +315,9 @@ fn alias(a: Option<&Annotation>) -> Option<Alias> {
 }
 
 /// The dispatch rows of an entry, one per key, with an implicit
-/// CompositeImplicitAutograd kernel made explicit (as the generated tables have it).
-fn kernels(nf: &NativeFunction) -> Vec<(String, String)> {
+/// CompositeImplicitAutograd kernel made explicit (as the generated tables have
+/// it): `(key, kernel)`.
+pub fn kernel_rows(nf: &NativeFunction) -> Vec<(String, String)> {
     let mut ks: Vec<(String, String)> = nf
         .dispatch
         .iter()
@@ -371,7 +372,7 @@ pub fn op_schema(func: &FunctionSchema, entry: Option<&NativeFunction>) -> &'sta
             nf.variants.function,
             nf.variants.method,
             nf.python_module.as_deref().map(leak_str),
-            kernels(nf),
+            kernel_rows(nf),
             nf.tags.iter().map(|t| leak_str(t)).collect(),
             u32::try_from(nf.line).unwrap_or(u32::MAX),
         ),
