@@ -276,21 +276,16 @@ impl Payload {
         let mut via = None;
         let mut also = Vec::new();
         let mut item = None;
-        let mut it = ts.into_iter();
-        while let Some(tt) = it.next() {
-            let TokenTree::Ident(field) = tt else {
-                continue;
-            };
-            it.next(); // `=`
-            match (field.to_string().as_str(), it.next()) {
-                ("key", Some(TokenTree::Ident(k))) => key = Some(k),
-                ("name", Some(TokenTree::Literal(l))) => {
+        for (field, value) in lookup::payload_fields(ts) {
+            match (field.as_str(), value) {
+                ("key", TokenTree::Ident(k)) => key = Some(k),
+                ("name", TokenTree::Literal(l)) => {
                     name = Some(syn::parse2::<syn::LitStr>(TokenTree::Literal(l).into())?)
                 }
-                ("close", Some(TokenTree::Ident(c))) => close = Some(c.span()),
-                ("suggested", Some(TokenTree::Ident(_))) => suggested = true,
-                ("via", Some(TokenTree::Group(g))) => via = Some(g.stream()),
-                ("also", Some(TokenTree::Group(g))) => {
+                ("close", TokenTree::Ident(c)) => close = Some(c.span()),
+                ("suggested", TokenTree::Ident(_)) => suggested = true,
+                ("via", TokenTree::Group(g)) => via = Some(g.stream()),
+                ("also", TokenTree::Group(g)) => {
                     let list: syn::ExprArray = syn::parse2(TokenTree::Group(g).into())?;
                     for e in list.elems {
                         if let syn::Expr::Lit(syn::ExprLit {
@@ -302,7 +297,7 @@ impl Payload {
                         }
                     }
                 }
-                ("item", Some(TokenTree::Group(g))) => item = Some(syn::parse2(g.stream())?),
+                ("item", TokenTree::Group(g)) => item = Some(syn::parse2(g.stream())?),
                 _ => {}
             }
         }

@@ -37,6 +37,23 @@ pub(crate) fn schema_macro() -> TokenStream {
     }
 }
 
+/// The `field = value` pairs of the attribute's payload, as the lookup passed
+/// it back to the callback (a value is one token tree).
+pub(crate) fn payload_fields(payload: TokenStream) -> Vec<(String, TokenTree)> {
+    let mut out = Vec::new();
+    let mut it = payload.into_iter();
+    while let Some(tt) = it.next() {
+        let TokenTree::Ident(field) = tt else {
+            continue;
+        };
+        it.next(); // `=`
+        if let Some(value) = it.next() {
+            out.push((field.to_string(), value));
+        }
+    }
+    out
+}
+
 /// `add.Tensor` → `aten::add.Tensor`: the key the lookup's arms use.
 pub(crate) fn qualified(name: &str) -> String {
     if name.contains("::") {

@@ -122,20 +122,15 @@ pub fn expand_impl(input: TokenStream) -> TokenStream {
     let mut schema = None;
     let mut at = None;
     let mut items = TokenStream::new();
-    let mut it = rest.into_iter();
-    while let Some(tt) = it.next() {
-        let TokenTree::Ident(field) = tt else {
-            continue;
-        };
-        it.next(); // `=`
-        match (field.to_string().as_str(), it.next()) {
-            ("schema", Some(TokenTree::Literal(l))) => {
+    for (field, value) in lookup::payload_fields(rest) {
+        match (field.as_str(), value) {
+            ("schema", TokenTree::Literal(l)) => {
                 schema = syn::parse2::<syn::LitStr>(TokenTree::Literal(l).into()).ok()
             }
-            ("at", Some(TokenTree::Literal(l))) => {
+            ("at", TokenTree::Literal(l)) => {
                 at = syn::parse2::<syn::LitStr>(TokenTree::Literal(l).into()).ok()
             }
-            ("item", Some(TokenTree::Group(g))) => items = g.stream(),
+            ("item", TokenTree::Group(g)) => items = g.stream(),
             _ => {}
         }
     }
