@@ -277,7 +277,9 @@ pub struct Operator {
     pub schema: &'static OpSchema,
     /// Registrations per key (runtime and alias keys).
     registered: Mutex<Vec<(DispatchKey, &'static Kernel)>>,
-    /// Resolved kernel per runtime key (index = `DispatchKey::slot`), null if none.
+    /// Resolved kernel per runtime key (index = `DispatchKey::slot`): null if the
+    /// key never had one; meaningful only where `active` has the key (see
+    /// [`Operator::resolve`]).
     table: [AtomicPtr<Kernel>; RUNTIME_KEYS],
     /// Runtime keys whose resolved kernel is a real kernel (not fallthrough / none).
     active: AtomicU32,
@@ -426,6 +428,37 @@ impl Operator {
         Ok(())
     }
 
+    /// Removes the kernel registered directly for `key` (PyTorch drops a
+    /// library's registrations this way when the library goes away) and returns
+    /// whether there was one. Calls running meanwhile see either the old kernel
+    /// or the new resolution, never a missing kernel.
+    ///
+    /// ```
+    /// use opforge::dispatch::DispatchKey;
+    /// use opforge::library::{self, Library, LibraryKind};
+    /// use opforge::Value;
+    /// let lib = Library::new("doc_remove", LibraryKind::Def)?;
+    /// lib.define("answer(Tensor x) -> int")?;
+    /// lib.impl_("answer", DispatchKey::CPU, |_: &[Value]| Ok(vec![Value::Int(42)]))?;
+    /// let op = opforge::dispatch::dispatcher().find("doc_remove::answer").unwrap();
+    /// let x = Value::Tensor(opforge::Tensor::from_vec(vec![1.0f32], &[1])?);
+    /// assert!(library::call("doc_remove::answer", &[x.clone()], &[]).is_ok());
+    /// assert!(op.remove_kernel(DispatchKey::CPU));
+    /// assert!(!op.remove_kernel(DispatchKey::CPU));
+    /// assert!(library::call("doc_remove::answer", &[x], &[]).is_err());
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn remove_kernel(&self, key: DispatchKey) -> bool {
+        let mut regs = self.registered.lock().unwrap_or_else(|e| e.into_inner());
+        let before = regs.len();
+        regs.retain(|(k, _)| *k != key);
+        let removed = regs.len() != before;
+        if removed {
+            self.resolve(&regs, &dispatcher().fallbacks());
+        }
+        removed
+    }
+
     /// A typed kernel must have been written for this operator's schema.
     fn check_schema(&self, kernel: &Kernel) -> Result<()> {
         match kernel.schema {
@@ -471,9 +504,17 @@ impl Operator {
     }
 
     /// Recomputes every runtime slot from the registrations and global fallbacks.
-    /// The new active-key mask is published after the slots it names are set and
-    /// before slots it drops are cleared, so a concurrent call never finds an
-    /// active key with an empty slot.
+    ///
+    /// A call reads the active-key mask, then the slot of the key it picked, so a
+    /// call racing with this may pair the mask from before it with slots from
+    /// after it. Two rules keep every such pair consistent: the slots a new mask
+    /// names are stored before the mask is published (a call that sees the new
+    /// mask sees them, by release/acquire), and a slot is never cleared, only
+    /// overwritten with another kernel (a call that saw the old mask finds either
+    /// the old kernel or its replacement, never nothing). A slot whose key the
+    /// mask drops keeps its last kernel, which the mask hides; kernels are leaked,
+    /// so a stale slot still points at a live one. Only [`Operator::poison`]
+    /// clears slots, and a call that then finds an empty slot reports the poison.
     fn resolve(&self, regs: &[(DispatchKey, &'static Kernel)], fallbacks: &Fallbacks) {
         if self.poison.get().is_some() {
             return;
@@ -500,11 +541,6 @@ impl Operator {
             }
         }
         self.active.store(active, Ordering::Release);
-        for key in DispatchKey::RUNTIME {
-            if active & (1 << key.slot()) == 0 {
-                self.table[key.slot()].store(std::ptr::null_mut(), Ordering::Release);
-            }
-        }
     }
 
     /// The key a call with argument key set `keys` dispatches to, after the

@@ -257,3 +257,34 @@ fn attached_data_comes_back_only_as_its_own_type() {
     );
     assert_eq!(op.attached::<u32>(), Some(&7));
 }
+
+/// The interleaving that lost calls, replayed deterministically: a call reads
+/// the active-key mask, a re-registration then drops that key (Autograd becomes
+/// a fallthrough, then is removed), and only then does the call read the
+/// slot. It must still find a kernel (the one it saw), never an empty slot.
+#[test]
+fn a_call_that_read_the_old_mask_still_finds_a_kernel() {
+    let op = Operator::new(schema("window"));
+    op.register(DispatchKey::CPU, tag("cpu")).unwrap();
+    op.register(DispatchKey::Autograd, tag("autograd")).unwrap();
+    for change in [
+        |op: &Operator| {
+            op.override_kernel(DispatchKey::Autograd, Kernel::fallthrough("t"))
+                .unwrap()
+        },
+        |op: &Operator| assert!(op.remove_kernel(DispatchKey::Autograd)),
+    ] {
+        op.override_kernel(DispatchKey::Autograd, tag("autograd"))
+            .unwrap();
+        let keys = KeySet::of_values(&[cpu()]);
+        let picked = op.dispatch_key(keys).unwrap(); // the call reads the mask …
+        assert_eq!(picked, DispatchKey::Autograd);
+        change(&op); // … a re-registration drops the key …
+        let slot = op.table[picked.slot()].load(Ordering::Acquire); // … the call reads the slot.
+        assert!(
+            !slot.is_null(),
+            "the slot of a key the call saw was cleared"
+        );
+        assert_eq!(run(&op, &[cpu()]), "cpu");
+    }
+}
