@@ -693,12 +693,12 @@ fn overridable_output(
                     if vs.len() == 1 {
                         vs.remove(0)
                     } else {
-                        Value::List(vs)
+                        Value::List(vs.into())
                     }
                 }
                 fn __opforge_from(v: Value) -> Result<T> {
                     T::from_values(match v {
-                        Value::List(vs) => vs,
+                        Value::List(vs) => vs.into_vec(),
                         other => ::std::vec![other],
                     })
                 }

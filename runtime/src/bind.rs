@@ -140,7 +140,7 @@ fn default_for(t: Ty, full: &Ty, v: DefaultVal) -> Option<Value> {
                 .iter()
                 .map(|x| default_for(*elem, elem, *x))
                 .collect::<Option<_>>()?;
-            coerce(&t, Value::List(vals)).ok()?
+            coerce(&t, Value::List(vals.into())).ok()?
         }
         (Ty::Base(BaseType::ScalarType), DefaultVal::Enum(e)) => Value::DType(DType::from_name(e)?),
         (Ty::Base(BaseType::MemoryFormat), DefaultVal::Enum(e)) => {
@@ -196,7 +196,7 @@ fn coerce_base(b: BaseType, v: Value) -> Result<Value> {
 
 fn coerce_list(elem: &Ty, size: Option<u32>, v: Value) -> Result<Value> {
     let items = match v {
-        Value::List(items) => items,
+        Value::List(items) => items.into_vec(),
         Value::Int(i)
             if size.is_some() && matches!(elem, Ty::Base(BaseType::Int | BaseType::SymInt)) =>
         {
@@ -251,7 +251,7 @@ fn coerce_list(elem: &Ty, size: Option<u32>, v: Value) -> Result<Value> {
                     .collect::<Result<_>>()?,
             )
         }
-        _ => Value::List(items),
+        _ => Value::List(items.into()),
     })
 }
 

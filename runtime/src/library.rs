@@ -517,6 +517,7 @@ fn resolve_among(
     kwargs: &[(String, Value)],
     defined_only: bool,
 ) -> Result<(&'static Operator, Resolved)> {
+    crate::value::check_depth(name, args, kwargs)?;
     let (ns, rest) = name.split_once("::").unwrap_or(("aten", name));
     let d = dispatcher();
     let overloads = |base: &str| -> Vec<&'static Operator> {

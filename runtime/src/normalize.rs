@@ -70,7 +70,7 @@ pub fn list_items(v: &Value) -> Option<Vec<Value>> {
             .iter()
             .map(|t| t.clone().map_or(Value::None, Value::Tensor))
             .collect(),
-        Value::List(xs) => xs.clone(),
+        Value::List(xs) => xs.to_vec(),
         _ => return None,
     })
 }
@@ -206,7 +206,7 @@ mod tests {
     fn lists_compare_elementwise_and_kinds_are_tagged() {
         assert!(value_eq(
             &Value::IntList(vec![1, 1]),
-            &Value::List(vec![Value::Int(1), Value::Int(1)])
+            &Value::List(vec![Value::Int(1), Value::Int(1)].into())
         ));
         assert!(!value_eq(
             &Value::IntList(vec![1]),

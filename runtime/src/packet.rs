@@ -678,7 +678,7 @@ fn to_list(v: &Value, elem: &JitTy, n: Option<u32>, numbers: bool) -> Result<Val
                         })
                         .collect(),
                 ),
-                _ => Value::List(out),
+                _ => Value::List(out.into()),
             })
         }
     }

@@ -95,6 +95,7 @@ impl PythonArgParser {
     /// Matches a call (positionals without the receiver) per §3–§5; on failure the
     /// error of §7 PyTorch raises.
     pub fn parse(&self, args: &[Value], kwargs: &[(String, Value)]) -> Result<ParsedArgs, Error> {
+        crate::value::check_depth(&self.name, args, kwargs)?;
         let (pos, slots) = self.match_slots(args, kwargs)?;
         self.finish(pos, slots)
     }

@@ -271,9 +271,14 @@ pub(crate) fn match_signature(
                     let symint = p.kind == ParamKind::SymIntList;
                     let mut vfailed = None;
                     if varargs_eligible
-                        && is_int_list(&Value::List(args.to_vec()), p.size, symint, &mut vfailed)
+                        && is_int_list(
+                            &Value::List(args.to_vec().into()),
+                            p.size,
+                            symint,
+                            &mut vfailed,
+                        )
                     {
-                        out.push(Some(Value::List(args.to_vec())));
+                        out.push(Some(Value::List(args.to_vec().into())));
                         arg_pos = nargs;
                         continue;
                     }

@@ -265,11 +265,22 @@ fn parse_string_literal(s: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// The largest `[N]` a fixed-size list parameter may declare.
+pub const MAX_FIXED_SIZE: usize = 1024;
+
 impl FunctionParameter {
     fn new(p: &SigParam) -> Result<FunctionParameter, String> {
         let (t, size, allow_none) = p.type_parts();
         let kind = ParamKind::from_type_str(t)
             .ok_or_else(|| format!("FunctionParameter(): invalid type string: {t}"))?;
+        if size > MAX_FIXED_SIZE {
+            // A default expands to `size` copies: an absurd size is an error here,
+            // not an allocation at the first call.
+            return Err(format!(
+                "FunctionParameter(): size {size} of {t}[{size}] {} exceeds the limit of {MAX_FIXED_SIZE} elements",
+                p.name
+            ));
+        }
         let mut fp = FunctionParameter {
             kind,
             name: p.name.clone(),
@@ -389,8 +400,15 @@ impl FunctionSignature {
             }
         })?;
         let allow_numbers = NUMBERS_AS_TENSORS.contains(&raw.name.as_str());
-        let mut params = Vec::with_capacity(raw.params.len());
+        let mut params: Vec<FunctionParameter> = Vec::with_capacity(raw.params.len());
         for p in &raw.params {
+            if params.iter().any(|q| q.name == p.name) {
+                // Keyword matching assumes one parameter per name.
+                return Err(format!(
+                    "FunctionSignature(): duplicate parameter name '{}' in {}",
+                    p.name, raw.name
+                ));
+            }
             let mut fp = FunctionParameter::new(p)?;
             fp.allow_numbers_as_tensors = allow_numbers;
             params.push(fp);

@@ -98,7 +98,7 @@ fn error_messages() {
         "sum(): argument 'keepdim' must be bool, not NoneType"
     );
     // C'
-    assert_eq!(err(&["amax(Tensor input, IntArrayRef[1] dim={}, bool keepdim=False)"], &[t(), Value::List(vec![Value::Float(1.0)])], &[]), "amax(): argument 'dim' (position 2) must be tuple of ints, but found element of type float at pos 0");
+    assert_eq!(err(&["amax(Tensor input, IntArrayRef[1] dim={}, bool keepdim=False)"], &[t(), Value::List(vec![Value::Float(1.0)].into())], &[]), "amax(): argument 'dim' (position 2) must be tuple of ints, but found element of type float at pos 0");
     // E
     assert_eq!(
         err(&[ADD], &[t(), t()], &[("bogus", Value::Int(1))]),
@@ -112,7 +112,7 @@ fn error_messages() {
     assert_eq!(
         err(
             &["cat(TensorList tensors, int64_t dim=0)"],
-            &[Value::List(vec![t(), Value::Int(1)])],
+            &[Value::List(vec![t(), Value::Int(1)].into())],
             &[]
         ),
         "expected Tensor as element 1 in argument 0, but got int"

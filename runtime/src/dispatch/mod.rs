@@ -606,6 +606,9 @@ impl Operator {
 
     /// Calls the operator boxed: dispatches on the key set of `args`.
     pub fn call_boxed(&self, args: &[Value]) -> Result<Vec<Value>> {
+        if args.iter().any(|v| matches!(v, Value::List(_))) {
+            crate::value::check_depth(&self.qualified_name(), args, &[])?;
+        }
         self.call_with_keys(KeySet::of_values(args), args)
     }
 

@@ -64,7 +64,7 @@ fn call_dispatch_protocol<K: AsRef<str> + Into<String>>(
     bind_parsed(binding, &parsed, receiver, &schema_of)?;
     match super::Func::named(&binding.name.replacen("Tensor.", "torch.Tensor.", 1)) {
         Some(func) => super::handle_boxed_with(func, classes, &args, &kwargs).map(|v| match v {
-            Value::List(vs) => vs,
+            Value::List(vs) => vs.into_vec(),
             v => vec![v],
         }),
         None => call_dispatch_unchecked(table, api, args, kwargs),

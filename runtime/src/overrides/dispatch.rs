@@ -386,7 +386,7 @@ fn returns(handle: &OpOverload, v: Value) -> Result<Vec<Value>> {
             handle.qualified_name()
         ).into())),
         (1, v) => Ok(vec![v]),
-        (_, Value::List(vs)) => Ok(vs),
+        (_, Value::List(vs)) => Ok(vs.into_vec()),
         (_, Value::TensorList(ts)) => Ok(ts.into_iter().map(Value::Tensor).collect()),
         (n, other) => Err(Error::Runtime(format!(
             "{}: __torch_dispatch__ returned {} for {n} results",

@@ -991,7 +991,7 @@ pub fn map_tensors(values: &[Value], f: &mut dyn FnMut(&Tensor) -> Tensor) -> Ve
             Value::OptTensorList(ts) => {
                 Value::OptTensorList(ts.iter().map(|t| t.as_ref().map(&mut *f)).collect())
             }
-            Value::List(vs) => Value::List(map_tensors(vs, f)),
+            Value::List(vs) => Value::List(map_tensors(vs, f).into()),
             other => other.clone(),
         })
         .collect()

@@ -57,11 +57,14 @@ impl TensorIndex {
     pub fn to_value(self) -> Value {
         match self {
             TensorIndex::Int(i) => Value::Int(i),
-            TensorIndex::Slice { start, stop, step } => Value::List(vec![
-                start.map_or(Value::None, Value::Int),
-                stop.map_or(Value::None, Value::Int),
-                Value::Int(step),
-            ]),
+            TensorIndex::Slice { start, stop, step } => Value::List(
+                vec![
+                    start.map_or(Value::None, Value::Int),
+                    stop.map_or(Value::None, Value::Int),
+                    Value::Int(step),
+                ]
+                .into(),
+            ),
         }
     }
 

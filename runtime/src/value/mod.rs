@@ -94,8 +94,11 @@ pub enum Value {
     TensorList(Vec<Tensor>),
     /// `Tensor?[]`
     OptTensorList(Vec<Option<Tensor>>),
-    /// A heterogeneous list (as a caller passes it, before conversion to a schema type).
-    List(Vec<Value>),
+    /// A heterogeneous list (as a caller passes it, before conversion to a schema
+    /// type). Lists nest; a boxed call refuses values nested deeper than
+    /// [`MAX_VALUE_DEPTH`], and cloning or dropping one never recurses
+    /// ([`ValueList`]).
+    List(ValueList),
     /// A dtype.
     DType(DType),
     /// A device.
@@ -130,7 +133,208 @@ pub fn scalar_type_code(name: &str) -> Option<i64> {
     ScalarType::from_name(name).map(ScalarType::code)
 }
 
+/// How deep [`Value::List`]s may nest in the arguments of a boxed call
+/// ([`check_depth`]). The runtime's walks over arguments (key sets, binding,
+/// the override protocols) recurse once per level, so the bound keeps them
+/// well inside a 2 MiB worker thread's stack; PyTorch's schema types nest
+/// lists at most two deep.
+pub const MAX_VALUE_DEPTH: usize = 128;
+
+/// The items of a [`Value::List`]: a `Vec<Value>` (it dereferences to one)
+/// whose `clone` and `drop` are iterative, so a list nested however deep never
+/// overflows the stack, whatever thread holds it.
+///
+/// ```
+/// use opforge::value::ValueList;
+/// use opforge::Value;
+/// let l: ValueList = vec![Value::Int(1), Value::Int(2)].into();
+/// assert_eq!(l.len(), 2);
+/// // A million levels deep: cloned and dropped without recursion.
+/// let mut deep = Value::List(ValueList::default());
+/// for _ in 0..1_000_000 {
+///     deep = Value::List(vec![deep].into());
+/// }
+/// assert_eq!(deep.clone().depth(), 1_000_001);
+/// ```
+#[derive(Default)]
+pub struct ValueList(Vec<Value>);
+
+impl ValueList {
+    /// The items, taken out of the list.
+    pub fn into_vec(mut self) -> Vec<Value> {
+        std::mem::take(&mut self.0)
+    }
+
+    fn is_flat(&self) -> bool {
+        !self
+            .0
+            .iter()
+            .any(|v| matches!(v, Value::List(l) if !l.0.is_empty()))
+    }
+}
+
+impl std::ops::Deref for ValueList {
+    type Target = Vec<Value>;
+    fn deref(&self) -> &Vec<Value> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ValueList {
+    fn deref_mut(&mut self) -> &mut Vec<Value> {
+        &mut self.0
+    }
+}
+
+impl From<Vec<Value>> for ValueList {
+    fn from(v: Vec<Value>) -> ValueList {
+        ValueList(v)
+    }
+}
+
+impl FromIterator<Value> for ValueList {
+    fn from_iter<I: IntoIterator<Item = Value>>(iter: I) -> ValueList {
+        ValueList(iter.into_iter().collect())
+    }
+}
+
+impl IntoIterator for ValueList {
+    type Item = Value;
+    type IntoIter = std::vec::IntoIter<Value>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.into_vec().into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a ValueList {
+    type Item = &'a Value;
+    type IntoIter = std::slice::Iter<'a, Value>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl Drop for ValueList {
+    fn drop(&mut self) {
+        if self.is_flat() {
+            return;
+        }
+        // Empty every nested list into one explicit stack before it is dropped,
+        // so each drop below sees an empty (or flat) list and never recurses.
+        let mut stack = std::mem::take(&mut self.0);
+        while let Some(mut v) = stack.pop() {
+            if let Value::List(inner) = &mut v {
+                stack.append(&mut inner.0);
+            }
+        }
+    }
+}
+
+impl Clone for ValueList {
+    fn clone(&self) -> ValueList {
+        if self.is_flat() {
+            return ValueList(self.0.clone());
+        }
+        // A depth-first copy with an explicit stack of half-built lists.
+        struct Frame<'a> {
+            items: std::slice::Iter<'a, Value>,
+            out: Vec<Value>,
+        }
+        fn open<'a>(l: &'a ValueList) -> Frame<'a> {
+            Frame {
+                items: l.0.iter(),
+                out: Vec::with_capacity(l.0.len()),
+            }
+        }
+        let mut stack = vec![open(self)];
+        loop {
+            let top = stack
+                .last_mut()
+                .expect("the stack holds the list being copied");
+            match top.items.next() {
+                Some(Value::List(inner)) => stack.push(open(inner)),
+                Some(v) => top.out.push(v.clone()),
+                None => {
+                    let done = ValueList(stack.pop().map(|f| f.out).unwrap_or_default());
+                    match stack.last_mut() {
+                        Some(parent) => parent.out.push(Value::List(done)),
+                        None => return done,
+                    }
+                }
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// How deep `Debug` is inside nested lists on this thread.
+    static DEBUG_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Prints as the `Vec` would, eliding lists nested deeper than
+/// [`MAX_VALUE_DEPTH`] as `[...]` (printing recurses).
+impl fmt::Debug for ValueList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let depth = DEBUG_DEPTH.with(|d| d.get());
+        if depth >= MAX_VALUE_DEPTH {
+            return f.write_str("[...]");
+        }
+        DEBUG_DEPTH.with(|d| d.set(depth + 1));
+        let r = f.debug_list().entries(&self.0).finish();
+        DEBUG_DEPTH.with(|d| d.set(depth));
+        r
+    }
+}
+
+/// Checks that no argument of a boxed call nests lists deeper than
+/// [`MAX_VALUE_DEPTH`]: an error naming the limit, the argument and the
+/// operator (`what`), before any recursive walk over the arguments.
+///
+/// ```
+/// use opforge::value::check_depth;
+/// use opforge::Value;
+/// let mut v = Value::Int(0);
+/// for _ in 0..200 {
+///     v = Value::List(vec![v].into());
+/// }
+/// let e = check_depth("aten::add", &[], &[("alpha".into(), v)]).unwrap_err();
+/// assert!(e.to_string().starts_with("aten::add: argument 'alpha' nests lists more than 128 levels deep"));
+/// ```
+pub fn check_depth(what: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<()> {
+    let too_deep = |v: &Value| matches!(v, Value::List(_)) && v.depth() > MAX_VALUE_DEPTH;
+    let culprit = match args.iter().position(too_deep) {
+        Some(i) => i.to_string(),
+        None => match kwargs.iter().find(|(_, v)| too_deep(v)) {
+            Some((k, _)) => format!("'{k}'"),
+            None => return Ok(()),
+        },
+    };
+    Err(Error::Runtime(
+        format!(
+            "{what}: argument {culprit} nests lists more than {MAX_VALUE_DEPTH} levels deep (the limit of opforge::value::MAX_VALUE_DEPTH)"
+        )
+        .into(),
+    ))
+}
+
 impl Value {
+    /// How deep lists nest in the value: 0 for a non-list, 1 for a flat list
+    /// (computed without recursion).
+    pub fn depth(&self) -> usize {
+        let Value::List(l) = self else { return 0 };
+        let mut max = 1;
+        let mut stack: Vec<(&ValueList, usize)> = vec![(l, 1)];
+        while let Some((l, d)) = stack.pop() {
+            max = max.max(d);
+            for v in &l.0 {
+                if let Value::List(inner) = v {
+                    stack.push((inner, d + 1));
+                }
+            }
+        }
+        max
+    }
+
     /// The Python type name of the value (`int`, `Tensor`, `NoneType`, …), as
     /// PyTorch's error messages print it.
     pub fn type_name(&self) -> &'static str {
@@ -165,7 +369,19 @@ impl Value {
             Value::Tensor(t) => f(t),
             Value::TensorList(ts) => ts.iter().for_each(f),
             Value::OptTensorList(ts) => ts.iter().flatten().for_each(f),
-            Value::List(vs) => vs.iter().for_each(|v| v.for_each_tensor(f)),
+            Value::List(vs) => {
+                // Depth-first with an explicit stack: lists may nest deep.
+                let mut stack = vec![vs.iter()];
+                while let Some(top) = stack.last_mut() {
+                    match top.next() {
+                        Some(Value::List(inner)) => stack.push(inner.iter()),
+                        Some(v) => v.for_each_tensor(f),
+                        None => {
+                            stack.pop();
+                        }
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -176,7 +392,20 @@ impl Value {
             Value::Tensor(t) => pred(t),
             Value::TensorList(ts) => ts.iter().any(pred),
             Value::OptTensorList(ts) => ts.iter().flatten().any(pred),
-            Value::List(vs) => vs.iter().any(|v| v.any_tensor(pred)),
+            Value::List(vs) => {
+                let mut stack = vec![vs.iter()];
+                while let Some(top) = stack.last_mut() {
+                    match top.next() {
+                        Some(Value::List(inner)) => stack.push(inner.iter()),
+                        Some(v) if v.any_tensor(pred) => return true,
+                        Some(_) => {}
+                        None => {
+                            stack.pop();
+                        }
+                    }
+                }
+                false
+            }
             _ => false,
         }
     }
@@ -378,7 +607,17 @@ impl crate::keys::KeySet {
     /// for a call without tensors, the backend of a `Device` argument (CPU if none),
     /// as BackendSelect would pick it.
     pub fn of_values(args: &[Value]) -> KeySet {
-        fn collect(args: &[Value], ks: &mut KeySet, device: &mut Option<crate::dtype::Device>) {
+        // Lists deeper than a boxed call accepts (`check_depth`) are not looked
+        // into, so this never recurses far.
+        fn collect(
+            args: &[Value],
+            ks: &mut KeySet,
+            device: &mut Option<crate::dtype::Device>,
+            depth: usize,
+        ) {
+            if depth > MAX_VALUE_DEPTH {
+                return;
+            }
             for v in args {
                 match v {
                     Value::Tensor(t) => *ks = *ks | t.key_set(),
@@ -386,7 +625,7 @@ impl crate::keys::KeySet {
                     Value::OptTensorList(ts) => {
                         ts.iter().flatten().for_each(|t| *ks = *ks | t.key_set())
                     }
-                    Value::List(vs) => collect(vs, ks, device),
+                    Value::List(vs) => collect(vs, ks, device, depth + 1),
                     Value::Device(d) => *device = Some(*d),
                     _ => {}
                 }
@@ -394,7 +633,7 @@ impl crate::keys::KeySet {
         }
         let mut ks = KeySet::EMPTY;
         let mut device = None;
-        collect(args, &mut ks, &mut device);
+        collect(args, &mut ks, &mut device, 0);
         if ks.highest_backend().is_none() {
             ks = ks | KeySet::for_device(device.unwrap_or(crate::dtype::Device::Cpu));
         }

@@ -378,7 +378,7 @@ pub trait Returns: Sized {
     /// The reverse of [`Returns::into_value`].
     fn from_value(v: Value) -> Result<Self> {
         Self::from_values(match v {
-            Value::List(vs) => vs,
+            Value::List(vs) => vs.into_vec(),
             other => vec![other],
         })
     }
@@ -390,7 +390,7 @@ pub fn one_value(mut vs: Vec<Value>) -> Value {
     if vs.len() == 1 {
         vs.remove(0)
     } else {
-        Value::List(vs)
+        Value::List(vs.into())
     }
 }
 

@@ -1,0 +1,89 @@
+//! Bad input to the runtime's boxed entry points gets an error, never an abort:
+//! deeply nested values, malformed signatures. Each case runs on a 2 MiB thread,
+//! as users call from worker threads, in debug and release builds alike.
+
+use opforge::argparse::PythonArgParser;
+use opforge::value::{ValueList, MAX_VALUE_DEPTH};
+use opforge::{library, Tensor, Value};
+
+/// Runs `f` on a thread with a 2 MiB stack.
+fn on_small_stack<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
+/// A list nested `depth` levels deep around one int.
+fn nested(depth: usize) -> Value {
+    let mut v = Value::Int(1);
+    for _ in 0..depth {
+        v = Value::List(vec![v].into());
+    }
+    v
+}
+
+#[test]
+fn deeply_nested_values_are_refused_by_boxed_calls() {
+    let msg = on_small_stack(|| {
+        let t = Value::Tensor(Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
+        let deep = nested(24_000);
+        let e = library::call("aten::add", &[t.clone(), deep.clone()], &[]).unwrap_err();
+        let op = opforge::dispatch::dispatcher()
+            .find("aten::add.Tensor")
+            .unwrap();
+        let e2 = op.call_boxed(&[t, deep]).unwrap_err();
+        (e.to_string(), e2.to_string())
+    });
+    for m in [&msg.0, &msg.1] {
+        assert!(
+            m.contains("argument 1 nests lists more than 128 levels deep")
+                && m.contains("MAX_VALUE_DEPTH"),
+            "{m}"
+        );
+    }
+    // At the limit, the call goes through to the parser's ordinary type error.
+    let ok = on_small_stack(|| {
+        let t = Value::Tensor(Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
+        library::call("aten::add", &[t, nested(MAX_VALUE_DEPTH)], &[])
+            .unwrap_err()
+            .to_string()
+    });
+    assert!(!ok.contains("MAX_VALUE_DEPTH"), "{ok}");
+}
+
+#[test]
+fn deep_values_clone_print_and_drop_on_a_small_stack() {
+    let depth = on_small_stack(|| {
+        let v = nested(1_000_000);
+        let c = v.clone();
+        let mut tensors = 0;
+        c.for_each_tensor(&mut |_| tensors += 1);
+        assert!(tensors == 0 && !c.any_tensor(&mut |_| true));
+        let printed = format!("{c:?}");
+        assert!(printed.contains("[...]") && printed.len() < 10_000);
+        drop(v);
+        c.depth()
+    });
+    assert_eq!(depth, 1_000_000);
+    let flat: ValueList = vec![Value::Int(1), nested(2)].into();
+    assert_eq!(format!("{flat:?}"), "[Int(1), List([List([Int(1)])])]");
+}
+
+#[test]
+fn signatures_with_duplicate_names_are_refused() {
+    let e = PythonArgParser::new(&["f(Tensor input, int64_t a, *, int64_t a=0)"]).unwrap_err();
+    assert_eq!(e, "FunctionSignature(): duplicate parameter name 'a' in f");
+}
+
+#[test]
+fn absurd_fixed_list_sizes_are_refused() {
+    let e = PythonArgParser::new(&["f(IntArrayRef[4294967296] size=1)"]).unwrap_err();
+    assert_eq!(
+        e,
+        "FunctionParameter(): size 4294967296 of IntArrayRef[4294967296] size exceeds the limit of 1024 elements"
+    );
+    assert!(PythonArgParser::new(&["f(IntArrayRef[6] size=1)"]).is_ok());
+}
