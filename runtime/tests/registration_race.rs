@@ -13,7 +13,8 @@ use opforge::{Tensor, Value};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-const TOGGLES: usize = 60_000;
+/// Fewer under Miri, which also checks the accesses for data races.
+const TOGGLES: usize = if cfg!(miri) { 400 } else { 60_000 };
 const CALLERS: usize = 1;
 
 #[test]

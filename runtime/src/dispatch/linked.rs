@@ -114,3 +114,25 @@ impl Library {
 /// Every crate's library of operators (one per `include_schema!`).
 #[linkme::distributed_slice]
 pub static LIBRARIES: [&'static Library];
+
+/// The link-time registrations the dispatcher reads when it is built: the
+/// [`LIBRARIES`], [`OPERATOR_DEFS`] and [`KERNELS`] of the program.
+///
+/// Under Miri, which cannot read linkme's section-bound statics, the program
+/// has none: the dispatcher starts empty, and Miri runs the tests that build
+/// their own operators (the tensor, storage and dispatch tests; README,
+/// "Testing").
+pub(crate) fn registrations() -> (
+    &'static [&'static Library],
+    &'static [OperatorDef],
+    &'static [KernelEntry],
+) {
+    #[cfg(not(miri))]
+    {
+        (&LIBRARIES, &OPERATOR_DEFS, &KERNELS)
+    }
+    #[cfg(miri)]
+    {
+        (&[], &[], &[])
+    }
+}

@@ -22,7 +22,7 @@
 pub(crate) mod linked;
 pub mod typed;
 
-use linked::{KernelEntry, Library, KERNELS, LIBRARIES, OPERATOR_DEFS};
+use linked::{KernelEntry, Library};
 
 pub use crate::keys::{DispatchKey, KeySet, LocalKeys, RUNTIME_KEYS};
 
@@ -770,8 +770,9 @@ impl Dispatcher {
         let mut errors = Vec::new();
         let mut dynamic: Vec<&'static Operator> = Vec::new();
         let mut poisoned: Vec<(&'static Operator, Error)> = Vec::new();
+        let (libraries, operator_defs, kernels) = linked::registrations();
         // The operators of crates with schema files of their own.
-        for lib in LIBRARIES.iter() {
+        for lib in libraries {
             if lib.is_set() {
                 continue;
             }
@@ -793,7 +794,7 @@ impl Dispatcher {
             lib.set(ops);
         }
         // The operators defined with `#[op]`.
-        for def in OPERATOR_DEFS.iter() {
+        for def in operator_defs {
             let source = format!("{}:{}", def.file, def.line);
             // `#[op]` checked the schema at compile time; a failure here means the
             // schema language changed under a stale build.
@@ -811,7 +812,7 @@ impl Dispatcher {
             }
         }
         // The kernels of `#[kernel]` and `#[op]`, from every crate.
-        for e in KERNELS.iter() {
+        for e in kernels {
             let Some(key) = DispatchKey::from_name(e.key) else {
                 errors.push(Error::Runtime(
                     format!(
