@@ -511,6 +511,50 @@ pub fn parse_and_bind<'s>(
     slow_parse_and_bind(binding, schema_of, api, args, kwargs)
 }
 
+/// [`parse_and_bind`] on its slow path only (PyTorch's algorithm, step by step),
+/// never the fast one: for tests and fuzzing, which check that both paths give
+/// the same binding or the same error.
+#[doc(hidden)]
+pub fn parse_and_bind_slow<'s>(
+    table: &ApiTable,
+    schema_of: &dyn Fn(&str) -> Option<&'s OpSchema>,
+    api: &str,
+    mut args: Vec<Value>,
+    mut kwargs: Vec<(String, Value)>,
+) -> Result<Bound<'s>, Error> {
+    let binding = table
+        .get(api)
+        .ok_or_else(|| Error::UnknownOp(api.to_string().into()))?;
+    pythonize_all(&mut args, &mut kwargs);
+    slow_parse_and_bind(binding, schema_of, api, args, kwargs)
+}
+
+/// [`call_dispatch_unchecked`] on its slow path only (no shape cache, no fast
+/// binding): for tests and fuzzing, which compare the two.
+#[doc(hidden)]
+pub fn call_dispatch_slow(
+    table: &ApiTable,
+    api: &str,
+    args: Vec<Value>,
+    kwargs: Vec<(String, Value)>,
+) -> Result<Vec<Value>, Error> {
+    let schema_of = |n: &str| crate::OpId::from_name(n).map(|id| id.schema());
+    let bound = parse_and_bind_slow(table, &schema_of, api, args, kwargs)?;
+    dispatch_bound(&bound)
+}
+
+/// Calls the operator a call was bound to.
+fn dispatch_bound(bound: &Bound<'_>) -> Result<Vec<Value>, Error> {
+    let d = crate::dispatch::dispatcher();
+    let op = match bound.id {
+        Some(id) => d.op(id),
+        None => d
+            .find(bound.schema.name)
+            .ok_or_else(|| Error::UnknownOp(bound.overload.clone().into()))?,
+    };
+    op.call_boxed(&bound.values)
+}
+
 /// [`pythonize`](parse::pythonize) in place (no allocation unless a typed list
 /// is given).
 fn pythonize_all<K>(args: &mut [Value], kwargs: &mut [(K, Value)]) {
@@ -979,14 +1023,7 @@ pub fn call_dispatch_unchecked<K: AsRef<str> + Into<String>>(
     let kwargs = kwargs.into_iter().map(|(k, v)| (k.into(), v)).collect();
     let schema_of = |n: &str| crate::OpId::from_name(n).map(|id| id.schema());
     let bound = slow_parse_and_bind(binding, &schema_of, api, args, kwargs)?;
-    let d = crate::dispatch::dispatcher();
-    let op = match bound.id {
-        Some(id) => d.op(id),
-        None => d
-            .find(bound.schema.name)
-            .ok_or_else(|| Error::UnknownOp(bound.overload.clone().into()))?,
-    };
-    op.call_boxed(&bound.values)
+    dispatch_bound(&bound)
 }
 
 /// A boxed API-level call: looks up the binding `api` (`torch.add`, `Tensor.add`
