@@ -5,7 +5,7 @@
 //! The rules are torchgen's (spec `schema.md` §4–§7); where torchgen's wording is
 //! known it is kept, so messages can be searched for in PyTorch's sources.
 
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag::{abbrev, Diagnostic, Diagnostics};
 use crate::load::{SchemaFile, SourceMap};
 use crate::model::*;
 use crate::scalar_type::ScalarType;
@@ -549,11 +549,14 @@ impl Validator<'_> {
         let msg = match d.value {
             Some(_) => format!(
                 "default `{}` does not fit type `{}` of argument `{}`",
-                d.text, a.ty, a.name
+                abbrev(&d.text),
+                a.ty,
+                a.name
             ),
             None => format!(
                 "default `{}` of argument `{}` is not a literal",
-                d.text, a.name
+                abbrev(&d.text),
+                a.name
             ),
         };
         self.push(nf, at, msg, default_help(&a.ty, d));
@@ -821,6 +824,10 @@ fn base_default_fits(b: BaseType, v: &DefaultValue) -> bool {
 }
 
 fn default_help(ty: &Type, d: &Default) -> String {
+    let nested = d.text.strip_prefix('[').is_some_and(|t| t.contains('['));
+    if d.value.is_none() && nested {
+        return "a list default holds numbers or bools, not lists: write a flat list such as `[0,1]`".into();
+    }
     if matches!(d.value, Some(DefaultValue::None)) && !ty.is_nullable() {
         return format!("only optional types default to `None`: write `{ty}?`");
     }
