@@ -11,6 +11,7 @@ use opforge_schema::diag::Diagnostics;
 use opforge_schema::load;
 use opforge_schema::model::DefaultValue;
 use opforge_schema::schema::{check_invariants, parse_schema, MAX_LIST_SIZE, MAX_TYPE_DEPTH};
+use opforge_schema::yaml::{MAX_FILE_BYTES, MAX_YAML_DEPTH};
 
 /// Runs `f` on a thread with a 2 MiB stack.
 fn on_small_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
@@ -189,4 +190,137 @@ fn fixed_list_sizes_are_bounded() {
         )),
         "{e}"
     );
+}
+// ---------------------------------------------------------------------------
+// 3. The YAML layer: nesting, documents, size.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn deeply_nested_yaml_is_rejected_by_the_pre_scan() {
+    // 100 KB of `[` took 4.4 s inside serde_yaml before it gave up; the pre-scan
+    // stops at the first bracket past the limit (timed by hand, see the report).
+    let n = 50_000;
+    let src = format!(
+        "- func: f(Tensor self) -> Tensor\n  tags: {}{}\n",
+        "[".repeat(n),
+        "]".repeat(n)
+    );
+    let e = one_error(&src);
+    // `  tags: ` is 8 columns; the entry list and the entry's mapping are two
+    // levels, so bracket `MAX_YAML_DEPTH - 1` is one too many.
+    let col = 8 + MAX_YAML_DEPTH - 1;
+    assert_eq!(
+        e,
+        format!("bad.yaml:2:{col}: YAML nested deeper than {MAX_YAML_DEPTH} levels\n  help: a schema file nests a few levels (entries, their keys, a dispatch table or a list); flatten the value"),
+    );
+    // Mappings, and nesting spread over lines, count the same.
+    let src = format!(
+        "- func: f(Tensor self) -> Tensor\n  tags: {}x\n",
+        "{a: \n".repeat(n)
+    );
+    assert!(one_error(&src).contains("YAML nested deeper than"));
+    // tags.yaml and deprecated.yaml go through the same door.
+    let tags = format!("- tag: {}\n", "[".repeat(n));
+    let e = load::load_tags_str("tags.yaml", &tags).unwrap_err();
+    assert!(e.to_string().contains("YAML nested deeper than"), "{e}");
+    let dep = format!("- name: {}\n", "{".repeat(n));
+    let e = opforge_schema::python::load_deprecated_str("deprecated.yaml", &dep).unwrap_err();
+    assert!(e.to_string().contains("YAML nested deeper than"), "{e}");
+}
+
+#[test]
+fn yaml_nesting_limit_holds_just_under_and_just_over() {
+    // Depth counts the entry list, the entry mapping and each flow level.
+    let under = MAX_YAML_DEPTH - 2;
+    let src = |n: usize| {
+        format!(
+            "- func: f(Tensor self) -> Tensor\n  tags: {}{}\n",
+            "[".repeat(n),
+            "]".repeat(n)
+        )
+    };
+    let e = on_small_stack(|| one_error(&src(under)));
+    // Loaded and validated: the nested list is not a list of tags.
+    assert!(e.contains("`tags:` must be a tag or a list of tags"), "{e}");
+    let e = on_small_stack(|| one_error(&src(under + 1)));
+    assert!(e.contains("YAML nested deeper than"), "{e}");
+}
+
+#[test]
+fn brackets_in_scalars_and_comments_do_not_count() {
+    let n = 5 * MAX_YAML_DEPTH;
+    let open = "[".repeat(n);
+    let src = format!(
+        "# {open}\n- func: f(Tensor self) -> Tensor  # {open}\n  tags: \"{open}\"\n  python_module: '{open}'\n  category_override: a{open}\n  precomputed:\n  - |\n    {open}\n"
+    );
+    let d = check(&src).unwrap_err().to_string();
+    assert!(!d.contains("nested deeper"), "{d}");
+    assert!(
+        d.contains("illegal tag") || d.contains("unknown python_module"),
+        "{d}"
+    );
+}
+
+/// Entries, each about 100 bytes.
+fn entries(n: usize, from: usize) -> String {
+    (from..from + n)
+        .map(|i| {
+            format!(
+                "- func: op{i}(Tensor self, int dim=0) -> Tensor\n  variants: function, method\n"
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn several_documents_are_rejected_whatever_the_size() {
+    // Files of 64 KB and more used to be parsed in two halves, split at the first
+    // entry after the middle; with a document marker just before that entry each
+    // half was one document, and a stream of two documents was accepted.
+    for n in [20, 2_000, 8_000] {
+        let all = entries(n, 0);
+        let middle = all.len() / 2 + all[all.len() / 2..].find("\n- ").unwrap() + 1;
+        for at in [middle, all.len() / 4, 3 * all.len() / 4] {
+            // The start of the entry at or after `at`.
+            let at = at + all[at..].find("- func").unwrap();
+            for marker in ["...\n", "---\n", "...\n---\n"] {
+                let src = format!("{}{marker}{}", &all[..at], &all[at..]);
+                let e = match check(&src) {
+                    Ok(f) => panic!(
+                        "{} bytes, {marker:?} at {at}: {} entries loaded",
+                        src.len(),
+                        f.entries.len()
+                    ),
+                    Err(e) => e.to_string(),
+                };
+                assert!(
+                    e.contains("more than one document"),
+                    "{} bytes, {marker:?} at {at}: {e}",
+                    src.len()
+                );
+            }
+        }
+        // One document with its markers is fine.
+        let src = format!("---\n{all}...\n");
+        assert_eq!(check(&src).unwrap().entries.len(), n);
+    }
+}
+
+#[test]
+fn files_over_the_size_limit_are_rejected_before_parsing() {
+    let some = entries(1_000, 0);
+    let src = some.repeat(MAX_FILE_BYTES / some.len() + 1);
+    assert!(src.len() > MAX_FILE_BYTES);
+    let e = one_error(&src);
+    assert_eq!(
+        e,
+        format!(
+            "bad.yaml:0: the file is {} bytes, more than the limit of {MAX_FILE_BYTES} bytes ({} MiB)\n  help: PyTorch's own native_functions.yaml is about 0.6 MB; split the schema into several crates",
+            src.len(),
+            MAX_FILE_BYTES >> 20
+        )
+    );
+    // A file at the limit is read (a comment: quick to load in a debug build).
+    let at_limit = format!("#{}\n", " ".repeat(MAX_FILE_BYTES - 2));
+    assert_eq!(check(&at_limit).unwrap().entries.len(), 0);
 }
