@@ -12,7 +12,7 @@
 //! These commands are an interface other tools script against: keep them stable.
 
 use crate::lower;
-use opforge_schema::diag::{Diagnostic, Diagnostics};
+use opforge_schema::diag::Diagnostics;
 use opforge_schema::load::{self, SchemaFile};
 use opforge_schema::python::DeprecatedEntry;
 use opforge_schema::validate;
@@ -130,16 +130,10 @@ fn load_valid(
     file: &Path,
 ) -> Result<(SchemaFile, Option<usize>, Vec<DeprecatedEntry>), Diagnostics> {
     let name = file.display().to_string();
-    let read = |p: &Path, name: &str| {
-        std::fs::read_to_string(p)
-            .map_err(|e| Diagnostics(vec![Diagnostic::new(name, 0, format!("cannot read: {e}"))]))
-    };
-    let src = read(file, &name)?;
+    let read = |p: &Path| opforge_schema::yaml::read(p).map_err(|d| Diagnostics(vec![d]));
+    let src = read(file)?;
     let tags = match beside(file, "tags.yaml") {
-        Some(t) => {
-            let tname = t.display().to_string();
-            Some(load::load_tags_str(&tname, &read(&t, &tname)?)?)
-        }
+        Some(t) => Some(load::load_tags_str(&t.display().to_string(), &read(&t)?)?),
         None => None,
     };
     let schema = opforge_schema::check_str(&name, &src, tags.as_deref())?;

@@ -20,7 +20,7 @@ pub mod lower;
 pub mod rust_types;
 
 use emit_api::Options;
-use opforge_schema::diag::{Diagnostic, Diagnostics};
+use opforge_schema::diag::Diagnostics;
 use opforge_schema::load;
 use std::path::{Path, PathBuf};
 
@@ -37,15 +37,7 @@ pub fn generate_with(
     opts: &Options,
 ) -> Result<Files, Diagnostics> {
     let name = yaml.display().to_string();
-    let read = |p: &Path| {
-        std::fs::read_to_string(p).map_err(|e| {
-            Diagnostics(vec![Diagnostic::new(
-                &p.display().to_string(),
-                0,
-                format!("cannot read: {e}"),
-            )])
-        })
-    };
+    let read = |p: &Path| opforge_schema::yaml::read(p).map_err(|d| Diagnostics(vec![d]));
     let src = read(yaml)?;
     let tags = match tags {
         Some(t) => Some(load::load_tags_str(&t.display().to_string(), &read(t)?)?),

@@ -20,6 +20,9 @@ use std::collections::HashMap;
 
 pub use opforge_schema::names::{arg_ident, RUST_KEYWORDS};
 
+/// The most operators one schema file may have: `OpId` is `#[repr(u16)]`.
+pub const MAX_OPERATORS: usize = u16::MAX as usize + 1;
+
 /// Something the generator did not emit, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Skip {
@@ -117,6 +120,12 @@ pub fn lower<'a>(
     deprecated: &[DeprecatedEntry],
 ) -> Result<Plan<'a>, Diagnostics> {
     let whole = |e: String| Diagnostics(vec![Diagnostic::new(&file.file, 0, e)]);
+    if file.entries.len() > MAX_OPERATORS {
+        return Err(whole(format!(
+            "{} operators: a schema file holds at most {MAX_OPERATORS} (`OpId` is a `u16`); split it into several crates",
+            file.entries.len()
+        )));
+    }
     let names = api_names(&file.entries).map_err(whole)?;
     let mut order: Vec<(&NativeFunction, String)> = file.entries.iter().zip(names).collect();
     order.sort_by_cached_key(|(nf, _)| sort_key(nf));

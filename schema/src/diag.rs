@@ -77,6 +77,25 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// The most characters of user text (a schema, a type, a default) a message
+/// quotes; longer text is cut with `…`, so that a pathological input does not
+/// make a pathological message.
+pub const QUOTE_CHARS: usize = 120;
+
+/// `s`, or its first [`QUOTE_CHARS`] characters and `…` if it is longer.
+///
+/// ```
+/// use opforge_schema::diag::abbrev;
+/// assert_eq!(abbrev("int[]"), "int[]");
+/// assert_eq!(abbrev(&"[".repeat(500)).chars().count(), 121);
+/// ```
+pub fn abbrev(s: &str) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(QUOTE_CHARS) {
+        None => s.into(),
+        Some((at, _)) => format!("{}…", &s[..at]).into(),
+    }
+}
+
 /// A list of diagnostics, printed one after another.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diagnostics(pub Vec<Diagnostic>);

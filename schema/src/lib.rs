@@ -34,6 +34,7 @@ pub mod schema;
 pub mod signature;
 pub mod tables;
 pub mod validate;
+pub mod yaml;
 
 use std::path::Path;
 
@@ -47,13 +48,7 @@ pub fn read_deprecated(yaml: &Path) -> Result<Vec<python::DeprecatedEntry>, diag
         return Ok(Vec::new());
     }
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        diag::Diagnostics(vec![diag::Diagnostic::new(
-            &name,
-            0,
-            format!("cannot read: {e}"),
-        )])
-    })?;
+    let text = yaml::read(&path).map_err(|d| diag::Diagnostics(vec![d]))?;
     python::load_deprecated_str(&name, &text)
 }
 

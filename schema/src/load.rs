@@ -54,11 +54,11 @@ pub struct SchemaFile {
     pub source: SourceMap,
 }
 
-/// Reads `path` and loads it. I/O errors become a diagnostic at line 0.
+/// Reads `path` (at most [`crate::yaml::MAX_FILE_BYTES`]) and loads it. I/O
+/// errors become a diagnostic at line 0.
 pub fn load_file(path: &std::path::Path) -> Result<SchemaFile, Diagnostics> {
     let file = path.display().to_string();
-    let src = std::fs::read_to_string(path)
-        .map_err(|e| Diagnostics(vec![Diagnostic::new(&file, 0, format!("cannot read: {e}"))]))?;
+    let src = crate::yaml::read(path).map_err(|d| Diagnostics(vec![d]))?;
     load_str(&file, &src)
 }
 
@@ -90,12 +90,7 @@ pub fn load_str_partial(file: &str, src: &str) -> (SchemaFile, Diagnostics) {
 
 fn load_all(file: &str, src: &str) -> Result<(SchemaFile, Diagnostics), Diagnostics> {
     let src = src.strip_prefix('\u{feff}').unwrap_or(src);
-    let root = match parse_in_parts(src) {
-        Some(items) => Value::Sequence(items),
-        None => {
-            serde_yaml::from_str(src).map_err(|e| Diagnostics(vec![yaml_error(file, src, &e)]))?
-        }
-    };
+    let root = crate::yaml::parse(file, src).map_err(|d| Diagnostics(vec![d]))?;
     let items = match root {
         Value::Sequence(items) => items,
         Value::Null => Vec::new(),
@@ -138,41 +133,10 @@ fn load_all(file: &str, src: &str) -> Result<(SchemaFile, Diagnostics), Diagnost
     ))
 }
 
-/// Parses a large block sequence in two halves on two threads (YAML parsing is most
-/// of the load time). The file is split at a line starting with `- ` in column 1
-/// (a top-level entry: nothing nested can start there); if either half does not
-/// parse as a sequence on its own (an alias across the split, a top level that is
-/// not a sequence, a syntax error), this returns `None` and the caller parses the
-/// whole text, so results and error positions are those of a single parse.
-fn parse_in_parts(src: &str) -> Option<Vec<Value>> {
-    const MIN_SPLIT: usize = 64 * 1024;
-    if src.len() < MIN_SPLIT
-        || (!src.starts_with("- ") && !src.contains("\n- "))
-        || std::thread::available_parallelism().map_or(1, usize::from) < 2
-    {
-        return None;
-    }
-    let mid = src.len() / 2;
-    let split = mid + src.get(mid..)?.find("\n- ")? + 1;
-    let (a, b) = src.split_at(split);
-    let parse = |part: &str| match serde_yaml::from_str::<Value>(part) {
-        Ok(Value::Sequence(items)) => Some(items),
-        _ => None,
-    };
-    let (first, second) = std::thread::scope(|s| {
-        let h = s.spawn(|| parse(b));
-        (parse(a), h.join().ok().flatten())
-    });
-    let mut items = first?;
-    items.extend(second?);
-    Some(items)
-}
-
 /// Loads `tags.yaml` (a list of `{tag, desc}`), returning the tag names.
 pub fn load_tags_str(file: &str, src: &str) -> Result<Vec<String>, Diagnostics> {
     let src = src.strip_prefix('\u{feff}').unwrap_or(src);
-    let root: Value =
-        serde_yaml::from_str(src).map_err(|e| Diagnostics(vec![yaml_error(file, src, &e)]))?;
+    let root = crate::yaml::parse(file, src).map_err(|d| Diagnostics(vec![d]))?;
     let help = "tags.yaml is a list of `- tag: NAME` entries (each with a `desc:`)";
     let items = match root {
         Value::Sequence(items) => items,
@@ -223,7 +187,7 @@ const INDENT_HELP: &str = "check the indentation: an entry's keys line up under 
 
 /// A YAML syntax error at YAML's own line and column, with a hint for the usual
 /// mistakes.
-fn yaml_error(file: &str, src: &str, e: &serde_yaml::Error) -> Diagnostic {
+pub(crate) fn yaml_error(file: &str, src: &str, e: &serde_yaml::Error) -> Diagnostic {
     let mut msg = e.to_string();
     let (mut line, mut col) = match e.location() {
         Some(l) => {
@@ -297,10 +261,11 @@ fn yaml_error(file: &str, src: &str, e: &serde_yaml::Error) -> Diagnostic {
         "each key may appear only once per entry, and each dispatch key once per table"
     } else if msg.contains("more than one document") {
         let start = first_content_line(src);
-        if let Some(l) = (start + 1..=lines.len()).find(|&l| text(l).starts_with("---")) {
+        let marker = |l: usize| text(l).starts_with("---") || text(l).starts_with("...");
+        if let Some(l) = (start + 1..=lines.len()).find(|&l| marker(l)) {
             line = l;
         }
-        "a schema file is one YAML document; remove the `---` line"
+        "a schema file is one YAML document; remove the `---` or `...` line"
     } else {
         ""
     };

@@ -153,12 +153,16 @@ impl Type {
 
     /// True for any type that holds tensors: `Tensor`, `Tensor?`, `Tensor[]`, `Tensor?[]`.
     pub fn is_tensor_like(&self) -> bool {
-        match self {
-            Type::Base(b) => *b == BaseType::Tensor,
-            Type::CustomClass(_) => false,
-            Type::Optional(t) => t.is_tensor_like(),
-            Type::List { elem, .. } => elem.is_tensor_like(),
+        self.contains(BaseType::Tensor)
+    }
+
+    /// The base type (or custom class) under every `?` and list.
+    pub fn innermost(&self) -> &Type {
+        let mut t = self;
+        while let Type::Optional(inner) | Type::List { elem: inner, .. } = t {
+            t = inner;
         }
+        t
     }
 
     /// True for `T?`.
@@ -166,13 +170,13 @@ impl Type {
         matches!(self, Type::Optional(_))
     }
 
-    /// True for lists, also under an optional (`int[]?`).
+    /// True for lists, also under optionals (`int[]?`).
     pub fn is_list_like(&self) -> bool {
-        match self {
-            Type::List { .. } => true,
-            Type::Optional(t) => t.is_list_like(),
-            _ => false,
+        let mut t = self;
+        while let Type::Optional(inner) = t {
+            t = inner;
         }
+        matches!(t, Type::List { .. })
     }
 
     /// The type without one level of `?`.
@@ -185,27 +189,44 @@ impl Type {
 
     /// True if `b` appears anywhere in the type.
     pub fn contains(&self, b: BaseType) -> bool {
-        match self {
-            Type::Base(x) => *x == b,
-            Type::CustomClass(_) => false,
-            Type::Optional(t) => t.contains(b),
-            Type::List { elem, .. } => elem.contains(b),
-        }
+        matches!(self.innermost(), Type::Base(x) if *x == b)
     }
 }
 
+/// Prints the type as written (`int[2]?`), iteratively: the base, then each
+/// wrapper from the innermost out.
 impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Type::Base(b) => f.write_str(b.name()),
-            Type::CustomClass(c) => write!(f, "{CUSTOM_CLASS_PREFIX}{c}"),
-            Type::Optional(t) => write!(f, "{t}?"),
-            Type::List { elem, size: None } => write!(f, "{elem}[]"),
-            Type::List {
-                elem,
-                size: Some(n),
-            } => write!(f, "{elem}[{n}]"),
+        let mut wrappers = Vec::new();
+        let mut t = self;
+        loop {
+            match t {
+                Type::Base(b) => {
+                    f.write_str(b.name())?;
+                    break;
+                }
+                Type::CustomClass(c) => {
+                    write!(f, "{CUSTOM_CLASS_PREFIX}{c}")?;
+                    break;
+                }
+                Type::Optional(inner) => {
+                    wrappers.push(None);
+                    t = inner;
+                }
+                Type::List { elem, size } => {
+                    wrappers.push(Some(*size));
+                    t = elem;
+                }
+            }
         }
+        for w in wrappers.iter().rev() {
+            match w {
+                None => f.write_str("?")?,
+                Some(None) => f.write_str("[]")?,
+                Some(Some(n)) => write!(f, "[{n}]")?,
+            }
+        }
+        Ok(())
     }
 }
 
@@ -265,22 +286,17 @@ pub enum DefaultValue {
 
 impl DefaultValue {
     /// Interprets default text. Returns `None` when the text is not a literal of any
-    /// kind (validation reports it).
+    /// kind (validation reports it). A list literal holds numbers and bools, never
+    /// lists, so this reads one level and does not recurse: `[[1]]` is not a
+    /// literal, however deep it is.
     pub fn parse(text: &str) -> Option<DefaultValue> {
-        let t = text;
-        match t {
-            "None" => return Some(DefaultValue::None),
-            "True" => return Some(DefaultValue::Bool(true)),
-            "False" => return Some(DefaultValue::Bool(false)),
-            _ => {}
-        }
-        if let Some(inner) = t.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+        if let Some(inner) = text.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
             if inner.trim().is_empty() {
                 return Some(DefaultValue::List(Vec::new()));
             }
             let items: Option<Vec<_>> = inner
                 .split(',')
-                .map(|s| match DefaultValue::parse(s.trim())? {
+                .map(|s| match DefaultValue::parse_scalar(s.trim())? {
                     v @ (DefaultValue::Int(_) | DefaultValue::Float(_) | DefaultValue::Bool(_)) => {
                         Some(v)
                     }
@@ -288,6 +304,17 @@ impl DefaultValue {
                 })
                 .collect();
             return items.map(DefaultValue::List);
+        }
+        DefaultValue::parse_scalar(text)
+    }
+
+    /// A default that is not a list literal.
+    fn parse_scalar(t: &str) -> Option<DefaultValue> {
+        match t {
+            "None" => return Some(DefaultValue::None),
+            "True" => return Some(DefaultValue::Bool(true)),
+            "False" => return Some(DefaultValue::Bool(false)),
+            _ => {}
         }
         if let Some(s) = unquote(t) {
             return Some(DefaultValue::Str(s));

@@ -38,6 +38,78 @@ pub const RUST_KEYWORDS: &[&str] = &[
     "override", "priv", "typeof", "unsized", "virtual", "yield",
 ];
 
+/// Names the generated code refers to without a path, which an operator's or an
+/// argument's Rust name may therefore not be (the validator rejects them at
+/// their place): an alias `sig::Tensor` would shadow the type `Tensor` in every
+/// other signature, a function `torch::Some` or a parameter `Some` the
+/// constructor, a variant `OpId::ALL` the array of ids.
+pub const GENERATED_NAMES: &[&str] = &[
+    // Runtime types the typed API names (`opforge::__private::prelude`).
+    "Tensor",
+    "Scalar",
+    "DType",
+    "Layout",
+    "Device",
+    "MemoryFormat",
+    "Generator",
+    "Storage",
+    "Stream",
+    "QScheme",
+    "Result",
+    // The standard prelude's types and constructors.
+    "Option",
+    "Some",
+    "None",
+    "Ok",
+    "Err",
+    "Vec",
+    "String",
+    "Box",
+    // Primitive types.
+    "bool",
+    "char",
+    "str",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "i128",
+    "isize",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "u128",
+    "usize",
+    "f32",
+    "f64",
+    // Items of the generated code: a guarded function's call site, `OpId`'s
+    // associated items.
+    "SITE",
+    "ALL",
+    "from_name",
+];
+
+/// Why `rust_name`, the Rust name the generator gives an operator or argument,
+/// cannot be emitted, if it cannot: `_` is not an identifier Rust can name a
+/// function or read a parameter by, and [`GENERATED_NAMES`] are taken.
+///
+/// ```
+/// use opforge_schema::names::unusable;
+/// assert_eq!(unusable("add_Tensor"), None);
+/// assert!(unusable("_").unwrap().contains("no Rust identifier"));
+/// assert!(unusable("Some").unwrap().contains("the generated code uses"));
+/// ```
+pub fn unusable(rust_name: &str) -> Option<&'static str> {
+    if rust_name == "_" {
+        Some("has no Rust identifier (`_` is not one)")
+    } else if GENERATED_NAMES.contains(&rust_name) {
+        Some("is a name the generated code uses")
+    } else {
+        None
+    }
+}
+
 /// The Rust identifier of an operator: `.` becomes `_`; a name that is a Rust keyword
 /// gets a trailing `_`; other namespaces than `aten` are prefixed (`mylib_scale`).
 ///

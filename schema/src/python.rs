@@ -231,10 +231,8 @@ const INHERITED_TAGS: &[&str] = &["nondeterministic_seeded", "view_copy"];
 /// Loads PyTorch's `deprecated.yaml`: a list of `{name: <schema>, aten: <call>}`
 /// mappings. `file` names the file in diagnostics. Every problem is reported.
 pub fn load_deprecated_str(file: &str, src: &str) -> Result<Vec<DeprecatedEntry>, Diagnostics> {
-    let root: serde_yaml::Value = serde_yaml::from_str(src).map_err(|e| {
-        let line = e.location().map_or(0, |l| l.line());
-        Diagnostics(vec![Diagnostic::new(file, line, e.to_string())])
-    })?;
+    let src = src.strip_prefix('\u{feff}').unwrap_or(src);
+    let root = crate::yaml::parse(file, src).map_err(|d| Diagnostics(vec![d]))?;
     let items = match root {
         serde_yaml::Value::Sequence(items) => items,
         serde_yaml::Value::Null => Vec::new(),

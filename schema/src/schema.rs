@@ -7,8 +7,23 @@
 //! torchgen does. The structural invariants of §4.3 of the spec (out conventions,
 //! inplace returns, …) are checked by [`check_invariants`], which validation calls.
 
+use crate::diag::abbrev;
 use crate::model::*;
 use std::fmt;
+
+/// The most `?`, `[]` and `[N]` wrappers a type may have around its base type
+/// (`Tensor?[]` has two). PyTorch's own file never uses more than two; sixteen
+/// leaves room for any real schema while every walk over a type (printing,
+/// validation, the generator's type mapping, the runtime's table conversion)
+/// stays a few frames deep, on a 2 MiB thread and in a debug build too. The
+/// parser itself is iterative: it counts the wrappers before it builds anything.
+pub const MAX_TYPE_DEPTH: usize = 16;
+
+/// The largest `N` of a fixed-size list type `T[N]`. The largest in PyTorch's own
+/// file is 6 (`int[6] pad`, three spatial dimensions); a scalar default of such a
+/// list (`int[2] stride=1`) is expanded to `N` elements on every call, so `N` is
+/// bounded: 1024 is far above any real use and keeps that expansion at 8 KiB.
+pub const MAX_LIST_SIZE: u32 = 1024;
 
 /// A schema that could not be parsed: what is wrong and where (1-based column in
 /// the schema string).
@@ -58,11 +73,14 @@ impl std::str::FromStr for FunctionSchema {
 pub fn parse_schema(src: &str) -> Result<FunctionSchema> {
     let open = src
         .find('(')
-        .ok_or_else(|| err(src, 0, format!("Invalid function schema: {src}")))?;
-    let arrow = src
-        .rfind(") -> ")
-        .filter(|&a| a >= open)
-        .ok_or_else(|| err(src, src.len(), format!("Invalid function schema: {src}")))?;
+        .ok_or_else(|| err(src, 0, format!("Invalid function schema: {}", abbrev(src))))?;
+    let arrow = src.rfind(") -> ").filter(|&a| a >= open).ok_or_else(|| {
+        err(
+            src,
+            src.len(),
+            format!("Invalid function schema: {}", abbrev(src)),
+        )
+    })?;
     let name = parse_operator_name(src, 0, &src[..open])?;
     let arguments = parse_arguments(src, open + 1, &src[open + 1..arrow])?;
     let returns = parse_returns(src, arrow + 5, &src[arrow + 5..])?;
@@ -81,7 +99,10 @@ pub fn parse_schema(src: &str) -> Result<FunctionSchema> {
         return Err(err(
             src,
             at,
-            format!("schema is not in canonical form: it prints back as `{printed}`"),
+            format!(
+                "schema is not in canonical form: it prints back as `{}`",
+                abbrev(&printed)
+            ),
         ));
     }
     Ok(schema)
@@ -113,6 +134,13 @@ fn parse_operator_name(src: &str, off: usize, s: &str) -> Result<OperatorName> {
     };
     if base.is_empty() {
         return Err(err(src, rest_off, "operator name cannot be empty"));
+    }
+    if base.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(err(
+            src,
+            rest_off,
+            format!("invalid operator name `{base}`: must start with a letter or `_`"),
+        ));
     }
     if !base.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(err(
@@ -212,6 +240,8 @@ fn split_items(s: &str, off: usize) -> impl Iterator<Item = (usize, &str)> {
 
 fn parse_arguments(src: &str, off: usize, s: &str) -> Result<Arguments> {
     let mut args = Arguments::default();
+    // Argument names and their 1-based positions: a name is bound once.
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (at, item) in split_items(s, off) {
         if item.is_empty() {
             continue;
@@ -227,7 +257,20 @@ fn parse_arguments(src: &str, off: usize, s: &str) -> Result<Arguments> {
             args.kwarg_only_start = Some(args.all.len());
             continue;
         }
-        args.all.push(parse_argument(src, at, item)?);
+        let arg = parse_argument(src, at, item)?;
+        if let Some(first) = seen.insert(arg.name.clone(), args.all.len() + 1) {
+            let decl = item.split('=').next().unwrap_or(item);
+            let name_at = at + decl.rfind(' ').map_or(0, |sp| sp + 1);
+            return Err(err(
+                src,
+                name_at,
+                format!(
+                    "duplicate argument name `{}` (argument {first} is named `{}` too)",
+                    arg.name, arg.name
+                ),
+            ));
+        }
+        args.all.push(arg);
     }
     if args.kwarg_only_start == Some(args.all.len()) {
         return Err(err(
@@ -313,43 +356,86 @@ pub fn parse_annotation(src: &str, off: usize, s: &str) -> Result<Annotation> {
 }
 
 /// Parses a type such as `int[2]?`, `Tensor?[]` or `__torch__.torch.classes.ns.C`.
+///
+/// Iterative: the `?`, `[]` and `[N]` wrappers are peeled off the end and
+/// counted first (at most [`MAX_TYPE_DEPTH`]), then the type is built inside out.
 pub fn parse_type(src: &str, off: usize, s: &str) -> Result<Type> {
-    if let Some(inner) = s.strip_suffix('?') {
-        if !inner.is_empty() {
-            return Ok(Type::Optional(Box::new(parse_type(src, off, inner)?)));
-        }
+    enum Wrapper {
+        Optional,
+        List(Option<u32>),
     }
-    if let Some(body) = s.strip_suffix(']') {
-        if let Some(open) = body.rfind('[') {
-            let size = &body[open + 1..];
-            let elem = &body[..open];
-            if !elem.is_empty() && size.bytes().all(|b| b.is_ascii_digit()) {
-                let size = if size.is_empty() {
-                    None
-                } else {
-                    Some(size.parse::<u32>().map_err(|_| {
-                        err(src, off + open + 1, format!("list size too large: {size}"))
-                    })?)
-                };
-                return Ok(Type::List {
-                    elem: Box::new(parse_type(src, off, elem)?),
-                    size,
-                });
+    let mut wrappers = Vec::new();
+    let mut rest = s;
+    loop {
+        let peeled = if let Some(inner) = rest.strip_suffix('?').filter(|i| !i.is_empty()) {
+            Some((inner, Wrapper::Optional))
+        } else {
+            match rest
+                .strip_suffix(']')
+                .and_then(|b| Some((b, b.rfind('[')?)))
+            {
+                Some((body, open))
+                    if open > 0 && body[open + 1..].bytes().all(|b| b.is_ascii_digit()) =>
+                {
+                    let digits = &body[open + 1..];
+                    let size = if digits.is_empty() {
+                        None
+                    } else {
+                        match digits.parse::<u64>() {
+                            Ok(n) if n <= u64::from(MAX_LIST_SIZE) => Some(n as u32),
+                            _ => {
+                                return Err(err(
+                                    src,
+                                    off + open + 1,
+                                    format!(
+                                        "list size {} is larger than the limit of {MAX_LIST_SIZE}",
+                                        abbrev(digits)
+                                    ),
+                                ))
+                            }
+                        }
+                    };
+                    Some((&body[..open], Wrapper::List(size)))
+                }
+                _ => None,
             }
+        };
+        let Some((inner, wrapper)) = peeled else {
+            break;
+        };
+        if wrappers.len() == MAX_TYPE_DEPTH {
+            return Err(err(
+                src,
+                off,
+                format!(
+                    "type `{}` is nested deeper than {MAX_TYPE_DEPTH} levels (`?`, `[]` and `[N]` wrappers)",
+                    abbrev(s)
+                ),
+            ));
         }
+        wrappers.push(wrapper);
+        rest = inner;
     }
-    if let Some(class) = s.strip_prefix(CUSTOM_CLASS_PREFIX) {
-        if !class.is_empty()
-            && class
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    let base = match rest.strip_prefix(CUSTOM_CLASS_PREFIX) {
+        Some(class)
+            if !class.is_empty()
+                && class
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') =>
         {
-            return Ok(Type::CustomClass(class.to_string()));
+            Type::CustomClass(class.to_string())
         }
-    }
-    BaseType::from_name(s)
-        .map(Type::Base)
-        .ok_or_else(|| err(src, off, format!("unrecognized type {s}")))
+        _ => BaseType::from_name(rest)
+            .map(Type::Base)
+            .ok_or_else(|| err(src, off, format!("unrecognized type {}", abbrev(rest))))?,
+    };
+    Ok(wrappers.into_iter().rev().fold(base, |elem, w| match w {
+        Wrapper::Optional => Type::Optional(Box::new(elem)),
+        Wrapper::List(size) => Type::List {
+            elem: Box::new(elem),
+            size,
+        },
+    }))
 }
 
 fn parse_argument(src: &str, off: usize, item: &str) -> Result<Argument> {
@@ -359,7 +445,7 @@ fn parse_argument(src: &str, off: usize, item: &str) -> Result<Argument> {
                 return Err(err(
                     src,
                     off,
-                    format!("illegal argument with default value: '{item}'"),
+                    format!("illegal argument with default value: '{}'", abbrev(item)),
                 ));
             }
             (&item[..eq], Some(&item[eq + 1..]))
@@ -368,13 +454,17 @@ fn parse_argument(src: &str, off: usize, item: &str) -> Result<Argument> {
     };
     let sp = decl
         .rfind(' ')
-        .ok_or_else(|| err(src, off, format!("illegal argument '{item}'")))?;
+        .ok_or_else(|| err(src, off, format!("illegal argument '{}'", abbrev(item))))?;
     let (ty_text, name) = (&decl[..sp], &decl[sp + 1..]);
     if name.is_empty() || !is_ident(name) {
         return Err(err(
             src,
             off + sp + 1,
-            format!("illegal argument name '{name}' in '{item}'"),
+            format!(
+                "illegal argument name '{}' in '{}'",
+                abbrev(name),
+                abbrev(item)
+            ),
         ));
     }
     let (ty_plain, annotation) = split_annotation(src, off, ty_text)?;
@@ -391,7 +481,7 @@ fn parse_argument(src: &str, off: usize, item: &str) -> Result<Argument> {
             return Err(err(
                 src,
                 off + decl.len() + 1,
-                format!("empty default value in '{item}'"),
+                format!("empty default value in '{}'", abbrev(item)),
             ));
         }
         Ok(Default {

@@ -27,15 +27,39 @@ pub enum Ty {
     List(&'static Ty, Option<u32>),
 }
 
+/// Prints the type as written (`int[2]?`), iteratively, as the model's `Type` does.
 impl fmt::Display for Ty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Ty::Base(b) => f.write_str(b.name()),
-            Ty::CustomClass(c) => write!(f, "__torch__.torch.classes.{c}"),
-            Ty::Optional(t) => write!(f, "{t}?"),
-            Ty::List(t, None) => write!(f, "{t}[]"),
-            Ty::List(t, Some(n)) => write!(f, "{t}[{n}]"),
+        let mut wrappers = Vec::new();
+        let mut t = self;
+        loop {
+            match t {
+                Ty::Base(b) => {
+                    f.write_str(b.name())?;
+                    break;
+                }
+                Ty::CustomClass(c) => {
+                    write!(f, "{}{c}", crate::model::CUSTOM_CLASS_PREFIX)?;
+                    break;
+                }
+                Ty::Optional(inner) => {
+                    wrappers.push(None);
+                    t = inner;
+                }
+                Ty::List(elem, size) => {
+                    wrappers.push(Some(*size));
+                    t = elem;
+                }
+            }
         }
+        for w in wrappers.iter().rev() {
+            match w {
+                None => f.write_str("?")?,
+                Some(None) => f.write_str("[]")?,
+                Some(Some(n)) => write!(f, "[{n}]")?,
+            }
+        }
+        Ok(())
     }
 }
 

@@ -5,9 +5,10 @@
 //! The rules are torchgen's (spec `schema.md` §4–§7); where torchgen's wording is
 //! known it is kept, so messages can be searched for in PyTorch's sources.
 
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag::{abbrev, Diagnostic, Diagnostics};
 use crate::load::{SchemaFile, SourceMap};
 use crate::model::*;
+use crate::names::{arg_ident, keyword_escape, op_ident, unusable};
 use crate::scalar_type::ScalarType;
 use crate::schema::check_invariants;
 use std::collections::HashMap;
@@ -64,6 +65,8 @@ pub fn validate_with(
         diags: Vec::new(),
     };
     let mut seen: HashMap<String, usize> = HashMap::new();
+    // Rust identifiers (`OpId` variants, `at::` functions), by their first entry.
+    let mut idents: HashMap<String, &NativeFunction> = HashMap::new();
     for nf in &file.entries {
         let name = nf.name();
         if let Some(&prev) = seen.get(&name) {
@@ -76,6 +79,24 @@ pub fn validate_with(
             );
         } else {
             seen.insert(name, nf.line);
+            let ident = op_ident(&nf.func.name);
+            match idents.get(&ident) {
+                Some(first) => {
+                    let at = v.at_func(nf);
+                    v.push(
+                        nf,
+                        at,
+                        format!(
+                            "`{}` and `{}` (line {}) have the same Rust identifier `{ident}`",
+                            nf.func.name, first.func.name, first.line
+                        ),
+                        "rename one of the two overloads (the Rust identifier is the name with `.` as `_`, namespaces other than `aten` in front and a `_` after a Rust keyword)",
+                    );
+                }
+                None => {
+                    idents.insert(ident, nf);
+                }
+            }
         }
         v.entry(nf, tags);
     }
@@ -216,6 +237,7 @@ impl Validator<'_> {
             let (at, help) = self.invariant_place(nf, &m);
             self.push(nf, at, m, help);
         }
+        self.check_rust_names(nf);
         for (i, a) in f.arguments.all.iter().enumerate() {
             self.check_default(nf, i, a);
             if PYTHON_KEYWORDS.contains(&a.name.as_str())
@@ -540,6 +562,55 @@ impl Validator<'_> {
         (at, help)
     }
 
+    /// The Rust names the generator derives from the entry (its identifier, the
+    /// convenience name of its base, its arguments') can be emitted: not `_`, not a
+    /// name the generated code uses, no two arguments with one name. Rust keywords
+    /// are fine: they get a trailing `_` ([`crate::names`]).
+    fn check_rust_names(&mut self, nf: &NativeFunction) {
+        let f = &nf.func;
+        // The convenience name of a functional (or out=, mutable) overload may be
+        // its bare base name; an in-place one's always ends in `_`.
+        let base = f.name.name.to_string();
+        let bare = (!f.name.name.inplace).then(|| keyword_escape(base.clone()));
+        for name in std::iter::once(op_ident(&f.name)).chain(bare) {
+            if let Some(why) = unusable(&name) {
+                let at = self.at_func(nf);
+                let shown = if name == "_" { name } else { base.clone() };
+                self.push(
+                    nf,
+                    at,
+                    format!("operator name `{shown}` {why}"),
+                    "rename the operator: its name becomes a Rust function, type alias and enum variant",
+                );
+                break;
+            }
+        }
+        let mut seen: HashMap<String, &str> = HashMap::new();
+        for (i, a) in f.arguments.all.iter().enumerate() {
+            let ident = arg_ident(&a.name);
+            if let Some(why) = unusable(&ident) {
+                let at = self.at_arg_name(nf, i);
+                self.push(
+                    nf,
+                    at,
+                    format!("argument name `{}` {why}", a.name),
+                    "rename the argument: its name becomes a Rust parameter",
+                );
+            } else if let Some(first) = seen.insert(ident.clone(), &a.name) {
+                let at = self.at_arg_name(nf, i);
+                self.push(
+                    nf,
+                    at,
+                    format!(
+                        "arguments `{first}` and `{}` have the same Rust name `{ident}`",
+                        a.name
+                    ),
+                    "rename one of them (a Rust keyword such as `self` or `type` gets a trailing `_`)",
+                );
+            }
+        }
+    }
+
     fn check_default(&mut self, nf: &NativeFunction, i: usize, a: &Argument) {
         let Some(d) = &a.default else { return };
         if default_fits(&a.ty, d.value.as_ref()) {
@@ -549,11 +620,14 @@ impl Validator<'_> {
         let msg = match d.value {
             Some(_) => format!(
                 "default `{}` does not fit type `{}` of argument `{}`",
-                d.text, a.ty, a.name
+                abbrev(&d.text),
+                a.ty,
+                a.name
             ),
             None => format!(
                 "default `{}` of argument `{}` is not a literal",
-                d.text, a.name
+                abbrev(&d.text),
+                a.name
             ),
         };
         self.push(nf, at, msg, default_help(&a.ty, d));
@@ -776,11 +850,13 @@ pub fn cpp_name(f: &FunctionSchema) -> String {
     s
 }
 
-/// True if `s` is `ident(::ident)*` (Rust keywords allowed: they are written as raw
-/// identifiers when emitted).
+/// True if `s` is `ident(::ident)*`. Rust keywords are allowed (they are written
+/// as raw identifiers when emitted), except those that cannot be raw and would
+/// be read as path keywords: `self`, `Self`, `super`, `crate` (and `_`).
 pub fn is_rust_path(s: &str) -> bool {
-    s.split("::")
-        .all(|seg| crate::schema::is_ident(seg) && seg != "_")
+    s.split("::").all(|seg| {
+        crate::schema::is_ident(seg) && !matches!(seg, "_" | "self" | "Self" | "super" | "crate")
+    })
 }
 
 /// Does a default (already interpreted) fit the argument type?
@@ -821,6 +897,10 @@ fn base_default_fits(b: BaseType, v: &DefaultValue) -> bool {
 }
 
 fn default_help(ty: &Type, d: &Default) -> String {
+    let nested = d.text.strip_prefix('[').is_some_and(|t| t.contains('['));
+    if d.value.is_none() && nested {
+        return "a list default holds numbers or bools, not lists: write a flat list such as `[0,1]`".into();
+    }
     if matches!(d.value, Some(DefaultValue::None)) && !ty.is_nullable() {
         return format!("only optional types default to `None`: write `{ty}?`");
     }

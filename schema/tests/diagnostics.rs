@@ -933,7 +933,7 @@ fn malformed_yaml() {
     expect(
         "- func: abs(Tensor self) -> Tensor\n---\n- func: neg(Tensor self) -> Tensor\n",
         "bad.yaml:2: malformed YAML: deserializing from YAML containing more than one document is not supported
-  help: a schema file is one YAML document; remove the `---` line",
+  help: a schema file is one YAML document; remove the `---` or `...` line",
     );
 }
 
