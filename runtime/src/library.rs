@@ -231,8 +231,27 @@ impl Library {
     #[track_caller]
     pub fn define(&self, schema: &str) -> Result<String> {
         let source = caller();
-        let mut func = opforge_schema::schema::parse_schema(schema)
-            .map_err(|e| Error::Runtime(format!("Invalid schema string `{schema}`: {e}").into()))?;
+        let mut func = opforge_schema::schema::parse_schema(schema).map_err(|e| {
+            let schema = opforge_schema::diag::abbrev(schema);
+            Error::Runtime(format!("Invalid schema string `{schema}`: {e}").into())
+        })?;
+        // The parser takes any default text; a call would find no value in it.
+        let bad_default = func.arguments.all.iter().find_map(|a| {
+            let d = a.default.as_ref()?;
+            (!opforge_schema::validate::default_fits(&a.ty, d.value.as_ref())).then_some((a, d))
+        });
+        if let Some((a, d)) = bad_default {
+            return Err(Error::Runtime(
+                format!(
+                    "Invalid schema string `{}`: default `{}` of argument `{}` is not a literal of type `{}`",
+                    opforge_schema::diag::abbrev(schema),
+                    opforge_schema::diag::abbrev(&d.text),
+                    a.name,
+                    a.ty
+                )
+                .into(),
+            ));
+        }
         if self.kind == LibraryKind::Impl {
             return Err(Error::Runtime(format!(
                 "def(\"{}\"): Cannot define an operator inside of a {} block.  All def()s should be placed in the (unique) TORCH_LIBRARY block for their namespace.  (Error occurred while processing {} block at {}.)",

@@ -83,7 +83,46 @@ fn absurd_fixed_list_sizes_are_refused() {
     let e = PythonArgParser::new(&["f(IntArrayRef[4294967296] size=1)"]).unwrap_err();
     assert_eq!(
         e,
-        "FunctionParameter(): size 4294967296 of IntArrayRef[4294967296] size exceeds the limit of 1024 elements"
+        "FunctionParameter(): size 4294967296 of IntArrayRef[4294967296] size exceeds the limit of 1024 elements (opforge_schema::schema::MAX_LIST_SIZE)"
     );
     assert!(PythonArgParser::new(&["f(IntArrayRef[6] size=1)"]).is_ok());
+}
+
+/// The schema text a user passes at run time (`Library::define`, a schema file
+/// loaded into a `Registry`) is parsed within bounds on a 2 MiB thread: a
+/// default nested 11,406 deep and `Tensor[]` repeated 32,851 times, which
+/// aborted the process, are errors naming the limit.
+#[test]
+fn deep_schemas_at_run_time_are_errors() {
+    let (define_default, define_type, registry) = on_small_stack(|| {
+        let lib = opforge::library::Library::new("bad_input", opforge::library::LibraryKind::Def)
+            .unwrap();
+        let deep_default = format!(
+            "f(Tensor self, int[] x={}1{}) -> Tensor",
+            "[".repeat(11_406),
+            "]".repeat(11_406)
+        );
+        let deep_type = format!("g(Tensor{} self) -> Tensor", "[]".repeat(32_851));
+        let yaml = format!(
+            "- func: h({} self) -> Tensor\n",
+            format!("Tensor{}", "[]".repeat(32_851))
+        );
+        (
+            lib.define(&deep_default).unwrap_err().to_string(),
+            lib.define(&deep_type).unwrap_err().to_string(),
+            opforge::registry::Registry::from_yaml_str("deep.yaml", &yaml)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string(),
+        )
+    });
+    assert!(
+        define_default.starts_with("Invalid schema string `f(Tensor self, int[] x=[[[[")
+            && define_default.contains("of argument `x` is not a literal of type `int[]`")
+            && define_default.len() < 1_000,
+        "{define_default}"
+    );
+    for e in [&define_type, &registry] {
+        assert!(e.contains("16"), "{e}");
+    }
 }

@@ -265,19 +265,17 @@ fn parse_string_literal(s: &str) -> Result<String, String> {
     Ok(out)
 }
 
-/// The largest `[N]` a fixed-size list parameter may declare.
-pub const MAX_FIXED_SIZE: usize = 1024;
-
 impl FunctionParameter {
     fn new(p: &SigParam) -> Result<FunctionParameter, String> {
         let (t, size, allow_none) = p.type_parts();
         let kind = ParamKind::from_type_str(t)
             .ok_or_else(|| format!("FunctionParameter(): invalid type string: {t}"))?;
-        if size > MAX_FIXED_SIZE {
+        let max = opforge_schema::schema::MAX_LIST_SIZE as usize;
+        if size > max {
             // A default expands to `size` copies: an absurd size is an error here,
             // not an allocation at the first call.
             return Err(format!(
-                "FunctionParameter(): size {size} of {t}[{size}] {} exceeds the limit of {MAX_FIXED_SIZE} elements",
+                "FunctionParameter(): size {size} of {t}[{size}] {} exceeds the limit of {max} elements (opforge_schema::schema::MAX_LIST_SIZE)",
                 p.name
             ));
         }
