@@ -2,7 +2,7 @@
 //! and `fill_` (checked scalar conversion).
 
 use super::promote::{broadcast_shapes, check_output_shape};
-use super::{fill_elements, scalar_to};
+use super::{fill_elements, read_broadcastable, scalar_to};
 use crate::error::{Error, Result};
 use crate::tensor::{Device, Scalar, Tensor};
 use crate::with_dtype;
@@ -20,7 +20,7 @@ pub(crate) fn copy_(self_: &Tensor, src: &Tensor) -> Result<Tensor> {
         return Ok(self_.clone());
     }
     with_dtype!(src.dtype(), S => {
-        let a = src.to_array::<S>()?;
+        let a = read_broadcastable::<S>(src)?;
         let b: ArrayViewD<S> = a
             .broadcast(IxDyn(&shape))
             .ok_or_else(|| Error::Runtime("copy_: cannot broadcast".into()))?;
@@ -33,7 +33,7 @@ pub(crate) fn copy_(self_: &Tensor, src: &Tensor) -> Result<Tensor> {
 pub(crate) fn fill_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     with_dtype!(self_.dtype(), T => {
         let v: T = scalar_to(value)?;
-        fill_elements(self_, v);
+        fill_elements(self_, v)?;
     });
     Ok(self_.clone())
 }
