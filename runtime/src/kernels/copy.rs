@@ -2,18 +2,21 @@
 //! and `fill_` (checked scalar conversion).
 
 use super::promote::{broadcast_shapes, check_output_shape};
-use super::{fill_elements, read_broadcastable, scalar_to};
+use super::{fill_elements, overlap, read_broadcastable, scalar_to};
 use crate::error::{Error, Result};
 use crate::tensor::{Device, Scalar, Tensor};
 use crate::with_dtype;
 use ndarray::{ArrayViewD, IxDyn};
 
 /// `self.copy_(src)`: `src` broadcasts to `self`'s shape and is converted to its
-/// dtype with C++ cast rules.
+/// dtype with C++ cast rules. As `copy_impl`: nothing to do for the same tensor
+/// or a view of the same elements; then `TensorIterator`'s overlap checks (no
+/// expanded `self`, no partial overlap with `src`), then the shapes.
 pub(crate) fn copy_(self_: &Tensor, src: &Tensor) -> Result<Tensor> {
-    if self_.is_same(src) {
+    if self_.is_same(src) || same_data(self_, src) {
         return Ok(self_.clone());
     }
+    overlap::check_writes(self_, [src])?;
     let shape = broadcast_shapes(&self_.shape(), &src.shape())?;
     check_output_shape(&self_.shape(), &shape)?;
     if self_.device() == Device::Meta || src.device() == Device::Meta || self_.numel() == 0 {
@@ -29,7 +32,18 @@ pub(crate) fn copy_(self_: &Tensor, src: &Tensor) -> Result<Tensor> {
     Ok(self_.clone())
 }
 
-/// `self.fill_(value)`.
+/// `is_same_data` of `copy_impl`: views of one storage with the same offset,
+/// sizes and strides (tensors sharing a storage share its dtype).
+fn same_data(a: &Tensor, b: &Tensor) -> bool {
+    let (ga, gb) = (a.geometry(), b.geometry());
+    ga.storage.ptr_eq(&gb.storage)
+        && ga.offset == gb.offset
+        && ga.strides == gb.strides
+        && ga.shape == gb.shape
+}
+
+/// `self.fill_(value)` (no overlap check: filling an expanded tensor is
+/// well defined, as in PyTorch).
 pub(crate) fn fill_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     with_dtype!(self_.dtype(), T => {
         let v: T = scalar_to(value)?;

@@ -29,7 +29,9 @@
 //! `empty_strided`, the tensor constructors' `try_` forms): a size beyond the
 //! allocation limit is an error with PyTorch's allocator message, not an aborted
 //! process, and inputs are read in place (reductions, fills) rather than copied
-//! where a copy could be larger than the result.
+//! where a copy could be larger than the result. Writes check memory overlap
+//! first ([`overlap`]), as `TensorIterator`, `copy_`, `cat` and `index_select`
+//! do.
 
 pub mod composite;
 pub mod cpu;
@@ -43,6 +45,7 @@ mod factory;
 mod layout;
 mod linalg;
 mod num;
+pub mod overlap;
 mod pointwise;
 mod reduce;
 mod shape;

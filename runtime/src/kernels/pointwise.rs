@@ -3,7 +3,7 @@
 //! comparison, same-dtype), checks or resizes the output, and then the element
 //! functions of each family, stamped per dtype. Results and intermediates are
 //! allocated fallibly (`crate::tensor::alloc`), after the output's size was
-//! checked.
+//! checked; a written output is checked for memory overlap first.
 
 // Element functions are stamped for `bool` too, where `<` is legitimate.
 #![allow(clippy::bool_comparison)]
@@ -13,7 +13,8 @@ use super::promote::{
     broadcast_all, check_can_cast, check_output_shape, result_type, result_type_tensors, Operand,
 };
 use super::{
-    dispatch_error, not_implemented, read_broadcastable, resize_output, scalar_to, typemeta_name,
+    dispatch_error, not_implemented, overlap, read_broadcastable, resize_output, scalar_to,
+    typemeta_name,
 };
 use crate::error::{Error, Result};
 use crate::tensor::{alloc as memory, numel, DType, Device, Element, IntoBuffer, Scalar, Tensor};
@@ -56,9 +57,18 @@ pub(crate) struct Iter<'a> {
 }
 
 impl<'a> Iter<'a> {
-    /// Checks shapes and dtypes as `TensorIterator::build` does (shape first,
-    /// then types) and resizes a write-only `out=` tensor.
+    /// Checks memory overlap, shapes and dtypes in `TensorIterator::build`'s
+    /// order (overlap, shape, types) and resizes a write-only `out=` tensor.
     pub fn build(ops: Vec<Operand<'a>>, dest: Dest<'a>, rule: Rule) -> Result<Self> {
+        match dest {
+            Dest::New => {}
+            Dest::Out(o) => overlap::check_writes(o, ops.iter().filter_map(Operand::tensor))?,
+            Dest::Inplace => {
+                if let Some(o) = ops[0].tensor() {
+                    overlap::check_writes(o, ops.iter().filter_map(Operand::tensor))?;
+                }
+            }
+        }
         let (out, read_write) = match dest {
             Dest::New => (None, false),
             Dest::Out(t) => (

@@ -1,11 +1,13 @@
 //! Operators that assemble or pick whole slices: `cat` and `index_select`.
 //! Each slice is copied straight into its place in the result (no joined
-//! intermediate).
+//! intermediate); an `out=` tensor is checked for overlap with the inputs as
+//! PyTorch checks it (`cat` after resizing it, `index_select` before).
 
 use super::layout::{strides_for, suggest_memory_format};
 use super::promote::{can_cast, result_type_tensors};
 use super::{
-    alloc, common_device, empty_strided, index_error, read_broadcastable, resize_output, wrap_dim,
+    alloc, common_device, empty_strided, index_error, overlap, read_broadcastable, resize_output,
+    wrap_dim,
 };
 use crate::error::{Error, Result};
 use crate::tensor::{Device, IntoBuffer, MemoryFormat, Tensor};
@@ -113,6 +115,13 @@ pub(crate) fn cat(tensors: &[Tensor], dim: i64, out: Option<&Tensor>) -> Result<
     let result = match out {
         Some(o) => {
             resize_output(o, &sizes)?;
+            // The meta function's checks, on the resized output.
+            if valid.is_some() {
+                overlap::assert_no_internal_overlap(o)?;
+                for t in tensors {
+                    overlap::assert_no_overlap(o, t)?;
+                }
+            }
             o.clone()
         }
         None => {
@@ -164,6 +173,9 @@ pub(crate) fn index_select(
             o.dtype() == self_.dtype(),
             "index_select(): self and result must have the same scalar type"
         );
+        overlap::assert_no_internal_overlap(o)?;
+        overlap::assert_no_overlap(o, self_)?;
+        overlap::assert_no_overlap(o, index)?;
     }
     let mut shape = self_.shape();
     if self_.dim() > 0 {
