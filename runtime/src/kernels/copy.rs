@@ -2,25 +2,28 @@
 //! and `fill_` (checked scalar conversion).
 
 use super::promote::{broadcast_shapes, check_output_shape};
-use super::{fill_elements, scalar_to};
+use super::{fill_elements, overlap, read_broadcastable, scalar_to};
 use crate::error::{Error, Result};
 use crate::tensor::{Device, Scalar, Tensor};
 use crate::with_dtype;
 use ndarray::{ArrayViewD, IxDyn};
 
 /// `self.copy_(src)`: `src` broadcasts to `self`'s shape and is converted to its
-/// dtype with C++ cast rules.
+/// dtype with C++ cast rules. As `copy_impl`: nothing to do for the same tensor
+/// or a view of the same elements; then `TensorIterator`'s overlap checks (no
+/// expanded `self`, no partial overlap with `src`), then the shapes.
 pub(crate) fn copy_(self_: &Tensor, src: &Tensor) -> Result<Tensor> {
-    if self_.is_same(src) {
+    if self_.is_same(src) || same_data(self_, src) {
         return Ok(self_.clone());
     }
+    overlap::check_writes(self_, [src])?;
     let shape = broadcast_shapes(&self_.shape(), &src.shape())?;
     check_output_shape(&self_.shape(), &shape)?;
     if self_.device() == Device::Meta || src.device() == Device::Meta || self_.numel() == 0 {
         return Ok(self_.clone());
     }
     with_dtype!(src.dtype(), S => {
-        let a = src.to_array::<S>()?;
+        let a = read_broadcastable::<S>(src)?;
         let b: ArrayViewD<S> = a
             .broadcast(IxDyn(&shape))
             .ok_or_else(|| Error::Runtime("copy_: cannot broadcast".into()))?;
@@ -29,11 +32,22 @@ pub(crate) fn copy_(self_: &Tensor, src: &Tensor) -> Result<Tensor> {
     Ok(self_.clone())
 }
 
-/// `self.fill_(value)`.
+/// `is_same_data` of `copy_impl`: views of one storage with the same offset,
+/// sizes and strides (tensors sharing a storage share its dtype).
+fn same_data(a: &Tensor, b: &Tensor) -> bool {
+    let (ga, gb) = (a.geometry(), b.geometry());
+    ga.storage.ptr_eq(&gb.storage)
+        && ga.offset == gb.offset
+        && ga.strides == gb.strides
+        && ga.shape == gb.shape
+}
+
+/// `self.fill_(value)` (no overlap check: filling an expanded tensor is
+/// well defined, as in PyTorch).
 pub(crate) fn fill_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     with_dtype!(self_.dtype(), T => {
         let v: T = scalar_to(value)?;
-        fill_elements(self_, v);
+        fill_elements(self_, v)?;
     });
     Ok(self_.clone())
 }

@@ -7,7 +7,7 @@ use super::{
     alloc, check_sizes, dispatch_error, empty_strided, fill_elements, resize_output, scalar_to,
 };
 use crate::error::Result;
-use crate::tensor::{DType, Device, Element, MemoryFormat, Scalar, Tensor};
+use crate::tensor::{alloc as memory, DType, Device, Element, MemoryFormat, Scalar, Tensor};
 use crate::with_dtype;
 use ndarray::{ArrayD, IxDyn};
 
@@ -45,7 +45,7 @@ pub(crate) fn full(
     let t = empty(size, Some(dtype), device, None)?;
     with_dtype!(dtype, T => {
         let v: T = scalar_to(fill_value)?;
-        fill_elements(&t, v);
+        fill_elements(&t, v)?;
     });
     Ok(t)
 }
@@ -190,10 +190,13 @@ pub(crate) fn arange(
     let shape = result.shape();
     with_dtype!(dtype, T => {
         let vals: Vec<T> = match acc {
-            Acc::Int(s, _, st) => (0..size as i64)
-                .map(|i| T::from_i64(s.wrapping_add(st.wrapping_mul(i))))
-                .collect(),
-            Acc::Float(s, _, st) => (0..size).map(|i| T::from_f64(s + st * i as f64)).collect(),
+            Acc::Int(s, _, st) => memory::try_collect(
+                size,
+                (0..size as i64).map(|i| T::from_i64(s.wrapping_add(st.wrapping_mul(i)))),
+            )?,
+            Acc::Float(s, _, st) => {
+                memory::try_collect(size, (0..size).map(|i| T::from_f64(s + st * i as f64)))?
+            }
         };
         let a = ArrayD::from_shape_vec(IxDyn(&shape), vals)
             .map_err(|e| crate::Error::Runtime(format!("arange: {e}").into()))?;

@@ -4,7 +4,9 @@
 
 use super::num::Num;
 use super::promote::broadcast_shapes;
-use super::{check_out_dtype, dispatch_error, ops, resize_output, typemeta_name};
+use super::{
+    check_out_dtype, dispatch_error, ops, read_broadcastable, resize_output, typemeta_name,
+};
 use crate::error::Result;
 use crate::tensor::{DType, Device, Tensor};
 use crate::with_dtype;
@@ -20,7 +22,12 @@ fn check_same_dtype(a: &Tensor, b: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// `mm(self, mat2)`, into `out` if given.
+/// `mm(self, mat2)`, into `out` if given. The product is computed from the
+/// inputs before `out` is resized or written, so an `out` that is (or overlaps)
+/// an input gets the product of the inputs as they were. (PyTorch checks no
+/// overlap here and writes as it reads: `mm(a, a, out=a)` gives zeros for
+/// float32; an error or garbage would be no better than the right answer.) An
+/// expanded `out` is refused when written, as PyTorch's final `copy_` does.
 pub(crate) fn mm(self_: &Tensor, mat2: &Tensor, out: Option<&Tensor>) -> Result<Tensor> {
     crate::ensure!(
         self_.dim() == 2,
@@ -44,31 +51,39 @@ pub(crate) fn mm(self_: &Tensor, mat2: &Tensor, out: Option<&Tensor>) -> Result<
     check_same_dtype(self_, mat2)?;
     let dtype = self_.dtype();
     let shape = [a[0], b[1]];
-    match out {
-        Some(o) => {
-            check_out_dtype(o, dtype)?;
-            resize_output(o, &shape)?;
-        }
-        None => super::check_alloc(&shape, dtype, self_.device())?,
-    }
     let meta = [Some(self_), Some(mat2), out]
         .into_iter()
         .flatten()
         .any(|t| t.device() == Device::Meta);
+    match out {
+        Some(o) => {
+            check_out_dtype(o, dtype)?;
+            super::check_alloc(&shape, dtype, o.device())?;
+        }
+        None => super::check_alloc(&shape, dtype, self_.device())?,
+    }
     if meta {
-        return Ok(out
-            .cloned()
-            .unwrap_or_else(|| Tensor::zeros(&shape, dtype, Device::Meta)));
+        return match out {
+            Some(o) => {
+                resize_output(o, &shape)?;
+                Ok(o.clone())
+            }
+            None => Tensor::try_zeros(&shape, dtype, Device::Meta),
+        };
     }
     if dtype == DType::Bool {
+        if let Some(o) = out {
+            resize_output(o, &shape)?;
+        }
         return Err(dispatch_error("addmm_impl_cpu_", dtype));
     }
     with_dtype!(dtype, T => {
-        let x = to2(self_.to_array::<T>()?)?;
-        let y = to2(mat2.to_array::<T>()?)?;
-        let r = matmul2(&x, &y).into_dyn();
+        let x = to2(read_broadcastable::<T>(self_)?, &a)?;
+        let y = to2(read_broadcastable::<T>(mat2)?, &b)?;
+        let r = matmul2(&x, &y, a[1], &shape)?;
         match out {
             Some(o) => {
+                resize_output(o, &shape)?;
                 if o.numel() > 0 {
                     o.assign(r.view())?;
                 }
@@ -79,16 +94,35 @@ pub(crate) fn mm(self_: &Tensor, mat2: &Tensor, out: Option<&Tensor>) -> Result<
     })
 }
 
-fn to2<T>(a: ArrayD<T>) -> Result<Array2<T>> {
-    a.into_dimensionality::<Ix2>()
-        .map_err(|e| crate::Error::Runtime(format!("mm: {e}").into()))
+/// A matrix read with `read_broadcastable`, as a 2-D array that broadcasts to
+/// `shape` (an expanded matrix stays read once per distinct element).
+fn to2<T>(a: ArrayD<T>, shape: &[usize]) -> Result<Array2<T>> {
+    let a = a
+        .into_dimensionality::<Ix2>()
+        .map_err(|e| crate::Error::Runtime(format!("mm: {e}").into()))?;
+    crate::ensure!(
+        a.broadcast((shape[0], shape[1])).is_some(),
+        "mm: cannot broadcast {:?} to {shape:?}",
+        a.shape()
+    );
+    Ok(a)
 }
 
-fn matmul2<T: Num>(a: &Array2<T>, b: &Array2<T>) -> Array2<T> {
-    let (n, k, p) = (a.nrows(), a.ncols(), b.ncols());
-    Array2::from_shape_fn((n, p), |(i, j)| {
-        (0..k).fold(T::zero(), |acc, l| acc.add(a[(i, l)].mul(b[(l, j)])))
-    })
+/// The product of two matrices of logical shapes `[n, k]` and `[k, p]`, each
+/// possibly read with size 1 where it is expanded (then broadcast here), as a
+/// new array of `shape` = `[n, p]` (allocated fallibly).
+fn matmul2<T: Num>(
+    a: &Array2<T>,
+    b: &Array2<T>,
+    k: usize,
+    shape: &[usize; 2],
+) -> Result<ArrayD<T>> {
+    let at = |i: usize, l: usize| a[(i.min(a.nrows() - 1), l.min(a.ncols() - 1))];
+    let bt = |l: usize, j: usize| b[(l.min(b.nrows() - 1), j.min(b.ncols() - 1))];
+    let items = (0..shape[0]).flat_map(|i| {
+        (0..shape[1]).map(move |j| (0..k).fold(T::zero(), |acc, l| acc.add(at(i, l).mul(bt(l, j)))))
+    });
+    super::pointwise::collect_array(shape, items)
 }
 
 fn to_i64(s: &[usize]) -> Vec<i64> {

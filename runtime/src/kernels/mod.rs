@@ -25,8 +25,13 @@
 //! each function carrying its operator name, so registration can be added in
 //! that one place.
 //!
-//! Allocation sizes are checked (`check_alloc`) so that absurd shapes are an
-//! error (PyTorch's allocator message), not an aborted process.
+//! Allocation goes through `crate::tensor::alloc` (`check_alloc`, `alloc`,
+//! `empty_strided`, the tensor constructors' `try_` forms): a size beyond the
+//! allocation limit is an error with PyTorch's allocator message, not an aborted
+//! process, and inputs are read in place (reductions, fills) rather than copied
+//! where a copy could be larger than the result. Writes check memory overlap
+//! first ([`overlap`]), as `TensorIterator`, `copy_`, `cat` and `index_select`
+//! do.
 
 pub mod composite;
 pub mod cpu;
@@ -40,13 +45,17 @@ mod factory;
 mod layout;
 mod linalg;
 mod num;
+pub mod overlap;
 mod pointwise;
 mod reduce;
 mod shape;
 mod views;
 
 use crate::error::{Error, Result};
-use crate::tensor::{numel, DType, Device, Element, Geometry, Scalar, Storage, Tensor};
+use crate::tensor::{
+    alloc as memory, last_offset, DType, Device, Element, IntoBuffer, Positions, Scalar, Tensor,
+};
+use ndarray::ArrayD;
 
 /// Formats a shape as PyTorch prints `IntArrayRef`s: `[2, 3]`.
 pub(crate) fn fmt_shape(s: &[usize]) -> String {
@@ -154,33 +163,20 @@ pub(crate) fn common_device<'a>(ts: impl IntoIterator<Item = &'a Tensor>) -> Dev
     }
 }
 
-/// The most a CPU tensor may allocate; beyond it the allocation is refused with
-/// PyTorch's allocator message instead of aborting the process.
-const MAX_ALLOC_BYTES: usize = 1 << 40;
-
-/// Checks that a tensor of `shape` can be allocated (its size does not
-/// overflow; on the CPU, it is not absurdly large).
+/// Checks that a tensor of `shape` can be allocated before computing it: its
+/// byte count fits `int64` (every device) and, on the CPU, the allocation
+/// limit (`crate::tensor::alloc`).
 pub(crate) fn check_alloc(shape: &[usize], dtype: DType, device: Device) -> Result<()> {
-    let bytes = shape
-        .iter()
-        .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .and_then(|n| n.checked_mul(dtype.itemsize()));
-    match bytes {
-        None => crate::bail!(
-            "Storage size calculation overflowed with sizes={}",
-            fmt_shape(shape)
-        ),
-        Some(b) if b > MAX_ALLOC_BYTES && device == Device::Cpu => crate::bail!(
-            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {b} bytes. Error code 12 (Cannot allocate memory)"
-        ),
-        _ => Ok(()),
+    let bytes = memory::storage_nbytes(shape, dtype.itemsize())?;
+    if device == Device::Cpu {
+        memory::check_bytes(bytes)?;
     }
+    Ok(())
 }
 
-/// A new zero-filled contiguous tensor, after [`check_alloc`].
+/// A new zero-filled contiguous tensor, allocated fallibly.
 pub(crate) fn alloc(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
-    check_alloc(shape, dtype, device)?;
-    Ok(Tensor::zeros(shape, dtype, device))
+    Tensor::try_zeros(shape, dtype, device)
 }
 
 /// `at::native::resize_output`: resizes `out` (to contiguous strides) unless it
@@ -213,63 +209,59 @@ pub(crate) fn empty_strided(
     dtype: DType,
     device: Device,
 ) -> Result<Tensor> {
-    check_alloc(shape, dtype, device)?;
-    let len = if numel(shape) == 0 {
-        0
-    } else {
-        1 + shape
-            .iter()
-            .zip(strides)
-            .map(|(&n, &s)| (n - 1) * s)
-            .sum::<usize>()
+    memory::storage_nbytes(shape, dtype.itemsize())?;
+    let len = match last_offset(shape, strides, 0)? {
+        None => 0,
+        Some(last) => last + 1,
     };
-    Tensor::zeros(&[len], dtype, device).as_strided(shape, strides, 0)
+    Tensor::try_zeros(&[len], dtype, device)?.as_strided(shape, strides, 0)
 }
 
-/// Storage positions of a tensor's elements in logical (row-major) order.
-pub(crate) fn element_offsets(g: &Geometry) -> Vec<usize> {
-    let n = numel(&g.shape);
-    let mut out = Vec::with_capacity(n);
-    if n == 0 {
-        return out;
+/// The elements of `t` as an array that broadcasts back to `t`'s shape: every
+/// dimension of stride 0 (an expanded one) is read once, as size 1, so an
+/// expanded input costs what its distinct elements do, not its element count.
+/// Allocated fallibly.
+pub(crate) fn read_broadcastable<T: IntoBuffer>(t: &Tensor) -> Result<ArrayD<T>> {
+    let g = t.geometry();
+    if !g
+        .shape
+        .iter()
+        .zip(&g.strides)
+        .any(|(&n, &s)| n > 1 && s == 0)
+    {
+        return t.to_array::<T>();
     }
-    let mut idx = vec![0usize; g.shape.len()];
-    for _ in 0..n {
-        out.push(
-            g.offset
-                + idx
-                    .iter()
-                    .zip(&g.strides)
-                    .map(|(i, s)| i * s)
-                    .sum::<usize>(),
-        );
-        for d in (0..idx.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < g.shape[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
-    out
+    let shape: Vec<usize> = g
+        .shape
+        .iter()
+        .zip(&g.strides)
+        .map(|(&n, &s)| if s == 0 { n.min(1) } else { n })
+        .collect();
+    t.as_strided(&shape, &g.strides, g.offset)?.to_array::<T>()
 }
 
 /// Writes one value into every element of `t` (overlapping elements of an
-/// expanded tensor included: filling is idempotent).
-pub(crate) fn fill_elements<T: Element>(t: &Tensor, value: T) {
+/// expanded tensor included: filling is idempotent), walking its positions
+/// (no table of offsets).
+pub(crate) fn fill_elements<T: Element>(t: &Tensor, value: T) -> Result<()> {
     if t.device() == Device::Meta {
-        return;
+        return Ok(());
     }
     let g = t.geometry();
-    let offsets = element_offsets(&g);
-    let storage: Storage = g.storage;
-    let mut buf = storage.write();
+    if let Some(end) = last_offset(&g.shape, &g.strides, g.offset)? {
+        crate::ensure!(
+            end < g.storage.len(),
+            "tensor view is out of bounds of its storage"
+        );
+    }
+    let mut buf = g.storage.write();
     crate::with_buffer!(&mut *buf, data, E => {
         let v: E = crate::tensor::cast::<T, E>(value);
-        for &o in &offsets {
-            data[o] = v;
+        for pos in Positions::new(&g.shape, &g.strides, g.offset) {
+            data[pos] = v;
         }
     }, meta => ());
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! Pointwise operators: a small `TensorIterator` ([`Iter`]) that broadcasts the
 //! inputs, applies the dtype rule of the operator (promotion, integer → float,
 //! comparison, same-dtype), checks or resizes the output, and then the element
-//! functions of each family, stamped per dtype.
+//! functions of each family, stamped per dtype. Results and intermediates are
+//! allocated fallibly (`crate::tensor::alloc`), after the output's size was
+//! checked; a written output is checked for memory overlap first.
 
 // Element functions are stamped for `bool` too, where `<` is legitimate.
 #![allow(clippy::bool_comparison)]
@@ -10,11 +12,14 @@ use super::num::{scalar_equals, Float, Num};
 use super::promote::{
     broadcast_all, check_can_cast, check_output_shape, result_type, result_type_tensors, Operand,
 };
-use super::{dispatch_error, not_implemented, resize_output, scalar_to, typemeta_name};
+use super::{
+    dispatch_error, not_implemented, overlap, read_broadcastable, resize_output, scalar_to,
+    typemeta_name,
+};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Device, Element, IntoBuffer, Scalar, Tensor};
+use crate::tensor::{alloc as memory, numel, DType, Device, Element, IntoBuffer, Scalar, Tensor};
 use crate::{float_dtype, with_dtype};
-use ndarray::{ArrayD, ArrayViewD, IxDyn, Zip};
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
 
 /// Where the result goes.
 #[derive(Clone, Copy, Debug)]
@@ -52,9 +57,18 @@ pub(crate) struct Iter<'a> {
 }
 
 impl<'a> Iter<'a> {
-    /// Checks shapes and dtypes as `TensorIterator::build` does (shape first,
-    /// then types) and resizes a write-only `out=` tensor.
+    /// Checks memory overlap, shapes and dtypes in `TensorIterator::build`'s
+    /// order (overlap, shape, types) and resizes a write-only `out=` tensor.
     pub fn build(ops: Vec<Operand<'a>>, dest: Dest<'a>, rule: Rule) -> Result<Self> {
+        match dest {
+            Dest::New => {}
+            Dest::Out(o) => overlap::check_writes(o, ops.iter().filter_map(Operand::tensor))?,
+            Dest::Inplace => {
+                if let Some(o) = ops[0].tensor() {
+                    overlap::check_writes(o, ops.iter().filter_map(Operand::tensor))?;
+                }
+            }
+        }
         let (out, read_write) = match dest {
             Dest::New => (None, false),
             Dest::Out(t) => (
@@ -123,21 +137,31 @@ impl<'a> Iter<'a> {
     }
 
     /// The output without values (meta).
-    pub fn finish_meta(self) -> Tensor {
-        self.out
-            .unwrap_or_else(|| Tensor::zeros(&self.shape, self.result, Device::Meta))
+    pub fn finish_meta(self) -> Result<Tensor> {
+        match self.out {
+            Some(o) => Ok(o),
+            None => Tensor::try_zeros(&self.shape, self.result, Device::Meta),
+        }
     }
 
-    /// Input `i` converted to `T` (numbers with C++ cast rules).
+    /// Input `i` converted to `T` (numbers with C++ cast rules), as an array
+    /// that broadcasts to the iteration shape (an expanded input is read once
+    /// per distinct element, see `read_broadcastable`).
     pub fn input<T: IntoBuffer>(&self, i: usize) -> Result<ArrayD<T>> {
         match self.ops[i] {
-            Operand::Tensor(t) => t.to_array::<T>(),
+            Operand::Tensor(t) => read_broadcastable::<T>(t),
             Operand::Scalar(s) => Ok(ArrayD::from_elem(IxDyn(&[]), T::from_scalar(s))),
         }
     }
 
-    /// Writes the computed values (of the broadcast shape) to the output.
+    /// Writes the computed values (of the broadcast shape, or broadcasting to
+    /// it) to the output.
     pub fn finish<R: IntoBuffer>(self, values: ArrayD<R>) -> Result<Tensor> {
+        let values = if values.shape() == self.shape.as_slice() {
+            values
+        } else {
+            map1(&values, &self.shape, |x| x)?
+        };
         match self.out {
             Some(o) => {
                 if o.numel() > 0 {
@@ -163,6 +187,21 @@ fn bcast<'x, T>(a: &'x ArrayD<T>, shape: &[usize]) -> Result<ArrayViewD<'x, T>> 
     })
 }
 
+/// An array of `shape` (standard layout) from its elements in logical order,
+/// allocated fallibly.
+pub(crate) fn collect_array<R>(
+    shape: &[usize],
+    items: impl Iterator<Item = R>,
+) -> Result<ArrayD<R>> {
+    let v = memory::try_collect(numel(shape), items)?;
+    ArrayD::from_shape_vec(IxDyn(shape), v).map_err(|e| Error::Runtime(e.to_string().into()))
+}
+
+/// `f` over every element of `a`, into a new array (allocated fallibly).
+pub(crate) fn map_array<A: Copy, R>(a: &ArrayD<A>, f: impl Fn(A) -> R) -> Result<ArrayD<R>> {
+    collect_array(a.shape(), a.iter().map(|&x| f(x)))
+}
+
 /// `f` over two arrays broadcast to `shape`.
 pub(crate) fn zip2<A: Copy, B: Copy, R>(
     a: &ArrayD<A>,
@@ -170,9 +209,8 @@ pub(crate) fn zip2<A: Copy, B: Copy, R>(
     shape: &[usize],
     f: impl Fn(A, B) -> R,
 ) -> Result<ArrayD<R>> {
-    Ok(Zip::from(&bcast(a, shape)?)
-        .and(&bcast(b, shape)?)
-        .map_collect(|&x, &y| f(x, y)))
+    let (a, b) = (bcast(a, shape)?, bcast(b, shape)?);
+    collect_array(shape, a.iter().zip(b.iter()).map(|(&x, &y)| f(x, y)))
 }
 
 /// `f` over three arrays broadcast to `shape`.
@@ -183,15 +221,14 @@ pub(crate) fn zip3<A: Copy, B: Copy, C: Copy, R>(
     shape: &[usize],
     f: impl Fn(A, B, C) -> R,
 ) -> Result<ArrayD<R>> {
-    Ok(Zip::from(&bcast(a, shape)?)
-        .and(&bcast(b, shape)?)
-        .and(&bcast(c, shape)?)
-        .map_collect(|&x, &y, &z| f(x, y, z)))
+    let (a, b, c) = (bcast(a, shape)?, bcast(b, shape)?, bcast(c, shape)?);
+    let items = a.iter().zip(b.iter()).zip(c.iter());
+    collect_array(shape, items.map(|((&x, &y), &z)| f(x, y, z)))
 }
 
 /// `f` over one array broadcast to `shape`.
 fn map1<A: Copy, R>(a: &ArrayD<A>, shape: &[usize], f: impl Fn(A) -> R) -> Result<ArrayD<R>> {
-    Ok(bcast(a, shape)?.mapv(f))
+    collect_array(shape, bcast(a, shape)?.iter().map(|&x| f(x)))
 }
 
 fn nan<T: Element>() -> T {
@@ -280,7 +317,7 @@ pub(crate) fn binary(
         alpha_check(it.compute, alpha)?;
     }
     if it.is_meta() {
-        return Ok(it.finish_meta());
+        return it.finish_meta();
     }
     if it.compute == DType::Bool {
         match op {
@@ -366,7 +403,7 @@ fn contiguous_zip<T: IntoBuffer, R>(
 ) -> Result<Option<Vec<R>>> {
     let (ga, gb) = (a.geometry(), b.geometry());
     let n: usize = ga.shape.iter().product();
-    let zip = |x: &[T], y: &[T]| x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect::<Vec<R>>();
+    let zip = |x: &[T], y: &[T]| memory::try_collect(n, x.iter().zip(y).map(|(&p, &q)| f(p, q)));
     let la = ga.storage.read();
     let Some(xa) = T::slice(&la).and_then(|d| d.get(ga.offset..ga.offset + n)) else {
         return Ok(None);
@@ -375,20 +412,20 @@ fn contiguous_zip<T: IntoBuffer, R>(
         let Some(xb) = T::slice(&la).and_then(|d| d.get(gb.offset..gb.offset + n)) else {
             return Ok(None);
         };
-        return Ok(Some(zip(xa, xb)));
+        return zip(xa, xb).map(Some);
     }
     let lb = gb.storage.read();
     let Some(xb) = T::slice(&lb).and_then(|d| d.get(gb.offset..gb.offset + n)) else {
         return Ok(None);
     };
-    Ok(Some(zip(xa, xb)))
+    zip(xa, xb).map(Some)
 }
 
 /// True division in a floating dtype (the only dtypes it is computed in).
 fn float_div<T: Num>(x: &ArrayD<T>, y: &ArrayD<T>, shape: &[usize]) -> Result<ArrayD<T>> {
     float_dtype!(T::DTYPE, F => {
-        let (x, y) = (x.mapv(crate::tensor::cast::<T, F>), y.mapv(crate::tensor::cast::<T, F>));
-        Ok(zip2(&x, &y, shape, F::div)?.mapv(crate::tensor::cast::<F, T>))
+        let (x, y) = (map_array(x, crate::tensor::cast::<T, F>)?, map_array(y, crate::tensor::cast::<T, F>)?);
+        map_array(&zip2(&x, &y, shape, F::div)?, crate::tensor::cast::<F, T>)
     }, _ => crate::bail!("true division computed in {}", T::DTYPE))
 }
 
@@ -413,7 +450,7 @@ pub(crate) enum Cmp {
 pub(crate) fn compare(op: Cmp, a: Operand<'_>, b: Operand<'_>, dest: Dest<'_>) -> Result<Tensor> {
     let it = Iter::build(vec![a, b], dest, Rule::Compare)?;
     if it.is_meta() {
-        return Ok(it.finish_meta());
+        return it.finish_meta();
     }
     let shape = it.shape.clone();
     with_dtype!(it.compute, T => {
@@ -477,7 +514,7 @@ pub(crate) fn unary(op: Unary, self_: &Tensor, dest: Dest<'_>) -> Result<Tensor>
     };
     let it = Iter::build(vec![Operand::Tensor(self_)], dest, rule)?;
     if it.is_meta() {
-        return Ok(it.finish_meta());
+        return it.finish_meta();
     }
     if op == Unary::Abs && dtype == DType::Bool {
         return Err(dispatch_error("abs_cpu", dtype));
@@ -540,7 +577,7 @@ pub(crate) fn clamp(
     }
     let it = Iter::build(vec![Operand::Tensor(self_)], dest, Rule::Exact(rt))?;
     if it.is_meta() {
-        return Ok(it.finish_meta());
+        return it.finish_meta();
     }
     if rt == DType::Bool {
         let name = match (min, max) {
@@ -556,7 +593,7 @@ pub(crate) fn clamp(
     with_dtype!(rt, T => {
         let x = it.input::<T>(0)?;
         let r = if nan_bound {
-            ArrayD::from_elem(IxDyn(&shape), nan::<T>())
+            collect_array(&shape, std::iter::repeat_n(nan::<T>(), numel(&shape)))?
         } else {
             let lo: Option<T> = min.map(scalar_to).transpose()?;
             let hi: Option<T> = max.map(scalar_to).transpose()?;
@@ -591,7 +628,7 @@ pub(crate) fn clamp_tensor(
     ops.extend(max.map(Operand::Tensor));
     let it = Iter::build(ops, dest, Rule::Promote)?;
     if it.is_meta() {
-        return Ok(it.finish_meta());
+        return it.finish_meta();
     }
     if min.is_some() && max.is_some() && it.compute == DType::Bool {
         return Err(dispatch_error("clamp_cpu", DType::Bool));
@@ -627,7 +664,7 @@ pub(crate) fn pow_scalar(self_: &Tensor, exponent: Scalar, dest: Dest<'_>) -> Re
     let rt = result_type(&[Operand::Tensor(self_), Operand::Scalar(exponent)]);
     let it = Iter::build(vec![Operand::Tensor(self_)], dest, Rule::Exact(rt))?;
     if it.is_meta() {
-        return Ok(it.finish_meta());
+        return it.finish_meta();
     }
     let shape = it.shape.clone();
     let zero = scalar_equals(exponent, 0.0) || exponent == Scalar::Bool(false);
@@ -635,7 +672,7 @@ pub(crate) fn pow_scalar(self_: &Tensor, exponent: Scalar, dest: Dest<'_>) -> Re
     with_dtype!(rt, T => {
         let x = it.input::<T>(0)?;
         let r: ArrayD<T> = if zero {
-            ArrayD::from_elem(IxDyn(&shape), T::one())
+            collect_array(&shape, std::iter::repeat_n(T::one(), numel(&shape)))?
         } else if one {
             x
         } else if rt == DType::Bool {
@@ -644,7 +681,7 @@ pub(crate) fn pow_scalar(self_: &Tensor, exponent: Scalar, dest: Dest<'_>) -> Re
             pow_float(&x, exponent.to_f64())?
         } else {
             let e: T = scalar_to(exponent)?;
-            x.mapv(|v| v.power(e))
+            map_array(&x, |v| v.power(e))?
         };
         it.finish(r)
     })
@@ -652,24 +689,24 @@ pub(crate) fn pow_scalar(self_: &Tensor, exponent: Scalar, dest: Dest<'_>) -> Re
 
 fn pow_float<T: Num>(x: &ArrayD<T>, e: f64) -> Result<ArrayD<T>> {
     float_dtype!(T::DTYPE, F => {
-        let x = x.mapv(crate::tensor::cast::<T, F>);
+        let x = map_array(x, crate::tensor::cast::<T, F>)?;
         let ef = F::of(e);
         let r = if e == 0.5 {
-            x.mapv(F::sqrt)
+            map_array(&x, F::sqrt)?
         } else if e == -0.5 {
-            x.mapv(|v| F::one().div(v.sqrt()))
+            map_array(&x, |v| F::one().div(v.sqrt()))?
         } else if e == -1.0 {
-            x.mapv(|v| F::one().div(v))
+            map_array(&x, |v| F::one().div(v))?
         } else if e == 2.0 {
-            x.mapv(|v| v.mul(v))
+            map_array(&x, |v| v.mul(v))?
         } else if e == 3.0 {
-            x.mapv(|v| v.mul(v).mul(v))
+            map_array(&x, |v| v.mul(v).mul(v))?
         } else if e == -2.0 {
-            x.mapv(|v| F::one().div(v.mul(v)))
+            map_array(&x, |v| F::one().div(v.mul(v)))?
         } else {
-            x.mapv(|v| v.power(ef))
+            map_array(&x, |v| v.power(ef))?
         };
-        Ok(r.mapv(crate::tensor::cast::<F, T>))
+        map_array(&r, crate::tensor::cast::<F, T>)
     }, _ => crate::bail!("float pow computed in {}", T::DTYPE))
 }
 
@@ -688,7 +725,7 @@ pub(crate) fn where_self(condition: &Tensor, self_: &Tensor, other: &Tensor) -> 
     ];
     let it = Iter::build(ops, Dest::New, Rule::Exact(rt))?;
     if it.is_meta() {
-        return Ok(it.finish_meta());
+        return it.finish_meta();
     }
     let shape = it.shape.clone();
     with_dtype!(rt, T => {

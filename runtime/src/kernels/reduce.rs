@@ -1,14 +1,20 @@
 //! Reductions: sum, mean, prod, argmax, max.dim / min.dim. Output dtypes follow
 //! `get_dtype_from_self` (integral and bool inputs accumulate in int64 unless a
-//! `dtype` is given), dims are wrapped and checked for repeats, and the input is
-//! converted to the output dtype before reducing, as PyTorch does.
+//! `dtype` is given), dims are wrapped and checked for repeats, and each input
+//! element is converted to the output dtype before reducing, as PyTorch does.
+//!
+//! The input is read in place ([`fold_lanes`]): no copy of it is made, so an
+//! expanded view reduces in the memory of its result alone.
 
 use super::num::{Float, Num};
-use super::{check_out_dtype, index_error, not_implemented, resize_output, wrap_dim};
+use super::{check_alloc, check_out_dtype, index_error, not_implemented, resize_output, wrap_dim};
 use crate::error::Result;
-use crate::tensor::{DType, Device, Tensor};
-use crate::{float_dtype, with_dtype};
-use ndarray::{ArrayD, IxDyn};
+use crate::tensor::{
+    alloc as memory, cast, last_offset, numel, DType, Device, Element, Positions, Tensor,
+};
+use crate::{float_dtype, with_buffer, with_dtype};
+use ndarray::{ArrayViewD, IxDyn};
+use std::ops::ControlFlow;
 
 /// `make_dim_mask`: `None` or `[]` reduces every dimension.
 pub(crate) fn dim_mask(dims: Option<&[i64]>, ndim: usize) -> Result<Vec<bool>> {
@@ -44,31 +50,50 @@ pub(crate) fn reduced_shape(shape: &[usize], mask: &[bool], keepdim: bool) -> Ve
         .collect()
 }
 
-/// Applies `f` to every lane of the reduced dimensions (in logical order).
-pub(crate) fn reduce_lanes<T: Copy, R>(
-    a: &ArrayD<T>,
+/// Folds every lane of the reduced dimensions (`mask`) of `t`, reading its
+/// storage in place: one value per kept position, in logical order, each lane's
+/// elements in logical order, converted to `T` with C++ cast rules. `step` gets
+/// the accumulator, the element's index in its lane and the element, and may
+/// stop the lane early (`Break`). Only the result is allocated (fallibly).
+pub(crate) fn fold_lanes<T: Element, A>(
+    t: &Tensor,
     mask: &[bool],
-    keepdim: bool,
-    mut f: impl FnMut(&[T]) -> R,
-) -> Result<ArrayD<R>> {
-    let nd = a.ndim();
-    let kept = (0..nd).filter(|&d| !mask[d]);
-    let red = (0..nd).filter(|&d| mask[d]);
-    let perm: Vec<usize> = kept.clone().chain(red.clone()).collect();
-    let outer: usize = kept.map(|d| a.shape()[d]).product();
-    let inner: usize = red.map(|d| a.shape()[d]).product();
-    let data: Vec<T> = a
-        .view()
-        .permuted_axes(IxDyn(&perm))
-        .iter()
-        .copied()
-        .collect();
-    let vals: Vec<R> = (0..outer)
-        .map(|o| f(&data[o * inner..(o + 1) * inner]))
-        .collect();
-    let shape = reduced_shape(a.shape(), mask, keepdim);
-    ArrayD::from_shape_vec(IxDyn(&shape), vals)
-        .map_err(|e| crate::Error::Runtime(format!("reduction: {e}").into()))
+    init: impl Fn() -> A,
+    mut step: impl FnMut(A, usize, T) -> ControlFlow<A, A>,
+) -> Result<Vec<A>> {
+    let g = t.geometry();
+    let split = |keep: bool| -> (Vec<usize>, Vec<usize>) {
+        (0..g.shape.len())
+            .filter(|&d| mask[d] != keep)
+            .map(|d| (g.shape[d], g.strides[d]))
+            .unzip()
+    };
+    let (outer_shape, outer_strides) = split(true);
+    let (inner_shape, inner_strides) = split(false);
+    let mut out = memory::try_with_capacity(numel(&outer_shape))?;
+    let Some(end) = last_offset(&g.shape, &g.strides, g.offset)? else {
+        // No element: every lane (if any) is empty.
+        out.extend((0..numel(&outer_shape)).map(|_| init()));
+        return Ok(out);
+    };
+    let buf = g.storage.read();
+    with_buffer!(&*buf, data, S => {
+        crate::ensure!(end < data.len(), "tensor view is out of bounds of its storage");
+        for base in Positions::new(&outer_shape, &outer_strides, g.offset) {
+            let mut acc = init();
+            for (i, pos) in Positions::new(&inner_shape, &inner_strides, base).enumerate() {
+                match step(acc, i, cast::<S, T>(data[pos])) {
+                    ControlFlow::Continue(a) => acc = a,
+                    ControlFlow::Break(a) => {
+                        acc = a;
+                        break;
+                    }
+                }
+            }
+            out.push(acc);
+        }
+    }, meta => crate::bail!("Cannot access data pointer of Tensor that doesn't have storage (a meta tensor)"));
+    Ok(out)
 }
 
 /// `get_dtype_from_self(self, dtype, promote_integers=true)`.
@@ -80,17 +105,23 @@ fn dtype_from_self(self_: &Tensor, dtype: Option<DType>) -> DType {
     })
 }
 
-/// Writes a reduction result: into `out` (already checked and resized) or as a
-/// new tensor.
-fn emit<R: crate::tensor::IntoBuffer>(values: ArrayD<R>, out: Option<&Tensor>) -> Result<Tensor> {
+/// Writes a reduction result (of `shape`, in logical order): into `out`
+/// (already checked and resized) or as a new tensor.
+fn emit<R: crate::tensor::IntoBuffer>(
+    values: Vec<R>,
+    shape: &[usize],
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
     match out {
         Some(o) => {
             if o.numel() > 0 {
-                o.assign(values.view())?;
+                let v = ArrayViewD::from_shape(IxDyn(shape), &values)
+                    .map_err(|e| crate::Error::Runtime(format!("reduction: {e}").into()))?;
+                o.assign(v)?;
             }
             Ok(o.clone())
         }
-        None => Ok(Tensor::from_array(values)),
+        None => Tensor::from_vec(values, shape),
     }
 }
 
@@ -106,10 +137,16 @@ fn prepare(
         resize_output(o, shape)?;
     }
     let meta = self_.device() == Device::Meta || out.is_some_and(|o| o.device() == Device::Meta);
-    Ok(meta.then(|| {
-        out.cloned()
-            .unwrap_or_else(|| Tensor::zeros(shape, dtype, Device::Meta))
-    }))
+    if !meta {
+        if out.is_none() {
+            check_alloc(shape, dtype, Device::Cpu)?;
+        }
+        return Ok(None);
+    }
+    match out {
+        Some(o) => Ok(Some(o.clone())),
+        None => Tensor::try_zeros(shape, dtype, Device::Meta).map(Some),
+    }
 }
 
 /// Sum or product.
@@ -140,12 +177,11 @@ pub(crate) fn accumulate(
         return Ok(m);
     }
     with_dtype!(out_dtype, T => {
-        let x = self_.to_array::<T>()?;
         let r = match op {
-            Accumulate::Sum => reduce_lanes(&x, &mask, keepdim, |l| l.iter().fold(T::zero(), |a, &b| a.add(b)))?,
-            Accumulate::Prod => reduce_lanes(&x, &mask, keepdim, |l| l.iter().fold(T::one(), |a, &b| a.mul(b)))?,
+            Accumulate::Sum => fold_lanes(self_, &mask, T::zero, |a, _, b: T| ControlFlow::Continue(a.add(b)))?,
+            Accumulate::Prod => fold_lanes(self_, &mask, T::one, |a, _, b: T| ControlFlow::Continue(a.mul(b)))?,
         };
-        emit(r, out)
+        emit(r, &shape, out)
     })
 }
 
@@ -185,10 +221,10 @@ pub(crate) fn mean(
         .map(|(&n, _)| n)
         .product();
     float_dtype!(out_dtype, T => {
-        let x = self_.to_array::<T>()?;
         let n = T::of(count as f64);
-        let r = reduce_lanes(&x, &mask, keepdim, |l| l.iter().fold(T::zero(), |a, &b| a.add(b)).div(n))?;
-        emit(r, out)
+        let sums = fold_lanes(self_, &mask, T::zero, |a, _, b: T| ControlFlow::Continue(a.add(b)))?;
+        let r = memory::try_collect(sums.len(), sums.into_iter().map(|s| s.div(n)))?;
+        emit(r, &shape, out)
     }, _ => crate::bail!(
         "result type Float can't be cast to the desired output type {}",
         out_dtype.c10_name()
@@ -205,21 +241,40 @@ fn check_nonempty_dim(self_: &Tensor, dim: usize, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Index of the maximum (`max = true`) or minimum of a lane: NaN wins, ties go
-/// to the first occurrence.
-fn arg_extreme<T: Num>(lane: &[T], max: bool) -> (T, i64) {
-    let (mut best, mut idx) = (lane[0], 0usize);
-    for (i, &v) in lane.iter().enumerate() {
-        let keep = if max { v <= best } else { v >= best };
-        if !keep {
-            best = v;
-            idx = i;
-            if v.is_nan() {
-                break;
-            }
-        }
+/// The best value of a lane so far and its index (none before the first).
+type Best<T> = Option<(T, i64)>;
+
+/// One step of the index of the maximum (`max = true`) or minimum of a lane:
+/// NaN wins (and ends the lane), ties go to the first occurrence.
+fn arg_extreme<T: Num>(acc: Best<T>, i: usize, v: T, max: bool) -> ControlFlow<Best<T>, Best<T>> {
+    let Some((best, idx)) = acc else {
+        return if v.is_nan() {
+            ControlFlow::Break(Some((v, 0)))
+        } else {
+            ControlFlow::Continue(Some((v, 0)))
+        };
+    };
+    let keep = if max { v <= best } else { v >= best };
+    if keep {
+        return ControlFlow::Continue(Some((best, idx)));
     }
-    (best, idx as i64)
+    let now = Some((v, i as i64));
+    if v.is_nan() {
+        ControlFlow::Break(now)
+    } else {
+        ControlFlow::Continue(now)
+    }
+}
+
+/// The extreme of every lane (lanes are never empty here).
+fn extremes<T: Num>(self_: &Tensor, mask: &[bool], max: bool) -> Result<Vec<(T, i64)>> {
+    let r = fold_lanes(
+        self_,
+        mask,
+        || None,
+        |acc, i, v: T| arg_extreme(acc, i, v, max),
+    )?;
+    memory::try_collect(r.len(), r.into_iter().map(|p| p.unwrap_or((T::zero(), 0))))
 }
 
 /// `argmax(self, dim, keepdim)` (`out` for `argmax.out`).
@@ -256,8 +311,9 @@ pub(crate) fn argmax(
         return Ok(m);
     }
     with_dtype!(self_.dtype(), T => {
-        let x = self_.to_array::<T>()?;
-        emit(reduce_lanes(&x, &mask, keepdim, |l| arg_extreme(l, true).1)?, out)
+        let r = extremes::<T>(self_, &mask, true)?;
+        let idx = memory::try_collect(r.len(), r.into_iter().map(|p| p.1))?;
+        emit(idx, &shape, out)
     })
 }
 
@@ -278,13 +334,16 @@ pub(crate) fn extreme_dim(
     let shape = reduced_shape(&self_.shape(), &mask, keepdim);
     if self_.device() == Device::Meta {
         return Ok((
-            Tensor::zeros(&shape, self_.dtype(), Device::Meta),
-            Tensor::zeros(&shape, DType::Int64, Device::Meta),
+            Tensor::try_zeros(&shape, self_.dtype(), Device::Meta)?,
+            Tensor::try_zeros(&shape, DType::Int64, Device::Meta)?,
         ));
     }
+    check_alloc(&shape, self_.dtype(), Device::Cpu)?;
+    check_alloc(&shape, DType::Int64, Device::Cpu)?;
     with_dtype!(self_.dtype(), T => {
-        let x = self_.to_array::<T>()?;
-        let r = reduce_lanes(&x, &mask, keepdim, |l| arg_extreme(l, max))?;
-        Ok((Tensor::from_array(r.mapv(|p| p.0)), Tensor::from_array(r.mapv(|p| p.1))))
+        let r = extremes::<T>(self_, &mask, max)?;
+        let values = memory::try_collect(r.len(), r.iter().map(|p| p.0))?;
+        let indices = memory::try_collect(r.len(), r.iter().map(|p| p.1))?;
+        Ok((Tensor::from_vec(values, &shape)?, Tensor::from_vec(indices, &shape)?))
     })
 }

@@ -1,12 +1,38 @@
 //! Operators that assemble or pick whole slices: `cat` and `index_select`.
+//! Each slice is copied straight into its place in the result (no joined
+//! intermediate); an `out=` tensor is checked for overlap with the inputs as
+//! PyTorch checks it (`cat` after resizing it, `index_select` before).
 
 use super::layout::{strides_for, suggest_memory_format};
 use super::promote::{can_cast, result_type_tensors};
-use super::{alloc, common_device, empty_strided, index_error, resize_output, wrap_dim};
+use super::{
+    alloc, common_device, empty_strided, index_error, overlap, read_broadcastable, resize_output,
+    wrap_dim,
+};
 use crate::error::{Error, Result};
-use crate::tensor::{Device, MemoryFormat, Tensor};
+use crate::tensor::{Device, IntoBuffer, MemoryFormat, Tensor};
 use crate::with_dtype;
-use ndarray::{ArrayD, Axis};
+use ndarray::IxDyn;
+
+/// `dst` (a view) gets the elements of `src` (same shape), converted to `dst`'s
+/// dtype as `T`. The source is read first (a stride-0 dimension once), then
+/// written: the two storages are never locked at once.
+fn copy_into<T: IntoBuffer>(dst: &Tensor, src: &Tensor) -> Result<()> {
+    let a = read_broadcastable::<T>(src)?;
+    let shape = dst.shape();
+    let v = a.broadcast(IxDyn(&shape)).ok_or_else(|| {
+        Error::Runtime(format!("cannot broadcast {:?} to {shape:?}", a.shape()).into())
+    })?;
+    dst.assign(v)
+}
+
+/// The view of `t` with dimension `d` restricted to `start .. start + len`.
+fn narrow(t: &Tensor, d: usize, start: usize, len: usize) -> Result<Tensor> {
+    let (mut shape, strides) = (t.shape(), t.strides());
+    let offset = t.storage_offset() + start * strides[d];
+    shape[d] = len;
+    t.as_strided(&shape, &strides, offset)
+}
 
 /// Legacy rule: 1-D empty tensors are skipped by `cat`.
 fn skipped(t: &Tensor) -> bool {
@@ -89,6 +115,13 @@ pub(crate) fn cat(tensors: &[Tensor], dim: i64, out: Option<&Tensor>) -> Result<
     let result = match out {
         Some(o) => {
             resize_output(o, &sizes)?;
+            // The meta function's checks, on the resized output.
+            if valid.is_some() {
+                overlap::assert_no_internal_overlap(o)?;
+                for t in tensors {
+                    overlap::assert_no_overlap(o, t)?;
+                }
+            }
             o.clone()
         }
         None => {
@@ -101,17 +134,15 @@ pub(crate) fn cat(tensors: &[Tensor], dim: i64, out: Option<&Tensor>) -> Result<
         return Ok(result);
     }
     let d = wrapped.unwrap_or(0);
-    with_dtype!(dtype, T => {
-        let parts = tensors
-            .iter()
-            .filter(|t| !skipped(t))
-            .map(|t| t.to_array::<T>())
-            .collect::<Result<Vec<ArrayD<T>>>>()?;
-        let views: Vec<_> = parts.iter().map(|a| a.view()).collect();
-        let joined = ndarray::concatenate(Axis(d), &views)
-            .map_err(|e| Error::Runtime(format!("cat: {e}").into()))?;
-        result.assign(joined.view())?;
-    });
+    let mut at = 0;
+    for t in tensors.iter().filter(|t| !skipped(t)) {
+        let n = t.shape()[d];
+        let dst = narrow(&result, d, at, n)?;
+        if dst.numel() > 0 {
+            with_dtype!(dtype, T => copy_into::<T>(&dst, t)?);
+        }
+        at += n;
+    }
     Ok(result)
 }
 
@@ -142,6 +173,9 @@ pub(crate) fn index_select(
             o.dtype() == self_.dtype(),
             "index_select(): self and result must have the same scalar type"
         );
+        overlap::assert_no_internal_overlap(o)?;
+        overlap::assert_no_overlap(o, self_)?;
+        overlap::assert_no_overlap(o, index)?;
     }
     let mut shape = self_.shape();
     if self_.dim() > 0 {
@@ -178,11 +212,14 @@ pub(crate) fn index_select(
     if result.numel() == 0 {
         return Ok(result);
     }
-    let idx: Vec<usize> = idx.iter().map(|&i| i as usize).collect();
     with_dtype!(self_.dtype(), T => {
-        let a = self_.to_array::<T>()?;
-        let picked = if self_.dim() == 0 { a } else { a.select(Axis(d), &idx) };
-        result.assign(picked.view())?;
+        if self_.dim() == 0 {
+            copy_into::<T>(&result, self_)?;
+        } else {
+            for (k, &i) in idx.iter().enumerate() {
+                copy_into::<T>(&narrow(&result, d, k, 1)?, &narrow(self_, d, i as usize, 1)?)?;
+            }
+        }
     });
     Ok(result)
 }

@@ -187,7 +187,7 @@ pub(crate) fn expand(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
             let mut st = if d >= 0 {
                 strides[d as usize] as i64
             } else {
-                es[i + 1] * est[i + 1]
+                es[i + 1].saturating_mul(est[i + 1])
             };
             let mut target = size[i];
             if target == -1 {

@@ -1,0 +1,231 @@
+//! Fallible allocation of element data: the one path every allocation whose size
+//! a user controls goes through (factories, `out=` resizing, kernel results and
+//! intermediates, copies and casts).
+//!
+//! Sizes are checked twice, as PyTorch checks them:
+//! - **arithmetic**: the byte count of a shape must fit in `int64`
+//!   ([`storage_nbytes`]; PyTorch's "Storage size calculation overflowed with
+//!   sizes=[…]"), on every device;
+//! - **memory** (CPU only): the byte count must not exceed the allocation limit
+//!   ([`allocation_limit`]), and the allocation itself is made with
+//!   `try_reserve`, so a refusal by the system allocator is an error too. Both
+//!   give PyTorch's allocator message ([`alloc_error`]), never an aborted process.
+//!
+//! The limit is per allocation (one tensor or intermediate), like the system
+//! allocator's own refusal: by default the machine's memory (Linux: `MemTotal`
+//! of `/proc/meminfo`, or a cgroup's `memory.max` if lower; elsewhere 64 GiB),
+//! settable with [`set_allocation_limit`].
+
+use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// The limit in force, in bytes; [`UNREAD`] until first used (then the
+/// machine's memory, unless a limit was set).
+static LIMIT: AtomicUsize = AtomicUsize::new(UNREAD);
+
+/// [`LIMIT`] before anything set or read it.
+const UNREAD: usize = usize::MAX;
+
+/// The default limit where the machine's memory cannot be read.
+const FALLBACK_LIMIT: usize = 64 << 30;
+
+/// Sets the most one allocation of element data may take, in bytes, or with
+/// `None` goes back to the default (the machine's memory). Process-wide: it
+/// applies to every thread from the next allocation on.
+///
+/// ```
+/// use opforge::tensor::{allocation_limit, set_allocation_limit};
+/// use opforge::torch;
+/// set_allocation_limit(Some(1 << 20)); // 1 MiB
+/// assert_eq!(allocation_limit(), 1 << 20);
+/// let err = torch::zeros(&[1 << 20]).unwrap_err(); // 4 MiB of float32
+/// assert_eq!(
+///     err.to_string(),
+///     "DefaultCPUAllocator: can't allocate memory: you tried to allocate 4194304 bytes. \
+///      Error code 12 (Cannot allocate memory)"
+/// );
+/// // Reductions read views in place: an expanded view larger than the limit sums.
+/// let big = torch::ones(&[1])?.expand(&[1 << 20])?;
+/// assert_eq!(big.sum()?.item()?, opforge::Scalar::Float((1 << 20) as f64));
+/// set_allocation_limit(None);
+/// assert!(allocation_limit() > 1 << 20);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn set_allocation_limit(limit: Option<usize>) {
+    // `usize::MAX` would read as "unread": one byte less is the same in practice.
+    let v = limit.map_or_else(machine_memory, |n| n.min(UNREAD - 1));
+    LIMIT.store(v, Ordering::Relaxed);
+}
+
+/// The most one allocation of element data may take now, in bytes: the user's
+/// limit ([`set_allocation_limit`]) or the machine's memory.
+#[inline]
+pub fn allocation_limit() -> usize {
+    match LIMIT.load(Ordering::Relaxed) {
+        UNREAD => first_limit(),
+        n => n,
+    }
+}
+
+/// The machine's memory, as the limit unless one was set meanwhile.
+#[cold]
+fn first_limit() -> usize {
+    let m = machine_memory();
+    match LIMIT.compare_exchange(UNREAD, m, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => m,
+        Err(set) => set,
+    }
+}
+
+/// The machine's memory in bytes, read once.
+fn machine_memory() -> usize {
+    static MEMORY: OnceLock<usize> = OnceLock::new();
+    let m = *MEMORY.get_or_init(|| {
+        let total = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|s| meminfo_total(&s));
+        let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok());
+        match (total, cgroup) {
+            (Some(t), Some(c)) => t.min(c),
+            (Some(t), None) => t,
+            (None, Some(c)) => c,
+            (None, None) => FALLBACK_LIMIT,
+        }
+    });
+    m.min(UNREAD - 1)
+}
+
+/// `MemTotal` of a `/proc/meminfo` text, in bytes.
+fn meminfo_total(text: &str) -> Option<usize> {
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let mut parts = line["MemTotal:".len()..].split_whitespace();
+    let n: usize = parts.next()?.parse().ok()?;
+    let unit = match parts.next() {
+        Some("kB") => 1024,
+        None => 1,
+        Some(_) => return None,
+    };
+    n.checked_mul(unit)
+}
+
+/// PyTorch's CPU allocator error for a request of `bytes`.
+#[cold]
+pub fn alloc_error(bytes: usize) -> Error {
+    Error::Runtime(
+        format!(
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {bytes} bytes. Error code 12 (Cannot allocate memory)"
+        )
+        .into(),
+    )
+}
+
+/// PyTorch's error for a shape whose byte count does not fit in `int64`.
+#[cold]
+fn overflow_error(shape: &[usize]) -> Error {
+    Error::Runtime(format!("Storage size calculation overflowed with sizes={shape:?}").into())
+}
+
+/// The byte count of a contiguous tensor of `shape` (`computeStorageNbytesContiguous`):
+/// an error if it does not fit in `int64`, on every device.
+pub fn storage_nbytes(shape: &[usize], itemsize: usize) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .and_then(|n| n.checked_mul(itemsize))
+        .filter(|&b| b <= i64::MAX as usize)
+        .ok_or_else(|| overflow_error(shape))
+}
+
+/// Refuses an allocation of `bytes` above the limit.
+#[inline(always)]
+pub fn check_bytes(bytes: usize) -> Result<()> {
+    if bytes > allocation_limit() {
+        return Err(alloc_error(bytes));
+    }
+    Ok(())
+}
+
+/// Below this many bytes an allocation is made as every other small allocation
+/// of the program is (`Vec::with_capacity`: a process that cannot get 4 KiB
+/// cannot go on anyway); from it on, with `try_reserve_exact`. It keeps the
+/// typical one-element call from the slower growth path.
+const SMALL: usize = 4 << 10;
+
+/// An empty `Vec` with room for `len` elements, within the limit and allocated
+/// with `try_reserve` (a refusal is an error, not an abort).
+#[inline(always)]
+pub fn try_with_capacity<T>(len: usize) -> Result<Vec<T>> {
+    let bytes = len
+        .checked_mul(std::mem::size_of::<T>())
+        .ok_or_else(|| alloc_error(usize::MAX))?;
+    check_bytes(bytes)?;
+    if bytes < SMALL {
+        return Ok(Vec::with_capacity(len));
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| alloc_error(bytes))?;
+    Ok(v)
+}
+
+/// `len` copies of `value`, allocated as [`try_with_capacity`] does.
+pub fn try_filled<T: Clone>(len: usize, value: T) -> Result<Vec<T>> {
+    let mut v = try_with_capacity(len)?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+/// The items of an iterator that yields exactly `len` of them, allocated as
+/// [`try_with_capacity`] does (never reallocating).
+#[inline]
+pub fn try_collect<T>(len: usize, items: impl IntoIterator<Item = T>) -> Result<Vec<T>> {
+    let mut v = try_with_capacity(len)?;
+    for x in items.into_iter().take(len) {
+        v.push(x);
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meminfo_is_read_in_bytes() {
+        let text = "MemTotal:       24684084 kB\nMemFree:        1 kB\n";
+        assert_eq!(meminfo_total(text), Some(24684084 * 1024));
+        assert_eq!(meminfo_total("MemFree: 1 kB\n"), None);
+        assert_eq!(meminfo_total("MemTotal: x kB\n"), None);
+    }
+
+    /// The default limit is the machine's memory: no machine has 4 PiB, so the
+    /// request is refused before any allocation (this test never changes the
+    /// limit, so it holds whatever else runs in this binary).
+    #[test]
+    fn requests_beyond_the_machine_are_errors() {
+        assert!(machine_memory() > 0);
+        let e = try_with_capacity::<u8>(1 << 52).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate 4503599627370496 bytes. Error code 12 (Cannot allocate memory)"
+        );
+        assert!(try_with_capacity::<f64>(usize::MAX / 4).is_err());
+        assert_eq!(try_filled(3, 7u8).unwrap(), vec![7, 7, 7]);
+        assert_eq!(try_collect(2, [1, 2, 3]).unwrap(), vec![1, 2]);
+    }
+
+    #[test]
+    fn byte_counts_must_fit_int64() {
+        assert_eq!(storage_nbytes(&[2, 3], 4).unwrap(), 24);
+        assert_eq!(storage_nbytes(&[0, 1 << 62], 8).unwrap(), 0);
+        assert_eq!(storage_nbytes(&[], 8).unwrap(), 8);
+        assert_eq!(
+            storage_nbytes(&[1 << 60], 8).unwrap_err().to_string(),
+            "Storage size calculation overflowed with sizes=[1152921504606846976]"
+        );
+        assert!(storage_nbytes(&[1 << 31, 1 << 31], 4).is_err());
+        assert!(storage_nbytes(&[usize::MAX, 2], 1).is_err());
+    }
+}

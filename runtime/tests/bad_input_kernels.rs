@@ -1,0 +1,402 @@
+//! Bad input to the kernels: sizes beyond memory, and writes whose output shares
+//! memory with an input. Each case asserts PyTorch's error word for word, or the
+//! result PyTorch computes where it computes one (checked against PyTorch
+//! 2.15). Nothing here allocates or walks gigabytes: huge requests are refused
+//! by the allocation limit, which every test of this binary sets to the same
+//! 16 GiB first (so the cases do not depend on the machine's memory, and tests
+//! running in parallel never see another limit).
+
+use opforge::tensor::set_allocation_limit;
+use opforge::{ops, torch, DType, Device, Scalar, Tensor};
+use std::sync::Once;
+
+const OOM_64GIB: &str = "DefaultCPUAllocator: can't allocate memory: you tried to allocate 68719476736 bytes. Error code 12 (Cannot allocate memory)";
+const OOM_128GIB: &str = "DefaultCPUAllocator: can't allocate memory: you tried to allocate 137438953472 bytes. Error code 12 (Cannot allocate memory)";
+const PARTIAL: &str = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.";
+const INTERNAL: &str = "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.";
+
+fn limit() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| set_allocation_limit(Some(16 << 30)));
+}
+
+fn err(r: opforge::Result<Tensor>) -> String {
+    match r {
+        Ok(t) => panic!("expected an error, got {t}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn f32s(t: &Tensor) -> Vec<f32> {
+    t.to_vec::<f32>().unwrap()
+}
+
+/// `arange(n)` as float32.
+fn arange(n: i64) -> Tensor {
+    ops::arange(Scalar::Int(n), Some(DType::Float32), None, None, None).unwrap()
+}
+
+/// `t[start:end]` along dimension 0.
+fn slice(t: &Tensor, start: i64, end: Option<i64>) -> Tensor {
+    ops::slice_Tensor(t, 0, Some(start), end, 1).unwrap()
+}
+
+// ---- Memory ---------------------------------------------------------------------
+
+/// `torch.zeros(1 << 34)` and the other factories: PyTorch's allocator error,
+/// not an aborted process.
+#[test]
+fn factories_beyond_memory_are_errors() {
+    limit();
+    let n = [1i64 << 34];
+    assert_eq!(err(torch::zeros(&n)), OOM_64GIB);
+    assert_eq!(err(torch::ones(&n)), OOM_64GIB);
+    assert_eq!(err(torch::empty(&n)), OOM_64GIB);
+    assert_eq!(err(torch::full(&n, Scalar::Float(2.0))), OOM_64GIB);
+    // int64: 8 bytes an element.
+    assert_eq!(err(torch::arange(Scalar::Int(1 << 34))), OOM_128GIB);
+    let mut out = arange(2);
+    assert_eq!(
+        err(ops::arange_out(Scalar::Int(1 << 34), &mut out)),
+        OOM_64GIB
+    );
+    assert_eq!(out.shape(), vec![2]);
+    // A byte count beyond int64 is PyTorch's overflow error, on every device.
+    let huge = [1i64 << 60];
+    let f64s = Some(DType::Float64);
+    assert_eq!(
+        err(ops::zeros(&huge, f64s, None, None, None)),
+        "Storage size calculation overflowed with sizes=[1152921504606846976]"
+    );
+    assert_eq!(
+        err(ops::zeros(&huge, f64s, None, Some(Device::Meta), None)),
+        "Storage size calculation overflowed with sizes=[1152921504606846976]"
+    );
+    // Meta tensors take no memory.
+    let m = ops::zeros(&n, None, None, Some(Device::Meta), None).unwrap();
+    assert_eq!(m.shape(), vec![1 << 34]);
+}
+
+/// The runtime's own constructors and in-place resizing.
+#[test]
+fn tensor_allocation_is_fallible() {
+    limit();
+    assert_eq!(
+        err(Tensor::try_zeros(&[1 << 34], DType::Float32, Device::Cpu)),
+        OOM_64GIB
+    );
+    assert_eq!(
+        err(Tensor::try_full(
+            &[1 << 34],
+            Scalar::Int(1),
+            DType::Float32,
+            Device::Cpu
+        )),
+        OOM_64GIB
+    );
+    let t = arange(2);
+    assert_eq!(t.resize_(&[1 << 34]).unwrap_err().to_string(), OOM_64GIB);
+    assert_eq!(f32s(&t), vec![0.0, 1.0]);
+    let mut out = arange(2);
+    let x = arange(3);
+    // `out=` resizing: the same error, and `out` as it was.
+    let e = ops::add_out(
+        &x,
+        &x.expand(&[1 << 34, 3]).unwrap(),
+        Scalar::Int(1),
+        &mut out,
+    );
+    assert_eq!(
+        err(e),
+        "DefaultCPUAllocator: can't allocate memory: you tried to allocate 206158430208 bytes. Error code 12 (Cannot allocate memory)"
+    );
+    assert_eq!(out.shape(), vec![2]);
+}
+
+/// Copies and pointwise results of an expanded view need its full element
+/// count: refused like PyTorch's, before anything is materialized.
+#[test]
+fn copies_of_huge_expanded_views_are_errors() {
+    limit();
+    let x = torch::arange(Scalar::Int(1))
+        .unwrap()
+        .expand(&[1 << 34])
+        .unwrap();
+    assert_eq!(err(x.clone_tensor()), OOM_128GIB);
+    assert_eq!(err(x.contiguous()), OOM_128GIB);
+    assert_eq!(err(x.add(&x)), OOM_128GIB);
+    assert_eq!(err(x.to_dtype_copy(DType::Float64)), OOM_128GIB);
+    assert_eq!(err(x.deep_clone()), OOM_128GIB);
+    // Picking a few elements reads the view in place, as PyTorch does.
+    let idx = torch::arange(Scalar::Int(2)).unwrap();
+    let picked = ops::index_select(&x, 0, &idx).unwrap();
+    assert_eq!(picked.to_vec::<i64>().unwrap(), vec![0, 0]);
+}
+
+/// An element count beyond int64 is refused where the view is made, as in
+/// PyTorch (it used to reach `sum` and panic with "capacity overflow").
+#[test]
+fn views_with_more_elements_than_int64_are_errors() {
+    limit();
+    let x = torch::arange(Scalar::Int(1)).unwrap();
+    assert_eq!(
+        err(x.expand(&[1 << 62, 3])),
+        "numel: integer multiplication overflow"
+    );
+    let y = torch::arange(Scalar::Int(3)).unwrap();
+    assert_eq!(
+        err(y.as_strided(&[1 << 62, 3], &[0, 1], 0)),
+        "numel: integer multiplication overflow"
+    );
+    // 2^62 elements do fit.
+    assert_eq!(x.expand(&[1 << 62, 1]).unwrap().numel(), 1 << 62);
+}
+
+// ---- Memory overlap -------------------------------------------------------------
+
+/// `x[1:].add_(x[:-1])`: refused, and `x` is left as it was.
+#[test]
+fn in_place_ops_refuse_partially_overlapping_inputs() {
+    limit();
+    let x = arange(6);
+    let mut dst = slice(&x, 1, None);
+    assert_eq!(err(dst.add_(&slice(&x, 0, Some(-1)))), PARTIAL);
+    assert_eq!(f32s(&x), vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    // With its own transpose (same elements, another order).
+    let mut m = arange(4).view(&[2, 2]).unwrap();
+    let mt = m.t().unwrap();
+    assert_eq!(err(m.add_(&mt)), PARTIAL);
+    // The same elements seen as another shape.
+    let v = arange(6);
+    let mut v23 = v.view(&[2, 3]).unwrap();
+    let v32t = v.view(&[3, 2]).unwrap().t().unwrap();
+    assert_eq!(err(v23.add_(&v32t)), PARTIAL);
+}
+
+/// `x[1:].copy_(x[:-1])`.
+#[test]
+fn copy_refuses_partially_overlapping_sources() {
+    limit();
+    let x = arange(6);
+    let mut dst = slice(&x, 1, None);
+    assert_eq!(err(dst.copy_(&slice(&x, 0, Some(-1)))), PARTIAL);
+    assert_eq!(f32s(&x), vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    // Broadcasting a source that overlaps the destination.
+    let mut whole = x.view(&[2, 3]).unwrap();
+    assert_eq!(err(whole.copy_(&slice(&x, 0, Some(3)))), PARTIAL);
+}
+
+/// `out=` tensors that partly overlap an input, for pointwise, comparison and
+/// unary kernels.
+#[test]
+fn out_arguments_refuse_partial_overlap() {
+    limit();
+    let x = arange(6);
+    let mut out = ops::slice_Tensor(&x, 0, Some(1), Some(4), 1).unwrap();
+    let (a, b) = (slice(&x, 0, Some(3)), slice(&x, 3, None));
+    assert_eq!(err(ops::add_out(&a, &b, Scalar::Int(1), &mut out)), PARTIAL);
+    let mut tail = slice(&x, 1, None);
+    let head = slice(&x, 0, Some(-1));
+    assert_eq!(
+        err(ops::pow_Tensor_Scalar_out(&head, Scalar::Int(2), &mut tail)),
+        PARTIAL
+    );
+    assert_eq!(
+        err(ops::pow_Tensor_Tensor_out(&head, &tail.clone(), &mut tail)),
+        PARTIAL
+    );
+    assert_eq!(err(ops::neg_out(&head, &mut tail)), PARTIAL);
+    assert_eq!(
+        err(ops::clamp_out(&head, Some(Scalar::Int(0)), None, &mut tail)),
+        PARTIAL
+    );
+    let bools = torch::zeros(&[6])
+        .unwrap()
+        .to_dtype_copy(DType::Bool)
+        .unwrap();
+    let (bh, mut bt) = (slice(&bools, 0, Some(-1)), slice(&bools, 1, None));
+    assert_eq!(err(ops::eq_Tensor_out(&bh, &bt.clone(), &mut bt)), PARTIAL);
+    // A different view of the same elements as `out` (another shape).
+    let mut as_matrix = x.view(&[2, 3]).unwrap();
+    assert_eq!(
+        err(ops::add_out(&x, &x, Scalar::Int(1), &mut as_matrix)),
+        PARTIAL
+    );
+    assert_eq!(f32s(&x), vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+}
+
+/// Writing into an expanded tensor: refused before anything else, also when
+/// `out=` would be resized; filling one is fine.
+#[test]
+fn expanded_outputs_are_refused() {
+    limit();
+    let mut e = torch::zeros(&[1]).unwrap().expand(&[3]).unwrap();
+    assert_eq!(err(e.add_(&torch::ones(&[3]).unwrap())), INTERNAL);
+    assert_eq!(err(e.copy_(&torch::ones(&[3]).unwrap())), INTERNAL);
+    assert_eq!(
+        err(ops::add_out(
+            &torch::ones(&[2]).unwrap(),
+            &torch::ones(&[2]).unwrap(),
+            Scalar::Int(1),
+            &mut e
+        )),
+        INTERNAL
+    );
+    let mut m = torch::zeros(&[1]).unwrap().expand(&[2, 2]).unwrap();
+    let ones = torch::ones(&[2, 2]).unwrap();
+    assert_eq!(err(ops::mm_out(&ones, &ones, &mut m)), INTERNAL);
+    let idx = torch::arange(Scalar::Int(2)).unwrap();
+    let mut e2 = torch::zeros(&[1]).unwrap().expand(&[2]).unwrap();
+    assert_eq!(
+        err(ops::index_select_out(&arange(4), 0, &idx, &mut e2)),
+        INTERNAL
+    );
+    e.fill_(Scalar::Float(2.0)).unwrap();
+    assert_eq!(f32s(&e), vec![2.0; 3]);
+}
+
+/// `cat` and `stack` with `out=` among their inputs, and `index_select` into
+/// its own input.
+#[test]
+fn cat_stack_and_index_select_refuse_aliasing_outputs() {
+    limit();
+    let (a, b) = (arange(4), arange(2));
+    let mut out = a.clone();
+    assert_eq!(
+        err(ops::cat_out(&[a.clone(), b.clone()], 0, &mut out)),
+        PARTIAL
+    );
+    let mut out = a.clone();
+    assert_eq!(
+        err(ops::stack_out(
+            &[slice(&a, 0, Some(2)), b.clone()],
+            0,
+            &mut out
+        )),
+        PARTIAL
+    );
+    // Disjoint parts of one storage are fine.
+    let x = arange(6);
+    let mut dst = slice(&x, 2, None);
+    ops::cat_out(&[slice(&x, 0, Some(2)), arange(2)], 0, &mut dst).unwrap();
+    assert_eq!(f32s(&x), vec![0.0, 1.0, 0.0, 1.0, 0.0, 1.0]);
+    let idx = torch::arange(Scalar::Int(2)).unwrap();
+    let mut s = arange(4);
+    assert_eq!(
+        err(ops::index_select_out(&s.clone(), 0, &idx, &mut s)),
+        PARTIAL
+    );
+    let mut i = idx.clone();
+    let long = torch::arange(Scalar::Int(4)).unwrap();
+    assert_eq!(err(ops::index_select_out(&long, 0, &idx, &mut i)), PARTIAL);
+}
+
+/// `mm(a, a, out=a)` used to panic (resizing `out` resized the input); the
+/// product is now computed from the inputs before `out` is written.
+#[test]
+fn mm_into_its_own_input_gives_the_product() {
+    limit();
+    let a = arange(4).view(&[2, 2]).unwrap();
+    let mut out = a.clone();
+    ops::mm_out(&a, &a, &mut out).unwrap();
+    assert_eq!(f32s(&a), vec![2.0, 3.0, 6.0, 11.0]);
+    // `out` is the second operand.
+    let (p, q) = (
+        arange(4).view(&[2, 2]).unwrap(),
+        torch::ones(&[2, 2]).unwrap(),
+    );
+    let mut out = q.clone();
+    ops::mm_out(&p, &q, &mut out).unwrap();
+    assert_eq!(f32s(&q), vec![1.0, 1.0, 5.0, 5.0]);
+    // `out` must be resized: [2, 3] @ [3, 2] into the first operand.
+    let r = arange(6).view(&[2, 3]).unwrap();
+    let mut out = r.clone();
+    ops::mm_out(&r, &torch::ones(&[3, 2]).unwrap(), &mut out).unwrap();
+    assert_eq!(
+        (r.shape(), f32s(&r)),
+        (vec![2, 2], vec![3.0, 3.0, 12.0, 12.0])
+    );
+    // ... and into the second (this one panicked: "index (2, 0) out of bounds").
+    let (r, ones) = (
+        arange(6).view(&[2, 3]).unwrap(),
+        torch::ones(&[3, 2]).unwrap(),
+    );
+    let mut out = ones.clone();
+    ops::mm_out(&r, &ones, &mut out).unwrap();
+    assert_eq!(
+        (ones.shape(), f32s(&ones)),
+        (vec![2, 2], vec![3.0, 3.0, 12.0, 12.0])
+    );
+    // `out` overlaps both operands in part.
+    let w = arange(8).view(&[2, 4]).unwrap();
+    let (l, rt) = (
+        ops::slice_Tensor(&w, 1, Some(0), Some(2), 1).unwrap(),
+        ops::slice_Tensor(&w, 1, Some(2), None, 1).unwrap(),
+    );
+    let mut out = l.clone();
+    ops::mm_out(&l, &rt, &mut out).unwrap();
+    assert_eq!(f32s(&w), vec![6.0, 7.0, 2.0, 3.0, 38.0, 47.0, 6.0, 7.0]);
+    // matmul too (2-D and batched).
+    let c = arange(4).view(&[2, 2]).unwrap();
+    let mut out = c.clone();
+    ops::matmul_out(&c, &c, &mut out).unwrap();
+    assert_eq!(f32s(&c), vec![2.0, 3.0, 6.0, 11.0]);
+    let d = arange(8).view(&[2, 2, 2]).unwrap();
+    let mut out = d.clone();
+    ops::matmul_out(&d, &d, &mut out).unwrap();
+    assert_eq!(f32s(&d), vec![2.0, 3.0, 6.0, 11.0, 46.0, 55.0, 66.0, 79.0]);
+}
+
+/// What PyTorch allows: the same tensor (or the same view) as input and output,
+/// disjoint parts of one storage, and layouts too hard to compare.
+#[test]
+fn full_overlap_and_disjoint_writes_are_allowed() {
+    limit();
+    let mut x = arange(6);
+    let same = x.clone();
+    x.add_(&same).unwrap();
+    assert_eq!(f32s(&x), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+    let mut out = x.clone();
+    ops::add_out(&x, &x, Scalar::Int(1), &mut out).unwrap();
+    assert_eq!(f32s(&x), vec![0.0, 4.0, 8.0, 12.0, 16.0, 20.0]);
+    // Another handle on the same elements (an alias view).
+    let alias = x.as_strided(&[6], &[1], 0).unwrap();
+    x.add_(&alias).unwrap();
+    assert_eq!(f32s(&x), vec![0.0, 8.0, 16.0, 24.0, 32.0, 40.0]);
+    let mut out = alias.clone();
+    ops::mul_out(&x, &x, &mut out).unwrap();
+    x.copy_(&alias).unwrap();
+    x.copy_(&x.clone()).unwrap();
+    // Disjoint halves.
+    let y = arange(6);
+    slice(&y, 0, Some(3)).copy_(&slice(&y, 3, None)).unwrap();
+    assert_eq!(f32s(&y), vec![3.0, 4.0, 5.0, 3.0, 4.0, 5.0]);
+    // Interleaved strided views: not dense, too hard to tell, allowed.
+    let z = arange(6);
+    let mut even = z.as_strided(&[3], &[2], 0).unwrap();
+    even.add_(&z.as_strided(&[3], &[2], 1).unwrap()).unwrap();
+    assert_eq!(f32s(&z), vec![1.0, 1.0, 5.0, 3.0, 9.0, 5.0]);
+    // An expanded source over the destination's own storage: too hard, allowed.
+    let w = arange(6);
+    let mut all = w.view(&[2, 3]).unwrap();
+    all.copy_(&slice(&w, 3, None).expand(&[2, 3]).unwrap())
+        .unwrap();
+    assert_eq!(f32s(&w), vec![3.0, 4.0, 5.0, 3.0, 4.0, 5.0]);
+    // Empty tensors overlap nothing.
+    let mut empty = slice(&w, 2, Some(2));
+    empty.add_(&slice(&w, 0, Some(0))).unwrap();
+}
+
+/// Meta tensors have no memory: PyTorch checks no overlap for them.
+#[test]
+fn meta_tensors_are_not_checked_for_overlap() {
+    limit();
+    let x = ops::zeros(&[6], None, None, Some(Device::Meta), None).unwrap();
+    let mut tail = slice(&x, 1, None);
+    tail.add_(&slice(&x, 0, Some(-1))).unwrap();
+    let mut e = x.expand(&[2, 6]).unwrap();
+    e.add_(&x).unwrap();
+    let mut out = x.clone();
+    ops::cat_out(&[x.clone(), x.clone()], 0, &mut out).unwrap();
+    assert_eq!(out.shape(), vec![12]);
+}
