@@ -62,7 +62,8 @@ pub use opforge_macros::kernel;
 pub use opforge_macros::op;
 pub use opforge_macros::{dispatcher, overridable};
 pub use tensor::{
-    DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
+    allocation_limit, set_allocation_limit, DType, Device, Generator, Layout, MemoryFormat,
+    QScheme, Scalar, Storage, Stream, Tensor,
 };
 pub use value::Value;
 

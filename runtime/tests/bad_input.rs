@@ -103,10 +103,7 @@ fn deep_schemas_at_run_time_are_errors() {
             "]".repeat(11_406)
         );
         let deep_type = format!("g(Tensor{} self) -> Tensor", "[]".repeat(32_851));
-        let yaml = format!(
-            "- func: h({} self) -> Tensor\n",
-            format!("Tensor{}", "[]".repeat(32_851))
-        );
+        let yaml = format!("- func: h(Tensor{} self) -> Tensor\n", "[]".repeat(32_851));
         (
             lib.define(&deep_default).unwrap_err().to_string(),
             lib.define(&deep_type).unwrap_err().to_string(),

@@ -460,6 +460,17 @@ fn ignored_calls() -> BTreeMap<&'static str, IgnoredCall> {
     m.insert("Tensor::zeros", |_, _| {
         unit(Tensor::zeros(&[1], DType::Float32, Device::Cpu))
     });
+    m.insert("Tensor::try_zeros", |_, _| {
+        unit(Tensor::try_zeros(&[1], DType::Float32, Device::Cpu)?)
+    });
+    m.insert("Tensor::try_full", |_, _| {
+        unit(Tensor::try_full(
+            &[1],
+            Scalar::Int(1),
+            DType::Int64,
+            Device::Cpu,
+        )?)
+    });
     m.insert("Tensor::full", |_, _| {
         unit(Tensor::full(
             &[1],

@@ -117,6 +117,8 @@ pub fn get_ignored_functions() -> &'static [IgnoredFn] {
         ignored("Tensor::from_array", NoTensor),
         ignored("Tensor::zeros", NoTensor),
         ignored("Tensor::full", NoTensor),
+        ignored("Tensor::try_zeros", NoTensor),
+        ignored("Tensor::try_full", NoTensor),
         ignored("Tensor::duck", NoTensor),
         // The tensor's own metadata and geometry.
         ignored("Tensor::shape", OwnMetadata),
