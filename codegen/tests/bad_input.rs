@@ -224,3 +224,48 @@ fn too_many_operators_for_an_op_id_is_an_error_not_a_build_failure() {
         "{e}"
     );
 }
+
+#[test]
+fn the_deepest_type_is_lowered_and_emitted_on_a_small_stack() {
+    // The parser's limit bounds every walk over a type after it: the table
+    // conversion, the emitted `Ty` expression, formatting (syn, prettyplease).
+    let depth = opforge_schema::schema::MAX_TYPE_DEPTH;
+    let ty = format!("int{}", "?[]".repeat(depth / 2));
+    let src = format!("- func: f(Tensor self, {ty} x) -> Tensor\n");
+    let tables = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn_scoped(s, || {
+                let file = check(&src).unwrap_or_else(|d| panic!("{d}"));
+                let plan = lower::lower(&file, &[]).unwrap_or_else(|d| panic!("{d}"));
+                // No Rust signature for a list of optional lists: the typed API
+                // is an error naming the line, the tables are emitted.
+                let e = opforge_codegen::emit_api::api(&plan, &Options::runtime()).unwrap_err();
+                assert!(
+                    e.to_string()
+                        .starts_with("bad.yaml:1: f: no Rust signature"),
+                    "{e}"
+                );
+                opforge_codegen::emit::tables(&plan)
+            })
+            .unwrap()
+            .join()
+            .expect("no overflow")
+    });
+    assert!(!tables.starts_with("compile_error!"), "{tables}");
+    assert!(tables.contains(&format!("\"f(Tensor self, {ty} x) -> Tensor\"")));
+}
+
+#[test]
+fn dotted_overload_names_are_emitted() {
+    // Found by the yaml_pipeline fuzz target: the convenience name of
+    // `add.o.List` was `add_o.list`, and emission panicked (not a valid Ident).
+    let files = emits(
+        "- func: add.Tensor(Tensor self, Tensor other) -> Tensor
+- func: add.o.List(Tensor self, Tensor[] other) -> Tensor
+",
+    );
+    let api = &files.iter().find(|(n, _)| n == "api.rs").unwrap().1;
+    assert!(api.contains("pub fn add_o_List("), "{api}");
+    assert!(api.contains("pub fn add_o_list("), "{api}");
+}

@@ -1,7 +1,9 @@
 //! Load: `native_functions.yaml` text → typed [`NativeFunction`] entries.
 //!
-//! YAML itself is read by `serde_yaml` (so malformed YAML gets YAML's own line and
-//! column). Every key PyTorch's file uses is typed here; an unknown key is an error.
+//! YAML itself is read by `serde_yaml`, within the size and nesting bounds of
+//! [`crate::yaml`] (so malformed YAML gets YAML's own line and column, and no
+//! input makes it slow). Every key PyTorch's file uses is typed here; an unknown
+//! key is an error.
 //! serde_yaml's values carry no positions, so positions are recovered from the
 //! source text by a [`SourceMap`]: top-level entries of the block sequence are the
 //! lines that start with `-` at the sequence's indentation, and keys, dispatch rows

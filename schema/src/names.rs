@@ -179,6 +179,12 @@ pub fn snake_case(s: &str) -> String {
     out
 }
 
+/// An overload name as the end of a convenience name: snake case, with the
+/// `.` an overload name may contain (`foo.a.b`) as `_`, as in [`op_ident`].
+fn overload_suffix(overload: &str) -> String {
+    snake_case(&overload.replace('.', "_"))
+}
+
 /// The convenience name of every entry (`torch::<name>`, `Tensor::<name>`), in
 /// entry order. The rule (see the module docs) reads only the schemas: the
 /// main functional overload of a base name is, in this order, its default
@@ -251,7 +257,7 @@ pub fn api_names(entries: &[NativeFunction]) -> Result<Vec<String>, String> {
         if f.name.overload.is_empty() {
             base.to_string()
         } else {
-            format!("{base}_{}", snake_case(&f.name.overload))
+            format!("{base}_{}", overload_suffix(&f.name.overload))
         }
     };
     let functional_name = |i: usize| {
@@ -272,7 +278,7 @@ pub fn api_names(entries: &[NativeFunction]) -> Result<Vec<String>, String> {
                     let base = f.name.name.to_string();
                     match f.name.overload.as_str() {
                         "" | "Tensor" => base,
-                        o => format!("{base}_{}", snake_case(o)),
+                        o => format!("{base}_{}", overload_suffix(o)),
                     }
                 }
                 SchemaKind::Inplace => match functional_of[i] {
@@ -391,6 +397,22 @@ mod tests {
         let mut sorted = want;
         sorted.sort();
         assert_eq!(shuffled, sorted);
+    }
+
+    #[test]
+    fn dots_in_overload_names_become_underscores() {
+        // Found by the yaml_pipeline fuzz target: `add_o.list` is no identifier.
+        let got = names(
+            "
+- func: add.Tensor(Tensor self, Tensor other) -> Tensor
+- func: add.o.List(Tensor self, Tensor[] other) -> Tensor
+- func: __and__.a.B(Tensor self, Tensor other) -> Tensor
+- func: __iand__.a.B(Tensor(a!) self, Tensor other) -> Tensor(a!)
+",
+        );
+        assert_eq!(got[1].1, "add_o_list");
+        assert_eq!(got[2].1, "__and__");
+        assert_eq!(got[3].1, "__iand___a_b");
     }
 
     #[test]

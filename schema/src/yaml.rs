@@ -189,9 +189,11 @@ impl Scan {
     /// Scans `src`; `Err((line, column))` of the first collection nested deeper
     /// than [`MAX_YAML_DEPTH`]. Linear in the length of the text.
     pub fn run(src: &str) -> Result<Scan, (usize, usize)> {
+        // A byte-order mark at the very start is the reader's (it takes no column).
+        let bom = if src.starts_with('\u{feff}') { 3 } else { 0 };
         let mut sc = Scanner {
             s: src.as_bytes(),
-            at: 0,
+            at: bom,
             index: 0,
             line: 1,
             column: 0,
@@ -428,13 +430,15 @@ impl Scanner<'_> {
             }
             let c = self.peek(0);
             if self.column == 0 && c == b'%' {
-                // A directive: to the end of its line.
+                // A directive: its line, line break included (so a key is not
+                // allowed at the start of the next line).
                 self.scan.document_markers = true;
                 self.unroll_indent(-1);
                 self.remove_simple_key();
                 self.simple_key_allowed = false;
-                while !self.eof() && !self.is_break(0) {
-                    self.skip();
+                self.skip_rest_of_line();
+                if self.is_break(0) {
+                    self.skip_line();
                 }
                 continue;
             }
@@ -814,6 +818,21 @@ mod tests {
         // Spread over lines, in mappings.
         let src = format!("x: {}", "{a:\n".repeat(n));
         assert!(depth(&src).is_err());
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_takes_no_column() {
+        // Found by the yaml_prescan fuzz target: the directive is in column 0.
+        let src = "\u{feff}%YAML 1.1\n---\n- a: [0, {b: [1]}]\n";
+        assert_eq!(depth(src), Ok((5, 3)));
+    }
+
+    #[test]
+    fn a_directive_takes_its_line_break() {
+        // Found by the yaml_prescan fuzz target: after a directive's line, a tab
+        // is still skipped before the next token.
+        let src = "%YAML 1.1\n\t!str [1, {b: c}]\n";
+        assert_eq!(depth(src), Ok((2, 2)));
     }
 
     #[test]
