@@ -679,7 +679,7 @@ pub fn kernel_checks(plan: &Plan, opts: &Options) -> String {
                 let mut segs: Vec<String> = kernel
                     .split("::")
                     .map(|s| {
-                        if crate::lower::RUST_KEYWORDS.contains(&s) {
+                        if opforge_schema::names::is_rust_keyword(s) {
                             format!("r#{s}")
                         } else {
                             s.to_string()

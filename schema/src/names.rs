@@ -30,12 +30,13 @@ use crate::model::{FunctionSchema, NativeFunction, SchemaKind};
 use std::collections::HashMap;
 
 /// Rust keywords (strict and reserved), which get a trailing `_` as identifiers.
+/// Sorted by length, then bytes, for [`in_list`].
 pub const RUST_KEYWORDS: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
-    "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",
-    "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "try",
-    "type", "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final", "macro",
-    "override", "priv", "typeof", "unsized", "virtual", "yield",
+    "as", "do", "fn", "if", "in", "box", "dyn", "for", "gen", "let", "mod", "mut", "pub", "ref",
+    "try", "use", "Self", "else", "enum", "impl", "loop", "move", "priv", "self", "true", "type",
+    "async", "await", "break", "const", "crate", "false", "final", "macro", "match", "super",
+    "trait", "where", "while", "yield", "become", "extern", "return", "static", "struct", "typeof",
+    "unsafe", "unsized", "virtual", "abstract", "continue", "override",
 ];
 
 /// Names the generated code refers to without a path, which an operator's or an
@@ -44,50 +45,49 @@ pub const RUST_KEYWORDS: &[&str] = &[
 /// other signature, a function `torch::Some` or a parameter `Some` the
 /// constructor, a variant `OpId::ALL` the array of ids.
 pub const GENERATED_NAMES: &[&str] = &[
-    // Runtime types the typed API names (`opforge::__private::prelude`).
-    "Tensor",
-    "Scalar",
-    "DType",
-    "Layout",
-    "Device",
-    "MemoryFormat",
-    "Generator",
-    "Storage",
-    "Stream",
-    "QScheme",
-    "Result",
-    // The standard prelude's types and constructors.
-    "Option",
-    "Some",
-    "None",
+    // Runtime types the typed API names (`opforge::__private::prelude`), the
+    // standard prelude's types and constructors, primitive types, and items of
+    // the generated code (a guarded function's call site, `OpId`'s associated
+    // items). Sorted by length, then bytes, for [`in_list`].
     "Ok",
+    "i8",
+    "u8",
+    "ALL",
+    "Box",
     "Err",
     "Vec",
-    "String",
-    "Box",
-    // Primitive types.
-    "bool",
-    "char",
-    "str",
-    "i8",
+    "f32",
+    "f64",
     "i16",
     "i32",
     "i64",
-    "i128",
-    "isize",
-    "u8",
+    "str",
     "u16",
     "u32",
     "u64",
-    "u128",
-    "usize",
-    "f32",
-    "f64",
-    // Items of the generated code: a guarded function's call site, `OpId`'s
-    // associated items.
+    "None",
     "SITE",
-    "ALL",
+    "Some",
+    "bool",
+    "char",
+    "i128",
+    "u128",
+    "DType",
+    "isize",
+    "usize",
+    "Device",
+    "Layout",
+    "Option",
+    "Result",
+    "Scalar",
+    "Stream",
+    "String",
+    "Tensor",
+    "QScheme",
+    "Storage",
+    "Generator",
     "from_name",
+    "MemoryFormat",
 ];
 
 /// Why `rust_name`, the Rust name the generator gives an operator or argument,
@@ -103,7 +103,7 @@ pub const GENERATED_NAMES: &[&str] = &[
 pub fn unusable(rust_name: &str) -> Option<&'static str> {
     if rust_name == "_" {
         Some("has no Rust identifier (`_` is not one)")
-    } else if GENERATED_NAMES.contains(&rust_name) {
+    } else if in_list(GENERATED_NAMES, rust_name) {
         Some("is a name the generated code uses")
     } else {
         None
@@ -122,9 +122,34 @@ pub fn unusable(rust_name: &str) -> Option<&'static str> {
 /// assert_eq!(op_ident(&n("mylib::scale").unwrap()), "mylib_scale");
 /// ```
 pub fn op_ident(name: &crate::model::OperatorName) -> String {
-    let mut s = name.unqualified().replace('.', "_");
+    // Built in one string (the validator and the generator call it for every
+    // operator): `ns_`, the base name as `BaseName` prints it, `_overload`.
+    let b = &name.name;
+    let mut s = String::with_capacity(b.base.len() + name.overload.len() + 24);
     if let Some(ns) = name.namespace.as_deref().filter(|ns| *ns != "aten") {
-        s = format!("{ns}_{s}");
+        s.push_str(ns);
+        s.push('_');
+    }
+    if b.dunder {
+        s.push_str(if b.inplace { "__i" } else { "__" });
+        s.push_str(&b.base);
+        s.push_str("__");
+    } else {
+        s.push_str(&b.base);
+        if b.functional_overload {
+            s.push_str("_functional");
+        }
+        if b.inplace {
+            s.push('_');
+        }
+    }
+    if !name.overload.is_empty() {
+        s.push('_');
+        s.extend(
+            name.overload
+                .chars()
+                .map(|c| if c == '.' { '_' } else { c }),
+        );
     }
     keyword_escape(s)
 }
@@ -141,9 +166,21 @@ pub fn arg_ident(name: &str) -> String {
     keyword_escape(name.to_string())
 }
 
+/// True for a Rust keyword (strict or reserved): one of [`RUST_KEYWORDS`].
+pub fn is_rust_keyword(s: &str) -> bool {
+    in_list(RUST_KEYWORDS, s)
+}
+
+/// `s` is in `list`, sorted by length, then bytes: a binary search that mostly
+/// compares lengths (it runs for every argument of every schema).
+fn in_list(list: &[&str], s: &str) -> bool {
+    list.binary_search_by(|w| (w.len(), *w).cmp(&(s.len(), s)))
+        .is_ok()
+}
+
 /// `name` with a trailing `_` if it is a Rust keyword.
 pub fn keyword_escape(mut s: String) -> String {
-    if RUST_KEYWORDS.contains(&s.as_str()) {
+    if is_rust_keyword(&s) {
         s.push('_');
     }
     s
@@ -329,6 +366,43 @@ mod tests {
         let f = crate::load::load_str("t.yaml", yaml).unwrap();
         let n = api_names(&f.entries).unwrap();
         f.entries.iter().map(|e| e.name()).zip(n).collect()
+    }
+
+    #[test]
+    fn name_lists_are_sorted_for_the_search() {
+        for list in [RUST_KEYWORDS, GENERATED_NAMES] {
+            assert!(
+                list.windows(2)
+                    .all(|w| (w[0].len(), w[0]) < (w[1].len(), w[1])),
+                "{list:?}"
+            );
+            assert!(list.iter().all(|w| in_list(list, w)));
+            assert!(!in_list(list, "add") && !in_list(list, ""));
+        }
+        // No name the generated code uses is a keyword (the validator relies on it).
+        assert!(GENERATED_NAMES.iter().all(|n| !is_rust_keyword(n)));
+    }
+
+    #[test]
+    fn op_ident_is_the_printed_name_mangled() {
+        for n in [
+            "add.Tensor",
+            "add_.Tensor",
+            "__iand__.Tensor",
+            "__and__",
+            "foo_functional.a.b",
+            "mylib::scale_",
+            "aten::type",
+            "fn_",
+            "self",
+        ] {
+            let name = crate::schema::parse_operator_name_str(n).unwrap();
+            let mut want = name.unqualified().replace('.', "_");
+            if let Some(ns) = name.namespace.as_deref().filter(|ns| *ns != "aten") {
+                want = format!("{ns}_{want}");
+            }
+            assert_eq!(op_ident(&name), keyword_escape(want), "{n}");
+        }
     }
 
     #[test]

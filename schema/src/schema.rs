@@ -240,8 +240,6 @@ fn split_items(s: &str, off: usize) -> impl Iterator<Item = (usize, &str)> {
 
 fn parse_arguments(src: &str, off: usize, s: &str) -> Result<Arguments> {
     let mut args = Arguments::default();
-    // Argument names and their 1-based positions: a name is bound once.
-    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (at, item) in split_items(s, off) {
         if item.is_empty() {
             continue;
@@ -257,20 +255,24 @@ fn parse_arguments(src: &str, off: usize, s: &str) -> Result<Arguments> {
             args.kwarg_only_start = Some(args.all.len());
             continue;
         }
-        let arg = parse_argument(src, at, item)?;
-        if let Some(first) = seen.insert(arg.name.clone(), args.all.len() + 1) {
-            let decl = item.split('=').next().unwrap_or(item);
-            let name_at = at + decl.rfind(' ').map_or(0, |sp| sp + 1);
-            return Err(err(
-                src,
-                name_at,
-                format!(
-                    "duplicate argument name `{}` (argument {first} is named `{}` too)",
-                    arg.name, arg.name
-                ),
-            ));
-        }
-        args.all.push(arg);
+        args.all.push(parse_argument(src, at, item)?);
+    }
+    if let Some((first, second)) = duplicate_name(&args.all) {
+        // Where argument `second`'s name is: its item, found again.
+        let (at, item) = split_items(s, off)
+            .filter(|(_, item)| !item.is_empty() && *item != "*")
+            .nth(second)
+            .unwrap_or((off, s));
+        let decl = item.split('=').next().unwrap_or(item);
+        let name = &args.all[second].name;
+        return Err(err(
+            src,
+            at + decl.rfind(' ').map_or(0, |sp| sp + 1),
+            format!(
+                "duplicate argument name `{name}` (argument {} is named `{name}` too)",
+                first + 1
+            ),
+        ));
     }
     if args.kwarg_only_start == Some(args.all.len()) {
         return Err(err(
@@ -280,6 +282,32 @@ fn parse_arguments(src: &str, off: usize, s: &str) -> Result<Arguments> {
         ));
     }
     Ok(args)
+}
+
+/// The first argument whose name an earlier one has, and that earlier one
+/// (indices). Quadratic for the short lists schemas have, sorting for long ones.
+fn duplicate_name(args: &[Argument]) -> Option<(usize, usize)> {
+    if args.len() <= 32 {
+        return (1..args.len()).find_map(|j| {
+            (0..j)
+                .find(|&i| args[i].name == args[j].name)
+                .map(|i| (i, j))
+        });
+    }
+    let mut order: Vec<usize> = (0..args.len()).collect();
+    order.sort_by(|&i, &j| (&args[i].name, i).cmp(&(&args[j].name, j)));
+    order
+        .windows(2)
+        .filter(|w| args[w[0]].name == args[w[1]].name)
+        .min_by_key(|w| w[1])
+        .map(|w| {
+            // The earliest argument of that name.
+            let first = order
+                .iter()
+                .copied()
+                .find(|&i| args[i].name == args[w[1]].name);
+            (first.unwrap_or(w[0]), w[1])
+        })
 }
 
 /// Splits `Tensor(a!)[]`-style text into the plain type text and the annotation.

@@ -8,7 +8,7 @@
 use crate::diag::{abbrev, Diagnostic, Diagnostics};
 use crate::load::{SchemaFile, SourceMap};
 use crate::model::*;
-use crate::names::{arg_ident, keyword_escape, op_ident, unusable};
+use crate::names::{arg_ident, is_rust_keyword, op_ident, unusable};
 use crate::scalar_type::ScalarType;
 use crate::schema::check_invariants;
 use std::collections::HashMap;
@@ -80,6 +80,7 @@ pub fn validate_with(
         } else {
             seen.insert(name, nf.line);
             let ident = op_ident(&nf.func.name);
+            v.check_op_ident(nf, &ident);
             match idents.get(&ident) {
                 Some(first) => {
                     let at = v.at_func(nf);
@@ -237,7 +238,7 @@ impl Validator<'_> {
             let (at, help) = self.invariant_place(nf, &m);
             self.push(nf, at, m, help);
         }
-        self.check_rust_names(nf);
+        self.check_arg_names(nf);
         for (i, a) in f.arguments.all.iter().enumerate() {
             self.check_default(nf, i, a);
             if PYTHON_KEYWORDS.contains(&a.name.as_str())
@@ -562,33 +563,37 @@ impl Validator<'_> {
         (at, help)
     }
 
-    /// The Rust names the generator derives from the entry (its identifier, the
-    /// convenience name of its base, its arguments') can be emitted: not `_`, not a
-    /// name the generated code uses, no two arguments with one name. Rust keywords
-    /// are fine: they get a trailing `_` ([`crate::names`]).
-    fn check_rust_names(&mut self, nf: &NativeFunction) {
-        let f = &nf.func;
+    /// The Rust names the generator derives from an operator, its identifier
+    /// `ident` and the convenience name of its base, can be emitted: not `_`,
+    /// not a name the generated code uses. Rust keywords are fine: they get a
+    /// trailing `_` ([`crate::names`]).
+    fn check_op_ident(&mut self, nf: &NativeFunction, ident: &str) {
+        let name = &nf.func.name.name;
         // The convenience name of a functional (or out=, mutable) overload may be
-        // its bare base name; an in-place one's always ends in `_`.
-        let base = f.name.name.to_string();
-        let bare = (!f.name.name.inplace).then(|| keyword_escape(base.clone()));
-        for name in std::iter::once(op_ident(&f.name)).chain(bare) {
-            if let Some(why) = unusable(&name) {
-                let at = self.at_func(nf);
-                let shown = if name == "_" { name } else { base.clone() };
-                self.push(
-                    nf,
-                    at,
-                    format!("operator name `{shown}` {why}"),
-                    "rename the operator: its name becomes a Rust function, type alias and enum variant",
-                );
-                break;
-            }
+        // its bare base name; an in-place one's always ends in `_`, a dunder's is
+        // `__x__`, a `_functional` one's ends so.
+        let bare = !name.inplace && !name.dunder && !name.functional_overload;
+        let why = unusable(ident).or_else(|| bare.then(|| unusable(&name.base)).flatten());
+        if let Some(why) = why {
+            let at = self.at_func(nf);
+            let shown = if ident == "_" { ident } else { &name.base };
+            self.push(
+                nf,
+                at,
+                format!("operator name `{shown}` {why}"),
+                "rename the operator: its name becomes a Rust function, type alias and enum variant",
+            );
         }
-        let mut seen: HashMap<String, &str> = HashMap::new();
-        for (i, a) in f.arguments.all.iter().enumerate() {
-            let ident = arg_ident(&a.name);
-            if let Some(why) = unusable(&ident) {
+    }
+
+    /// Every argument's Rust name can be emitted, and no two are the same.
+    fn check_arg_names(&mut self, nf: &NativeFunction) {
+        let f = &nf.func;
+        let args = &f.arguments.all;
+        for (i, a) in args.iter().enumerate() {
+            // No name the generated code uses is a keyword: the argument's Rust
+            // name is taken exactly when its name is.
+            if let Some(why) = unusable(&a.name) {
                 let at = self.at_arg_name(nf, i);
                 self.push(
                     nf,
@@ -596,17 +601,23 @@ impl Validator<'_> {
                     format!("argument name `{}` {why}", a.name),
                     "rename the argument: its name becomes a Rust parameter",
                 );
-            } else if let Some(first) = seen.insert(ident.clone(), &a.name) {
-                let at = self.at_arg_name(nf, i);
-                self.push(
-                    nf,
-                    at,
-                    format!(
-                        "arguments `{first}` and `{}` have the same Rust name `{ident}`",
-                        a.name
-                    ),
-                    "rename one of them (a Rust keyword such as `self` or `type` gets a trailing `_`)",
-                );
+            } else if is_rust_keyword(&a.name) {
+                // Names are unique, so only an escaped keyword can meet another
+                // argument's name: `type` becomes `type_`.
+                let ident = arg_ident(&a.name);
+                if let Some(j) = args.iter().position(|b| b.name == ident) {
+                    let (first, second) = (i.min(j), i.max(j));
+                    let at = self.at_arg_name(nf, second);
+                    self.push(
+                        nf,
+                        at,
+                        format!(
+                            "arguments `{}` and `{}` have the same Rust name `{ident}`",
+                            args[first].name, args[second].name
+                        ),
+                        "rename one of them (a Rust keyword such as `self` or `type` gets a trailing `_`)",
+                    );
+                }
             }
         }
     }

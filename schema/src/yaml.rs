@@ -226,8 +226,8 @@ const fn table(stops: &[u8]) -> [bool; 128] {
 
 /// Where a plain scalar's fast path stops, in block and in flow context; where
 /// a quoted scalar's does; where a line does.
-const PLAIN_BLOCK: [bool; 128] = table(b" \t\r\n:");
-const PLAIN_FLOW: [bool; 128] = table(b" \t\r\n:,[]{}");
+const PLAIN_BLOCK: [bool; 128] = table(b"\r\n:#");
+const PLAIN_FLOW: [bool; 128] = table(b"\r\n:#,[]{}");
 const QUOTED: [bool; 128] = table(b" \t\r\n'\"\\");
 const LINE: [bool; 128] = table(b"\r\n");
 
@@ -595,39 +595,50 @@ impl Scanner<'_> {
     }
 
     /// A plain scalar; true if it ended after line breaks (a key may follow).
+    ///
+    /// libyaml reads it word by word; what matters for where tokens start is
+    /// only where it ends: at `: ` (or `:` before a line break), at ` #`, at a
+    /// flow indicator inside a flow collection, or at a line less indented than
+    /// the block (or a document marker) after a line break. So each line is
+    /// scanned for those bytes alone.
     fn plain_scalar(&mut self) -> Result<bool, Stop> {
         let indent = self.indent + 1;
         let flow = self.flow != 0;
+        let stops = if flow { &PLAIN_FLOW } else { &PLAIN_BLOCK };
         let mut leading_blanks = false;
-        loop {
+        'scalar: loop {
             if self.document_indicator(b'-') || self.document_indicator(b'.') {
                 break;
             }
             if self.peek(0) == b'#' {
                 break;
             }
-            while !self.is_blankz(0) {
+            // The rest of this line.
+            loop {
                 let from = self.at;
-                self.skip_ascii(if flow { &PLAIN_FLOW } else { &PLAIN_BLOCK });
+                self.skip_ascii(stops);
                 if self.at > from {
                     leading_blanks = false;
                 }
-                if self.is_blankz(0) {
+                if self.eof() || self.is_break(0) {
                     break;
                 }
                 let (c, next) = (self.peek(0), self.peek(1));
-                if flow && c == b':' && b",?[]{}".contains(&next) {
-                    return Err(Stop);
+                match c {
+                    b':' if flow && b",?[]{}".contains(&next) => return Err(Stop),
+                    b':' if self.is_blankz(1) => break 'scalar,
+                    b'#' if matches!(self.s[self.at - 1], b' ' | b'\t') => break 'scalar,
+                    b',' | b'[' | b']' | b'{' | b'}' if flow => break 'scalar,
+                    _ => {
+                        leading_blanks = false;
+                        self.skip();
+                    }
                 }
-                if (c == b':' && self.is_blankz(1)) || (flow && b",[]{}".contains(&c)) {
-                    break;
-                }
-                leading_blanks = false;
-                self.skip();
             }
-            if !(self.is_blank(0) || self.is_break(0)) {
+            if self.eof() {
                 break;
             }
+            // Line breaks and the next line's indentation.
             while self.is_blank(0) || self.is_break(0) {
                 if self.is_blank(0) {
                     if leading_blanks && (self.column as isize) < indent && self.peek(0) == b'\t' {

@@ -167,6 +167,22 @@ fn duplicate_argument_names_are_rejected() {
         e.starts_with("bad.yaml:1:38: f: malformed schema: duplicate argument name `a`"),
         "{e}"
     );
+    // Several: the first second occurrence is reported.
+    let e = parse_schema("f(int b, int a, int b, int a) -> ()").unwrap_err();
+    assert_eq!(
+        e.message,
+        "duplicate argument name `b` (argument 1 is named `b` too)"
+    );
+    assert_eq!(e.column, 21);
+    // A long list (found by sorting).
+    let many: Vec<String> = (0..40).map(|i| format!("int a{i}")).collect();
+    let s = format!("f(Tensor self, {}, int a3) -> ()", many.join(", "));
+    let e = parse_schema(&s).unwrap_err();
+    assert_eq!(
+        e.message,
+        "duplicate argument name `a3` (argument 5 is named `a3` too)"
+    );
+    assert_eq!(e.column, s.rfind("a3").unwrap() + 1);
 }
 
 #[test]
