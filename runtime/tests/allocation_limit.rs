@@ -22,11 +22,16 @@ fn grew(n: usize) {
     PEAK.fetch_max(now, Ordering::Relaxed);
 }
 
-// SAFETY: every call is forwarded to `System` with the caller's arguments; the
-// counters are only statistics.
+// SAFETY: `GlobalAlloc`'s contract is `System`'s: every method forwards its
+// arguments to the same method of `System` unchanged and returns its result
+// unchanged, so every pointer handed out comes from `System` with the layout the
+// caller gave, and every pointer given back reaches `System` with that layout.
+// The counters are statistics, read only by this test; they never decide what
+// is allocated.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded as is.
+        // SAFETY: the caller's `layout` (non-zero size, by `alloc`'s contract)
+        // goes to `System` unchanged.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             grew(layout.size());
@@ -35,7 +40,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded as is.
+        // SAFETY: as for `alloc`.
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
             grew(layout.size());
@@ -45,12 +50,14 @@ unsafe impl GlobalAlloc for Counting {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: forwarded as is.
+        // SAFETY: the caller gives back a pointer this allocator handed out with
+        // `layout`, that is one `System` handed out with `layout`.
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded as is.
+        // SAFETY: `ptr` came from `System` with `layout` (as for `dealloc`);
+        // `new_size` meets `realloc`'s contract by the caller's.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
@@ -89,6 +96,26 @@ const MIB: usize = 1 << 20;
 
 #[test]
 fn the_allocation_limit() {
+    // The counting allocator stays balanced: what is allocated, grown and
+    // freed comes back to where it started, and the peak sees the growth.
+    let (_, grown) = peak(|| {
+        let mut v: Vec<u8> = Vec::with_capacity(1 << 20);
+        v.reserve_exact(4 << 20);
+        let z = vec![0u64; 1 << 16];
+        drop((v, z));
+    });
+    assert!(grown >= (4 << 20) + (1 << 19), "{grown}"); // the grown Vec and `z`
+    let before = CURRENT.load(Ordering::Relaxed);
+    let big = std::hint::black_box(vec![1u8; 3 << 20]);
+    let during = CURRENT.load(Ordering::Relaxed);
+    drop(big);
+    let after = CURRENT.load(Ordering::Relaxed);
+    // (Other threads of the test harness may allocate a little meanwhile.)
+    assert!(
+        during.abs_diff(before + (3 << 20)) < 4096,
+        "{before} {during}"
+    );
+    assert!(after.abs_diff(before) < 4096, "{before} {after}");
     // The default is the machine's memory.
     let machine = allocation_limit();
     assert!(machine >= 64 * MIB, "{machine}");

@@ -193,40 +193,69 @@ impl Type {
     }
 }
 
-/// Prints the type as written (`int[2]?`), iteratively: the base, then each
-/// wrapper from the innermost out.
+/// One layer of a type, outside in: what [`Type`] and the runtime table's
+/// `Ty` both are, so that one printer serves both ([`fmt_type`]).
+pub(crate) enum Layer<'a, T> {
+    /// A base type.
+    Base(BaseType),
+    /// A custom class, `ns.Class`.
+    CustomClass(&'a str),
+    /// `T?` around `T`.
+    Optional(&'a T),
+    /// `T[]` (`None`) or `T[N]` around `T`.
+    List(&'a T, Option<u32>),
+}
+
+/// Prints a type as written (`int[2]?`), iteratively: the base, then each
+/// wrapper from the innermost out. `layer` takes one layer off.
+pub(crate) fn fmt_type<'a, T>(
+    mut t: &'a T,
+    layer: impl Fn(&'a T) -> Layer<'a, T>,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    let mut wrappers = Vec::new();
+    loop {
+        match layer(t) {
+            Layer::Base(b) => {
+                f.write_str(b.name())?;
+                break;
+            }
+            Layer::CustomClass(c) => {
+                write!(f, "{CUSTOM_CLASS_PREFIX}{c}")?;
+                break;
+            }
+            Layer::Optional(inner) => {
+                wrappers.push(None);
+                t = inner;
+            }
+            Layer::List(inner, size) => {
+                wrappers.push(Some(size));
+                t = inner;
+            }
+        }
+    }
+    for w in wrappers.iter().rev() {
+        match w {
+            None => f.write_str("?")?,
+            Some(None) => f.write_str("[]")?,
+            Some(Some(n)) => write!(f, "[{n}]")?,
+        }
+    }
+    Ok(())
+}
+
+/// Prints the type as written (`int[2]?`), iteratively ([`fmt_type`]).
 impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut wrappers = Vec::new();
-        let mut t = self;
-        loop {
+        fn layer(t: &Type) -> Layer<'_, Type> {
             match t {
-                Type::Base(b) => {
-                    f.write_str(b.name())?;
-                    break;
-                }
-                Type::CustomClass(c) => {
-                    write!(f, "{CUSTOM_CLASS_PREFIX}{c}")?;
-                    break;
-                }
-                Type::Optional(inner) => {
-                    wrappers.push(None);
-                    t = inner;
-                }
-                Type::List { elem, size } => {
-                    wrappers.push(Some(*size));
-                    t = elem;
-                }
+                Type::Base(b) => Layer::Base(*b),
+                Type::CustomClass(c) => Layer::CustomClass(c),
+                Type::Optional(inner) => Layer::Optional(inner),
+                Type::List { elem, size } => Layer::List(elem, *size),
             }
         }
-        for w in wrappers.iter().rev() {
-            match w {
-                None => f.write_str("?")?,
-                Some(None) => f.write_str("[]")?,
-                Some(Some(n)) => write!(f, "[{n}]")?,
-            }
-        }
-        Ok(())
+        fmt_type(self, layer, f)
     }
 }
 

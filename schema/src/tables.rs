@@ -27,39 +27,18 @@ pub enum Ty {
     List(&'static Ty, Option<u32>),
 }
 
-/// Prints the type as written (`int[2]?`), iteratively, as the model's `Type` does.
+/// Prints the type as written (`int[2]?`), iteratively, with the model's
+/// printer.
 impl fmt::Display for Ty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut wrappers = Vec::new();
-        let mut t = self;
-        loop {
-            match t {
-                Ty::Base(b) => {
-                    f.write_str(b.name())?;
-                    break;
-                }
-                Ty::CustomClass(c) => {
-                    write!(f, "{}{c}", crate::model::CUSTOM_CLASS_PREFIX)?;
-                    break;
-                }
-                Ty::Optional(inner) => {
-                    wrappers.push(None);
-                    t = inner;
-                }
-                Ty::List(elem, size) => {
-                    wrappers.push(Some(*size));
-                    t = elem;
-                }
-            }
-        }
-        for w in wrappers.iter().rev() {
-            match w {
-                None => f.write_str("?")?,
-                Some(None) => f.write_str("[]")?,
-                Some(Some(n)) => write!(f, "[{n}]")?,
-            }
-        }
-        Ok(())
+        use crate::model::Layer;
+        let layer = |t: &Ty| match *t {
+            Ty::Base(b) => Layer::Base(b),
+            Ty::CustomClass(c) => Layer::CustomClass(c),
+            Ty::Optional(inner) => Layer::Optional(inner),
+            Ty::List(elem, size) => Layer::List(elem, size),
+        };
+        crate::model::fmt_type(self, layer, f)
     }
 }
 

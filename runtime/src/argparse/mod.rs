@@ -498,17 +498,10 @@ pub fn parse_and_bind<'s>(
     table: &ApiTable,
     schema_of: &dyn Fn(&str) -> Option<&'s OpSchema>,
     api: &str,
-    mut args: Vec<Value>,
-    mut kwargs: Vec<(String, Value)>,
+    args: Vec<Value>,
+    kwargs: Vec<(String, Value)>,
 ) -> Result<Bound<'s>, Error> {
-    let binding = table
-        .get(api)
-        .ok_or_else(|| Error::UnknownOp(api.to_string().into()))?;
-    pythonize_all(&mut args, &mut kwargs);
-    if let Some(bound) = fast_bind(binding, schema_of, &mut args, &mut kwargs) {
-        return Ok(bound);
-    }
-    slow_parse_and_bind(binding, schema_of, api, args, kwargs)
+    bind_call(table, schema_of, api, args, kwargs, true)
 }
 
 /// [`parse_and_bind`] on its slow path only (PyTorch's algorithm, step by step),
@@ -519,13 +512,30 @@ pub fn parse_and_bind_slow<'s>(
     table: &ApiTable,
     schema_of: &dyn Fn(&str) -> Option<&'s OpSchema>,
     api: &str,
+    args: Vec<Value>,
+    kwargs: Vec<(String, Value)>,
+) -> Result<Bound<'s>, Error> {
+    bind_call(table, schema_of, api, args, kwargs, false)
+}
+
+/// [`parse_and_bind`], with the fast path or without it.
+fn bind_call<'s>(
+    table: &ApiTable,
+    schema_of: &dyn Fn(&str) -> Option<&'s OpSchema>,
+    api: &str,
     mut args: Vec<Value>,
     mut kwargs: Vec<(String, Value)>,
+    fast: bool,
 ) -> Result<Bound<'s>, Error> {
     let binding = table
         .get(api)
         .ok_or_else(|| Error::UnknownOp(api.to_string().into()))?;
     pythonize_all(&mut args, &mut kwargs);
+    if fast {
+        if let Some(bound) = fast_bind(binding, schema_of, &mut args, &mut kwargs) {
+            return Ok(bound);
+        }
+    }
     slow_parse_and_bind(binding, schema_of, api, args, kwargs)
 }
 

@@ -54,11 +54,7 @@ pub fn has_internal_overlap(t: &Tensor) -> MemOverlap {
     if is_non_overlapping_and_dense(&g.shape, &g.strides) {
         return MemOverlap::No;
     }
-    if g.shape
-        .iter()
-        .zip(&g.strides)
-        .any(|(&n, &s)| n > 1 && s == 0)
-    {
+    if crate::tensor::is_expanded(&g.shape, &g.strides) {
         return MemOverlap::Yes;
     }
     MemOverlap::TooHard
@@ -104,10 +100,7 @@ fn checked_numel(shape: &[usize]) -> usize {
 }
 
 /// PyTorch's message for a written tensor with shared elements.
-#[cold]
-pub fn internal_overlap_error() -> Error {
-    Error::Runtime("unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.".into())
-}
+pub use crate::tensor::internal_overlap_error;
 
 /// PyTorch's message for an input sharing memory with the written tensor.
 #[cold]

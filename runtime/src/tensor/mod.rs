@@ -286,6 +286,18 @@ impl Geometry {
     }
 }
 
+/// Does a dimension of size > 1 have stride 0 (an expanded tensor, whose
+/// elements share storage positions)?
+pub fn is_expanded(shape: &[usize], strides: &[usize]) -> bool {
+    shape.iter().zip(strides).any(|(&n, &s)| n > 1 && s == 0)
+}
+
+/// PyTorch's error for a write into a tensor whose elements share memory.
+#[cold]
+pub fn internal_overlap_error() -> Error {
+    Error::Runtime("unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.".into())
+}
+
 /// Contiguous (row-major) strides for `shape`.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
@@ -972,12 +984,8 @@ impl Tensor {
         if self.device() == Device::Meta {
             return Ok(());
         }
-        if g.shape
-            .iter()
-            .zip(&g.strides)
-            .any(|(&n, &s)| n > 1 && s == 0)
-        {
-            return Err(Error::Runtime("unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.".into()));
+        if is_expanded(&g.shape, &g.strides) {
+            return Err(internal_overlap_error());
         }
         if let Some(end) = last_offset(&g.shape, &g.strides, g.offset)? {
             crate::ensure!(
