@@ -50,6 +50,7 @@ pub mod normalize;
 pub mod operators;
 pub mod overrides;
 pub mod packet;
+pub mod parallel;
 pub mod registry;
 pub mod tensor;
 pub mod value;
@@ -61,6 +62,7 @@ pub use error::{Error, Message, Result};
 pub use opforge_macros::kernel;
 pub use opforge_macros::op;
 pub use opforge_macros::{dispatcher, overridable};
+pub use parallel::{get_num_threads, set_num_threads};
 pub use tensor::{
     allocation_limit, set_allocation_limit, DType, Device, Generator, Layout, MemoryFormat,
     QScheme, Scalar, Storage, Stream, Tensor,

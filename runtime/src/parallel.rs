@@ -1,0 +1,210 @@
+//! Intra-op parallelism: PyTorch's `at::parallel_for`, `set_num_threads` and
+//! `get_num_threads`, over a rayon pool of the chosen size.
+//!
+//! A kernel splits its work into ranges with [`parallel_for`] (element ranges
+//! of a pointwise loop) or [`map_chunks`] (partial results combined in order).
+//! Work of at most [`GRAIN_SIZE`] elements, a thread count of one, or a call
+//! from inside a parallel region runs inline on the caller's thread: small calls
+//! never pay for threads.
+//!
+//! Results never depend on the thread count: [`map_chunks`] cuts its range at
+//! boundaries fixed by the chunk size alone, and callers combine the partial
+//! results in order, so a float sum gives the same bits on 1 thread or 64.
+//!
+//! ```
+//! opforge::set_num_threads(2)?;
+//! assert_eq!(opforge::get_num_threads(), 2);
+//! let e = opforge::set_num_threads(0).unwrap_err();
+//! assert_eq!(e.to_string(), "set_num_threads expects a positive integer");
+//! # Ok::<(), opforge::Error>(())
+//! ```
+
+use crate::error::Result;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// PyTorch's `at::internal::GRAIN_SIZE`: below this many elements a kernel runs
+/// on one thread.
+pub const GRAIN_SIZE: usize = 32_768;
+
+/// The chosen thread count; 0 until [`set_num_threads`] is called.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// The pool for the current thread count, built on first use.
+static POOL: RwLock<Option<(usize, Arc<rayon::ThreadPool>)>> = RwLock::new(None);
+
+/// Sets the number of threads intra-op parallel kernels use (PyTorch's
+/// `torch.set_num_threads`). Takes effect for the next call.
+pub fn set_num_threads(n: usize) -> Result<()> {
+    crate::ensure!(n > 0, "set_num_threads expects a positive integer");
+    THREADS.store(n, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The number of threads intra-op parallel kernels use: the value given to
+/// [`set_num_threads`], by default the number of cores this process may run on.
+pub fn get_num_threads() -> usize {
+    match THREADS.load(Ordering::Relaxed) {
+        0 => default_threads(),
+        n => n,
+    }
+}
+
+fn default_threads() -> usize {
+    static DEFAULT: AtomicUsize = AtomicUsize::new(0);
+    match DEFAULT.load(Ordering::Relaxed) {
+        0 => {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            DEFAULT.store(n, Ordering::Relaxed);
+            n
+        }
+        n => n,
+    }
+}
+
+/// Is the caller one of the pool's threads (inside a parallel region)?
+fn in_parallel_region() -> bool {
+    rayon::current_thread_index().is_some()
+}
+
+/// The pool for `n` threads (rebuilt when the count changed), or `None` if the
+/// system refuses to start threads: the work then runs inline, which gives the
+/// same results.
+fn pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
+    if let Some((m, p)) = &*POOL.read().unwrap_or_else(|e| e.into_inner()) {
+        if *m == n {
+            return Some(p.clone());
+        }
+    }
+    let mut slot = POOL.write().unwrap_or_else(|e| e.into_inner());
+    if let Some((m, p)) = &*slot {
+        if *m == n {
+            return Some(p.clone());
+        }
+    }
+    let p = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("opforge-intraop-{i}"))
+            .build()
+            .ok()?,
+    );
+    *slot = Some((n, p.clone()));
+    Some(p)
+}
+
+/// How many tasks a range of `len` elements is cut into with `grain` elements
+/// at least per task (1: run inline).
+fn tasks_for(len: usize, grain: usize) -> usize {
+    if len <= grain.max(1) || in_parallel_region() {
+        return 1;
+    }
+    get_num_threads().min(len.div_ceil(grain.max(1)))
+}
+
+/// Calls `f` on sub-ranges covering `range` (PyTorch's `at::parallel_for`):
+/// inline when the range has at most `grain` elements, else on up to
+/// [`get_num_threads`] threads, each task at least `grain` elements.
+///
+/// `f` must not depend on how the range is cut (each element's result is its
+/// own); for partial results combined afterwards, use [`map_chunks`].
+pub fn parallel_for(range: Range<usize>, grain: usize, f: impl Fn(Range<usize>) + Sync) {
+    let len = range.end.saturating_sub(range.start);
+    let tasks = tasks_for(len, grain);
+    if tasks <= 1 {
+        if len > 0 {
+            f(range);
+        }
+        return;
+    }
+    let Some(pool) = pool(get_num_threads()) else {
+        f(range);
+        return;
+    };
+    let step = len.div_ceil(tasks);
+    pool.scope(|s| {
+        let f = &f;
+        for t in 0..tasks {
+            let lo = range.start + t * step;
+            let hi = (lo + step).min(range.end);
+            if lo < hi {
+                s.spawn(move |_| f(lo..hi));
+            }
+        }
+    });
+}
+
+/// `f` on each chunk of `0..len` cut every `chunk` elements (the last may be
+/// shorter), the results in chunk order. The cut depends on `chunk` alone, so
+/// combining the results in order gives the same value on any thread count;
+/// the chunks run in parallel when `len` exceeds [`GRAIN_SIZE`].
+pub fn map_chunks<T: Send>(
+    len: usize,
+    chunk: usize,
+    f: impl Fn(Range<usize>) -> T + Sync,
+) -> Vec<T> {
+    let chunk = chunk.max(1);
+    let count = len.div_ceil(chunk);
+    let cut = |i: usize| i * chunk..((i + 1) * chunk).min(len);
+    let mut out: Vec<Option<T>> = (0..count).map(|_| None).collect();
+    let tasks = tasks_for(len, GRAIN_SIZE).min(count);
+    match (tasks > 1).then(|| pool(get_num_threads())).flatten() {
+        Some(pool) => {
+            let per = count.div_ceil(tasks);
+            pool.scope(|s| {
+                let f = &f;
+                for (t, slots) in out.chunks_mut(per).enumerate() {
+                    s.spawn(move |_| {
+                        for (j, slot) in slots.iter_mut().enumerate() {
+                            *slot = Some(f(cut(t * per + j)));
+                        }
+                    });
+                }
+            });
+        }
+        None => {
+            for (i, slot) in out.iter_mut().enumerate() {
+                *slot = Some(f(cut(i)));
+            }
+        }
+    }
+    out.into_iter().flatten().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[test]
+    fn small_ranges_run_inline_once() {
+        let calls = Mutex::new(Vec::new());
+        parallel_for(0..100, GRAIN_SIZE, |r| calls.lock().unwrap().push(r));
+        assert_eq!(*calls.lock().unwrap(), vec![0..100]);
+        parallel_for(5..5, 1, |_| panic!("an empty range runs nothing"));
+    }
+
+    #[test]
+    fn large_ranges_are_covered_exactly_once() {
+        let n = 10 * GRAIN_SIZE + 7;
+        let seen: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+        parallel_for(0..n, GRAIN_SIZE, |r| {
+            for i in r {
+                seen[i].fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+    }
+
+    #[test]
+    fn chunks_are_fixed_by_the_chunk_size() {
+        let n = 3 * GRAIN_SIZE + 11;
+        let ranges = map_chunks(n, 1000, |r| r);
+        assert_eq!(ranges.len(), n.div_ceil(1000));
+        assert_eq!(ranges[0], 0..1000);
+        assert_eq!(ranges.last().unwrap().end, n);
+        assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+        assert!(map_chunks(0, 10, |r| r).is_empty());
+    }
+}
