@@ -42,6 +42,7 @@ pub mod promote;
 mod backend;
 mod copy;
 mod factory;
+pub(crate) mod iter;
 mod layout;
 mod linalg;
 mod num;

@@ -1,25 +1,27 @@
-//! Pointwise operators: a small `TensorIterator` ([`Iter`]) that broadcasts the
-//! inputs, applies the dtype rule of the operator (promotion, integer → float,
-//! comparison, same-dtype), checks or resizes the output, and then the element
-//! functions of each family, stamped per dtype. Results and intermediates are
-//! allocated fallibly (`crate::tensor::alloc`), after the output's size was
-//! checked; a written output is checked for memory overlap first.
+//! Pointwise operators: [`Iter`] broadcasts the inputs, applies the dtype rule
+//! of the operator (promotion, integer → float, comparison, same-dtype), checks
+//! or resizes the output, and runs the element functions of each family,
+//! stamped per dtype, through the iteration engine (`super::iter`: dimension
+//! order, output strides, per-block casting, threads). Results are allocated
+//! fallibly (`crate::tensor::alloc`), after the output's size was checked; a
+//! written output is checked for memory overlap first.
 
 // Element functions are stamped for `bool` too, where `<` is legitimate.
 #![allow(clippy::bool_comparison)]
 
+use super::iter::{map1, map2, map3, output_strides, Loop, Src, View};
 use super::num::{scalar_equals, Float, Num};
 use super::promote::{
     broadcast_all, check_can_cast, check_output_shape, result_type, result_type_tensors, Operand,
 };
-use super::{
-    dispatch_error, not_implemented, overlap, read_broadcastable, resize_output, scalar_to,
-    typemeta_name,
-};
+use super::{dispatch_error, not_implemented, overlap, resize_output, scalar_to, typemeta_name};
 use crate::error::{Error, Result};
-use crate::tensor::{alloc as memory, numel, DType, Device, Element, IntoBuffer, Scalar, Tensor};
+use crate::tensor::{
+    alloc as memory, numel, DType, Device, Element, Geometry, IntoBuffer, Scalar, Tensor,
+};
 use crate::{float_dtype, with_dtype};
-use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use ndarray::{ArrayD, IxDyn};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Where the result goes.
 #[derive(Clone, Copy, Debug)]
@@ -117,7 +119,12 @@ impl<'a> Iter<'a> {
             Device::Cpu
         };
         match (&out, read_write) {
-            (Some(o), false) => resize_output(o, &shape)?,
+            (Some(o), false) => {
+                if o.shape() != shape {
+                    resize_output(o, &shape)?;
+                    restride_like_inputs(o, &ops, &shape)?;
+                }
+            }
             (None, _) => super::check_alloc(&shape, result, device)?,
             _ => {}
         }
@@ -144,47 +151,85 @@ impl<'a> Iter<'a> {
         }
     }
 
-    /// Input `i` converted to `T` (numbers with C++ cast rules), as an array
-    /// that broadcasts to the iteration shape (an expanded input is read once
-    /// per distinct element, see `read_broadcastable`).
-    pub fn input<T: IntoBuffer>(&self, i: usize) -> Result<ArrayD<T>> {
-        match self.ops[i] {
-            Operand::Tensor(t) => read_broadcastable::<T>(t),
-            Operand::Scalar(s) => Ok(ArrayD::from_elem(IxDyn(&[]), T::from_scalar(s))),
-        }
-    }
-
-    /// Writes the computed values (of the broadcast shape, or broadcasting to
-    /// it) to the output.
-    pub fn finish<R: IntoBuffer>(self, values: ArrayD<R>) -> Result<Tensor> {
-        let values = if values.shape() == self.shape.as_slice() {
-            values
-        } else {
-            map1(&values, &self.shape, |x| x)?
-        };
-        match self.out {
-            Some(o) => {
-                if o.numel() > 0 {
-                    o.assign(values.view())?;
-                }
-                Ok(o)
-            }
+    /// Runs `kernel` over the elements (`N` inputs read as `T`, results of
+    /// `R` converted to the output's dtype) into the output: the `out=` or
+    /// in-place tensor, or a new one laid out as `TensorIterator` lays it out
+    /// (following the inputs' memory order).
+    pub fn run<const N: usize, T: IntoBuffer, R: IntoBuffer>(
+        self,
+        kernel: impl Fn([Src<'_, T>; N], &mut [R]) + Sync,
+    ) -> Result<Tensor> {
+        debug_assert_eq!(self.ops.len(), N);
+        let inputs = Inputs::of(&self.ops);
+        let views: smallvec::SmallVec<[View<'_>; 3]> = inputs.0.iter().map(Input::view).collect();
+        let (out, has_layout) = match self.out {
+            Some(o) => (o, true),
             None => {
-                let t = Tensor::from_array(values);
-                if t.dtype() == self.result {
-                    Ok(t)
-                } else {
-                    t.to_dtype_copy(self.result)
-                }
+                let strides = output_strides(&self.shape, &inputs.layouts());
+                let t = super::empty_strided(&self.shape, &strides, self.result, self.device)?;
+                (t, false)
             }
+        };
+        let og = out.geometry();
+        Loop::new(&self.shape, (&og, out.dtype()), &views, has_layout).run::<N, T, R>(kernel)?;
+        Ok(out)
+    }
+}
+
+/// The operands' geometries, read once.
+enum Input {
+    Tensor(Geometry, DType),
+    Number(Scalar),
+}
+
+impl Input {
+    fn view(&self) -> View<'_> {
+        match self {
+            Input::Tensor(g, d) => View::Tensor(g, *d),
+            Input::Number(s) => View::Number(*s),
         }
     }
 }
 
-fn bcast<'x, T>(a: &'x ArrayD<T>, shape: &[usize]) -> Result<ArrayViewD<'x, T>> {
-    a.broadcast(IxDyn(shape)).ok_or_else(|| {
-        Error::Runtime(format!("cannot broadcast {:?} to {shape:?}", a.shape()).into())
-    })
+struct Inputs(smallvec::SmallVec<[Input; 3]>);
+
+impl Inputs {
+    fn of(ops: &[Operand<'_>]) -> Inputs {
+        Inputs(
+            ops.iter()
+                .map(|o| match o {
+                    Operand::Tensor(t) => Input::Tensor(t.geometry(), t.dtype()),
+                    Operand::Scalar(s) => Input::Number(*s),
+                })
+                .collect(),
+        )
+    }
+
+    /// `(shape, strides)` per operand (`([], [])` for a number).
+    fn layouts(&self) -> smallvec::SmallVec<[(&[usize], &[usize]); 3]> {
+        self.0
+            .iter()
+            .map(|i| match i {
+                Input::Tensor(g, _) => (g.shape.as_slice(), g.strides.as_slice()),
+                Input::Number(_) => (&[][..], &[][..]),
+            })
+            .collect()
+    }
+}
+
+/// Gives a just-resized `out=` tensor the strides `TensorIterator` would give
+/// a new output (`resize_out` restrides only what it resized).
+fn restride_like_inputs(out: &Tensor, ops: &[Operand<'_>], shape: &[usize]) -> Result<()> {
+    let inputs = Inputs::of(ops);
+    let strides = output_strides(shape, &inputs.layouts());
+    let g = out.geometry();
+    if g.strides.as_slice() != strides.as_slice() {
+        out.set_geometry(Geometry {
+            strides: strides.to_vec(),
+            ..g
+        })?;
+    }
+    Ok(())
 }
 
 /// An array of `shape` (standard layout) from its elements in logical order,
@@ -195,40 +240,6 @@ pub(crate) fn collect_array<R>(
 ) -> Result<ArrayD<R>> {
     let v = memory::try_collect(numel(shape), items)?;
     ArrayD::from_shape_vec(IxDyn(shape), v).map_err(|e| Error::Runtime(e.to_string().into()))
-}
-
-/// `f` over every element of `a`, into a new array (allocated fallibly).
-pub(crate) fn map_array<A: Copy, R>(a: &ArrayD<A>, f: impl Fn(A) -> R) -> Result<ArrayD<R>> {
-    collect_array(a.shape(), a.iter().map(|&x| f(x)))
-}
-
-/// `f` over two arrays broadcast to `shape`.
-pub(crate) fn zip2<A: Copy, B: Copy, R>(
-    a: &ArrayD<A>,
-    b: &ArrayD<B>,
-    shape: &[usize],
-    f: impl Fn(A, B) -> R,
-) -> Result<ArrayD<R>> {
-    let (a, b) = (bcast(a, shape)?, bcast(b, shape)?);
-    collect_array(shape, a.iter().zip(b.iter()).map(|(&x, &y)| f(x, y)))
-}
-
-/// `f` over three arrays broadcast to `shape`.
-pub(crate) fn zip3<A: Copy, B: Copy, C: Copy, R>(
-    a: &ArrayD<A>,
-    b: &ArrayD<B>,
-    c: &ArrayD<C>,
-    shape: &[usize],
-    f: impl Fn(A, B, C) -> R,
-) -> Result<ArrayD<R>> {
-    let (a, b, c) = (bcast(a, shape)?, bcast(b, shape)?, bcast(c, shape)?);
-    let items = a.iter().zip(b.iter()).zip(c.iter());
-    collect_array(shape, items.map(|((&x, &y), &z)| f(x, y, z)))
-}
-
-/// `f` over one array broadcast to `shape`.
-fn map1<A: Copy, R>(a: &ArrayD<A>, shape: &[usize], f: impl Fn(A) -> R) -> Result<ArrayD<R>> {
-    collect_array(shape, bcast(a, shape)?.iter().map(|&x| f(x)))
 }
 
 fn nan<T: Element>() -> T {
@@ -327,106 +338,38 @@ pub(crate) fn binary(
             _ => {}
         }
     }
-    let shape = it.shape.clone();
-    if let Some(t) = binary_fast(op, &it, alpha)? {
-        return Ok(t);
-    }
-    with_dtype!(it.compute, T => {
-        let (x, y) = (it.input::<T>(0)?, it.input::<T>(1)?);
-        if matches!(op, BinOp::DivTrunc | BinOp::DivFloor)
-            && T::DTYPE.is_integral(false)
-            && y.iter().any(|&v| v == T::zero())
-        {
-            crate::bail!("ZeroDivisionError");
+    let zero_division = AtomicBool::new(false);
+    let r = with_dtype!(it.compute, T => {
+        let al: T = if matches!(op, BinOp::Add | BinOp::Sub) { scalar_to(alpha)? } else { T::one() };
+        let unit = al == T::one();
+        let int_div = T::DTYPE.is_integral(false);
+        // Integer division by zero: PyTorch raises from inside its loop.
+        let divide = |p: T, q: T, f: fn(T, T) -> T| {
+            if int_div && q == T::zero() {
+                zero_division.store(true, Ordering::Relaxed);
+            }
+            f(p, q)
+        };
+        match op {
+            BinOp::Add if unit => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p.add(q))),
+            BinOp::Add => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p.add(al.mul(q)))),
+            BinOp::Sub if unit => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p.sub(q))),
+            BinOp::Sub => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p.sub(al.mul(q)))),
+            BinOp::Mul => it.run(|[a, b], o| map2(a, b, o, T::mul)),
+            BinOp::Div => float_dtype!(T::DTYPE, F => {
+                it.run(|[a, b], o| map2(a, b, o, F::div))
+            }, _ => crate::bail!("true division computed in {}", T::DTYPE)),
+            BinOp::DivTrunc => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| divide(p, q, T::trunc_div))),
+            BinOp::DivFloor => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| divide(p, q, T::floor_div))),
+            BinOp::Maximum => it.run(|[a, b], o| map2(a, b, o, T::max_nan)),
+            BinOp::Minimum => it.run(|[a, b], o| map2(a, b, o, T::min_nan)),
+            BinOp::Pow => it.run(|[a, b], o| map2(a, b, o, T::power)),
         }
-        let r: ArrayD<T> = match op {
-            BinOp::Add => {
-                let al: T = scalar_to(alpha)?;
-                zip2(&x, &y, &shape, |p, q| p.add(al.mul(q)))?
-            }
-            BinOp::Sub => {
-                let al: T = scalar_to(alpha)?;
-                zip2(&x, &y, &shape, |p, q| p.sub(al.mul(q)))?
-            }
-            BinOp::Mul => zip2(&x, &y, &shape, T::mul)?,
-            BinOp::Div => float_div(&x, &y, &shape)?,
-            BinOp::DivTrunc => zip2(&x, &y, &shape, T::trunc_div)?,
-            BinOp::DivFloor => zip2(&x, &y, &shape, T::floor_div)?,
-            BinOp::Maximum => zip2(&x, &y, &shape, T::max_nan)?,
-            BinOp::Minimum => zip2(&x, &y, &shape, T::min_nan)?,
-            BinOp::Pow => zip2(&x, &y, &shape, T::power)?,
-        };
-        it.finish(r)
-    })
-}
-
-/// The common case without ndarray: two contiguous tensors of the broadcast shape,
-/// both already of the compute dtype, into a fresh output of that dtype. `None`
-/// when the call is not of that shape (the general path handles it); the values
-/// are those of the general path (same element functions).
-fn binary_fast(op: BinOp, it: &Iter<'_>, alpha: Scalar) -> Result<Option<Tensor>> {
-    let (Operand::Tensor(a), Operand::Tensor(b)) = (&it.ops[0], &it.ops[1]) else {
-        return Ok(None);
-    };
-    let plain = |t: &Tensor| t.dtype() == it.compute && t.is_contiguous() && t.shape() == it.shape;
-    if it.out.is_some() || it.result != it.compute || !plain(a) || !plain(b) {
-        return Ok(None);
+    })?;
+    if zero_division.load(Ordering::Relaxed) {
+        crate::bail!("ZeroDivisionError");
     }
-    with_dtype!(it.compute, T => {
-        let r: Option<Vec<T>> = match op {
-            BinOp::Add => {
-                let al: T = scalar_to(alpha)?;
-                contiguous_zip(a, b, |p: T, q: T| p.add(al.mul(q)))?
-            }
-            BinOp::Sub => {
-                let al: T = scalar_to(alpha)?;
-                contiguous_zip(a, b, |p: T, q: T| p.sub(al.mul(q)))?
-            }
-            BinOp::Mul => contiguous_zip(a, b, T::mul)?,
-            BinOp::Maximum => contiguous_zip(a, b, T::max_nan)?,
-            BinOp::Minimum => contiguous_zip(a, b, T::min_nan)?,
-            _ => None,
-        };
-        Ok(match r {
-            Some(v) => Some(Tensor::from_vec(v, &it.shape)?),
-            None => None,
-        })
-    })
-}
-
-/// `f` over the elements of two contiguous tensors of the same shape and element
-/// type `T` (one read lock per storage; one when they share it).
-fn contiguous_zip<T: IntoBuffer, R>(
-    a: &Tensor,
-    b: &Tensor,
-    f: impl Fn(T, T) -> R,
-) -> Result<Option<Vec<R>>> {
-    let (ga, gb) = (a.geometry(), b.geometry());
-    let n: usize = ga.shape.iter().product();
-    let zip = |x: &[T], y: &[T]| memory::try_collect(n, x.iter().zip(y).map(|(&p, &q)| f(p, q)));
-    let la = ga.storage.read();
-    let Some(xa) = T::slice(&la).and_then(|d| d.get(ga.offset..ga.offset + n)) else {
-        return Ok(None);
-    };
-    if ga.storage.ptr_eq(&gb.storage) {
-        let Some(xb) = T::slice(&la).and_then(|d| d.get(gb.offset..gb.offset + n)) else {
-            return Ok(None);
-        };
-        return zip(xa, xb).map(Some);
-    }
-    let lb = gb.storage.read();
-    let Some(xb) = T::slice(&lb).and_then(|d| d.get(gb.offset..gb.offset + n)) else {
-        return Ok(None);
-    };
-    zip(xa, xb).map(Some)
-}
-
-/// True division in a floating dtype (the only dtypes it is computed in).
-fn float_div<T: Num>(x: &ArrayD<T>, y: &ArrayD<T>, shape: &[usize]) -> Result<ArrayD<T>> {
-    float_dtype!(T::DTYPE, F => {
-        let (x, y) = (map_array(x, crate::tensor::cast::<T, F>)?, map_array(y, crate::tensor::cast::<T, F>)?);
-        map_array(&zip2(&x, &y, shape, F::div)?, crate::tensor::cast::<F, T>)
-    }, _ => crate::bail!("true division computed in {}", T::DTYPE))
+    Ok(r)
 }
 
 /// Comparison operators.
@@ -452,18 +395,13 @@ pub(crate) fn compare(op: Cmp, a: Operand<'_>, b: Operand<'_>, dest: Dest<'_>) -
     if it.is_meta() {
         return it.finish_meta();
     }
-    let shape = it.shape.clone();
-    with_dtype!(it.compute, T => {
-        let (x, y) = (it.input::<T>(0)?, it.input::<T>(1)?);
-        let r = match op {
-            Cmp::Eq => zip2(&x, &y, &shape, |p: T, q: T| p == q)?,
-            Cmp::Ne => zip2(&x, &y, &shape, |p: T, q: T| p != q)?,
-            Cmp::Ge => zip2(&x, &y, &shape, |p: T, q: T| p >= q)?,
-            Cmp::Le => zip2(&x, &y, &shape, |p: T, q: T| p <= q)?,
-            Cmp::Gt => zip2(&x, &y, &shape, |p: T, q: T| p > q)?,
-            Cmp::Lt => zip2(&x, &y, &shape, |p: T, q: T| p < q)?,
-        };
-        it.finish(r)
+    with_dtype!(it.compute, T => match op {
+        Cmp::Eq => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p == q)),
+        Cmp::Ne => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p != q)),
+        Cmp::Ge => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p >= q)),
+        Cmp::Le => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p <= q)),
+        Cmp::Gt => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p > q)),
+        Cmp::Lt => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p < q)),
     })
 }
 
@@ -519,19 +457,13 @@ pub(crate) fn unary(op: Unary, self_: &Tensor, dest: Dest<'_>) -> Result<Tensor>
     if op == Unary::Abs && dtype == DType::Bool {
         return Err(dispatch_error("abs_cpu", dtype));
     }
-    let shape = it.shape.clone();
     match op {
-        Unary::Neg | Unary::Abs | Unary::Relu => with_dtype!(it.compute, T => {
-            let x = it.input::<T>(0)?;
-            let r = match op {
-                Unary::Neg => map1(&x, &shape, T::neg)?,
-                Unary::Abs => map1(&x, &shape, T::absolute)?,
-                _ => map1(&x, &shape, |a: T| if a < T::zero() { T::zero() } else { a })?,
-            };
-            it.finish(r)
+        Unary::Neg => with_dtype!(it.compute, T => it.run(|[a], o| map1(a, o, T::neg))),
+        Unary::Abs => with_dtype!(it.compute, T => it.run(|[a], o| map1(a, o, T::absolute))),
+        Unary::Relu => with_dtype!(it.compute, T => {
+            it.run(|[a], o| map1(a, o, |x: T| if x < T::zero() { T::zero() } else { x }))
         }),
         _ => float_dtype!(it.compute, T => {
-            let x = it.input::<T>(0)?;
             let f: fn(T) -> T = match op {
                 Unary::Sin => T::sin,
                 Unary::Cos => T::cos,
@@ -541,7 +473,7 @@ pub(crate) fn unary(op: Unary, self_: &Tensor, dest: Dest<'_>) -> Result<Tensor>
                 Unary::Sqrt => T::sqrt,
                 _ => |a: T| T::one().div(T::one().add(a.neg().exp())),
             };
-            it.finish(map1(&x, &shape, f)?)
+            it.run(|[a], o| map1(a, o, f))
         }, _ => crate::bail!("{op:?} computed in {}", it.compute)),
     }
 }
@@ -589,26 +521,22 @@ pub(crate) fn clamp(
     }
     let is_nan = |s: Option<Scalar>| matches!(s, Some(Scalar::Float(x)) if x.is_nan());
     let nan_bound = is_nan(min) || is_nan(max);
-    let shape = it.shape.clone();
     with_dtype!(rt, T => {
-        let x = it.input::<T>(0)?;
-        let r = if nan_bound {
-            collect_array(&shape, std::iter::repeat_n(nan::<T>(), numel(&shape)))?
-        } else {
-            let lo: Option<T> = min.map(scalar_to).transpose()?;
-            let hi: Option<T> = max.map(scalar_to).transpose()?;
-            map1(&x, &shape, |a: T| {
-                let a = match lo {
-                    Some(l) if a < l => l,
-                    _ => a,
-                };
-                match hi {
-                    Some(h) if h < a => h,
-                    _ => a,
-                }
-            })?
-        };
-        it.finish(r)
+        if nan_bound {
+            return it.run(|[_a]: [Src<'_, T>; 1], o: &mut [T]| o.fill(nan::<T>()));
+        }
+        let lo: Option<T> = min.map(scalar_to).transpose()?;
+        let hi: Option<T> = max.map(scalar_to).transpose()?;
+        it.run(|[a], o| map1(a, o, |x: T| {
+            let x = match lo {
+                Some(l) if x < l => l,
+                _ => x,
+            };
+            match hi {
+                Some(h) if h < x => h,
+                _ => x,
+            }
+        }))
     })
 }
 
@@ -633,25 +561,17 @@ pub(crate) fn clamp_tensor(
     if min.is_some() && max.is_some() && it.compute == DType::Bool {
         return Err(dispatch_error("clamp_cpu", DType::Bool));
     }
-    let shape = it.shape.clone();
-    with_dtype!(it.compute, T => {
-        let x = it.input::<T>(0)?;
-        let r = match (min, max) {
-            (Some(_), Some(_)) => {
-                let (lo, hi) = (it.input::<T>(1)?, it.input::<T>(2)?);
-                zip3(&x, &lo, &hi, &shape, |a: T, l: T, h: T| {
-                    if l.is_nan() || h.is_nan() {
-                        nan::<T>()
-                    } else {
-                        let a = if a < l { l } else { a };
-                        if h < a { h } else { a }
-                    }
-                })?
+    with_dtype!(it.compute, T => match (min, max) {
+        (Some(_), Some(_)) => it.run(|[a, l, h], o| map3(a, l, h, o, |x: T, l: T, h: T| {
+            if l.is_nan() || h.is_nan() {
+                nan::<T>()
+            } else {
+                let x = if x < l { l } else { x };
+                if h < x { h } else { x }
             }
-            (Some(_), None) => zip2(&x, &it.input::<T>(1)?, &shape, T::max_nan)?,
-            _ => zip2(&x, &it.input::<T>(1)?, &shape, T::min_nan)?,
-        };
-        it.finish(r)
+        })),
+        (Some(_), None) => it.run(|[a, l], o| map2(a, l, o, T::max_nan)),
+        _ => it.run(|[a, h], o| map2(a, h, o, T::min_nan)),
     })
 }
 
@@ -666,48 +586,39 @@ pub(crate) fn pow_scalar(self_: &Tensor, exponent: Scalar, dest: Dest<'_>) -> Re
     if it.is_meta() {
         return it.finish_meta();
     }
-    let shape = it.shape.clone();
     let zero = scalar_equals(exponent, 0.0) || exponent == Scalar::Bool(false);
     let one = scalar_equals(exponent, 1.0) || exponent == Scalar::Bool(true);
-    with_dtype!(rt, T => {
-        let x = it.input::<T>(0)?;
-        let r: ArrayD<T> = if zero {
-            collect_array(&shape, std::iter::repeat_n(T::one(), numel(&shape)))?
-        } else if one {
-            x
-        } else if rt == DType::Bool {
-            return Err(dispatch_error("pow", rt));
-        } else if rt.is_floating_point() {
-            pow_float(&x, exponent.to_f64())?
-        } else {
-            let e: T = scalar_to(exponent)?;
-            map_array(&x, |v| v.power(e))?
-        };
-        it.finish(r)
-    })
-}
-
-fn pow_float<T: Num>(x: &ArrayD<T>, e: f64) -> Result<ArrayD<T>> {
-    float_dtype!(T::DTYPE, F => {
-        let x = map_array(x, crate::tensor::cast::<T, F>)?;
+    if zero {
+        return with_dtype!(rt, T => it.run(|[_a]: [Src<'_, T>; 1], o: &mut [T]| o.fill(T::one())));
+    }
+    if one {
+        return with_dtype!(rt, T => it.run(|[a], o| map1(a, o, |x: T| x)));
+    }
+    if rt == DType::Bool {
+        return Err(dispatch_error("pow", rt));
+    }
+    float_dtype!(rt, F => {
+        let e = exponent.to_f64();
         let ef = F::of(e);
-        let r = if e == 0.5 {
-            map_array(&x, F::sqrt)?
+        if e == 0.5 {
+            it.run(|[a], o| map1(a, o, F::sqrt))
         } else if e == -0.5 {
-            map_array(&x, |v| F::one().div(v.sqrt()))?
+            it.run(|[a], o| map1(a, o, |v: F| F::one().div(v.sqrt())))
         } else if e == -1.0 {
-            map_array(&x, |v| F::one().div(v))?
+            it.run(|[a], o| map1(a, o, |v: F| F::one().div(v)))
         } else if e == 2.0 {
-            map_array(&x, |v| v.mul(v))?
+            it.run(|[a], o| map1(a, o, |v: F| v.mul(v)))
         } else if e == 3.0 {
-            map_array(&x, |v| v.mul(v).mul(v))?
+            it.run(|[a], o| map1(a, o, |v: F| v.mul(v).mul(v)))
         } else if e == -2.0 {
-            map_array(&x, |v| F::one().div(v.mul(v)))?
+            it.run(|[a], o| map1(a, o, |v: F| F::one().div(v.mul(v))))
         } else {
-            map_array(&x, |v| v.power(ef))?
-        };
-        map_array(&r, crate::tensor::cast::<F, T>)
-    }, _ => crate::bail!("float pow computed in {}", T::DTYPE))
+            it.run(|[a], o| map1(a, o, |v: F| v.power(ef)))
+        }
+    }, _ => with_dtype!(rt, T => {
+        let e: T = scalar_to(exponent)?;
+        it.run(|[a], o| map1(a, o, |v: T| v.power(e)))
+    }))
 }
 
 /// `where(condition, self, other)`.
@@ -727,11 +638,7 @@ pub(crate) fn where_self(condition: &Tensor, self_: &Tensor, other: &Tensor) -> 
     if it.is_meta() {
         return it.finish_meta();
     }
-    let shape = it.shape.clone();
     with_dtype!(rt, T => {
-        let c = it.input::<bool>(0)?;
-        let (a, b) = (it.input::<T>(1)?, it.input::<T>(2)?);
-        let r = zip3(&c, &a, &b, &shape, |c, a: T, b: T| if c { a } else { b })?;
-        it.finish(r)
+        it.run(|[c, a, b], o| map3(c, a, b, o, |c: T, a: T, b: T| if c != T::zero() { a } else { b }))
     })
 }

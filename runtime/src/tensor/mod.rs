@@ -222,6 +222,12 @@ impl Storage {
         self.read().len()
     }
 
+    /// The storage's address: equal for handles of one storage (an order for
+    /// locking several storages without deadlock).
+    pub(crate) fn addr(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// True if the storage has no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

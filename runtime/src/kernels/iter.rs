@@ -1,0 +1,767 @@
+//! The iteration engine of pointwise kernels, after PyTorch's `TensorIterator`.
+//!
+//! [`Loop::new`] takes an output (operand 0) and inputs broadcast to one shape
+//! and computes the iteration geometry once:
+//!
+//! 1. each input's strides in the broadcast shape (0 where it is broadcast);
+//! 2. the order of dimensions, fastest first, by the operands' strides
+//!    (`reorder_dimensions`: the first operand with a strict preference
+//!    decides; broadcast dimensions express none), and from it the strides of a
+//!    new output ([`output_strides`], which also applies `TensorIterator`'s fast
+//!    setup: inputs that are all contiguous, all channels-last, or all dense with
+//!    one set of strides give an output laid out the same way);
+//! 3. dimensions merged where every operand steps through them as one
+//!    (`coalesce_dimensions`).
+//!
+//! [`Loop::run`] then walks the elements row by row along the fastest
+//! dimension, in blocks of [`BLOCK`] elements. Each input of a block is handed
+//! to the kernel as a [`Src`]: the tensor's own memory when it is contiguous
+//! along the row and already of the compute type, one value when the row
+//! broadcasts it, or a block gathered (and cast) into a stack buffer otherwise.
+//! The kernel writes the output block in place when the output is dense and of
+//! the result type, else into a buffer that is cast and scattered. Casting
+//! therefore happens per block, in loops the compiler vectorizes, and a kernel
+//! is one closure over slices (see [`map1`], [`map2`], [`map3`]).
+//!
+//! Above [`crate::parallel::GRAIN_SIZE`] elements the range is split across
+//! threads ([`crate::parallel::parallel_for`]) when every thread provably
+//! writes its own elements: a dense output, and inputs that share its storage
+//! only as the output itself or outside its extent. Otherwise one thread runs.
+//!
+//! Memory: the storages are locked once for the whole loop, in address order
+//! (so two loops never wait on each other), the output's for writing and each
+//! other storage once for reading; an input in the output's storage is read
+//! through the write lock.
+
+use crate::error::Result;
+use crate::parallel::{parallel_for, GRAIN_SIZE};
+use crate::tensor::{cast, Buffer, DType, Element, Geometry, IntoBuffer, Scalar, Storage};
+use smallvec::SmallVec;
+use std::ops::Range;
+
+/// Elements per block: the unit of gathering, casting and kernel calls.
+pub(crate) const BLOCK: usize = 256;
+
+/// Sizes or strides of one operand, inline up to 6 dimensions.
+pub(crate) type Dims = SmallVec<[usize; 6]>;
+
+/// One input of a kernel block: a run of values, or one value for the whole
+/// block (a broadcast operand).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Src<'a, T> {
+    /// One value per output element.
+    Slice(&'a [T]),
+    /// The same value for every output element.
+    Scalar(T),
+}
+
+/// `f` over one input block.
+#[inline(always)]
+pub(crate) fn map1<T: Copy, R: Copy>(a: Src<'_, T>, out: &mut [R], f: impl Fn(T) -> R) {
+    match a {
+        Src::Slice(a) => {
+            for (o, &x) in out.iter_mut().zip(a) {
+                *o = f(x);
+            }
+        }
+        Src::Scalar(x) => out.fill(f(x)),
+    }
+}
+
+/// `f` over two input blocks, each a run or one value.
+#[inline(always)]
+pub(crate) fn map2<T: Copy, R>(a: Src<'_, T>, b: Src<'_, T>, out: &mut [R], f: impl Fn(T, T) -> R) {
+    match (a, b) {
+        (Src::Slice(a), Src::Slice(b)) => {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                *o = f(x, y);
+            }
+        }
+        (Src::Slice(a), Src::Scalar(y)) => {
+            for (o, &x) in out.iter_mut().zip(a) {
+                *o = f(x, y);
+            }
+        }
+        (Src::Scalar(x), Src::Slice(b)) => {
+            for (o, &y) in out.iter_mut().zip(b) {
+                *o = f(x, y);
+            }
+        }
+        (Src::Scalar(x), Src::Scalar(y)) => {
+            for o in out.iter_mut() {
+                *o = f(x, y);
+            }
+        }
+    }
+}
+
+/// `f` over three input blocks (runs are read element by element; a block of
+/// one value repeats it).
+#[inline(always)]
+pub(crate) fn map3<T: Copy, R>(
+    a: Src<'_, T>,
+    b: Src<'_, T>,
+    c: Src<'_, T>,
+    out: &mut [R],
+    f: impl Fn(T, T, T) -> R,
+) {
+    let at = |s: &Src<'_, T>, i: usize| match *s {
+        Src::Slice(v) => v[i],
+        Src::Scalar(x) => x,
+    };
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = f(at(&a, i), at(&b, i), at(&c, i));
+    }
+}
+
+/// Where one operand's elements are, in the loop's dimension order.
+#[derive(Clone, Debug)]
+struct Place {
+    /// The storage, or `None` for a number.
+    storage: Option<Storage>,
+    /// A number operand's value.
+    number: Option<Scalar>,
+    dtype: DType,
+    offset: usize,
+    /// Per loop dimension (fastest first), in elements.
+    strides: Dims,
+}
+
+/// A pointwise loop over an output and its inputs: shapes broadcast, order and
+/// merged dimensions computed once.
+#[derive(Debug)]
+pub(crate) struct Loop {
+    /// Sizes per loop dimension, fastest first (at least one dimension).
+    shape: Dims,
+    /// Operand 0 is the output.
+    places: SmallVec<[Place; 4]>,
+    numel: usize,
+}
+
+/// One operand of a loop.
+#[derive(Clone, Copy)]
+pub(crate) enum View<'a> {
+    /// A tensor's elements: its geometry and dtype.
+    Tensor(&'a Geometry, DType),
+    /// A number (the same value everywhere).
+    Number(Scalar),
+}
+
+impl View<'_> {
+    fn shape(&self) -> &[usize] {
+        match self {
+            View::Tensor(g, _) => &g.shape,
+            View::Number(_) => &[],
+        }
+    }
+
+    fn strides(&self) -> &[usize] {
+        match self {
+            View::Tensor(g, _) => &g.strides,
+            View::Number(_) => &[],
+        }
+    }
+}
+
+/// Strides of `g` broadcast to `shape` (right-aligned; 0 where `g` has size 1
+/// or no dimension and `shape` has more).
+pub(crate) fn broadcast_strides(g_shape: &[usize], g_strides: &[usize], shape: &[usize]) -> Dims {
+    let lead = shape.len() - g_shape.len();
+    (0..shape.len())
+        .map(|d| {
+            if d < lead {
+                0
+            } else {
+                let (n, s) = (g_shape[d - lead], g_strides[d - lead]);
+                if n == 1 && shape[d] != 1 {
+                    0
+                } else {
+                    s
+                }
+            }
+        })
+        .collect()
+}
+
+/// The order in which a loop walks the dimensions of `shape`, fastest first,
+/// as `TensorIterator::reorder_dimensions` chooses it from the operands'
+/// broadcast strides (`ops`, output first when it has a layout of its own).
+pub(crate) fn permutation(shape: &[usize], ops: &[&[usize]]) -> Dims {
+    let n = shape.len();
+    let mut perm: Dims = (0..n).rev().collect();
+    // > 0: swap (dim1 goes before dim0); < 0: keep; 0: no preference.
+    let should_swap = |d0: usize, d1: usize| -> i32 {
+        for s in ops {
+            let (s0, s1) = (s[d0], s[d1]);
+            if s0 == 0 || s1 == 0 {
+                continue;
+            }
+            if s0 < s1 {
+                return -1;
+            }
+            if s0 > s1 {
+                return 1;
+            }
+            if shape[d0] > shape[d1] {
+                return 1;
+            }
+        }
+        0
+    };
+    for i in 1..n {
+        let mut d1 = i;
+        for d0 in (0..i).rev() {
+            match should_swap(perm[d0], perm[d1]) {
+                c if c > 0 => {
+                    perm.swap(d0, d1);
+                    d1 = d0;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    perm
+}
+
+/// Is the geometry non-overlapping and dense (its elements fill a block of
+/// memory exactly once, in some dimension order)?
+pub(crate) fn non_overlapping_and_dense(shape: &[usize], strides: &[usize]) -> bool {
+    if shape.len() == 1 {
+        return shape[0] < 2 || strides[0] == 1;
+    }
+    let mut dims: Dims = (0..shape.len()).collect();
+    dims.sort_by_key(|&d| (strides[d], shape[d]));
+    let mut expected = 1usize;
+    for &d in &dims {
+        if shape[d] == 1 {
+            continue;
+        }
+        if strides[d] != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(shape[d]);
+    }
+    true
+}
+
+fn is_contiguous(shape: &[usize], strides: &[usize]) -> bool {
+    let mut expected = 1usize;
+    for (&n, &s) in shape.iter().zip(strides).rev() {
+        if n != 1 {
+            if s != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(n);
+        }
+    }
+    true
+}
+
+fn is_channels_last(shape: &[usize], strides: &[usize]) -> bool {
+    let order: &[usize] = match shape.len() {
+        4 => &[1, 3, 2, 0],
+        5 => &[1, 4, 3, 2, 0],
+        _ => return false,
+    };
+    let mut expected = 1usize;
+    for &d in order {
+        if shape[d] != 1 {
+            if strides[d] != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(shape[d]);
+        }
+    }
+    true
+}
+
+/// The strides of a new output of `shape` for inputs with these geometries
+/// (`(shape, strides)` each), as `TensorIterator` allocates it: the fast setup
+/// when every input has `shape` and they are all contiguous, all
+/// channels-last, or all dense with the same strides; otherwise contiguous in
+/// the order [`permutation`] chooses from the broadcast strides.
+pub(crate) fn output_strides(shape: &[usize], inputs: &[(&[usize], &[usize])]) -> Dims {
+    let contiguous = || -> Dims {
+        crate::tensor::contiguous_strides(shape)
+            .into_iter()
+            .collect()
+    };
+    if inputs.is_empty() || crate::tensor::numel(shape) == 0 {
+        return contiguous();
+    }
+    if inputs.iter().all(|(s, _)| *s == shape) {
+        if inputs.iter().all(|(s, st)| is_contiguous(s, st)) {
+            return contiguous();
+        }
+        if inputs.iter().all(|(s, st)| is_channels_last(s, st)) {
+            let order: &[usize] = if shape.len() == 4 {
+                &[1, 3, 2, 0]
+            } else {
+                &[1, 4, 3, 2, 0]
+            };
+            return strides_in_order(shape, order);
+        }
+        let (_, last) = inputs[inputs.len() - 1];
+        if inputs
+            .iter()
+            .all(|(s, st)| non_overlapping_and_dense(s, st))
+            && inputs.iter().all(|(_, st)| *st == last)
+        {
+            return last.iter().copied().collect();
+        }
+    }
+    let bs: SmallVec<[Dims; 4]> = inputs
+        .iter()
+        .map(|(s, st)| broadcast_strides(s, st, shape))
+        .collect();
+    let refs: SmallVec<[&[usize]; 4]> = bs.iter().map(|s| s.as_slice()).collect();
+    let perm = permutation(shape, &refs);
+    if perm
+        .iter()
+        .enumerate()
+        .all(|(j, &d)| d == shape.len() - 1 - j)
+    {
+        return contiguous();
+    }
+    strides_in_order(shape, &perm)
+}
+
+/// Dense strides that step fastest through `order[0]`, then `order[1]`, ….
+fn strides_in_order(shape: &[usize], order: &[usize]) -> Dims {
+    let mut strides: Dims = smallvec::smallvec![0; shape.len()];
+    let mut acc = 1usize;
+    for &d in order {
+        strides[d] = acc;
+        acc = acc.saturating_mul(shape[d].max(1));
+    }
+    strides
+}
+
+impl Loop {
+    /// The loop writing `out` (of `shape`) from `inputs`, each broadcasting to
+    /// `shape`. The output's own strides take part in the order when
+    /// `out_has_layout` (an existing tensor, not one just allocated to follow
+    /// the inputs).
+    pub fn new(
+        shape: &[usize],
+        out: (&Geometry, DType),
+        inputs: &[View<'_>],
+        out_has_layout: bool,
+    ) -> Loop {
+        let out = View::Tensor(out.0, out.1);
+        let ndim = shape.len();
+        let all: SmallVec<[&View<'_>; 4]> = std::iter::once(&out).chain(inputs).collect();
+        let bstrides: SmallVec<[Dims; 4]> = all
+            .iter()
+            .map(|v| broadcast_strides(v.shape(), v.strides(), shape))
+            .collect();
+        let skip = usize::from(!out_has_layout);
+        let refs: SmallVec<[&[usize]; 4]> = bstrides[skip..].iter().map(|s| s.as_slice()).collect();
+        let perm = permutation(shape, &refs);
+        // Permuted (fastest first), then merged where every operand allows.
+        let mut dims: Dims = perm.iter().map(|&d| shape[d]).collect();
+        let mut strides: SmallVec<[Dims; 4]> = bstrides
+            .iter()
+            .map(|s| perm.iter().map(|&d| s[d]).collect())
+            .collect();
+        let mut d = 0;
+        while d + 1 < dims.len() {
+            let can_merge = dims[d] == 1
+                || dims[d + 1] == 1
+                || strides
+                    .iter()
+                    .all(|s| s[d].wrapping_mul(dims[d]) == s[d + 1]);
+            if can_merge {
+                for s in strides.iter_mut() {
+                    if dims[d] == 1 {
+                        s[d] = s[d + 1];
+                    }
+                    s.remove(d + 1);
+                }
+                dims[d] *= dims[d + 1];
+                dims.remove(d + 1);
+            } else {
+                d += 1;
+            }
+        }
+        if ndim == 0 || dims.is_empty() {
+            dims = smallvec::smallvec![1];
+            for s in strides.iter_mut() {
+                *s = smallvec::smallvec![0];
+            }
+        }
+        let numel = dims.iter().product();
+        let places = all
+            .iter()
+            .zip(strides)
+            .map(|(v, strides)| match v {
+                View::Tensor(g, dtype) => Place {
+                    storage: Some(g.storage.clone()),
+                    number: None,
+                    dtype: *dtype,
+                    offset: g.offset,
+                    strides,
+                },
+                View::Number(s) => Place {
+                    storage: None,
+                    number: Some(*s),
+                    dtype: DType::Float64,
+                    offset: 0,
+                    strides,
+                },
+            })
+            .collect();
+        Loop {
+            shape: dims,
+            places,
+            numel,
+        }
+    }
+
+    /// Runs `kernel` over every block: `kernel(inputs, out)` with one [`Src`]
+    /// per input (converted to `T`) and the output block (of `R`, converted to
+    /// the output's dtype afterwards). `N` is the number of inputs.
+    pub fn run<const N: usize, T, R>(
+        &self,
+        kernel: impl Fn([Src<'_, T>; N], &mut [R]) + Sync,
+    ) -> Result<()>
+    where
+        T: IntoBuffer,
+        R: IntoBuffer,
+    {
+        assert_eq!(self.places.len(), N + 1, "Loop::run: {N} inputs expected");
+        if self.numel == 0 {
+            return Ok(());
+        }
+        let locks = Locks::acquire(&self.shape, &self.places)?;
+        // Dense output: rows of different outer indices never share elements.
+        let dense = non_overlapping_and_dense(&self.shape, &self.places[0].strides);
+        // Inputs in the output's storage: the output itself (same positions,
+        // read before written by the same thread) or outside its extent.
+        let out = &self.places[0];
+        let disjoint = self.places[1..].iter().all(|p| {
+            !same_storage(p, out)
+                || (p.offset == out.offset && p.strides == out.strides)
+                || extents_disjoint(&self.shape, p, out)
+        });
+        let ctx = Ctx {
+            shape: &self.shape,
+            places: &self.places,
+            raw: &locks.raw,
+            out_dense: dense,
+        };
+        if dense && disjoint && self.numel > GRAIN_SIZE {
+            parallel_for(0..self.numel, GRAIN_SIZE, |r| {
+                ctx.serial::<N, T, R>(r, &kernel)
+            });
+        } else {
+            ctx.serial::<N, T, R>(0..self.numel, &kernel);
+        }
+        Ok(())
+    }
+}
+
+/// Are two operands in one storage?
+fn same_storage(a: &Place, b: &Place) -> bool {
+    matches!((&a.storage, &b.storage), (Some(x), Some(y)) if x.ptr_eq(y))
+}
+
+/// Do the memory extents of two operands (over the loop shape) not intersect?
+fn extents_disjoint(shape: &[usize], a: &Place, b: &Place) -> bool {
+    let end = |p: &Place| {
+        shape
+            .iter()
+            .zip(&p.strides)
+            .fold(p.offset, |acc, (&n, &s)| acc + (n - 1) * s)
+    };
+    end(a) < b.offset || end(b) < a.offset
+}
+
+/// A base pointer and element count of one locked storage.
+#[derive(Clone, Copy, Debug)]
+struct Raw {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a `Raw` is only created by `Locks::acquire` while the storage's lock
+// is held (write lock for the output's storage, read locks for the others),
+// and only used while `Locks` lives. Threads then access disjoint output
+// elements and only read inputs (see `Loop::run` for when it goes parallel),
+// so sharing the pointers between the loop's threads races on nothing.
+unsafe impl Send for Raw {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Raw {}
+
+/// The storages' guards, held for the loop, and each operand's base pointer.
+struct Locks<'a> {
+    _write: Option<std::sync::RwLockWriteGuard<'a, Buffer>>,
+    _reads: SmallVec<[std::sync::RwLockReadGuard<'a, Buffer>; 3]>,
+    raw: SmallVec<[Raw; 4]>,
+}
+
+impl<'a> Locks<'a> {
+    /// Locks every distinct storage once, in address order, and checks that
+    /// each operand's storage holds its dtype and every element the operand
+    /// reaches over `shape`.
+    fn acquire(shape: &[usize], places: &'a [Place]) -> Result<Locks<'a>> {
+        let mut order: SmallVec<[(usize, &'a Storage); 4]> = places
+            .iter()
+            .filter_map(|p| p.storage.as_ref())
+            .map(|s| (s.addr(), s))
+            .collect();
+        order.sort_by_key(|&(a, _)| a);
+        let out_storage = places[0].storage.as_ref();
+        let mut write = None;
+        let mut reads = SmallVec::new();
+        // (storage address, pointer, length, element dtype) per locked storage.
+        let mut locked: SmallVec<[(usize, Raw, Option<DType>); 4]> = SmallVec::new();
+        for &(addr, storage) in &order {
+            if locked.iter().any(|&(a, ..)| a == addr) {
+                continue;
+            }
+            let (r, dtype) = if out_storage.is_some_and(|o| o.ptr_eq(storage)) {
+                let mut g = storage.write();
+                let r = buffer_raw_mut(&mut g);
+                write = Some(g);
+                r
+            } else {
+                let g = storage.read();
+                let r = buffer_raw(&g);
+                reads.push(g);
+                r
+            };
+            locked.push((addr, r, dtype));
+        }
+        let mut raw = SmallVec::new();
+        for p in places {
+            let Some(storage) = &p.storage else {
+                raw.push(Raw {
+                    ptr: std::ptr::null_mut(),
+                    len: 0,
+                });
+                continue;
+            };
+            let addr = storage.addr();
+            let Some(&(_, r, dtype)) = locked.iter().find(|&&(a, ..)| a == addr) else {
+                crate::bail!("internal error: an operand's storage was not locked");
+            };
+            crate::ensure!(
+                dtype == Some(p.dtype),
+                "expected a storage of dtype {}",
+                p.dtype.c10_name()
+            );
+            let last = shape
+                .iter()
+                .zip(&p.strides)
+                .try_fold(p.offset, |acc, (&n, &s)| {
+                    n.checked_sub(1)
+                        .and_then(|k| k.checked_mul(s))
+                        .and_then(|k| acc.checked_add(k))
+                });
+            crate::ensure!(
+                last.is_some_and(|l| l < r.len),
+                "tensor view is out of bounds of its storage"
+            );
+            raw.push(r);
+        }
+        Ok(Locks {
+            _write: write,
+            _reads: reads,
+            raw,
+        })
+    }
+}
+
+fn buffer_raw(b: &Buffer) -> (Raw, Option<DType>) {
+    crate::with_buffer!(b, v, T => (Raw { ptr: v.as_ptr() as *mut u8, len: v.len() }, Some(<T as Element>::DTYPE)),
+        meta => (Raw { ptr: std::ptr::null_mut(), len: 0 }, None))
+}
+
+fn buffer_raw_mut(b: &mut Buffer) -> (Raw, Option<DType>) {
+    crate::with_buffer!(b, v, T => (Raw { ptr: v.as_mut_ptr() as *mut u8, len: v.len() }, Some(<T as Element>::DTYPE)),
+        meta => (Raw { ptr: std::ptr::null_mut(), len: 0 }, None))
+}
+
+/// What the loop's threads share.
+struct Ctx<'a> {
+    shape: &'a [usize],
+    places: &'a [Place],
+    raw: &'a [Raw],
+    out_dense: bool,
+}
+
+impl Ctx<'_> {
+    /// The elements `range` of the loop (in loop order), row piece by row piece.
+    fn serial<const N: usize, T: IntoBuffer, R: IntoBuffer>(
+        &self,
+        range: Range<usize>,
+        kernel: &impl Fn([Src<'_, T>; N], &mut [R]),
+    ) {
+        let ndim = self.shape.len();
+        let mut idx: Dims = smallvec::smallvec![0; ndim];
+        let mut rest = range.start;
+        for d in 0..ndim {
+            idx[d] = rest % self.shape[d];
+            rest /= self.shape[d];
+        }
+        let mut pos: SmallVec<[usize; 4]> = self
+            .places
+            .iter()
+            .map(|p| {
+                p.offset
+                    + idx
+                        .iter()
+                        .zip(&p.strides)
+                        .map(|(&i, &s)| i * s)
+                        .sum::<usize>()
+            })
+            .collect();
+        let mut left = range.len();
+        while left > 0 {
+            let n = (self.shape[0] - idx[0]).min(left);
+            self.row::<N, T, R>(&pos, n, kernel);
+            left -= n;
+            if left == 0 {
+                break;
+            }
+            // Advance by n along dimension 0, carrying into the outer ones.
+            idx[0] += n;
+            for (p, place) in pos.iter_mut().zip(self.places) {
+                *p += n * place.strides[0];
+            }
+            let mut d = 0;
+            while idx[d] == self.shape[d] && d + 1 < ndim {
+                for (p, place) in pos.iter_mut().zip(self.places) {
+                    *p -= idx[d] * place.strides[d];
+                    *p += place.strides[d + 1];
+                }
+                idx[d] = 0;
+                idx[d + 1] += 1;
+                d += 1;
+            }
+        }
+    }
+
+    /// `n` elements along dimension 0 from storage positions `pos`.
+    fn row<const N: usize, T: IntoBuffer, R: IntoBuffer>(
+        &self,
+        pos: &[usize],
+        n: usize,
+        kernel: &impl Fn([Src<'_, T>; N], &mut [R]),
+    ) {
+        let zero_t = T::from_bool(false);
+        let zero_r = R::from_bool(false);
+        let mut bufs = [[zero_t; BLOCK]; N];
+        let mut obuf = [zero_r; BLOCK];
+        let out = &self.places[0];
+        let out_raw = self.raw[0];
+        let out_direct = self.out_dense && out.strides[0] == 1 && out.dtype == R::DTYPE;
+        let mut start = 0;
+        while start < n {
+            let len = BLOCK.min(n - start);
+            // Inputs: direct runs, one value, or gathered blocks.
+            let mut kinds = [0u8; N]; // 0 direct, 1 scalar, 2 buffer
+            let mut scalars = [zero_t; N];
+            for i in 0..N {
+                let p = &self.places[i + 1];
+                let r = self.raw[i + 1];
+                let at = pos[i + 1] + start * p.strides[0];
+                if let Some(x) = p.number {
+                    scalars[i] = T::from_scalar(x);
+                    kinds[i] = 1;
+                } else if p.strides[0] == 0 {
+                    // SAFETY: `at` is a position of this operand, inside its
+                    // storage (`Locks::acquire` checked the last one).
+                    scalars[i] = unsafe { load_one::<T>(r, p.dtype, at) };
+                    kinds[i] = 1;
+                } else if p.dtype == T::DTYPE && p.strides[0] == 1 && !same_storage(p, out) {
+                    kinds[i] = 0;
+                } else {
+                    // SAFETY: as above, for the `len` positions of the block.
+                    unsafe { gather::<T>(r, p.dtype, at, p.strides[0], &mut bufs[i][..len]) };
+                    kinds[i] = 2;
+                }
+            }
+            let srcs: [Src<'_, T>; N] = std::array::from_fn(|i| {
+                match kinds[i] {
+                    0 => {
+                        let at = pos[i + 1] + start;
+                        // SAFETY: a read-only storage of element type `T`
+                        // (checked), positions `at..at + len` inside it, not
+                        // written by anyone while the read lock is held.
+                        Src::Slice(unsafe {
+                            std::slice::from_raw_parts(
+                                (self.raw[i + 1].ptr as *const T).add(at),
+                                len,
+                            )
+                        })
+                    }
+                    1 => Src::Scalar(scalars[i]),
+                    _ => Src::Slice(&bufs[i][..len]),
+                }
+            });
+            let at = pos[0] + start * out.strides[0];
+            if out_direct {
+                // SAFETY: the output's storage is of element type `R`, the
+                // positions `at..at + len` are inside it and belong to this
+                // thread's rows only (a dense output; see `Loop::run`), and no
+                // other reference to them exists: inputs in this storage were
+                // gathered into buffers above.
+                let o =
+                    unsafe { std::slice::from_raw_parts_mut((out_raw.ptr as *mut R).add(at), len) };
+                kernel(srcs, o);
+            } else {
+                kernel(srcs, &mut obuf[..len]);
+                // SAFETY: output positions of this block, inside the storage.
+                unsafe { scatter::<R>(out_raw, out.dtype, at, out.strides[0], &obuf[..len]) };
+            }
+            start += len;
+        }
+    }
+}
+
+/// Reads the element at `at` of a storage of dtype `dtype`, as `T`.
+///
+/// # Safety
+/// `at < raw.len` and `raw` points at a live buffer of `dtype`.
+#[inline(always)]
+unsafe fn load_one<T: Element>(raw: Raw, dtype: DType, at: usize) -> T {
+    crate::with_dtype!(dtype, S => cast::<S, T>((raw.ptr as *const S).add(at).read()))
+}
+
+/// Reads `dst.len()` elements from `at` every `stride` as `T`.
+///
+/// # Safety
+/// Every position `at + i * stride` (`i < dst.len()`) is `< raw.len`, and
+/// `raw` points at a live buffer of `dtype`.
+#[inline(always)]
+unsafe fn gather<T: Element>(raw: Raw, dtype: DType, at: usize, stride: usize, dst: &mut [T]) {
+    crate::with_dtype!(dtype, S => {
+        let base = (raw.ptr as *const S).add(at);
+        if stride == 1 {
+            for (i, d) in dst.iter_mut().enumerate() {
+                *d = cast::<S, T>(base.add(i).read());
+            }
+        } else {
+            for (i, d) in dst.iter_mut().enumerate() {
+                *d = cast::<S, T>(base.add(i * stride).read());
+            }
+        }
+    })
+}
+
+/// Writes `src` to positions `at + i * stride`, cast to `dtype`.
+///
+/// # Safety
+/// As for [`gather`], and the positions are the caller's to write.
+#[inline(always)]
+unsafe fn scatter<R: Element>(raw: Raw, dtype: DType, at: usize, stride: usize, src: &[R]) {
+    crate::with_dtype!(dtype, S => {
+        let base = (raw.ptr as *mut S).add(at);
+        for (i, &x) in src.iter().enumerate() {
+            base.add(i * stride).write(cast::<R, S>(x));
+        }
+    })
+}
