@@ -135,6 +135,35 @@ pub fn parallel_for(range: Range<usize>, grain: usize, f: impl Fn(Range<usize>) 
     });
 }
 
+/// `f(start, part)` on parts of `data` that cover it once (`start`: the
+/// part's index in `data`): inline when `data` has at most `grain` elements,
+/// else one part per thread, each at least `grain` long.
+pub fn for_each_part_mut<T: Send>(
+    data: &mut [T],
+    grain: usize,
+    f: impl Fn(usize, &mut [T]) + Sync,
+) {
+    let tasks = tasks_for(data.len(), grain);
+    let pool = if tasks > 1 {
+        pool(get_num_threads())
+    } else {
+        None
+    };
+    let Some(pool) = pool else {
+        if !data.is_empty() {
+            f(0, data);
+        }
+        return;
+    };
+    let step = data.len().div_ceil(tasks);
+    pool.scope(|s| {
+        let f = &f;
+        for (t, part) in data.chunks_mut(step).enumerate() {
+            s.spawn(move |_| f(t * step, part));
+        }
+    });
+}
+
 /// `f` on each chunk of `0..len` cut every `chunk` elements (the last may be
 /// shorter), the results in chunk order. The cut depends on `chunk` alone, so
 /// combining the results in order gives the same value on any thread count;
@@ -195,6 +224,17 @@ mod tests {
             }
         });
         assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+    }
+
+    #[test]
+    fn parts_cover_the_slice_once() {
+        let mut v = vec![0usize; 4 * GRAIN_SIZE + 3];
+        for_each_part_mut(&mut v, GRAIN_SIZE, |start, part| {
+            for (i, x) in part.iter_mut().enumerate() {
+                *x += start + i;
+            }
+        });
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i));
     }
 
     #[test]

@@ -245,7 +245,8 @@ pub(crate) fn non_overlapping_and_dense(shape: &[usize], strides: &[usize]) -> b
     true
 }
 
-fn is_contiguous(shape: &[usize], strides: &[usize]) -> bool {
+/// Row-major contiguous (dimensions of size 1 may have any stride)?
+pub(crate) fn is_contiguous(shape: &[usize], strides: &[usize]) -> bool {
     let mut expected = 1usize;
     for (&n, &s) in shape.iter().zip(strides).rev() {
         if n != 1 {
@@ -476,6 +477,16 @@ fn extents_disjoint(shape: &[usize], a: &Place, b: &Place) -> bool {
             .fold(p.offset, |acc, (&n, &s)| acc + (n - 1) * s)
     };
     end(a) < b.offset || end(b) < a.offset
+}
+
+/// Read locks on each distinct storage of `storages`, taken in address order.
+pub(crate) fn read_locks<'a>(
+    storages: &[&'a Storage],
+) -> SmallVec<[(&'a Storage, std::sync::RwLockReadGuard<'a, Buffer>); 3]> {
+    let mut order: SmallVec<[&'a Storage; 3]> = storages.iter().copied().collect();
+    order.sort_by_key(|s| s.addr());
+    order.dedup_by(|a, b| a.ptr_eq(b));
+    order.into_iter().map(|s| (s, s.read())).collect()
 }
 
 /// A base pointer and element count of one locked storage.

@@ -160,6 +160,9 @@ impl<'a> Iter<'a> {
         kernel: impl Fn([Src<'_, T>; N], &mut [R]) + Sync,
     ) -> Result<Tensor> {
         debug_assert_eq!(self.ops.len(), N);
+        if let Some(t) = self.run_contiguous::<N, T, R>(&kernel)? {
+            return Ok(t);
+        }
         let inputs = Inputs::of(&self.ops);
         let views: smallvec::SmallVec<[View<'_>; 3]> = inputs.0.iter().map(Input::view).collect();
         let (out, has_layout) = match self.out {
@@ -173,6 +176,82 @@ impl<'a> Iter<'a> {
         let og = out.geometry();
         Loop::new(&self.shape, (&og, out.dtype()), &views, has_layout).run::<N, T, R>(kernel)?;
         Ok(out)
+    }
+}
+
+impl Iter<'_> {
+    /// The common case without the general loop: a new output, every tensor
+    /// input contiguous with the output's shape and of the compute type (and
+    /// the result of the output's dtype), so the kernel runs on the storages'
+    /// slices directly. `None` when the call is not of that form.
+    fn run_contiguous<const N: usize, T: IntoBuffer, R: IntoBuffer>(
+        &self,
+        kernel: &(impl Fn([Src<'_, T>; N], &mut [R]) + Sync),
+    ) -> Result<Option<Tensor>> {
+        if self.out.is_some() || R::DTYPE != self.result {
+            return Ok(None);
+        }
+        let n = numel(&self.shape);
+        // (storage, offset) per tensor operand.
+        let mut parts: smallvec::SmallVec<[Option<(crate::tensor::Storage, usize)>; 3]> =
+            smallvec::SmallVec::new();
+        for op in &self.ops {
+            match op {
+                Operand::Scalar(_) => parts.push(None),
+                Operand::Tensor(t) => {
+                    if t.dtype() != T::DTYPE {
+                        return Ok(None);
+                    }
+                    let part = t.with_geometry(|g| {
+                        (g.shape == self.shape && super::iter::is_contiguous(&g.shape, &g.strides))
+                            .then(|| (g.storage.clone(), g.offset))
+                    });
+                    match part {
+                        Some(p) => parts.push(Some(p)),
+                        None => return Ok(None),
+                    }
+                }
+            }
+        }
+        let storages: smallvec::SmallVec<[&crate::tensor::Storage; 3]> =
+            parts.iter().flatten().map(|(s, _)| s).collect();
+        let guards = super::iter::read_locks(&storages);
+        let mut srcs: smallvec::SmallVec<[Src<'_, T>; 3]> = smallvec::SmallVec::new();
+        for (op, part) in self.ops.iter().zip(&parts) {
+            match (op, part) {
+                (Operand::Scalar(s), _) => srcs.push(Src::Scalar(T::from_scalar(*s))),
+                (_, Some((storage, offset))) => {
+                    let data = guards
+                        .iter()
+                        .find(|(s, _)| s.ptr_eq(storage))
+                        .and_then(|(_, g)| T::slice(g))
+                        .and_then(|d| d.get(*offset..offset + n));
+                    match data {
+                        Some(d) => srcs.push(Src::Slice(d)),
+                        None => return Ok(None),
+                    }
+                }
+                _ => return Ok(None),
+            }
+        }
+        let zero = R::from_bool(false);
+        let mut out = memory::try_filled(n, zero)?;
+        crate::parallel::for_each_part_mut(&mut out, crate::parallel::GRAIN_SIZE, |start, part| {
+            let mut at = 0;
+            while at < part.len() {
+                let len = super::iter::BLOCK.min(part.len() - at);
+                let lo = start + at;
+                let block: [Src<'_, T>; N] = std::array::from_fn(|i| match srcs[i] {
+                    Src::Slice(d) => Src::Slice(&d[lo..lo + len]),
+                    s => s,
+                });
+                kernel(block, &mut part[at..at + len]);
+                at += len;
+            }
+        });
+        drop(srcs);
+        drop(guards);
+        Ok(Some(Tensor::from_vec(out, &self.shape)?))
     }
 }
 

@@ -10,11 +10,11 @@ use super::num::{Float, Num};
 use super::{check_alloc, check_out_dtype, index_error, not_implemented, resize_output, wrap_dim};
 use crate::error::Result;
 use crate::tensor::{
-    alloc as memory, cast, last_offset, numel, DType, Device, Element, Positions, Tensor,
+    alloc as memory, cast, last_offset, numel, DType, Device, Element, IntoBuffer, Positions,
+    Tensor,
 };
 use crate::{float_dtype, with_buffer, with_dtype};
 use ndarray::{ArrayViewD, IxDyn};
-use std::ops::ControlFlow;
 
 /// `make_dim_mask`: `None` or `[]` reduces every dimension.
 pub(crate) fn dim_mask(dims: Option<&[i64]>, ndim: usize) -> Result<Vec<bool>> {
@@ -50,50 +50,346 @@ pub(crate) fn reduced_shape(shape: &[usize], mask: &[bool], keepdim: bool) -> Ve
         .collect()
 }
 
-/// Folds every lane of the reduced dimensions (`mask`) of `t`, reading its
-/// storage in place: one value per kept position, in logical order, each lane's
-/// elements in logical order, converted to `T` with C++ cast rules. `step` gets
-/// the accumulator, the element's index in its lane and the element, and may
-/// stop the lane early (`Break`). Only the result is allocated (fallibly).
-pub(crate) fn fold_lanes<T: Element, A>(
+/// How a reduction folds a lane (the elements of the reduced dimensions that
+/// give one output value), in pieces the engine ([`reduce_lanes`]) hands it.
+pub(crate) trait Reducer<T>: Sync {
+    /// The running value of a lane.
+    type Acc: Copy + Send + Sync;
+    /// Must the lane be visited in logical order (an index is part of the
+    /// result), or may the engine visit it in memory order?
+    const ORDERED: bool;
+    /// The value of an empty lane.
+    fn init(&self) -> Self::Acc;
+    /// Folds a run of consecutive lane elements, `x[0]` being element `first`
+    /// of the lane.
+    fn run(&self, acc: Self::Acc, x: &[T], first: usize) -> Self::Acc;
+    /// Combines the values of two consecutive pieces of a lane (`a` first).
+    fn combine(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+    /// Folds element `i` of many lanes at once: `x[j]` into `acc[j]`.
+    fn columns(&self, acc: &mut [Self::Acc], x: &[T], i: usize) {
+        for (a, v) in acc.iter_mut().zip(x) {
+            *a = self.run(*a, std::slice::from_ref(v), i);
+        }
+    }
+}
+
+/// Lanes of a full reduction over one contiguous run are cut into chunks of
+/// this many elements, folded in parallel and combined in order: the cut
+/// never depends on the thread count, so neither does the result.
+const CHUNK: usize = 16_384;
+
+/// One dimension: size and stride.
+type Dim = (usize, usize);
+
+/// Coalesces adjacent dimensions (outer first) that step through memory as one.
+fn merge(dims: &mut Vec<Dim>) {
+    dims.retain(|&(n, _)| n != 1);
+    let mut i = 0;
+    while i + 1 < dims.len() {
+        let ((n0, s0), (n1, s1)) = (dims[i], dims[i + 1]);
+        if s0 == s1 * n1 {
+            dims[i] = (n0 * n1, s1);
+            dims.remove(i + 1);
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// Reduces every lane of the dimensions of `t` that `mask` selects with
+/// `reducer`, reading the storage in place: one value per kept position, in
+/// logical order, each element converted to `T` with C++ cast rules first.
+/// Lanes that are contiguous runs are folded on the storage's slice directly;
+/// others row by row through a buffer. A reduction of inner dimensions
+/// (the lane is where memory is densest) folds lane by lane; a reduction of
+/// outer dimensions, with the kept last dimension contiguous, folds whole rows
+/// of lanes at once ([`Reducer::columns`]). Work above the grain size runs on
+/// several threads, each output value computed by one thread, and a full
+/// reduction in fixed chunks: the result is the same on any thread count.
+pub(crate) fn reduce_lanes<T: IntoBuffer, R: Reducer<T>>(
     t: &Tensor,
     mask: &[bool],
-    init: impl Fn() -> A,
-    mut step: impl FnMut(A, usize, T) -> ControlFlow<A, A>,
-) -> Result<Vec<A>> {
+    reducer: &R,
+) -> Result<Vec<R::Acc>> {
     let g = t.geometry();
-    let split = |keep: bool| -> (Vec<usize>, Vec<usize>) {
+    let dims = |keep: bool| -> Vec<Dim> {
         (0..g.shape.len())
             .filter(|&d| mask[d] != keep)
             .map(|d| (g.shape[d], g.strides[d]))
-            .unzip()
+            .collect()
     };
-    let (outer_shape, outer_strides) = split(true);
-    let (inner_shape, inner_strides) = split(false);
-    let mut out = memory::try_with_capacity(numel(&outer_shape))?;
+    let kept = dims(true);
+    let mut lane = dims(false);
+    let out_n = numel(&kept.iter().map(|d| d.0).collect::<Vec<_>>());
+    let lane_n: usize = lane.iter().map(|d| d.0).product();
+    let init = reducer.init();
+    let mut out = memory::try_filled(out_n, init)?;
     let Some(end) = last_offset(&g.shape, &g.strides, g.offset)? else {
-        // No element: every lane (if any) is empty.
-        out.extend((0..numel(&outer_shape)).map(|_| init()));
         return Ok(out);
     };
+    if !R::ORDERED {
+        // Any order: the fastest dimension last.
+        lane.sort_by(|a, b| b.1.cmp(&a.1));
+    }
+    merge(&mut lane);
     let buf = g.storage.read();
     with_buffer!(&*buf, data, S => {
         crate::ensure!(end < data.len(), "tensor view is out of bounds of its storage");
-        for base in Positions::new(&outer_shape, &outer_strides, g.offset) {
-            let mut acc = init();
-            for (i, pos) in Positions::new(&inner_shape, &inner_strides, base).enumerate() {
-                match step(acc, i, cast::<S, T>(data[pos])) {
-                    ControlFlow::Continue(a) => acc = a,
-                    ControlFlow::Break(a) => {
-                        acc = a;
-                        break;
-                    }
-                }
-            }
-            out.push(acc);
-        }
+        let plan = Plan { kept: &kept, lane: &lane, lane_n, offset: g.offset };
+        plan.fold::<S, T, R>(data, reducer, &mut out);
     }, meta => crate::bail!("Cannot access data pointer of Tensor that doesn't have storage (a meta tensor)"));
     Ok(out)
+}
+
+/// The geometry of a reduction: kept dimensions (logical order) and the
+/// lane's (merged; outer first).
+struct Plan<'a> {
+    kept: &'a [Dim],
+    lane: &'a [Dim],
+    lane_n: usize,
+    offset: usize,
+}
+
+impl Plan<'_> {
+    fn fold<S: Element, T: IntoBuffer, R: Reducer<T>>(
+        &self,
+        data: &[S],
+        r: &R,
+        out: &mut [R::Acc],
+    ) {
+        if self.lane_n == 0 || out.is_empty() {
+            return;
+        }
+        let (kshape, kstrides): (Vec<usize>, Vec<usize>) = self.kept.iter().copied().unzip();
+        // Outer reduction: the last kept dimension is contiguous and denser
+        // than every reduced one; fold rows of lanes side by side.
+        if let Some(&(cols, 1)) = self.kept.last() {
+            if cols > 1 && self.lane.iter().all(|&(_, s)| s > 1) {
+                let grain = (crate::parallel::GRAIN_SIZE / self.lane_n.max(1)).max(1);
+                let (lshape, lstrides): (Vec<usize>, Vec<usize>) =
+                    self.lane.iter().copied().unzip();
+                let (rshape, rstrides) =
+                    (&kshape[..kshape.len() - 1], &kstrides[..kstrides.len() - 1]);
+                crate::parallel::for_each_part_mut(out, grain, |start, part| {
+                    let mut buf: Vec<T> = Vec::new();
+                    let mut at = 0;
+                    while at < part.len() {
+                        // A tile of at most RUN columns: its values stay in
+                        // cache while every lane element is folded in.
+                        let (row, col) = ((start + at) / cols, (start + at) % cols);
+                        let len = (cols - col).min(part.len() - at).min(RUN);
+                        let base = position_of(row, rshape, rstrides, self.offset) + col;
+                        for (i, p) in Positions::new(&lshape, &lstrides, base).enumerate() {
+                            let x = read_run::<S, T>(data, p, 1, len, &mut buf);
+                            r.columns(&mut part[at..at + len], x, i);
+                        }
+                        at += len;
+                    }
+                });
+                return;
+            }
+        }
+        // Inner reduction: lane by lane.
+        let one_run = match self.lane {
+            [] => Some(1),
+            [(n, 1)] => Some(*n),
+            _ => None,
+        };
+        if out.len() == 1 && one_run.is_some() && self.lane_n > CHUNK {
+            // A full reduction of one run: fixed chunks, combined in order.
+            let base = Positions::new(&kshape, &kstrides, self.offset)
+                .next()
+                .unwrap_or(self.offset);
+            let parts = crate::parallel::map_chunks(self.lane_n, CHUNK, |range| {
+                let mut buf = Vec::new();
+                fold_run::<S, T, R>(
+                    data,
+                    r,
+                    (base + range.start, 1, range.len()),
+                    range.start,
+                    &mut buf,
+                )
+            });
+            out[0] = parts.into_iter().fold(r.init(), |a, b| r.combine(a, b));
+            return;
+        }
+        let grain = (crate::parallel::GRAIN_SIZE / self.lane_n.max(1)).max(1);
+        crate::parallel::for_each_part_mut(out, grain, |start, part| {
+            let mut buf: Vec<T> = Vec::new();
+            // One skip per part (at most one part per thread).
+            let bases = Positions::new(&kshape, &kstrides, self.offset).skip(start);
+            for (o, base) in part.iter_mut().zip(bases) {
+                *o = self.lane_value::<S, T, R>(data, r, base, &mut buf);
+            }
+        });
+    }
+
+    /// The folded value of the lane starting at storage position `base`.
+    fn lane_value<S: Element, T: IntoBuffer, R: Reducer<T>>(
+        &self,
+        data: &[S],
+        r: &R,
+        base: usize,
+        buf: &mut Vec<T>,
+    ) -> R::Acc {
+        let Some(&(n, stride)) = self.lane.last() else {
+            // No reduced dimension of size > 1: the lane is one element.
+            return fold_run::<S, T, R>(data, r, (base, 1, 1), 0, buf);
+        };
+        let outer = &self.lane[..self.lane.len() - 1];
+        let (oshape, ostrides): (Vec<usize>, Vec<usize>) = outer.iter().copied().unzip();
+        let mut acc = r.init();
+        for (k, p) in Positions::new(&oshape, &ostrides, base).enumerate() {
+            let piece = fold_run::<S, T, R>(data, r, (p, stride, n), k * n, buf);
+            acc = if k == 0 { piece } else { r.combine(acc, piece) };
+        }
+        acc
+    }
+}
+
+/// The storage position of the element with row-major index `index` in
+/// `shape` / `strides` from `offset`.
+fn position_of(mut index: usize, shape: &[usize], strides: &[usize], offset: usize) -> usize {
+    let mut pos = offset;
+    for (&n, &s) in shape.iter().zip(strides).rev() {
+        pos += (index % n) * s;
+        index /= n;
+    }
+    pos
+}
+
+/// Elements converted through a buffer are read this many at a time.
+const RUN: usize = 2048;
+
+/// The folded value of a run of `len` lane elements from `at` every `stride`
+/// (`first`: the lane index of the first): on the storage's slice when it is
+/// one already, else through `buf`, [`RUN`] elements at a time (so a buffer
+/// never grows with the input).
+fn fold_run<S: Element, T: IntoBuffer, R: Reducer<T>>(
+    data: &[S],
+    r: &R,
+    (at, stride, len): (usize, usize, usize),
+    first: usize,
+    buf: &mut Vec<T>,
+) -> R::Acc {
+    if stride == 1 && S::DTYPE == T::DTYPE {
+        if let Some(x) = slice_as::<S, T>(&data[at..at + len]) {
+            return r.run(r.init(), x, first);
+        }
+    }
+    let mut acc = r.init();
+    let mut k = 0;
+    while k < len {
+        let m = RUN.min(len - k);
+        let x = read_run::<S, T>(data, at + k * stride, stride, m, buf);
+        let piece = r.run(r.init(), x, first + k);
+        acc = if k == 0 { piece } else { r.combine(acc, piece) };
+        k += m;
+    }
+    acc
+}
+
+/// `len` elements from `at` every `stride`, as `T`: the storage's own slice
+/// when it already is one, else copied (and cast) into `buf`.
+fn read_run<'a, S: Element, T: IntoBuffer>(
+    data: &'a [S],
+    at: usize,
+    stride: usize,
+    len: usize,
+    buf: &'a mut Vec<T>,
+) -> &'a [T] {
+    if stride == 1 && S::DTYPE == T::DTYPE {
+        if let Some(x) = slice_as::<S, T>(&data[at..at + len]) {
+            return x;
+        }
+    }
+    buf.clear();
+    buf.extend((0..len).map(|i| cast::<S, T>(data[at + i * stride])));
+    buf
+}
+
+/// `x` as a slice of `T` when `S` and `T` are one type.
+fn slice_as<S: Element, T: Element>(x: &[S]) -> Option<&[T]> {
+    (std::any::TypeId::of::<S>() == std::any::TypeId::of::<T>()).then(|| {
+        // SAFETY: `S` and `T` are the same type (equal `TypeId`s), so the
+        // slice is reinterpreted as itself: same layout, same lifetime.
+        unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<T>(), x.len()) }
+    })
+}
+
+/// The sum of a run: 16 running sums side by side (the compiler vectorizes
+/// them), added pairwise, over blocks of 4096 elements that are themselves
+/// added pairwise: the cascade summation PyTorch's `sum` uses, with the same
+/// error growth (logarithmic in the length).
+pub(crate) fn cascade_sum<T: Num>(x: &[T]) -> T {
+    const LANES: usize = 16;
+    const BLOCK: usize = 4096;
+    if x.len() > BLOCK {
+        let half = (x.len() / 2).div_ceil(BLOCK) * BLOCK;
+        return cascade_sum(&x[..half]).add(cascade_sum(&x[half..]));
+    }
+    let mut acc = [T::zero(); LANES];
+    let mut chunks = x.chunks_exact(LANES);
+    for c in &mut chunks {
+        for j in 0..LANES {
+            acc[j] = acc[j].add(c[j]);
+        }
+    }
+    for (a, &v) in acc.iter_mut().zip(chunks.remainder()) {
+        *a = a.add(v);
+    }
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for j in 0..width {
+            acc[j] = acc[j].add(acc[j + width]);
+        }
+    }
+    acc[0]
+}
+
+/// `sum`: cascade sums of runs, added.
+struct SumOf;
+
+impl<T: Num> Reducer<T> for SumOf {
+    type Acc = T;
+    const ORDERED: bool = false;
+    fn init(&self) -> T {
+        T::zero()
+    }
+    fn run(&self, acc: T, x: &[T], _: usize) -> T {
+        acc.add(cascade_sum(x))
+    }
+    fn combine(&self, a: T, b: T) -> T {
+        a.add(b)
+    }
+    fn columns(&self, acc: &mut [T], x: &[T], _: usize) {
+        for (a, &v) in acc.iter_mut().zip(x) {
+            *a = a.add(v);
+        }
+    }
+}
+
+/// `prod`: products in order.
+struct ProdOf;
+
+impl<T: Num> Reducer<T> for ProdOf {
+    type Acc = T;
+    const ORDERED: bool = false;
+    fn init(&self) -> T {
+        T::one()
+    }
+    fn run(&self, acc: T, x: &[T], _: usize) -> T {
+        x.iter().fold(acc, |a, &v| a.mul(v))
+    }
+    fn combine(&self, a: T, b: T) -> T {
+        a.mul(b)
+    }
+    fn columns(&self, acc: &mut [T], x: &[T], _: usize) {
+        for (a, &v) in acc.iter_mut().zip(x) {
+            *a = a.mul(v);
+        }
+    }
 }
 
 /// `get_dtype_from_self(self, dtype, promote_integers=true)`.
@@ -178,8 +474,8 @@ pub(crate) fn accumulate(
     }
     with_dtype!(out_dtype, T => {
         let r = match op {
-            Accumulate::Sum => fold_lanes(self_, &mask, T::zero, |a, _, b: T| ControlFlow::Continue(a.add(b)))?,
-            Accumulate::Prod => fold_lanes(self_, &mask, T::one, |a, _, b: T| ControlFlow::Continue(a.mul(b)))?,
+            Accumulate::Sum => reduce_lanes::<T, _>(self_, &mask, &SumOf)?,
+            Accumulate::Prod => reduce_lanes::<T, _>(self_, &mask, &ProdOf)?,
         };
         emit(r, &shape, out)
     })
@@ -222,7 +518,7 @@ pub(crate) fn mean(
         .product();
     float_dtype!(out_dtype, T => {
         let n = T::of(count as f64);
-        let sums = fold_lanes(self_, &mask, T::zero, |a, _, b: T| ControlFlow::Continue(a.add(b)))?;
+        let sums = reduce_lanes::<T, _>(self_, &mask, &SumOf)?;
         let r = memory::try_collect(sums.len(), sums.into_iter().map(|s| s.div(n)))?;
         emit(r, &shape, out)
     }, _ => crate::bail!(
@@ -244,36 +540,66 @@ fn check_nonempty_dim(self_: &Tensor, dim: usize, name: &str) -> Result<()> {
 /// The best value of a lane so far and its index (none before the first).
 type Best<T> = Option<(T, i64)>;
 
-/// One step of the index of the maximum (`max = true`) or minimum of a lane:
-/// NaN wins (and ends the lane), ties go to the first occurrence.
-fn arg_extreme<T: Num>(acc: Best<T>, i: usize, v: T, max: bool) -> ControlFlow<Best<T>, Best<T>> {
-    let Some((best, idx)) = acc else {
-        return if v.is_nan() {
-            ControlFlow::Break(Some((v, 0)))
+/// The maximum (`max = true`) or minimum of a lane and its index: NaN wins
+/// (the first NaN), ties go to the first occurrence.
+struct Extreme {
+    max: bool,
+}
+
+impl Extreme {
+    /// Does `v` replace `best`?
+    #[inline(always)]
+    fn better<T: Num>(&self, v: T, best: T) -> bool {
+        if self.max {
+            v > best || v.is_nan()
         } else {
-            ControlFlow::Continue(Some((v, 0)))
-        };
-    };
-    let keep = if max { v <= best } else { v >= best };
-    if keep {
-        return ControlFlow::Continue(Some((best, idx)));
+            v < best || v.is_nan()
+        }
     }
-    let now = Some((v, i as i64));
-    if v.is_nan() {
-        ControlFlow::Break(now)
-    } else {
-        ControlFlow::Continue(now)
+}
+
+impl<T: Num> Reducer<T> for Extreme {
+    type Acc = Best<T>;
+    const ORDERED: bool = true;
+    fn init(&self) -> Best<T> {
+        None
+    }
+    fn run(&self, acc: Best<T>, x: &[T], first: usize) -> Best<T> {
+        let (mut best, mut idx, start) = match acc {
+            Some((b, _)) if b.is_nan() => return acc,
+            Some((b, i)) => (b, i, 0),
+            None => match x.first() {
+                None => return None,
+                Some(&v) => (v, first as i64, 1),
+            },
+        };
+        if best.is_nan() {
+            return Some((best, idx));
+        }
+        for (k, &v) in x.iter().enumerate().skip(start) {
+            if self.better(v, best) {
+                best = v;
+                idx = (first + k) as i64;
+                if v.is_nan() {
+                    break;
+                }
+            }
+        }
+        Some((best, idx))
+    }
+    fn combine(&self, a: Best<T>, b: Best<T>) -> Best<T> {
+        match (a, b) {
+            (Some((x, _)), _) if x.is_nan() => a,
+            (Some((x, _)), Some((y, _))) if self.better(y, x) => b,
+            (None, _) => b,
+            _ => a,
+        }
     }
 }
 
 /// The extreme of every lane (lanes are never empty here).
 fn extremes<T: Num>(self_: &Tensor, mask: &[bool], max: bool) -> Result<Vec<(T, i64)>> {
-    let r = fold_lanes(
-        self_,
-        mask,
-        || None,
-        |acc, i, v: T| arg_extreme(acc, i, v, max),
-    )?;
+    let r = reduce_lanes::<T, _>(self_, mask, &Extreme { max })?;
     memory::try_collect(r.len(), r.into_iter().map(|p| p.unwrap_or((T::zero(), 0))))
 }
 

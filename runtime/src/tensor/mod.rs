@@ -756,6 +756,11 @@ impl Tensor {
             .clone()
     }
 
+    /// `f` on the geometry, read in place (no copy of shape and strides).
+    pub(crate) fn with_geometry<R>(&self, f: impl FnOnce(&Geometry) -> R) -> R {
+        f(&self.geom())
+    }
+
     fn geom(&self) -> RwLockReadGuard<'_, Geometry> {
         self.0.geometry.read().unwrap_or_else(|e| e.into_inner())
     }
