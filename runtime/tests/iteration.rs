@@ -1,0 +1,339 @@
+//! The iteration engines against themselves: every pointwise and reduction
+//! kernel on random strided views (permuted, stepped, expanded, offset, mixed
+//! dtypes, broadcast) must give what it gives on contiguous copies of the same
+//! values — the contiguous case takes the direct path, the others the general
+//! loop with its gathering, casting, merged dimensions and blocks — and the
+//! same bits on one thread as on several. Output layouts follow
+//! `TensorIterator`'s rules.
+
+use opforge::{ops, DType, Device, Scalar, Tensor};
+use std::sync::Mutex;
+
+/// Tests here change the global thread count: one at a time.
+static THREADS: Mutex<()> = Mutex::new(());
+
+/// xorshift64*: deterministic, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn coin(&mut self) -> bool {
+        self.next() & 1 == 1
+    }
+}
+
+const DTYPES: [DType; 5] = [
+    DType::Bool,
+    DType::Int32,
+    DType::Int64,
+    DType::Float32,
+    DType::Float64,
+];
+
+/// A tensor of `len` random values of `dtype` (small integers, some negative;
+/// floats with fractions).
+fn random_base(rng: &mut Rng, len: usize, dtype: DType) -> Tensor {
+    let v: Vec<f64> = (0..len)
+        .map(|_| (rng.below(41) as f64 - 20.0) / if rng.coin() { 4.0 } else { 1.0 })
+        .collect();
+    let t = Tensor::from_vec(v, &[len]).unwrap();
+    t.to_dtype_copy(dtype).unwrap()
+}
+
+/// A random view of `shape`: dimensions in a random memory order, some
+/// stepped, some expanded (stride 0), at a random offset.
+fn random_view(rng: &mut Rng, shape: &[usize], dtype: DType, allow_expand: bool) -> Tensor {
+    let mut order: Vec<usize> = (0..shape.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i + 1));
+    }
+    let mut strides = vec![0; shape.len()];
+    let mut acc = 1;
+    for &d in &order {
+        if allow_expand && rng.below(5) == 0 {
+            strides[d] = 0;
+            continue;
+        }
+        let step = 1 + rng.below(2);
+        strides[d] = acc * step;
+        acc *= step * shape[d].max(1);
+    }
+    let offset = rng.below(3);
+    let base = random_base(rng, acc + offset + 1, dtype);
+    base.as_strided(shape, &strides, offset).unwrap()
+}
+
+fn random_shape(rng: &mut Rng) -> Vec<usize> {
+    if rng.below(12) == 0 {
+        // Large enough for several threads and blocks.
+        return vec![3 + rng.below(3), 7_001 + rng.below(5000)];
+    }
+    (0..rng.below(5)).map(|_| rng.below(6)).collect()
+}
+
+/// `shape` with some dimensions made 1 and some leading ones dropped.
+fn broadcastable(rng: &mut Rng, shape: &[usize]) -> Vec<usize> {
+    let drop = rng.below(shape.len() + 1);
+    shape[drop..]
+        .iter()
+        .map(|&n| if rng.below(3) == 0 { 1 } else { n })
+        .collect()
+}
+
+fn contiguous(t: &Tensor) -> Tensor {
+    t.deep_clone().unwrap()
+}
+
+/// Values as bits of f64 (NaN compared as NaN), dtype and shape.
+fn same(a: &Tensor, b: &Tensor, what: &str) {
+    assert_eq!(a.dtype(), b.dtype(), "{what}: dtype");
+    assert_eq!(a.shape(), b.shape(), "{what}: shape");
+    let (x, y) = (a.to_vec::<f64>().unwrap(), b.to_vec::<f64>().unwrap());
+    for (i, (p, q)) in x.iter().zip(&y).enumerate() {
+        assert!(
+            p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()),
+            "{what}: element {i}: {p} vs {q}"
+        );
+    }
+}
+
+/// Results of `f` on the views and on contiguous copies must agree exactly,
+/// and errors must be the same error.
+fn check(what: &str, f: &dyn Fn(&[Tensor]) -> opforge::Result<Tensor>, inputs: &[Tensor]) {
+    let copies: Vec<Tensor> = inputs.iter().map(contiguous).collect();
+    match (f(inputs), f(&copies)) {
+        (Ok(a), Ok(b)) => same(&a, &b, what),
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{what}"),
+        (a, b) => panic!("{what}: {a:?} vs {b:?}"),
+    }
+}
+
+type Binary = (
+    &'static str,
+    fn(&Tensor, &Tensor) -> opforge::Result<Tensor>,
+);
+
+const BINARY: [Binary; 9] = [
+    ("add", |a, b| ops::add_Tensor(a, b, Scalar::Int(1))),
+    ("add alpha", |a, b| ops::add_Tensor(a, b, Scalar::Int(3))),
+    ("sub", |a, b| ops::sub_Tensor(a, b, Scalar::Int(1))),
+    ("mul", |a, b| ops::mul_Tensor(a, b)),
+    ("div", |a, b| ops::div_Tensor(a, b)),
+    ("maximum", |a, b| ops::maximum(a, b)),
+    ("eq", |a, b| ops::eq_Tensor(a, b)),
+    ("lt", |a, b| ops::lt_Tensor(a, b)),
+    ("floor_divide", |a, b| {
+        ops::div_Tensor_mode(a, b, Some("floor"))
+    }),
+];
+
+#[test]
+fn pointwise_kernels_agree_on_views_and_contiguous_copies() {
+    let _g = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for case in 0..400 {
+        let shape = random_shape(&mut rng);
+        let (da, db) = (DTYPES[rng.below(5)], DTYPES[rng.below(5)]);
+        let a = random_view(&mut rng, &shape, da, true);
+        let bshape = if rng.coin() {
+            broadcastable(&mut rng, &shape)
+        } else {
+            shape.clone()
+        };
+        let b = random_view(&mut rng, &bshape, db, true);
+        let (name, f) = BINARY[case % BINARY.len()];
+        let what = format!("case {case}: {name} {da}{shape:?} {db}{bshape:?}");
+        check(&what, &|t| f(&t[0], &t[1]), &[a.clone(), b.clone()]);
+        // Unary, clamp, where and pow on the first.
+        check(&what, &|t| ops::neg(&t[0]), std::slice::from_ref(&a));
+        check(&what, &|t| ops::exp(&t[0]), std::slice::from_ref(&a));
+        check(
+            &what,
+            &|t| ops::clamp(&t[0], Some(Scalar::Int(-3)), Some(Scalar::Float(2.5))),
+            std::slice::from_ref(&a),
+        );
+        check(
+            &what,
+            &|t| ops::pow_Tensor_Scalar(&t[0], Scalar::Int(2)),
+            std::slice::from_ref(&a),
+        );
+        let cond = random_view(&mut rng, &bshape, DType::Bool, true);
+        check(
+            &what,
+            &|t| ops::where_self(&t[0], &t[1], &t[2]),
+            &[cond, a.clone(), b.clone()],
+        );
+        // A number operand.
+        check(
+            &what,
+            &|t| ops::add_Scalar(&t[0], Scalar::Float(0.5), Scalar::Int(1)),
+            std::slice::from_ref(&a),
+        );
+    }
+}
+
+#[test]
+fn out_and_inplace_writes_agree_with_new_results() {
+    let _g = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut rng = Rng(0xdead_beef_cafe_f00d);
+    for case in 0..200 {
+        let shape = random_shape(&mut rng);
+        let dtype = [DType::Int64, DType::Float32, DType::Float64][rng.below(3)];
+        let a = random_view(&mut rng, &shape, dtype, true);
+        let bshape = broadcastable(&mut rng, &shape);
+        let b = random_view(&mut rng, &bshape, dtype, true);
+        let want = ops::mul_Tensor(&a, &b).unwrap();
+        // out=: a dense, permuted tensor of the right shape (not resized).
+        let mut out = random_view(&mut rng, &shape, dtype, false);
+        let r = ops::mul_out(&a, &b, &mut out).unwrap();
+        assert!(r.is_same(&out));
+        same(&out, &want, &format!("case {case}: out="));
+        // In place, into a dense view.
+        let mut x = random_view(&mut rng, &shape, dtype, false);
+        let before = contiguous(&x);
+        ops::mul__Tensor(&mut x, &b).unwrap();
+        same(
+            &x,
+            &ops::mul_Tensor(&before, &b).unwrap(),
+            &format!("case {case}: mul_"),
+        );
+        // In place with itself as the other operand.
+        let mut y = random_view(&mut rng, &shape, dtype, false);
+        let before = contiguous(&y);
+        let alias = y.clone();
+        ops::add__Tensor(&mut y, &alias, Scalar::Int(1)).unwrap();
+        same(
+            &y,
+            &ops::add_Tensor(&before, &before, Scalar::Int(1)).unwrap(),
+            &format!("case {case}: add_(x, x)"),
+        );
+    }
+}
+
+#[test]
+fn results_do_not_depend_on_the_thread_count() {
+    let _g = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut rng = Rng(42);
+    let n = 1_000_003;
+    let x = random_base(&mut rng, n, DType::Float32);
+    let y = random_base(&mut rng, n, DType::Float32);
+    let m = x.as_strided(&[1000, 1000], &[1, 1000], 0).unwrap();
+    let run = || {
+        vec![
+            ops::sum(&x, None).unwrap(),
+            ops::sum_dim_IntList(&m, Some(&[0][..]), false, None).unwrap(),
+            ops::sum_dim_IntList(&m, Some(&[1][..]), false, None).unwrap(),
+            ops::mean_dim(&m, Some(&[1][..]), false, None).unwrap(),
+            ops::add_Tensor(&x, &y, Scalar::Int(1)).unwrap(),
+            ops::exp(&m).unwrap(),
+            ops::argmax(&x, None, false).unwrap(),
+        ]
+    };
+    opforge::set_num_threads(1).unwrap();
+    let one = run();
+    opforge::set_num_threads(3).unwrap();
+    let three = run();
+    opforge::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get())).unwrap();
+    for (i, (a, b)) in one.iter().zip(&three).enumerate() {
+        same(a, b, &format!("result {i}"));
+    }
+}
+
+#[test]
+fn reductions_agree_on_views_and_contiguous_copies() {
+    let _g = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut rng = Rng(7);
+    for case in 0..300 {
+        let shape = random_shape(&mut rng);
+        if shape.is_empty() {
+            continue;
+        }
+        let dtype = [DType::Int32, DType::Int64, DType::Float64][rng.below(3)];
+        let t = random_view(&mut rng, &shape, dtype, true);
+        let dim = rng.below(shape.len()) as i64;
+        let what = format!("case {case}: {dtype}{shape:?} dim {dim}");
+        // Exact for integers and for extremes; float64 sums of these
+        // quarter-integers are exact too (small magnitudes).
+        check(&what, &|t| ops::sum(&t[0], None), std::slice::from_ref(&t));
+        check(
+            &what,
+            &|t| ops::sum_dim_IntList(&t[0], Some(&[dim][..]), rng_keep(case), None),
+            std::slice::from_ref(&t),
+        );
+        check(
+            &what,
+            &|t| ops::prod_dim_int(&t[0], dim, false, None),
+            std::slice::from_ref(&t),
+        );
+        if shape[dim as usize] > 0 {
+            check(
+                &what,
+                &|t| ops::max_dim(&t[0], dim, false).map(|r| r.0),
+                std::slice::from_ref(&t),
+            );
+            check(
+                &what,
+                &|t| ops::max_dim(&t[0], dim, false).map(|r| r.1),
+                std::slice::from_ref(&t),
+            );
+            check(
+                &what,
+                &|t| ops::argmax(&t[0], Some(dim), false),
+                std::slice::from_ref(&t),
+            );
+        }
+        if t.numel() > 0 {
+            check(
+                &what,
+                &|t| ops::argmax(&t[0], None, false),
+                std::slice::from_ref(&t),
+            );
+        }
+    }
+}
+
+fn rng_keep(case: usize) -> bool {
+    case % 3 == 0
+}
+
+#[test]
+fn new_outputs_follow_the_inputs_memory_order() {
+    let m = Tensor::from_vec((0..12).map(|i| i as f32).collect(), &[3, 4]).unwrap();
+    let mt = m.t().unwrap(); // [4, 3], strides [1, 4]
+                             // Both inputs transposed alike: the output is laid out as they are.
+    assert_eq!(
+        ops::add_Tensor(&mt, &mt, Scalar::Int(1)).unwrap().strides(),
+        vec![1, 4]
+    );
+    assert_eq!(ops::exp(&mt).unwrap().strides(), vec![1, 4]);
+    // The first input decides between two orders.
+    let c = contiguous(&mt);
+    assert_eq!(
+        ops::add_Tensor(&c, &mt, Scalar::Int(1)).unwrap().strides(),
+        vec![3, 1]
+    );
+    assert_eq!(
+        ops::add_Tensor(&mt, &c, Scalar::Int(1)).unwrap().strides(),
+        vec![1, 4]
+    );
+    // A broadcast operand expresses no order.
+    let row = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+    assert_eq!(ops::mul_Tensor(&row, &mt).unwrap().strides(), vec![1, 4]);
+    // A resized out= tensor takes the same layout.
+    let mut out = Tensor::zeros(&[0], DType::Float32, Device::Cpu);
+    ops::add_out(&mt, &mt, Scalar::Int(1), &mut out).unwrap();
+    assert_eq!(out.strides(), vec![1, 4]);
+    // Channels-last inputs give a channels-last output.
+    let x = Tensor::zeros(&[2 * 3 * 4 * 5], DType::Float32, Device::Cpu)
+        .as_strided(&[2, 3, 4, 5], &[60, 1, 15, 3], 0)
+        .unwrap();
+    assert_eq!(ops::neg(&x).unwrap().strides(), vec![60, 1, 15, 3]);
+}
