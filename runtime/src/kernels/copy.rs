@@ -1,12 +1,12 @@
 //! Writing into existing tensors: `copy_` (broadcasting, any dtype conversion)
 //! and `fill_` (checked scalar conversion).
 
+use super::iter::{map1, Loop, View};
 use super::promote::{broadcast_shapes, check_output_shape};
-use super::{fill_elements, overlap, read_broadcastable, scalar_to};
-use crate::error::{Error, Result};
+use super::{fill_elements, overlap, scalar_to};
+use crate::error::Result;
 use crate::tensor::{Device, Scalar, Tensor};
 use crate::with_dtype;
-use ndarray::{ArrayViewD, IxDyn};
 
 /// `self.copy_(src)`: `src` broadcasts to `self`'s shape and is converted to its
 /// dtype with C++ cast rules. As `copy_impl`: nothing to do for the same tensor
@@ -22,13 +22,16 @@ pub(crate) fn copy_(self_: &Tensor, src: &Tensor) -> Result<Tensor> {
     if self_.device() == Device::Meta || src.device() == Device::Meta || self_.numel() == 0 {
         return Ok(self_.clone());
     }
-    with_dtype!(src.dtype(), S => {
-        let a = read_broadcastable::<S>(src)?;
-        let b: ArrayViewD<S> = a
-            .broadcast(IxDyn(&shape))
-            .ok_or_else(|| Error::Runtime("copy_: cannot broadcast".into()))?;
-        self_.assign(b)?;
-    });
+    // The iteration engine with the identity: `src` read as its own type,
+    // written converted to `self`'s (per block).
+    let (dst, from) = (self_.geometry(), src.geometry());
+    let lp = Loop::new(
+        &shape,
+        (&dst, self_.dtype()),
+        &[View::Tensor(&from, src.dtype())],
+        true,
+    );
+    with_dtype!(src.dtype(), S => lp.run::<1, S, S>(|[a], o| map1(a, o, |x: S| x))?);
     Ok(self_.clone())
 }
 

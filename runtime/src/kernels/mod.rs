@@ -255,11 +255,19 @@ pub(crate) fn fill_elements<T: Element>(t: &Tensor, value: T) -> Result<()> {
             "tensor view is out of bounds of its storage"
         );
     }
+    let contiguous = iter::is_contiguous(&g.shape, &g.strides);
+    let n = crate::tensor::numel(&g.shape);
     let mut buf = g.storage.write();
     crate::with_buffer!(&mut *buf, data, E => {
         let v: E = crate::tensor::cast::<T, E>(value);
-        for pos in Positions::new(&g.shape, &g.strides, g.offset) {
-            data[pos] = v;
+        if contiguous {
+            if let Some(run) = data.get_mut(g.offset..g.offset + n) {
+                run.fill(v);
+            }
+        } else {
+            for pos in Positions::new(&g.shape, &g.strides, g.offset) {
+                data[pos] = v;
+            }
         }
     }, meta => ());
     Ok(())

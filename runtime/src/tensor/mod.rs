@@ -1026,11 +1026,18 @@ impl Tensor {
         {
             return;
         }
+        let dense = self.is_contiguous();
+        let n = numel(&g.shape);
         let mut buf = g.storage.write();
         with_buffer!(&mut *buf, data, T => {
             let x = <T as Element>::from_scalar(value);
-            for pos in Positions::new(&g.shape, &g.strides, g.offset) {
-                data[pos] = x;
+            match data.get_mut(g.offset..g.offset + n) {
+                Some(run) if dense => run.fill(x),
+                _ => {
+                    for pos in Positions::new(&g.shape, &g.strides, g.offset) {
+                        data[pos] = x;
+                    }
+                }
             }
         }, meta => ());
     }
