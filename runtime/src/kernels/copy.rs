@@ -22,17 +22,22 @@ pub(crate) fn copy_(self_: &Tensor, src: &Tensor) -> Result<Tensor> {
     if self_.device() == Device::Meta || src.device() == Device::Meta || self_.numel() == 0 {
         return Ok(self_.clone());
     }
-    // The iteration engine with the identity: `src` read as its own type,
-    // written converted to `self`'s (per block).
-    let (dst, from) = (self_.geometry(), src.geometry());
+    copy_values(self_, src)?;
+    Ok(self_.clone())
+}
+
+/// Writes `src` (broadcasting to `dst`'s shape) into `dst`, converted to its
+/// dtype: the iteration engine with the identity, `src` read as its own type
+/// and cast per block. No checks: the caller has made them (shapes, overlap).
+pub(crate) fn copy_values(dst: &Tensor, src: &Tensor) -> Result<()> {
+    let (to, from) = (dst.geometry(), src.geometry());
     let lp = Loop::new(
-        &shape,
-        (&dst, self_.dtype()),
+        &to.shape,
+        (&to, dst.dtype()),
         &[View::Tensor(&from, src.dtype())],
         true,
     );
-    with_dtype!(src.dtype(), S => lp.run::<1, S, S>(|[a], o| map1(a, o, |x: S| x))?);
-    Ok(self_.clone())
+    with_dtype!(src.dtype(), S => lp.run::<1, S, S>(|[a], o| map1(a, o, |x: S| x)))
 }
 
 /// `is_same_data` of `copy_impl`: views of one storage with the same offset,

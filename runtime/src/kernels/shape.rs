@@ -3,28 +3,17 @@
 //! intermediate); an `out=` tensor is checked for overlap with the inputs as
 //! PyTorch checks it (`cat` after resizing it, `index_select` before).
 
+use super::copy::copy_values;
 use super::layout::{strides_for, suggest_memory_format};
 use super::promote::{can_cast, result_type_tensors};
-use super::{
-    alloc, common_device, empty_strided, index_error, overlap, read_broadcastable, resize_output,
-    wrap_dim,
-};
+use super::{alloc, common_device, empty_strided, index_error, overlap, resize_output, wrap_dim};
 use crate::error::{Error, Result};
 use crate::tensor::{Device, IntoBuffer, MemoryFormat, Tensor};
 use crate::with_dtype;
-use ndarray::IxDyn;
 
 /// `dst` (a view) gets the elements of `src` (same shape), converted to `dst`'s
 /// dtype as `T`. The source is read first (a stride-0 dimension once), then
 /// written: the two storages are never locked at once.
-fn copy_into<T: IntoBuffer>(dst: &Tensor, src: &Tensor) -> Result<()> {
-    let a = read_broadcastable::<T>(src)?;
-    let shape = dst.shape();
-    let v = a.broadcast(IxDyn(&shape)).ok_or_else(|| {
-        Error::Runtime(format!("cannot broadcast {:?} to {shape:?}", a.shape()).into())
-    })?;
-    dst.assign(v)
-}
 
 /// The view of `t` with dimension `d` restricted to `start .. start + len`.
 fn narrow(t: &Tensor, d: usize, start: usize, len: usize) -> Result<Tensor> {
@@ -139,7 +128,7 @@ pub(crate) fn cat(tensors: &[Tensor], dim: i64, out: Option<&Tensor>) -> Result<
         let n = t.shape()[d];
         let dst = narrow(&result, d, at, n)?;
         if dst.numel() > 0 {
-            with_dtype!(dtype, T => copy_into::<T>(&dst, t)?);
+            copy_values(&dst, t)?;
         }
         at += n;
     }
@@ -212,14 +201,53 @@ pub(crate) fn index_select(
     if result.numel() == 0 {
         return Ok(result);
     }
+    if self_.dim() == 0 {
+        copy_values(&result, self_)?;
+    } else if !select_rows(self_, d, &idx, &result)? {
+        for (k, &i) in idx.iter().enumerate() {
+            copy_values(
+                &narrow(&result, d, k, 1)?,
+                &narrow(self_, d, i as usize, 1)?,
+            )?;
+        }
+    }
+    Ok(result)
+}
+
+/// `index_select` of contiguous tensors in different storages: for each
+/// position of the dimensions before `d`, one copy of a run per index (the
+/// elements after `d` are contiguous). `false` when the tensors are not of
+/// that form (the caller copies view by view). Indices are checked.
+fn select_rows(self_: &Tensor, d: usize, idx: &[i64], result: &Tensor) -> Result<bool> {
+    let (src, dst) = (self_.geometry(), result.geometry());
+    let contiguous = |g: &crate::tensor::Geometry| super::iter::is_contiguous(&g.shape, &g.strides);
+    if !contiguous(&src) || !contiguous(&dst) || src.storage.ptr_eq(&dst.storage) {
+        return Ok(false);
+    }
+    let row: usize = src.shape[d + 1..].iter().product();
+    let outer: usize = src.shape[..d].iter().product();
+    let (n_src, n_dst) = (src.shape[d], idx.len());
+    // Locks in address order (see `iter::read_locks`).
+    let (from, mut to) = if src.storage.addr() < dst.storage.addr() {
+        let from = src.storage.read();
+        (from, dst.storage.write())
+    } else {
+        let to = dst.storage.write();
+        (src.storage.read(), to)
+    };
     with_dtype!(self_.dtype(), T => {
-        if self_.dim() == 0 {
-            copy_into::<T>(&result, self_)?;
-        } else {
+        let (Some(a), Some(b)) = (T::slice(&from), T::slice_mut(&mut to)) else {
+            return Ok(false);
+        };
+        let a = &a[src.offset..src.offset + outer * n_src * row];
+        let b = &mut b[dst.offset..dst.offset + outer * n_dst * row];
+        for o in 0..outer {
             for (k, &i) in idx.iter().enumerate() {
-                copy_into::<T>(&narrow(&result, d, k, 1)?, &narrow(self_, d, i as usize, 1)?)?;
+                let at = (o * n_src + i as usize) * row;
+                let to_at = (o * n_dst + k) * row;
+                b[to_at..to_at + row].copy_from_slice(&a[at..at + row]);
             }
         }
     });
-    Ok(result)
+    Ok(true)
 }
