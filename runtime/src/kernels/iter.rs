@@ -42,8 +42,7 @@ use std::ops::Range;
 /// Elements per block: the unit of gathering, casting and kernel calls.
 pub(crate) const BLOCK: usize = 256;
 
-/// Sizes or strides of one operand, inline up to 6 dimensions.
-pub(crate) type Dims = SmallVec<[usize; 6]>;
+pub(crate) use crate::tensor::Dims;
 
 /// One input of a kernel block: a run of values, or one value for the whole
 /// block (a broadcast operand).

@@ -12,7 +12,7 @@
 use super::iter::{map1, map2, map3, output_strides, Loop, Src, View};
 use super::num::{scalar_equals, Float, Num};
 use super::promote::{
-    broadcast_all, check_can_cast, check_output_shape, result_type, result_type_tensors, Operand,
+    broadcast_shapes, check_can_cast, check_output_shape, result_type, result_type_tensors, Operand,
 };
 use super::{dispatch_error, not_implemented, overlap, resize_output, scalar_to, typemeta_name};
 use crate::error::{Error, Result};
@@ -22,6 +22,29 @@ use crate::tensor::{
 use crate::{float_dtype, with_dtype};
 use ndarray::{ArrayD, IxDyn};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The inputs of a pointwise operation (at most three, inline).
+pub(crate) type Ops<'a> = smallvec::SmallVec<[Operand<'a>; 3]>;
+
+/// The broadcast shape of the operands (numbers are 0-dim), reading each
+/// tensor's shape in place.
+fn broadcast_operands(ops: &[Operand<'_>]) -> Result<crate::tensor::Dims> {
+    let mut acc: Option<crate::tensor::Dims> = None;
+    for op in ops {
+        let Operand::Tensor(t) = op else {
+            acc.get_or_insert_with(Default::default);
+            continue;
+        };
+        acc = Some(t.with_geometry(|g| -> Result<crate::tensor::Dims> {
+            Ok(match acc.take() {
+                None => g.shape.clone(),
+                Some(a) if a == g.shape => a,
+                Some(a) => broadcast_shapes(&a, &g.shape)?.into_iter().collect(),
+            })
+        })?);
+    }
+    Ok(acc.unwrap_or_default())
+}
 
 /// Where the result goes.
 #[derive(Clone, Copy, Debug)]
@@ -50,8 +73,8 @@ pub(crate) enum Rule {
 
 /// One pointwise computation: broadcast shape, dtypes and the output.
 pub(crate) struct Iter<'a> {
-    ops: Vec<Operand<'a>>,
-    pub shape: Vec<usize>,
+    ops: Ops<'a>,
+    pub shape: crate::tensor::Dims,
     pub compute: DType,
     pub result: DType,
     pub device: Device,
@@ -61,7 +84,7 @@ pub(crate) struct Iter<'a> {
 impl<'a> Iter<'a> {
     /// Checks memory overlap, shapes and dtypes in `TensorIterator::build`'s
     /// order (overlap, shape, types) and resizes a write-only `out=` tensor.
-    pub fn build(ops: Vec<Operand<'a>>, dest: Dest<'a>, rule: Rule) -> Result<Self> {
+    pub fn build(ops: Ops<'a>, dest: Dest<'a>, rule: Rule) -> Result<Self> {
         match dest {
             Dest::New => {}
             Dest::Out(o) => overlap::check_writes(o, ops.iter().filter_map(Operand::tensor))?,
@@ -79,8 +102,7 @@ impl<'a> Iter<'a> {
             ),
             Dest::Inplace => (ops[0].tensor().cloned(), true),
         };
-        let shapes: Vec<Vec<usize>> = ops.iter().map(|o| o.shape()).collect();
-        let shape = broadcast_all(shapes.iter().map(|s| s.as_slice()))?;
+        let shape = broadcast_operands(&ops)?;
         if let (Some(o), true) = (&out, read_write) {
             check_output_shape(&o.shape(), &shape)?;
         }
@@ -120,7 +142,7 @@ impl<'a> Iter<'a> {
         };
         match (&out, read_write) {
             (Some(o), false) => {
-                if o.shape() != shape {
+                if o.shape().as_slice() != shape.as_slice() {
                     resize_output(o, &shape)?;
                     restride_like_inputs(o, &ops, &shape)?;
                 }
@@ -203,8 +225,9 @@ impl Iter<'_> {
                         return Ok(None);
                     }
                     let part = t.with_geometry(|g| {
-                        (g.shape == self.shape && super::iter::is_contiguous(&g.shape, &g.strides))
-                            .then(|| (g.storage.clone(), g.offset))
+                        (g.shape.as_slice() == self.shape.as_slice()
+                            && super::iter::is_contiguous(&g.shape, &g.strides))
+                        .then(|| (g.storage.clone(), g.offset))
                     });
                     match part {
                         Some(p) => parts.push(Some(p)),
@@ -304,7 +327,7 @@ fn restride_like_inputs(out: &Tensor, ops: &[Operand<'_>], shape: &[usize]) -> R
     let g = out.geometry();
     if g.strides.as_slice() != strides.as_slice() {
         out.set_geometry(Geometry {
-            strides: strides.to_vec(),
+            strides: crate::tensor::Dims::from_slice(&strides),
             ..g
         })?;
     }
@@ -402,7 +425,7 @@ pub(crate) fn binary(
     } else {
         Rule::Promote
     };
-    let it = Iter::build(vec![a, b], dest, rule)?;
+    let it = Iter::build(smallvec::smallvec![a, b], dest, rule)?;
     if matches!(op, BinOp::Add | BinOp::Sub) {
         alpha_check(it.compute, alpha)?;
     }
@@ -470,7 +493,7 @@ pub(crate) enum Cmp {
 
 /// A comparison: computed in the promoted dtype, bool result.
 pub(crate) fn compare(op: Cmp, a: Operand<'_>, b: Operand<'_>, dest: Dest<'_>) -> Result<Tensor> {
-    let it = Iter::build(vec![a, b], dest, Rule::Compare)?;
+    let it = Iter::build(smallvec::smallvec![a, b], dest, Rule::Compare)?;
     if it.is_meta() {
         return it.finish_meta();
     }
@@ -529,7 +552,7 @@ pub(crate) fn unary(op: Unary, self_: &Tensor, dest: Dest<'_>) -> Result<Tensor>
         Unary::Abs => Rule::Exact(dtype),
         _ => Rule::PromoteFloat,
     };
-    let it = Iter::build(vec![Operand::Tensor(self_)], dest, rule)?;
+    let it = Iter::build(smallvec::smallvec![Operand::Tensor(self_)], dest, rule)?;
     if it.is_meta() {
         return it.finish_meta();
     }
@@ -570,7 +593,7 @@ pub(crate) fn clamp(
     );
     let mut rt = self_.dtype();
     if !rt.is_floating_point() {
-        let mut ops = vec![Operand::Tensor(self_)];
+        let mut ops: Ops<'_> = smallvec::smallvec![Operand::Tensor(self_)];
         ops.extend(min.map(Operand::Scalar));
         ops.extend(max.map(Operand::Scalar));
         rt = result_type(&ops);
@@ -586,7 +609,11 @@ pub(crate) fn clamp(
             typemeta_name(self_.dtype())
         );
     }
-    let it = Iter::build(vec![Operand::Tensor(self_)], dest, Rule::Exact(rt))?;
+    let it = Iter::build(
+        smallvec::smallvec![Operand::Tensor(self_)],
+        dest,
+        Rule::Exact(rt),
+    )?;
     if it.is_meta() {
         return it.finish_meta();
     }
@@ -630,7 +657,7 @@ pub(crate) fn clamp_tensor(
         min.is_some() || max.is_some(),
         "torch.clamp: At least one of 'min' or 'max' must not be None"
     );
-    let mut ops = vec![Operand::Tensor(self_)];
+    let mut ops: Ops<'_> = smallvec::smallvec![Operand::Tensor(self_)];
     ops.extend(min.map(Operand::Tensor));
     ops.extend(max.map(Operand::Tensor));
     let it = Iter::build(ops, dest, Rule::Promote)?;
@@ -661,7 +688,11 @@ pub(crate) fn pow_scalar(self_: &Tensor, exponent: Scalar, dest: Dest<'_>) -> Re
         "Integers to negative integer powers are not allowed."
     );
     let rt = result_type(&[Operand::Tensor(self_), Operand::Scalar(exponent)]);
-    let it = Iter::build(vec![Operand::Tensor(self_)], dest, Rule::Exact(rt))?;
+    let it = Iter::build(
+        smallvec::smallvec![Operand::Tensor(self_)],
+        dest,
+        Rule::Exact(rt),
+    )?;
     if it.is_meta() {
         return it.finish_meta();
     }
@@ -708,7 +739,7 @@ pub(crate) fn where_self(condition: &Tensor, self_: &Tensor, other: &Tensor) -> 
         "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
         condition.dtype().c10_name()
     );
-    let ops = vec![
+    let ops = smallvec::smallvec![
         Operand::Tensor(condition),
         Operand::Tensor(self_),
         Operand::Tensor(other),

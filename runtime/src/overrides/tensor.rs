@@ -230,8 +230,8 @@ impl Tensor {
             Device::Meta,
             Geometry {
                 storage: Storage::new(Buffer::Meta(0)),
-                shape: vec![0],
-                strides: vec![1],
+                shape: smallvec::smallvec![0],
+                strides: smallvec::smallvec![1],
                 offset: 0,
             },
             Ext::new(cls.clone(), cls.keys(), Some(Arc::new(payload))),

@@ -234,15 +234,19 @@ impl Storage {
     }
 }
 
+/// Sizes or strides: inline up to five dimensions, so the geometry of most
+/// tensors allocates nothing.
+pub type Dims = smallvec::SmallVec<[usize; 5]>;
+
 /// Where a tensor's elements are in its storage.
 #[derive(Clone, Debug)]
 pub struct Geometry {
     /// The storage.
     pub storage: Storage,
     /// Sizes per dimension.
-    pub shape: Vec<usize>,
+    pub shape: Dims,
     /// Strides per dimension, in elements.
-    pub strides: Vec<usize>,
+    pub strides: Dims,
     /// Offset of element `[0, 0, …]`, in elements.
     pub offset: usize,
 }
@@ -302,6 +306,17 @@ pub fn is_expanded(shape: &[usize], strides: &[usize]) -> bool {
 #[cold]
 pub fn internal_overlap_error() -> Error {
     Error::Runtime("unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.".into())
+}
+
+/// Contiguous (row-major) strides for `shape`, inline.
+pub fn contiguous_dims(shape: &[usize]) -> Dims {
+    let mut strides: Dims = smallvec::smallvec![0; shape.len()];
+    let mut acc = 1usize;
+    for (i, &n) in shape.iter().enumerate().rev() {
+        strides[i] = acc;
+        acc = acc.saturating_mul(n.max(1));
+    }
+    strides
 }
 
 /// Contiguous (row-major) strides for `shape`.
@@ -648,8 +663,8 @@ impl Tensor {
             device,
             Geometry {
                 storage: Storage::new(buffer),
-                shape: shape.to_vec(),
-                strides: contiguous_strides(shape),
+                shape: Dims::from_slice(shape),
+                strides: contiguous_dims(shape),
                 offset: 0,
             },
         )
@@ -767,7 +782,7 @@ impl Tensor {
 
     /// Sizes.
     pub fn shape(&self) -> Vec<usize> {
-        self.geom().shape.clone()
+        self.geom().shape.to_vec()
     }
 
     /// Sizes as PyTorch's `int64`s.
@@ -777,7 +792,7 @@ impl Tensor {
 
     /// Strides in elements.
     pub fn strides(&self) -> Vec<usize> {
-        self.geom().strides.clone()
+        self.geom().strides.to_vec()
     }
 
     /// Offset of the first element in the storage.
@@ -835,8 +850,8 @@ impl Tensor {
     pub fn as_strided(&self, shape: &[usize], strides: &[usize], offset: usize) -> Result<Tensor> {
         let geometry = Geometry {
             storage: self.storage(),
-            shape: shape.to_vec(),
-            strides: strides.to_vec(),
+            shape: Dims::from_slice(shape),
+            strides: Dims::from_slice(strides),
             offset,
         };
         geometry.validate(self.dtype().itemsize())?;
@@ -856,7 +871,7 @@ impl Tensor {
     /// it is large enough (PyTorch's `resize_`); new elements are zero.
     pub fn resize_(&self, shape: &[usize]) -> Result<()> {
         let g = self.geometry();
-        if g.shape == shape {
+        if g.shape.as_slice() == shape {
             return Ok(());
         }
         let itemsize = self.dtype().itemsize();
@@ -889,8 +904,8 @@ impl Tensor {
         };
         self.set_geometry(Geometry {
             storage,
-            shape: shape.to_vec(),
-            strides: contiguous_strides(shape),
+            shape: Dims::from_slice(shape),
+            strides: contiguous_dims(shape),
             offset: g.offset,
         })
     }
@@ -1272,7 +1287,7 @@ mod tests {
             .as_strided(&[0, usize::MAX], &[1 << 62, 1 << 62], 7)
             .is_ok());
         let mut g = t.geometry();
-        g.strides = vec![1 << 62];
+        g.strides = smallvec::smallvec![1 << 62];
         assert!(t.set_geometry(g).is_err());
         assert_eq!(t.strides(), vec![1]);
         assert!(t.resize_(&[usize::MAX, 2]).is_err());
