@@ -257,25 +257,34 @@ impl Iter<'_> {
                 _ => return Ok(None),
             }
         }
-        let zero = R::from_bool(false);
-        let mut out = memory::try_filled(n, zero)?;
-        crate::parallel::for_each_part_mut(&mut out, crate::parallel::GRAIN_SIZE, |start, part| {
-            let mut at = 0;
-            while at < part.len() {
-                let len = super::iter::BLOCK.min(part.len() - at);
-                let lo = start + at;
-                let block: [Src<'_, T>; N] = std::array::from_fn(|i| match srcs[i] {
-                    Src::Slice(d) => Src::Slice(&d[lo..lo + len]),
-                    s => s,
-                });
-                kernel(block, &mut part[at..at + len]);
-                at += len;
-            }
-        });
-        drop(srcs);
-        drop(guards);
-        Ok(Some(Tensor::from_vec(out, &self.shape)?))
+        let srcs: [Src<'_, T>; N] = std::array::from_fn(|i| srcs[i]);
+        new_from_blocks(srcs, &self.shape, kernel).map(Some)
     }
+}
+
+/// A new contiguous tensor of `shape` from `kernel` over contiguous sources
+/// (each a run of the result's length, or one value), block by block, on
+/// several threads above the grain size.
+fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
+    srcs: [Src<'_, T>; N],
+    shape: &[usize],
+    kernel: &(impl Fn([Src<'_, T>; N], &mut [R]) + Sync),
+) -> Result<Tensor> {
+    let mut out = memory::try_filled(numel(shape), R::from_bool(false))?;
+    crate::parallel::for_each_part_mut(&mut out, crate::parallel::GRAIN_SIZE, |start, part| {
+        let mut at = 0;
+        while at < part.len() {
+            let len = super::iter::BLOCK.min(part.len() - at);
+            let lo = start + at;
+            let block: [Src<'_, T>; N] = std::array::from_fn(|i| match srcs[i] {
+                Src::Slice(d) => Src::Slice(&d[lo..lo + len]),
+                s => s,
+            });
+            kernel(block, &mut part[at..at + len]);
+            at += len;
+        }
+    });
+    Tensor::from_vec(out, shape)
 }
 
 /// The operands' geometries, read once.
@@ -417,6 +426,9 @@ pub(crate) fn binary(
     alpha: Scalar,
     dest: Dest<'_>,
 ) -> Result<Tensor> {
+    if let Some(r) = binary_plain(op, a, b, alpha, dest) {
+        return r;
+    }
     if op == BinOp::Sub {
         sub_check(a.dtype(), b.dtype())?;
     }
@@ -472,6 +484,66 @@ pub(crate) fn binary(
         crate::bail!("ZeroDivisionError");
     }
     Ok(r)
+}
+
+/// The commonest call on the shortest path: `add`, `sub` or `mul` of two
+/// plain contiguous CPU tensors of one shape and one non-bool dtype into a new
+/// tensor, with an `alpha` the dtype accepts. The element functions are the
+/// general path's, so are the values; `None` for any other call (including
+/// every call that is an error), which takes the general path.
+fn binary_plain(
+    op: BinOp,
+    a: Operand<'_>,
+    b: Operand<'_>,
+    alpha: Scalar,
+    dest: Dest<'_>,
+) -> Option<Result<Tensor>> {
+    let (Dest::New, Operand::Tensor(a), Operand::Tensor(b)) = (dest, a, b) else {
+        return None;
+    };
+    let dtype = a.dtype();
+    let plain =
+        |t: &Tensor| t.dtype() == dtype && t.device() == Device::Cpu && !t.is_wrapped_number();
+    let alpha_ok = match alpha {
+        Scalar::Bool(_) => false,
+        Scalar::Float(_) => dtype.is_floating_point(),
+        Scalar::Int(_) => true,
+    };
+    if !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul)
+        || dtype == DType::Bool
+        || !alpha_ok
+        || !plain(a)
+        || !plain(b)
+    {
+        return None;
+    }
+    let contiguous = |g: &Geometry| super::iter::is_contiguous(&g.shape, &g.strides);
+    let (sa, oa, shape) =
+        a.with_geometry(|g| contiguous(g).then(|| (g.storage.clone(), g.offset, g.shape.clone())))?;
+    let (sb, ob) = b.with_geometry(|g| {
+        (contiguous(g) && g.shape == shape).then(|| (g.storage.clone(), g.offset))
+    })?;
+    let n = numel(&shape);
+    let guards = super::iter::read_locks(&[&sa, &sb]);
+    let data =
+        |s: &crate::tensor::Storage| guards.iter().find(|(x, _)| x.ptr_eq(s)).map(|(_, g)| &**g);
+    let (ba, bb) = (data(&sa)?, data(&sb)?);
+    with_dtype!(dtype, T => {
+        let x = T::slice(ba)?.get(oa..oa + n)?;
+        let y = T::slice(bb)?.get(ob..ob + n)?;
+        let al: T = match scalar_to(alpha) {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        };
+        let srcs = [Src::Slice(x), Src::Slice(y)];
+        Some(match op {
+            BinOp::Add if al == T::one() => new_from_blocks(srcs, &shape, &|[a, b], o| map2(a, b, o, |p: T, q: T| p.add(q))),
+            BinOp::Add => new_from_blocks(srcs, &shape, &|[a, b], o| map2(a, b, o, |p: T, q: T| p.add(al.mul(q)))),
+            BinOp::Sub if al == T::one() => new_from_blocks(srcs, &shape, &|[a, b], o| map2(a, b, o, |p: T, q: T| p.sub(q))),
+            BinOp::Sub => new_from_blocks(srcs, &shape, &|[a, b], o| map2(a, b, o, |p: T, q: T| p.sub(al.mul(q)))),
+            _ => new_from_blocks(srcs, &shape, &|[a, b], o| map2(a, b, o, T::mul)),
+        })
+    })
 }
 
 /// Comparison operators.
