@@ -18,9 +18,10 @@
 //! The operator families live in their own modules, each device-agnostic (a
 //! meta input yields a meta output and skips the arithmetic): [`promote`] (type
 //! promotion and broadcasting), `pointwise`, `reduce`, `views`, `shape` (cat,
-//! index_select), `linalg`, `factory`, `copy` and `layout` (strides of memory
+//! index_select), `linalg` (mm, bmm and matmul over the
+//! `gemm` engine), `factory`, `copy` and `layout` (strides of memory
 //! formats). Per-dtype code is stamped with `with_dtype!` over the generic
-//! arithmetic of `num`. `backend` stamps the 99 kernels shared by `cpu` and
+//! arithmetic of `num`. `backend` stamps the 101 kernels shared by `cpu` and
 //! `meta` from one list (`backend_kernels!(CPU)` / `backend_kernels!(Meta)`),
 //! each function carrying its operator name, so registration can be added in
 //! that one place.
@@ -42,6 +43,7 @@ pub mod promote;
 mod backend;
 mod copy;
 mod factory;
+mod gemm;
 mod layout;
 mod linalg;
 mod num;

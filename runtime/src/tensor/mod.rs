@@ -205,6 +205,13 @@ impl Storage {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
+    /// A number identifying the storage while it lives (its address): the
+    /// order in which a kernel holding several storages' locks at once takes
+    /// them, so that two such kernels never wait on each other in a cycle.
+    pub fn lock_order(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// Read access to the buffer.
     pub fn read(&self) -> RwLockReadGuard<'_, Buffer> {
         // A kernel that panicked while writing leaves the data as it was written so
