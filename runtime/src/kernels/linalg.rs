@@ -227,11 +227,15 @@ fn bmm_dtype_error(
     None
 }
 
-/// The elements of a buffer of `T`.
+/// The elements of a buffer of `T` (the dtypes were checked: only a buffer
+/// without data, a wrapper tensor's, has none).
 fn data<T: IntoBuffer>(b: &Buffer) -> Result<&[T]> {
-    T::slice(b).ok_or_else(|| {
-        Error::Runtime(format!("expected scalar type {} in storage", T::DTYPE.c10_name()).into())
-    })
+    T::slice(b).ok_or_else(no_data)
+}
+
+#[cold]
+fn no_data() -> Error {
+    Error::Runtime("Cannot access data pointer of Tensor that doesn't have storage".into())
 }
 
 /// The product of `a` and `b` (their geometry snapshots, taken before `out`
@@ -288,13 +292,11 @@ fn product<T: Gemm>(
     Ok(o.clone())
 }
 
+/// The elements of a buffer of `T`, to write.
 fn out_data<T: IntoBuffer>(b: &mut Buffer) -> Result<&mut [T]> {
-    match T::slice_mut(b) {
-        Some(v) => Ok(v.as_mut_slice()),
-        None => Err(Error::Runtime(
-            format!("expected scalar type {} in storage", T::DTYPE.c10_name()).into(),
-        )),
-    }
+    T::slice_mut(b)
+        .map(|v| v.as_mut_slice())
+        .ok_or_else(no_data)
 }
 
 /// The product into a new contiguous buffer (allocated fallibly).
