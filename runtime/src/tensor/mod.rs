@@ -5,8 +5,11 @@
 //! is a new tensor sharing the [`Storage`] of its base, so a write through either
 //! is seen by both. Element data lives in a per-dtype buffer behind a `RwLock`:
 //! kernels read inputs (read locks), compute, then write outputs (write locks),
-//! never holding both at once, so aliasing inputs and outputs (`add_(t, t)`) is
-//! sound. Meta tensors have a storage with a size but no data.
+//! so aliasing inputs and outputs (`add_(t, t)`) is sound. The kernels that
+//! hold read and write locks at once (`mm` / `bmm` writing straight into `out`,
+//! `copy_` between two storages) do so only on distinct storages and take them
+//! in [`Storage::lock_order`], so no two calls wait on each other in a cycle.
+//! Meta tensors have a storage with a size but no data.
 //!
 //! Arithmetic runs on ndarray views built over the storage ([`Tensor::with_view`])
 //! or owned arrays read from it ([`Tensor::to_array`]).
