@@ -409,6 +409,50 @@ fn views_of_non_contiguous_tensors() {
     );
 }
 
+/// `copy_` between storages of one dtype (read in place, a row at a time)
+/// over layouts: transposed and stepped destinations, expanded, stepped and
+/// lower-rank sources, a 0-dim pair; the logical values are the source's
+/// broadcast to the destination, whatever the layouts.
+#[test]
+fn copies_between_layouts() {
+    let src = f32s(&(0..24).map(|x| x as f32).collect::<Vec<_>>(), &[2, 3, 4]);
+    let t = |x: &Tensor| composite::transpose_int(x, -1, -2).unwrap();
+    let sources = [
+        src.clone(),
+        t(&f32s(
+            &(0..24).map(|x| x as f32).collect::<Vec<_>>(),
+            &[2, 4, 3],
+        )),
+        composite::slice_Tensor(
+            &f32s(&(0..48).map(|x| x as f32).collect::<Vec<_>>(), &[2, 3, 8]),
+            2,
+            Some(1),
+            None,
+            2,
+        )
+        .unwrap(),
+        composite::expand(&f32s(&[1.0, 2.0, 3.0, 4.0], &[4]), &[2, 3, 4], false).unwrap(),
+        composite::expand(&f32s(&[5.0, 6.0, 7.0], &[3, 1]), &[2, 3, 4], false).unwrap(),
+        f32s(&[1.0, 2.0, 3.0, 4.0], &[4]),
+        f32s(&[9.5], &[]),
+    ];
+    for (i, s) in sources.iter().enumerate() {
+        let want = vals(&composite::expand(s, &[2, 3, 4], false).unwrap());
+        for dst in [
+            f32s(&[0.0; 24], &[2, 3, 4]),
+            t(&f32s(&[0.0; 24], &[2, 4, 3])),
+            composite::slice_Tensor(&f32s(&[0.0; 48], &[2, 3, 8]), 2, Some(0), None, 2).unwrap(),
+        ] {
+            let mut d = dst.clone();
+            composite::copy_(&mut d, s, false).unwrap();
+            assert_eq!(vals(&dst), want, "source {i}");
+        }
+    }
+    let mut z = f32s(&[0.0], &[]);
+    composite::copy_(&mut z, &f32s(&[4.0], &[]), false).unwrap();
+    assert_eq!(vals(&z), vec![4.0]);
+}
+
 #[test]
 fn writes_through_views() {
     let base = f32s(&[0.0; 6], &[2, 3]);

@@ -2,7 +2,7 @@
 //! meta tensors, and the meta result has the CPU result's shapes and dtypes.
 //! Arguments are made from the schema: a value per type, a few per parameter
 //! name where the operator needs a particular one (a permutation for `dims`, a
-//! bool `condition`, an int64 `index`).
+//! bool `condition`, an int64 `index`, batches of matrices for `bmm`).
 
 use opforge::dispatch::dispatcher;
 use opforge::schema::{ArgSchema, BaseType, Ty};
@@ -56,6 +56,14 @@ fn arg(op: &str, a: &ArgSchema, device: Device) -> Value {
         ("end", _) => Value::Int(4),
         ("step", _) => Value::Int(1),
         ("start", _) => Value::Int(0),
+        // Batches of matrices.
+        ("self" | "mat2", Ty::Base(BaseType::Tensor)) if op.starts_with("bmm") => {
+            let m = tensor(DType::Float32, device);
+            Value::Tensor(
+                opforge::ops::expand(&opforge::ops::unsqueeze(&m, 0).unwrap(), &[3, 2, 2], false)
+                    .unwrap(),
+            )
+        }
         (_, Ty::Base(BaseType::Tensor)) => t(DType::Float32),
         (_, Ty::List(elem, _)) if matches!(*elem, Ty::Base(BaseType::Tensor)) => {
             Value::TensorList(vec![

@@ -379,6 +379,18 @@ macro_rules! backend_kernels {
             linalg::mm(self_, mat2, Some(out))
         }
 
+        #[doc = concat!("`bmm` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+            linalg::bmm(self_, mat2, None)
+        }
+
+        #[doc = concat!("`bmm.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+            linalg::bmm(self_, mat2, Some(out))
+        }
+
         #[doc = concat!("`cat` (", stringify!($key), ").")]
         #[$crate::kernel($key)]
         pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {

@@ -483,7 +483,7 @@ pub(crate) fn read_locks<'a>(
     storages: &[&'a Storage],
 ) -> SmallVec<[(&'a Storage, std::sync::RwLockReadGuard<'a, Buffer>); 3]> {
     let mut order: SmallVec<[&'a Storage; 3]> = storages.iter().copied().collect();
-    order.sort_by_key(|s| s.addr());
+    order.sort_by_key(|s| s.lock_order());
     order.dedup_by(|a, b| a.ptr_eq(b));
     order.into_iter().map(|s| (s, s.read())).collect()
 }
@@ -519,7 +519,7 @@ impl<'a> Locks<'a> {
         let mut order: SmallVec<[(usize, &'a Storage); 4]> = places
             .iter()
             .filter_map(|p| p.storage.as_ref())
-            .map(|s| (s.addr(), s))
+            .map(|s| (s.lock_order(), s))
             .collect();
         order.sort_by_key(|&(a, _)| a);
         let out_storage = places[0].storage.as_ref();
@@ -553,7 +553,7 @@ impl<'a> Locks<'a> {
                 });
                 continue;
             };
-            let addr = storage.addr();
+            let addr = storage.lock_order();
             let Some(&(_, r, dtype)) = locked.iter().find(|&&(a, ..)| a == addr) else {
                 crate::bail!("internal error: an operand's storage was not locked");
             };

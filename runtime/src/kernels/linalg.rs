@@ -1,16 +1,26 @@
-//! Matrix products: the `mm` kernel, and `matmul`, a CompositeImplicitAutograd
-//! decomposition (dot / mv / mm / folded mm / batched mm, chosen as PyTorch's
-//! `_matmul_impl` chooses) written only in terms of other operators via [`ops`].
+//! Matrix products: the `mm` and `bmm` kernels (the engine is `gemm`), and
+//! `matmul`, a CompositeImplicitAutograd decomposition (dot / mv / mm / folded
+//! mm / batched mm, chosen as PyTorch's `_matmul_impl` chooses) written only in
+//! terms of other operators via [`ops`].
+//!
+//! `mm` and `bmm` read their inputs in place (any strides, expanded ones too)
+//! and write the product straight into the result's storage: a new contiguous
+//! tensor, or `out` when it shares no storage with an input and its elements
+//! are distinct. Otherwise (an `out` aliasing an input) the product goes into a
+//! new buffer first, then into `out`. Locks: one read lock per distinct input
+//! storage and the write lock of `out`'s, taken in one global order
+//! ([`Storage::lock_order`]) so that two calls never wait on each other.
 
-use super::num::Num;
+use super::gemm::{self, Dims, Gemm, Layout};
 use super::promote::broadcast_shapes;
-use super::{
-    check_out_dtype, dispatch_error, ops, read_broadcastable, resize_output, typemeta_name,
+use super::{check_out_dtype, dispatch_error, fill_elements, ops, resize_output, typemeta_name};
+use crate::error::{Error, Result};
+use crate::tensor::{
+    alloc as memory, internal_overlap_error, is_expanded, Buffer, DType, Device, Geometry,
+    IntoBuffer, Storage, Tensor,
 };
-use crate::error::Result;
-use crate::tensor::{DType, Device, Tensor};
 use crate::with_dtype;
-use ndarray::{Array2, ArrayD, Ix2};
+use ndarray::{ArrayViewD, IxDyn};
 
 fn check_same_dtype(a: &Tensor, b: &Tensor) -> Result<()> {
     crate::ensure!(
@@ -23,11 +33,12 @@ fn check_same_dtype(a: &Tensor, b: &Tensor) -> Result<()> {
 }
 
 /// `mm(self, mat2)`, into `out` if given. The product is computed from the
-/// inputs before `out` is resized or written, so an `out` that is (or overlaps)
-/// an input gets the product of the inputs as they were. (PyTorch checks no
-/// overlap here and writes as it reads: `mm(a, a, out=a)` gives zeros for
-/// float32; an error or garbage would be no better than the right answer.) An
-/// expanded `out` is refused when written, as PyTorch's final `copy_` does.
+/// inputs as they were before `out` is resized or written, so an `out` that is
+/// (or overlaps) an input gets the product of the inputs as they were.
+/// (PyTorch checks no overlap here and writes as it reads: `mm(a, a, out=a)`
+/// gives zeros for float32; an error or garbage would be no better than the
+/// right answer.) An expanded `out` is refused when written, as PyTorch's final
+/// `copy_` does.
 pub(crate) fn mm(self_: &Tensor, mat2: &Tensor, out: Option<&Tensor>) -> Result<Tensor> {
     crate::ensure!(
         self_.dim() == 2,
@@ -77,52 +88,280 @@ pub(crate) fn mm(self_: &Tensor, mat2: &Tensor, out: Option<&Tensor>) -> Result<
         }
         return Err(dispatch_error("addmm_impl_cpu_", dtype));
     }
-    with_dtype!(dtype, T => {
-        let x = to2(read_broadcastable::<T>(self_)?, &a)?;
-        let y = to2(read_broadcastable::<T>(mat2)?, &b)?;
-        let r = matmul2(&x, &y, a[1], &shape)?;
-        match out {
+    let d = Dims {
+        batch: 1,
+        m: a[0],
+        k: a[1],
+        n: b[1],
+    };
+    let (ga, gb) = (self_.geometry(), mat2.geometry());
+    let la = Layout::matrix(ga.offset, &ga.strides);
+    let lb = Layout::matrix(gb.offset, &gb.strides);
+    with_dtype!(dtype, T => product::<T>(d, (&ga, la), (&gb, lb), &shape, out))
+}
+
+/// `bmm(self, mat2)`, into `out` if given: PyTorch's structured kernel (the
+/// result has `mat2`'s dtype; `out` is resized before the product, which is
+/// computed from the inputs as they were, as for [`mm`]). Mixed dtypes and
+/// bool fail with the message of the path PyTorch's CPU kernel takes for the
+/// sizes (the small-matrix loop below 400 multiply-adds per matrix, MKL's
+/// batched GEMM for floating results over row- or column-major matrices, else
+/// one `addmm` per matrix); meta tensors get its meta function's checks.
+pub(crate) fn bmm(self_: &Tensor, mat2: &Tensor, out: Option<&Tensor>) -> Result<Tensor> {
+    crate::ensure!(self_.dim() == 3, "batch1 must be a 3D tensor");
+    crate::ensure!(mat2.dim() == 3, "batch2 must be a 3D tensor");
+    let meta = [Some(self_), Some(mat2), out]
+        .into_iter()
+        .flatten()
+        .any(|t| t.device() == Device::Meta);
+    if meta {
+        crate::ensure!(
+            self_.dtype() == mat2.dtype(),
+            "expected scalar type {} but found {}",
+            self_.dtype(),
+            mat2.dtype()
+        );
+    }
+    let (sa, sb) = (self_.shape(), mat2.shape());
+    crate::ensure!(
+        sb[0] == sa[0] && sb[1] == sa[2],
+        "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
+        sa[0],
+        sa[2],
+        sb[0],
+        sb[1]
+    );
+    let dtype = mat2.dtype();
+    let shape = [sa[0], sa[1], sb[2]];
+    // The inputs as they are before `out` (which may be one of them) is resized.
+    let (ga, gb) = (self_.geometry(), mat2.geometry());
+    match out {
+        Some(o) => {
+            check_out_dtype(o, dtype)?;
+            resize_output(o, &shape)?;
+        }
+        None => super::check_alloc(&shape, dtype, self_.device())?,
+    }
+    if meta {
+        return match out {
+            Some(o) => Ok(o.clone()),
+            None => Tensor::try_zeros(&shape, dtype, Device::Meta),
+        };
+    }
+    let d = Dims {
+        batch: sa[0],
+        m: sa[1],
+        k: sa[2],
+        n: sb[2],
+    };
+    if d.batch * d.m * d.n == 0 {
+        return match out {
+            Some(o) => Ok(o.clone()),
+            None => Tensor::try_zeros(&shape, dtype, Device::Cpu),
+        };
+    }
+    if d.k == 0 {
+        return match out {
             Some(o) => {
-                resize_output(o, &shape)?;
-                if o.numel() > 0 {
-                    o.assign(r.view())?;
-                }
+                fill_elements(o, 0i64)?;
                 Ok(o.clone())
             }
-            None => Ok(Tensor::from_array(r)),
+            None => Tensor::try_zeros(&shape, dtype, Device::Cpu),
+        };
+    }
+    let out_contiguous = out.is_none_or(|o| o.is_contiguous());
+    if let Some(e) = bmm_dtype_error((&ga, self_.dtype()), (&gb, dtype), d, out_contiguous) {
+        return Err(e);
+    }
+    let la = Layout::batch(ga.offset, &ga.strides);
+    let lb = Layout::batch(gb.offset, &gb.strides);
+    with_dtype!(dtype, T => product::<T>(d, (&ga, la), (&gb, lb), &shape, out))
+}
+
+/// The error PyTorch's CPU `bmm` gives for mixed dtypes or bool, by the path
+/// its `bmm_out_or_baddbmm_` takes for these sizes and layouts.
+fn bmm_dtype_error(
+    (a, ta): (&Geometry, DType),
+    (b, tb): (&Geometry, DType),
+    d: Dims,
+    out_contiguous: bool,
+) -> Option<Error> {
+    let msg = |s: String| Some(Error::Runtime(s.into()));
+    // A matrix of the batch is row- or column-major (rows / columns may be
+    // padded): what MKL's batched GEMM takes.
+    let plain = |g: &Geometry| {
+        let (n, s) = (&g.shape, &g.strides);
+        (s[2] == 1 && s[1] >= n[2]) || (s[1] == 1 && s[2] >= n[1])
+    };
+    if d.m.saturating_mul(d.n).saturating_mul(d.k) < 400 {
+        if ta == DType::Bool {
+            return Some(dispatch_error("bmm", ta));
         }
-    })
+        if ta != tb {
+            return msg(format!(
+                "expected scalar type {} but found {}",
+                ta.c10_name(),
+                tb.c10_name()
+            ));
+        }
+    } else if tb.is_floating_point() && plain(a) && plain(b) && out_contiguous {
+        if ta != tb {
+            return msg(format!(
+                "expected scalar type {} but found {}",
+                tb.c10_name(),
+                ta.c10_name()
+            ));
+        }
+    } else {
+        if ta != tb {
+            return msg(format!(
+                "expected m1 and m2 to have the same dtype, but got: {} != {}",
+                typemeta_name(ta),
+                typemeta_name(tb)
+            ));
+        }
+        if ta == DType::Bool {
+            return Some(dispatch_error("addmm_impl_cpu_", ta));
+        }
+    }
+    None
 }
 
-/// A matrix read with `read_broadcastable`, as a 2-D array that broadcasts to
-/// `shape` (an expanded matrix stays read once per distinct element).
-fn to2<T>(a: ArrayD<T>, shape: &[usize]) -> Result<Array2<T>> {
-    let a = a
-        .into_dimensionality::<Ix2>()
-        .map_err(|e| crate::Error::Runtime(format!("mm: {e}").into()))?;
-    crate::ensure!(
-        a.broadcast((shape[0], shape[1])).is_some(),
-        "mm: cannot broadcast {:?} to {shape:?}",
-        a.shape()
-    );
-    Ok(a)
+/// The elements of a buffer of `T` (the dtypes were checked: only a buffer
+/// without data, a wrapper tensor's, has none).
+fn data<T: IntoBuffer>(b: &Buffer) -> Result<&[T]> {
+    T::slice(b).ok_or_else(no_data)
 }
 
-/// The product of two matrices of logical shapes `[n, k]` and `[k, p]`, each
-/// possibly read with size 1 where it is expanded (then broadcast here), as a
-/// new array of `shape` = `[n, p]` (allocated fallibly).
-fn matmul2<T: Num>(
-    a: &Array2<T>,
-    b: &Array2<T>,
-    k: usize,
-    shape: &[usize; 2],
-) -> Result<ArrayD<T>> {
-    let at = |i: usize, l: usize| a[(i.min(a.nrows() - 1), l.min(a.ncols() - 1))];
-    let bt = |l: usize, j: usize| b[(l.min(b.nrows() - 1), j.min(b.ncols() - 1))];
-    let items = (0..shape[0]).flat_map(|i| {
-        (0..shape[1]).map(move |j| (0..k).fold(T::zero(), |acc, l| acc.add(at(i, l).mul(bt(l, j)))))
-    });
-    super::pointwise::collect_array(shape, items)
+#[cold]
+fn no_data() -> Error {
+    Error::Runtime("Cannot access data pointer of Tensor that doesn't have storage".into())
+}
+
+/// The product of `a` and `b` (their geometry snapshots, taken before `out`
+/// was touched, and layouts) of result `shape`: into a new contiguous tensor,
+/// or into `out` (resized to `shape` here if it is not already).
+fn product<T: Gemm>(
+    d: Dims,
+    a: (&Geometry, Layout),
+    b: (&Geometry, Layout),
+    shape: &[usize],
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let Some(o) = out else {
+        let c = product_new::<T>(d, a, b)?;
+        return Ok(Tensor::from_buffer(
+            T::into_buffer(c),
+            shape,
+            T::DTYPE,
+            Device::Cpu,
+        ));
+    };
+    let os = o.storage();
+    if os.ptr_eq(&a.0.storage) || os.ptr_eq(&b.0.storage) {
+        // `out` may overlap an input: compute first, then write.
+        let c = product_new::<T>(d, a, b)?;
+        return assign(o, shape, c);
+    }
+    resize_output(o, shape)?;
+    let go = o.geometry();
+    if o.numel() == 0 {
+        return Ok(o.clone());
+    }
+    if is_expanded(&go.shape, &go.strides) {
+        return Err(internal_overlap_error());
+    }
+    let lc = match *go.shape.as_slice() {
+        [_, _] => Layout::matrix(go.offset, &go.strides),
+        _ => Layout::batch(go.offset, &go.strides),
+    };
+    if !gemm::non_overlapping(&go.shape, &go.strides) {
+        // Elements that share memory without a stride 0: written one after
+        // the other in logical order, as `assign` does.
+        let c = product_new::<T>(d, a, b)?;
+        return assign(o, shape, c);
+    }
+    locked(a.0, b.0, &go.storage, |x, y, z| {
+        gemm::product(
+            d,
+            (data::<T>(x)?, a.1),
+            (data::<T>(y)?, b.1),
+            (out_data::<T>(z)?, lc),
+        )
+    })?;
+    Ok(o.clone())
+}
+
+/// The elements of a buffer of `T`, to write.
+fn out_data<T: IntoBuffer>(b: &mut Buffer) -> Result<&mut [T]> {
+    T::slice_mut(b)
+        .map(|v| v.as_mut_slice())
+        .ok_or_else(no_data)
+}
+
+/// The product into a new contiguous buffer (allocated fallibly).
+fn product_new<T: Gemm>(d: Dims, a: (&Geometry, Layout), b: (&Geometry, Layout)) -> Result<Vec<T>> {
+    let len = d.batch * d.m * d.n;
+    let mut c = memory::try_filled(len, T::zero())?;
+    let ra = a.0.storage.read();
+    let rb = (!b.0.storage.ptr_eq(&a.0.storage)).then(|| b.0.storage.read());
+    let x = data::<T>(&ra)?;
+    let y = match &rb {
+        Some(g) => data::<T>(g)?,
+        None => x,
+    };
+    gemm::product(
+        d,
+        (x, a.1),
+        (y, b.1),
+        (&mut c, Layout::contiguous(d.m, d.n)),
+    )?;
+    Ok(c)
+}
+
+/// Resizes `out` to `shape` and writes `c` (contiguous) into it.
+fn assign<T: IntoBuffer>(o: &Tensor, shape: &[usize], c: Vec<T>) -> Result<Tensor> {
+    resize_output(o, shape)?;
+    if o.numel() > 0 {
+        let v = ArrayViewD::from_shape(IxDyn(shape), &c[..])
+            .map_err(|e| Error::Runtime(e.to_string().into()))?;
+        o.assign(v)?;
+    }
+    Ok(o.clone())
+}
+
+/// Runs `f` on the buffers of `a` and `b` (read-locked; one lock if they are
+/// one storage) and of `out` (write-locked; a storage neither input has),
+/// taking the locks in [`Storage::lock_order`].
+fn locked<R>(
+    a: &Geometry,
+    b: &Geometry,
+    out: &Storage,
+    f: impl FnOnce(&Buffer, &Buffer, &mut Buffer) -> Result<R>,
+) -> Result<R> {
+    let (sa, sb) = (&a.storage, &b.storage);
+    let one_input = sa.ptr_eq(sb);
+    let mut order = vec![(sa.lock_order(), 0), (out.lock_order(), 2)];
+    if !one_input {
+        order.push((sb.lock_order(), 1));
+    }
+    order.sort_unstable();
+    let (mut ra, mut rb, mut wo) = (None, None, None);
+    for (_, which) in order {
+        match which {
+            0 => ra = Some(sa.read()),
+            1 => rb = Some(sb.read()),
+            _ => wo = Some(out.write()),
+        }
+    }
+    let (Some(ra), Some(mut wo)) = (ra, wo) else {
+        return Err(Error::Runtime("mm: storage locks not taken".into()));
+    };
+    let y = match &rb {
+        Some(g) => &**g,
+        None => &*ra,
+    };
+    f(&ra, y, &mut wo)
 }
 
 fn to_i64(s: &[usize]) -> Vec<i64> {
@@ -188,36 +427,6 @@ fn should_fold(t1: &Tensor, t2: &Tensor) -> Result<bool> {
     Ok((0..shape.len() - 2).all(|i| strides[i] == strides[i + 1] * shape[i + 1]))
 }
 
-/// `bmm` for `[B, n, m]` and `[B, m, p]`, as one `mm` per batch, stacked.
-fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let (sa, sb) = (a.shape(), b.shape());
-    crate::ensure!(
-        sb[0] == sa[0] && sb[1] == sa[2],
-        "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
-        sa[0],
-        sa[2],
-        sb[0],
-        sb[1]
-    );
-    check_same_dtype(a, b)?;
-    if sa[0] == 0 {
-        return ops::empty_memory_format(
-            &to_i64(&[0, sa[1], sb[2]]),
-            Some(a.dtype()),
-            Some(a.device()),
-            None,
-        );
-    }
-    let mut parts = Vec::with_capacity(sa[0]);
-    for i in 0..sa[0] as i64 {
-        parts.push(ops::mm(
-            &ops::select_int(a, 0, i)?,
-            &ops::select_int(b, 0, i)?,
-        )?);
-    }
-    ops::stack(&parts, 0)
-}
-
 /// `matmul(self, other)`, into `out` if given.
 pub(crate) fn matmul(t1: &Tensor, t2: &Tensor, out: Option<&Tensor>) -> Result<Tensor> {
     let (d1, d2) = (t1.dim(), t2.dim());
@@ -270,9 +479,17 @@ pub(crate) fn matmul(t1: &Tensor, t2: &Tensor, out: Option<&Tensor>) -> Result<T
         let batch = broadcast_shapes(&s1[..d1.saturating_sub(2)], &s2[..d2.saturating_sub(2)])?;
         let bp: usize = batch.iter().product();
         let e1: Vec<usize> = batch.iter().copied().chain([n, m1]).collect();
-        let e2: Vec<usize> = batch.iter().copied().chain([m2, p]).collect();
         let a = ops::reshape(&ops::expand(t1, &to_i64(&e1))?, &to_i64(&[bp, n, m1]))?;
-        let b = ops::reshape(&ops::expand(t2, &to_i64(&e2))?, &to_i64(&[bp, m2, p]))?;
+        // A vector on the right broadcasts as a vector, then becomes a column.
+        let vector_rhs = d2 == 1;
+        let b = if vector_rhs {
+            let e2: Vec<usize> = batch.iter().copied().chain([m2]).collect();
+            let b = ops::reshape(&ops::expand(t2, &to_i64(&e2))?, &to_i64(&[bp, m2]))?;
+            ops::unsqueeze(&b, 2)?
+        } else {
+            let e2: Vec<usize> = batch.iter().copied().chain([m2, p]).collect();
+            ops::reshape(&ops::expand(t2, &to_i64(&e2))?, &to_i64(&[bp, m2, p]))?
+        };
         let mut out_shape = batch;
         if d1 > 1 {
             out_shape.push(n);
@@ -280,7 +497,13 @@ pub(crate) fn matmul(t1: &Tensor, t2: &Tensor, out: Option<&Tensor>) -> Result<T
         if d2 > 1 {
             out_shape.push(p);
         }
-        ops::view(&bmm(&a, &b)?, &to_i64(&out_shape))?
+        let r = ops::bmm(&a, &b)?;
+        let r = if vector_rhs {
+            ops::squeeze_dim(&r, -1)?
+        } else {
+            r
+        };
+        ops::view(&r, &to_i64(&out_shape))?
     };
     match out {
         None => Ok(result),

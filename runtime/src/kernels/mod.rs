@@ -18,9 +18,10 @@
 //! The operator families live in their own modules, each device-agnostic (a
 //! meta input yields a meta output and skips the arithmetic): [`promote`] (type
 //! promotion and broadcasting), `pointwise`, `reduce`, `views`, `shape` (cat,
-//! index_select), `linalg`, `factory`, `copy` and `layout` (strides of memory
+//! index_select), `linalg` (mm, bmm and matmul over the
+//! `gemm` engine), `factory`, `copy` and `layout` (strides of memory
 //! formats). Per-dtype code is stamped with `with_dtype!` over the generic
-//! arithmetic of `num`. `backend` stamps the 99 kernels shared by `cpu` and
+//! arithmetic of `num`. `backend` stamps the 101 kernels shared by `cpu` and
 //! `meta` from one list (`backend_kernels!(CPU)` / `backend_kernels!(Meta)`),
 //! each function carrying its operator name, so registration can be added in
 //! that one place.
@@ -42,6 +43,7 @@ pub mod promote;
 mod backend;
 mod copy;
 mod factory;
+mod gemm;
 pub(crate) mod iter;
 mod layout;
 mod linalg;
@@ -54,9 +56,8 @@ mod views;
 
 use crate::error::{Error, Result};
 use crate::tensor::{
-    alloc as memory, last_offset, DType, Device, Element, IntoBuffer, Positions, Scalar, Tensor,
+    alloc as memory, last_offset, DType, Device, Element, Positions, Scalar, Tensor,
 };
-use ndarray::ArrayD;
 
 /// Formats a shape as PyTorch prints `IntArrayRef`s: `[2, 3]`.
 pub(crate) fn fmt_shape(s: &[usize]) -> String {
@@ -216,29 +217,6 @@ pub(crate) fn empty_strided(
         Some(last) => last + 1,
     };
     Tensor::try_zeros(&[len], dtype, device)?.as_strided(shape, strides, 0)
-}
-
-/// The elements of `t` as an array that broadcasts back to `t`'s shape: every
-/// dimension of stride 0 (an expanded one) is read once, as size 1, so an
-/// expanded input costs what its distinct elements do, not its element count.
-/// Allocated fallibly.
-pub(crate) fn read_broadcastable<T: IntoBuffer>(t: &Tensor) -> Result<ArrayD<T>> {
-    let g = t.geometry();
-    if !g
-        .shape
-        .iter()
-        .zip(&g.strides)
-        .any(|(&n, &s)| n > 1 && s == 0)
-    {
-        return t.to_array::<T>();
-    }
-    let shape: Vec<usize> = g
-        .shape
-        .iter()
-        .zip(&g.strides)
-        .map(|(&n, &s)| if s == 0 { n.min(1) } else { n })
-        .collect();
-    t.as_strided(&shape, &g.strides, g.offset)?.to_array::<T>()
 }
 
 /// Writes one value into every element of `t` (overlapping elements of an

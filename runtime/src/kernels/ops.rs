@@ -27,6 +27,11 @@ pub(crate) fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     op::mm(self_, mat2)
 }
 
+/// `aten::bmm`
+pub(crate) fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    op::bmm(self_, mat2)
+}
+
 /// `aten::unsqueeze`
 pub(crate) fn unsqueeze(self_: &Tensor, dim: i64) -> Result<Tensor> {
     op::unsqueeze(self_, dim)
@@ -50,16 +55,6 @@ pub(crate) fn t(self_: &Tensor) -> Result<Tensor> {
 /// `aten::expand`
 pub(crate) fn expand(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     op::expand(self_, size, false)
-}
-
-/// `aten::select.int`
-pub(crate) fn select_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-    op::select_int(self_, dim, index)
-}
-
-/// `aten::stack`
-pub(crate) fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
-    op::stack(tensors, dim)
 }
 
 /// `aten::cat`

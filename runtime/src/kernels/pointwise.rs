@@ -15,12 +15,11 @@ use super::promote::{
     broadcast_shapes, check_can_cast, check_output_shape, result_type, result_type_tensors, Operand,
 };
 use super::{dispatch_error, not_implemented, overlap, resize_output, scalar_to, typemeta_name};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::tensor::{
     alloc as memory, numel, DType, Device, Element, Geometry, IntoBuffer, Scalar, Tensor,
 };
 use crate::{float_dtype, with_dtype};
-use ndarray::{ArrayD, IxDyn};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The inputs of a pointwise operation (at most three, inline).
@@ -341,16 +340,6 @@ fn restride_like_inputs(out: &Tensor, ops: &[Operand<'_>], shape: &[usize]) -> R
         })?;
     }
     Ok(())
-}
-
-/// An array of `shape` (standard layout) from its elements in logical order,
-/// allocated fallibly.
-pub(crate) fn collect_array<R>(
-    shape: &[usize],
-    items: impl Iterator<Item = R>,
-) -> Result<ArrayD<R>> {
-    let v = memory::try_collect(numel(shape), items)?;
-    ArrayD::from_shape_vec(IxDyn(shape), v).map_err(|e| Error::Runtime(e.to_string().into()))
 }
 
 fn nan<T: Element>() -> T {

@@ -228,7 +228,7 @@ fn select_rows(self_: &Tensor, d: usize, idx: &[i64], result: &Tensor) -> Result
     let outer: usize = src.shape[..d].iter().product();
     let (n_src, n_dst) = (src.shape[d], idx.len());
     // Locks in address order (see `iter::read_locks`).
-    let (from, mut to) = if src.storage.addr() < dst.storage.addr() {
+    let (from, mut to) = if src.storage.lock_order() < dst.storage.lock_order() {
         let from = src.storage.read();
         (from, dst.storage.write())
     } else {

@@ -3,13 +3,17 @@
 //! A [`Tensor`] is an `Arc`; cloning it gives another handle to the *same* tensor
 //! (same identity, as a Python reference would). A view (`view`, `t`, `select`, …)
 //! is a new tensor sharing the [`Storage`] of its base, so a write through either
-//! is seen by both. Element data lives in a per-dtype buffer behind a `RwLock`:
-//! kernels read inputs (read locks), compute, then write outputs (write locks),
-//! never holding both at once, so aliasing inputs and outputs (`add_(t, t)`) is
-//! sound. Meta tensors have a storage with a size but no data.
+//! is seen by both. Element data lives in a per-dtype buffer behind a `RwLock`.
+//! A kernel locks every storage it touches once (the output's for writing, each
+//! other for reading; an input in the output's storage is read through the
+//! write lock), in [`Storage::lock_order`], so no two calls wait on each other
+//! in a cycle; aliasing inputs and outputs (`add_(t, t)`) is sound (see
+//! `kernels::iter` for how the element loops keep it so).
+//! Meta tensors have a storage with a size but no data.
 //!
-//! Arithmetic runs on ndarray views built over the storage ([`Tensor::with_view`])
-//! or owned arrays read from it ([`Tensor::to_array`]).
+//! The kernels read and write storages through the iteration engines of
+//! `kernels` (pointwise, reductions, GEMM); [`Tensor::with_view`] and
+//! [`Tensor::to_array`] give ndarray views and copies for everything else.
 //!
 //! Element data is allocated fallibly ([`alloc`]): a size beyond the allocation
 //! limit, or one the system allocator refuses, is an [`Error`] worded like
@@ -205,6 +209,13 @@ impl Storage {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
+    /// A number identifying the storage while it lives (its address): the
+    /// order in which a kernel holding several storages' locks at once takes
+    /// them, so that two such kernels never wait on each other in a cycle.
+    pub fn lock_order(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// Read access to the buffer.
     pub fn read(&self) -> RwLockReadGuard<'_, Buffer> {
         // A kernel that panicked while writing leaves the data as it was written so
@@ -220,12 +231,6 @@ impl Storage {
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.read().len()
-    }
-
-    /// The storage's address: equal for handles of one storage (an order for
-    /// locking several storages without deadlock).
-    pub(crate) fn addr(&self) -> usize {
-        Arc::as_ptr(&self.0) as usize
     }
 
     /// True if the storage has no elements.
