@@ -482,6 +482,20 @@ fn extents_disjoint(shape: &[usize], a: &Place, b: &Place) -> bool {
 pub(crate) fn read_locks<'a>(
     storages: &[&'a Storage],
 ) -> SmallVec<[(&'a Storage, std::sync::RwLockReadGuard<'a, Buffer>); 3]> {
+    match storages {
+        [a] => return smallvec::smallvec![(*a, a.read())],
+        [a, b] if a.ptr_eq(b) => return smallvec::smallvec![(*a, a.read())],
+        [a, b] => {
+            let (x, y) = if a.lock_order() < b.lock_order() {
+                (*a, *b)
+            } else {
+                (*b, *a)
+            };
+            let gx = x.read();
+            return smallvec::smallvec![(x, gx), (y, y.read())];
+        }
+        _ => {}
+    }
     let mut order: SmallVec<[&'a Storage; 3]> = storages.iter().copied().collect();
     order.sort_by_key(|s| s.lock_order());
     order.dedup_by(|a, b| a.ptr_eq(b));
