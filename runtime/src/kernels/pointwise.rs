@@ -269,7 +269,7 @@ fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
     shape: &[usize],
     kernel: &(impl Fn([Src<'_, T>; N], &mut [R]) + Sync),
 ) -> Result<Tensor> {
-    let mut out = memory::try_filled(numel(shape), R::from_bool(false))?;
+    let mut out = memory::try_zeroed::<R>(numel(shape))?;
     crate::parallel::for_each_part_mut(&mut out, crate::parallel::GRAIN_SIZE, |start, part| {
         let mut at = 0;
         while at < part.len() {

@@ -177,6 +177,46 @@ pub fn try_filled<T: Clone>(len: usize, value: T) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// Element types whose all-zero bit pattern is a valid value, their zero
+/// (`false`, `0`, `+0.0`). Sealed: implemented for the tensor element types.
+pub trait Zeroable: Copy + sealed::Sealed {}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+macro_rules! zeroable {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Zeroable for $t {}
+    )*};
+}
+zeroable!(bool, i32, i64, f32, f64);
+
+/// `len` zeros, allocated zeroed by the allocator (a large block comes from the
+/// operating system already zero, so nothing walks over it before the kernel
+/// writes it), within the limit; a refusal is an error.
+pub fn try_zeroed<T: Zeroable>(len: usize) -> Result<Vec<T>> {
+    let bytes = len
+        .checked_mul(std::mem::size_of::<T>())
+        .ok_or_else(|| alloc_error(usize::MAX))?;
+    check_bytes(bytes)?;
+    if bytes == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| alloc_error(bytes))?;
+    // SAFETY: `layout` has a non-zero size (checked above).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        return Err(alloc_error(bytes));
+    }
+    // SAFETY: `ptr` comes from the global allocator with the layout of
+    // `[T; len]`, so a `Vec` of capacity `len` may own it; its `len` elements
+    // are initialised, all bytes zero, which is a valid `T` (`Zeroable`'s
+    // contract, sealed to bool, integers and floats).
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}
+
 /// The items of an iterator that yields exactly `len` of them, allocated as
 /// [`try_with_capacity`] does (never reallocating).
 #[inline]
@@ -214,6 +254,17 @@ mod tests {
         assert!(try_with_capacity::<f64>(usize::MAX / 4).is_err());
         assert_eq!(try_filled(3, 7u8).unwrap(), vec![7, 7, 7]);
         assert_eq!(try_collect(2, [1, 2, 3]).unwrap(), vec![1, 2]);
+    }
+
+    #[test]
+    fn zeroed_vectors_hold_zeros_and_respect_the_limit() {
+        assert_eq!(try_zeroed::<f32>(3).unwrap(), vec![0.0; 3]);
+        assert_eq!(try_zeroed::<bool>(2).unwrap(), vec![false; 2]);
+        assert_eq!(try_zeroed::<i64>(0).unwrap(), Vec::<i64>::new());
+        let big = try_zeroed::<f64>(1 << 20).unwrap();
+        assert!(big.iter().all(|&x| x.to_bits() == 0) && big.capacity() == 1 << 20);
+        assert!(try_zeroed::<u8>(1 << 52).is_err());
+        assert!(try_zeroed::<f64>(usize::MAX / 4).is_err());
     }
 
     #[test]

@@ -127,11 +127,11 @@ impl Buffer {
             return Ok(Buffer::Meta(len));
         }
         Ok(match dtype {
-            DType::Bool => Buffer::Bool(alloc::try_filled(len, false)?),
-            DType::Int32 => Buffer::I32(alloc::try_filled(len, 0)?),
-            DType::Int64 => Buffer::I64(alloc::try_filled(len, 0)?),
-            DType::Float32 => Buffer::F32(alloc::try_filled(len, 0.0)?),
-            DType::Float64 => Buffer::F64(alloc::try_filled(len, 0.0)?),
+            DType::Bool => Buffer::Bool(alloc::try_zeroed(len)?),
+            DType::Int32 => Buffer::I32(alloc::try_zeroed(len)?),
+            DType::Int64 => Buffer::I64(alloc::try_zeroed(len)?),
+            DType::Float32 => Buffer::F32(alloc::try_zeroed(len)?),
+            DType::Float64 => Buffer::F64(alloc::try_zeroed(len)?),
         })
     }
 
@@ -157,7 +157,7 @@ impl Buffer {
 }
 
 /// Wraps a typed `Vec` into a buffer.
-pub trait IntoBuffer: Element {
+pub trait IntoBuffer: Element + alloc::Zeroable {
     /// The buffer holding `v`.
     fn into_buffer(v: Vec<Self>) -> Buffer;
     /// The typed data of a buffer of this element type.
