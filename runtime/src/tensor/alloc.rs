@@ -263,7 +263,7 @@ mod tests {
         assert_eq!(try_zeroed::<i64>(0).unwrap(), Vec::<i64>::new());
         let big = try_zeroed::<f64>(1 << 20).unwrap();
         assert!(big.iter().all(|&x| x.to_bits() == 0) && big.capacity() == 1 << 20);
-        assert!(try_zeroed::<u8>(1 << 52).is_err());
+        assert!(try_zeroed::<bool>(1 << 52).is_err());
         assert!(try_zeroed::<f64>(usize::MAX / 4).is_err());
     }
 
