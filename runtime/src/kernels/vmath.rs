@@ -900,11 +900,107 @@ mod k64 {
     }
 }
 
-/// `|x|^y` for `f64`: placeholder until the table-based version.
+mod pow_tables;
+
+/// `|x|^y` for `f64` as `e^{y ln|x|}`: `ln|x|` as a double and a tail, their
+/// product with `y` as two doubles, and `e^{hi + lo}` (the scheme of ARM's
+/// optimized-routines `pow`, without fused multiply-adds; error about 0.52
+/// ulp there).
 mod pow_tab {
+    use super::pow_tables::*;
+    use super::{horner, round_int, scale2, MAGIC_BITS};
+
+    /// The subintervals of the log table start at `asdouble(OFF)` (≈ 0.7055).
+    const OFF: u64 = 0x3fe6_9555_0000_0000;
+    /// Keeps the sign, the exponent and the top 25 bits of the significand.
+    const SPLIT: u64 = !0u64 << 27;
+    const TWO52: f64 = 4503599627370496.0;
+
+    /// `ln a = hi + lo` for positive finite `a` (garbage otherwise, no UB).
+    #[inline(always)]
+    fn ln_hilo(a: f64) -> (f64, f64) {
+        let sub = a < f64::MIN_POSITIVE;
+        let ix = if sub {
+            (a * TWO52).to_bits().wrapping_sub(52 << 52)
+        } else {
+            a.to_bits()
+        };
+        // a = 2^k z, z in [asdouble(OFF), 2 asdouble(OFF)), i its subinterval.
+        let tmp = ix.wrapping_sub(OFF);
+        let i = ((tmp >> 45) & 127) as usize;
+        let kb = (tmp >> 52).wrapping_add(2048) & 0xfff; // k + 2048
+        let kd = f64::from_bits(0x4330_0000_0000_0000 | kb) - (TWO52 + 2048.0);
+        let iz = ix.wrapping_sub(tmp & (0xfff << 52));
+        let z = f64::from_bits(iz);
+        let (invc, logc, logctail) = LOG_T[i];
+        // r = z/c - 1 (exactly representable) as rhi + rlo: rhi, rlo and
+        // rhi² are exact.
+        let zhi = f64::from_bits(iz.wrapping_add(1 << 31) & (!0u64 << 32));
+        let zlo = z - zhi;
+        let rhi = zhi * invc - 1.0;
+        let rlo = zlo * invc;
+        let r = rhi + rlo;
+        // k ln2 + ln c + r - r²/2 + r³ Q(r), the leading terms with their
+        // rounding errors.
+        let t1 = kd * LN2_HI + logc; // exact
+        let t2 = t1 + r;
+        let lo1 = kd * LN2_LO + logctail;
+        let lo2 = t1 - t2 + r;
+        let ar = -0.5 * r;
+        let arhi = -0.5 * rhi;
+        let arhi2 = rhi * arhi;
+        let hi = t2 + arhi2;
+        let lo3 = rlo * (ar + arhi);
+        let lo4 = t2 - hi + arhi2;
+        let p = r * r * r * horner(r, &LOG_Q);
+        let lo = lo1 + lo2 + lo3 + lo4 + p;
+        let y = hi + lo;
+        (y, hi - y + lo)
+    }
+
+    /// `e^(x + xtail)`, `|xtail|` small against `|x|`; beyond `|x| > 1000`
+    /// the result is that of `±1000` (0 or inf).
+    #[inline(always)]
+    fn exp_hilo(x: f64, xtail: f64) -> f64 {
+        const INV_LN2N: f64 = 184.664_965_233_787_32; // 128 / ln2
+        let xtail = if x.abs() <= 1000.0 { xtail } else { 0.0 };
+        let x = if x > 1000.0 { 1000.0 } else { x };
+        let x = if x < -1000.0 { -1000.0 } else { x };
+        // x = (128 k + i) ln2/128 + r, |r| <= ln2/256.
+        let (kd, kb) = round_int(x * INV_LN2N);
+        let r = x - kd * LN2N_HI - kd * LN2N_LO;
+        let r = r + xtail;
+        let nb = kb.wrapping_sub(MAGIC_BITS).wrapping_add(1 << 20) & ((1 << 21) - 1);
+        let (sbits, tail) = EXP_T[(nb & 127) as usize];
+        let kp = (nb >> 7).wrapping_sub((1 << 13) - 2048); // k + 2048
+        let r2 = r * r;
+        let tmp = tail + r + r2 * (EXP_P[0] + r * EXP_P[1]) + r2 * r2 * (EXP_P[2] + r * EXP_P[3]);
+        let scale = f64::from_bits(sbits);
+        scale2(scale + scale * tmp, kp)
+    }
+
+    /// `a^y` for `a = |x| >= 0` (NaN for NaN `a`; the special cases are
+    /// `pow_fixup`'s).
     #[inline(always)]
     pub(super) fn pow_abs(a: f64, y: f64) -> f64 {
-        a.powf(y)
+        let (hi, lo) = ln_hilo(a);
+        let edge = a == 0.0 || a == f64::INFINITY;
+        let hi = if a == 0.0 { f64::NEG_INFINITY } else { hi };
+        let hi = if a == f64::INFINITY { a } else { hi };
+        let lo = if edge { 0.0 } else { lo };
+        // y (hi + lo) = ehi + elo, ehi = yhi lhi exact.
+        let yhi = f64::from_bits(y.to_bits() & SPLIT);
+        let ylo = y - yhi;
+        let lhi = f64::from_bits(hi.to_bits() & SPLIT);
+        let llo = hi - lhi + lo;
+        let ehi = yhi * lhi;
+        let elo = ylo * lhi + y * llo;
+        let r = exp_hilo(ehi, elo);
+        if a.is_nan() {
+            a
+        } else {
+            r
+        }
     }
 }
 

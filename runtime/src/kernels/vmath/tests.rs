@@ -764,3 +764,85 @@ fn exhaustive_f32() {
         assert!(ulps <= 1, "{name}: {ulps} ulps at {at:e}");
     }
 }
+
+/// Timings (best of several runs, ns per element) for 10^6 elements, as
+/// `torch.exp` is timed, and for a 2048-element block reused (cache-resident),
+/// per level. Run in release:
+/// `cargo test --release -p opforge --lib vmath::tests::bench -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench() {
+    use std::time::Instant;
+    fn time(n: usize, reps: usize, mut f: impl FnMut()) -> f64 {
+        f();
+        let mut best = f64::MAX;
+        for _ in 0..reps {
+            let t = Instant::now();
+            f();
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        best * 1e9 / n as f64
+    }
+    let mut r = Rng(1);
+    let n = 1_000_000;
+    let x32: Vec<f32> = (0..n).map(|_| r.range(-5.0, 5.0) as f32).collect();
+    let p32: Vec<f32> = (0..n).map(|_| r.range(0.01, 5.0) as f32).collect();
+    let y32: Vec<f32> = (0..n).map(|_| r.range(-3.0, 3.0) as f32).collect();
+    let x64: Vec<f64> = x32.iter().map(|&v| v as f64).collect();
+    let p64: Vec<f64> = p32.iter().map(|&v| v as f64).collect();
+    let y64: Vec<f64> = y32.iter().map(|&v| v as f64).collect();
+    let mut o32 = vec![0.0f32; n];
+    let mut o64 = vec![0.0f64; n];
+    type R32 = fn(Level, &[f32], &mut [f32]);
+    type R64 = fn(Level, &[f64], &mut [f64]);
+    let u32s: [(&str, R32, bool); 7] = [
+        ("exp", k32::exp::run, false),
+        ("ln", k32::ln::run, true),
+        ("sin", k32::sin::run, false),
+        ("cos", k32::cos::run, false),
+        ("tanh", k32::tanh::run, false),
+        ("sigmoid", k32::sigmoid::run, false),
+        ("sqrt", k32::sqrt::run, true),
+    ];
+    let u64s: [(&str, R64, bool); 7] = [
+        ("exp", k64::exp::run, false),
+        ("ln", k64::ln::run, true),
+        ("sin", k64::sin::run, false),
+        ("cos", k64::cos::run, false),
+        ("tanh", k64::tanh::run, false),
+        ("sigmoid", k64::sigmoid::run, false),
+        ("sqrt", k64::sqrt::run, true),
+    ];
+    const B: usize = 2048;
+    for level in available_levels() {
+        println!("{level:?}: ns/element, 10^6 elements | 2048-element block");
+        for (name, f, pos) in u32s {
+            let x = if pos { &p32 } else { &x32 };
+            let big = time(n, 20, || f(level, x, &mut o32));
+            let small = time(B * 200, 20, || {
+                for _ in 0..200 {
+                    f(level, &x[..B], &mut o32[..B])
+                }
+            });
+            println!("  f32 {name:10} {big:6.3} | {small:6.3}");
+        }
+        let big = time(n, 20, || k32::pow::run(level, &p32, &y32, &mut o32));
+        println!("  f32 pow        {big:6.3}");
+        let big = time(n, 20, || k32::pow_scalar::run(level, &p32, 2.5, &mut o32));
+        println!("  f32 pow_scalar {big:6.3}");
+        for (name, f, pos) in u64s {
+            let x = if pos { &p64 } else { &x64 };
+            let big = time(n, 20, || f(level, x, &mut o64));
+            let small = time(B * 200, 20, || {
+                for _ in 0..200 {
+                    f(level, &x[..B], &mut o64[..B])
+                }
+            });
+            println!("  f64 {name:10} {big:6.3} | {small:6.3}");
+        }
+        let big = time(n, 10, || k64::pow::run(level, &p64, &y64, &mut o64));
+        println!("  f64 pow        {big:6.3}");
+        let big = time(n, 10, || k64::pow_scalar::run(level, &p64, 2.5, &mut o64));
+        println!("  f64 pow_scalar {big:6.3}");
+    }
+}
