@@ -418,44 +418,6 @@ mod f32_impl {
     /// `|x|` from which `sin`/`cos` use the std functions: 2^20.
     pub(super) const TRIG_LIMIT_BITS: u32 = 0x4980_0000;
 
-    /// `e^v = 2^n (1 + s)`: `(n + 2048, s)`, for `|v| < 1000`.
-    #[inline(always)]
-    pub(super) fn exp_parts(v: f64) -> (u64, f64) {
-        let (kf, kb) = round_int(v * LOG2_E);
-        let r = v - kf * LN_2;
-        (biased(kb), r + r * r * horner(r, &EXP_P))
-    }
-
-    /// `e^v` for `|v| <= 1000` (NaN passes through).
-    #[inline(always)]
-    fn exp64(v: f64) -> f64 {
-        let (kp, s) = exp_parts(v);
-        (1.0 + s) * pow2(kp)
-    }
-
-    #[inline(always)]
-    pub(super) fn exp(x: f32) -> f32 {
-        let v = x as f64;
-        let v = if v > 89.0 { 89.0 } else { v };
-        let v = if v < -104.0 { -104.0 } else { v };
-        exp64(v) as f32
-    }
-
-    /// `ln x` for `x` positive and finite (any `f32` is normal in `f64`).
-    #[inline(always)]
-    fn ln64(x: f64) -> f64 {
-        let (e, f) = log_reduce(x);
-        let s = f / (2.0 + f);
-        let z = s * s;
-        e * LN_2 + (2.0 * s + s * z * horner(z, &LOG_R))
-    }
-
-    #[inline(always)]
-    pub(super) fn ln(x: f32) -> f32 {
-        let v = x as f64;
-        log_fixup(v, ln64(v)) as f32
-    }
-
     /// `(sin x, cos x)` for `|x| < 2^20`; others give garbage (no UB).
     #[inline(always)]
     fn sincos(x: f32, cos: bool) -> f32 {
@@ -502,26 +464,6 @@ mod f32_impl {
     }
 
     #[inline(always)]
-    pub(super) fn tanh(x: f32) -> f32 {
-        let v = x as f64;
-        let a = v.abs();
-        let a = if a > 20.0 { 20.0 } else { a };
-        // t = e^{2a} - 1 = (2^n - 1) + 2^n s: exact relative error near 0.
-        let (kp, s) = exp_parts(2.0 * a);
-        let p = pow2(kp);
-        let t = (p - 1.0) + p * s;
-        (t / (t + 2.0)).copysign(v) as f32
-    }
-
-    #[inline(always)]
-    pub(super) fn sigmoid(x: f32) -> f32 {
-        let v = x as f64;
-        let v = if v > 120.0 { 120.0 } else { v };
-        let v = if v < -120.0 { -120.0 } else { v };
-        (1.0 / (1.0 + exp64(-v))) as f32
-    }
-
-    #[inline(always)]
     pub(super) fn pow(x: f32, y: f32) -> f32 {
         let (x, y) = (x as f64, y as f64);
         let a = x.abs();
@@ -542,32 +484,209 @@ mod f32_impl {
     }
 }
 
+// ---------------------------------------------------------------------------
+// f32 exp, ln, tanh, sigmoid: in f32 (16 lanes per AVX-512 vector)
+// ---------------------------------------------------------------------------
+
+/// `exp`, `ln`, `tanh` and `sigmoid` for `f32`, evaluated in `f32` with the
+/// last steps' rounding errors carried where they would cost more than a
+/// quarter ulp (checked on every input by `exhaustive_f32`).
+mod f32_native {
+    /// `1.5 * 2^23`: `v + MAGIC` rounds `v` (`|v| < 2^22`) to an integer held
+    /// in the low bits of the sum.
+    const MAGIC: f32 = 12582912.0;
+    const MAGIC_BITS: u32 = 0x4b40_0000;
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    /// ln2 = L1 + L2, L1 with 15 bits (`n * L1` exact for `|n| < 512`).
+    const L1: f32 = 0.693_145_75;
+    const L2: f32 = 1.428_606_8e-6;
+    /// `(e^r - 1 - r) / r²` on `|r| <= ln2/2`, error 2^-29.4.
+    const EXP_P: [f32; 6] = [
+        0.5,
+        0.166_666_67,
+        0.041_666_465,
+        0.008_333_311,
+        0.001_393_364_1,
+        0.000_198_909_8,
+    ];
+    /// `(tanh √z - √z) / z^1.5` on `z <= 0.55²`, relative error 2^-29.7.
+    const TANH_P: [f32; 6] = [
+        -0.333_333_33,
+        0.133_333_24,
+        -0.053_964_7,
+        0.021_818_45,
+        -0.008_526_333,
+        0.002_526_390_7,
+    ];
+
+    #[inline(always)]
+    fn horner<const N: usize>(x: f32, c: &[f32; N]) -> f32 {
+        let mut acc = c[N - 1];
+        let mut i = N - 1;
+        while i > 0 {
+            i -= 1;
+            acc = acc * x + c[i];
+        }
+        acc
+    }
+
+    /// `a + b = (s, e)` exactly (Knuth's two-sum).
+    #[inline(always)]
+    fn two_sum(a: f32, b: f32) -> (f32, f32) {
+        let s = a + b;
+        let bb = s - a;
+        (s, (a - (s - bb)) + (b - bb))
+    }
+
+    /// `y * 2^n` for `kp = n + 256`, `-252 <= n <= 254`, in two exact steps
+    /// so that a subnormal result is rounded once.
+    #[inline(always)]
+    fn scale2(y: f32, kp: u32) -> f32 {
+        let k1 = kp >> 1; // floor(n / 2) + 128
+        let s1 = f32::from_bits(k1.wrapping_sub(1) << 23);
+        let s2 = f32::from_bits(kp.wrapping_sub(k1).wrapping_sub(1) << 23);
+        y * s1 * s2
+    }
+
+    /// `e^x = 2^n (1 + s + s_lo)`, `(n + 256, s, s_lo)`, for `|x| <= 110`.
+    /// `s` is within 2^-26 of `e^r - 1`.
+    #[inline(always)]
+    fn exp_parts(x: f32) -> (u32, f32, f32) {
+        let t = x * LOG2E + MAGIC;
+        let kf = t - MAGIC;
+        let kp = t.to_bits().wrapping_sub(MAGIC_BITS).wrapping_add(256) & 0x1ff;
+        let r_hi = x - kf * L1; // exact
+        let r_lo = kf * L2;
+        let r = r_hi - r_lo;
+        let c = r * r * horner(r, &EXP_P) - r_lo;
+        let (s, s_lo) = two_sum(r_hi, c);
+        (kp, s, s_lo)
+    }
+
+    #[inline(always)]
+    pub(super) fn exp(x: f32) -> f32 {
+        let x = if x > 89.0 { 89.0 } else { x };
+        let x = if x < -104.0 { -104.0 } else { x };
+        let (kp, s, _) = exp_parts(x);
+        scale2(1.0 + s, kp)
+    }
+
+    /// `1 + s + s_lo = (p_hi, p_lo)`, `|s| < 1`.
+    #[inline(always)]
+    fn one_plus(s: f32, s_lo: f32) -> (f32, f32) {
+        let p_hi = 1.0 + s;
+        (p_hi, (s - (p_hi - 1.0)) + s_lo)
+    }
+
+    #[inline(always)]
+    pub(super) fn sigmoid(x: f32) -> f32 {
+        // 1/(1 + E), E = e^-x = 2^n p: = 2^-n / (2^-n + p), the denominator
+        // as d_hi + d_lo.
+        let u = -x;
+        let u = if u < -30.0 { -30.0 } else { u };
+        let u = if u > 104.0 { 104.0 } else { u };
+        let (kp, s, s_lo) = exp_parts(u);
+        let (p_hi, p_lo) = one_plus(s, s_lo);
+        // 2^-n, or 0 below the normal range (then negligible against p).
+        let a = if kp <= 256 + 126 {
+            f32::from_bits(383u32.wrapping_sub(kp) << 23)
+        } else {
+            0.0
+        };
+        let (d_hi, d_lo) = two_sum(a, p_hi);
+        let d_lo = d_lo + p_lo;
+        let q0 = 1.0 / d_hi;
+        let q = q0 - q0 * q0 * d_lo;
+        scale2(q, 512u32.wrapping_sub(kp))
+    }
+
+    #[inline(always)]
+    pub(super) fn tanh(x: f32) -> f32 {
+        let a = x.abs();
+        // Below 0.55: odd polynomial.
+        let z = a * a;
+        let small = a + a * z * horner(z, &TANH_P);
+        // Above: 1 - 2/(1 + E), E = e^{2a} = 2^n (p_hi + p_lo), 1 + E as
+        // d_hi + d_lo.
+        let b = if a > 10.0 { 10.0 } else { a };
+        let (kp, s, s_lo) = exp_parts(2.0 * b);
+        let (p_hi, p_lo) = one_plus(s, s_lo);
+        let sc = f32::from_bits(kp.wrapping_sub(256 - 127) << 23);
+        let e_hi = p_hi * sc;
+        let d_hi = 1.0 + e_hi;
+        let d_lo = (1.0 - (d_hi - e_hi)) + p_lo * sc;
+        let q0 = 2.0 / d_hi;
+        let q = q0 - 0.5 * q0 * q0 * d_lo;
+        let large = 1.0 - q;
+        let res = if a < 0.55 { small } else { large };
+        res.copysign(x)
+    }
+
+    // musl's logf (from FreeBSD): ln2 = LN2_HI + LN2_LO and
+    // `|(ln(1+s) - ln(1-s))/s - Lg(s)| < 2^-34.24`.
+    const LN2_HI: f32 = 6.931_381_2e-1;
+    const LN2_LO: f32 = 9.058_000_6e-6;
+    const LG1: f32 = 11184810.0 / 16777216.0;
+    const LG2: f32 = 13422099.0 / 33554432.0;
+    const LG3: f32 = 9562606.0 / 33554432.0;
+    const LG4: f32 = 16293414.0 / 67108864.0;
+
+    #[inline(always)]
+    pub(super) fn ln(x: f32) -> f32 {
+        let sub = x < f32::MIN_POSITIVE;
+        let v = if sub { x * 33554432.0 } else { x };
+        // x = 2^k m, m in [√½, √2).
+        let ix = v.to_bits().wrapping_add(0x3f80_0000 - 0x3f35_04f3);
+        let kb = ((ix >> 23) & 0xff) as i32 - 127;
+        let k = if sub { kb - 25 } else { kb };
+        let m = f32::from_bits((ix & 0x007f_ffff) + 0x3f35_04f3);
+        let f = m - 1.0;
+        let s = f / (2.0 + f);
+        let z = s * s;
+        let w = z * z;
+        let t1 = w * (LG2 + w * LG4);
+        let t2 = z * (LG1 + w * LG3);
+        let r = t2 + t1;
+        let hfsq = 0.5 * f * f;
+        let dk = k as f32;
+        let res = s * (hfsq + r) + dk * LN2_LO - hfsq + f + dk * LN2_HI;
+        let res = if x < f32::INFINITY { res } else { x }; // inf, NaN
+        let res = if x == 0.0 { f32::NEG_INFINITY } else { res };
+        if x < 0.0 {
+            f32::NAN
+        } else {
+            res
+        }
+    }
+}
+
 mod k32 {
     use super::f32_impl as m;
+    use super::f32_native as n;
     use super::{detected_level, Level};
 
     #[inline(always)]
     fn exp_b(x: &[f32], out: &mut [f32]) {
         for (o, &v) in out.iter_mut().zip(x) {
-            *o = m::exp(v);
+            *o = n::exp(v);
         }
     }
     #[inline(always)]
     fn ln_b(x: &[f32], out: &mut [f32]) {
         for (o, &v) in out.iter_mut().zip(x) {
-            *o = m::ln(v);
+            *o = n::ln(v);
         }
     }
     #[inline(always)]
     fn tanh_b(x: &[f32], out: &mut [f32]) {
         for (o, &v) in out.iter_mut().zip(x) {
-            *o = m::tanh(v);
+            *o = n::tanh(v);
         }
     }
     #[inline(always)]
     fn sigmoid_b(x: &[f32], out: &mut [f32]) {
         for (o, &v) in out.iter_mut().zip(x) {
-            *o = m::sigmoid(v);
+            *o = n::sigmoid(v);
         }
     }
     #[inline(always)]
