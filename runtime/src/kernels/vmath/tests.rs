@@ -855,3 +855,53 @@ fn bench() {
         println!("  f64 pow_scalar {big:6.3}");
     }
 }
+
+/// `f32` pow for every 16th `x` bit pattern (2^28 of them) and a set of
+/// exponents, against the `f64` std `powf` rounded. Run in release with the
+/// other ignored tests.
+#[test]
+#[ignore]
+fn wide_pow_f32() {
+    use rayon::prelude::*;
+    let ys: &[f32] = &[
+        2.5,
+        -1.5,
+        0.5,
+        3.0,
+        -2.0,
+        1e3,
+        -77.7,
+        0.01,
+        1.0 / 3.0,
+        1e-7,
+        9e6,
+    ];
+    for &y in ys {
+        let (ulps, differ, at) = (0..1u64 << 12)
+            .into_par_iter()
+            .map(|hi| {
+                let xs: Vec<f32> = (0..1u32 << 16)
+                    .map(|lo| f32::from_bits((hi as u32) << 20 | lo << 4 | (hi as u32 & 15)))
+                    .collect();
+                let mut out = vec![0.0; xs.len()];
+                <f32 as VecMath>::pow_scalar(&xs, y, &mut out);
+                let mut worst = (0u64, 0u64, 0f32);
+                for (&x, &got) in xs.iter().zip(&out) {
+                    let want = (x as f64).powf(y as f64) as f32;
+                    let d = distance(got, want);
+                    worst.1 += (d != 0) as u64;
+                    if d > worst.0 {
+                        worst.0 = d;
+                        worst.2 = x;
+                    }
+                }
+                worst
+            })
+            .reduce(
+                || (0, 0, 0.0),
+                |a, b| (a.0.max(b.0), a.1 + b.1, if a.0 >= b.0 { a.2 } else { b.2 }),
+            );
+        println!("pow(x, {y:e}) f32: max {ulps} ulp (at {at:e}), {differ} of 2^28 differ");
+        assert!(ulps <= 1, "pow(x, {y}): {ulps} ulps at {at:e}");
+    }
+}
