@@ -47,7 +47,7 @@
 //!   denominator as two floats, so large negative `x` neither overflows nor
 //!   loses accuracy.
 //! - `sqrt`: the IEEE square root instruction (correctly rounded).
-//! - `pow`: `f32`: `2^{y log2|x|}` in `f64`, `log2` from a 32-entry table. `f64`: `ln|x|` as a double plus a
+//! - `pow`: `f32`: `2^{y log2|x|}` in `f64`. `f64`: `ln|x|` as a double plus a
 //!   tail (a 128-entry table of `1/c` and `ln c`), `y ln|x|` as two doubles,
 //!   and `e^{hi + lo}` with a 128-entry table of `2^{i/128}`: the scheme of
 //!   ARM's optimized-routines `pow` without fused multiply-adds, tables made
@@ -379,9 +379,8 @@ fn log_fixup(x: f64, r: f64) -> f64 {
 // ---------------------------------------------------------------------------
 
 mod f32_impl {
-    use super::pow_tables::{LOG2_P32, LOG2_T32};
     use super::*;
-    use std::f64::consts::{FRAC_2_PI, LN_2};
+    use std::f64::consts::{FRAC_2_PI, LN_2, LOG2_E};
 
     /// `(e^r - 1 - r) / r²` on `|r| <= ln2/2`, error 2^-29.4 (2^-32 in `e^r`).
     const EXP_P: [f64; 6] = [
@@ -392,8 +391,14 @@ mod f32_impl {
         0.0013933641031986701,
         0.00019890980869750327,
     ];
-    /// The subintervals of `LOG2_T32` start at `asdouble(LOG2_OFF32)` (≈ 0.699).
-    const LOG2_OFF32: u64 = 0x3fe6_6000_0000_0000;
+    /// `(2 atanh(√z)/√z - 2) / z` on `z <= (3 - 2√2)²`, error 2^-37.
+    const LOG_R: [f64; 5] = [
+        0.6666666666737509,
+        0.3999999879733759,
+        0.2857175453591449,
+        0.22191400830308503,
+        0.19362653714202008,
+    ];
     /// `(sin √z - √z) / z^1.5` on `z <= (π/4)²`, error 2^-35.
     const SIN_S: [f64; 4] = [
         -0.1666666666385529,
@@ -464,15 +469,11 @@ mod f32_impl {
     pub(super) fn pow(x: f32, y: f32) -> f32 {
         let (x, y) = (x as f64, y as f64);
         let a = x.abs();
-        // log2|x| = k + log2 c + log2(z/c), |z/c - 1| <= 0.0235 (a 32-entry
-        // table of 1/c and log2 c), with ±inf for 0 and inf.
-        let tmp = a.to_bits().wrapping_sub(LOG2_OFF32);
-        let (invc, log2c) = LOG2_T32[((tmp >> 47) & 31) as usize];
-        let kb = (tmp >> 52).wrapping_add(2048) & 0xfff; // k + 2048
-        let k = f64::from_bits(0x4330_0000_0000_0000 | kb) - (4503599627370496.0 + 2048.0);
-        let z = f64::from_bits(a.to_bits().wrapping_sub(tmp & (0xfff << 52)));
-        let r = z * invc - 1.0;
-        let l = k + (log2c + r * horner(r, &LOG2_P32));
+        // log2|x|, with ±inf for 0 and inf.
+        let (e, f) = log_reduce(a);
+        let s = f / (2.0 + f);
+        let z = s * s;
+        let l = e + (2.0 * s + s * z * horner(z, &LOG_R)) * LOG2_E;
         let l = if a == 0.0 { f64::NEG_INFINITY } else { l };
         let l = if a == f64::INFINITY { a } else { l };
         let w = y * l;

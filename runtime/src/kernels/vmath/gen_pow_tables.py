@@ -89,40 +89,4 @@ L.append("pub(super) const EXP_T: [(u64, f64); 128] = [")
 for b, t in exp_rows:
     L.append("    (0x%016x, %r)," % (b, t))
 L.append("];")
-
-# f32 pow (evaluated in f64): log2 from a 32-entry table over
-# [asdouble(OFF32), 2 asdouble(OFF32)), log2(1+r) = r P(r).
-N32 = 32
-OFF32 = 0x3fe6600000000000
-rmax32 = 0
-rows32 = []
-for i in range(N32):
-    zlo = mp.mpf(b2d(OFF32 + (i << 47)))
-    zhi = mp.mpf(b2d(OFF32 + ((i + 1) << 47)))
-    if zlo <= 1 < zhi:
-        invc = mp.mpf(1)
-    else:
-        invc = mp.mpf(float(2 / (zlo + zhi)))
-    for z in (zlo, zhi):
-        rmax32 = max(rmax32, abs(z * invc - 1))
-    rows32.append((float(invc), float(-mp.log(invc, 2))))
-P2 = lambda r: mp.log(1 + r, 2) / r if r != 0 else 1 / mp.log(2)
-poly, err = mp.chebyfit(P2, [-rmax32, rmax32], 6, error=True)
-l2c = [float(c) for c in poly[::-1]]
-worst = 0
-for j in range(2001):
-    r = -rmax32 + 2 * rmax32 * j / 2000
-    if r == 0:
-        continue
-    v = sum(mp.mpf(c) * r**k for k, c in enumerate(l2c)) * r
-    worst = max(worst, abs(v / mp.log(1 + r, 2) - 1))
-print("// log2 poly rel err 2^%.1f, rmax %r" % (float(mp.log(worst, 2)), float(rmax32)))
-L.append("/// `f32` pow: `log2(1+r) = r P(r)` for `|r| <= %r`, relative error 2^%.1f." % (float(rmax32), float(mp.log(worst, 2))))
-L.append("pub(super) const LOG2_P32: [f64; %d] = [%s];" % (len(l2c), ", ".join(repr(c) for c in l2c)))
-L.append("/// `f32` pow: `(1/c, log2 c)` for the subinterval `i` of")
-L.append("/// `[asdouble(0x%016x), 2 asdouble(0x%016x))`." % (OFF32, OFF32))
-L.append("pub(super) const LOG2_T32: [(f64, f64); 32] = [")
-for r in rows32:
-    L.append("    (%r, %r)," % r)
-L.append("];")
 open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pow_tables.rs'), 'w').write("\n".join(L) + "\n")
