@@ -750,22 +750,26 @@ mod f64_impl {
         2.0914679376583935e-09,
     ];
 
-    /// `e^v = 2^n (1 + s)`, `(n + 2048, s)` for `|v| <= 1400`.
+    /// `e^v = 2^n (1 + s + s_lo)`, `(n + 2048, s, s_lo)` for `|v| <= 1400`
+    /// (`s_lo` is the last addition's rounding error).
     #[inline(always)]
-    pub(super) fn exp_parts(v: f64) -> (u64, f64) {
+    pub(super) fn exp_parts(v: f64) -> (u64, f64, f64) {
         let (kf, kb) = round_int(v * LOG2_E);
         let r_hi = v - kf * LN2_HI; // exact
         let r_lo = kf * LN2_LO;
         let r = r_hi - r_lo;
-        let c = r * r * horner(r, &EXP_P);
-        (biased(kb), r_hi + (c - r_lo))
+        let c = r * r * horner(r, &EXP_P) - r_lo;
+        // two-sum r_hi + c
+        let s = r_hi + c;
+        let bb = s - r_hi;
+        (biased(kb), s, (r_hi - (s - bb)) + (c - bb))
     }
 
     #[inline(always)]
     pub(super) fn exp(x: f64) -> f64 {
         let v = if x > 720.0 { 720.0 } else { x };
         let v = if v < -760.0 { -760.0 } else { v };
-        let (kp, s) = exp_parts(v);
+        let (kp, s, _) = exp_parts(v);
         scale2(1.0 + s, kp)
     }
 
@@ -915,16 +919,18 @@ mod f64_impl {
         // Large: 1 - 2/(1 + E), E = e^{2a} = 2^n (p_hi + p_lo), 1 + E as
         // d_hi + d_lo.
         let b = if a > 40.0 { 40.0 } else { a };
-        let (kp, s) = exp_parts(2.0 * b);
+        let (kp, s, s_lo) = exp_parts(2.0 * b);
         let p_hi = 1.0 + s;
-        let p_lo = s - (p_hi - 1.0);
+        let p_lo = (s - (p_hi - 1.0)) + s_lo;
         let sc = pow2(kp);
         let e_hi = p_hi * sc;
         let d_hi = 1.0 + e_hi;
         let d_lo = (1.0 - (d_hi - e_hi)) + p_lo * sc;
         let q0 = 2.0 / d_hi;
-        let q = q0 - 0.5 * q0 * q0 * d_lo;
-        let large = 1.0 - q;
+        // 1 - q0 = t + t_lo exactly (fast two-sum), then the corrections.
+        let t = 1.0 - q0;
+        let t_lo = (1.0 - t) - q0;
+        let large = t + (t_lo + 0.5 * q0 * q0 * d_lo);
         let res = if a < 0.625 { small } else { large };
         res.copysign(x)
     }
@@ -935,9 +941,9 @@ mod f64_impl {
         let u = -x;
         let u = if u < -40.0 { -40.0 } else { u };
         let u = if u > 760.0 { 760.0 } else { u };
-        let (kp, s) = exp_parts(u);
+        let (kp, s, s_lo) = exp_parts(u);
         let p_hi = 1.0 + s;
-        let p_lo = s - (p_hi - 1.0);
+        let p_lo = (s - (p_hi - 1.0)) + s_lo;
         // 2^-n, or 0 when it is below the normal range (then negligible).
         let a = if kp < 2048 + 1023 {
             f64::from_bits(3071u64.wrapping_sub(kp) << 52)
