@@ -200,10 +200,10 @@ macro_rules! multiversion {
 }
 
 #[track_caller]
-fn check_len(name: &str, x: usize, out: usize) {
+fn check_len(name: &str, what: &str, x: usize, out: usize) {
     assert!(
         x == out,
-        "vmath::{name}: the input has {x} elements but the output has {out}"
+        "vmath::{name}: the {what} has {x} elements but the output has {out}"
     );
 }
 
@@ -211,40 +211,40 @@ macro_rules! impl_vec_math {
     ($t:ty, $m:ident) => {
         impl VecMath for $t {
             fn exp(x: &[Self], out: &mut [Self]) {
-                check_len("exp", x.len(), out.len());
+                check_len("exp", "input", x.len(), out.len());
                 $m::exp::run(detected_level(), x, out)
             }
             fn ln(x: &[Self], out: &mut [Self]) {
-                check_len("ln", x.len(), out.len());
+                check_len("ln", "input", x.len(), out.len());
                 $m::ln::run(detected_level(), x, out)
             }
             fn sin(x: &[Self], out: &mut [Self]) {
-                check_len("sin", x.len(), out.len());
+                check_len("sin", "input", x.len(), out.len());
                 $m::sin::run(detected_level(), x, out)
             }
             fn cos(x: &[Self], out: &mut [Self]) {
-                check_len("cos", x.len(), out.len());
+                check_len("cos", "input", x.len(), out.len());
                 $m::cos::run(detected_level(), x, out)
             }
             fn tanh(x: &[Self], out: &mut [Self]) {
-                check_len("tanh", x.len(), out.len());
+                check_len("tanh", "input", x.len(), out.len());
                 $m::tanh::run(detected_level(), x, out)
             }
             fn sigmoid(x: &[Self], out: &mut [Self]) {
-                check_len("sigmoid", x.len(), out.len());
+                check_len("sigmoid", "input", x.len(), out.len());
                 $m::sigmoid::run(detected_level(), x, out)
             }
             fn sqrt(x: &[Self], out: &mut [Self]) {
-                check_len("sqrt", x.len(), out.len());
+                check_len("sqrt", "input", x.len(), out.len());
                 $m::sqrt::run(detected_level(), x, out)
             }
             fn pow(x: &[Self], y: &[Self], out: &mut [Self]) {
-                check_len("pow", x.len(), out.len());
-                check_len("pow", y.len(), out.len());
+                check_len("pow", "input", x.len(), out.len());
+                check_len("pow", "exponent slice", y.len(), out.len());
                 $m::pow::run(detected_level(), x, y, out)
             }
             fn pow_scalar(x: &[Self], y: Self, out: &mut [Self]) {
-                check_len("pow_scalar", x.len(), out.len());
+                check_len("pow_scalar", "input", x.len(), out.len());
                 $m::pow_scalar::run(detected_level(), x, y, out)
             }
         }
