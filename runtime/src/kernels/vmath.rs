@@ -375,7 +375,7 @@ fn log_fixup(x: f64, r: f64) -> f64 {
 }
 
 // ---------------------------------------------------------------------------
-// f32: evaluated in f64, rounded once
+// f32 sin, cos, pow: evaluated in f64, rounded once
 // ---------------------------------------------------------------------------
 
 mod f32_impl {
@@ -437,8 +437,8 @@ mod f32_impl {
         f64::from_bits(res.to_bits() ^ neg) as f32
     }
 
-    /// Computes `f` over `x`, then recomputes with `std_f` the elements with
-    /// `|x| >= 2^20` or non-finite ones.
+    /// `sin` or `cos` over `x`, then the elements with `|x| >= 2^20` (or
+    /// non-finite) again with the std function.
     #[inline(always)]
     fn trig(x: &[f32], out: &mut [f32], cos: bool) {
         for (o, &v) in out.iter_mut().zip(x) {
