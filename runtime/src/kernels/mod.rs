@@ -53,6 +53,7 @@ mod pointwise;
 mod reduce;
 mod shape;
 mod views;
+pub(crate) mod vmath;
 
 use crate::error::{Error, Result};
 use crate::tensor::{
