@@ -33,6 +33,7 @@
 //! other storage once for reading; an input in the output's storage is read
 //! through the write lock.
 
+use super::vmath::vectorized;
 use crate::error::Result;
 use crate::parallel::{parallel_for, GRAIN_SIZE};
 use crate::tensor::{cast, Buffer, DType, Element, Geometry, IntoBuffer, Scalar, Storage};
@@ -453,10 +454,10 @@ impl Loop {
         };
         if dense && disjoint && self.numel > GRAIN_SIZE {
             parallel_for(0..self.numel, GRAIN_SIZE, |r| {
-                ctx.serial::<N, T, R>(r, &kernel)
+                vectorized(|| ctx.serial::<N, T, R>(r, &kernel))
             });
         } else {
-            ctx.serial::<N, T, R>(0..self.numel, &kernel);
+            vectorized(|| ctx.serial::<N, T, R>(0..self.numel, &kernel));
         }
         Ok(())
     }
@@ -618,6 +619,7 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// The elements `range` of the loop (in loop order), row piece by row piece.
+    #[inline(always)]
     fn serial<const N: usize, T: IntoBuffer, R: IntoBuffer>(
         &self,
         range: Range<usize>,
@@ -669,6 +671,7 @@ impl Ctx<'_> {
     }
 
     /// `n` elements along dimension 0 from storage positions `pos`.
+    #[inline(always)]
     fn row<const N: usize, T: IntoBuffer, R: IntoBuffer>(
         &self,
         pos: &[usize],

@@ -14,6 +14,7 @@ use super::num::{scalar_equals, Float, Num};
 use super::promote::{
     broadcast_shapes, check_can_cast, check_output_shape, result_type, result_type_tensors, Operand,
 };
+use super::vmath::{vectorized, VecMath};
 use super::{dispatch_error, not_implemented, overlap, resize_output, scalar_to, typemeta_name};
 use crate::error::Result;
 use crate::tensor::{
@@ -271,17 +272,19 @@ fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
 ) -> Result<Tensor> {
     let mut out = memory::try_zeroed::<R>(numel(shape))?;
     crate::parallel::for_each_part_mut(&mut out, crate::parallel::GRAIN_SIZE, |start, part| {
-        let mut at = 0;
-        while at < part.len() {
-            let len = super::iter::BLOCK.min(part.len() - at);
-            let lo = start + at;
-            let block: [Src<'_, T>; N] = std::array::from_fn(|i| match srcs[i] {
-                Src::Slice(d) => Src::Slice(&d[lo..lo + len]),
-                s => s,
-            });
-            kernel(block, &mut part[at..at + len]);
-            at += len;
-        }
+        vectorized(|| {
+            let mut at = 0;
+            while at < part.len() {
+                let len = super::iter::BLOCK.min(part.len() - at);
+                let lo = start + at;
+                let block: [Src<'_, T>; N] = std::array::from_fn(|i| match srcs[i] {
+                    Src::Slice(d) => Src::Slice(&d[lo..lo + len]),
+                    s => s,
+                });
+                kernel(block, &mut part[at..at + len]);
+                at += len;
+            }
+        })
     });
     Tensor::from_vec(out, shape)
 }
@@ -466,7 +469,11 @@ pub(crate) fn binary(
             BinOp::DivFloor => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| divide(p, q, T::floor_div))),
             BinOp::Maximum => it.run(|[a, b], o| map2(a, b, o, T::max_nan)),
             BinOp::Minimum => it.run(|[a, b], o| map2(a, b, o, T::min_nan)),
-            BinOp::Pow => it.run(|[a, b], o| map2(a, b, o, T::power)),
+            BinOp::Pow => float_dtype!(T::DTYPE, F => it.run(|[a, b], o| match (a, b) {
+                (Src::Slice(x), Src::Slice(y)) => <F as VecMath>::pow(x, y, o),
+                (Src::Slice(x), Src::Scalar(y)) => <F as VecMath>::pow_scalar(x, y, o),
+                (a, b) => map2(a, b, o, F::power),
+            }), _ => it.run(|[a, b], o| map2(a, b, o, T::power))),
         }
     })?;
     if zero_division.load(Ordering::Relaxed) {
@@ -627,17 +634,32 @@ pub(crate) fn unary(op: Unary, self_: &Tensor, dest: Dest<'_>) -> Result<Tensor>
             it.run(|[a], o| map1(a, o, |x: T| if x < T::zero() { T::zero() } else { x }))
         }),
         _ => float_dtype!(it.compute, T => {
-            let f: fn(T) -> T = match op {
-                Unary::Sin => T::sin,
-                Unary::Cos => T::cos,
-                Unary::Tanh => T::tanh,
-                Unary::Exp => T::exp,
-                Unary::Log => T::ln,
-                Unary::Sqrt => T::sqrt,
-                _ => |a: T| T::one().div(T::one().add(a.neg().exp())),
+            let f: fn(&[T], &mut [T]) = match op {
+                Unary::Sin => <T as VecMath>::sin,
+                Unary::Cos => <T as VecMath>::cos,
+                Unary::Tanh => <T as VecMath>::tanh,
+                Unary::Exp => <T as VecMath>::exp,
+                Unary::Log => <T as VecMath>::ln,
+                Unary::Sqrt => <T as VecMath>::sqrt,
+                _ => <T as VecMath>::sigmoid,
             };
-            it.run(|[a], o| map1(a, o, f))
+            it.run(|[a], o| vector_map(a, o, f))
         }, _ => crate::bail!("{op:?} computed in {}", it.compute)),
+    }
+}
+
+/// A vectorized slice function over one input block (a broadcast value is
+/// computed once).
+fn vector_map<T: Copy>(a: Src<'_, T>, out: &mut [T], f: fn(&[T], &mut [T])) {
+    match a {
+        Src::Slice(x) => f(x, out),
+        Src::Scalar(x) => {
+            if let Some(first) = out.first_mut() {
+                f(&[x], std::slice::from_mut(first));
+                let v = *first;
+                out.fill(v);
+            }
+        }
     }
 }
 
@@ -784,7 +806,10 @@ pub(crate) fn pow_scalar(self_: &Tensor, exponent: Scalar, dest: Dest<'_>) -> Re
         } else if e == -2.0 {
             it.run(|[a], o| map1(a, o, |v: F| F::one().div(v.mul(v))))
         } else {
-            it.run(|[a], o| map1(a, o, |v: F| v.power(ef)))
+            it.run(|[a], o| match a {
+                Src::Slice(x) => <F as VecMath>::pow_scalar(x, ef, o),
+                Src::Scalar(x) => o.fill(x.power(ef)),
+            })
         }
     }, _ => with_dtype!(rt, T => {
         let e: T = scalar_to(exponent)?;

@@ -7,6 +7,7 @@
 //! expanded view reduces in the memory of its result alone.
 
 use super::num::{Float, Num};
+use super::vmath::vectorized;
 use super::{check_alloc, check_out_dtype, index_error, not_implemented, resize_output, wrap_dim};
 use crate::error::Result;
 use crate::tensor::{
@@ -171,20 +172,22 @@ impl Plan<'_> {
                 let (rshape, rstrides) =
                     (&kshape[..kshape.len() - 1], &kstrides[..kstrides.len() - 1]);
                 crate::parallel::for_each_part_mut(out, grain, |start, part| {
-                    let mut buf: Vec<T> = Vec::new();
-                    let mut at = 0;
-                    while at < part.len() {
-                        // A tile of at most RUN columns: its values stay in
-                        // cache while every lane element is folded in.
-                        let (row, col) = ((start + at) / cols, (start + at) % cols);
-                        let len = (cols - col).min(part.len() - at).min(RUN);
-                        let base = position_of(row, rshape, rstrides, self.offset) + col;
-                        for (i, p) in Positions::new(&lshape, &lstrides, base).enumerate() {
-                            let x = read_run::<S, T>(data, p, 1, len, &mut buf);
-                            r.columns(&mut part[at..at + len], x, i);
+                    vectorized(|| {
+                        let mut buf: Vec<T> = Vec::new();
+                        let mut at = 0;
+                        while at < part.len() {
+                            // A tile of at most RUN columns: its values stay in
+                            // cache while every lane element is folded in.
+                            let (row, col) = ((start + at) / cols, (start + at) % cols);
+                            let len = (cols - col).min(part.len() - at).min(RUN);
+                            let base = position_of(row, rshape, rstrides, self.offset) + col;
+                            for (i, p) in Positions::new(&lshape, &lstrides, base).enumerate() {
+                                let x = read_run::<S, T>(data, p, 1, len, &mut buf);
+                                r.columns(&mut part[at..at + len], x, i);
+                            }
+                            at += len;
                         }
-                        at += len;
-                    }
+                    })
                 });
                 return;
             }
@@ -201,30 +204,35 @@ impl Plan<'_> {
                 .next()
                 .unwrap_or(self.offset);
             let parts = crate::parallel::map_chunks(self.lane_n, CHUNK, |range| {
-                let mut buf = Vec::new();
-                fold_run::<S, T, R>(
-                    data,
-                    r,
-                    (base + range.start, 1, range.len()),
-                    range.start,
-                    &mut buf,
-                )
+                vectorized(|| {
+                    let mut buf = Vec::new();
+                    fold_run::<S, T, R>(
+                        data,
+                        r,
+                        (base + range.start, 1, range.len()),
+                        range.start,
+                        &mut buf,
+                    )
+                })
             });
             out[0] = parts.into_iter().fold(r.init(), |a, b| r.combine(a, b));
             return;
         }
         let grain = (crate::parallel::GRAIN_SIZE / self.lane_n.max(1)).max(1);
         crate::parallel::for_each_part_mut(out, grain, |start, part| {
-            let mut buf: Vec<T> = Vec::new();
-            // One skip per part (at most one part per thread).
-            let bases = Positions::new(&kshape, &kstrides, self.offset).skip(start);
-            for (o, base) in part.iter_mut().zip(bases) {
-                *o = self.lane_value::<S, T, R>(data, r, base, &mut buf);
-            }
+            vectorized(|| {
+                let mut buf: Vec<T> = Vec::new();
+                // One skip per part (at most one part per thread).
+                let bases = Positions::new(&kshape, &kstrides, self.offset).skip(start);
+                for (o, base) in part.iter_mut().zip(bases) {
+                    *o = self.lane_value::<S, T, R>(data, r, base, &mut buf);
+                }
+            })
         });
     }
 
     /// The folded value of the lane starting at storage position `base`.
+    #[inline(always)]
     fn lane_value<S: Element, T: IntoBuffer, R: Reducer<T>>(
         &self,
         data: &[S],
@@ -265,6 +273,7 @@ const RUN: usize = 2048;
 /// (`first`: the lane index of the first): on the storage's slice when it is
 /// one already, else through `buf`, [`RUN`] elements at a time (so a buffer
 /// never grows with the input).
+#[inline(always)]
 fn fold_run<S: Element, T: IntoBuffer, R: Reducer<T>>(
     data: &[S],
     r: &R,
@@ -318,16 +327,43 @@ fn slice_as<S: Element, T: Element>(x: &[S]) -> Option<&[T]> {
 }
 
 /// The sum of a run: 16 running sums side by side (the compiler vectorizes
-/// them), added pairwise, over blocks of 4096 elements that are themselves
-/// added pairwise: the cascade summation PyTorch's `sum` uses, with the same
-/// error growth (logarithmic in the length).
+/// them), added pairwise, over blocks of 4096 elements whose sums are added
+/// pairwise too (a binary counter of partial sums, no recursion): the cascade
+/// summation PyTorch's `sum` uses, with the same error growth (logarithmic in
+/// the length). Inlined into its caller, so it is vectorized at the caller's
+/// width (`vmath::vectorized`).
+#[inline(always)]
 pub(crate) fn cascade_sum<T: Num>(x: &[T]) -> T {
-    const LANES: usize = 16;
     const BLOCK: usize = 4096;
-    if x.len() > BLOCK {
-        let half = (x.len() / 2).div_ceil(BLOCK) * BLOCK;
-        return cascade_sum(&x[..half]).add(cascade_sum(&x[half..]));
+    if x.len() <= BLOCK {
+        return block_sum(x);
     }
+    // sums[i] holds the sum of 2^levels[i] blocks; equal neighbours merge.
+    let mut sums = [T::zero(); 64];
+    let mut levels = [0u32; 64];
+    let mut depth = 0;
+    for b in x.chunks(BLOCK) {
+        let (mut s, mut level) = (block_sum(b), 0);
+        while depth > 0 && levels[depth - 1] == level {
+            depth -= 1;
+            s = sums[depth].add(s);
+            level += 1;
+        }
+        sums[depth] = s;
+        levels[depth] = level;
+        depth += 1;
+    }
+    let mut acc = sums[depth - 1];
+    for i in (0..depth - 1).rev() {
+        acc = sums[i].add(acc);
+    }
+    acc
+}
+
+/// The sum of a block: 16 running sums, then added pairwise.
+#[inline(always)]
+fn block_sum<T: Num>(x: &[T]) -> T {
+    const LANES: usize = 16;
     let mut acc = [T::zero(); LANES];
     let mut chunks = x.chunks_exact(LANES);
     for c in &mut chunks {
@@ -357,12 +393,14 @@ impl<T: Num> Reducer<T> for SumOf {
     fn init(&self) -> T {
         T::zero()
     }
+    #[inline(always)]
     fn run(&self, acc: T, x: &[T], _: usize) -> T {
         acc.add(cascade_sum(x))
     }
     fn combine(&self, a: T, b: T) -> T {
         a.add(b)
     }
+    #[inline(always)]
     fn columns(&self, acc: &mut [T], x: &[T], _: usize) {
         for (a, &v) in acc.iter_mut().zip(x) {
             *a = a.add(v);

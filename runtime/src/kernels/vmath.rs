@@ -72,8 +72,6 @@ use std::sync::atomic::{AtomicU8, Ordering};
 ///
 /// Every function requires `x.len() == out.len()` (and `y.len() == out.len()`
 /// for `pow`) and panics otherwise, naming the function and both lengths.
-// Not used yet: the pointwise kernels will call these (issue 12).
-#[allow(dead_code)]
 pub(crate) trait VecMath: Copy {
     /// `e^x`.
     fn exp(x: &[Self], out: &mut [Self]);
@@ -153,6 +151,37 @@ pub(crate) fn available_levels() -> Vec<Level> {
         .into_iter()
         .filter(|&l| l <= detected_level())
         .collect()
+}
+
+/// Runs `f` inside a function compiled for the best level this CPU has, so
+/// the element loops it inlines (a kernel's closures over blocks) are
+/// vectorized at that width. Plain IEEE operations round the same at every
+/// width (no fused multiply-adds are formed), so results do not depend on the
+/// level.
+#[inline(always)]
+pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
+    match detected_level() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `detected_level()` is `Avx512` only when
+        // `is_x86_feature_detected!` found every feature `at_avx512` enables.
+        Level::Avx512 => unsafe { at_avx512(f) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Avx2` or higher was detected: AVX2 and FMA are present.
+        Level::Avx2 => unsafe { at_avx2(f) },
+        _ => f(),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+fn at_avx512<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn at_avx2<R>(f: impl FnOnce() -> R) -> R {
+    f()
 }
 
 /// Stamps, for each loop body, a module with the body compiled per level and
