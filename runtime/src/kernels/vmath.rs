@@ -307,45 +307,53 @@ fn horner<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
 
 /// `(integer, odd)` for `y`: whether it is an integer (infinities count as
 /// even integers) and whether it is an odd one.
-#[inline(always)]
-fn int_parity(y: f64) -> (bool, bool) {
-    const TWO52: f64 = 4503599627370496.0;
-    let a = y.abs();
-    let t = a + TWO52;
-    let big = a >= TWO52;
-    let int = big || t - TWO52 == a;
-    let low = if big { a.to_bits() } else { t.to_bits() } & 1;
-    (int, int && a < 2.0 * TWO52 && low == 1)
+macro_rules! int_parity {
+    ($name:ident, $t:ty, $two_p:expr) => {
+        #[inline(always)]
+        fn $name(y: $t) -> (bool, bool) {
+            const TWO_P: $t = $two_p; // 2^(significand bits - 1)
+            let a = y.abs();
+            let t = a + TWO_P;
+            let big = a >= TWO_P;
+            let int = big || t - TWO_P == a;
+            let low = if big { a.to_bits() } else { t.to_bits() } & 1;
+            (int, int && a < 2.0 * TWO_P && low == 1)
+        }
+    };
 }
+int_parity!(int_parity, f64, 4503599627370496.0);
+int_parity!(int_parity32, f32, 8388608.0);
 
 /// C `pow`'s special cases, applied to `r = |x|^y` computed for finite,
 /// nonzero `x` and `y` (and through `ln 0 = -inf`, `ln inf = inf`, which the
 /// callers arrange, for zero and infinite `x` and infinite `y`).
-#[inline(always)]
-fn pow_fixup(x: f64, y: f64, r: f64) -> f64 {
-    let (int, odd) = int_parity(y);
-    let r = if odd && x.is_sign_negative() { -r } else { r };
-    let r = if x < 0.0 && x > f64::NEG_INFINITY && !int && y.abs() < f64::INFINITY {
-        f64::NAN
-    } else {
-        r
+macro_rules! pow_fixup {
+    ($name:ident, $t:ident, $parity:ident) => {
+        #[inline(always)]
+        fn $name(x: $t, y: $t, r: $t) -> $t {
+            let (int, odd) = $parity(y);
+            let r = if odd && x.is_sign_negative() { -r } else { r };
+            let r = if x < 0.0 && x > $t::NEG_INFINITY && !int && y.abs() < $t::INFINITY {
+                $t::NAN
+            } else {
+                r
+            };
+            let r = if x.is_nan() || y.is_nan() { $t::NAN } else { r };
+            let r = if x == -1.0 && y.abs() == $t::INFINITY {
+                1.0
+            } else {
+                r
+            };
+            if y == 0.0 || x == 1.0 {
+                1.0
+            } else {
+                r
+            }
+        }
     };
-    let r = if x.is_nan() || y.is_nan() {
-        f64::NAN
-    } else {
-        r
-    };
-    let r = if x == -1.0 && y.abs() == f64::INFINITY {
-        1.0
-    } else {
-        r
-    };
-    if y == 0.0 || x == 1.0 {
-        1.0
-    } else {
-        r
-    }
 }
+pow_fixup!(pow_fixup, f64, int_parity);
+pow_fixup!(pow_fixup32, f32, int_parity32);
 
 /// `ln x = e ln2 + ln m`: the parts `(e, f = m - 1)` for a positive normal
 /// `x`, `m` in `[√½, √2)` (musl's reduction).
@@ -466,8 +474,8 @@ mod f32_impl {
     }
 
     #[inline(always)]
-    pub(super) fn pow(x: f32, y: f32) -> f32 {
-        let (x, y) = (x as f64, y as f64);
+    pub(super) fn pow(x32: f32, y32: f32) -> f32 {
+        let (x, y) = (x32 as f64, y32 as f64);
         let a = x.abs();
         // log2|x|, with ±inf for 0 and inf.
         let (e, f) = log_reduce(a);
@@ -482,7 +490,8 @@ mod f32_impl {
         let (kf, kb) = round_int(w);
         let r = (w - kf) * LN_2;
         let p = (1.0 + (r + r * r * horner(r, &EXP_P))) * pow2(biased(kb));
-        pow_fixup(x, y, p) as f32
+        // The special cases in f32 (twice the lanes): the same results.
+        pow_fixup32(x32, y32, p as f32)
     }
 }
 
