@@ -336,45 +336,53 @@ fn horner<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
 
 /// `(integer, odd)` for `y`: whether it is an integer (infinities count as
 /// even integers) and whether it is an odd one.
-#[inline(always)]
-fn int_parity(y: f64) -> (bool, bool) {
-    const TWO52: f64 = 4503599627370496.0;
-    let a = y.abs();
-    let t = a + TWO52;
-    let big = a >= TWO52;
-    let int = big || t - TWO52 == a;
-    let low = if big { a.to_bits() } else { t.to_bits() } & 1;
-    (int, int && a < 2.0 * TWO52 && low == 1)
+macro_rules! int_parity {
+    ($name:ident, $t:ty, $two_p:expr) => {
+        #[inline(always)]
+        fn $name(y: $t) -> (bool, bool) {
+            const TWO_P: $t = $two_p; // 2^(significand bits - 1)
+            let a = y.abs();
+            let t = a + TWO_P;
+            let big = a >= TWO_P;
+            let int = big || t - TWO_P == a;
+            let low = if big { a.to_bits() } else { t.to_bits() } & 1;
+            (int, int && a < 2.0 * TWO_P && low == 1)
+        }
+    };
 }
+int_parity!(int_parity, f64, 4503599627370496.0);
+int_parity!(int_parity32, f32, 8388608.0);
 
 /// C `pow`'s special cases, applied to `r = |x|^y` computed for finite,
 /// nonzero `x` and `y` (and through `ln 0 = -inf`, `ln inf = inf`, which the
 /// callers arrange, for zero and infinite `x` and infinite `y`).
-#[inline(always)]
-fn pow_fixup(x: f64, y: f64, r: f64) -> f64 {
-    let (int, odd) = int_parity(y);
-    let r = if odd && x.is_sign_negative() { -r } else { r };
-    let r = if x < 0.0 && x > f64::NEG_INFINITY && !int && y.abs() < f64::INFINITY {
-        f64::NAN
-    } else {
-        r
+macro_rules! pow_fixup {
+    ($name:ident, $t:ident, $parity:ident) => {
+        #[inline(always)]
+        fn $name(x: $t, y: $t, r: $t) -> $t {
+            let (int, odd) = $parity(y);
+            let r = if odd && x.is_sign_negative() { -r } else { r };
+            let r = if x < 0.0 && x > $t::NEG_INFINITY && !int && y.abs() < $t::INFINITY {
+                $t::NAN
+            } else {
+                r
+            };
+            let r = if x.is_nan() || y.is_nan() { $t::NAN } else { r };
+            let r = if x == -1.0 && y.abs() == $t::INFINITY {
+                1.0
+            } else {
+                r
+            };
+            if y == 0.0 || x == 1.0 {
+                1.0
+            } else {
+                r
+            }
+        }
     };
-    let r = if x.is_nan() || y.is_nan() {
-        f64::NAN
-    } else {
-        r
-    };
-    let r = if x == -1.0 && y.abs() == f64::INFINITY {
-        1.0
-    } else {
-        r
-    };
-    if y == 0.0 || x == 1.0 {
-        1.0
-    } else {
-        r
-    }
 }
+pow_fixup!(pow_fixup, f64, int_parity);
+pow_fixup!(pow_fixup32, f32, int_parity32);
 
 /// `ln x = e ln2 + ln m`: the parts `(e, f = m - 1)` for a positive normal
 /// `x`, `m` in `[√½, √2)` (musl's reduction).
@@ -495,8 +503,8 @@ mod f32_impl {
     }
 
     #[inline(always)]
-    pub(super) fn pow(x: f32, y: f32) -> f32 {
-        let (x, y) = (x as f64, y as f64);
+    pub(super) fn pow(x32: f32, y32: f32) -> f32 {
+        let (x, y) = (x32 as f64, y32 as f64);
         let a = x.abs();
         // log2|x|, with ±inf for 0 and inf.
         let (e, f) = log_reduce(a);
@@ -511,7 +519,8 @@ mod f32_impl {
         let (kf, kb) = round_int(w);
         let r = (w - kf) * LN_2;
         let p = (1.0 + (r + r * r * horner(r, &EXP_P))) * pow2(biased(kb));
-        pow_fixup(x, y, p) as f32
+        // The special cases in f32 (twice the lanes): the same results.
+        pow_fixup32(x32, y32, p as f32)
     }
 }
 
@@ -995,16 +1004,11 @@ mod f64_impl {
         let q = q0 - q0 * q0 * d_lo;
         scale2(q, 4096u64.wrapping_sub(kp))
     }
-
-    #[inline(always)]
-    pub(super) fn pow(x: f64, y: f64) -> f64 {
-        let r = super::pow_tab::pow_abs(x.abs(), y);
-        pow_fixup(x, y, r)
-    }
 }
 
 mod k64 {
     use super::f64_impl as m;
+    use super::pow_tab;
     use super::{detected_level, Level};
 
     #[inline(always)]
@@ -1037,18 +1041,6 @@ mod k64 {
             *o = v.sqrt();
         }
     }
-    #[inline(always)]
-    fn pow_b(x: &[f64], y: &[f64], out: &mut [f64]) {
-        for ((o, &a), &b) in out.iter_mut().zip(x).zip(y) {
-            *o = m::pow(a, b);
-        }
-    }
-    #[inline(always)]
-    fn pow_scalar_b(x: &[f64], y: f64, out: &mut [f64]) {
-        for (o, &a) in out.iter_mut().zip(x) {
-            *o = m::pow(a, y);
-        }
-    }
 
     multiversion! {
         fn exp(x: &[f64], out: &mut [f64]) => exp_b;
@@ -1058,8 +1050,8 @@ mod k64 {
         fn tanh(x: &[f64], out: &mut [f64]) => tanh_b;
         fn sigmoid(x: &[f64], out: &mut [f64]) => sigmoid_b;
         fn sqrt(x: &[f64], out: &mut [f64]) => sqrt_b;
-        fn pow(x: &[f64], y: &[f64], out: &mut [f64]) => pow_b;
-        fn pow_scalar(x: &[f64], y: f64, out: &mut [f64]) => pow_scalar_b;
+        fn pow(x: &[f64], y: &[f64], out: &mut [f64]) => pow_tab::pow_slice;
+        fn pow_scalar(x: &[f64], y: f64, out: &mut [f64]) => pow_tab::pow_scalar_slice;
     }
 }
 
@@ -1071,31 +1063,45 @@ mod pow_tables;
 /// ulp there).
 mod pow_tab {
     use super::pow_tables::*;
-    use super::{horner, round_int, scale2, MAGIC_BITS};
+    use super::{horner, pow_fixup, round_int, scale2, MAGIC_BITS};
 
     /// The subintervals of the log table start at `asdouble(OFF)` (≈ 0.7055).
     const OFF: u64 = 0x3fe6_9555_0000_0000;
     /// Keeps the sign, the exponent and the top 25 bits of the significand.
     const SPLIT: u64 = !0u64 << 27;
     const TWO52: f64 = 4503599627370496.0;
+    const INV_LN2N: f64 = 184.664_965_233_787_3; // 128 / ln2
+    /// Elements per round of table lookups.
+    const CHUNK: usize = 64;
 
-    /// `ln a = hi + lo` for positive finite `a` (garbage otherwise, no UB).
+    /// `(bits of a, normalized: subnormals scaled by 2^52 with the exponent
+    /// lowered by 52; bits minus OFF)`.
     #[inline(always)]
-    fn ln_hilo(a: f64) -> (f64, f64) {
-        let sub = a < f64::MIN_POSITIVE;
-        let ix = if sub {
+    fn ln_bits(a: f64) -> (u64, u64) {
+        let ix = if a < f64::MIN_POSITIVE {
             (a * TWO52).to_bits().wrapping_sub(52 << 52)
         } else {
             a.to_bits()
         };
-        // a = 2^k z, z in [asdouble(OFF), 2 asdouble(OFF)), i its subinterval.
-        let tmp = ix.wrapping_sub(OFF);
-        let i = ((tmp >> 45) & 127) as usize;
+        (ix, ix.wrapping_sub(OFF))
+    }
+
+    /// The log table's row for `a`: `a = 2^k z`, `z` in
+    /// `[asdouble(OFF), 2 asdouble(OFF))`, in subinterval `i`.
+    #[inline(always)]
+    fn ln_row(a: f64) -> usize {
+        ((ln_bits(a).1 >> 45) & 127) as usize
+    }
+
+    /// `ln a = hi + lo` for positive finite `a` (garbage otherwise, no UB),
+    /// given `LOG_T[ln_row(a)]`.
+    #[inline(always)]
+    fn ln_hilo(a: f64, (invc, logc, logctail): (f64, f64, f64)) -> (f64, f64) {
+        let (ix, tmp) = ln_bits(a);
         let kb = (tmp >> 52).wrapping_add(2048) & 0xfff; // k + 2048
         let kd = f64::from_bits(0x4330_0000_0000_0000 | kb) - (TWO52 + 2048.0);
         let iz = ix.wrapping_sub(tmp & (0xfff << 52));
         let z = f64::from_bits(iz);
-        let (invc, logc, logctail) = LOG_T[i];
         // r = z/c - 1 (exactly representable) as rhi + rlo: rhi, rlo and
         // rhi² are exact.
         let zhi = f64::from_bits(iz.wrapping_add(1 << 31) & (!0u64 << 32));
@@ -1121,20 +1127,47 @@ mod pow_tab {
         (y, hi - y + lo)
     }
 
-    /// `e^(x + xtail)`, `|xtail|` small against `|x|`; beyond `|x| > 1000`
-    /// the result is that of `±1000` (0 or inf).
+    /// `y ln a = ehi + elo` (`ehi` exact), with `ln 0 = -inf` and
+    /// `ln inf = inf`, given `LOG_T[ln_row(a)]`.
     #[inline(always)]
-    fn exp_hilo(x: f64, xtail: f64) -> f64 {
-        const INV_LN2N: f64 = 184.664_965_233_787_3; // 128 / ln2
+    fn y_ln(a: f64, y: f64, row: (f64, f64, f64)) -> (f64, f64) {
+        let (hi, lo) = ln_hilo(a, row);
+        let edge = a == 0.0 || a == f64::INFINITY;
+        let hi = if a == 0.0 { f64::NEG_INFINITY } else { hi };
+        let hi = if a == f64::INFINITY { a } else { hi };
+        let lo = if edge { 0.0 } else { lo };
+        let yhi = f64::from_bits(y.to_bits() & SPLIT);
+        let ylo = y - yhi;
+        let lhi = f64::from_bits(hi.to_bits() & SPLIT);
+        let llo = hi - lhi + lo;
+        (yhi * lhi, ylo * lhi + y * llo)
+    }
+
+    /// `e^(x + xtail)`'s argument clamped to `[-1000, 1000]` (0 and inf
+    /// beyond), and `(k + 2048) * 128 + i` for `x = (128 k + i) ln2/128 + r`.
+    #[inline(always)]
+    fn exp_reduce(x: f64, xtail: f64) -> (f64, f64, f64, u64) {
         let xtail = if x.abs() <= 1000.0 { xtail } else { 0.0 };
         let x = if x > 1000.0 { 1000.0 } else { x };
         let x = if x < -1000.0 { -1000.0 } else { x };
-        // x = (128 k + i) ln2/128 + r, |r| <= ln2/256.
         let (kd, kb) = round_int(x * INV_LN2N);
+        let nb = kb.wrapping_sub(MAGIC_BITS).wrapping_add(1 << 20) & ((1 << 21) - 1);
+        (x, xtail, kd, nb)
+    }
+
+    /// The exp table's row for `e^(x + xtail)`.
+    #[inline(always)]
+    fn exp_row(x: f64, xtail: f64) -> usize {
+        (exp_reduce(x, xtail).3 & 127) as usize
+    }
+
+    /// `e^(x + xtail)`, `|xtail|` small against `|x|`, given
+    /// `EXP_T[exp_row(x, xtail)]`.
+    #[inline(always)]
+    fn exp_hilo(x: f64, xtail: f64, (sbits, tail): (u64, f64)) -> f64 {
+        let (x, xtail, kd, nb) = exp_reduce(x, xtail);
         let r = x - kd * LN2N_HI - kd * LN2N_LO;
         let r = r + xtail;
-        let nb = kb.wrapping_sub(MAGIC_BITS).wrapping_add(1 << 20) & ((1 << 21) - 1);
-        let (sbits, tail) = EXP_T[(nb & 127) as usize];
         let kp = (nb >> 7).wrapping_sub((1 << 13) - 2048); // k + 2048
         let r2 = r * r;
         let tmp = tail + r + r2 * (EXP_P[0] + r * EXP_P[1]) + r2 * r2 * (EXP_P[2] + r * EXP_P[3]);
@@ -1142,27 +1175,75 @@ mod pow_tab {
         scale2(scale + scale * tmp, kp)
     }
 
-    /// `a^y` for `a = |x| >= 0` (NaN for NaN `a`; the special cases are
-    /// `pow_fixup`'s).
+    /// The table rows of a chunk, read in their own loops so that the
+    /// arithmetic loops vectorize where gathers are slow or missing (AVX2,
+    /// SSE2) as well.
+    struct Rows {
+        invc: [f64; CHUNK],
+        logc: [f64; CHUNK],
+        logctail: [f64; CHUNK],
+        hi: [f64; CHUNK],
+        lo: [f64; CHUNK],
+        sbits: [u64; CHUNK],
+        tail: [f64; CHUNK],
+    }
+
+    /// `pow(x[i], y[i])` for one chunk (`xs.len() <= CHUNK`).
     #[inline(always)]
-    pub(super) fn pow_abs(a: f64, y: f64) -> f64 {
-        let (hi, lo) = ln_hilo(a);
-        let edge = a == 0.0 || a == f64::INFINITY;
-        let hi = if a == 0.0 { f64::NEG_INFINITY } else { hi };
-        let hi = if a == f64::INFINITY { a } else { hi };
-        let lo = if edge { 0.0 } else { lo };
-        // y (hi + lo) = ehi + elo, ehi = yhi lhi exact.
-        let yhi = f64::from_bits(y.to_bits() & SPLIT);
-        let ylo = y - yhi;
-        let lhi = f64::from_bits(hi.to_bits() & SPLIT);
-        let llo = hi - lhi + lo;
-        let ehi = yhi * lhi;
-        let elo = ylo * lhi + y * llo;
-        let r = exp_hilo(ehi, elo);
-        if a.is_nan() {
-            a
-        } else {
-            r
+    fn pow_chunk(t: &mut Rows, xs: &[f64], ys: impl Iterator<Item = f64> + Clone, os: &mut [f64]) {
+        for (i, &v) in xs.iter().enumerate() {
+            let (invc, logc, logctail) = LOG_T[ln_row(v.abs())];
+            t.invc[i] = invc;
+            t.logc[i] = logc;
+            t.logctail[i] = logctail;
+        }
+        let rows = t.invc.iter().zip(&t.logc).zip(&t.logctail);
+        let his = t.hi.iter_mut().zip(t.lo.iter_mut());
+        for ((((hi, lo), ((&invc, &logc), &logctail)), &v), y) in
+            his.zip(rows).zip(xs).zip(ys.clone())
+        {
+            (*hi, *lo) = y_ln(v.abs(), y, (invc, logc, logctail));
+        }
+        for i in 0..xs.len() {
+            let (sbits, tail) = EXP_T[exp_row(t.hi[i], t.lo[i])];
+            t.sbits[i] = sbits;
+            t.tail[i] = tail;
+        }
+        let e = t.hi.iter().zip(&t.lo).zip(t.sbits.iter().zip(&t.tail));
+        for (((o, &v), y), ((&hi, &lo), (&sbits, &tail))) in os.iter_mut().zip(xs).zip(ys).zip(e) {
+            *o = pow_fixup(v, y, exp_hilo(hi, lo, (sbits, tail)));
+        }
+    }
+
+    fn rows() -> Rows {
+        Rows {
+            invc: [0.0; CHUNK],
+            logc: [0.0; CHUNK],
+            logctail: [0.0; CHUNK],
+            hi: [0.0; CHUNK],
+            lo: [0.0; CHUNK],
+            sbits: [0; CHUNK],
+            tail: [0.0; CHUNK],
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn pow_slice(x: &[f64], y: &[f64], out: &mut [f64]) {
+        let mut t = rows();
+        for ((xs, ys), os) in x
+            .chunks(CHUNK)
+            .zip(y.chunks(CHUNK))
+            .zip(out.chunks_mut(CHUNK))
+        {
+            pow_chunk(&mut t, xs, ys.iter().copied(), os);
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn pow_scalar_slice(x: &[f64], y: f64, out: &mut [f64]) {
+        let mut t = rows();
+        for (xs, os) in x.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+            pow_chunk(&mut t, xs, std::iter::repeat(y), os);
         }
     }
 }

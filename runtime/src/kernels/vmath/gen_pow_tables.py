@@ -1,5 +1,5 @@
 """Generates pow_tables.rs, the tables of vmath's f64 pow (run with mpmath:
-`python3 gen_pow_tables.py`). The scheme is the one of ARM's optimized-routines
+`python3 gen_pow_tables.py`, then `cargo fmt`). The scheme is the one of ARM's optimized-routines
 pow: ln x from a 128-entry table of 1/c and ln c over [asdouble(OFF),
 2 asdouble(OFF)), e^x from a 128-entry table of 2^(i/128); the values and
 polynomials here are computed anew."""
