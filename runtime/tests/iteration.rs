@@ -301,7 +301,7 @@ fn reductions_agree_on_views_and_contiguous_copies() {
 }
 
 fn rng_keep(case: usize) -> bool {
-    case % 3 == 0
+    case.is_multiple_of(3)
 }
 
 #[test]

@@ -141,11 +141,9 @@ impl<'a> Iter<'a> {
             Device::Cpu
         };
         match (&out, read_write) {
-            (Some(o), false) => {
-                if o.shape().as_slice() != shape.as_slice() {
-                    resize_output(o, &shape)?;
-                    restride_like_inputs(o, &ops, &shape)?;
-                }
+            (Some(o), false) if o.shape().as_slice() != shape.as_slice() => {
+                resize_output(o, &shape)?;
+                restride_like_inputs(o, &ops, &shape)?;
             }
             (None, _) => super::check_alloc(&shape, result, device)?,
             _ => {}

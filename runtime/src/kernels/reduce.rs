@@ -130,7 +130,7 @@ pub(crate) fn reduce_lanes<T: IntoBuffer, R: Reducer<T>>(
     };
     if !R::ORDERED {
         // Any order: the fastest dimension last.
-        lane.sort_by(|a, b| b.1.cmp(&a.1));
+        lane.sort_by_key(|d| std::cmp::Reverse(d.1));
     }
     merge(&mut lane);
     let buf = g.storage.read();

@@ -11,10 +11,6 @@ use crate::error::{Error, Result};
 use crate::tensor::{Device, IntoBuffer, MemoryFormat, Tensor};
 use crate::with_dtype;
 
-/// `dst` (a view) gets the elements of `src` (same shape), converted to `dst`'s
-/// dtype as `T`. The source is read first (a stride-0 dimension once), then
-/// written: the two storages are never locked at once.
-
 /// The view of `t` with dimension `d` restricted to `start .. start + len`.
 fn narrow(t: &Tensor, d: usize, start: usize, len: usize) -> Result<Tensor> {
     let (mut shape, strides) = (t.shape(), t.strides());
