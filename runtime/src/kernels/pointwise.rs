@@ -268,8 +268,14 @@ fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
     shape: &[usize],
     kernel: &(impl Fn([Src<'_, T>; N], &mut [R]) + Sync),
 ) -> Result<Tensor> {
-    let mut out = memory::try_zeroed::<R>(numel(shape))?;
-    crate::parallel::for_each_part_mut(&mut out, crate::parallel::GRAIN_SIZE, |start, part| {
+    // The result is written once, block by block, by the thread that owns the
+    // block: allocated without a pass over it (no memset of memory the
+    // kernel overwrites), each block initialised just before the kernel
+    // writes it, while it is in that thread's cache.
+    let n = numel(shape);
+    let mut out: Vec<R> = memory::try_with_capacity(n)?;
+    let spare = &mut out.spare_capacity_mut()[..n];
+    crate::parallel::for_each_part_mut(spare, crate::parallel::GRAIN_SIZE, |start, part| {
         vectorized(|| {
             let mut at = 0;
             while at < part.len() {
@@ -279,11 +285,23 @@ fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
                     Src::Slice(d) => Src::Slice(&d[lo..lo + len]),
                     s => s,
                 });
-                kernel(block, &mut part[at..at + len]);
+                let dst = &mut part[at..at + len];
+                for x in dst.iter_mut() {
+                    x.write(R::from_bool(false));
+                }
+                // SAFETY: every element of `dst` was initialised just above,
+                // and `MaybeUninit<R>` has the layout of `R`.
+                let dst =
+                    unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<R>(), len) };
+                kernel(block, dst);
                 at += len;
             }
         })
     });
+    // SAFETY: `for_each_part_mut` hands out parts covering `0..n` exactly once
+    // (tested in `parallel`), and the blocks of each part cover it, so all `n`
+    // elements are initialised; the capacity is at least `n`.
+    unsafe { out.set_len(n) };
     Tensor::from_vec(out, shape)
 }
 
