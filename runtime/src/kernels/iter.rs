@@ -33,10 +33,16 @@
 //! other storage once for reading; an input in the output's storage is read
 //! through the write lock.
 
+use super::layout::{
+    channels_last_order, dense_strides, is_non_overlapping_and_dense, iteration_order,
+};
 use super::vmath::vectorized;
 use crate::error::Result;
 use crate::parallel::{parallel_for, GRAIN_SIZE};
-use crate::tensor::{cast, Buffer, DType, Element, Geometry, IntoBuffer, Scalar, Storage};
+use crate::tensor::{
+    cast, is_contiguous_strides, is_dense_in_order, Buffer, DType, Element, Geometry, IntoBuffer,
+    Scalar, Storage,
+};
 use smallvec::SmallVec;
 use std::ops::Range;
 
@@ -183,130 +189,32 @@ pub(crate) fn broadcast_strides(g_shape: &[usize], g_strides: &[usize], shape: &
         .collect()
 }
 
-/// The order in which a loop walks the dimensions of `shape`, fastest first,
-/// as `TensorIterator::reorder_dimensions` chooses it from the operands'
-/// broadcast strides (`ops`, output first when it has a layout of its own).
-pub(crate) fn permutation(shape: &[usize], ops: &[&[usize]]) -> Dims {
-    let n = shape.len();
-    let mut perm: Dims = (0..n).rev().collect();
-    // > 0: swap (dim1 goes before dim0); < 0: keep; 0: no preference.
-    let should_swap = |d0: usize, d1: usize| -> i32 {
-        for s in ops {
-            let (s0, s1) = (s[d0], s[d1]);
-            if s0 == 0 || s1 == 0 {
-                continue;
-            }
-            if s0 < s1 {
-                return -1;
-            }
-            if s0 > s1 {
-                return 1;
-            }
-            if shape[d0] > shape[d1] {
-                return 1;
-            }
-        }
-        0
-    };
-    for i in 1..n {
-        let mut d1 = i;
-        for d0 in (0..i).rev() {
-            match should_swap(perm[d0], perm[d1]) {
-                c if c > 0 => {
-                    perm.swap(d0, d1);
-                    d1 = d0;
-                }
-                c if c < 0 => break,
-                _ => {}
-            }
-        }
-    }
-    perm
-}
-
-/// Is the geometry non-overlapping and dense (its elements fill a block of
-/// memory exactly once, in some dimension order)?
-pub(crate) fn non_overlapping_and_dense(shape: &[usize], strides: &[usize]) -> bool {
-    if shape.len() == 1 {
-        return shape[0] < 2 || strides[0] == 1;
-    }
-    let mut dims: Dims = (0..shape.len()).collect();
-    dims.sort_by_key(|&d| (strides[d], shape[d]));
-    let mut expected = 1usize;
-    for &d in &dims {
-        if shape[d] == 1 {
-            continue;
-        }
-        if strides[d] != expected {
-            return false;
-        }
-        expected = expected.saturating_mul(shape[d]);
-    }
-    true
-}
-
-/// Row-major contiguous (dimensions of size 1 may have any stride)?
-pub(crate) fn is_contiguous(shape: &[usize], strides: &[usize]) -> bool {
-    let mut expected = 1usize;
-    for (&n, &s) in shape.iter().zip(strides).rev() {
-        if n != 1 {
-            if s != expected {
-                return false;
-            }
-            expected = expected.saturating_mul(n);
-        }
-    }
-    true
-}
-
-fn is_channels_last(shape: &[usize], strides: &[usize]) -> bool {
-    let order: &[usize] = match shape.len() {
-        4 => &[1, 3, 2, 0],
-        5 => &[1, 4, 3, 2, 0],
-        _ => return false,
-    };
-    let mut expected = 1usize;
-    for &d in order {
-        if shape[d] != 1 {
-            if strides[d] != expected {
-                return false;
-            }
-            expected = expected.saturating_mul(shape[d]);
-        }
-    }
-    true
-}
-
 /// The strides of a new output of `shape` for inputs with these geometries
 /// (`(shape, strides)` each), as `TensorIterator` allocates it: the fast setup
 /// when every input has `shape` and they are all contiguous, all
-/// channels-last, or all dense with the same strides; otherwise contiguous in
-/// the order [`permutation`] chooses from the broadcast strides.
+/// channels-last, or all dense with the same strides; otherwise dense in the
+/// order [`iteration_order`] chooses from the broadcast strides.
 pub(crate) fn output_strides(shape: &[usize], inputs: &[(&[usize], &[usize])]) -> Dims {
-    let contiguous = || -> Dims {
-        crate::tensor::contiguous_strides(shape)
-            .into_iter()
-            .collect()
-    };
+    let contiguous = || crate::tensor::contiguous_dims(shape);
     if inputs.is_empty() || crate::tensor::numel(shape) == 0 {
         return contiguous();
     }
     if inputs.iter().all(|(s, _)| *s == shape) {
-        if inputs.iter().all(|(s, st)| is_contiguous(s, st)) {
+        if inputs.iter().all(|(s, st)| is_contiguous_strides(s, st)) {
             return contiguous();
         }
-        if inputs.iter().all(|(s, st)| is_channels_last(s, st)) {
-            let order: &[usize] = if shape.len() == 4 {
-                &[1, 3, 2, 0]
-            } else {
-                &[1, 4, 3, 2, 0]
-            };
-            return strides_in_order(shape, order);
+        if let Some(order) = channels_last_order(shape.len()) {
+            if inputs
+                .iter()
+                .all(|(s, st)| is_dense_in_order(s, st, order.iter().copied()))
+            {
+                return dense_strides(shape, order);
+            }
         }
         let (_, last) = inputs[inputs.len() - 1];
         if inputs
             .iter()
-            .all(|(s, st)| non_overlapping_and_dense(s, st))
+            .all(|(s, st)| is_non_overlapping_and_dense(s, st))
             && inputs.iter().all(|(_, st)| *st == last)
         {
             return last.iter().copied().collect();
@@ -317,7 +225,7 @@ pub(crate) fn output_strides(shape: &[usize], inputs: &[(&[usize], &[usize])]) -
         .map(|(s, st)| broadcast_strides(s, st, shape))
         .collect();
     let refs: SmallVec<[&[usize]; 4]> = bs.iter().map(|s| s.as_slice()).collect();
-    let perm = permutation(shape, &refs);
+    let perm = iteration_order(shape, &refs);
     if perm
         .iter()
         .enumerate()
@@ -325,18 +233,7 @@ pub(crate) fn output_strides(shape: &[usize], inputs: &[(&[usize], &[usize])]) -
     {
         return contiguous();
     }
-    strides_in_order(shape, &perm)
-}
-
-/// Dense strides that step fastest through `order[0]`, then `order[1]`, ….
-fn strides_in_order(shape: &[usize], order: &[usize]) -> Dims {
-    let mut strides: Dims = smallvec::smallvec![0; shape.len()];
-    let mut acc = 1usize;
-    for &d in order {
-        strides[d] = acc;
-        acc = acc.saturating_mul(shape[d].max(1));
-    }
-    strides
+    dense_strides(shape, &perm)
 }
 
 impl Loop {
@@ -359,7 +256,7 @@ impl Loop {
             .collect();
         let skip = usize::from(!out_has_layout);
         let refs: SmallVec<[&[usize]; 4]> = bstrides[skip..].iter().map(|s| s.as_slice()).collect();
-        let perm = permutation(shape, &refs);
+        let perm = iteration_order(shape, &refs);
         // Permuted (fastest first), then merged where every operand allows.
         let mut dims: Dims = perm.iter().map(|&d| shape[d]).collect();
         let mut strides: SmallVec<[Dims; 4]> = bstrides
@@ -437,7 +334,7 @@ impl Loop {
         }
         let locks = Locks::acquire(&self.shape, &self.places)?;
         // Dense output: rows of different outer indices never share elements.
-        let dense = non_overlapping_and_dense(&self.shape, &self.places[0].strides);
+        let dense = is_non_overlapping_and_dense(&self.shape, &self.places[0].strides);
         // Inputs in the output's storage: the output itself (same positions,
         // read before written by the same thread) or outside its extent.
         let out = &self.places[0];

@@ -3,59 +3,69 @@
 //! compute in PyTorch.
 
 use crate::error::Result;
-use crate::tensor::{contiguous_strides, MemoryFormat, Tensor};
+use crate::tensor::{contiguous_strides, is_dense_in_order, Dims, MemoryFormat, Tensor};
 
 /// Strides of a new tensor of `shape` in `format` (`Preserve` is the caller's
 /// business; here it means contiguous).
 pub(crate) fn strides_for(shape: &[usize], format: MemoryFormat) -> Result<Vec<usize>> {
-    let order: &[usize] = match format {
+    let order = match format {
         MemoryFormat::Contiguous | MemoryFormat::Preserve => return Ok(contiguous_strides(shape)),
         MemoryFormat::ChannelsLast => {
             crate::ensure!(
                 shape.len() == 4,
                 "required rank 4 tensor to use channels_last format"
             );
-            &[1, 3, 2, 0]
+            CHANNELS_LAST
         }
         MemoryFormat::ChannelsLast3d => {
             crate::ensure!(
                 shape.len() == 5,
                 "required rank 5 tensor to use channels_last_3d format"
             );
-            &[1, 4, 3, 2, 0]
+            CHANNELS_LAST_3D
         }
     };
-    let mut strides = vec![0; shape.len()];
+    Ok(dense_strides(shape, order).to_vec())
+}
+
+/// The dimension orders (fastest first) of channels-last layouts.
+pub(crate) const CHANNELS_LAST: &[usize] = &[1, 3, 2, 0];
+/// See [`CHANNELS_LAST`].
+pub(crate) const CHANNELS_LAST_3D: &[usize] = &[1, 4, 3, 2, 0];
+
+/// The channels-last order for a tensor of `ndim` dimensions, if it has one.
+pub(crate) fn channels_last_order(ndim: usize) -> Option<&'static [usize]> {
+    match ndim {
+        4 => Some(CHANNELS_LAST),
+        5 => Some(CHANNELS_LAST_3D),
+        _ => None,
+    }
+}
+
+/// Dense strides that step fastest through `order[0]`, then `order[1]`, ….
+pub(crate) fn dense_strides(shape: &[usize], order: &[usize]) -> Dims {
+    let mut strides: Dims = smallvec::smallvec![0; shape.len()];
     let mut acc = 1usize;
     for &d in order {
         strides[d] = acc;
-        acc *= shape[d].max(1);
+        acc = acc.saturating_mul(shape[d].max(1));
     }
-    Ok(strides)
+    strides
 }
 
 /// `is_contiguous(memory_format)`.
 pub(crate) fn is_contiguous_as(t: &Tensor, format: MemoryFormat) -> bool {
     let (shape, strides) = (t.shape(), t.strides());
-    let order: &[usize] = match format {
+    let order = match format {
         MemoryFormat::Contiguous | MemoryFormat::Preserve => {
             // Empty tensors are contiguous whatever their strides.
             return t.numel() == 0 || t.is_contiguous();
         }
-        MemoryFormat::ChannelsLast if shape.len() == 4 => &[1, 3, 2, 0],
-        MemoryFormat::ChannelsLast3d if shape.len() == 5 => &[1, 4, 3, 2, 0],
+        MemoryFormat::ChannelsLast if shape.len() == 4 => CHANNELS_LAST,
+        MemoryFormat::ChannelsLast3d if shape.len() == 5 => CHANNELS_LAST_3D,
         _ => return false,
     };
-    let mut expected = 1;
-    for &d in order {
-        if shape[d] != 1 {
-            if strides[d] != expected {
-                return false;
-            }
-            expected *= shape[d];
-        }
-    }
-    true
+    is_dense_in_order(&shape, &strides, order.iter().copied())
 }
 
 /// `is_non_overlapping_and_dense`: some permutation of the dimensions is
@@ -64,7 +74,7 @@ pub(crate) fn is_non_overlapping_and_dense(shape: &[usize], strides: &[usize]) -
     if shape.len() == 1 {
         return shape[0] < 2 || strides[0] == 1;
     }
-    let mut perm: Vec<usize> = (0..shape.len()).collect();
+    let mut perm: Dims = (0..shape.len()).collect();
     // Sort by stride, size-0/1 dims last.
     perm.sort_by_key(|&d| (shape[d] < 2, strides[d]));
     let mut require = 1;
@@ -104,10 +114,10 @@ fn is_channels_last_strides(shape: &[usize], strides: &[usize], order: &[usize])
 pub(crate) fn suggest_memory_format(t: &Tensor) -> MemoryFormat {
     let (shape, strides) = (t.shape(), t.strides());
     match shape.len() {
-        4 if is_channels_last_strides(&shape, &strides, &[1, 3, 2, 0]) => {
+        4 if is_channels_last_strides(&shape, &strides, CHANNELS_LAST) => {
             MemoryFormat::ChannelsLast
         }
-        5 if is_channels_last_strides(&shape, &strides, &[1, 4, 3, 2, 0]) => {
+        5 if is_channels_last_strides(&shape, &strides, CHANNELS_LAST_3D) => {
             MemoryFormat::ChannelsLast3d
         }
         _ => MemoryFormat::Contiguous,
@@ -117,24 +127,37 @@ pub(crate) fn suggest_memory_format(t: &Tensor) -> MemoryFormat {
 /// `infer_dense_strides`: dense strides following the order of `strides`
 /// (PyTorch's stable insertion sort; 0 strides keep their place).
 pub(crate) fn infer_dense_strides(shape: &[usize], strides: &[usize]) -> Vec<usize> {
+    dense_strides(shape, &iteration_order(shape, &[strides])).to_vec()
+}
+
+/// The order of the dimensions of `shape`, fastest first, that
+/// `TensorIterator::reorder_dimensions` (and `infer_dense_strides`, for one
+/// operand) chooses from the operands' strides (broadcast to `shape`): an
+/// insertion sort from the row-major order in which the first operand with a
+/// strict preference decides; a stride of 0 expresses none, and of two equal
+/// strides the smaller dimension goes first.
+pub(crate) fn iteration_order(shape: &[usize], operands: &[&[usize]]) -> Dims {
     let n = shape.len();
-    let mut perm: Vec<usize> = (0..n).rev().collect();
+    let mut perm: Dims = (0..n).rev().collect();
+    // > 0: swap (dim1 goes before dim0); < 0: keep; 0: no preference.
     let should_swap = |d0: usize, d1: usize| -> i32 {
-        let (s0, s1) = (strides[d0], strides[d1]);
-        if s0 == 0 || s1 == 0 {
-            0
-        } else if s0 < s1 {
-            -1
-        } else if s0 > s1 || shape[d0] > shape[d1] {
-            1
-        } else {
-            0
+        for s in operands {
+            let (s0, s1) = (s[d0], s[d1]);
+            if s0 == 0 || s1 == 0 {
+                continue;
+            }
+            if s0 < s1 {
+                return -1;
+            }
+            if s0 > s1 || shape[d0] > shape[d1] {
+                return 1;
+            }
         }
+        0
     };
     for i in 1..n {
         let mut d1 = i;
-        for j in 1..=i {
-            let d0 = i - j;
+        for d0 in (0..i).rev() {
             match should_swap(perm[d0], perm[d1]) {
                 c if c > 0 => {
                     perm.swap(d0, d1);
@@ -145,13 +168,7 @@ pub(crate) fn infer_dense_strides(shape: &[usize], strides: &[usize]) -> Vec<usi
             }
         }
     }
-    let mut out = vec![0; n];
-    let mut acc = 1;
-    for &d in &perm {
-        out[d] = acc;
-        acc *= shape[d].max(1);
-    }
-    out
+    perm
 }
 
 /// The strides `empty_like(t, memory_format)` gives a new tensor.

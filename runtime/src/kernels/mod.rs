@@ -234,7 +234,7 @@ pub(crate) fn fill_elements<T: Element>(t: &Tensor, value: T) -> Result<()> {
             "tensor view is out of bounds of its storage"
         );
     }
-    let contiguous = iter::is_contiguous(&g.shape, &g.strides);
+    let contiguous = crate::tensor::is_contiguous_strides(&g.shape, &g.strides);
     let n = crate::tensor::numel(&g.shape);
     let mut buf = g.storage.write();
     crate::with_buffer!(&mut *buf, data, E => {

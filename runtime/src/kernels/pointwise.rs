@@ -224,7 +224,7 @@ impl Iter<'_> {
                     }
                     let part = t.with_geometry(|g| {
                         (g.shape.as_slice() == self.shape.as_slice()
-                            && super::iter::is_contiguous(&g.shape, &g.strides))
+                            && crate::tensor::is_contiguous_strides(&g.shape, &g.strides))
                         .then(|| (g.storage.clone(), g.offset))
                     });
                     match part {
@@ -529,7 +529,7 @@ fn binary_plain(
     {
         return None;
     }
-    let contiguous = |g: &Geometry| super::iter::is_contiguous(&g.shape, &g.strides);
+    let contiguous = |g: &Geometry| crate::tensor::is_contiguous_strides(&g.shape, &g.strides);
     let (sa, oa, shape) =
         a.with_geometry(|g| contiguous(g).then(|| (g.storage.clone(), g.offset, g.shape.clone())))?;
     let (sb, ob) = b.with_geometry(|g| {

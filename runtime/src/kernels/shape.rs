@@ -216,7 +216,8 @@ pub(crate) fn index_select(
 /// that form (the caller copies view by view). Indices are checked.
 fn select_rows(self_: &Tensor, d: usize, idx: &[i64], result: &Tensor) -> Result<bool> {
     let (src, dst) = (self_.geometry(), result.geometry());
-    let contiguous = |g: &crate::tensor::Geometry| super::iter::is_contiguous(&g.shape, &g.strides);
+    let contiguous =
+        |g: &crate::tensor::Geometry| crate::tensor::is_contiguous_strides(&g.shape, &g.strides);
     if !contiguous(&src) || !contiguous(&dst) || src.storage.ptr_eq(&dst.storage) {
         return Ok(false);
     }

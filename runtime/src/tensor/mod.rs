@@ -313,6 +313,31 @@ pub fn internal_overlap_error() -> Error {
     Error::Runtime("unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.".into())
 }
 
+/// Do the strides step through the dimensions densely in `order`, fastest
+/// first (dimensions of size 1 may have any stride)? Row-major contiguity is
+/// the order `ndim-1, …, 0`; channels-last is another order.
+pub fn is_dense_in_order(
+    shape: &[usize],
+    strides: &[usize],
+    order: impl IntoIterator<Item = usize>,
+) -> bool {
+    let mut expected = 1usize;
+    for d in order {
+        if shape[d] != 1 {
+            if strides[d] != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(shape[d]);
+        }
+    }
+    true
+}
+
+/// Row-major contiguous (dimensions of size 1 may have any stride)?
+pub fn is_contiguous_strides(shape: &[usize], strides: &[usize]) -> bool {
+    is_dense_in_order(shape, strides, (0..shape.len()).rev())
+}
+
 /// Contiguous (row-major) strides for `shape`, inline.
 pub fn contiguous_dims(shape: &[usize]) -> Dims {
     let mut strides: Dims = smallvec::smallvec![0; shape.len()];
@@ -824,19 +849,7 @@ impl Tensor {
     /// tensor is contiguous, as in PyTorch).
     pub fn is_contiguous(&self) -> bool {
         let g = self.geom();
-        if numel(&g.shape) == 0 {
-            return true;
-        }
-        let mut expected = 1;
-        for (&n, &s) in g.shape.iter().zip(&g.strides).rev() {
-            if n != 1 {
-                if s != expected {
-                    return false;
-                }
-                expected *= n;
-            }
-        }
-        true
+        numel(&g.shape) == 0 || is_dense_in_order(&g.shape, &g.strides, (0..g.shape.len()).rev())
     }
 
     /// The same tensor (handle identity, like Python's `is`)?
