@@ -56,9 +56,7 @@ mod views;
 pub(crate) mod vmath;
 
 use crate::error::{Error, Result};
-use crate::tensor::{
-    alloc as memory, last_offset, DType, Device, Element, Positions, Scalar, Tensor,
-};
+use crate::tensor::{alloc as memory, last_offset, DType, Device, Element, Scalar, Tensor};
 
 /// Formats a shape as PyTorch prints `IntArrayRef`s: `[2, 3]`.
 pub(crate) fn fmt_shape(s: &[usize]) -> String {
@@ -221,35 +219,15 @@ pub(crate) fn empty_strided(
 }
 
 /// Writes one value into every element of `t` (overlapping elements of an
-/// expanded tensor included: filling is idempotent), walking its positions
-/// (no table of offsets).
+/// expanded tensor included: filling is idempotent), converted to `t`'s dtype
+/// with C++ cast rules ([`Tensor::try_fill`]).
 pub(crate) fn fill_elements<T: Element>(t: &Tensor, value: T) -> Result<()> {
-    if t.device() == Device::Meta {
-        return Ok(());
-    }
-    let g = t.geometry();
-    if let Some(end) = last_offset(&g.shape, &g.strides, g.offset)? {
-        crate::ensure!(
-            end < g.storage.len(),
-            "tensor view is out of bounds of its storage"
-        );
-    }
-    let contiguous = crate::tensor::is_contiguous_strides(&g.shape, &g.strides);
-    let n = crate::tensor::numel(&g.shape);
-    let mut buf = g.storage.write();
-    crate::with_buffer!(&mut *buf, data, E => {
-        let v: E = crate::tensor::cast::<T, E>(value);
-        if contiguous {
-            if let Some(run) = data.get_mut(g.offset..g.offset + n) {
-                run.fill(v);
-            }
-        } else {
-            for pos in Positions::new(&g.shape, &g.strides, g.offset) {
-                data[pos] = v;
-            }
-        }
-    }, meta => ());
-    Ok(())
+    let s = match T::DTYPE {
+        DType::Bool => Scalar::Bool(value.to_bool()),
+        DType::Int32 | DType::Int64 => Scalar::Int(value.to_i64()),
+        DType::Float32 | DType::Float64 => Scalar::Float(value.to_f64()),
+    };
+    t.try_fill(s)
 }
 
 #[cfg(test)]

@@ -1051,28 +1051,37 @@ impl Tensor {
     /// indices sharing an element) every shared element gets the same value, so
     /// this is well defined, unlike [`Tensor::assign`].
     pub fn fill_scalar(&self, value: Scalar) {
-        if self.device() == Device::Meta || self.numel() == 0 {
-            return;
+        // A view reaching outside its storage is left as it is; `try_fill`
+        // reports it.
+        let _ = self.try_fill(value);
+    }
+
+    /// Sets every element to `value` (C++ cast rules), as [`Tensor::fill_scalar`],
+    /// or the error of a view that reaches outside its storage. A contiguous
+    /// view is filled as one run, others position by position (no table of
+    /// offsets).
+    pub(crate) fn try_fill(&self, value: Scalar) -> Result<()> {
+        if self.device() == Device::Meta {
+            return Ok(());
         }
         let g = self.geometry();
-        if !matches!(last_offset(&g.shape, &g.strides, g.offset), Ok(Some(end)) if end < g.storage.len())
-        {
-            return;
-        }
-        let dense = self.is_contiguous();
-        let n = numel(&g.shape);
+        let Some(end) = last_offset(&g.shape, &g.strides, g.offset)? else {
+            return Ok(());
+        };
+        let contiguous = is_contiguous_strides(&g.shape, &g.strides);
         let mut buf = g.storage.write();
         with_buffer!(&mut *buf, data, T => {
+            crate::ensure!(end < data.len(), "tensor view is out of bounds of its storage");
             let x = <T as Element>::from_scalar(value);
-            match data.get_mut(g.offset..g.offset + n) {
-                Some(run) if dense => run.fill(x),
-                _ => {
-                    for pos in Positions::new(&g.shape, &g.strides, g.offset) {
-                        data[pos] = x;
-                    }
+            if contiguous {
+                data[g.offset..=end].fill(x);
+            } else {
+                for pos in Positions::new(&g.shape, &g.strides, g.offset) {
+                    data[pos] = x;
                 }
             }
-        }, meta => ());
+            Ok(())
+        }, meta => Ok(()))
     }
 
     /// A contiguous copy with its own storage (allocated fallibly).
