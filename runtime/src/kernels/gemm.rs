@@ -106,42 +106,30 @@ pub(crate) trait Gemm: Num + Send + Sync {
     );
 }
 
-impl Gemm for f32 {
-    unsafe fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: RawMat<*const f32>,
-        b: RawMat<*const f32>,
-        c: RawMat<*mut f32>,
-    ) {
-        // SAFETY: the caller's contract is `sgemm`'s: elements in bounds, `c`'s
-        // distinct (no aliasing strides), beta = 0 so `c` is only written.
-        unsafe {
-            matrixmultiply::sgemm(
-                m, k, n, 1.0, a.ptr, a.rs, a.cs, b.ptr, b.rs, b.cs, 0.0, c.ptr, c.rs, c.cs,
-            )
+macro_rules! gemm_by_crate {
+    ($($t:ty => $f:ident),*) => {$(
+        impl Gemm for $t {
+            unsafe fn gemm(
+                m: usize,
+                k: usize,
+                n: usize,
+                a: RawMat<*const $t>,
+                b: RawMat<*const $t>,
+                c: RawMat<*mut $t>,
+            ) {
+                // SAFETY: the caller's contract is `matrixmultiply`'s: every
+                // element in bounds, `c`'s distinct (no aliasing strides) and
+                // apart from `a` and `b`; beta = 0, so `c` is only written.
+                unsafe {
+                    matrixmultiply::$f(
+                        m, k, n, 1.0, a.ptr, a.rs, a.cs, b.ptr, b.rs, b.cs, 0.0, c.ptr, c.rs, c.cs,
+                    )
+                }
+            }
         }
-    }
+    )*};
 }
-
-impl Gemm for f64 {
-    unsafe fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: RawMat<*const f64>,
-        b: RawMat<*const f64>,
-        c: RawMat<*mut f64>,
-    ) {
-        // SAFETY: as for `f32`: the caller's contract is `dgemm`'s.
-        unsafe {
-            matrixmultiply::dgemm(
-                m, k, n, 1.0, a.ptr, a.rs, a.cs, b.ptr, b.rs, b.cs, 0.0, c.ptr, c.rs, c.cs,
-            )
-        }
-    }
-}
+gemm_by_crate!(f32 => sgemm, f64 => dgemm);
 
 macro_rules! gemm_by_loop {
     ($($t:ty),*) => {$(

@@ -184,6 +184,19 @@ fn at_avx2<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Stamps slice loops over scalar functions: `name(x, out)` writes `f(x[i])`
+/// to `out[i]` (inlined into each level's compiled copy by `multiversion!`).
+macro_rules! elementwise {
+    ($t:ty: $($name:ident => $f:path),* $(,)?) => {$(
+        #[inline(always)]
+        fn $name(x: &[$t], out: &mut [$t]) {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = $f(v);
+            }
+        }
+    )*};
+}
+
 /// Stamps, for each loop body, a module with the body compiled per level and
 /// `run(level, args)`, which runs the version for `level` capped at the
 /// detected one.
@@ -712,35 +725,9 @@ mod k32 {
     use super::f32_native as n;
     use super::{detected_level, Level};
 
-    #[inline(always)]
-    fn exp_b(x: &[f32], out: &mut [f32]) {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = n::exp(v);
-        }
-    }
-    #[inline(always)]
-    fn ln_b(x: &[f32], out: &mut [f32]) {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = n::ln(v);
-        }
-    }
-    #[inline(always)]
-    fn tanh_b(x: &[f32], out: &mut [f32]) {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = n::tanh(v);
-        }
-    }
-    #[inline(always)]
-    fn sigmoid_b(x: &[f32], out: &mut [f32]) {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = n::sigmoid(v);
-        }
-    }
-    #[inline(always)]
-    fn sqrt_b(x: &[f32], out: &mut [f32]) {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = v.sqrt();
-        }
+    elementwise! {
+        f32: exp_b => n::exp, ln_b => n::ln, tanh_b => n::tanh, sigmoid_b => n::sigmoid,
+        sqrt_b => f32::sqrt
     }
     #[inline(always)]
     fn pow_b(x: &[f32], y: &[f32], out: &mut [f32]) {
@@ -1011,35 +998,9 @@ mod k64 {
     use super::pow_tab;
     use super::{detected_level, Level};
 
-    #[inline(always)]
-    fn exp_b(x: &[f64], out: &mut [f64]) {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = m::exp(v);
-        }
-    }
-    #[inline(always)]
-    fn ln_b(x: &[f64], out: &mut [f64]) {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = m::ln(v);
-        }
-    }
-    #[inline(always)]
-    fn tanh_b(x: &[f64], out: &mut [f64]) {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = m::tanh(v);
-        }
-    }
-    #[inline(always)]
-    fn sigmoid_b(x: &[f64], out: &mut [f64]) {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = m::sigmoid(v);
-        }
-    }
-    #[inline(always)]
-    fn sqrt_b(x: &[f64], out: &mut [f64]) {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = v.sqrt();
-        }
+    elementwise! {
+        f64: exp_b => m::exp, ln_b => m::ln, tanh_b => m::tanh, sigmoid_b => m::sigmoid,
+        sqrt_b => f64::sqrt
     }
 
     multiversion! {
