@@ -9,26 +9,11 @@
 use opforge::{ops, DType, Device, Scalar, Tensor};
 use std::sync::Mutex;
 
+mod common;
+use common::Rng;
+
 /// Tests here change the global thread count: one at a time.
 static THREADS: Mutex<()> = Mutex::new(());
-
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn coin(&mut self) -> bool {
-        self.next() & 1 == 1
-    }
-}
 
 const DTYPES: [DType; 5] = [
     DType::Bool,

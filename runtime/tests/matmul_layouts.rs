@@ -7,29 +7,12 @@
 
 use opforge::{ops, torch, DType, Device, Scalar, Tensor};
 
-/// xorshift64*: small, deterministic.
-struct Rng(u64);
+mod common;
+use common::Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len())]
-    }
-
-    /// A size for one dimension: mostly small, with 0 and 1 often.
-    fn size(&mut self) -> usize {
-        self.pick(&[0, 1, 1, 2, 3, 4, 5, 7, 8, 16, 17, 31, 33])
-    }
+/// A size for one dimension: mostly small, with 0 and 1 often.
+fn size(rng: &mut Rng) -> usize {
+    rng.pick(&[0, 1, 1, 2, 3, 4, 5, 7, 8, 16, 17, 31, 33])
 }
 
 /// A contiguous tensor of `shape` with random values: floats in [-1, 1),
@@ -200,7 +183,7 @@ fn mm_matches_the_reference_on_every_layout() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for dtype in [DType::Float32, DType::Float64, DType::Int64, DType::Int32] {
         for case in 0..60 {
-            let (m, k, n) = (rng.size(), rng.size(), rng.size());
+            let (m, k, n) = (size(&mut rng), size(&mut rng), size(&mut rng));
             let (ka, kb) = (rng.pick(&KINDS), rng.pick(&KINDS));
             let a = operand(&mut rng, &[m, k], dtype, ka);
             let b = operand(&mut rng, &[k, n], dtype, kb);
@@ -233,9 +216,9 @@ fn bmm_matches_the_reference_on_every_layout() {
         for case in 0..40 {
             let (bs, m, k, n) = (
                 rng.pick(&[0, 1, 2, 3, 5]),
-                rng.size(),
-                rng.size(),
-                rng.size(),
+                size(&mut rng),
+                size(&mut rng),
+                size(&mut rng),
             );
             let (ka, kb) = (rng.pick(&KINDS), rng.pick(&KINDS));
             let a = operand(&mut rng, &[bs, m, k], dtype, ka);
@@ -264,7 +247,7 @@ fn matmul_broadcasts_like_the_reference() {
     for dtype in [DType::Float32, DType::Float64, DType::Int64] {
         for case in 0..150 {
             let (d1, d2) = (1 + rng.below(4), 1 + rng.below(4));
-            let (m, k, n) = (rng.size(), rng.size(), rng.size());
+            let (m, k, n) = (size(&mut rng), size(&mut rng), size(&mut rng));
             let nb = d1.max(d2).saturating_sub(2);
             let batch: Vec<usize> = (0..nb).map(|_| rng.pick(&[1, 2, 3])).collect();
             // Each operand takes the trailing batch dimensions it has room for,

@@ -652,7 +652,9 @@ impl Ctx<'_> {
 /// `at < raw.len` and `raw` points at a live buffer of `dtype`.
 #[inline(always)]
 unsafe fn load_one<T: Element>(raw: Raw, dtype: DType, at: usize) -> T {
-    crate::with_dtype!(dtype, S => cast::<S, T>((raw.ptr as *const S).add(at).read()))
+    // SAFETY: the caller's contract: `at` is inside the live buffer, whose
+    // elements are of `dtype` (the `S` this arm is stamped for).
+    crate::with_dtype!(dtype, S => cast::<S, T>(unsafe { (raw.ptr as *const S).add(at).read() }))
 }
 
 /// Reads `dst.len()` elements from `at` every `stride` as `T`.
@@ -663,14 +665,16 @@ unsafe fn load_one<T: Element>(raw: Raw, dtype: DType, at: usize) -> T {
 #[inline(always)]
 unsafe fn gather<T: Element>(raw: Raw, dtype: DType, at: usize, stride: usize, dst: &mut [T]) {
     crate::with_dtype!(dtype, S => {
-        let base = (raw.ptr as *const S).add(at);
+        // SAFETY (every block below): the caller's contract puts each position
+        // `at + i * stride` inside the live buffer of `dtype` elements.
+        let base = unsafe { (raw.ptr as *const S).add(at) };
         if stride == 1 {
             for (i, d) in dst.iter_mut().enumerate() {
-                *d = cast::<S, T>(base.add(i).read());
+                *d = cast::<S, T>(unsafe { base.add(i).read() });
             }
         } else {
             for (i, d) in dst.iter_mut().enumerate() {
-                *d = cast::<S, T>(base.add(i * stride).read());
+                *d = cast::<S, T>(unsafe { base.add(i * stride).read() });
             }
         }
     })
@@ -683,9 +687,155 @@ unsafe fn gather<T: Element>(raw: Raw, dtype: DType, at: usize, stride: usize, d
 #[inline(always)]
 unsafe fn scatter<R: Element>(raw: Raw, dtype: DType, at: usize, stride: usize, src: &[R]) {
     crate::with_dtype!(dtype, S => {
-        let base = (raw.ptr as *mut S).add(at);
+        // SAFETY (both blocks): the caller's contract puts each position inside
+        // the live buffer of `dtype` elements and gives this call the right to
+        // write them (the write lock is held; no reference to them exists).
+        let base = unsafe { (raw.ptr as *mut S).add(at) };
         for (i, &x) in src.iter().enumerate() {
-            base.add(i * stride).write(cast::<R, S>(x));
+            unsafe { base.add(i * stride).write(cast::<R, S>(x)) };
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    //! The loop's raw accesses rest on `Locks::acquire`'s checks and on
+    //! `Loop::run`'s choice of when to split the work: these tests hand it
+    //! geometries that would break either (run them under Miri too, README
+    //! "Testing").
+    use super::*;
+    use crate::tensor::Buffer;
+
+    fn geometry(storage: &Storage, shape: &[usize], strides: &[usize], offset: usize) -> Geometry {
+        Geometry {
+            storage: storage.clone(),
+            shape: shape.into(),
+            strides: strides.into(),
+            offset,
+        }
+    }
+
+    fn floats(v: Vec<f32>) -> Storage {
+        Storage::new(Buffer::F32(v))
+    }
+
+    /// Copies `input` into `out` (both float32) through the loop.
+    fn copy(out: &Geometry, input: &Geometry) -> Result<()> {
+        let l = Loop::new(
+            &out.shape,
+            (out, DType::Float32),
+            &[View::Tensor(input, DType::Float32)],
+            true,
+        );
+        l.run::<1, f32, f32>(|[a], o| map1(a, o, |x| x))
+    }
+
+    fn values(s: &Storage) -> Vec<f32> {
+        f32::slice(&s.read()).unwrap().to_vec()
+    }
+
+    #[test]
+    fn views_past_their_storage_are_errors() {
+        let small = floats(vec![1.0; 4]);
+        let big = floats(vec![0.0; 8]);
+        let out = geometry(&big, &[8], &[1], 0);
+        for bad in [
+            geometry(&small, &[8], &[1], 0),          // more elements than stored
+            geometry(&small, &[1], &[1], 4),          // offset at the end
+            geometry(&small, &[2], &[usize::MAX], 0), // extent overflows usize
+            geometry(&small, &[2, 4], &[0, 1], 1),    // last element one past
+            geometry(&small, &[8], &[usize::MAX / 4], 0), // wraps when multiplied
+        ] {
+            let out = geometry(
+                &big,
+                &bad.shape,
+                &dense_strides(&bad.shape, &[0, 1][..bad.shape.len()]),
+                0,
+            );
+            let err = copy(&out, &bad).unwrap_err().to_string();
+            assert!(err.contains("out of bounds"), "{err}");
+        }
+        // The output is checked the same way.
+        let err = copy(&geometry(&small, &[8], &[1], 0), &out)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("out of bounds"), "{err}");
+        assert_eq!(values(&big), vec![0.0; 8], "nothing written on error");
+    }
+
+    #[test]
+    fn a_storage_of_another_dtype_is_an_error() {
+        let ints = Storage::new(Buffer::I64(vec![1; 4]));
+        let out = floats(vec![0.0; 4]);
+        let err = copy(
+            &geometry(&out, &[4], &[1], 0),
+            &geometry(&ints, &[4], &[1], 0),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("expected a storage of dtype Float"), "{err}");
+        let err = copy(
+            &geometry(&ints, &[4], &[1], 0),
+            &geometry(&out, &[4], &[1], 0),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("expected a storage of dtype Float"), "{err}");
+    }
+
+    /// Above the grain size, but every element of the output is one
+    /// location: the loop must not split it between threads.
+    #[test]
+    fn an_output_that_overlaps_itself_is_written_by_one_thread() {
+        let n = GRAIN_SIZE * 3;
+        let input = floats((0..n).map(|i| i as f32).collect());
+        let out = floats(vec![0.0]);
+        copy(
+            &geometry(&out, &[n], &[0], 0),
+            &geometry(&input, &[n], &[1], 0),
+        )
+        .unwrap();
+        assert_eq!(values(&out), vec![(n - 1) as f32], "the last write wins");
+    }
+
+    /// `x[1:] = x[:-1]` through the loop directly (the operators refuse it
+    /// before this point): one thread, block after block, each block read
+    /// in full before it is written.
+    #[test]
+    fn an_output_shifted_over_its_input_is_copied_block_by_block() {
+        let n = GRAIN_SIZE * 2 + 7;
+        let start: Vec<f32> = (0..=n).map(|i| i as f32).collect();
+        let x = floats(start.clone());
+        copy(&geometry(&x, &[n], &[1], 1), &geometry(&x, &[n], &[1], 0)).unwrap();
+        let mut want = start;
+        let mut at = 0;
+        while at < n {
+            let len = BLOCK.min(n - at);
+            let block: Vec<f32> = want[at..at + len].to_vec();
+            want[at + 1..at + 1 + len].copy_from_slice(&block);
+            at += len;
+        }
+        assert_eq!(values(&x), want);
+    }
+
+    #[test]
+    fn an_input_in_the_output_storage_is_never_read_as_a_slice_of_it() {
+        // y = x + x written into x itself, in place: same positions.
+        let n = GRAIN_SIZE + 300;
+        let x = floats((0..n).map(|i| i as f32).collect());
+        let g = geometry(&x, &[n], &[1], 0);
+        let l = Loop::new(
+            &[n],
+            (&g, DType::Float32),
+            &[
+                View::Tensor(&g, DType::Float32),
+                View::Tensor(&g, DType::Float32),
+            ],
+            true,
+        );
+        l.run::<2, f32, f32>(|[a, b], o| map2(a, b, o, |x, y| x + y))
+            .unwrap();
+        let want: Vec<f32> = (0..n).map(|i| 2.0 * i as f32).collect();
+        assert_eq!(values(&x), want);
+    }
 }

@@ -854,3 +854,55 @@ pub(crate) fn where_self(condition: &Tensor, self_: &Tensor, other: &Tensor) -> 
         it.run(|[c, a, b], o| map3(c, a, b, o, |c: T, a: T, b: T| if c != T::zero() { a } else { b }))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_f32(t: &Tensor) -> Vec<f32> {
+        t.with_geometry(|g| f32::slice(&g.storage.read()).unwrap().to_vec())
+    }
+
+    #[test]
+    fn new_results_are_written_in_full() {
+        // Across blocks, parts and threads: every element comes from the kernel.
+        let n = crate::parallel::GRAIN_SIZE * 2 + super::super::iter::BLOCK + 3;
+        let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let t = new_from_blocks([Src::Slice(&x), Src::Scalar(1.0f32)], &[n], &|[a, b], o| {
+            map2(a, b, o, |x, y| x + y)
+        })
+        .unwrap();
+        assert_eq!(
+            read_f32(&t),
+            (0..n).map(|i| i as f32 + 1.0).collect::<Vec<_>>()
+        );
+        let empty =
+            new_from_blocks([Src::Slice(&x[..0])], &[0, 3], &|[a], o| map1(a, o, |v| v)).unwrap();
+        assert_eq!(empty.shape(), vec![0, 3]);
+    }
+
+    /// A kernel that panics part way, and a source shorter than the result:
+    /// the panic reaches the caller and the half-written buffer is dropped
+    /// as empty (its length is set only after every block is written).
+    #[test]
+    fn a_panic_part_way_leaves_no_uninitialised_result() {
+        let n = crate::parallel::GRAIN_SIZE * 2;
+        let x = vec![1.0f32; n];
+        let kernel = |[a]: [Src<'_, f32>; 1], o: &mut [f32]| {
+            if let Src::Slice(s) = a {
+                assert!(s.iter().all(|&v| v >= 0.0), "negative input");
+            }
+            map1(a, o, |v| v)
+        };
+        let mut bad = x.clone();
+        bad[n - 1] = -1.0;
+        let r = std::panic::catch_unwind(|| new_from_blocks([Src::Slice(&bad)], &[n], &kernel));
+        assert!(r.is_err());
+        let r =
+            std::panic::catch_unwind(|| new_from_blocks([Src::Slice(&x[..n / 2])], &[n], &kernel));
+        assert!(r.is_err(), "a short source is a bounds-checked panic");
+        // Nothing is left in a broken state.
+        let t = new_from_blocks([Src::Slice(&x)], &[n], &kernel).unwrap();
+        assert_eq!(read_f32(&t), x);
+    }
+}

@@ -711,3 +711,20 @@ pub(crate) fn extreme_dim(
         Ok((Tensor::from_vec(values, &shape)?, Tensor::from_vec(indices, &shape)?))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_are_reinterpreted_only_as_their_own_type() {
+        let x = [1.0f32, 2.0, 3.0];
+        let same = slice_as::<f32, f32>(&x).unwrap();
+        assert_eq!(same.as_ptr(), x.as_ptr());
+        assert_eq!(same, &x[..]);
+        // Same size, other type: never reinterpreted.
+        assert!(slice_as::<f32, i32>(&x).is_none());
+        assert!(slice_as::<i64, f64>(&[1i64, 2]).is_none());
+        assert!(slice_as::<f64, i64>(&[]).is_none());
+    }
+}
