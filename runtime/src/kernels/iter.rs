@@ -36,7 +36,7 @@
 use super::layout::{
     channels_last_order, dense_strides, is_non_overlapping_and_dense, iteration_order,
 };
-use super::vmath::vectorized;
+use super::vmath::best_level;
 use crate::error::Result;
 use crate::parallel::{parallel_for, GRAIN_SIZE};
 use crate::tensor::{
@@ -61,62 +61,71 @@ pub(crate) enum Src<'a, T> {
     Scalar(T),
 }
 
-/// `f` over one input block.
-#[inline(always)]
-pub(crate) fn map1<T: Copy, R: Copy>(a: Src<'_, T>, out: &mut [R], f: impl Fn(T) -> R) {
-    match a {
-        Src::Slice(a) => {
-            for (o, &x) in out.iter_mut().zip(a) {
-                *o = f(x);
+best_level! {
+    /// `f` over one input block.
+    pub(crate) fn map1<T, R, F>(a: Src<'_, T>, out: &mut [R], f: F) -> ()
+    where { T: Copy, R: Copy, F: Fn(T) -> R }
+    {
+        match a {
+            Src::Slice(a) => {
+                for (o, &x) in out.iter_mut().zip(a) {
+                    *o = f(x);
+                }
             }
-        }
-        Src::Scalar(x) => out.fill(f(x)),
-    }
-}
-
-/// `f` over two input blocks, each a run or one value.
-#[inline(always)]
-pub(crate) fn map2<T: Copy, R>(a: Src<'_, T>, b: Src<'_, T>, out: &mut [R], f: impl Fn(T, T) -> R) {
-    match (a, b) {
-        (Src::Slice(a), Src::Slice(b)) => {
-            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                *o = f(x, y);
-            }
-        }
-        (Src::Slice(a), Src::Scalar(y)) => {
-            for (o, &x) in out.iter_mut().zip(a) {
-                *o = f(x, y);
-            }
-        }
-        (Src::Scalar(x), Src::Slice(b)) => {
-            for (o, &y) in out.iter_mut().zip(b) {
-                *o = f(x, y);
-            }
-        }
-        (Src::Scalar(x), Src::Scalar(y)) => {
-            for o in out.iter_mut() {
-                *o = f(x, y);
-            }
+            Src::Scalar(x) => out.fill(f(x)),
         }
     }
 }
 
-/// `f` over three input blocks (runs are read element by element; a block of
-/// one value repeats it).
-#[inline(always)]
-pub(crate) fn map3<T: Copy, R>(
-    a: Src<'_, T>,
-    b: Src<'_, T>,
-    c: Src<'_, T>,
-    out: &mut [R],
-    f: impl Fn(T, T, T) -> R,
-) {
-    let at = |s: &Src<'_, T>, i: usize| match *s {
-        Src::Slice(v) => v[i],
-        Src::Scalar(x) => x,
-    };
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = f(at(&a, i), at(&b, i), at(&c, i));
+best_level! {
+    /// `f` over two input blocks, each a run or one value.
+    pub(crate) fn map2<T, R, F>(a: Src<'_, T>, b: Src<'_, T>, out: &mut [R], f: F) -> ()
+    where { T: Copy, F: Fn(T, T) -> R }
+    {
+        match (a, b) {
+            (Src::Slice(a), Src::Slice(b)) => {
+                for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                    *o = f(x, y);
+                }
+            }
+            (Src::Slice(a), Src::Scalar(y)) => {
+                for (o, &x) in out.iter_mut().zip(a) {
+                    *o = f(x, y);
+                }
+            }
+            (Src::Scalar(x), Src::Slice(b)) => {
+                for (o, &y) in out.iter_mut().zip(b) {
+                    *o = f(x, y);
+                }
+            }
+            (Src::Scalar(x), Src::Scalar(y)) => {
+                for o in out.iter_mut() {
+                    *o = f(x, y);
+                }
+            }
+        }
+    }
+}
+
+best_level! {
+    /// `f` over three input blocks (runs are read element by element; a
+    /// block of one value repeats it).
+    pub(crate) fn map3<T, R, F>(
+        a: Src<'_, T>,
+        b: Src<'_, T>,
+        c: Src<'_, T>,
+        out: &mut [R],
+        f: F,
+    ) -> ()
+    where { T: Copy, F: Fn(T, T, T) -> R }
+    {
+        let at = |s: &Src<'_, T>, i: usize| match *s {
+            Src::Slice(v) => v[i],
+            Src::Scalar(x) => x,
+        };
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = f(at(&a, i), at(&b, i), at(&c, i));
+        }
     }
 }
 
@@ -351,10 +360,10 @@ impl Loop {
         };
         if dense && disjoint && self.numel > GRAIN_SIZE {
             parallel_for(0..self.numel, GRAIN_SIZE, |r| {
-                vectorized(|| ctx.serial::<N, T, R>(r, &kernel))
+                ctx.serial::<N, T, R>(r, &kernel)
             });
         } else {
-            vectorized(|| ctx.serial::<N, T, R>(0..self.numel, &kernel));
+            ctx.serial::<N, T, R>(0..self.numel, &kernel);
         }
         Ok(())
     }
@@ -646,6 +655,17 @@ impl Ctx<'_> {
     }
 }
 
+best_level! {
+    /// `dst[i] = src[i]` converted with C++ cast rules.
+    fn cast_slice<S, T>(src: &[S], dst: &mut [T]) -> ()
+    where { S: Element, T: Element }
+    {
+        for (d, &x) in dst.iter_mut().zip(src) {
+            *d = cast::<S, T>(x);
+        }
+    }
+}
+
 /// Reads the element at `at` of a storage of dtype `dtype`, as `T`.
 ///
 /// # Safety
@@ -666,12 +686,13 @@ unsafe fn load_one<T: Element>(raw: Raw, dtype: DType, at: usize) -> T {
 unsafe fn gather<T: Element>(raw: Raw, dtype: DType, at: usize, stride: usize, dst: &mut [T]) {
     crate::with_dtype!(dtype, S => {
         // SAFETY (every block below): the caller's contract puts each position
-        // `at + i * stride` inside the live buffer of `dtype` elements.
+        // `at + i * stride` inside the live buffer of `dtype` elements; the
+        // run read as a slice is not written while the slice lives (this
+        // thread writes the output after the gather; inputs in the output's
+        // storage are only read by the thread that writes those positions).
         let base = unsafe { (raw.ptr as *const S).add(at) };
         if stride == 1 {
-            for (i, d) in dst.iter_mut().enumerate() {
-                *d = cast::<S, T>(unsafe { base.add(i).read() });
-            }
+            cast_slice(unsafe { std::slice::from_raw_parts(base, dst.len()) }, dst);
         } else {
             for (i, d) in dst.iter_mut().enumerate() {
                 *d = cast::<S, T>(unsafe { base.add(i * stride).read() });
@@ -691,8 +712,12 @@ unsafe fn scatter<R: Element>(raw: Raw, dtype: DType, at: usize, stride: usize, 
         // the live buffer of `dtype` elements and gives this call the right to
         // write them (the write lock is held; no reference to them exists).
         let base = unsafe { (raw.ptr as *mut S).add(at) };
-        for (i, &x) in src.iter().enumerate() {
-            unsafe { base.add(i * stride).write(cast::<R, S>(x)) };
+        if stride == 1 {
+            cast_slice(src, unsafe { std::slice::from_raw_parts_mut(base, src.len()) });
+        } else {
+            for (i, &x) in src.iter().enumerate() {
+                unsafe { base.add(i * stride).write(cast::<R, S>(x)) };
+            }
         }
     })
 }

@@ -14,7 +14,7 @@ use super::num::{scalar_equals, Float, Num};
 use super::promote::{
     broadcast_shapes, check_can_cast, check_output_shape, result_type, result_type_tensors, Operand,
 };
-use super::vmath::{vectorized, VecMath};
+use super::vmath::VecMath;
 use super::{dispatch_error, not_implemented, overlap, resize_output, scalar_to, typemeta_name};
 use crate::error::Result;
 use crate::tensor::{
@@ -276,7 +276,7 @@ fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
     let mut out: Vec<R> = memory::try_with_capacity(n)?;
     let spare = &mut out.spare_capacity_mut()[..n];
     crate::parallel::for_each_part_mut(spare, crate::parallel::GRAIN_SIZE, |start, part| {
-        vectorized(|| {
+        {
             let mut at = 0;
             while at < part.len() {
                 let len = super::iter::BLOCK.min(part.len() - at);
@@ -296,7 +296,7 @@ fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
                 kernel(block, dst);
                 at += len;
             }
-        })
+        }
     });
     // SAFETY: `for_each_part_mut` hands out parts covering `0..n` exactly once
     // (tested in `parallel`), and the blocks of each part cover it, so all `n`

@@ -7,7 +7,7 @@
 //! expanded view reduces in the memory of its result alone.
 
 use super::num::{Float, Num};
-use super::vmath::vectorized;
+use super::vmath::best_level;
 use super::{check_alloc, check_out_dtype, index_error, not_implemented, resize_output, wrap_dim};
 use crate::error::Result;
 use crate::tensor::{
@@ -172,7 +172,7 @@ impl Plan<'_> {
                 let (rshape, rstrides) =
                     (&kshape[..kshape.len() - 1], &kstrides[..kstrides.len() - 1]);
                 crate::parallel::for_each_part_mut(out, grain, |start, part| {
-                    vectorized(|| {
+                    {
                         let mut buf: Vec<T> = Vec::new();
                         let mut at = 0;
                         while at < part.len() {
@@ -187,7 +187,7 @@ impl Plan<'_> {
                             }
                             at += len;
                         }
-                    })
+                    }
                 });
                 return;
             }
@@ -204,30 +204,28 @@ impl Plan<'_> {
                 .next()
                 .unwrap_or(self.offset);
             let parts = crate::parallel::map_chunks(self.lane_n, CHUNK, |range| {
-                vectorized(|| {
-                    let mut buf = Vec::new();
-                    fold_run::<S, T, R>(
-                        data,
-                        r,
-                        (base + range.start, 1, range.len()),
-                        range.start,
-                        &mut buf,
-                    )
-                })
+                let mut buf = Vec::new();
+                fold_run::<S, T, R>(
+                    data,
+                    r,
+                    (base + range.start, 1, range.len()),
+                    range.start,
+                    &mut buf,
+                )
             });
             out[0] = parts.into_iter().fold(r.init(), |a, b| r.combine(a, b));
             return;
         }
         let grain = (crate::parallel::GRAIN_SIZE / self.lane_n.max(1)).max(1);
         crate::parallel::for_each_part_mut(out, grain, |start, part| {
-            vectorized(|| {
+            {
                 let mut buf: Vec<T> = Vec::new();
                 // One skip per part (at most one part per thread).
                 let bases = Positions::new(&kshape, &kstrides, self.offset).skip(start);
                 for (o, base) in part.iter_mut().zip(bases) {
                     *o = self.lane_value::<S, T, R>(data, r, base, &mut buf);
                 }
-            })
+            }
         });
     }
 
@@ -326,12 +324,11 @@ fn slice_as<S: Element, T: Element>(x: &[S]) -> Option<&[T]> {
     })
 }
 
-/// The sum of a run: 16 running sums side by side (the compiler vectorizes
+/// The sum of a run: 64 running sums side by side (the compiler vectorizes
 /// them), added pairwise, over blocks of 4096 elements whose sums are added
 /// pairwise too (a binary counter of partial sums, no recursion): the cascade
 /// summation PyTorch's `sum` uses, with the same error growth (logarithmic in
-/// the length). Inlined into its caller, so it is vectorized at the caller's
-/// width (`vmath::vectorized`).
+/// the length). Each block is summed at the CPU's best vector width.
 #[inline(always)]
 pub(crate) fn cascade_sum<T: Num>(x: &[T]) -> T {
     const BLOCK: usize = 4096;
@@ -360,28 +357,55 @@ pub(crate) fn cascade_sum<T: Num>(x: &[T]) -> T {
     acc
 }
 
-/// The sum of a block: 16 running sums, then added pairwise.
-#[inline(always)]
-fn block_sum<T: Num>(x: &[T]) -> T {
-    const LANES: usize = 16;
-    let mut acc = [T::zero(); LANES];
-    let mut chunks = x.chunks_exact(LANES);
-    for c in &mut chunks {
-        for j in 0..LANES {
-            acc[j] = acc[j].add(c[j]);
+best_level! {
+    /// The sum of a block: 64 running sums, then added pairwise. 64 (four
+    /// AVX-512 or eight AVX2 registers of float32) hides the latency of the
+    /// vector add: with one register of sums the loop waits on each add.
+    fn block_sum<T>(x: &[T]) -> T
+    where { T: Num }
+    {
+        const LANES: usize = 64;
+        let mut acc = [T::zero(); LANES];
+        let mut chunks = x.chunks_exact(LANES);
+        for c in &mut chunks {
+            for j in 0..LANES {
+                acc[j] = acc[j].add(c[j]);
+            }
+        }
+        for (a, &v) in acc.iter_mut().zip(chunks.remainder()) {
+            *a = a.add(v);
+        }
+        let mut width = LANES;
+        while width > 1 {
+            width /= 2;
+            for j in 0..width {
+                acc[j] = acc[j].add(acc[j + width]);
+            }
+        }
+        acc[0]
+    }
+}
+
+best_level! {
+    /// `acc[j] += x[j]` (the columns of an outer sum).
+    fn add_columns<T>(acc: &mut [T], x: &[T]) -> ()
+    where { T: Num }
+    {
+        for (a, &v) in acc.iter_mut().zip(x) {
+            *a = a.add(v);
         }
     }
-    for (a, &v) in acc.iter_mut().zip(chunks.remainder()) {
-        *a = a.add(v);
-    }
-    let mut width = LANES;
-    while width > 1 {
-        width /= 2;
-        for j in 0..width {
-            acc[j] = acc[j].add(acc[j + width]);
+}
+
+best_level! {
+    /// `acc[j] *= x[j]` (the columns of an outer product).
+    fn mul_columns<T>(acc: &mut [T], x: &[T]) -> ()
+    where { T: Num }
+    {
+        for (a, &v) in acc.iter_mut().zip(x) {
+            *a = a.mul(v);
         }
     }
-    acc[0]
 }
 
 /// `sum`: cascade sums of runs, added.
@@ -400,11 +424,8 @@ impl<T: Num> Reducer<T> for SumOf {
     fn combine(&self, a: T, b: T) -> T {
         a.add(b)
     }
-    #[inline(always)]
     fn columns(&self, acc: &mut [T], x: &[T], _: usize) {
-        for (a, &v) in acc.iter_mut().zip(x) {
-            *a = a.add(v);
-        }
+        add_columns(acc, x)
     }
 }
 
@@ -424,9 +445,7 @@ impl<T: Num> Reducer<T> for ProdOf {
         a.mul(b)
     }
     fn columns(&self, acc: &mut [T], x: &[T], _: usize) {
-        for (a, &v) in acc.iter_mut().zip(x) {
-            *a = a.mul(v);
-        }
+        mul_columns(acc, x)
     }
 }
 

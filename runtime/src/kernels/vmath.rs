@@ -153,36 +153,62 @@ pub(crate) fn available_levels() -> Vec<Level> {
         .collect()
 }
 
-/// Runs `f` inside a function compiled for the best level this CPU has, so
-/// the element loops it inlines (a kernel's closures over blocks) are
-/// vectorized at that width. Plain IEEE operations round the same at every
-/// width (no fused multiply-adds are formed), so results do not depend on the
-/// level.
-#[inline(always)]
-pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
-    match detected_level() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `detected_level()` is `Avx512` only when
-        // `is_x86_feature_detected!` found every feature `at_avx512` enables.
-        Level::Avx512 => unsafe { at_avx512(f) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Avx2` or higher was detected: AVX2 and FMA are present.
-        Level::Avx2 => unsafe { at_avx2(f) },
-        _ => f(),
-    }
-}
+/// Defines a function whose body is compiled three times — for AVX-512, for
+/// AVX2 with FMA, and for the baseline — and runs the copy for the level this
+/// CPU has ([`detected_level`]). Meant for leaf loops: the body is inlined into
+/// each copy (so its loops vectorize at that width), and so are small closures
+/// it calls. (A closure handed to a target-feature function is compiled at the
+/// baseline unless the optimizer inlines it, which it does not for large
+/// ones: the level has to be chosen where the loop is.) Plain IEEE operations
+/// round the same at every width and no fused multiply-add is formed, so the
+/// result does not depend on the level.
+///
+/// ```ignore
+/// best_level! {
+///     /// Doc.
+///     pub(crate) fn name<T, F>(x: &[T], f: F) -> () where { T: Copy, F: Fn(T) }
+///     { for &v in x { f(v) } }
+/// }
+/// ```
+macro_rules! best_level {
+    (
+        $(#[$m:meta])*
+        $vis:vis fn $name:ident<$($g:ident),* $(,)?>($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty
+        where { $($w:tt)* }
+        $body:block
+    ) => {
+        $(#[$m])*
+        #[inline(always)]
+        $vis fn $name<$($g),*>($($arg: $ty),*) -> $ret where $($w)* {
+            #[inline(always)]
+            fn body<$($g),*>($($arg: $ty),*) -> $ret where $($w)* $body
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
-fn at_avx512<R>(f: impl FnOnce() -> R) -> R {
-    f()
-}
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+            fn avx512<$($g),*>($($arg: $ty),*) -> $ret where $($w)* {
+                body($($arg),*)
+            }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn at_avx2<R>(f: impl FnOnce() -> R) -> R {
-    f()
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            fn avx2<$($g),*>($($arg: $ty),*) -> $ret where $($w)* {
+                body($($arg),*)
+            }
+
+            match $crate::kernels::vmath::detected_level() {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `detected_level()` is `Avx512` only when
+                // `is_x86_feature_detected!` found every feature enabled above.
+                $crate::kernels::vmath::Level::Avx512 => unsafe { avx512($($arg),*) },
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `Avx2` or higher was detected: AVX2 and FMA are present.
+                $crate::kernels::vmath::Level::Avx2 => unsafe { avx2($($arg),*) },
+                _ => body($($arg),*),
+            }
+        }
+    };
 }
+pub(crate) use best_level;
 
 /// Stamps slice loops over scalar functions: `name(x, out)` writes `f(x[i])`
 /// to `out[i]` (inlined into each level's compiled copy by `multiversion!`).
