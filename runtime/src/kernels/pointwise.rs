@@ -260,6 +260,12 @@ impl Iter<'_> {
     }
 }
 
+/// Elements of a new result initialised and written at a time: 16 KiB of
+/// float32, in L1 cache between the two passes, and few enough kernel calls
+/// that their cost does not show (the general loop's blocks are smaller:
+/// they are gathered into stack buffers).
+const NEW_BLOCK: usize = 4096;
+
 /// A new contiguous tensor of `shape` from `kernel` over contiguous sources
 /// (each a run of the result's length, or one value), block by block, on
 /// several threads above the grain size.
@@ -279,7 +285,7 @@ fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
         {
             let mut at = 0;
             while at < part.len() {
-                let len = super::iter::BLOCK.min(part.len() - at);
+                let len = NEW_BLOCK.min(part.len() - at);
                 let lo = start + at;
                 let block: [Src<'_, T>; N] = std::array::from_fn(|i| match srcs[i] {
                     Src::Slice(d) => Src::Slice(&d[lo..lo + len]),
@@ -866,7 +872,7 @@ mod tests {
     #[test]
     fn new_results_are_written_in_full() {
         // Across blocks, parts and threads: every element comes from the kernel.
-        let n = crate::parallel::GRAIN_SIZE * 2 + super::super::iter::BLOCK + 3;
+        let n = crate::parallel::GRAIN_SIZE * 2 + NEW_BLOCK + 3;
         let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
         let t = new_from_blocks([Src::Slice(&x), Src::Scalar(1.0f32)], &[n], &|[a, b], o| {
             map2(a, b, o, |x, y| x + y)
