@@ -872,7 +872,7 @@ mod tests {
     #[test]
     fn new_results_are_written_in_full() {
         // Across blocks, parts and threads: every element comes from the kernel.
-        let n = crate::parallel::GRAIN_SIZE * 2 + NEW_BLOCK + 3;
+        let n = crate::parallel::GRAIN_SIZE + NEW_BLOCK + 3;
         let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
         let t = new_from_blocks([Src::Slice(&x), Src::Scalar(1.0f32)], &[n], &|[a, b], o| {
             map2(a, b, o, |x, y| x + y)
@@ -892,7 +892,7 @@ mod tests {
     /// as empty (its length is set only after every block is written).
     #[test]
     fn a_panic_part_way_leaves_no_uninitialised_result() {
-        let n = crate::parallel::GRAIN_SIZE * 2;
+        let n = crate::parallel::GRAIN_SIZE + 1;
         let x = vec![1.0f32; n];
         let kernel = |[a]: [Src<'_, f32>; 1], o: &mut [f32]| {
             if let Src::Slice(s) = a {
