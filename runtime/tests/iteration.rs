@@ -322,3 +322,51 @@ fn new_outputs_follow_the_inputs_memory_order() {
         .unwrap();
     assert_eq!(ops::neg(&x).unwrap().strides(), vec![60, 1, 15, 3]);
 }
+
+/// `cat` and `index_select` build a new result from contiguous inputs by
+/// copying runs into fresh capacity; from views they copy view by view.
+/// Both must give the same tensor (and the same errors).
+#[test]
+fn cat_and_index_select_agree_on_views_and_contiguous_copies() {
+    let mut rng = Rng(0x5eed_0f_ca7);
+    for case in 0..300 {
+        let mut shape = random_shape(&mut rng);
+        if shape.is_empty() {
+            shape.push(1 + rng.below(4));
+        }
+        let d = rng.below(shape.len());
+        let dtype = DTYPES[rng.below(5)];
+        let parts: Vec<Tensor> = (0..1 + rng.below(3))
+            .map(|_| {
+                let mut s = shape.clone();
+                s[d] = rng.below(4);
+                // Now and then another dtype: the result promotes.
+                let dt = if rng.below(6) == 0 {
+                    DType::Float64
+                } else {
+                    dtype
+                };
+                random_view(&mut rng, &s, dt, false)
+            })
+            .collect();
+        let what = format!(
+            "case {case}: cat dim {d} of {:?}",
+            parts.iter().map(|p| p.shape()).collect::<Vec<_>>()
+        );
+        check(&what, &|t| ops::cat(t, d as i64), &parts);
+
+        let x = random_view(&mut rng, &shape, dtype, false);
+        let bound = shape[d];
+        let mut picks: Vec<i64> = Vec::new();
+        for _ in 0..rng.below(6) {
+            // Mostly in range; sometimes one past the end (an error).
+            let limit = bound + usize::from(rng.below(8) == 0);
+            if limit > 0 {
+                picks.push(rng.below(limit) as i64);
+            }
+        }
+        let idx = Tensor::from_vec(picks.clone(), &[picks.len()]).unwrap();
+        let what = format!("case {case}: index_select dim {d} of {shape:?} at {picks:?}");
+        check(&what, &|t| ops::index_select(&t[0], d as i64, &idx), &[x]);
+    }
+}

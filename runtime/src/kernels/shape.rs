@@ -6,7 +6,9 @@
 use super::copy::copy_values;
 use super::layout::{strides_for, suggest_memory_format};
 use super::promote::{can_cast, result_type_tensors};
-use super::{alloc, common_device, empty_strided, index_error, overlap, resize_output, wrap_dim};
+use super::{
+    alloc, check_alloc, common_device, empty_strided, index_error, overlap, resize_output, wrap_dim,
+};
 use crate::error::{Error, Result};
 use crate::tensor::{Device, IntoBuffer, MemoryFormat, Tensor};
 use crate::with_dtype;
@@ -22,6 +24,52 @@ fn narrow(t: &Tensor, d: usize, start: usize, len: usize) -> Result<Tensor> {
 /// Legacy rule: 1-D empty tensors are skipped by `cat`.
 fn skipped(t: &Tensor) -> bool {
     t.dim() == 1 && t.numel() == 0
+}
+
+/// A new contiguous CPU tensor of `shape` whose elements are runs of the
+/// contiguous `sources` (all of dtype `T`, CPU), taken in the order `runs`
+/// gives as (source, start, length) in elements of its storage: copied straight
+/// into fresh capacity, with no zero-filling pass before (a new `cat` or
+/// `index_select` result is written exactly once, as PyTorch's `empty` +
+/// `memcpy` does). `None` when a source is not of that form.
+fn from_runs<T: IntoBuffer>(
+    shape: &[usize],
+    sources: &[&Tensor],
+    runs: impl Iterator<Item = (usize, usize, usize)>,
+) -> Result<Option<Tensor>> {
+    let plain =
+        |t: &&Tensor| t.dtype() == T::DTYPE && t.device() == Device::Cpu && t.is_contiguous();
+    if !sources.iter().all(plain) {
+        return Ok(None);
+    }
+    let geoms: Vec<_> = sources.iter().map(|t| t.geometry()).collect();
+    let storages: Vec<_> = geoms.iter().map(|g| &g.storage).collect();
+    let guards = super::iter::read_locks(&storages);
+    let data: Option<Vec<&[T]>> = geoms
+        .iter()
+        .map(|g| {
+            let (_, guard) = guards.iter().find(|(s, _)| s.ptr_eq(&g.storage))?;
+            T::slice(guard)
+        })
+        .collect();
+    let Some(data) = data else {
+        return Ok(None);
+    };
+    let n: usize = shape.iter().product();
+    let mut v: Vec<T> = crate::tensor::alloc::try_with_capacity(n)?;
+    for (src, start, len) in runs {
+        let Some(run) = data[src].get(start..start + len) else {
+            crate::bail!("tensor view is out of bounds of its storage");
+        };
+        crate::ensure!(
+            v.len() + len <= n,
+            "internal error: runs longer than the result"
+        );
+        v.extend_from_slice(run);
+    }
+    crate::ensure!(v.len() == n, "internal error: runs shorter than the result");
+    drop(guards);
+    Tensor::from_vec(v, shape).map(Some)
 }
 
 /// `cat(tensors, dim)`, into `out` if given.
@@ -97,6 +145,29 @@ pub(crate) fn cat(tensors: &[Tensor], dim: i64, out: Option<&Tensor>) -> Result<
         _ => vec![0],
     };
     let device = common_device(tensors.iter().chain(out));
+    if let (None, Device::Cpu, Some(d)) = (out, device, wrapped) {
+        let contiguous = strides_for(&sizes, format)
+            .is_ok_and(|s| s == crate::tensor::contiguous_strides(&sizes));
+        let parts: Vec<&Tensor> = tensors.iter().filter(|t| !skipped(t)).collect();
+        if contiguous && !parts.is_empty() {
+            // Per position before `d`, each part's block of dimensions `d..`.
+            let outer: usize = sizes[..d].iter().product();
+            let blocks: Vec<(usize, usize)> = parts
+                .iter()
+                .map(|t| (t.storage_offset(), t.shape()[d..].iter().product()))
+                .collect();
+            let runs = (0..outer).flat_map(|o| {
+                blocks
+                    .iter()
+                    .enumerate()
+                    .map(move |(k, &(off, len))| (k, off + o * len, len))
+            });
+            let made = with_dtype!(dtype, T => from_runs::<T>(&sizes, &parts, runs)?);
+            if let Some(t) = made {
+                return Ok(t);
+            }
+        }
+    }
     let result = match out {
         Some(o) => {
             resize_output(o, &sizes)?;
@@ -167,15 +238,26 @@ pub(crate) fn index_select(
         shape[d] = numel;
     }
     let device = common_device([self_, index].into_iter().chain(out));
+    // A new result from a contiguous `self` is built from its rows directly
+    // (after the same checks, below); anything else is allocated here.
+    let fresh = out.is_none() && device == Device::Cpu && self_.dim() > 0 && self_.is_contiguous();
     let result = match out {
         Some(o) => {
             resize_output(o, &shape)?;
-            o.clone()
+            Some(o.clone())
         }
-        None => alloc(&shape, self_.dtype(), device)?,
+        None if fresh => {
+            check_alloc(&shape, self_.dtype(), device)?;
+            None
+        }
+        None => Some(alloc(&shape, self_.dtype(), device)?),
+    };
+    let new_result = || match &result {
+        Some(r) => Ok(r.clone()),
+        None => alloc(&shape, self_.dtype(), device),
     };
     if device == Device::Meta {
-        return Ok(result);
+        return new_result();
     }
     let idx = index.to_vec::<i64>()?;
     let bound = if self_.dim() == 0 {
@@ -184,7 +266,7 @@ pub(crate) fn index_select(
         self_.shape()[d]
     };
     if self_.dim() > 1 && numel == 0 {
-        return Ok(result);
+        return new_result();
     }
     if self_.dim() > 1 && self_.numel() == 0 && bound == 0 {
         return Err(index_error(
@@ -194,6 +276,21 @@ pub(crate) fn index_select(
     if idx.iter().any(|&i| i < 0 || i as usize >= bound) {
         return Err(index_error("index out of range in self"));
     }
+    let Some(result) = result else {
+        let (outer, n_src): (usize, usize) =
+            (self_.shape()[..d].iter().product(), self_.shape()[d]);
+        let row: usize = self_.shape()[d + 1..].iter().product();
+        let base = self_.storage_offset();
+        let runs = (0..outer).flat_map(|o| {
+            idx.iter()
+                .map(move |&i| (0, base + (o * n_src + i as usize) * row, row))
+        });
+        let made = with_dtype!(self_.dtype(), T => from_runs::<T>(&shape, &[self_], runs)?);
+        return match made {
+            Some(t) => Ok(t),
+            None => crate::bail!("internal error: index_select of a contiguous tensor"),
+        };
+    };
     if result.numel() == 0 {
         return Ok(result);
     }
