@@ -319,8 +319,7 @@ pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
 }
 
 /// `to.dtype(self, dtype, non_blocking, copy, memory_format)`: `self` when
-/// nothing changes and `copy` is false, else `_to_copy` (empty with the
-/// preserved or requested layout, then `copy_`).
+/// nothing changes and `copy` is false, else `_to_copy`.
 #[kernel(CompositeImplicitAutograd)]
 pub fn to_dtype(
     self_: &Tensor,
@@ -329,7 +328,6 @@ pub fn to_dtype(
     copy: bool,
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
-    let _ = non_blocking;
     let format = memory_format.unwrap_or(MemoryFormat::Preserve);
     if self_.dtype() == dtype
         && !copy
@@ -337,13 +335,59 @@ pub fn to_dtype(
     {
         return Ok(self_.clone());
     }
+    ops::_to_copy(
+        self_,
+        Some(dtype),
+        None,
+        None,
+        None,
+        non_blocking,
+        memory_format,
+    )
+}
+
+/// `_to_copy(self, *, dtype, layout, device, pin_memory, non_blocking,
+/// memory_format)`: a new tensor with the preserved (dense) or requested
+/// layout, then `copy_`. A contiguous CPU `self` going to a contiguous result
+/// is converted straight into fresh capacity instead (one pass, no zero-filled
+/// result first); the values are the same.
+#[kernel(CompositeExplicitAutograd)]
+pub fn _to_copy(
+    self_: &Tensor,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    non_blocking: bool,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    let _ = non_blocking;
+    crate::ensure!(
+        layout.is_none_or(|l| l == Layout::Strided),
+        "_to_copy: only the strided layout is supported"
+    );
+    crate::ensure!(
+        !pin_memory.unwrap_or(false),
+        "_to_copy: pinned memory is not supported"
+    );
+    let dtype = dtype.unwrap_or(self_.dtype());
+    let device = device.unwrap_or(self_.device());
+    let format = memory_format.unwrap_or(MemoryFormat::Preserve);
     let (shape, strides) = (self_.shape(), self_.strides());
     let new_strides = match format {
         MemoryFormat::Preserve if is_non_overlapping_and_dense(&shape, &strides) => strides,
         MemoryFormat::Preserve => infer_dense_strides(&shape, &strides),
         f => strides_for(&shape, f)?,
     };
-    let r = ops::empty_strided(&shape, &new_strides, dtype, self_.device())?;
+    if device == Device::Cpu
+        && self_.device() == Device::Cpu
+        && new_strides == crate::tensor::contiguous_strides(&shape)
+    {
+        if let Some(r) = pointwise::convert_contiguous(self_, dtype)? {
+            return Ok(r);
+        }
+    }
+    let r = ops::empty_strided(&shape, &new_strides, dtype, device)?;
     ops::copy_(&r, self_)
 }
 

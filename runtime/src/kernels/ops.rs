@@ -10,7 +10,7 @@
 
 use crate::at as op;
 use crate::error::Result;
-use crate::tensor::{DType, Device, MemoryFormat, Tensor};
+use crate::tensor::{DType, Device, Layout, MemoryFormat, Tensor};
 
 /// `aten::view`
 pub(crate) fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
@@ -90,6 +90,27 @@ pub(crate) fn empty_memory_format(
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
     op::empty_memory_format(size, dtype, None, device, None, memory_format)
+}
+
+/// `aten::_to_copy`
+pub(crate) fn _to_copy(
+    self_: &Tensor,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    non_blocking: bool,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    op::_to_copy(
+        self_,
+        dtype,
+        layout,
+        device,
+        pin_memory,
+        non_blocking,
+        memory_format,
+    )
 }
 
 /// `aten::empty_strided` (not in this project's YAML: a runtime primitive).

@@ -311,6 +311,34 @@ fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
     Tensor::from_vec(out, shape)
 }
 
+/// `self_` converted to `dtype` as a new contiguous tensor, element by element
+/// with C++ cast rules, when `self_` is a contiguous CPU tensor (else `None`):
+/// written once into fresh capacity (`_to_copy`'s fast path).
+pub(crate) fn convert_contiguous(self_: &Tensor, dtype: DType) -> Result<Option<Tensor>> {
+    let Some((storage, offset, shape)) = self_.with_geometry(|g| {
+        crate::tensor::is_contiguous_strides(&g.shape, &g.strides)
+            .then(|| (g.storage.clone(), g.offset, g.shape.clone()))
+    }) else {
+        return Ok(None);
+    };
+    if self_.device() != Device::Cpu {
+        return Ok(None);
+    }
+    let n = numel(&shape);
+    let guard = storage.read();
+    with_dtype!(self_.dtype(), S => {
+        let Some(x) = S::slice(&guard).and_then(|d| d.get(offset..offset + n)) else {
+            return Ok(None);
+        };
+        with_dtype!(dtype, D => {
+            new_from_blocks([Src::Slice(x)], &shape, &|[a], o| {
+                map1(a, o, crate::tensor::cast::<S, D>)
+            })
+            .map(Some)
+        })
+    })
+}
+
 /// The operands' geometries, read once.
 enum Input {
     Tensor(Geometry, DType),
