@@ -370,3 +370,32 @@ fn cat_and_index_select_agree_on_views_and_contiguous_copies() {
         check(&what, &|t| ops::index_select(&t[0], d as i64, &idx), &[x]);
     }
 }
+
+/// `to(dtype)` (through `_to_copy`) converts a contiguous CPU tensor straight
+/// into fresh capacity and anything else through `empty_strided` + `copy_`:
+/// the same values, dtype and shape either way, and a contiguous result from a
+/// contiguous source.
+#[test]
+fn to_dtype_agrees_on_views_and_contiguous_copies() {
+    let mut rng = Rng(0x7070_c0b1);
+    for case in 0..300 {
+        let shape = random_shape(&mut rng);
+        let (from, to) = (DTYPES[rng.below(5)], DTYPES[rng.below(5)]);
+        let expand = rng.below(4) == 0;
+        let x = random_view(&mut rng, &shape, from, expand);
+        let what = format!("case {case}: {from}{shape:?} to {to}");
+        // `copy=true` on every other case, so an unchanged dtype still copies.
+        let copy = case % 2 == 0;
+        check(
+            &what,
+            &|t| ops::to_dtype(&t[0], to, false, copy, None),
+            &[x.clone()],
+        );
+        let c = ops::to_dtype(&contiguous(&x), to, false, true, None).unwrap();
+        assert!(
+            c.is_contiguous(),
+            "{what}: result strides {:?}",
+            c.strides()
+        );
+    }
+}
