@@ -389,7 +389,7 @@ fn to_dtype_agrees_on_views_and_contiguous_copies() {
         check(
             &what,
             &|t| ops::to_dtype(&t[0], to, false, copy, None),
-            &[x.clone()],
+            std::slice::from_ref(&x),
         );
         let c = ops::to_dtype(&contiguous(&x), to, false, true, None).unwrap();
         assert!(
