@@ -550,10 +550,14 @@ impl Ctx<'_> {
                         .sum::<usize>()
             })
             .collect();
+        // The block buffers, zeroed once per call (not once per row: a short
+        // row would pay a 3 KiB memset for a few elements).
+        let mut bufs = [[T::from_bool(false); BLOCK]; N];
+        let mut obuf = [R::from_bool(false); BLOCK];
         let mut left = range.len();
         while left > 0 {
             let n = (self.shape[0] - idx[0]).min(left);
-            self.row::<N, T, R>(&pos, n, kernel);
+            self.row::<N, T, R>(&pos, n, kernel, &mut bufs, &mut obuf);
             left -= n;
             if left == 0 {
                 break;
@@ -576,18 +580,18 @@ impl Ctx<'_> {
         }
     }
 
-    /// `n` elements along dimension 0 from storage positions `pos`.
+    /// `n` elements along dimension 0 from storage positions `pos`, through
+    /// the block buffers `bufs` (inputs) and `obuf` (output).
     #[inline(always)]
     fn row<const N: usize, T: IntoBuffer, R: IntoBuffer>(
         &self,
         pos: &[usize],
         n: usize,
         kernel: &impl Fn([Src<'_, T>; N], &mut [R]),
+        bufs: &mut [[T; BLOCK]; N],
+        obuf: &mut [R; BLOCK],
     ) {
         let zero_t = T::from_bool(false);
-        let zero_r = R::from_bool(false);
-        let mut bufs = [[zero_t; BLOCK]; N];
-        let mut obuf = [zero_r; BLOCK];
         let out = &self.places[0];
         let out_raw = self.raw[0];
         let out_direct = self.out_dense && out.strides[0] == 1 && out.dtype == R::DTYPE;
