@@ -260,11 +260,11 @@ impl Iter<'_> {
     }
 }
 
-/// Elements of a new result initialised and written at a time: 16 KiB of
-/// float32, in L1 cache between the two passes, and few enough kernel calls
+/// Bytes of a new result initialised and written at a time: half of L1, so a
+/// block stays in cache between the two passes, and few enough kernel calls
 /// that their cost does not show (the general loop's blocks are smaller:
 /// they are gathered into stack buffers).
-const NEW_BLOCK: usize = 4096;
+const NEW_BLOCK_BYTES: usize = 16 * 1024;
 
 /// A new contiguous tensor of `shape` from `kernel` over contiguous sources
 /// (each a run of the result's length, or one value), block by block, on
@@ -281,11 +281,12 @@ fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
     let n = numel(shape);
     let mut out: Vec<R> = memory::try_with_capacity(n)?;
     let spare = &mut out.spare_capacity_mut()[..n];
+    let block = (NEW_BLOCK_BYTES / std::mem::size_of::<R>().max(1)).max(1);
     crate::parallel::for_each_part_mut(spare, crate::parallel::GRAIN_SIZE, |start, part| {
         {
             let mut at = 0;
             while at < part.len() {
-                let len = NEW_BLOCK.min(part.len() - at);
+                let len = block.min(part.len() - at);
                 let lo = start + at;
                 let block: [Src<'_, T>; N] = std::array::from_fn(|i| match srcs[i] {
                     Src::Slice(d) => Src::Slice(&d[lo..lo + len]),
@@ -900,7 +901,7 @@ mod tests {
     #[test]
     fn new_results_are_written_in_full() {
         // Across blocks, parts and threads: every element comes from the kernel.
-        let n = crate::parallel::GRAIN_SIZE + NEW_BLOCK + 3;
+        let n = crate::parallel::GRAIN_SIZE + NEW_BLOCK_BYTES / 4 + 3;
         let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
         let t = new_from_blocks([Src::Slice(&x), Src::Scalar(1.0f32)], &[n], &|[a, b], o| {
             map2(a, b, o, |x, y| x + y)
