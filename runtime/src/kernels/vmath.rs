@@ -153,6 +153,51 @@ pub(crate) fn available_levels() -> Vec<Level> {
         .collect()
 }
 
+/// Defines `avx512` and `avx2` copies of `$body` (a function inlined into
+/// each, so its loops vectorize at that width) and `$vis fn $run(level, …)`,
+/// which runs the copy for `level` capped at the detected one (the baseline
+/// is `$body` itself). The one place the level is turned into code:
+/// [`best_level!`] and `multiversion!` both stamp through it.
+macro_rules! level_copies {
+    (
+        $vis:vis fn $run:ident<$($g:ident),*>($($arg:ident: $ty:ty),*) -> $ret:ty
+        where { $($w:tt)* } => $body:path
+    ) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+        fn avx512<$($g),*>($($arg: $ty),*) -> $ret where $($w)* {
+            $body($($arg),*)
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        fn avx2<$($g),*>($($arg: $ty),*) -> $ret where $($w)* {
+            $body($($arg),*)
+        }
+
+        /// Runs the copy for `level`, capped at the detected level.
+        #[inline(always)]
+        $vis fn $run<$($g),*>(
+            level: $crate::kernels::vmath::Level,
+            $($arg: $ty),*
+        ) -> $ret where $($w)* {
+            use $crate::kernels::vmath::{detected_level, Level};
+            match level.min(detected_level()) {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: the level is capped at `detected_level()`, which is
+                // `Avx512` only when `is_x86_feature_detected!` found every
+                // feature `avx512` enables (tested: `levels_follow_detection`).
+                Level::Avx512 => unsafe { avx512($($arg),*) },
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: as above: `Avx2` or higher was detected, so AVX2 and
+                // FMA are present.
+                Level::Avx2 => unsafe { avx2($($arg),*) },
+                _ => $body($($arg),*),
+            }
+        }
+    };
+}
+
 /// Defines a function whose body is compiled three times — for AVX-512, for
 /// AVX2 with FMA, and for the baseline — and runs the copy for the level this
 /// CPU has ([`detected_level`]). Meant for leaf loops: the body is inlined into
@@ -183,32 +228,14 @@ macro_rules! best_level {
             #[inline(always)]
             fn body<$($g),*>($($arg: $ty),*) -> $ret where $($w)* $body
 
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
-            fn avx512<$($g),*>($($arg: $ty),*) -> $ret where $($w)* {
-                body($($arg),*)
+            $crate::kernels::vmath::level_copies! {
+                fn run<$($g),*>($($arg: $ty),*) -> $ret where { $($w)* } => body
             }
-
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2,fma")]
-            fn avx2<$($g),*>($($arg: $ty),*) -> $ret where $($w)* {
-                body($($arg),*)
-            }
-
-            match $crate::kernels::vmath::detected_level() {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: `detected_level()` is `Avx512` only when
-                // `is_x86_feature_detected!` found every feature enabled above.
-                $crate::kernels::vmath::Level::Avx512 => unsafe { avx512($($arg),*) },
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: `Avx2` or higher was detected: AVX2 and FMA are present.
-                $crate::kernels::vmath::Level::Avx2 => unsafe { avx2($($arg),*) },
-                _ => body($($arg),*),
-            }
+            run($crate::kernels::vmath::detected_level(), $($arg),*)
         }
     };
 }
-pub(crate) use best_level;
+pub(crate) use {best_level, level_copies};
 
 /// Stamps slice loops over scalar functions: `name(x, out)` writes `f(x[i])`
 /// to `out[i]` (inlined into each level's compiled copy by `multiversion!`).
@@ -225,43 +252,15 @@ macro_rules! elementwise {
 
 /// Stamps, for each loop body, a module with the body compiled per level and
 /// `run(level, args)`, which runs the version for `level` capped at the
-/// detected one.
+/// detected one (through [`level_copies!`]).
 macro_rules! multiversion {
     ($(fn $name:ident($($arg:ident: $ty:ty),*) => $body:path;)*) => {$(
         pub(crate) mod $name {
             #[allow(unused_imports)]
             use super::*;
 
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
-            fn avx512($($arg: $ty),*) {
-                $body($($arg),*)
-            }
-
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2,fma")]
-            fn avx2($($arg: $ty),*) {
-                $body($($arg),*)
-            }
-
-            fn portable($($arg: $ty),*) {
-                $body($($arg),*)
-            }
-
-            /// Runs the version for `level`, capped at the detected level.
-            pub(crate) fn run(level: Level, $($arg: $ty),*) {
-                match level.min(detected_level()) {
-                    #[cfg(target_arch = "x86_64")]
-                    // SAFETY: the level is capped at `detected_level()`, which
-                    // is `Avx512` only when `is_x86_feature_detected!` found
-                    // every feature this function enables.
-                    Level::Avx512 => unsafe { avx512($($arg),*) },
-                    #[cfg(target_arch = "x86_64")]
-                    // SAFETY: as above: `Avx2` or higher was detected, so
-                    // AVX2 and FMA are present.
-                    Level::Avx2 => unsafe { avx2($($arg),*) },
-                    _ => portable($($arg),*),
-                }
+            $crate::kernels::vmath::level_copies! {
+                pub(crate) fn run<>($($arg: $ty),*) -> () where {} => $body
             }
         }
     )*};
@@ -749,7 +748,6 @@ mod f32_native {
 mod k32 {
     use super::f32_impl as m;
     use super::f32_native as n;
-    use super::{detected_level, Level};
 
     elementwise! {
         f32: exp_b => n::exp, ln_b => n::ln, tanh_b => n::tanh, sigmoid_b => n::sigmoid,
@@ -1022,7 +1020,6 @@ mod f64_impl {
 mod k64 {
     use super::f64_impl as m;
     use super::pow_tab;
-    use super::{detected_level, Level};
 
     elementwise! {
         f64: exp_b => m::exp, ln_b => m::ln, tanh_b => m::tanh, sigmoid_b => m::sigmoid,

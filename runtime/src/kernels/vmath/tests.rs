@@ -823,3 +823,38 @@ fn wide_pow_f32() {
         assert!(ulps <= 1, "pow(x, {y}): {ulps} ulps at {at:e}");
     }
 }
+
+/// The dispatch's safety rests on this: a level is reported only when every
+/// CPU feature its copies are compiled with is present, and a requested level
+/// above the detected one is capped (never run).
+#[test]
+fn levels_follow_detection() {
+    let level = detected_level();
+    #[cfg(target_arch = "x86_64")]
+    {
+        if level >= Level::Avx2 {
+            assert!(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"));
+        }
+        if level == Level::Avx512 {
+            for f in [
+                is_x86_feature_detected!("avx512f"),
+                is_x86_feature_detected!("avx512bw"),
+                is_x86_feature_detected!("avx512dq"),
+                is_x86_feature_detected!("avx512vl"),
+            ] {
+                assert!(f);
+            }
+        }
+    }
+    assert_eq!(detected_level(), level, "detected once, then cached");
+    // Asking for the widest level on any CPU runs at most the detected one,
+    // with the same bits as the baseline.
+    let x: Vec<f32> = (0..1000).map(|i| i as f32 * 0.013 - 6.0).collect();
+    let (mut wide, mut base) = (vec![0.0f32; 1000], vec![0.0f32; 1000]);
+    k32::exp::run(Level::Avx512, &x, &mut wide);
+    k32::exp::run(Level::Portable, &x, &mut base);
+    assert_eq!(
+        wide.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        base.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+}
