@@ -374,52 +374,36 @@ fn bmm_checks_like_pytorch() {
         bmm(&[2, 3, 4], f, &[2, 5, 5], f),
         "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5]."
     );
-    // Small matrices.
-    let s = [2, 3, 3];
-    assert_eq!(
-        bmm(&s, f, &s, d),
-        "expected scalar type Float but found Double"
-    );
-    assert_eq!(
-        bmm(&s, i, &s, f),
-        "expected scalar type Long but found Float"
-    );
-    assert_eq!(bmm(&s, b, &s, b), "\"bmm\" not implemented for 'Bool'");
-    assert_eq!(bmm(&s, b, &s, f), "\"bmm\" not implemented for 'Bool'");
-    assert_eq!(
-        bmm(&s, f, &s, b),
-        "expected scalar type Float but found Bool"
-    );
-    // 8 x 8 x 8 = 512 multiply-adds: floating results, else one addmm per matrix.
-    let l = [2, 8, 8];
-    assert_eq!(
-        bmm(&l, f, &l, d),
-        "expected scalar type Double but found Float"
-    );
-    assert_eq!(
-        bmm(&l, d, &l, f),
-        "expected scalar type Float but found Double"
-    );
-    assert_eq!(
-        bmm(&l, i, &l, f),
-        "expected scalar type Float but found Long"
-    );
-    assert_eq!(
-        bmm(&l, b, &l, f),
-        "expected scalar type Float but found Bool"
-    );
-    assert_eq!(
-        bmm(&l, f, &l, i),
-        "expected m1 and m2 to have the same dtype, but got: float != long int"
-    );
-    assert_eq!(
-        bmm(&l, f, &l, b),
-        "expected m1 and m2 to have the same dtype, but got: float != bool"
-    );
-    assert_eq!(
-        bmm(&l, b, &l, b),
-        "\"addmm_impl_cpu_\" not implemented for 'Bool'"
-    );
+    // Small matrices (s), and 8 x 8 x 8 = 512 multiply-adds (l): floating
+    // results, else one addmm per matrix.
+    let (s, l) = ([2, 3, 3], [2, 8, 8]);
+    let cases: [(&[usize], DType, DType, &str); 12] = [
+        (&s, f, d, "expected scalar type Float but found Double"),
+        (&s, i, f, "expected scalar type Long but found Float"),
+        (&s, b, b, "\"bmm\" not implemented for 'Bool'"),
+        (&s, b, f, "\"bmm\" not implemented for 'Bool'"),
+        (&s, f, b, "expected scalar type Float but found Bool"),
+        (&l, f, d, "expected scalar type Double but found Float"),
+        (&l, d, f, "expected scalar type Float but found Double"),
+        (&l, i, f, "expected scalar type Float but found Long"),
+        (&l, b, f, "expected scalar type Float but found Bool"),
+        (
+            &l,
+            f,
+            i,
+            "expected m1 and m2 to have the same dtype, but got: float != long int",
+        ),
+        (
+            &l,
+            f,
+            b,
+            "expected m1 and m2 to have the same dtype, but got: float != bool",
+        ),
+        (&l, b, b, "\"addmm_impl_cpu_\" not implemented for 'Bool'"),
+    ];
+    for (shape, x, y, message) in cases {
+        assert_eq!(bmm(shape, x, shape, y), message, "{x} @ {y} of {shape:?}");
+    }
     // Nothing to compute: no dtype check; the result has mat2's dtype.
     let r = torch::bmm(&ones(&[0, 3, 4], f), &ones(&[0, 4, 5], d)).unwrap();
     assert_eq!((r.shape(), r.dtype()), (vec![0, 3, 5], d));
