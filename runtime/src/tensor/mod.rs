@@ -1151,46 +1151,101 @@ impl fmt::Display for Tensor {
                 self.dtype()
             );
         }
-        let items: Result<Vec<String>> = match self.dtype() {
-            DType::Bool => self.to_vec::<bool>().map(|v| {
-                v.iter()
-                    .map(|b| if *b { "True" } else { "False" }.to_string())
-                    .collect()
-            }),
-            DType::Int32 | DType::Int64 => self
-                .to_vec::<i64>()
-                .map(|v| v.iter().map(i64::to_string).collect()),
-            DType::Float32 => self
-                .to_vec::<f32>()
-                .map(|v| v.iter().map(|x| format!("{x:?}")).collect()),
-            DType::Float64 => self
-                .to_vec::<f64>()
-                .map(|v| v.iter().map(|x| format!("{x:?}")).collect()),
-        };
-        let Ok(items) = items else {
-            // The elements cannot be read (or copied: beyond the allocation limit).
-            return write!(f, "tensor(..., size={shape:?}, dtype={})", self.dtype());
-        };
-        fn nest(items: &[String], shape: &[usize]) -> String {
-            match shape {
-                [] => items.first().cloned().unwrap_or_default(),
-                [_, rest @ ..] => {
-                    let step = rest.iter().product::<usize>().max(1);
-                    let parts: Vec<String> = if rest.contains(&0) {
-                        (0..shape[0]).map(|_| nest(&[], rest)).collect()
-                    } else {
-                        items.chunks(step).map(|c| nest(c, rest)).collect()
-                    };
-                    format!("[{}]", parts.join(", "))
+        if shape.contains(&0) {
+            // No elements: PyTorch prints the size unless the tensor is `[0]`.
+            return if shape.len() == 1 {
+                write!(f, "tensor([], dtype={})", self.dtype())
+            } else {
+                write!(f, "tensor([], size={shape:?}, dtype={})", self.dtype())
+            };
+        }
+        let body = crate::with_dtype!(self.dtype(), S => self.with_view(|v: ArrayViewD<S>| {
+            nested_elements(&v, |x: S| element_text(x, self.dtype()))
+        }));
+        match body {
+            Ok(body) => write!(f, "tensor({body}, dtype={})", self.dtype()),
+            // The elements cannot be read.
+            Err(_) => write!(f, "tensor(..., size={shape:?}, dtype={})", self.dtype()),
+        }
+    }
+}
+
+/// Above this many elements a printed tensor is summarised (PyTorch's
+/// `threshold` print option).
+const PRINT_THRESHOLD: usize = 1000;
+/// Elements printed at each end of a summarised dimension (`edgeitems`).
+const PRINT_EDGE_ITEMS: usize = 3;
+
+/// One element as PyTorch prints it in a list: `True`/`False`, integers,
+/// floats with a decimal point.
+fn element_text<S: IntoBuffer>(x: S, dtype: DType) -> String {
+    match dtype {
+        DType::Bool => if cast::<S, bool>(x) { "True" } else { "False" }.to_string(),
+        DType::Int32 | DType::Int64 => cast::<S, i64>(x).to_string(),
+        DType::Float32 => format!("{:?}", cast::<S, f32>(x)),
+        DType::Float64 => format!("{:?}", cast::<S, f64>(x)),
+    }
+}
+
+/// The elements of a non-empty view as nested lists, `[[a, b], [c, d]]`.
+/// Above [`PRINT_THRESHOLD`] elements, a dimension longer than twice
+/// [`PRINT_EDGE_ITEMS`] shows its first and last items around `...`, as
+/// PyTorch summarises: only the shown elements are read, so an expanded view
+/// of any size prints in time and memory bounded by its rank. Iterative (no
+/// recursion over the dimensions).
+fn nested_elements<S: Copy>(v: &ArrayViewD<'_, S>, text: impl Fn(S) -> String) -> String {
+    let shape = v.shape();
+    let ndim = shape.len();
+    let summarise = v.len() > PRINT_THRESHOLD;
+    // The entries shown along each dimension; `None` is the `...`.
+    let shown: Vec<Vec<Option<usize>>> = shape
+        .iter()
+        .map(|&n| {
+            if summarise && n > 2 * PRINT_EDGE_ITEMS {
+                let head = (0..PRINT_EDGE_ITEMS).map(Some);
+                let tail = (n - PRINT_EDGE_ITEMS..n).map(Some);
+                head.chain([None]).chain(tail).collect()
+            } else {
+                (0..n).map(Some).collect()
+            }
+        })
+        .collect();
+    if ndim == 0 {
+        return text(v[IxDyn(&[])]);
+    }
+    let mut out = String::from("[");
+    let mut index = vec![0usize; ndim];
+    let mut pos = vec![0usize; ndim];
+    let mut d = 0;
+    loop {
+        if pos[d] > 0 {
+            out.push_str(", ");
+        }
+        match shown[d][pos[d]] {
+            None => out.push_str("..."),
+            Some(i) => {
+                index[d] = i;
+                if d + 1 < ndim {
+                    d += 1;
+                    pos[d] = 0;
+                    out.push('[');
+                    continue;
                 }
+                out.push_str(&text(v[IxDyn(&index)]));
             }
         }
-        write!(
-            f,
-            "tensor({}, dtype={})",
-            nest(&items, &shape),
-            self.dtype()
-        )
+        // Next entry at this depth, closing the lists that are done.
+        loop {
+            pos[d] += 1;
+            if pos[d] < shown[d].len() {
+                break;
+            }
+            out.push(']');
+            if d == 0 {
+                return out;
+            }
+            d -= 1;
+        }
     }
 }
 
@@ -1346,5 +1401,74 @@ mod tests {
         assert!(e
             .assign(ndarray::ArrayD::<i32>::zeros(IxDyn(&[2, 3])).view())
             .is_err());
+    }
+
+    /// Printing reads only what it shows: more than 1,000 elements are
+    /// summarised as PyTorch does (three items at each end of a long
+    /// dimension), so a huge expanded view prints at once; an empty tensor
+    /// with a huge dimension prints its size; a tensor of very high rank
+    /// prints without recursion, on a 2 MiB thread. (The fuzzer's
+    /// `boxed_call` target found the empty case: `[2^33, 0]` built 2^33
+    /// strings and aborted.)
+    #[test]
+    fn printing_is_bounded_by_what_it_shows() {
+        let small = Tensor::from_vec(vec![1i64, 2, 3, 4], &[2, 2]).unwrap();
+        assert_eq!(
+            small.to_string(),
+            "tensor([[1, 2], [3, 4]], dtype=torch.int64)"
+        );
+        let v: Vec<f32> = (0..2000).map(|i| i as f32).collect();
+        let long = Tensor::from_vec(v, &[2000]).unwrap();
+        assert_eq!(
+            long.to_string(),
+            "tensor([0.0, 1.0, 2.0, ..., 1997.0, 1998.0, 1999.0], dtype=torch.float32)"
+        );
+        let v: Vec<i64> = (0..40 * 40).collect();
+        let square = Tensor::from_vec(v, &[40, 40]).unwrap();
+        assert_eq!(
+            square.to_string(),
+            "tensor([[0, 1, 2, ..., 37, 38, 39], [40, 41, 42, ..., 77, 78, 79], \
+             [80, 81, 82, ..., 117, 118, 119], ..., \
+             [1480, 1481, 1482, ..., 1517, 1518, 1519], \
+             [1520, 1521, 1522, ..., 1557, 1558, 1559], \
+             [1560, 1561, 1562, ..., 1597, 1598, 1599]], dtype=torch.int64)"
+        );
+        let one = Tensor::from_vec(vec![true], &[1, 1]).unwrap();
+        let huge = one.as_strided(&[1 << 40, 1 << 20], &[0, 0], 0).unwrap();
+        assert_eq!(
+            huge.to_string(),
+            "tensor([[True, True, True, ..., True, True, True], \
+             [True, True, True, ..., True, True, True], \
+             [True, True, True, ..., True, True, True], ..., \
+             [True, True, True, ..., True, True, True], \
+             [True, True, True, ..., True, True, True], \
+             [True, True, True, ..., True, True, True]], dtype=torch.bool)"
+        );
+        let empty = Tensor::try_zeros(&[1 << 33, 0], DType::Float32, Device::Cpu).unwrap();
+        assert_eq!(
+            empty.to_string(),
+            "tensor([], size=[8589934592, 0], dtype=torch.float32)"
+        );
+        let empty = Tensor::try_zeros(&[0], DType::Int32, Device::Cpu).unwrap();
+        assert_eq!(empty.to_string(), "tensor([], dtype=torch.int32)");
+        let scalar = Tensor::from_vec(vec![2.5f64], &[]).unwrap();
+        assert_eq!(scalar.to_string(), "tensor(2.5, dtype=torch.float64)");
+        let text = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| {
+                let deep = Tensor::from_vec(vec![7i32], &vec![1; 100_000]).unwrap();
+                deep.to_string()
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let brackets = "[".repeat(100_000);
+        assert_eq!(
+            text,
+            format!(
+                "tensor({brackets}7{}, dtype=torch.int32)",
+                "]".repeat(100_000)
+            )
+        );
     }
 }
