@@ -438,6 +438,16 @@ fn unaries64() -> [Unary<f64>; 7] {
     .map(|(n, f, r)| (n, f as fn(&[f64], &mut [f64]), r as fn(f64) -> f64))
 }
 
+/// Max ulps from the reference for f32 (the reference is the f64 function
+/// rounded once): `sigmoid` divides a rounded `e^-|x|` by a rounded
+/// `1 + e^-|x|` (PyTorch's float sigmoid is 2.3 ulp off in [-80, 30]).
+fn bound32(name: &str) -> u64 {
+    match name {
+        "sigmoid" => 2,
+        _ => 1,
+    }
+}
+
 /// Max ulps from the reference for f64. The references' own errors count:
 /// glibc's `tanh` is off by up to about 1.6 ulp (at 0.49626353662317874 it
 /// gives 0.45917355513648433, 1.6 ulp above the exact 0.459173555136484245…;
@@ -455,10 +465,10 @@ fn bound64(name: &str) -> u64 {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn f32_within_1_ulp() {
+fn f32_within_bounds() {
     let xs = inputs32();
     for (name, f, r) in unaries32() {
-        unary(name, f, |x: f32| r(x as f64) as f32, &xs, 1);
+        unary(name, f, |x: f32| r(x as f64) as f32, &xs, bound32(name));
     }
 }
 
@@ -770,7 +780,7 @@ fn exhaustive_f32() {
             "{name:8} f32: max {ulps} ulp (at {at:e}), {differ} of 2^32 results differ from the reference, {:.1} s",
             start.elapsed().as_secs_f64()
         );
-        assert!(ulps <= 1, "{name}: {ulps} ulps at {at:e}");
+        assert!(ulps <= bound32(name), "{name}: {ulps} ulps at {at:e}");
     }
 }
 
