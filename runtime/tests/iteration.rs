@@ -61,6 +61,15 @@ fn random_shape(rng: &mut Rng) -> Vec<usize> {
         // Large enough for several threads and blocks.
         return vec![3 + rng.below(3), 7_001 + rng.below(5000)];
     }
+    if rng.below(12) == 0 {
+        // Two dimensions of 16 and more: a transposed operand's rows span
+        // many blocks and cache lines.
+        let mut s = vec![16 + rng.below(40), 16 + rng.below(300)];
+        if rng.coin() {
+            s.insert(0, 1 + rng.below(3));
+        }
+        return s;
+    }
     (0..rng.below(5)).map(|_| rng.below(6)).collect()
 }
 
@@ -398,4 +407,60 @@ fn to_dtype_agrees_on_views_and_contiguous_copies() {
             c.strides()
         );
     }
+}
+
+/// `m + m.t()` (and a 3-D batch of transposes) against the sums computed
+/// element by element: the transposed operand is gathered across rows, with
+/// partial blocks and row counts that are not multiples of a block or a cache
+/// line, on one thread and on several.
+#[test]
+fn transposed_operands_read_in_tiles_give_exact_sums() {
+    let _g = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let before = opforge::get_num_threads();
+    for threads in [1, 2] {
+        opforge::set_num_threads(threads).unwrap();
+        for &(rows, cols) in &[
+            (16, 16),
+            (17, 300),
+            (300, 17),
+            (40, 513),
+            (181, 181),
+            (33, 1000),
+        ] {
+            let v: Vec<f32> = (0..rows * cols).map(|i| (i % 977) as f32 * 0.25).collect();
+            let m = Tensor::from_vec(v.clone(), &[rows, cols]).unwrap();
+            let t = Tensor::from_vec(v.clone(), &[cols, rows]).unwrap();
+            let tt = t.as_strided(&[rows, cols], &[1, rows], 0).unwrap();
+            let got = ops::add_Tensor(&m, &tt, Scalar::Int(1))
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+            for i in 0..rows {
+                for j in 0..cols {
+                    let want = v[i * cols + j] + v[j * rows + i];
+                    assert_eq!(
+                        got[i * cols + j],
+                        want,
+                        "{rows}x{cols} at ({i}, {j}), {threads} threads"
+                    );
+                }
+            }
+        }
+        // A batch: [b, r, c] + the batch of transposes of a [b, c, r].
+        let (b, r, c) = (3, 20, 37);
+        let v: Vec<i64> = (0..(b * r * c) as i64).collect();
+        let x = Tensor::from_vec(v.clone(), &[b, r, c]).unwrap();
+        let y = Tensor::from_vec(v.clone(), &[b, c, r]).unwrap();
+        let yt = y.as_strided(&[b, r, c], &[r * c, 1, r], 0).unwrap();
+        let got = ops::mul_Tensor(&x, &yt).unwrap().to_vec::<i64>().unwrap();
+        for k in 0..b {
+            for i in 0..r {
+                for j in 0..c {
+                    let want = v[(k * r + i) * c + j] * v[(k * c + j) * r + i];
+                    assert_eq!(got[(k * r + i) * c + j], want, "batch at ({k}, {i}, {j})");
+                }
+            }
+        }
+    }
+    opforge::set_num_threads(before).unwrap();
 }
