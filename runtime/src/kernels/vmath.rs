@@ -47,8 +47,9 @@
 //! - `tanh`: an odd polynomial below `0.55` (`f32`) or `0.625` (`f64`), above
 //!   it `1 - 2/(1 + e^{2|x|})` with `1 + e^{2|x|}` carried as two floats and
 //!   the quotient corrected for the denominator's tail.
-//! - `sigmoid`: `f32`: `E = e^{-|x|}` (never overflows), `1/(1 + E)` for
-//!   `x >= 0` and `E/(1 + E)` below, one division either way. `f64`:
+//! - `sigmoid`: `f32`: `E = e^{-|x|}` (never overflows; `exp`'s algorithm
+//!   with fused multiply-adds), `1/(1 + E)` for `x >= 0` and `E/(1 + E)`
+//!   below, one division either way. `f64`:
 //!   `e^{-x} = 2^k p`, `1/(1 + e^{-x}) = 2^-k / (2^-k + p)` with the
 //!   denominator as two floats, so large negative `x` neither overflows nor
 //!   loses accuracy.
@@ -59,8 +60,11 @@
 //!   ARM's optimized-routines `pow` without fused multiply-adds, tables made
 //!   by `vmath/gen_pow_tables.py`.
 //!
-//! Only plain multiplications and additions are used, never fused
-//! multiply-adds, so every code path computes the same roundings.
+//! Plain multiplications and additions are used, and fused multiply-adds only
+//! through `mul_add` (`f32` `sigmoid`'s `exp`), which rounds once on every
+//! level: an instruction with AVX2 and AVX-512, a correctly rounded library
+//! call on the portable level (slow there, but the same bits). So every code
+//! path computes the same roundings.
 //!
 //! # Dispatch
 //!
@@ -661,13 +665,30 @@ mod f32_native {
         (p_hi, s - (p_hi - 1.0))
     }
 
+    /// `e^x` for `x <= 0` with fused multiply-adds (`mul_add` rounds once on
+    /// every level: an instruction with AVX2 and AVX-512, a correctly rounded
+    /// library call on the portable level), for `sigmoid`.
+    #[inline(always)]
+    fn exp_nonpositive_fused(x: f32) -> f32 {
+        let x = if x < -104.0 { -104.0 } else { x };
+        let t = x.mul_add(LOG2E, MAGIC);
+        let kf = t - MAGIC;
+        let kp = t.to_bits().wrapping_sub(MAGIC_BITS).wrapping_add(256) & 0x1ff;
+        let r = (-kf).mul_add(L2, (-kf).mul_add(L1, x));
+        let mut p = EXP_P4[4];
+        for &c in EXP_P4[..4].iter().rev() {
+            p = p.mul_add(r, c);
+        }
+        scale2(1.0 + (r * r).mul_add(p, r), kp)
+    }
+
     #[inline(always)]
     pub(super) fn sigmoid(x: f32) -> f32 {
         // E = e^-|x| in (0, 1] (never overflows; subnormal where the result
         // is): 1/(1 + E) for x >= 0, E/(1 + E) below, one division either
         // way. Within 2 ulp (`exhaustive_f32`); PyTorch's own float sigmoid
         // is 2.3 ulp off in [-80, 30] and further near underflow.
-        let e = exp(-x.abs());
+        let e = exp_nonpositive_fused(-x.abs());
         let n = if x < 0.0 { e } else { 1.0 };
         n / (1.0 + e)
     }
