@@ -44,6 +44,7 @@ use crate::tensor::{
     Scalar, Storage,
 };
 use smallvec::SmallVec;
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 /// Elements per block: the unit of gathering, casting and kernel calls.
@@ -61,16 +62,101 @@ pub(crate) enum Src<'a, T> {
     Scalar(T),
 }
 
+/// The output block of a kernel: every element is written exactly through
+/// this type's writers ([`map1`], [`map2`], [`map3`], [`Out::fill`],
+/// [`Out::with_slice`]), each of which writes the whole block (or panics) and
+/// returns the [`Written`] token a kernel must return. So a new result can be
+/// written straight into fresh, uninitialised capacity, without a first pass
+/// of zeros ([`Out::fresh`]), and nothing can leave an element uninitialised
+/// or de-initialise one of an existing tensor ([`Out::init`]).
+pub(crate) struct Out<'a, R> {
+    slots: &'a mut [MaybeUninit<R>],
+    /// Every slot already holds a value (an existing tensor or buffer).
+    initialised: bool,
+}
+
+/// Proof that a kernel wrote its whole output block: only [`Out`]'s writers
+/// make one.
+#[must_use]
+pub(crate) struct Written(());
+
+impl<'a, R: Copy> Out<'a, R> {
+    /// The block of existing, initialised elements `s`.
+    pub(crate) fn init(s: &'a mut [R]) -> Out<'a, R> {
+        // SAFETY: `MaybeUninit<R>` has the layout of `R`, and the slots are
+        // only ever written with values of `R` (this type's writers), so `s`
+        // stays initialised.
+        let slots = unsafe { &mut *(s as *mut [R] as *mut [MaybeUninit<R>]) };
+        Out {
+            slots,
+            initialised: true,
+        }
+    }
+
+    /// A block of fresh capacity, written once by the kernel.
+    pub(crate) fn fresh(s: &'a mut [MaybeUninit<R>]) -> Out<'a, R> {
+        Out {
+            slots: s,
+            initialised: false,
+        }
+    }
+
+    /// The number of elements of the block.
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Every element `v`.
+    pub(crate) fn fill(self, v: R) -> Written {
+        for o in self.slots.iter_mut() {
+            o.write(v);
+        }
+        Written(())
+    }
+
+    /// Runs `f` on the block as initialised elements (first set to `zero`
+    /// when the block is fresh capacity), for functions over `&mut [R]` that
+    /// write every element (`vmath`'s).
+    pub(crate) fn with_slice(self, zero: R, f: impl FnOnce(&mut [R])) -> Written {
+        if !self.initialised {
+            for o in self.slots.iter_mut() {
+                o.write(zero);
+            }
+        }
+        // SAFETY: every slot is initialised (above, or `Out::init`'s), and
+        // `MaybeUninit<R>` has the layout of `R`.
+        f(unsafe { &mut *(self.slots as *mut [MaybeUninit<R>] as *mut [R]) });
+        Written(())
+    }
+}
+
+impl<T> Src<'_, T> {
+    /// Panics unless the block has at least `n` values (so that a writer
+    /// over `n` outputs writes them all).
+    #[inline(always)]
+    fn covers(&self, n: usize, what: &str) {
+        if let Src::Slice(v) = self {
+            assert!(
+                v.len() >= n,
+                "{what}: an input block of {} values for {n} outputs",
+                v.len()
+            );
+        }
+    }
+}
+
 best_level! {
     /// `f` over one input block.
-    pub(crate) fn map1<T, R, F>(a: Src<'_, T>, out: &mut [R], f: F) -> ()
+    pub(crate) fn map1<T, R, F>(a: Src<'_, T>, out: Out<'_, R>, f: F) -> Written
     where { T: Copy, R: Copy, F: Fn(T) -> R }
     {
+        a.covers(out.len(), "map1");
         match a {
             Src::Slice(a) => {
-                for (o, &x) in out.iter_mut().zip(a) {
-                    *o = f(x);
+                for (o, &x) in out.slots.iter_mut().zip(a) {
+                    o.write(f(x));
                 }
+                Written(())
             }
             Src::Scalar(x) => out.fill(f(x)),
         }
@@ -79,31 +165,34 @@ best_level! {
 
 best_level! {
     /// `f` over two input blocks, each a run or one value.
-    pub(crate) fn map2<T, R, F>(a: Src<'_, T>, b: Src<'_, T>, out: &mut [R], f: F) -> ()
-    where { T: Copy, F: Fn(T, T) -> R }
+    pub(crate) fn map2<T, R, F>(a: Src<'_, T>, b: Src<'_, T>, out: Out<'_, R>, f: F) -> Written
+    where { T: Copy, R: Copy, F: Fn(T, T) -> R }
     {
+        a.covers(out.len(), "map2");
+        b.covers(out.len(), "map2");
         match (a, b) {
             (Src::Slice(a), Src::Slice(b)) => {
-                for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                    *o = f(x, y);
+                for ((o, &x), &y) in out.slots.iter_mut().zip(a).zip(b) {
+                    o.write(f(x, y));
                 }
             }
             (Src::Slice(a), Src::Scalar(y)) => {
-                for (o, &x) in out.iter_mut().zip(a) {
-                    *o = f(x, y);
+                for (o, &x) in out.slots.iter_mut().zip(a) {
+                    o.write(f(x, y));
                 }
             }
             (Src::Scalar(x), Src::Slice(b)) => {
-                for (o, &y) in out.iter_mut().zip(b) {
-                    *o = f(x, y);
+                for (o, &y) in out.slots.iter_mut().zip(b) {
+                    o.write(f(x, y));
                 }
             }
             (Src::Scalar(x), Src::Scalar(y)) => {
-                for o in out.iter_mut() {
-                    *o = f(x, y);
+                for o in out.slots.iter_mut() {
+                    o.write(f(x, y));
                 }
             }
         }
+        Written(())
     }
 }
 
@@ -114,18 +203,19 @@ best_level! {
         a: Src<'_, T>,
         b: Src<'_, T>,
         c: Src<'_, T>,
-        out: &mut [R],
+        out: Out<'_, R>,
         f: F,
-    ) -> ()
-    where { T: Copy, F: Fn(T, T, T) -> R }
+    ) -> Written
+    where { T: Copy, R: Copy, F: Fn(T, T, T) -> R }
     {
         let at = |s: &Src<'_, T>, i: usize| match *s {
             Src::Slice(v) => v[i],
             Src::Scalar(x) => x,
         };
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = f(at(&a, i), at(&b, i), at(&c, i));
+        for (i, o) in out.slots.iter_mut().enumerate() {
+            o.write(f(at(&a, i), at(&b, i), at(&c, i)));
         }
+        Written(())
     }
 }
 
@@ -331,7 +421,7 @@ impl Loop {
     /// the output's dtype afterwards). `N` is the number of inputs.
     pub fn run<const N: usize, T, R>(
         &self,
-        kernel: impl Fn([Src<'_, T>; N], &mut [R]) + Sync,
+        kernel: impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written + Sync,
     ) -> Result<()>
     where
         T: IntoBuffer,
@@ -529,7 +619,7 @@ impl Ctx<'_> {
     fn serial<const N: usize, T: IntoBuffer, R: IntoBuffer>(
         &self,
         range: Range<usize>,
-        kernel: &impl Fn([Src<'_, T>; N], &mut [R]),
+        kernel: &impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written,
     ) {
         let ndim = self.shape.len();
         let mut idx: Dims = smallvec::smallvec![0; ndim];
@@ -587,7 +677,7 @@ impl Ctx<'_> {
         &self,
         pos: &[usize],
         n: usize,
-        kernel: &impl Fn([Src<'_, T>; N], &mut [R]),
+        kernel: &impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written,
         bufs: &mut [[T; BLOCK]; N],
         obuf: &mut [R; BLOCK],
     ) {
@@ -648,9 +738,9 @@ impl Ctx<'_> {
                 // gathered into buffers above.
                 let o =
                     unsafe { std::slice::from_raw_parts_mut((out_raw.ptr as *mut R).add(at), len) };
-                kernel(srcs, o);
+                let _: Written = kernel(srcs, Out::init(o));
             } else {
-                kernel(srcs, &mut obuf[..len]);
+                let _: Written = kernel(srcs, Out::init(&mut obuf[..len]));
                 // SAFETY: output positions of this block, inside the storage.
                 unsafe { scatter::<R>(out_raw, out.dtype, at, out.strides[0], &obuf[..len]) };
             }
@@ -866,5 +956,47 @@ mod tests {
             .unwrap();
         let want: Vec<f32> = (0..n).map(|i| 2.0 * i as f32).collect();
         assert_eq!(values(&x), want);
+    }
+
+    /// A writer handed a shorter input block than its output panics before
+    /// writing (it would otherwise leave fresh slots uninitialised); a full
+    /// block writes every slot.
+    #[test]
+    fn writers_refuse_short_input_blocks() {
+        let mut slots = [MaybeUninit::<f32>::uninit(); 3];
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            map2(
+                Src::Slice(&[1.0f32]),
+                Src::Scalar(1.0),
+                Out::fresh(&mut slots),
+                |x, y| x + y,
+            )
+        }));
+        assert!(r.is_err());
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            map1(Src::Slice(&[1.0f32, 2.0]), Out::fresh(&mut slots), |x| x)
+        }));
+        assert!(r.is_err());
+        let _: Written = map2(
+            Src::Slice(&[1.0f32, 2.0, 3.0]),
+            Src::Scalar(0.5),
+            Out::fresh(&mut slots),
+            |x, y| x + y,
+        );
+        // SAFETY: the writer returned its token: every slot is written.
+        let v: Vec<f32> = slots.iter().map(|s| unsafe { s.assume_init() }).collect();
+        assert_eq!(v, vec![1.5, 2.5, 3.5]);
+        let mut init = [7i64; 4];
+        let _: Written = Out::init(&mut init).with_slice(0, |s| s[1] += 1);
+        assert_eq!(
+            init,
+            [7, 8, 7, 7],
+            "an initialised block is not zeroed first"
+        );
+        let mut slots = [MaybeUninit::<i64>::uninit(); 2];
+        let _: Written = Out::fresh(&mut slots).with_slice(0, |s| s[0] += 5);
+        // SAFETY: `with_slice` initialises fresh slots before `f` runs.
+        let v: Vec<i64> = slots.iter().map(|s| unsafe { s.assume_init() }).collect();
+        assert_eq!(v, vec![5, 0]);
     }
 }

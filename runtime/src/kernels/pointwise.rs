@@ -9,7 +9,7 @@
 // Element functions are stamped for `bool` too, where `<` is legitimate.
 #![allow(clippy::bool_comparison)]
 
-use super::iter::{map1, map2, map3, output_strides, Loop, Src, View};
+use super::iter::{map1, map2, map3, output_strides, Loop, Out, Src, View, Written};
 use super::num::{scalar_equals, Float, Num};
 use super::promote::{
     broadcast_shapes, check_can_cast, check_output_shape, result_type, result_type_tensors, Operand,
@@ -177,7 +177,7 @@ impl<'a> Iter<'a> {
     /// (following the inputs' memory order).
     pub fn run<const N: usize, T: IntoBuffer, R: IntoBuffer>(
         self,
-        kernel: impl Fn([Src<'_, T>; N], &mut [R]) + Sync,
+        kernel: impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written + Sync,
     ) -> Result<Tensor> {
         debug_assert_eq!(self.ops.len(), N);
         if let Some(t) = self.run_contiguous::<N, T, R>(&kernel)? {
@@ -206,7 +206,7 @@ impl Iter<'_> {
     /// slices directly. `None` when the call is not of that form.
     fn run_contiguous<const N: usize, T: IntoBuffer, R: IntoBuffer>(
         &self,
-        kernel: &(impl Fn([Src<'_, T>; N], &mut [R]) + Sync),
+        kernel: &(impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written + Sync),
     ) -> Result<Option<Tensor>> {
         if self.out.is_some() || R::DTYPE != self.result {
             return Ok(None);
@@ -272,42 +272,34 @@ const NEW_BLOCK_BYTES: usize = 16 * 1024;
 fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
     srcs: [Src<'_, T>; N],
     shape: &[usize],
-    kernel: &(impl Fn([Src<'_, T>; N], &mut [R]) + Sync),
+    kernel: &(impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written + Sync),
 ) -> Result<Tensor> {
     // The result is written once, block by block, by the thread that owns the
-    // block: allocated without a pass over it (no memset of memory the
-    // kernel overwrites), each block initialised just before the kernel
-    // writes it, while it is in that thread's cache.
+    // block, straight into fresh capacity (no pass of zeros over memory the
+    // kernel overwrites), while the block is in that thread's cache.
     let n = numel(shape);
     let mut out: Vec<R> = memory::try_with_capacity(n)?;
     let spare = &mut out.spare_capacity_mut()[..n];
     let block = (NEW_BLOCK_BYTES / std::mem::size_of::<R>().max(1)).max(1);
     crate::parallel::for_each_part_mut(spare, crate::parallel::GRAIN_SIZE, |start, part| {
-        {
-            let mut at = 0;
-            while at < part.len() {
-                let len = block.min(part.len() - at);
-                let lo = start + at;
-                let block: [Src<'_, T>; N] = std::array::from_fn(|i| match srcs[i] {
-                    Src::Slice(d) => Src::Slice(&d[lo..lo + len]),
-                    s => s,
-                });
-                let dst = &mut part[at..at + len];
-                for x in dst.iter_mut() {
-                    x.write(R::from_bool(false));
-                }
-                // SAFETY: every element of `dst` was initialised just above,
-                // and `MaybeUninit<R>` has the layout of `R`.
-                let dst =
-                    unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<R>(), len) };
-                kernel(block, dst);
-                at += len;
-            }
+        let mut at = 0;
+        while at < part.len() {
+            let len = block.min(part.len() - at);
+            let lo = start + at;
+            let block: [Src<'_, T>; N] = std::array::from_fn(|i| match srcs[i] {
+                Src::Slice(d) => Src::Slice(&d[lo..lo + len]),
+                s => s,
+            });
+            // The token proves the kernel wrote all `len` slots (`Out`'s
+            // writers write the whole block or panic).
+            let _: Written = kernel(block, Out::fresh(&mut part[at..at + len]));
+            at += len;
         }
     });
     // SAFETY: `for_each_part_mut` hands out parts covering `0..n` exactly once
-    // (tested in `parallel`), and the blocks of each part cover it, so all `n`
-    // elements are initialised; the capacity is at least `n`.
+    // (tested in `parallel`), the blocks of each part cover it, and the kernel
+    // wrote each block in full (its `Written` token); the capacity is at
+    // least `n`.
     unsafe { out.set_len(n) };
     Tensor::from_vec(out, shape)
 }
@@ -521,8 +513,8 @@ pub(crate) fn binary(
             BinOp::Maximum => it.run(|[a, b], o| map2(a, b, o, T::max_nan)),
             BinOp::Minimum => it.run(|[a, b], o| map2(a, b, o, T::min_nan)),
             BinOp::Pow => float_dtype!(T::DTYPE, F => it.run(|[a, b], o| match (a, b) {
-                (Src::Slice(x), Src::Slice(y)) => <F as VecMath>::pow(x, y, o),
-                (Src::Slice(x), Src::Scalar(y)) => <F as VecMath>::pow_scalar(x, y, o),
+                (Src::Slice(x), Src::Slice(y)) => o.with_slice(F::zero(), |o| <F as VecMath>::pow(x, y, o)),
+                (Src::Slice(x), Src::Scalar(y)) => o.with_slice(F::zero(), |o| <F as VecMath>::pow_scalar(x, y, o)),
                 (a, b) => map2(a, b, o, F::power),
             }), _ => it.run(|[a, b], o| map2(a, b, o, T::power))),
         }
@@ -701,15 +693,13 @@ pub(crate) fn unary(op: Unary, self_: &Tensor, dest: Dest<'_>) -> Result<Tensor>
 
 /// A vectorized slice function over one input block (a broadcast value is
 /// computed once).
-fn vector_map<T: Copy>(a: Src<'_, T>, out: &mut [T], f: fn(&[T], &mut [T])) {
+fn vector_map<T: Float>(a: Src<'_, T>, out: Out<'_, T>, f: fn(&[T], &mut [T])) -> Written {
     match a {
-        Src::Slice(x) => f(x, out),
+        Src::Slice(x) => out.with_slice(T::zero(), |o| f(x, o)),
         Src::Scalar(x) => {
-            if let Some(first) = out.first_mut() {
-                f(&[x], std::slice::from_mut(first));
-                let v = *first;
-                out.fill(v);
-            }
+            let mut v = [x];
+            f(&[x], &mut v);
+            out.fill(v[0])
         }
     }
 }
@@ -763,7 +753,7 @@ pub(crate) fn clamp(
     let nan_bound = is_nan(min) || is_nan(max);
     with_dtype!(rt, T => {
         if nan_bound {
-            return it.run(|[_a]: [Src<'_, T>; 1], o: &mut [T]| o.fill(nan::<T>()));
+            return it.run(|[_a]: [Src<'_, T>; 1], o: Out<'_, T>| o.fill(nan::<T>()));
         }
         let lo: Option<T> = min.map(scalar_to).transpose()?;
         let hi: Option<T> = max.map(scalar_to).transpose()?;
@@ -833,7 +823,7 @@ pub(crate) fn pow_scalar(self_: &Tensor, exponent: Scalar, dest: Dest<'_>) -> Re
     let zero = scalar_equals(exponent, 0.0) || exponent == Scalar::Bool(false);
     let one = scalar_equals(exponent, 1.0) || exponent == Scalar::Bool(true);
     if zero {
-        return with_dtype!(rt, T => it.run(|[_a]: [Src<'_, T>; 1], o: &mut [T]| o.fill(T::one())));
+        return with_dtype!(rt, T => it.run(|[_a]: [Src<'_, T>; 1], o: Out<'_, T>| o.fill(T::one())));
     }
     if one {
         return with_dtype!(rt, T => it.run(|[a], o| map1(a, o, |x: T| x)));
@@ -858,7 +848,7 @@ pub(crate) fn pow_scalar(self_: &Tensor, exponent: Scalar, dest: Dest<'_>) -> Re
             it.run(|[a], o| map1(a, o, |v: F| F::one().div(v.mul(v))))
         } else {
             it.run(|[a], o| match a {
-                Src::Slice(x) => <F as VecMath>::pow_scalar(x, ef, o),
+                Src::Slice(x) => o.with_slice(F::zero(), |o| <F as VecMath>::pow_scalar(x, ef, o)),
                 Src::Scalar(x) => o.fill(x.power(ef)),
             })
         }
@@ -923,7 +913,7 @@ mod tests {
     fn a_panic_part_way_leaves_no_uninitialised_result() {
         let n = crate::parallel::GRAIN_SIZE + 1;
         let x = vec![1.0f32; n];
-        let kernel = |[a]: [Src<'_, f32>; 1], o: &mut [f32]| {
+        let kernel = |[a]: [Src<'_, f32>; 1], o: Out<'_, f32>| {
             if let Src::Slice(s) = a {
                 assert!(s.iter().all(|&v| v >= 0.0), "negative input");
             }
