@@ -414,7 +414,7 @@ fn to_dtype_agrees_on_views_and_contiguous_copies() {
 /// partial blocks and row counts that are not multiples of a block or a cache
 /// line, on one thread and on several.
 #[test]
-fn transposed_operands_read_in_tiles_give_exact_sums() {
+fn transposed_operands_give_exact_sums() {
     let _g = THREADS.lock().unwrap_or_else(|e| e.into_inner());
     let before = opforge::get_num_threads();
     for threads in [1, 2] {
