@@ -222,8 +222,23 @@ impl Plan<'_> {
                 let mut buf: Vec<T> = Vec::new();
                 // One skip per part (at most one part per thread).
                 let bases = Positions::new(&kshape, &kstrides, self.offset).skip(start);
-                for (o, base) in part.iter_mut().zip(bases) {
-                    *o = self.lane_value::<S, T, R>(data, r, base, &mut buf);
+                match one_run {
+                    // Lanes that are runs of the compute type: folded as the
+                    // storage's slices, without `lane_value`'s walk over
+                    // positions (a mean over rows of 1,000: 15% of its time).
+                    Some(n) if S::DTYPE == T::DTYPE => {
+                        for (o, base) in part.iter_mut().zip(bases) {
+                            *o = match slice_as::<S, T>(&data[base..base + n]) {
+                                Some(x) => r.run(r.init(), x, 0),
+                                None => self.lane_value::<S, T, R>(data, r, base, &mut buf),
+                            };
+                        }
+                    }
+                    _ => {
+                        for (o, base) in part.iter_mut().zip(bases) {
+                            *o = self.lane_value::<S, T, R>(data, r, base, &mut buf);
+                        }
+                    }
                 }
             }
         });
