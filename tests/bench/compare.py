@@ -13,7 +13,12 @@ outputs. Python 3 standard library only; run it from anywhere:
     python3 tests/bench/compare.py --torch-out torch.txt --opforge-out opforge.txt
 
 `--filter` and `--quick` are passed to both benchmarks; `--save DIR` writes
-their raw outputs to `DIR/torch.txt` and `DIR/opforge.txt`. The Python given to
+their raw outputs to `DIR/torch.txt` and `DIR/opforge.txt` (with `--rounds`,
+one pair per round, `torch-R.txt` and `opforge-R.txt`, and the combined
+figures in the two plain names). `--rounds K` runs the pair K times, PyTorch
+then opforge, and keeps each case's fastest median of each side: on a noisy
+machine a case slowed by another process in one round is measured again in
+the next, on both sides alike. The Python given to
 `--python` needs PyTorch (default: $TORCH_PYTHON, else /work/venv-torch/bin/python).
 Cargo honours $CARGO_TARGET_DIR as usual.
 
@@ -26,6 +31,9 @@ verdict against the targets of issue 12:
 - size 10^3: ratio <= 1.5;
 - size 1 and mm / matmul at n = 64: informational (`info`): at size 1 the
   PyTorch figure is mostly its Python call path (see kernels_torch.py).
+
+The targets are for one thread; rows at more threads get `ok` or `over` (not
+a target) and are counted apart.
 
 A verdict is `ok`, `SLOW` (over the target), `info`, `n/a` when a side has no
 figure (missing or `error`), or `noisy` when PyTorch's multi-threaded figure
@@ -108,14 +116,45 @@ def table(torch_res, opforge_res, order):
                 verdict = "info"
             elif r <= goal:
                 verdict = "ok"
+            elif threads > 1:
+                verdict = f"over (≤{goal}×; {threads} threads, not a target)"
             else:
                 verdict = f"SLOW (≤{goal}×)"
-        tally[verdict.split()[0]] = tally.get(verdict.split()[0], 0) + 1
+        group = "1 thread" if threads == 1 else "more threads"
+        tally.setdefault(group, {})
+        word = verdict.split()[0]
+        tally[group][word] = tally[group].get(word, 0) + 1
         rows.append(
             f"| {op} | {size} | {dtype} | {threads} | {fmt_ns(t)} | {fmt_ns(o)} | {ratio} | {verdict} |"
         )
-    summary = ", ".join(f"{k}: {v}" for k, v in sorted(tally.items()))
+    summary = "; ".join(
+        f"{group}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        for group, counts in sorted(tally.items())
+    )
     return "\n".join(rows) + f"\n\n{len(order)} cases; {summary}"
+
+
+def fastest(texts):
+    """One output's text from several rounds: each case's smallest median
+    (an `error` in any round stays an error), comments of the first round."""
+    best, first = {}, None
+    for text in texts:
+        res, comments, order = parse(text)
+        if first is None:
+            first = (comments, order)
+        for k, v in res.items():
+            if k not in best:
+                best[k] = v
+            elif best[k] is not None:
+                best[k] = None if v is None else min(best[k], v)
+    lines = [f"# {c.lstrip('# ')}" for c in first[0]]
+    lines.append(f"# fastest of {len(texts)} rounds")
+    for k in first[1] + [k for k in best if k not in first[1]]:
+        op, size, dtype, threads = k
+        v = best[k]
+        tail = f"ns: {v}" if v is not None else "error: in some round"
+        lines.append(f"kernel {op} {size} {dtype} {threads} {tail}")
+    return "\n".join(lines) + "\n"
 
 
 def run(cmd, cwd=None):
@@ -139,24 +178,37 @@ def main():
     ap.add_argument("--filter", action="append", default=[], help="case label substring")
     ap.add_argument("--quick", action="store_true", help="smaller timing budget")
     ap.add_argument("--save", help="directory for the raw outputs")
+    ap.add_argument("--rounds", type=int, default=1, help="run both K times, keep the fastest")
     a = ap.parse_args()
 
     bench_args = [x for f in a.filter for x in ("--filter", f)] + (["--quick"] if a.quick else [])
-    if a.torch_out:
-        torch_text = Path(a.torch_out).read_text()
+    torch_texts, opforge_texts = [], []
+    for _ in range(max(a.rounds, 1)):
+        if a.torch_out:
+            torch_texts.append(Path(a.torch_out).read_text())
+        else:
+            script = str(REPO / "tests" / "bench" / "kernels_torch.py")
+            torch_texts.append(run([a.python, script, *bench_args]))
+        if a.opforge_out:
+            opforge_texts.append(Path(a.opforge_out).read_text())
+        elif a.opforge_bin:
+            opforge_texts.append(run([a.opforge_bin, *bench_args]))
+        else:
+            cargo = ["cargo", "run", "--quiet", "--release", "-p", "opforge-tests", "--bin", "kernels"]
+            opforge_texts.append(run([*cargo, "--", *bench_args], cwd=REPO))
+        if a.torch_out and a.opforge_out:
+            break
+    if len(torch_texts) == 1:
+        torch_text, opforge_text = torch_texts[0], opforge_texts[0]
     else:
-        script = str(REPO / "tests" / "bench" / "kernels_torch.py")
-        torch_text = run([a.python, script, *bench_args])
-    if a.opforge_out:
-        opforge_text = Path(a.opforge_out).read_text()
-    elif a.opforge_bin:
-        opforge_text = run([a.opforge_bin, *bench_args])
-    else:
-        cargo = ["cargo", "run", "--quiet", "--release", "-p", "opforge-tests", "--bin", "kernels"]
-        opforge_text = run([*cargo, "--", *bench_args], cwd=REPO)
+        torch_text, opforge_text = fastest(torch_texts), fastest(opforge_texts)
     if a.save:
         d = Path(a.save)
         d.mkdir(parents=True, exist_ok=True)
+        if len(torch_texts) > 1:
+            for i, (t, o) in enumerate(zip(torch_texts, opforge_texts), 1):
+                (d / f"torch-{i}.txt").write_text(t)
+                (d / f"opforge-{i}.txt").write_text(o)
         (d / "torch.txt").write_text(torch_text)
         (d / "opforge.txt").write_text(opforge_text)
 
