@@ -21,7 +21,11 @@
 //! The kernel writes the output block in place when the output is dense and of
 //! the result type, else into a buffer that is cast and scattered. Casting
 //! therefore happens per block, in loops the compiler vectorizes, and a kernel
-//! is one closure over slices (see [`map1`], [`map2`], [`map3`]).
+//! is one closure from input blocks to an output block ([`Out`]), written
+//! through [`map1`], [`map2`], [`map3`] or [`Out`]'s own writers, each of
+//! which writes the whole block and returns the [`Written`] token the kernel
+//! returns: so the same kernels write new results straight into fresh,
+//! uninitialised capacity (`pointwise::new_from_blocks`).
 //!
 //! Above [`crate::parallel::GRAIN_SIZE`] elements the range is split across
 //! threads ([`crate::parallel::parallel_for`]) when every thread provably
