@@ -350,12 +350,58 @@ impl Loop {
         inputs: &[View<'_>],
         out_has_layout: bool,
     ) -> Loop {
-        let out = View::Tensor(out.0, out.1);
+        Loop::build(
+            shape,
+            View::Tensor(out.0, out.1),
+            None,
+            inputs,
+            out_has_layout,
+        )
+    }
+
+    /// The loop writing a new result of `shape` and `dtype`, laid out by
+    /// `strides` (dense: [`output_strides`]'s), from `inputs`; run it with
+    /// [`Loop::run_fresh`], which writes the result straight into fresh
+    /// capacity. An error if `strides` are not dense for `shape`.
+    pub fn fresh(
+        shape: &[usize],
+        strides: &[usize],
+        dtype: DType,
+        inputs: &[View<'_>],
+    ) -> Result<Loop> {
+        crate::ensure!(
+            strides.len() == shape.len() && is_non_overlapping_and_dense(shape, strides),
+            "internal error: a new result's strides {strides:?} are not dense for {shape:?}"
+        );
+        // The output's place: no storage yet (`run_fresh` supplies the memory).
+        let out = View::Number(Scalar::Int(0));
+        Ok(Loop::build(
+            shape,
+            out,
+            Some((strides, dtype)),
+            inputs,
+            false,
+        ))
+    }
+
+    /// [`Loop::new`] and [`Loop::fresh`]: `fresh` gives the new output's
+    /// strides and dtype (then `out` is a placeholder).
+    fn build(
+        shape: &[usize],
+        out: View<'_>,
+        fresh: Option<(&[usize], DType)>,
+        inputs: &[View<'_>],
+        out_has_layout: bool,
+    ) -> Loop {
         let ndim = shape.len();
         let all: SmallVec<[&View<'_>; 4]> = std::iter::once(&out).chain(inputs).collect();
         let bstrides: SmallVec<[Dims; 4]> = all
             .iter()
-            .map(|v| broadcast_strides(v.shape(), v.strides(), shape))
+            .enumerate()
+            .map(|(i, v)| match fresh {
+                Some((strides, _)) if i == 0 => strides.iter().copied().collect(),
+                _ => broadcast_strides(v.shape(), v.strides(), shape),
+            })
             .collect();
         let skip = usize::from(!out_has_layout);
         let refs: SmallVec<[&[usize]; 4]> = bstrides[skip..].iter().map(|s| s.as_slice()).collect();
@@ -396,15 +442,23 @@ impl Loop {
         let places = all
             .iter()
             .zip(strides)
-            .map(|(v, strides)| match v {
-                View::Tensor(g, dtype) => Place {
+            .enumerate()
+            .map(|(i, (v, strides))| match (v, fresh) {
+                (_, Some((_, dtype))) if i == 0 => Place {
+                    storage: None,
+                    number: None,
+                    dtype,
+                    offset: 0,
+                    strides,
+                },
+                (View::Tensor(g, dtype), _) => Place {
                     storage: Some(g.storage.clone()),
                     number: None,
                     dtype: *dtype,
                     offset: g.offset,
                     strides,
                 },
-                View::Number(s) => Place {
+                (View::Number(s), _) => Place {
                     storage: None,
                     number: Some(*s),
                     dtype: DType::Float64,
@@ -431,11 +485,90 @@ impl Loop {
         T: IntoBuffer,
         R: IntoBuffer,
     {
-        assert_eq!(self.places.len(), N + 1, "Loop::run: {N} inputs expected");
+        assert!(
+            self.places[0].storage.is_some(),
+            "Loop::run: the loop writes a new result: use Loop::run_fresh"
+        );
         if self.numel == 0 {
             return Ok(());
         }
         let locks = Locks::acquire(&self.shape, &self.places)?;
+        self.drive::<N, T, R>(&locks.raw, false, &kernel);
+        Ok(())
+    }
+
+    /// Runs `kernel` as [`Loop::run`] does, writing the new result of a
+    /// [`Loop::fresh`] loop into fresh capacity (no pass of zeros before it):
+    /// its elements in memory order, ready for `Tensor::from_vec` and
+    /// `as_strided` with the loop's strides.
+    pub fn run_fresh<const N: usize, T, R>(
+        &self,
+        kernel: impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written + Sync,
+    ) -> Result<Vec<R>>
+    where
+        T: IntoBuffer,
+        R: IntoBuffer,
+    {
+        let out = &self.places[0];
+        assert!(
+            out.storage.is_none() && out.number.is_none(),
+            "Loop::run_fresh: the loop writes an existing tensor: use Loop::run"
+        );
+        crate::ensure!(
+            out.dtype == R::DTYPE,
+            "internal error: a new {} result written as {}",
+            out.dtype.c10_name(),
+            R::DTYPE.c10_name()
+        );
+        let mut v: Vec<R> = crate::tensor::alloc::try_with_capacity(self.numel)?;
+        if self.numel == 0 {
+            return Ok(v);
+        }
+        // The output's positions are exactly 0..numel, each once: strides
+        // without overlap and dense (checked here on the merged loop, so the
+        // bound below is the only one needed), the last position numel - 1.
+        let last = self
+            .shape
+            .iter()
+            .zip(&out.strides)
+            .try_fold(0usize, |acc, (&n, &s)| {
+                (n - 1).checked_mul(s).and_then(|k| acc.checked_add(k))
+            });
+        crate::ensure!(
+            out.offset == 0
+                && is_non_overlapping_and_dense(&self.shape, &out.strides)
+                && last == Some(self.numel - 1),
+            "internal error: a new result's strides are not dense"
+        );
+        let locks = Locks::acquire(&self.shape, &self.places)?;
+        let mut raw = locks.raw.clone();
+        raw[0] = Raw {
+            ptr: v.as_mut_ptr() as *mut u8,
+            len: self.numel,
+        };
+        self.drive::<N, T, R>(&raw, true, &kernel);
+        // SAFETY: the capacity is at least `numel`; the loop visited every
+        // position of the output once (`drive` covers `0..numel` of the loop,
+        // which the dense, non-overlapping strides checked above map onto
+        // `0..numel` one to one), and each block was written in full: the
+        // kernel's `Written` token for a block written in place, `scatter` of
+        // a buffer the kernel wrote otherwise.
+        unsafe { v.set_len(self.numel) };
+        Ok(v)
+    }
+
+    /// The loop over `raw` (operand 0's memory, then the inputs'), on several
+    /// threads when each writes its own elements. `fresh`: operand 0 is
+    /// uninitialised capacity.
+    fn drive<const N: usize, T, R>(
+        &self,
+        raw: &[Raw],
+        fresh: bool,
+        kernel: &(impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written + Sync),
+    ) where
+        T: IntoBuffer,
+        R: IntoBuffer,
+    {
         // Dense output: rows of different outer indices never share elements.
         let dense = is_non_overlapping_and_dense(&self.shape, &self.places[0].strides);
         // Inputs in the output's storage: the output itself (same positions,
@@ -449,17 +582,17 @@ impl Loop {
         let ctx = Ctx {
             shape: &self.shape,
             places: &self.places,
-            raw: &locks.raw,
+            raw,
             out_dense: dense,
+            out_fresh: fresh,
         };
         if dense && disjoint && self.numel > GRAIN_SIZE {
             parallel_for(0..self.numel, GRAIN_SIZE, |r| {
-                ctx.serial::<N, T, R>(r, &kernel)
+                ctx.serial::<N, T, R>(r, kernel)
             });
         } else {
-            ctx.serial::<N, T, R>(0..self.numel, &kernel);
+            ctx.serial::<N, T, R>(0..self.numel, kernel);
         }
-        Ok(())
     }
 }
 
@@ -615,6 +748,8 @@ struct Ctx<'a> {
     places: &'a [Place],
     raw: &'a [Raw],
     out_dense: bool,
+    /// The output is fresh capacity, written once (`Loop::run_fresh`).
+    out_fresh: bool,
 }
 
 impl Ctx<'_> {
@@ -735,15 +870,32 @@ impl Ctx<'_> {
             });
             let at = pos[0] + start * out.strides[0];
             if out_direct {
-                // SAFETY: the output's storage is of element type `R`, the
+                // SAFETY: the output's memory (a storage or the fresh
+                // capacity of `run_fresh`) is of element type `R`, the
                 // positions `at..at + len` are inside it and belong to this
-                // thread's rows only (a dense output; see `Loop::run`), and no
-                // other reference to them exists: inputs in this storage were
-                // gathered into buffers above.
-                let o =
-                    unsafe { std::slice::from_raw_parts_mut((out_raw.ptr as *mut R).add(at), len) };
-                let _: Written = kernel(srcs, Out::init(o));
+                // thread's rows only (a dense output; see `Loop::drive`), and
+                // no other reference to them exists: inputs in this storage
+                // were gathered into buffers above. Fresh capacity is viewed
+                // as `MaybeUninit<R>` (the layout of `R`), never as `R`, until
+                // written.
+                let o = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        (out_raw.ptr as *mut MaybeUninit<R>).add(at),
+                        len,
+                    )
+                };
+                let o = if self.out_fresh {
+                    Out::fresh(o)
+                } else {
+                    // SAFETY: an existing tensor's elements are initialised.
+                    Out::init(unsafe { &mut *(o as *mut [MaybeUninit<R>] as *mut [R]) })
+                };
+                let _: Written = kernel(srcs, o);
             } else {
+                // A fresh output of the result type goes the direct way when
+                // its row is a run, so `scatter` here writes it element by
+                // element (`write`), never through a slice.
+                debug_assert!(!self.out_fresh || out.strides[0] != 1);
                 let _: Written = kernel(srcs, Out::init(&mut obuf[..len]));
                 // SAFETY: output positions of this block, inside the storage.
                 unsafe { scatter::<R>(out_raw, out.dtype, at, out.strides[0], &obuf[..len]) };
@@ -855,6 +1007,60 @@ mod tests {
 
     fn values(s: &Storage) -> Vec<f32> {
         f32::slice(&s.read()).unwrap().to_vec()
+    }
+
+    /// A new result written into fresh capacity: every position once, in the
+    /// layout of the strides given (here column-major, following a transposed
+    /// input, with a casting input and a broadcast one), on one thread and on
+    /// several (above the grain size).
+    #[test]
+    fn fresh_results_are_written_in_full_in_their_layout() {
+        for (rows, cols) in [(3usize, 5usize), (1, 1), (0, 4), (64, 1100)] {
+            let n = rows * cols;
+            let a = floats((0..n).map(|i| i as f32).collect());
+            // `a` read as its transpose: [cols, rows] with strides [1, cols].
+            let at = geometry(&a, &[cols, rows], &[1, cols], 0);
+            let ints = Storage::new(Buffer::I64((0..rows as i64).collect()));
+            let row = geometry(&ints, &[rows], &[1], 0);
+            let shape = [cols, rows];
+            let strides = [1, cols]; // the transpose's own order
+            let l = Loop::fresh(
+                &shape,
+                &strides,
+                DType::Float32,
+                &[
+                    View::Tensor(&at, DType::Float32),
+                    View::Tensor(&row, DType::Int64),
+                    View::Number(Scalar::Float(0.5)),
+                ],
+            )
+            .unwrap();
+            let v = l
+                .run_fresh::<3, f32, f32>(|[x, y, z], o| map3(x, y, z, o, |p, q, r| p + q * r))
+                .unwrap();
+            assert_eq!(v.len(), n);
+            // Position i * rows... in memory: element [c, r] at c + r * cols.
+            for r in 0..rows {
+                for c in 0..cols {
+                    let want = (r * cols + c) as f32 + r as f32 * 0.5;
+                    assert_eq!(v[c + r * cols], want, "[{c}, {r}] of {rows}x{cols}");
+                }
+            }
+        }
+        // Strides that are not dense for the shape are refused up front.
+        let x = floats(vec![0.0; 4]);
+        let g = geometry(&x, &[2, 2], &[2, 1], 0);
+        for bad in [[2usize, 2], [1, 1], [0, 1], [4, 1]] {
+            let err = Loop::fresh(
+                &[2, 2],
+                &bad,
+                DType::Float32,
+                &[View::Tensor(&g, DType::Float32)],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains("not dense"), "{bad:?}: {err}");
+        }
     }
 
     #[test]
