@@ -64,8 +64,8 @@ pub use opforge_macros::op;
 pub use opforge_macros::{dispatcher, overridable};
 pub use parallel::{get_num_threads, set_num_threads};
 pub use tensor::{
-    allocation_limit, set_allocation_limit, DType, Device, Generator, Layout, MemoryFormat,
-    QScheme, Scalar, Storage, Stream, Tensor,
+    allocation_limit, huge_pages, set_allocation_limit, set_huge_pages, DType, Device, Generator,
+    Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
 };
 pub use value::Value;
 

@@ -15,9 +15,16 @@
 //! allocator's own refusal: by default the machine's memory (Linux: `MemTotal`
 //! of `/proc/meminfo`, or a cgroup's `memory.max` if lower; elsewhere 64 GiB),
 //! settable with [`set_allocation_limit`].
+//!
+//! Large allocations (from [`HUGE_PAGE_BYTES`] on) are advised to the kernel
+//! as candidates for transparent huge pages (Linux `madvise(MADV_HUGEPAGE)`,
+//! what PyTorch does when `THP_MEM_ALLOC_ENABLE=1` is set): fresh memory of a
+//! 40 MB result then arrives in 20 page faults instead of 10,000, about four
+//! times faster to fill. On by default; [`set_huge_pages`] or the environment
+//! variable `OPFORGE_HUGE_PAGES=0` turns it off.
 
 use crate::error::{Error, Result};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// The limit in force, in bytes; [`UNREAD`] until first used (then the
@@ -148,6 +155,73 @@ pub fn check_bytes(bytes: usize) -> Result<()> {
     Ok(())
 }
 
+/// Allocations of at least this many bytes are advised as candidates for
+/// transparent huge pages (when [`huge_pages`] is on): the huge page size of
+/// x86-64 and of most Linux systems, below which no huge page fits.
+pub const HUGE_PAGE_BYTES: usize = 2 << 20;
+
+/// Huge-page advice: 0 before first use (the environment not yet read), 1 off, 2 on.
+static HUGE: AtomicU8 = AtomicU8::new(0);
+
+/// Turns the huge-page advice for large allocations on or off (process-wide,
+/// from the next allocation on). It changes speed only, never results.
+///
+/// ```
+/// use opforge::tensor::{huge_pages, set_huge_pages};
+/// set_huge_pages(false);
+/// assert!(!huge_pages());
+/// let t = opforge::torch::ones(&[1 << 20])?; // 4 MiB, ordinary pages
+/// assert_eq!(t.sum()?.item()?, opforge::Scalar::Float((1 << 20) as f64));
+/// set_huge_pages(true);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn set_huge_pages(on: bool) {
+    HUGE.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+}
+
+/// Whether large allocations are advised as huge-page candidates: on unless
+/// [`set_huge_pages`] turned it off or, before any call to it, the
+/// environment variable `OPFORGE_HUGE_PAGES` was `0`.
+pub fn huge_pages() -> bool {
+    match HUGE.load(Ordering::Relaxed) {
+        0 => {
+            let on = std::env::var_os("OPFORGE_HUGE_PAGES").is_none_or(|v| v != "0");
+            // A racing `set_huge_pages` wins over the environment.
+            let _ = HUGE.compare_exchange(
+                0,
+                if on { 2 } else { 1 },
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            HUGE.load(Ordering::Relaxed) == 2
+        }
+        v => v == 2,
+    }
+}
+
+/// Advises the whole huge pages inside the `bytes` bytes at `ptr` (memory this
+/// module just allocated) as transparent huge-page candidates.
+#[inline]
+fn advise_huge_pages(ptr: *mut u8, bytes: usize) {
+    #[cfg(all(target_os = "linux", not(miri)))]
+    if bytes >= HUGE_PAGE_BYTES && huge_pages() {
+        let start = (ptr as usize).next_multiple_of(HUGE_PAGE_BYTES);
+        let end = (ptr as usize + bytes) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+        if end > start {
+            // SAFETY: `start..end` lies inside the caller's allocation and is
+            // page-aligned; `MADV_HUGEPAGE` only tells the kernel how to back
+            // those pages: contents, validity and ownership of the memory do
+            // not change, whatever the call returns (an error, e.g. a kernel
+            // without huge pages, leaves the memory as it was: ignored).
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(all(target_os = "linux", not(miri))))]
+    let _ = (ptr, bytes);
+}
+
 /// Below this many bytes an allocation is made as every other small allocation
 /// of the program is (`Vec::with_capacity`: a process that cannot get 4 KiB
 /// cannot go on anyway); from it on, with `try_reserve_exact`. It keeps the
@@ -165,8 +239,9 @@ pub fn try_with_capacity<T>(len: usize) -> Result<Vec<T>> {
     if bytes < SMALL {
         return Ok(Vec::with_capacity(len));
     }
-    let mut v = Vec::new();
+    let mut v: Vec<T> = Vec::new();
     v.try_reserve_exact(len).map_err(|_| alloc_error(bytes))?;
+    advise_huge_pages(v.as_mut_ptr().cast(), bytes);
     Ok(v)
 }
 
@@ -210,6 +285,7 @@ pub fn try_zeroed<T: Zeroable>(len: usize) -> Result<Vec<T>> {
     if ptr.is_null() {
         return Err(alloc_error(bytes));
     }
+    advise_huge_pages(ptr.cast(), bytes);
     // SAFETY: `ptr` comes from the global allocator with the layout of
     // `[T; len]`, so a `Vec` of capacity `len` may own it; its `len` elements
     // are initialised, all bytes zero, which is a valid `T` (`Zeroable`'s
@@ -254,6 +330,60 @@ mod tests {
         assert!(try_with_capacity::<f64>(usize::MAX / 4).is_err());
         assert_eq!(try_filled(3, 7u8).unwrap(), vec![7, 7, 7]);
         assert_eq!(try_collect(2, [1, 2, 3]).unwrap(), vec![1, 2]);
+    }
+
+    /// The `THPeligible` flag of the mapping holding `addr` (Linux smaps).
+    #[cfg(target_os = "linux")]
+    fn thp_eligible(addr: usize) -> Option<bool> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            let first = line.split_whitespace().next().unwrap_or("");
+            if let Some((lo, hi)) = first.split_once('-') {
+                if let (Ok(lo), Ok(hi)) =
+                    (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+                {
+                    inside = (lo..hi).contains(&addr);
+                    continue;
+                }
+            }
+            if inside {
+                if let Some(v) = line.strip_prefix("THPeligible:") {
+                    return Some(v.trim() == "1");
+                }
+            }
+        }
+        None
+    }
+
+    /// Large allocations are advised as huge-page candidates: where the
+    /// system gives huge pages only on request (`madvise` mode), the mapping
+    /// of an 8 MiB buffer becomes eligible. With the advice off, the
+    /// allocations behave the same (contents, limit).
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn large_allocations_are_advised_as_huge_pages() {
+        let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
+        let requested_only = mode.is_ok_and(|m| m.contains("[madvise]"));
+        let len = 8 << 20;
+        set_huge_pages(true);
+        let mut a = try_with_capacity::<u8>(len).unwrap();
+        let z = try_zeroed::<i32>(len / 4).unwrap();
+        for v in [a.as_mut_ptr() as usize, z.as_ptr() as usize] {
+            let inside = v.next_multiple_of(HUGE_PAGE_BYTES);
+            if requested_only {
+                assert_eq!(thp_eligible(inside), Some(true), "{inside:#x}");
+            }
+        }
+        assert!(z.iter().all(|&x| x == 0));
+        a.resize(len, 1);
+        set_huge_pages(false);
+        assert!(!huge_pages());
+        let z = try_zeroed::<i32>(len / 4).unwrap();
+        assert!(z.iter().all(|&x| x == 0));
+        assert_eq!(try_filled(len, 2u8).unwrap()[len - 1], 2);
+        set_huge_pages(true);
+        assert!(huge_pages());
     }
 
     #[test]

@@ -26,7 +26,7 @@ mod class;
 mod objects;
 
 pub use crate::dtype::{DType, Device, Element, Layout, MemoryFormat, Scalar};
-pub use alloc::{allocation_limit, set_allocation_limit};
+pub use alloc::{allocation_limit, huge_pages, set_allocation_limit, set_huge_pages};
 pub use class::TensorClass;
 pub use objects::{Generator, QScheme, Stream};
 
