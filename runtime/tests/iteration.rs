@@ -426,6 +426,8 @@ fn transposed_operands_give_exact_sums() {
             (40, 513),
             (181, 181),
             (33, 1000),
+            (12, 2000),
+            (9, 256),
         ] {
             let v: Vec<f32> = (0..rows * cols).map(|i| (i % 977) as f32 * 0.25).collect();
             let m = Tensor::from_vec(v.clone(), &[rows, cols]).unwrap();
@@ -447,7 +449,7 @@ fn transposed_operands_give_exact_sums() {
             }
         }
         // A batch: [b, r, c] + the batch of transposes of a [b, c, r].
-        let (b, r, c) = (3, 20, 37);
+        let (b, r, c) = (3, 20, 300);
         let v: Vec<i64> = (0..(b * r * c) as i64).collect();
         let x = Tensor::from_vec(v.clone(), &[b, r, c]).unwrap();
         let y = Tensor::from_vec(v.clone(), &[b, c, r]).unwrap();

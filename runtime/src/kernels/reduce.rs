@@ -331,7 +331,7 @@ fn read_run<'a, S: Element, T: IntoBuffer>(
 }
 
 /// `x` as a slice of `T` when `S` and `T` are one type.
-fn slice_as<S: Element, T: Element>(x: &[S]) -> Option<&[T]> {
+pub(crate) fn slice_as<S: Element, T: Element>(x: &[S]) -> Option<&[T]> {
     (std::any::TypeId::of::<S>() == std::any::TypeId::of::<T>()).then(|| {
         // SAFETY: `S` and `T` are the same type (equal `TypeId`s), so the
         // slice is reinterpreted as itself: same layout, same lifetime.
