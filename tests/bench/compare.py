@@ -18,7 +18,11 @@ one pair per round, `torch-R.txt` and `opforge-R.txt`, and the combined
 figures in the two plain names). `--rounds K` runs the pair K times, PyTorch
 then opforge, and keeps each case's fastest median of each side: on a noisy
 machine a case slowed by another process in one round is measured again in
-the next, on both sides alike. The Python given to
+the next, on both sides alike. `--torch-thp` runs PyTorch with
+`THP_MEM_ALLOC_ENABLE=1`, its opt-in for what opforge does by default: advise
+allocations of 2 MiB and more as transparent huge pages (see
+`opforge::tensor::set_huge_pages`); without it the two sides fill fresh
+memory of large results differently (10^7-element rows). The Python given to
 `--python` needs PyTorch (default: $TORCH_PYTHON, else /work/venv-torch/bin/python).
 Cargo honours $CARGO_TARGET_DIR as usual.
 
@@ -157,9 +161,11 @@ def fastest(texts):
     return "\n".join(lines) + "\n"
 
 
-def run(cmd, cwd=None):
-    print(f"# running: {' '.join(cmd)}", file=sys.stderr, flush=True)
-    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, text=True)
+def run(cmd, cwd=None, env=None):
+    shown = " ".join(f"{k}={v}" for k, v in (env or {}).items())
+    print(f"# running: {shown + ' ' if shown else ''}{' '.join(cmd)}", file=sys.stderr, flush=True)
+    full_env = {**os.environ, **env} if env else None
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, text=True, env=full_env)
     if p.returncode != 0:
         sys.exit(f"{cmd[0]} failed with status {p.returncode}")
     return p.stdout
@@ -179,7 +185,13 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller timing budget")
     ap.add_argument("--save", help="directory for the raw outputs")
     ap.add_argument("--rounds", type=int, default=1, help="run both K times, keep the fastest")
+    ap.add_argument(
+        "--torch-thp",
+        action="store_true",
+        help="run PyTorch with THP_MEM_ALLOC_ENABLE=1 (huge pages, as opforge by default)",
+    )
     a = ap.parse_args()
+    torch_env = {"THP_MEM_ALLOC_ENABLE": "1"} if a.torch_thp else None
 
     bench_args = [x for f in a.filter for x in ("--filter", f)] + (["--quick"] if a.quick else [])
     torch_texts, opforge_texts = [], []
@@ -188,7 +200,10 @@ def main():
             torch_texts.append(Path(a.torch_out).read_text())
         else:
             script = str(REPO / "tests" / "bench" / "kernels_torch.py")
-            torch_texts.append(run([a.python, script, *bench_args]))
+            text = run([a.python, script, *bench_args], env=torch_env)
+            if torch_env:
+                text = "# PyTorch with THP_MEM_ALLOC_ENABLE=1\n" + text
+            torch_texts.append(text)
         if a.opforge_out:
             opforge_texts.append(Path(a.opforge_out).read_text())
         elif a.opforge_bin:
