@@ -794,13 +794,15 @@ impl Ctx<'_> {
         let mut bufs = [[T::from_bool(false); BLOCK]; N];
         let mut obuf = [R::from_bool(false); BLOCK];
         let tiled = self.tiled_input::<N, T>();
-        let mut tile = [[T::from_bool(false); BLOCK]; TILE];
+        // The tile buffer (8 KiB of float32) only when a loop reads tiles: a
+        // small call would spend a quarter of its instructions zeroing it.
+        let mut tile = tiled.map(|_| [[T::from_bool(false); BLOCK]; TILE]);
         let mut left = range.len();
         while left > 0 {
             // TILE whole rows at once when an input is read across them.
-            if let Some(ti) = tiled {
+            if let (Some(ti), Some(tile)) = (tiled, tile.as_mut()) {
                 if idx[0] == 0 && idx[1] + TILE <= self.shape[1] && left >= TILE * self.shape[0] {
-                    self.tile_rows::<N, T, R>(&pos, ti, kernel, &mut bufs, &mut obuf, &mut tile);
+                    self.tile_rows::<N, T, R>(&pos, ti, kernel, &mut bufs, &mut obuf, tile);
                     left -= TILE * self.shape[0];
                     if left == 0 {
                         break;
