@@ -266,6 +266,15 @@ pub(crate) enum View<'a> {
     Number(Scalar),
 }
 
+/// The output of a loop.
+#[derive(Clone, Copy)]
+enum Output<'a> {
+    /// An existing tensor's elements ([`Loop::new`]).
+    Tensor(&'a Geometry, DType),
+    /// A new result laid out by these strides ([`Loop::fresh`]).
+    Fresh(&'a [usize], DType),
+}
+
 impl View<'_> {
     fn shape(&self) -> &[usize] {
         match self {
@@ -360,13 +369,7 @@ impl Loop {
         inputs: &[View<'_>],
         out_has_layout: bool,
     ) -> Loop {
-        Loop::build(
-            shape,
-            View::Tensor(out.0, out.1),
-            None,
-            inputs,
-            out_has_layout,
-        )
+        Loop::build(shape, Output::Tensor(out.0, out.1), inputs, out_has_layout)
     }
 
     /// The loop writing a new result of `shape` and `dtype`, laid out by
@@ -383,35 +386,27 @@ impl Loop {
             strides.len() == shape.len() && is_non_overlapping_and_dense(shape, strides),
             "internal error: a new result's strides {strides:?} are not dense for {shape:?}"
         );
-        // The output's place: no storage yet (`run_fresh` supplies the memory).
-        let out = View::Number(Scalar::Int(0));
         Ok(Loop::build(
             shape,
-            out,
-            Some((strides, dtype)),
+            Output::Fresh(strides, dtype),
             inputs,
             false,
         ))
     }
 
-    /// [`Loop::new`] and [`Loop::fresh`]: `fresh` gives the new output's
-    /// strides and dtype (then `out` is a placeholder).
-    fn build(
-        shape: &[usize],
-        out: View<'_>,
-        fresh: Option<(&[usize], DType)>,
-        inputs: &[View<'_>],
-        out_has_layout: bool,
-    ) -> Loop {
+    /// [`Loop::new`] and [`Loop::fresh`].
+    fn build(shape: &[usize], out: Output<'_>, inputs: &[View<'_>], out_has_layout: bool) -> Loop {
         let ndim = shape.len();
-        let all: SmallVec<[&View<'_>; 4]> = std::iter::once(&out).chain(inputs).collect();
-        let bstrides: SmallVec<[Dims; 4]> = all
-            .iter()
-            .enumerate()
-            .map(|(i, v)| match fresh {
-                Some((strides, _)) if i == 0 => strides.iter().copied().collect(),
-                _ => broadcast_strides(v.shape(), v.strides(), shape),
-            })
+        let out_strides: Dims = match out {
+            Output::Tensor(g, _) => broadcast_strides(&g.shape, &g.strides, shape),
+            Output::Fresh(strides, _) => strides.iter().copied().collect(),
+        };
+        let bstrides: SmallVec<[Dims; 4]> = std::iter::once(out_strides)
+            .chain(
+                inputs
+                    .iter()
+                    .map(|v| broadcast_strides(v.shape(), v.strides(), shape)),
+            )
             .collect();
         let skip = usize::from(!out_has_layout);
         let refs: SmallVec<[&[usize]; 4]> = bstrides[skip..].iter().map(|s| s.as_slice()).collect();
@@ -449,33 +444,41 @@ impl Loop {
             }
         }
         let numel = dims.iter().product();
-        let places = all
-            .iter()
-            .zip(strides)
-            .enumerate()
-            .map(|(i, (v, strides))| match (v, fresh) {
-                (_, Some((_, dtype))) if i == 0 => Place {
-                    storage: None,
-                    number: None,
-                    dtype,
-                    offset: 0,
-                    strides,
-                },
-                (View::Tensor(g, dtype), _) => Place {
+        let mut strides = strides.into_iter();
+        let out_place = |strides: Dims| match out {
+            Output::Tensor(g, dtype) => Place {
+                storage: Some(g.storage.clone()),
+                number: None,
+                dtype,
+                offset: g.offset,
+                strides,
+            },
+            // No storage yet: `run_fresh` supplies the memory.
+            Output::Fresh(_, dtype) => Place {
+                storage: None,
+                number: None,
+                dtype,
+                offset: 0,
+                strides,
+            },
+        };
+        let places = std::iter::once(out_place(strides.next().expect("the output's strides")))
+            .chain(inputs.iter().zip(strides).map(|(v, strides)| match v {
+                View::Tensor(g, dtype) => Place {
                     storage: Some(g.storage.clone()),
                     number: None,
                     dtype: *dtype,
                     offset: g.offset,
                     strides,
                 },
-                (View::Number(s), _) => Place {
+                View::Number(s) => Place {
                     storage: None,
                     number: Some(*s),
                     dtype: DType::Float64,
                     offset: 0,
                     strides,
                 },
-            })
+            }))
             .collect();
         Loop {
             shape: dims,
@@ -579,6 +582,7 @@ impl Loop {
         T: IntoBuffer,
         R: IntoBuffer,
     {
+        assert_eq!(self.places.len(), N + 1, "Loop: {N} inputs expected");
         // Dense output: rows of different outer indices never share elements.
         let dense = is_non_overlapping_and_dense(&self.shape, &self.places[0].strides);
         // Inputs in the output's storage: the output itself (same positions,
@@ -752,6 +756,13 @@ fn buffer_raw_mut(b: &mut Buffer) -> (Raw, Option<DType>) {
         meta => (Raw { ptr: std::ptr::null_mut(), len: 0 }, None))
 }
 
+/// A thread's block buffers: gathered (and cast) inputs, and the output block
+/// that is cast and scattered.
+struct Blocks<const N: usize, T, R> {
+    inputs: [[T; BLOCK]; N],
+    out: [R; BLOCK],
+}
+
 /// What the loop's threads share.
 struct Ctx<'a> {
     shape: &'a [usize],
@@ -791,8 +802,10 @@ impl Ctx<'_> {
             .collect();
         // The block buffers, zeroed once per call (not once per row: a short
         // row would pay a 3 KiB memset for a few elements).
-        let mut bufs = [[T::from_bool(false); BLOCK]; N];
-        let mut obuf = [R::from_bool(false); BLOCK];
+        let mut blocks = Blocks {
+            inputs: [[T::from_bool(false); BLOCK]; N],
+            out: [R::from_bool(false); BLOCK],
+        };
         let tiled = self.tiled_input::<N, T>();
         // The tile buffer (8 KiB of float32) only when a loop reads tiles: a
         // small call would spend a quarter of its instructions zeroing it.
@@ -802,7 +815,7 @@ impl Ctx<'_> {
             // TILE whole rows at once when an input is read across them.
             if let (Some(ti), Some(tile)) = (tiled, tile.as_mut()) {
                 if idx[0] == 0 && idx[1] + TILE <= self.shape[1] && left >= TILE * self.shape[0] {
-                    self.tile_rows::<N, T, R>(&pos, ti, kernel, &mut bufs, &mut obuf, tile);
+                    self.tile_rows::<N, T, R>(&pos, ti, kernel, &mut blocks, tile);
                     left -= TILE * self.shape[0];
                     if left == 0 {
                         break;
@@ -816,7 +829,7 @@ impl Ctx<'_> {
                 }
             }
             let n = (self.shape[0] - idx[0]).min(left);
-            self.row::<N, T, R>(&pos, n, kernel, &mut bufs, &mut obuf, None);
+            self.row::<N, T, R>(&pos, n, kernel, &mut blocks, None);
             left -= n;
             if left == 0 {
                 break;
@@ -873,8 +886,7 @@ impl Ctx<'_> {
         pos: &[usize],
         ti: usize,
         kernel: &impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written,
-        bufs: &mut [[T; BLOCK]; N],
-        obuf: &mut [R; BLOCK],
+        blocks: &mut Blocks<N, T, R>,
         tile: &mut [[T; BLOCK]; TILE],
     ) {
         let n = self.shape[0];
@@ -897,28 +909,32 @@ impl Ctx<'_> {
                 std::slice::from_raw_parts((self.raw[ti + 1].ptr as *const T).add(at), extent)
             };
             transpose_tile(src, p.strides[0], len, tile);
-            for (k, t) in tile.iter().enumerate() {
-                let at: SmallVec<[usize; 4]> = pos
-                    .iter()
-                    .zip(self.places)
-                    .map(|(&q, place)| q + k * place.strides[1] + start * place.strides[0])
-                    .collect();
-                self.row::<N, T, R>(&at, len, kernel, bufs, obuf, Some((ti, &t[..len])));
+            // Each operand's position at `start` of row k, one row at a time.
+            let mut at: SmallVec<[usize; 4]> = pos
+                .iter()
+                .zip(self.places)
+                .map(|(&q, place)| q + start * place.strides[0])
+                .collect();
+            for t in tile.iter() {
+                self.row::<N, T, R>(&at, len, kernel, blocks, Some((ti, &t[..len])));
+                for (a, place) in at.iter_mut().zip(self.places) {
+                    *a += place.strides[1];
+                }
             }
             start += len;
         }
     }
 
     /// `n` elements along dimension 0 from storage positions `pos`, through
-    /// the block buffers `bufs` (inputs) and `obuf` (output).
+    /// the block buffers `blocks`; input `pre.0`, if any, already read as
+    /// `pre.1` (a tile row).
     #[inline(always)]
     fn row<const N: usize, T: IntoBuffer, R: IntoBuffer>(
         &self,
         pos: &[usize],
         n: usize,
         kernel: &impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written,
-        bufs: &mut [[T; BLOCK]; N],
-        obuf: &mut [R; BLOCK],
+        blocks: &mut Blocks<N, T, R>,
         pre: Option<(usize, &[T])>,
     ) {
         let zero_t = T::from_bool(false);
@@ -949,7 +965,9 @@ impl Ctx<'_> {
                     kinds[i] = 0;
                 } else {
                     // SAFETY: as above, for the `len` positions of the block.
-                    unsafe { gather::<T>(r, p.dtype, at, p.strides[0], &mut bufs[i][..len]) };
+                    unsafe {
+                        gather::<T>(r, p.dtype, at, p.strides[0], &mut blocks.inputs[i][..len])
+                    };
                     kinds[i] = 2;
                 }
             }
@@ -969,7 +987,7 @@ impl Ctx<'_> {
                     }
                     1 => Src::Scalar(scalars[i]),
                     3 => Src::Slice(&pre.map_or(&[][..], |(_, v)| v)[start..start + len]),
-                    _ => Src::Slice(&bufs[i][..len]),
+                    _ => Src::Slice(&blocks.inputs[i][..len]),
                 }
             });
             let at = pos[0] + start * out.strides[0];
@@ -1000,9 +1018,9 @@ impl Ctx<'_> {
                 // its row is a run, so `scatter` here writes it element by
                 // element (`write`), never through a slice.
                 debug_assert!(!self.out_fresh || out.strides[0] != 1);
-                let _: Written = kernel(srcs, Out::init(&mut obuf[..len]));
+                let _: Written = kernel(srcs, Out::init(&mut blocks.out[..len]));
                 // SAFETY: output positions of this block, inside the storage.
-                unsafe { scatter::<R>(out_raw, out.dtype, at, out.strides[0], &obuf[..len]) };
+                unsafe { scatter::<R>(out_raw, out.dtype, at, out.strides[0], &blocks.out[..len]) };
             }
             start += len;
         }
@@ -1041,9 +1059,9 @@ fn transpose_tile<T: Element>(src: &[T], stride: usize, len: usize, tile: &mut [
 /// `tile` as float32 rows when `T` is `f32`.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 fn tile_as_f32<T: Element>(tile: &mut [[T; BLOCK]; TILE]) -> Option<&mut [[f32; BLOCK]; TILE]> {
-    (T::DTYPE == DType::Float32).then(|| {
-        // SAFETY: `T` is `f32` (the only element type of dtype Float32), so
-        // this reinterprets the array as itself.
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()).then(|| {
+        // SAFETY: `T` is `f32` (equal `TypeId`s), so this reinterprets the
+        // array as itself.
         unsafe { &mut *(tile as *mut [[T; BLOCK]; TILE] as *mut [[f32; BLOCK]; TILE]) }
     })
 }

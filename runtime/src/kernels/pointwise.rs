@@ -185,28 +185,24 @@ impl<'a> Iter<'a> {
         }
         let inputs = Inputs::of(&self.ops);
         let views: smallvec::SmallVec<[View<'_>; 3]> = inputs.0.iter().map(Input::view).collect();
-        let out = match self.out {
-            Some(o) => o,
-            None if self.device == Device::Cpu && R::DTYPE == self.result => {
-                // A new result of the kernel's type: written into fresh
-                // capacity, in the layout TensorIterator gives it.
-                let strides = output_strides(&self.shape, &inputs.layouts());
-                let data = Loop::fresh(&self.shape, &strides, self.result, &views)?
-                    .run_fresh::<N, T, R>(kernel)?;
-                let len = data.len();
-                return Tensor::from_vec(data, &[len])?.as_strided(&self.shape, &strides, 0);
-            }
-            None => {
-                let strides = output_strides(&self.shape, &inputs.layouts());
-                let t = super::empty_strided(&self.shape, &strides, self.result, self.device)?;
-                let og = t.geometry();
-                Loop::new(&self.shape, (&og, t.dtype()), &views, false).run::<N, T, R>(kernel)?;
-                return Ok(t);
-            }
-        };
-        let og = out.geometry();
-        Loop::new(&self.shape, (&og, out.dtype()), &views, true).run::<N, T, R>(kernel)?;
-        Ok(out)
+        if let Some(out) = self.out {
+            let og = out.geometry();
+            Loop::new(&self.shape, (&og, out.dtype()), &views, true).run::<N, T, R>(kernel)?;
+            return Ok(out);
+        }
+        // A new result, laid out as TensorIterator lays it out.
+        let strides = output_strides(&self.shape, &inputs.layouts());
+        if self.device == Device::Cpu && R::DTYPE == self.result {
+            // Of the kernel's type: written straight into fresh capacity.
+            let data = Loop::fresh(&self.shape, &strides, self.result, &views)?
+                .run_fresh::<N, T, R>(kernel)?;
+            let len = data.len();
+            return Tensor::from_vec(data, &[len])?.as_strided(&self.shape, &strides, 0);
+        }
+        let t = super::empty_strided(&self.shape, &strides, self.result, self.device)?;
+        let og = t.geometry();
+        Loop::new(&self.shape, (&og, t.dtype()), &views, false).run::<N, T, R>(kernel)?;
+        Ok(t)
     }
 }
 
