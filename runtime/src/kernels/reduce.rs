@@ -920,7 +920,7 @@ mod tests {
     #[test]
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     fn block_sums_are_the_same_bits_on_every_level() {
-        if super::super::vmath::detected_level() != super::super::vmath::Level::Avx512 {
+        if crate::kernels::vmath::detected_level() != crate::kernels::vmath::Level::Avx512 {
             eprintln!("no AVX-512 here: only the portable sums run");
             return;
         }
