@@ -1037,6 +1037,8 @@ fn transpose_tile<T: Element>(src: &[T], stride: usize, len: usize, tile: &mut [
             .try_into()
             .expect("a tile row")
     };
+    // Squares done by the AVX path first, where it is compiled in.
+    #[cfg_attr(any(not(target_arch = "x86_64"), miri), allow(unused_mut))]
     let mut q = 0;
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     if let (Some(src32), Some(tile32)) = (super::reduce::slice_as::<T, f32>(src), tile_as_f32(tile))

@@ -896,6 +896,7 @@ mod tests {
 
     /// Values that make the order of additions visible in the bits: wide
     /// magnitudes and signs, and now and then an infinity or a NaN.
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     fn awkward(n: usize, seed: u64) -> Vec<f64> {
         let mut state = seed;
         (0..n)

@@ -22,10 +22,18 @@
 //! 40 MB result then arrives in 20 page faults instead of 10,000, about four
 //! times faster to fill. On by default; [`set_huge_pages`] or the environment
 //! variable `OPFORGE_HUGE_PAGES=0` turns it off.
+//!
+//! Freed large blocks (from [`HUGE_PAGE_BYTES`] on) are kept, up to a budget,
+//! for the next allocation of the same size ([`set_buffer_cache`]): a loop
+//! that makes and drops a 40 MB result each step then reuses one block
+//! instead of mapping fresh memory (and taking its page faults) every time,
+//! as glibc's heap does for PyTorch when the block fits in it.
 
 use crate::error::{Error, Result};
+use std::alloc::Layout;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The limit in force, in bytes; [`UNREAD`] until first used (then the
 /// machine's memory, unless a limit was set).
@@ -222,6 +230,182 @@ fn advise_huge_pages(ptr: *mut u8, bytes: usize) {
     let _ = (ptr, bytes);
 }
 
+/// The cache budget in force, in bytes; [`UNREAD`] until first used.
+static CACHE_BUDGET: AtomicUsize = AtomicUsize::new(UNREAD);
+
+/// The default cache budget: a sixteenth of the machine's memory, at most
+/// 1 GiB.
+fn default_cache_budget() -> usize {
+    (machine_memory() / 16).min(1 << 30)
+}
+
+/// At most this many blocks are kept, whatever their size (a lookup walks
+/// them all).
+const CACHE_BLOCKS: usize = 16;
+
+/// Sets the most freed memory kept for reuse, in bytes (`Some(0)`: keep none),
+/// or with `None` goes back to the default (a sixteenth of the machine's
+/// memory, at most 1 GiB; the environment variable `OPFORGE_BUFFER_CACHE`, in
+/// bytes, sets it before any call). Only blocks of [`HUGE_PAGE_BYTES`] and
+/// more are kept, at most 16 of them; a new allocation of exactly a kept
+/// block's size takes it back (its contents are never read: it arrives as
+/// capacity to write). Lowering the budget frees what is over it at once.
+///
+/// ```
+/// use opforge::tensor::{buffer_cache, cached_bytes, set_buffer_cache};
+/// set_buffer_cache(Some(0));
+/// drop(opforge::torch::ones(&[1 << 20])?); // 4 MiB, freed at once
+/// assert_eq!(cached_bytes(), 0);
+/// set_buffer_cache(None);
+/// assert!(buffer_cache() > 0);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn set_buffer_cache(bytes: Option<usize>) {
+    let v = bytes.map_or_else(default_cache_budget, |n| n.min(UNREAD - 1));
+    CACHE_BUDGET.store(v, Ordering::Relaxed);
+    let evicted = lock_cache().shrink(v, CACHE_BLOCKS);
+    drop(evicted);
+}
+
+/// The most freed memory kept for reuse now, in bytes (see
+/// [`set_buffer_cache`]).
+pub fn buffer_cache() -> usize {
+    match CACHE_BUDGET.load(Ordering::Relaxed) {
+        UNREAD => {
+            let from_env = std::env::var("OPFORGE_BUFFER_CACHE")
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok());
+            let v = from_env.map_or_else(default_cache_budget, |n| n.min(UNREAD - 1));
+            // A racing `set_buffer_cache` wins over the environment.
+            match CACHE_BUDGET.compare_exchange(UNREAD, v, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => v,
+                Err(set) => set,
+            }
+        }
+        n => n,
+    }
+}
+
+/// The bytes of freed memory kept for reuse at this moment.
+pub fn cached_bytes() -> usize {
+    lock_cache().bytes
+}
+
+/// Frees every block kept for reuse (the budget stays as it is).
+pub fn release_cached_buffers() {
+    let evicted = lock_cache().shrink(0, 0);
+    drop(evicted);
+}
+
+/// A freed block: memory from the global allocator with `layout`, owned by
+/// the cache.
+struct Block {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: a block is memory no one else refers to (its `Vec` was given up to
+// the cache); it has no tie to the thread that freed it.
+unsafe impl Send for Block {}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` was allocated by the global allocator with `layout`
+        // (a `Vec`'s buffer, recorded with that `Vec`'s layout in `recycle`)
+        // and is owned by this block alone: freed once, here.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// The kept blocks, oldest first, and their total size.
+struct Cache {
+    blocks: Vec<Block>,
+    bytes: usize,
+}
+
+impl Cache {
+    /// Takes out the oldest blocks until at most `bytes` and `count` remain;
+    /// the caller drops (frees) them after releasing the lock.
+    fn shrink(&mut self, bytes: usize, count: usize) -> Vec<Block> {
+        let mut out = 0;
+        let mut total = self.bytes;
+        while out < self.blocks.len() && (total > bytes || self.blocks.len() - out > count) {
+            total -= self.blocks[out].layout.size();
+            out += 1;
+        }
+        self.bytes = total;
+        self.blocks.drain(..out).collect()
+    }
+}
+
+static CACHE: Mutex<Cache> = Mutex::new(Cache {
+    blocks: Vec::new(),
+    bytes: 0,
+});
+
+fn lock_cache() -> std::sync::MutexGuard<'static, Cache> {
+    // The cache's state is consistent between statements: a panic elsewhere
+    // while it was held leaves it usable.
+    CACHE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Frees `v`'s memory, or keeps it for reuse when it is large and fits the
+/// budget ([`set_buffer_cache`]).
+pub(crate) fn recycle<T>(v: Vec<T>) {
+    let Ok(layout) = Layout::array::<T>(v.capacity()) else {
+        return;
+    };
+    if layout.size() < HUGE_PAGE_BYTES {
+        return;
+    }
+    let budget = buffer_cache();
+    if layout.size() > budget {
+        return;
+    }
+    let mut v = std::mem::ManuallyDrop::new(v);
+    // The elements are dropped now (nothing for the element types), the
+    // memory is kept.
+    // SAFETY: the `len` elements are initialised and dropped once, here; the
+    // `Vec` itself is never used again (`ManuallyDrop`), so they are never
+    // read or dropped again.
+    unsafe { std::ptr::drop_in_place(&mut v[..]) };
+    let block = Block {
+        ptr: NonNull::new(v.as_mut_ptr().cast::<u8>()).expect("an allocated Vec"),
+        layout,
+    };
+    let size = layout.size();
+    let evicted = {
+        let mut c = lock_cache();
+        let evicted = c.shrink(budget - size, CACHE_BLOCKS - 1);
+        c.blocks.push(block);
+        c.bytes += size;
+        evicted
+    };
+    drop(evicted);
+}
+
+/// A kept block of exactly `len` elements of `T`, as an empty `Vec`.
+fn reuse<T>(len: usize) -> Option<Vec<T>> {
+    let layout = Layout::array::<T>(len).ok()?;
+    if layout.size() < HUGE_PAGE_BYTES {
+        return None;
+    }
+    let block = {
+        let mut c = lock_cache();
+        let i = c.blocks.iter().rposition(|b| b.layout == layout)?;
+        c.bytes -= layout.size();
+        c.blocks.remove(i)
+    };
+    let block = std::mem::ManuallyDrop::new(block);
+    // SAFETY: the block's memory was allocated by the global allocator with
+    // exactly the layout of `[T; len]` (size and alignment compared above),
+    // which is what a `Vec<T>` of capacity `len` frees it with; the `Vec` is
+    // its only owner (the block was taken out of the cache and is never
+    // dropped: `ManuallyDrop`), and its length 0 claims no initialised
+    // element.
+    Some(unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), 0, len) })
+}
+
 /// Below this many bytes an allocation is made as every other small allocation
 /// of the program is (`Vec::with_capacity`: a process that cannot get 4 KiB
 /// cannot go on anyway); from it on, with `try_reserve_exact`. It keeps the
@@ -238,6 +422,9 @@ pub fn try_with_capacity<T>(len: usize) -> Result<Vec<T>> {
     check_bytes(bytes)?;
     if bytes < SMALL {
         return Ok(Vec::with_capacity(len));
+    }
+    if let Some(v) = reuse::<T>(len) {
+        return Ok(v);
     }
     let mut v: Vec<T> = Vec::new();
     v.try_reserve_exact(len).map_err(|_| alloc_error(bytes))?;
@@ -330,6 +517,59 @@ mod tests {
         assert!(try_with_capacity::<f64>(usize::MAX / 4).is_err());
         assert_eq!(try_filled(3, 7u8).unwrap(), vec![7, 7, 7]);
         assert_eq!(try_collect(2, [1, 2, 3]).unwrap(), vec![1, 2]);
+    }
+
+    /// A dropped storage's large block comes back to the next allocation of
+    /// exactly its size, of any element type with the same layout, and to no
+    /// other; a budget of 0 keeps nothing, lowering the budget frees what is
+    /// over it, and releasing empties the cache. (The sizes are odd enough
+    /// that no other test of this binary allocates them; this is the one
+    /// test that changes the budget.)
+    #[test]
+    fn freed_large_blocks_are_reused_at_the_same_size() {
+        use crate::tensor::{Buffer, Storage};
+        let n = (HUGE_PAGE_BYTES + 4 * 12_347) / 4;
+        let stored = |v: Vec<f32>| Storage::new(Buffer::F32(v));
+        let found = |size: usize| lock_cache().blocks.iter().any(|b| b.layout.size() == size);
+        set_buffer_cache(Some(64 << 20));
+
+        let mut v = try_with_capacity::<f32>(n).unwrap();
+        v.resize(n, 1.5);
+        let first = v.as_ptr() as usize;
+        drop(stored(v));
+        assert!(found(n * 4));
+        assert!(cached_bytes() >= n * 4);
+        // Another size does not take it.
+        let other = try_with_capacity::<f32>(n + 1).unwrap();
+        assert_ne!(other.as_ptr() as usize, first);
+        assert!(found(n * 4));
+        // The same bytes as i32 do, empty, with the full capacity.
+        let again = try_with_capacity::<i32>(n).unwrap();
+        assert_eq!(again.as_ptr() as usize, first);
+        assert_eq!((again.len(), again.capacity()), (0, n));
+        assert!(!found(n * 4));
+        drop(Storage::new(Buffer::I32(again)));
+        assert!(found(n * 4));
+
+        // A lower budget frees what is over it; a budget of 0 keeps nothing.
+        set_buffer_cache(Some(HUGE_PAGE_BYTES));
+        assert!(!found(n * 4));
+        set_buffer_cache(Some(0));
+        let w = try_filled::<f64>(n, 2.0).unwrap();
+        drop(Storage::new(Buffer::F64(w)));
+        assert!(!found(n * 8));
+        assert_eq!(cached_bytes(), 0);
+
+        // Small blocks are never kept; releasing empties the cache.
+        set_buffer_cache(Some(64 << 20));
+        drop(stored(vec![0.0; 1000]));
+        assert!(!found(4000));
+        drop(stored(try_filled(n, 0.5).unwrap()));
+        assert!(found(n * 4));
+        release_cached_buffers();
+        assert!(!found(n * 4));
+        set_buffer_cache(None);
+        assert!(buffer_cache() > 0);
     }
 
     /// The `THPeligible` flag of the mapping holding `addr` (Linux smaps).

@@ -26,7 +26,10 @@ mod class;
 mod objects;
 
 pub use crate::dtype::{DType, Device, Element, Layout, MemoryFormat, Scalar};
-pub use alloc::{allocation_limit, huge_pages, set_allocation_limit, set_huge_pages};
+pub use alloc::{
+    allocation_limit, buffer_cache, cached_bytes, huge_pages, release_cached_buffers,
+    set_allocation_limit, set_buffer_cache, set_huge_pages,
+};
 pub use class::TensorClass;
 pub use objects::{Generator, QScheme, Stream};
 
@@ -196,12 +199,31 @@ into_buffer!(f64, F64);
 /// Shared element storage. Cloning shares; [`Storage::ptr_eq`] tells whether two
 /// tensors alias.
 #[derive(Clone, Debug)]
-pub struct Storage(Arc<RwLock<Buffer>>);
+pub struct Storage(Arc<Cell>);
+
+/// A storage's buffer behind its lock; when the last handle goes, large
+/// memory goes back to the allocator's cache ([`set_buffer_cache`]).
+#[derive(Debug)]
+struct Cell(RwLock<Buffer>);
+
+impl Drop for Cell {
+    fn drop(&mut self) {
+        let buffer = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
+        match std::mem::replace(buffer, Buffer::Meta(0)) {
+            Buffer::Bool(v) => alloc::recycle(v),
+            Buffer::I32(v) => alloc::recycle(v),
+            Buffer::I64(v) => alloc::recycle(v),
+            Buffer::F32(v) => alloc::recycle(v),
+            Buffer::F64(v) => alloc::recycle(v),
+            Buffer::Meta(_) => {}
+        }
+    }
+}
 
 impl Storage {
     /// A storage holding `buffer`.
     pub fn new(buffer: Buffer) -> Storage {
-        Storage(Arc::new(RwLock::new(buffer)))
+        Storage(Arc::new(Cell(RwLock::new(buffer))))
     }
 
     /// Same storage?
@@ -220,12 +242,12 @@ impl Storage {
     pub fn read(&self) -> RwLockReadGuard<'_, Buffer> {
         // A kernel that panicked while writing leaves the data as it was written so
         // far; the lock itself stays usable.
-        self.0.read().unwrap_or_else(|e| e.into_inner())
+        self.0 .0.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Write access to the buffer.
     pub fn write(&self) -> std::sync::RwLockWriteGuard<'_, Buffer> {
-        self.0.write().unwrap_or_else(|e| e.into_inner())
+        self.0 .0.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Number of elements.
