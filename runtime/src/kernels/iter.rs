@@ -773,7 +773,81 @@ struct Ctx<'a> {
     out_fresh: bool,
 }
 
+/// How every row reads one input, decided once per call.
+#[derive(Clone, Copy)]
+enum Read<T> {
+    /// A run of the compute type, read in place.
+    Direct,
+    /// The same value everywhere (a number operand).
+    Number(T),
+    /// One element per row (stride 0 along it), read at the row's start.
+    Repeat,
+    /// Gathered (and cast) into a block buffer.
+    Gather,
+}
+
+/// What a call's rows need to know of the operands, read once: the inputs'
+/// [`Read`]s, and each operand's stride per loop dimension in one flat table
+/// (`step[d * (N + 1) + k]`, operand 0 the output), so that the row loop
+/// indexes plain slices.
+struct Plan<const N: usize, T> {
+    reads: [Read<T>; N],
+    step: SmallVec<[usize; 32]>,
+    /// The output's blocks are written in place (dense, a run of `R`).
+    out_direct: bool,
+    /// Rows (dimension 0) short enough that one block takes several of them
+    /// (`BLOCK / rows` whole rows, stepping along dimension 1), with the
+    /// reads of such blocks: a run stays a run only when the rows follow one
+    /// another in memory, a per-row value a value only when it is the same
+    /// for every row; the others are gathered row by row.
+    rows: Option<([Read<T>; N], bool)>,
+}
+
+/// Rows at most this long are taken several to a block ([`Plan::rows`]).
+const SHORT_ROW: usize = BLOCK / 2;
+
 impl Ctx<'_> {
+    /// The reads and strides of this loop's operands for compute type `T`
+    /// and result type `R`.
+    fn plan<const N: usize, T: IntoBuffer, R: IntoBuffer>(&self) -> Plan<N, T> {
+        let out = &self.places[0];
+        let reads = std::array::from_fn(|i| {
+            let p = &self.places[i + 1];
+            if let Some(x) = p.number {
+                Read::Number(T::from_scalar(x))
+            } else if p.strides[0] == 0 {
+                Read::Repeat
+            } else if p.dtype == T::DTYPE && p.strides[0] == 1 && !same_storage(p, out) {
+                Read::Direct
+            } else {
+                Read::Gather
+            }
+        });
+        let step = (0..self.shape.len())
+            .flat_map(|d| self.places.iter().map(move |p| p.strides[d]))
+            .collect();
+        let out_direct = self.out_dense && out.strides[0] == 1 && out.dtype == R::DTYPE;
+        let n = self.shape[0];
+        let rows = (self.shape.len() >= 2 && n <= SHORT_ROW).then(|| {
+            let across = |k: usize| self.places[k].strides[1];
+            let reads = std::array::from_fn(|i| match reads[i] {
+                Read::Direct if across(i + 1) != n => Read::Gather,
+                Read::Repeat if across(i + 1) != 0 => Read::Gather,
+                r => r,
+            });
+            (reads, out_direct && across(0) == n)
+        });
+        // A fresh output whose rows are runs is written in place: `scatter`
+        // would write its runs through slices of uninitialised memory.
+        let rows = rows.filter(|&(_, direct)| direct || !self.out_fresh || out.strides[0] != 1);
+        Plan {
+            reads,
+            step,
+            out_direct,
+            rows,
+        }
+    }
+
     /// The elements `range` of the loop (in loop order), row piece by row piece.
     #[inline(always)]
     fn serial<const N: usize, T: IntoBuffer, R: IntoBuffer>(
@@ -782,6 +856,9 @@ impl Ctx<'_> {
         kernel: &impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written,
     ) {
         let ndim = self.shape.len();
+        let m = N + 1;
+        let plan = self.plan::<N, T, R>();
+        let step = &plan.step[..];
         let mut idx: Dims = smallvec::smallvec![0; ndim];
         let mut rest = range.start;
         for d in 0..ndim {
@@ -800,6 +877,7 @@ impl Ctx<'_> {
                         .sum::<usize>()
             })
             .collect();
+        let (idx, pos) = (&mut idx[..], &mut pos[..]);
         // The block buffers, zeroed once per call (not once per row: a short
         // row would pay a 3 KiB memset for a few elements).
         let mut blocks = Blocks {
@@ -815,42 +893,63 @@ impl Ctx<'_> {
             // TILE whole rows at once when an input is read across them.
             if let (Some(ti), Some(tile)) = (tiled, tile.as_mut()) {
                 if idx[0] == 0 && idx[1] + TILE <= self.shape[1] && left >= TILE * self.shape[0] {
-                    self.tile_rows::<N, T, R>(&pos, ti, kernel, &mut blocks, tile);
+                    self.tile_rows::<N, T, R>(&plan, pos, ti, kernel, &mut blocks, tile);
                     left -= TILE * self.shape[0];
                     if left == 0 {
                         break;
                     }
                     idx[1] += TILE;
-                    for (p, place) in pos.iter_mut().zip(self.places) {
-                        *p += TILE * place.strides[1];
+                    for (p, s) in pos.iter_mut().zip(&step[m..2 * m]) {
+                        *p += TILE * s;
                     }
-                    self.carry(&mut idx, &mut pos, 1);
+                    self.carry(step, idx, pos, 1);
+                    continue;
+                }
+            }
+            // Several short rows to a block.
+            if let Some((reads, out_direct)) = &plan.rows {
+                let n = self.shape[0];
+                let r = (BLOCK / n).min(self.shape[1] - idx[1]).min(left / n);
+                if idx[0] == 0 && r >= 2 {
+                    let how = (reads, *out_direct);
+                    self.block::<N, T, R>(&plan, how, pos, 0, n, r, kernel, &mut blocks, None);
+                    left -= r * n;
+                    if left == 0 {
+                        break;
+                    }
+                    idx[1] += r;
+                    for (p, s) in pos.iter_mut().zip(&step[m..2 * m]) {
+                        *p += r * s;
+                    }
+                    self.carry(step, idx, pos, 1);
                     continue;
                 }
             }
             let n = (self.shape[0] - idx[0]).min(left);
-            self.row::<N, T, R>(&pos, n, kernel, &mut blocks, None);
+            self.row::<N, T, R>(&plan, pos, n, kernel, &mut blocks, None);
             left -= n;
             if left == 0 {
                 break;
             }
             // Advance by n along dimension 0, carrying into the outer ones.
             idx[0] += n;
-            for (p, place) in pos.iter_mut().zip(self.places) {
-                *p += n * place.strides[0];
+            for (p, s) in pos.iter_mut().zip(&step[..m]) {
+                *p += n * s;
             }
-            self.carry(&mut idx, &mut pos, 0);
+            self.carry(step, idx, pos, 0);
         }
     }
 
-    /// Carries a full dimension `d` (and the ones after it) into the next.
+    /// Carries a full dimension `d` (and the ones after it) into the next;
+    /// `step` is [`Plan::step`].
     #[inline(always)]
-    fn carry(&self, idx: &mut [usize], pos: &mut [usize], mut d: usize) {
+    fn carry(&self, step: &[usize], idx: &mut [usize], pos: &mut [usize], mut d: usize) {
         let ndim = self.shape.len();
+        let m = pos.len();
         while idx[d] == self.shape[d] && d + 1 < ndim {
-            for (p, place) in pos.iter_mut().zip(self.places) {
-                *p -= idx[d] * place.strides[d];
-                *p += place.strides[d + 1];
+            let (here, next) = (&step[d * m..(d + 1) * m], &step[(d + 1) * m..(d + 2) * m]);
+            for ((p, s), t) in pos.iter_mut().zip(here).zip(next) {
+                *p = *p - idx[d] * s + t;
             }
             idx[d] = 0;
             idx[d + 1] += 1;
@@ -883,20 +982,22 @@ impl Ctx<'_> {
     #[inline(always)]
     fn tile_rows<const N: usize, T: IntoBuffer, R: IntoBuffer>(
         &self,
+        plan: &Plan<N, T>,
         pos: &[usize],
         ti: usize,
         kernel: &impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written,
         blocks: &mut Blocks<N, T, R>,
         tile: &mut [[T; BLOCK]; TILE],
     ) {
+        let m = N + 1;
+        let (along, across) = (&plan.step[..m], &plan.step[m..2 * m]);
         let n = self.shape[0];
-        let p = &self.places[ti + 1];
         let mut start = 0;
         while start < n {
             let len = BLOCK.min(n - start);
-            let at = pos[ti + 1] + start * p.strides[0];
+            let at = pos[ti + 1] + start * along[ti + 1];
             // The storage's elements from the tile's first to its last.
-            let extent = (len - 1) * p.strides[0] + TILE;
+            let extent = (len - 1) * along[ti + 1] + TILE;
             // SAFETY: the storage holds `T` (`tiled_input` checked the dtype,
             // `Locks::acquire` the storage's), and `at..at + extent` lies
             // inside it: its last element is the position of row
@@ -908,121 +1009,152 @@ impl Ctx<'_> {
             let src = unsafe {
                 std::slice::from_raw_parts((self.raw[ti + 1].ptr as *const T).add(at), extent)
             };
-            transpose_tile(src, p.strides[0], len, tile);
+            transpose_tile(src, along[ti + 1], len, tile);
             // Each operand's position at `start` of row k, one row at a time.
-            let mut at: SmallVec<[usize; 4]> = pos
-                .iter()
-                .zip(self.places)
-                .map(|(&q, place)| q + start * place.strides[0])
-                .collect();
+            let mut at: SmallVec<[usize; 4]> =
+                pos.iter().zip(along).map(|(&q, s)| q + start * s).collect();
             for t in tile.iter() {
-                self.row::<N, T, R>(&at, len, kernel, blocks, Some((ti, &t[..len])));
-                for (a, place) in at.iter_mut().zip(self.places) {
-                    *a += place.strides[1];
+                self.row::<N, T, R>(plan, &at, len, kernel, blocks, Some((ti, &t[..len])));
+                for (a, s) in at.iter_mut().zip(across) {
+                    *a += s;
                 }
             }
             start += len;
         }
     }
 
-    /// `n` elements along dimension 0 from storage positions `pos`, through
-    /// the block buffers `blocks`; input `pre.0`, if any, already read as
-    /// `pre.1` (a tile row).
+    /// `n` elements along dimension 0 from storage positions `pos`, block
+    /// by block; input `pre.0`, if any, already read as `pre.1` (a tile row).
     #[inline(always)]
     fn row<const N: usize, T: IntoBuffer, R: IntoBuffer>(
         &self,
+        plan: &Plan<N, T>,
         pos: &[usize],
         n: usize,
         kernel: &impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written,
         blocks: &mut Blocks<N, T, R>,
         pre: Option<(usize, &[T])>,
     ) {
-        let zero_t = T::from_bool(false);
-        let out = &self.places[0];
-        let out_raw = self.raw[0];
-        let out_direct = self.out_dense && out.strides[0] == 1 && out.dtype == R::DTYPE;
+        let how = (&plan.reads, plan.out_direct);
         let mut start = 0;
         while start < n {
             let len = BLOCK.min(n - start);
-            // Inputs: direct runs, one value, or gathered blocks.
-            let mut kinds = [0u8; N]; // 0 direct, 1 scalar, 2 buffer, 3 pre-read
-            let mut scalars = [zero_t; N];
-            for i in 0..N {
-                let p = &self.places[i + 1];
-                let r = self.raw[i + 1];
-                let at = pos[i + 1] + start * p.strides[0];
-                if pre.is_some_and(|(j, _)| j == i) {
-                    kinds[i] = 3;
-                } else if let Some(x) = p.number {
-                    scalars[i] = T::from_scalar(x);
-                    kinds[i] = 1;
-                } else if p.strides[0] == 0 {
+            self.block::<N, T, R>(plan, how, pos, start, len, 1, kernel, blocks, pre);
+            start += len;
+        }
+    }
+
+    /// One kernel call: elements `start..start + len` of `r` rows (`r *
+    /// len <= BLOCK`), the first at storage positions `pos`, the next ones a
+    /// step along dimension 1 apart, inputs read and the output written as
+    /// `how` says (the plan's reads and in-place output for one row, or
+    /// [`Plan::rows`] for several) through the block buffers `blocks`; input
+    /// `pre.0`, if any, already read as `pre.1` (one row: a tile row).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn block<const N: usize, T: IntoBuffer, R: IntoBuffer>(
+        &self,
+        plan: &Plan<N, T>,
+        how: (&[Read<T>; N], bool),
+        pos: &[usize],
+        start: usize,
+        len: usize,
+        r: usize,
+        kernel: &impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written,
+        blocks: &mut Blocks<N, T, R>,
+        pre: Option<(usize, &[T])>,
+    ) {
+        let (reads, out_direct) = how;
+        let m = N + 1;
+        let along = &plan.step[..m];
+        // Only one row needs no step across rows (a loop may have one
+        // dimension).
+        let across = if r > 1 { &plan.step[m..2 * m] } else { along };
+        let total = r * len;
+        debug_assert!(total <= BLOCK && (pre.is_none() || r == 1));
+        // Inputs read through a buffer: gathered first, row by row.
+        let mut scalars = [T::from_bool(false); N];
+        for i in 0..N {
+            if pre.is_some_and(|(j, _)| j == i) {
+                continue;
+            }
+            let p = &self.places[i + 1];
+            let at = pos[i + 1] + start * along[i + 1];
+            match reads[i] {
+                Read::Repeat => {
                     // SAFETY: `at` is a position of this operand, inside its
                     // storage (`Locks::acquire` checked the last one).
-                    scalars[i] = unsafe { load_one::<T>(r, p.dtype, at) };
-                    kinds[i] = 1;
-                } else if p.dtype == T::DTYPE && p.strides[0] == 1 && !same_storage(p, out) {
-                    kinds[i] = 0;
-                } else {
-                    // SAFETY: as above, for the `len` positions of the block.
-                    unsafe {
-                        gather::<T>(r, p.dtype, at, p.strides[0], &mut blocks.inputs[i][..len])
-                    };
-                    kinds[i] = 2;
+                    scalars[i] = unsafe { load_one::<T>(self.raw[i + 1], p.dtype, at) };
                 }
-            }
-            let srcs: [Src<'_, T>; N] = std::array::from_fn(|i| {
-                match kinds[i] {
-                    0 => {
-                        let at = pos[i + 1] + start;
-                        // SAFETY: a read-only storage of element type `T`
-                        // (checked), positions `at..at + len` inside it, not
-                        // written by anyone while the read lock is held.
-                        Src::Slice(unsafe {
-                            std::slice::from_raw_parts(
-                                (self.raw[i + 1].ptr as *const T).add(at),
-                                len,
+                Read::Gather => {
+                    let buffer = &mut blocks.inputs[i][..total];
+                    for (k, row) in buffer.chunks_exact_mut(len).enumerate() {
+                        // SAFETY: as above, for the `len` positions of row k
+                        // of the block (a row of the loop: `r` rows exist).
+                        unsafe {
+                            gather::<T>(
+                                self.raw[i + 1],
+                                p.dtype,
+                                at + k * across[i + 1],
+                                along[i + 1],
+                                row,
                             )
-                        })
+                        };
                     }
-                    1 => Src::Scalar(scalars[i]),
-                    3 => Src::Slice(&pre.map_or(&[][..], |(_, v)| v)[start..start + len]),
-                    _ => Src::Slice(&blocks.inputs[i][..len]),
                 }
-            });
-            let at = pos[0] + start * out.strides[0];
-            if out_direct {
-                // SAFETY: the output's memory (a storage or the fresh
-                // capacity of `run_fresh`) is of element type `R`, the
-                // positions `at..at + len` are inside it and belong to this
-                // thread's rows only (a dense output; see `Loop::drive`), and
-                // no other reference to them exists: inputs in this storage
-                // were gathered into buffers above. Fresh capacity is viewed
-                // as `MaybeUninit<R>` (the layout of `R`), never as `R`, until
-                // written.
-                let o = unsafe {
-                    std::slice::from_raw_parts_mut(
-                        (out_raw.ptr as *mut MaybeUninit<R>).add(at),
-                        len,
-                    )
-                };
-                let o = if self.out_fresh {
-                    Out::fresh(o)
-                } else {
-                    // SAFETY: an existing tensor's elements are initialised.
-                    Out::init(unsafe { &mut *(o as *mut [MaybeUninit<R>] as *mut [R]) })
-                };
-                let _: Written = kernel(srcs, o);
-            } else {
-                // A fresh output of the result type goes the direct way when
-                // its row is a run, so `scatter` here writes it element by
-                // element (`write`), never through a slice.
-                debug_assert!(!self.out_fresh || out.strides[0] != 1);
-                let _: Written = kernel(srcs, Out::init(&mut blocks.out[..len]));
-                // SAFETY: output positions of this block, inside the storage.
-                unsafe { scatter::<R>(out_raw, out.dtype, at, out.strides[0], &blocks.out[..len]) };
+                Read::Direct | Read::Number(_) => {}
             }
-            start += len;
+        }
+        let srcs: [Src<'_, T>; N] = std::array::from_fn(|i| match (pre, reads[i]) {
+            (Some((j, v)), _) if j == i => Src::Slice(&v[start..start + len]),
+            (_, Read::Direct) => {
+                let at = pos[i + 1] + start;
+                // SAFETY: a read-only storage of element type `T` (checked by
+                // `plan`), positions `at..at + total` inside it (the block's
+                // positions: a run along the row, and for several rows, rows
+                // that follow one another, as `Plan::rows` checked), not
+                // written by anyone while the read lock is held.
+                Src::Slice(unsafe {
+                    std::slice::from_raw_parts((self.raw[i + 1].ptr as *const T).add(at), total)
+                })
+            }
+            (_, Read::Number(x)) => Src::Scalar(x),
+            (_, Read::Repeat) => Src::Scalar(scalars[i]),
+            (_, Read::Gather) => Src::Slice(&blocks.inputs[i][..total]),
+        });
+        let out = &self.places[0];
+        let out_raw = self.raw[0];
+        let at = pos[0] + start * along[0];
+        if out_direct {
+            // SAFETY: the output's memory (a storage or the fresh capacity of
+            // `run_fresh`) is of element type `R`, the positions
+            // `at..at + total` are inside it (a run, as for the inputs above)
+            // and belong to this thread's rows only (a dense output; see
+            // `Loop::drive`), and no other reference to them exists: inputs
+            // in this storage were gathered into buffers above. Fresh
+            // capacity is viewed as `MaybeUninit<R>` (the layout of `R`),
+            // never as `R`, until written.
+            let o = unsafe {
+                std::slice::from_raw_parts_mut((out_raw.ptr as *mut MaybeUninit<R>).add(at), total)
+            };
+            let o = if self.out_fresh {
+                Out::fresh(o)
+            } else {
+                // SAFETY: an existing tensor's elements are initialised.
+                Out::init(unsafe { &mut *(o as *mut [MaybeUninit<R>] as *mut [R]) })
+            };
+            let _: Written = kernel(srcs, o);
+        } else {
+            // A fresh output of the result type goes the direct way when its
+            // rows are a run, so `scatter` here writes it element by element
+            // (`write`), never through a slice.
+            debug_assert!(!self.out_fresh || along[0] != 1);
+            let _: Written = kernel(srcs, Out::init(&mut blocks.out[..total]));
+            for (k, row) in blocks.out[..total].chunks_exact(len).enumerate() {
+                // SAFETY: output positions of row k of this block, inside the
+                // storage.
+                unsafe { scatter::<R>(out_raw, out.dtype, at + k * across[0], along[0], row) };
+            }
         }
     }
 }
@@ -1277,6 +1409,83 @@ mod tests {
             .unwrap_err()
             .to_string();
             assert!(err.contains("not dense"), "{bad:?}: {err}");
+        }
+    }
+
+    /// Short rows go several to a block: runs across rows (a contiguous
+    /// input, a contiguous output), values the same in every row (a
+    /// broadcast along the rows), and everything else gathered or scattered
+    /// row by row (a transposed input, a value per row, a casting input, an
+    /// output in another order), into existing outputs and fresh ones.
+    #[test]
+    fn short_rows_are_taken_several_to_a_block() {
+        let shapes: &[[usize; 3]] = if cfg!(miri) {
+            &[[2, 3, 5], [1, 7, 2]]
+        } else {
+            &[
+                [2, 3, 5],
+                [1, 7, 2],
+                [3, 40, 32],
+                [2, 9, 128],
+                [2, 5, 129],
+                [1, 300, 1],
+            ]
+        };
+        for &[d0, d1, d2] in shapes {
+            let n = d0 * d1 * d2;
+            let x = floats((0..n).map(|i| i as f32).collect());
+            let xg = geometry(&x, &[d0, d1, d2], &[d1 * d2, d2, 1], 0);
+            // [d0, d2, d1] in memory, read as [d0, d1, d2].
+            let y = floats((0..n).map(|i| (i % 7) as f32).collect());
+            let yg = geometry(&y, &[d0, d1, d2], &[d1 * d2, 1, d1], 0);
+            let ints = Storage::new(Buffer::I64((0..(d0 * d1) as i64).collect()));
+            // One value per row ([d1] broadcast) or per outer index ([d0]).
+            let per_row = geometry(&ints, &[d0, d1, d2], &[0, 1, 0], 0);
+            let per_outer = geometry(&ints, &[d0, d1, d2], &[1, 0, 0], 0);
+            let want = |i: usize, j: usize, k: usize, z: &[usize; 3]| {
+                let y = ((i * d1 * d2 + k * d1 + j) % 7) as f32;
+                (i * d1 * d2 + j * d2 + k) as f32 + y * (i * z[0] + j * z[1]) as f32
+            };
+            for (zg, zs) in [(&per_row, [0, 1, 0]), (&per_outer, [1, 0, 0])] {
+                let inputs = [
+                    View::Tensor(&xg, DType::Float32),
+                    View::Tensor(&yg, DType::Float32),
+                    View::Tensor(zg, DType::Int64),
+                ];
+                let f = |[p, q, r]: [Src<'_, f32>; 3], o: Out<'_, f32>| {
+                    map3(p, q, r, o, |a, b, c| a + b * c)
+                };
+                // Existing outputs: row-major, and in the transposed order.
+                for strides in [[d1 * d2, d2, 1], [d1 * d2, 1, d1]] {
+                    let out = floats(vec![-1.0; n]);
+                    let og = geometry(&out, &[d0, d1, d2], &strides, 0);
+                    Loop::new(&[d0, d1, d2], (&og, DType::Float32), &inputs, true)
+                        .run::<3, f32, f32>(f)
+                        .unwrap();
+                    let got = values(&out);
+                    for i in 0..d0 {
+                        for j in 0..d1 {
+                            for k in 0..d2 {
+                                let at = i * strides[0] + j * strides[1] + k * strides[2];
+                                assert_eq!(got[at], want(i, j, k, &zs), "{d0}x{d1}x{d2} {zs:?}");
+                            }
+                        }
+                    }
+                }
+                let strides = [d1 * d2, d2, 1];
+                let v = Loop::fresh(&[d0, d1, d2], &strides, DType::Float32, &inputs)
+                    .unwrap()
+                    .run_fresh::<3, f32, f32>(f)
+                    .unwrap();
+                for i in 0..d0 {
+                    for j in 0..d1 {
+                        for k in 0..d2 {
+                            let at = i * d1 * d2 + j * d2 + k;
+                            assert_eq!(v[at], want(i, j, k, &zs), "fresh {d0}x{d1}x{d2} {zs:?}");
+                        }
+                    }
+                }
+            }
         }
     }
 
