@@ -769,27 +769,17 @@ impl<T: Num> Reducer<T> for Extreme {
         None
     }
     fn run(&self, acc: Best<T>, x: &[T], first: usize) -> Best<T> {
-        let (mut best, mut idx, start) = match acc {
-            Some((b, _)) if b.is_nan() => return acc,
-            Some((b, i)) => (b, i, 0),
-            None => match x.first() {
-                None => return None,
-                Some(&v) => (v, first as i64, 1),
-            },
+        if x.is_empty() || acc.is_some_and(|(b, _)| b.is_nan()) {
+            return acc;
+        }
+        let k = if self.max {
+            index_of_max(x)
+        } else {
+            index_of_min(x)
         };
-        if best.is_nan() {
-            return Some((best, idx));
-        }
-        for (k, &v) in x.iter().enumerate().skip(start) {
-            if self.better(v, best) {
-                best = v;
-                idx = (first + k) as i64;
-                if v.is_nan() {
-                    break;
-                }
-            }
-        }
-        Some((best, idx))
+        // Ties go to what came before (`combine` keeps `acc` unless the run's
+        // extreme is strictly better).
+        self.combine(acc, Some((x[k], (first + k) as i64)))
     }
     fn combine(&self, a: Best<T>, b: Best<T>) -> Best<T> {
         match (a, b) {
@@ -798,6 +788,68 @@ impl<T: Num> Reducer<T> for Extreme {
             (None, _) => b,
             _ => a,
         }
+    }
+}
+
+/// Running extremes kept side by side by [`index_of_extreme`].
+const EXTREME_LANES: usize = 16;
+
+/// The index of the first NaN of a non-empty `x`, or else of the first
+/// occurrence of its maximum (`MAX`) or minimum: [`Extreme`]'s rule, in two
+/// passes the compiler vectorizes (the extreme ignoring NaN and whether a NaN
+/// is there, in `EXTREME_LANES` running values; then the first index equal to
+/// it), instead of one branch per element.
+#[inline(always)]
+fn index_of_extreme<T: Num, const MAX: bool>(x: &[T]) -> usize {
+    let better = |v: T, b: T| if MAX { v > b } else { v < b };
+    let mut best = [x[0]; EXTREME_LANES];
+    let mut nan = [false; EXTREME_LANES];
+    let chunks = x.chunks_exact(EXTREME_LANES);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for ((b, n), &v) in best.iter_mut().zip(&mut nan).zip(c) {
+            *n |= v.is_nan();
+            // A comparison with NaN is false: NaN never enters (a lane that
+            // starts at a NaN `x[0]` is caught by the flags).
+            *b = if better(v, *b) { v } else { *b };
+        }
+    }
+    for (&v, (b, n)) in tail.iter().zip(best.iter_mut().zip(&mut nan)) {
+        *n |= v.is_nan();
+        *b = if better(v, *b) { v } else { *b };
+    }
+    if nan.iter().any(|&n| n) {
+        return x.iter().position(|v| v.is_nan()).unwrap_or(0);
+    }
+    let m = best
+        .iter()
+        .fold(best[0], |m, &b| if better(b, m) { b } else { m });
+    // The first run of lanes holding `m`, then its first element equal to it.
+    let mut at = 0;
+    for c in x.chunks(EXTREME_LANES) {
+        if c.iter().fold(false, |f, &v| f | (v == m)) {
+            return at + c.iter().position(|&v| v == m).unwrap_or(0);
+        }
+        at += c.len();
+    }
+    0
+}
+
+best_level! {
+    /// [`index_of_extreme`] for the maximum.
+    fn index_of_max<T>(x: &[T]) -> usize
+    where { T: Num }
+    {
+        index_of_extreme::<T, true>(x)
+    }
+}
+
+best_level! {
+    /// [`index_of_extreme`] for the minimum.
+    fn index_of_min<T>(x: &[T]) -> usize
+    where { T: Num }
+    {
+        index_of_extreme::<T, false>(x)
     }
 }
 
@@ -892,6 +944,64 @@ mod tests {
         assert!(slice_as::<f32, i32>(&x).is_none());
         assert!(slice_as::<i64, f64>(&[1i64, 2]).is_none());
         assert!(slice_as::<f64, i64>(&[]).is_none());
+    }
+
+    /// The vectorized extremes pick what the one-branch-per-element rule
+    /// picks (first NaN, else the first of tied extremes, -0.0 and 0.0 tied),
+    /// at every length around the lanes, for floats, integers and bools.
+    #[test]
+    fn extremes_are_the_first_best_element() {
+        fn reference<T: Num>(x: &[T], max: bool) -> usize {
+            let e = Extreme { max };
+            let mut k = 0;
+            for (i, &v) in x.iter().enumerate().skip(1) {
+                if x[k].is_nan() {
+                    break;
+                }
+                if e.better(v, x[k]) {
+                    k = i;
+                }
+            }
+            k
+        }
+        fn check<T: Num + std::fmt::Debug>(x: &[T]) {
+            for n in 1..=x.len() {
+                let x = &x[..n];
+                assert_eq!(index_of_max(x), reference(x, true), "max of {x:?}");
+                assert_eq!(index_of_min(x), reference(x, false), "min of {x:?}");
+            }
+        }
+        let mut state = 7u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..40 {
+            // Few distinct values: many ties.
+            let f: Vec<f32> = (0..70)
+                .map(|_| match next() % 9 {
+                    0 => -0.0,
+                    1 => 0.0,
+                    2 if round % 4 == 0 => f32::NAN,
+                    3 => f32::INFINITY,
+                    4 => f32::NEG_INFINITY,
+                    k => k as f32 - 6.0,
+                })
+                .collect();
+            check(&f);
+            let d: Vec<f64> = f.iter().map(|&v| v as f64).collect();
+            check(&d);
+            let i: Vec<i64> = (0..70).map(|_| (next() % 5) as i64 - 2).collect();
+            check(&i);
+            let b: Vec<bool> = (0..40).map(|_| next() % 3 == 0).collect();
+            check(&b);
+        }
+        // The sign of a tied zero is the first one's.
+        let z = [0.0f32, -0.0, 0.0, -0.0];
+        assert_eq!(index_of_max(&z[1..]), 0);
+        assert_eq!(index_of_min(&z), 0);
     }
 
     /// Values that make the order of additions visible in the bits: wide
