@@ -1105,23 +1105,28 @@ impl Ctx<'_> {
                 Read::Direct | Read::Number(_) => {}
             }
         }
-        let srcs: [Src<'_, T>; N] = std::array::from_fn(|i| match (pre, reads[i]) {
-            (Some((j, v)), _) if j == i => Src::Slice(&v[start..start + len]),
-            (_, Read::Direct) => {
-                let at = pos[i + 1] + start;
-                // SAFETY: a read-only storage of element type `T` (checked by
-                // `plan`), positions `at..at + total` inside it (the block's
-                // positions: a run along the row, and for several rows, rows
-                // that follow one another, as `Plan::rows` checked), not
-                // written by anyone while the read lock is held.
-                Src::Slice(unsafe {
-                    std::slice::from_raw_parts((self.raw[i + 1].ptr as *const T).add(at), total)
-                })
-            }
-            (_, Read::Number(x)) => Src::Scalar(x),
-            (_, Read::Repeat) => Src::Scalar(scalars[i]),
-            (_, Read::Gather) => Src::Slice(&blocks.inputs[i][..total]),
-        });
+        // (A loop over an array rather than `array::from_fn`, which was
+        // not inlined: a call per input and block.)
+        let mut srcs = [Src::Scalar(T::from_bool(false)); N];
+        for (i, src) in srcs.iter_mut().enumerate() {
+            *src = match (pre, reads[i]) {
+                (Some((j, v)), _) if j == i => Src::Slice(&v[start..start + len]),
+                (_, Read::Direct) => {
+                    let at = pos[i + 1] + start;
+                    // SAFETY: a read-only storage of element type `T` (checked by
+                    // `plan`), positions `at..at + total` inside it (the block's
+                    // positions: a run along the row, and for several rows, rows
+                    // that follow one another, as `Plan::rows` checked), not
+                    // written by anyone while the read lock is held.
+                    Src::Slice(unsafe {
+                        std::slice::from_raw_parts((self.raw[i + 1].ptr as *const T).add(at), total)
+                    })
+                }
+                (_, Read::Number(x)) => Src::Scalar(x),
+                (_, Read::Repeat) => Src::Scalar(scalars[i]),
+                (_, Read::Gather) => Src::Slice(&blocks.inputs[i][..total]),
+            };
+        }
         let out = &self.places[0];
         let out_raw = self.raw[0];
         let at = pos[0] + start * along[0];
@@ -1176,11 +1181,8 @@ fn transpose_tile<T: Element>(src: &[T], stride: usize, len: usize, tile: &mut [
     if let (Some(src32), Some(tile32)) = (super::reduce::slice_as::<T, f32>(src), tile_as_f32(tile))
     {
         if super::vmath::detected_level() >= super::vmath::Level::Avx2 {
-            while q + TILE <= len {
-                // SAFETY: the CPU has AVX (detected: every level from AVX2 on).
-                unsafe { square8_avx(src32, stride, q, tile32) };
-                q += TILE;
-            }
+            // SAFETY: the CPU has AVX (detected: every level from AVX2 on).
+            q = unsafe { squares8_avx(src32, stride, len, tile32) };
         }
     }
     for q in q..len {
@@ -1200,10 +1202,24 @@ fn tile_as_f32<T: Element>(tile: &mut [[T; BLOCK]; TILE]) -> Option<&mut [[f32; 
     })
 }
 
+/// The whole 8 x 8 squares of the first `len` rows of [`transpose_tile`],
+/// transposed in registers; returns the rows done (a multiple of 8).
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[target_feature(enable = "avx")]
+fn squares8_avx(src: &[f32], stride: usize, len: usize, tile: &mut [[f32; BLOCK]; TILE]) -> usize {
+    let mut q = 0;
+    while q + TILE <= len {
+        square8_avx(src, stride, q, tile);
+        q += TILE;
+    }
+    q
+}
+
 /// The 8 x 8 square of rows `q..q + 8` of [`transpose_tile`], transposed in
 /// registers: eight loads, 24 shuffles, eight stores.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[target_feature(enable = "avx")]
+#[inline]
 fn square8_avx(src: &[f32], stride: usize, q: usize, tile: &mut [[f32; BLOCK]; TILE]) {
     use std::arch::x86_64::*;
     const _: () = assert!(TILE == 8);
