@@ -657,6 +657,28 @@ struct Raw {
     len: usize,
 }
 
+impl Raw {
+    /// Panics unless the `count` positions `at`, `at + stride`, ... lie
+    /// inside the buffer. Every raw access of the loop checks its positions
+    /// with this first (one comparison per block or row, not per element),
+    /// so an error in the loop's bookkeeping is a panic, never an access
+    /// outside the memory; `Locks::acquire` has already refused views past
+    /// their storage with an error.
+    #[inline(always)]
+    fn check(&self, at: usize, count: usize, stride: usize) {
+        let inside = count == 0
+            || (count - 1)
+                .checked_mul(stride)
+                .and_then(|o| o.checked_add(at))
+                .is_some_and(|last| last < self.len);
+        assert!(
+            inside,
+            "internal error: {count} positions from {at} every {stride} outside a buffer of {}",
+            self.len
+        );
+    }
+}
+
 // SAFETY: a `Raw` is only created by `Locks::acquire` while the storage's lock
 // is held (write lock for the output's storage, read locks for the others),
 // and only used while `Locks` lives. Threads then access disjoint output
@@ -856,7 +878,6 @@ impl Ctx<'_> {
         kernel: &impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written,
     ) {
         let ndim = self.shape.len();
-        let m = N + 1;
         let plan = self.plan::<N, T, R>();
         let step = &plan.step[..];
         let mut idx: Dims = smallvec::smallvec![0; ndim];
@@ -898,11 +919,7 @@ impl Ctx<'_> {
                     if left == 0 {
                         break;
                     }
-                    idx[1] += TILE;
-                    for (p, s) in pos.iter_mut().zip(&step[m..2 * m]) {
-                        *p += TILE * s;
-                    }
-                    self.carry(step, idx, pos, 1);
+                    self.advance(step, idx, pos, 1, TILE);
                     continue;
                 }
             }
@@ -917,11 +934,7 @@ impl Ctx<'_> {
                     if left == 0 {
                         break;
                     }
-                    idx[1] += r;
-                    for (p, s) in pos.iter_mut().zip(&step[m..2 * m]) {
-                        *p += r * s;
-                    }
-                    self.carry(step, idx, pos, 1);
+                    self.advance(step, idx, pos, 1, r);
                     continue;
                 }
             }
@@ -931,21 +944,27 @@ impl Ctx<'_> {
             if left == 0 {
                 break;
             }
-            // Advance by n along dimension 0, carrying into the outer ones.
-            idx[0] += n;
-            for (p, s) in pos.iter_mut().zip(&step[..m]) {
-                *p += n * s;
-            }
-            self.carry(step, idx, pos, 0);
+            self.advance(step, idx, pos, 0, n);
         }
     }
 
-    /// Carries a full dimension `d` (and the ones after it) into the next;
-    /// `step` is [`Plan::step`].
+    /// Moves `by` along dimension `d`, carrying a full dimension into the
+    /// outer ones; `step` is [`Plan::step`].
     #[inline(always)]
-    fn carry(&self, step: &[usize], idx: &mut [usize], pos: &mut [usize], mut d: usize) {
+    fn advance(
+        &self,
+        step: &[usize],
+        idx: &mut [usize],
+        pos: &mut [usize],
+        mut d: usize,
+        by: usize,
+    ) {
         let ndim = self.shape.len();
         let m = pos.len();
+        idx[d] += by;
+        for (p, s) in pos.iter_mut().zip(&step[d * m..(d + 1) * m]) {
+            *p += by * s;
+        }
         while idx[d] == self.shape[d] && d + 1 < ndim {
             let (here, next) = (&step[d * m..(d + 1) * m], &step[(d + 1) * m..(d + 2) * m]);
             for ((p, s), t) in pos.iter_mut().zip(here).zip(next) {
@@ -998,13 +1017,13 @@ impl Ctx<'_> {
             let at = pos[ti + 1] + start * along[ti + 1];
             // The storage's elements from the tile's first to its last.
             let extent = (len - 1) * along[ti + 1] + TILE;
+            self.raw[ti + 1].check(at, extent, 1);
             // SAFETY: the storage holds `T` (`tiled_input` checked the dtype,
             // `Locks::acquire` the storage's), and `at..at + extent` lies
-            // inside it: its last element is the position of row
-            // `idx[1] + TILE - 1` (which exists: the caller checked) at
-            // element `start + len - 1` of dimension 0, at most the operand's
-            // last position, which `Locks::acquire` checked. The storage is
-            // not the output's (checked), so only read while the read lock is
+            // inside it (checked just above; it is the position of row
+            // `idx[1] + TILE - 1` at element `start + len - 1` of dimension
+            // 0, at most the operand's last position). The storage is not
+            // the output's (checked), so only read while the read lock is
             // held.
             let src = unsafe {
                 std::slice::from_raw_parts((self.raw[ti + 1].ptr as *const T).add(at), extent)
@@ -1082,15 +1101,16 @@ impl Ctx<'_> {
             let at = pos[i + 1] + start * along[i + 1];
             match reads[i] {
                 Read::Repeat => {
-                    // SAFETY: `at` is a position of this operand, inside its
-                    // storage (`Locks::acquire` checked the last one).
+                    // SAFETY: a live buffer of `p.dtype` (`Locks::acquire`
+                    // checked it and holds its lock); `load_one` checks the
+                    // position.
                     scalars[i] = unsafe { load_one::<T>(self.raw[i + 1], p.dtype, at) };
                 }
                 Read::Gather => {
                     let buffer = &mut blocks.inputs[i][..total];
                     for (k, row) in buffer.chunks_exact_mut(len).enumerate() {
-                        // SAFETY: as above, for the `len` positions of row k
-                        // of the block (a row of the loop: `r` rows exist).
+                        // SAFETY: as above; `gather` checks the `len`
+                        // positions of row k.
                         unsafe {
                             gather::<T>(
                                 self.raw[i + 1],
@@ -1113,11 +1133,13 @@ impl Ctx<'_> {
                 (Some((j, v)), _) if j == i => Src::Slice(&v[start..start + len]),
                 (_, Read::Direct) => {
                     let at = pos[i + 1] + start;
+                    self.raw[i + 1].check(at, total, 1);
                     // SAFETY: a read-only storage of element type `T` (checked by
-                    // `plan`), positions `at..at + total` inside it (the block's
-                    // positions: a run along the row, and for several rows, rows
-                    // that follow one another, as `Plan::rows` checked), not
-                    // written by anyone while the read lock is held.
+                    // `plan`), positions `at..at + total` inside it (checked
+                    // just above: the block's positions, a run along the row,
+                    // and for several rows, rows that follow one another, as
+                    // `Plan::rows` checked), not written by anyone while the
+                    // read lock is held.
                     Src::Slice(unsafe {
                         std::slice::from_raw_parts((self.raw[i + 1].ptr as *const T).add(at), total)
                     })
@@ -1131,10 +1153,11 @@ impl Ctx<'_> {
         let out_raw = self.raw[0];
         let at = pos[0] + start * along[0];
         if out_direct {
+            out_raw.check(at, total, 1);
             // SAFETY: the output's memory (a storage or the fresh capacity of
             // `run_fresh`) is of element type `R`, the positions
-            // `at..at + total` are inside it (a run, as for the inputs above)
-            // and belong to this thread's rows only (a dense output; see
+            // `at..at + total` are inside it (checked just above: a run, as
+            // for the inputs) and belong to this thread's rows only (a dense output; see
             // `Loop::drive`), and no other reference to them exists: inputs
             // in this storage were gathered into buffers above. Fresh
             // capacity is viewed as `MaybeUninit<R>` (the layout of `R`),
@@ -1156,8 +1179,9 @@ impl Ctx<'_> {
             debug_assert!(!self.out_fresh || along[0] != 1);
             let _: Written = kernel(srcs, Out::init(&mut blocks.out[..total]));
             for (k, row) in blocks.out[..total].chunks_exact(len).enumerate() {
-                // SAFETY: output positions of row k of this block, inside the
-                // storage.
+                // SAFETY: output positions of row k of this block (checked
+                // by `scatter`), this thread's to write (see `Loop::drive`),
+                // in the live buffer of `out.dtype` whose write lock is held.
                 unsafe { scatter::<R>(out_raw, out.dtype, at + k * across[0], along[0], row) };
             }
         }
@@ -1274,27 +1298,31 @@ best_level! {
     }
 }
 
-/// Reads the element at `at` of a storage of dtype `dtype`, as `T`.
+/// Reads the element at `at` of a storage of dtype `dtype`, as `T`; panics
+/// if `at` is outside it ([`Raw::check`]).
 ///
 /// # Safety
-/// `at < raw.len` and `raw` points at a live buffer of `dtype`.
+/// `raw` points at a live buffer of `raw.len` elements of `dtype`.
 #[inline(always)]
 unsafe fn load_one<T: Element>(raw: Raw, dtype: DType, at: usize) -> T {
-    // SAFETY: the caller's contract: `at` is inside the live buffer, whose
-    // elements are of `dtype` (the `S` this arm is stamped for).
+    raw.check(at, 1, 1);
+    // SAFETY: `at` is inside the buffer (checked), whose elements are of
+    // `dtype` (the caller's contract; the `S` this arm is stamped for).
     crate::with_dtype!(dtype, S => cast::<S, T>(unsafe { (raw.ptr as *const S).add(at).read() }))
 }
 
-/// Reads `dst.len()` elements from `at` every `stride` as `T`.
+/// Reads `dst.len()` elements from `at` every `stride` as `T`; panics if
+/// any is outside the buffer ([`Raw::check`]).
 ///
 /// # Safety
-/// Every position `at + i * stride` (`i < dst.len()`) is `< raw.len`, and
-/// `raw` points at a live buffer of `dtype`.
+/// `raw` points at a live buffer of `raw.len` elements of `dtype`.
 #[inline(always)]
 unsafe fn gather<T: Element>(raw: Raw, dtype: DType, at: usize, stride: usize, dst: &mut [T]) {
+    raw.check(at, dst.len(), stride);
     crate::with_dtype!(dtype, S => {
-        // SAFETY (every block below): the caller's contract puts each position
-        // `at + i * stride` inside the live buffer of `dtype` elements; the
+        // SAFETY (every block below): each position `at + i * stride` is
+        // inside the buffer (checked), of `dtype` elements (the caller's
+        // contract); the
         // run read as a slice is not written while the slice lives (this
         // thread writes the output after the gather; inputs in the output's
         // storage are only read by the thread that writes those positions).
@@ -1309,16 +1337,19 @@ unsafe fn gather<T: Element>(raw: Raw, dtype: DType, at: usize, stride: usize, d
     })
 }
 
-/// Writes `src` to positions `at + i * stride`, cast to `dtype`.
+/// Writes `src` to positions `at + i * stride`, cast to `dtype`; panics if
+/// any is outside the buffer ([`Raw::check`]).
 ///
 /// # Safety
 /// As for [`gather`], and the positions are the caller's to write.
 #[inline(always)]
 unsafe fn scatter<R: Element>(raw: Raw, dtype: DType, at: usize, stride: usize, src: &[R]) {
+    raw.check(at, src.len(), stride);
     crate::with_dtype!(dtype, S => {
-        // SAFETY (both blocks): the caller's contract puts each position inside
-        // the live buffer of `dtype` elements and gives this call the right to
-        // write them (the write lock is held; no reference to them exists).
+        // SAFETY (both blocks): each position is inside the buffer (checked),
+        // of `dtype` elements, and the caller's contract gives this call the
+        // right to write them (the write lock is held; no reference to them
+        // exists).
         let base = unsafe { (raw.ptr as *mut S).add(at) };
         if stride == 1 {
             cast_slice(src, unsafe { std::slice::from_raw_parts_mut(base, src.len()) });
@@ -1502,6 +1533,56 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Every raw access checks its positions against the buffer's length
+    /// ([`Raw::check`]): given a loop whose bookkeeping claims more memory
+    /// than an operand has (here a length cut short after `Locks::acquire`,
+    /// which refuses such views itself), each path panics before reading or
+    /// writing outside it: a run read in place, a gathered input, a value
+    /// per row, several short rows at once, a tile, an output written in
+    /// place and one scattered.
+    #[test]
+    fn raw_accesses_check_their_bounds() {
+        let x = floats((0..4800).map(|i| i as f32).collect());
+        /// Shape, input strides, output strides, the operand cut short.
+        type Case<'a> = (&'a [usize], &'a [usize], &'a [usize], usize);
+        let cases: &[Case<'_>] = &[
+            (&[300], &[1], &[1], 1),              // a run read in place
+            (&[150], &[2], &[1], 1),              // gathered
+            (&[3, 100], &[1, 0], &[100, 1], 1),   // one value per row
+            (&[20, 10], &[10, 1], &[10, 1], 1),   // short rows, several at once
+            (&[16, 300], &[1, 16], &[300, 1], 1), // a tile of a transpose
+            (&[300], &[1], &[1], 0),              // output in place
+            (&[150], &[1], &[2], 0),              // output scattered
+        ];
+        for &(shape, in_strides, out_strides, cut) in cases {
+            let out = floats(vec![0.0; 4800]);
+            let og = geometry(&out, shape, out_strides, 0);
+            let ig = geometry(&x, shape, in_strides, 0);
+            let l = Loop::new(
+                shape,
+                (&og, DType::Float32),
+                &[View::Tensor(&ig, DType::Float32)],
+                true,
+            );
+            let locks = Locks::acquire(&l.shape, &l.places).unwrap();
+            let mut raw = locks.raw.clone();
+            raw[cut].len = 2;
+            let ctx = Ctx {
+                shape: &l.shape,
+                places: &l.places,
+                raw: &raw,
+                out_dense: is_non_overlapping_and_dense(&l.shape, &l.places[0].strides),
+                out_fresh: false,
+            };
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                ctx.serial::<1, f32, f32>(0..l.numel, &|[a], o| map1(a, o, |v| v))
+            }));
+            let msg = r.expect_err("an access outside the buffer");
+            let msg = msg.downcast_ref::<String>().expect("a formatted message");
+            assert!(msg.contains("outside a buffer of 2"), "{shape:?}: {msg}");
         }
     }
 

@@ -351,7 +351,9 @@ fn lock_cache() -> std::sync::MutexGuard<'static, Cache> {
 
 /// Frees `v`'s memory, or keeps it for reuse when it is large and fits the
 /// budget ([`set_buffer_cache`]).
-pub(crate) fn recycle<T>(v: Vec<T>) {
+/// Element types without drop glue only (`Copy`): the block is kept
+/// without its elements ever being dropped.
+pub(crate) fn recycle<T: Copy>(v: Vec<T>) {
     let Ok(layout) = Layout::array::<T>(v.capacity()) else {
         return;
     };
@@ -362,13 +364,9 @@ pub(crate) fn recycle<T>(v: Vec<T>) {
     if layout.size() > budget {
         return;
     }
+    // The `Vec` gives its memory up to the block (its `Copy` elements need no
+    // drop): it is never used or freed again.
     let mut v = std::mem::ManuallyDrop::new(v);
-    // The elements are dropped now (nothing for the element types), the
-    // memory is kept.
-    // SAFETY: the `len` elements are initialised and dropped once, here; the
-    // `Vec` itself is never used again (`ManuallyDrop`), so they are never
-    // read or dropped again.
-    unsafe { std::ptr::drop_in_place(&mut v[..]) };
     let block = Block {
         ptr: NonNull::new(v.as_mut_ptr().cast::<u8>()).expect("an allocated Vec"),
         layout,
@@ -543,6 +541,13 @@ mod tests {
         let other = try_with_capacity::<f32>(n + 1).unwrap();
         assert_ne!(other.as_ptr() as usize, first);
         assert!(found(n * 4));
+        // The same bytes at another alignment do not: a float32 block of
+        // 2k elements stays when k float64 are asked for.
+        let even = n - 1;
+        drop(stored(try_filled(even, 1.0f32).unwrap()));
+        let wide = try_with_capacity::<f64>(even / 2).unwrap();
+        assert!(found(even * 4));
+        drop(wide);
         // The same bytes as i32 do, empty, with the full capacity.
         let again = try_with_capacity::<i32>(n).unwrap();
         assert_eq!(again.as_ptr() as usize, first);
