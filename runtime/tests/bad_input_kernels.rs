@@ -152,6 +152,95 @@ fn views_with_more_elements_than_int64_are_errors() {
     assert_eq!(x.expand(&[1 << 62, 1]).unwrap().numel(), 1 << 62);
 }
 
+/// Strides beyond int64 (negative in PyTorch, and beyond `isize`, which ndarray
+/// and the kernels take them as) are refused where the geometry is made, on a
+/// dimension of size 1 and on an empty tensor too: before, such a view was
+/// accepted, and reading it broke `ArrayView::from_shape_ptr`'s precondition
+/// (a panic with debug assertions, undefined behaviour without).
+#[test]
+fn strides_and_offsets_beyond_int64_are_refused() {
+    limit();
+    let t = Tensor::from_vec(vec![0f32; 16], &[16]).unwrap();
+    let max = i64::MAX as usize;
+    for (shape, strides) in [
+        (&[1usize, 4][..], &[usize::MAX, 1][..]),
+        (&[1, 4], &[max + 1, 1]),
+        (&[4, 1], &[1, usize::MAX]),
+        (&[0, 4], &[usize::MAX, 1]),
+        (&[2, 0], &[1, max + 1]),
+        (&[1], &[usize::MAX]),
+    ] {
+        let e = err(t.as_strided(shape, strides, 0));
+        assert!(
+            e.starts_with(&format!("strides {strides:?}: "))
+                && e.contains("is larger than the largest int64 (9223372036854775807)"),
+            "{shape:?} {strides:?}: {e}"
+        );
+    }
+    let e = err(t.as_strided(&[0], &[1], max + 1));
+    assert!(
+        e.starts_with("storage offset 9223372036854775808 is larger"),
+        "{e}"
+    );
+    let e = err(t.as_strided(&[max + 1, 0], &[1, 1], 0));
+    assert!(e.starts_with("sizes [9223372036854775808, 0]: "), "{e}");
+    // int64's largest stride is fine where it reaches nothing, and every read
+    // of such a view works.
+    for (shape, strides) in [(&[1usize, 4][..], &[max, 1][..]), (&[0, 4], &[max, 1])] {
+        let v = t.as_strided(shape, strides, 0).unwrap();
+        let n = v.numel();
+        assert_eq!(f32s(&v.contiguous().unwrap()), vec![0.0; n]);
+        assert_eq!(f32s(&v.clone_tensor().unwrap()), vec![0.0; n]);
+        assert_eq!(f32s(&v.add(&v).unwrap()), vec![0.0; n]);
+        assert_eq!(v.to_dtype_copy(DType::Float64).unwrap().numel(), n);
+        assert!(v.to_string().starts_with("tensor("));
+        let out = Tensor::zeros(shape, DType::Float32, Device::Cpu);
+        ops::copy_(&mut out.clone(), &v, false).unwrap();
+        ops::add_out(&v, &v, Scalar::Int(1), &mut out.clone()).unwrap();
+    }
+}
+
+/// Views compute their geometry in checked arithmetic: a size times a stride
+/// beyond int64 is an error naming the view (it used to panic with overflow
+/// checks, and to wrap silently without them).
+#[test]
+fn view_geometry_that_overflows_is_an_error() {
+    limit();
+    let t = Tensor::from_vec(vec![0f32; 16], &[16]).unwrap();
+    let max = i64::MAX as usize;
+    let empty = t.as_strided(&[5, 0], &[max, 1], 0).unwrap();
+    let e = err(empty.unsqueeze(0));
+    assert_eq!(
+        e,
+        "unsqueeze: the view's geometry overflows: 5 * 9223372036854775807 is larger than the largest int64 (9223372036854775807)"
+    );
+    // The same view with room to spare unsqueezes as PyTorch does.
+    let fine = t.as_strided(&[1, 0], &[max, 1], 0).unwrap();
+    assert_eq!(fine.unsqueeze(0).unwrap().strides(), vec![max, max, 1]);
+    let e = err(empty.select(0, 3));
+    assert!(
+        e.starts_with("select: the view's geometry overflows: 3 * 9223372036854775807"),
+        "{e}"
+    );
+    let e = err(ops::slice_Tensor(&empty, 0, Some(2), None, 1));
+    assert!(e.starts_with("slice: the view's geometry overflows"), "{e}");
+    let wide = t.as_strided(&[4, 0], &[1 << 62, 1], 0).unwrap();
+    let e = err(ops::slice_Tensor(&wide, 0, None, None, 4));
+    assert!(
+        e.starts_with("slice: the view's geometry overflows: 4611686018427387904 * 4"),
+        "{e}"
+    );
+    // A view of an empty tensor whose contiguous strides leave int64.
+    let z = Tensor::zeros(&[0], DType::Float32, Device::Cpu);
+    let e = err(z.view(&[1 << 40, 1 << 40, 1 << 40, 0]));
+    assert!(e.starts_with("view: the view's geometry overflows"), "{e}");
+    let e = err(z.reshape(&[1 << 40, 1 << 40, 1 << 40, 0]));
+    assert!(
+        e.starts_with("reshape: the view's geometry overflows"),
+        "{e}"
+    );
+}
+
 // ---- Memory overlap -------------------------------------------------------------
 
 /// `x[1:].add_(x[:-1])`: refused, and `x` is left as it was.

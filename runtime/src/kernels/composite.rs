@@ -310,7 +310,7 @@ pub fn contiguous(self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor>
 #[kernel(CompositeImplicitAutograd)]
 pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
     let inferred = views::infer_size(shape, self_.numel())?;
-    if views::compute_stride(&self_.shape(), &self_.strides(), &inferred).is_some() {
+    if views::compute_stride("reshape", &self_.shape(), &self_.strides(), &inferred)?.is_some() {
         return ops::view(self_, shape);
     }
     let c = ops::clone(self_, Some(MemoryFormat::Contiguous))?;

@@ -424,7 +424,7 @@ fn should_fold(t1: &Tensor, t2: &Tensor) -> Result<bool> {
         return Ok(true);
     }
     let (shape, strides) = (big.shape(), big.strides());
-    Ok((0..shape.len() - 2).all(|i| strides[i] == strides[i + 1] * shape[i + 1]))
+    Ok((0..shape.len() - 2).all(|i| strides[i + 1].checked_mul(shape[i + 1]) == Some(strides[i])))
 }
 
 /// `matmul(self, other)`, into `out` if given.

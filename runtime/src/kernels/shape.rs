@@ -16,7 +16,10 @@ use crate::with_dtype;
 /// The view of `t` with dimension `d` restricted to `start .. start + len`.
 fn narrow(t: &Tensor, d: usize, start: usize, len: usize) -> Result<Tensor> {
     let (mut shape, strides) = (t.shape(), t.strides());
-    let offset = t.storage_offset() + start * strides[d];
+    let offset = start
+        .checked_mul(strides[d])
+        .and_then(|o| o.checked_add(t.storage_offset()))
+        .ok_or_else(|| Error::Runtime("narrow: the view's storage offset overflows".into()))?;
     shape[d] = len;
     t.as_strided(&shape, &strides, offset)
 }

@@ -3,8 +3,33 @@
 //! They only touch metadata, so they work on every device.
 
 use super::{fmt_ints, fmt_shape, index_error, wrap_dim};
-use crate::error::Result;
-use crate::tensor::{DType, Tensor};
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Tensor, MAX_GEOMETRY};
+
+/// `a * b` for a view's geometry: an error naming the operator when the
+/// product leaves PyTorch's `int64` geometry (which would wrap there).
+fn mul(op: &str, a: usize, b: usize) -> Result<usize> {
+    a.checked_mul(b)
+        .filter(|&v| v <= MAX_GEOMETRY)
+        .ok_or_else(|| overflow(op, format!("{a} * {b}")))
+}
+
+/// `a + b` for a view's geometry, as [`mul`].
+fn add(op: &str, a: usize, b: usize) -> Result<usize> {
+    a.checked_add(b)
+        .filter(|&v| v <= MAX_GEOMETRY)
+        .ok_or_else(|| overflow(op, format!("{a} + {b}")))
+}
+
+#[cold]
+fn overflow(op: &str, what: String) -> Error {
+    Error::Runtime(
+        format!(
+            "{op}: the view's geometry overflows: {what} is larger than the largest int64 ({MAX_GEOMETRY})"
+        )
+        .into(),
+    )
+}
 
 /// `infer_size`: resolves one `-1` and checks the element count.
 pub(crate) fn infer_size(shape: &[i64], numel: usize) -> Result<Vec<usize>> {
@@ -41,47 +66,56 @@ pub(crate) fn infer_size(shape: &[i64], numel: usize) -> Result<Vec<usize>> {
     )
 }
 
-/// `computeStride`: strides that view `oldshape`/`oldstride` as `newshape`, or
-/// `None` if that needs a copy.
+/// `computeStride`: strides that view `oldshape`/`oldstride` as `newshape`
+/// (`Ok(None)` if that needs a copy). A stride that would leave `int64` is an
+/// error naming `op`, where PyTorch's arithmetic would wrap.
 pub(crate) fn compute_stride(
+    op: &str,
     oldshape: &[usize],
     oldstride: &[usize],
     newshape: &[usize],
-) -> Option<Vec<usize>> {
+) -> Result<Option<Vec<usize>>> {
     if oldshape.is_empty() {
-        return Some(vec![1; newshape.len()]);
+        return Ok(Some(vec![1; newshape.len()]));
     }
-    let numel: usize = oldshape.iter().product();
-    if numel == 0 && oldshape == newshape {
-        return Some(oldstride.to_vec());
+    let numel = oldshape.iter().try_fold(1usize, |a, &n| a.checked_mul(n));
+    if numel == Some(0) && oldshape == newshape {
+        return Ok(Some(oldstride.to_vec()));
     }
     let mut newstride = vec![0usize; newshape.len()];
-    if numel == 0 {
+    if numel == Some(0) {
         for d in (0..newshape.len()).rev() {
             newstride[d] = if d == newshape.len() - 1 {
                 1
             } else {
-                newshape[d + 1].max(1) * newstride[d + 1]
+                mul(op, newshape[d + 1].max(1), newstride[d + 1])?
             };
         }
-        return Some(newstride);
+        return Ok(Some(newstride));
     }
     let mut view_d = newshape.len() as isize - 1;
-    let mut chunk_base_stride = *oldstride.last()?;
+    let Some(&last) = oldstride.last() else {
+        return Ok(None);
+    };
+    let mut chunk_base_stride = last;
     let (mut tensor_numel, mut view_numel) = (1usize, 1usize);
     for tensor_d in (0..oldshape.len()).rev() {
-        tensor_numel *= oldshape[tensor_d];
+        tensor_numel = mul(op, tensor_numel, oldshape[tensor_d])?;
+        // Computed only where PyTorch compares it (a dimension of size 1 may
+        // have any stride, and the product need not fit then).
         if tensor_d == 0
             || (oldshape[tensor_d - 1] != 1
-                && oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride)
+                && tensor_numel
+                    .checked_mul(chunk_base_stride)
+                    .is_none_or(|s| oldstride[tensor_d - 1] != s))
         {
             while view_d >= 0 && (view_numel < tensor_numel || newshape[view_d as usize] == 1) {
-                newstride[view_d as usize] = view_numel * chunk_base_stride;
-                view_numel *= newshape[view_d as usize];
+                newstride[view_d as usize] = mul(op, view_numel, chunk_base_stride)?;
+                view_numel = view_numel.saturating_mul(newshape[view_d as usize]);
                 view_d -= 1;
             }
             if view_numel != tensor_numel {
-                return None;
+                return Ok(None);
             }
             if tensor_d > 0 {
                 chunk_base_stride = oldstride[tensor_d - 1];
@@ -90,13 +124,13 @@ pub(crate) fn compute_stride(
             }
         }
     }
-    (view_d == -1).then_some(newstride)
+    Ok((view_d == -1).then_some(newstride))
 }
 
 /// `view(self, size)`.
 pub(crate) fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     let shape = infer_size(size, self_.numel())?;
-    match compute_stride(&self_.shape(), &self_.strides(), &shape) {
+    match compute_stride("view", &self_.shape(), &self_.strides(), &shape)? {
         Some(strides) => self_.as_strided(&shape, &strides, self_.storage_offset()),
         None => crate::bail!(
             "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."
@@ -187,7 +221,9 @@ pub(crate) fn expand(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
             let mut st = if d >= 0 {
                 strides[d as usize] as i64
             } else {
-                es[i + 1].saturating_mul(est[i + 1])
+                // The stride a new leading dimension of size 1 gets; a larger
+                // size sets it to 0 below, and PyTorch's product may wrap then.
+                es[i + 1].checked_mul(est[i + 1]).unwrap_or(0)
             };
             let mut target = size[i];
             if target == -1 {
@@ -232,7 +268,11 @@ pub(crate) fn select(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
         )));
     }
     let index = if index < 0 { index + size } else { index } as usize;
-    let offset = self_.storage_offset() + index * strides[d];
+    let offset = add(
+        "select",
+        self_.storage_offset(),
+        mul("select", index, strides[d])?,
+    )?;
     shape.remove(d);
     strides.remove(d);
     self_.as_strided(&shape, &strides, offset)
@@ -268,14 +308,18 @@ pub(crate) fn slice(
     }
     s = s.clamp(0, size);
     e = if e < s { s } else { e.min(size) };
-    let offset = self_.storage_offset() + s as usize * strides[d];
+    let offset = add(
+        "slice",
+        self_.storage_offset(),
+        mul("slice", s as usize, strides[d])?,
+    )?;
     let len = e - s;
     shape[d] = if len == 0 {
         0
     } else {
         ((len - 1) / step + 1) as usize
     };
-    strides[d] = strides[d].saturating_mul(step as usize);
+    strides[d] = mul("slice", strides[d], step as usize)?;
     self_.as_strided(&shape, &strides, offset)
 }
 
@@ -297,7 +341,11 @@ pub(crate) fn unsqueeze(self_: &Tensor, dim: i64) -> Result<Tensor> {
     let n = self_.dim();
     let d = wrap_dim(dim, n + 1)?;
     let (mut shape, mut strides) = (self_.shape(), self_.strides());
-    let st = if d >= n { 1 } else { shape[d] * strides[d] };
+    let st = if d >= n {
+        1
+    } else {
+        mul("unsqueeze", shape[d], strides[d])?
+    };
     shape.insert(d, 1);
     strides.insert(d, st);
     self_.as_strided(&shape, &strides, self_.storage_offset())
@@ -309,11 +357,12 @@ mod tests {
 
     #[test]
     fn view_strides() {
-        assert_eq!(compute_stride(&[2, 3], &[3, 1], &[3, 2]), Some(vec![2, 1]));
-        assert_eq!(compute_stride(&[3, 2], &[1, 3], &[6]), None);
-        assert_eq!(compute_stride(&[0, 3], &[3, 1], &[3, 0]), Some(vec![1, 1]));
-        assert_eq!(compute_stride(&[], &[], &[1, 1]), Some(vec![1, 1]));
-        assert_eq!(compute_stride(&[1], &[1], &[]), Some(vec![]));
+        let cs = |a: &[usize], b: &[usize], c: &[usize]| compute_stride("view", a, b, c).unwrap();
+        assert_eq!(cs(&[2, 3], &[3, 1], &[3, 2]), Some(vec![2, 1]));
+        assert_eq!(cs(&[3, 2], &[1, 3], &[6]), None);
+        assert_eq!(cs(&[0, 3], &[3, 1], &[3, 0]), Some(vec![1, 1]));
+        assert_eq!(cs(&[], &[], &[1, 1]), Some(vec![1, 1]));
+        assert_eq!(cs(&[1], &[1], &[]), Some(vec![]));
         assert_eq!(infer_size(&[3, -1], 6).unwrap(), vec![3, 2]);
         assert!(infer_size(&[-1, 0], 0).is_err());
         assert!(infer_size(&[4], 6).is_err());

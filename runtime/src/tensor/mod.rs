@@ -279,9 +279,14 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    /// Checks that the geometry is well formed: as many strides as sizes, an
-    /// element count and extent that fit in `usize`, and every element inside
-    /// the storage (`itemsize` is for the message).
+    /// Checks that the geometry is well formed: as many strides as sizes, every
+    /// size, stride and the offset an `int64` (PyTorch's geometry is `int64`:
+    /// what it cannot express is refused, also on dimensions of size 1 and on
+    /// empty tensors), an element count and extent that fit `int64`, and every
+    /// element inside the storage (`itemsize` is for the message).
+    ///
+    /// Every geometry a tensor holds passed this check, so the positions it
+    /// reaches, its strides and its element count all fit `isize`.
     pub fn validate(&self, itemsize: usize) -> Result<()> {
         let (shape, strides, offset) = (&self.shape, &self.strides, self.offset);
         if shape.len() != strides.len() {
@@ -294,6 +299,7 @@ impl Geometry {
                 .into(),
             ));
         }
+        check_int64_geometry(shape, strides, offset)?;
         let len = self.storage.len();
         if let Some(last) = last_offset(shape, strides, offset)? {
             if last
@@ -321,6 +327,37 @@ impl Geometry {
         }
         Ok(())
     }
+}
+
+/// The largest size, stride or offset a geometry may hold: PyTorch's are
+/// `int64`.
+pub const MAX_GEOMETRY: usize = i64::MAX as usize;
+
+/// Refuses sizes, strides and an offset that PyTorch's `int64` geometry cannot
+/// express (a stride above [`MAX_GEOMETRY`] would be negative there, and
+/// ndarray and the kernels take strides as `isize`).
+fn check_int64_geometry(shape: &[usize], strides: &[usize], offset: usize) -> Result<()> {
+    let too_big = |what: &str, values: &[usize]| {
+        let (d, v) = values.iter().enumerate().find(|(_, &v)| v > MAX_GEOMETRY)?;
+        Some(Error::Runtime(
+            format!(
+                "{what} {values:?}: {v} at dimension {d} is larger than the largest int64 ({MAX_GEOMETRY}); PyTorch's sizes and strides are int64"
+            )
+            .into(),
+        ))
+    };
+    if let Some(e) = too_big("sizes", shape).or_else(|| too_big("strides", strides)) {
+        return Err(e);
+    }
+    if offset > MAX_GEOMETRY {
+        return Err(Error::Runtime(
+            format!(
+                "storage offset {offset} is larger than the largest int64 ({MAX_GEOMETRY}); PyTorch's storage offsets are int64"
+            )
+            .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Does a dimension of size > 1 have stride 0 (an expanded tensor, whose
@@ -964,16 +1001,23 @@ impl Tensor {
         }
         let end = last_offset(&g.shape, &g.strides, g.offset)?.unwrap_or(0);
         let fits = checked_numel(&g.shape).is_some_and(|n| n <= isize::MAX as usize);
-        if g.shape.len() != g.strides.len() || end >= data.len() || !fits {
+        // ndarray takes strides as `isize` and requires them non-negative, on
+        // every dimension (also those of size 1, which `end` does not see).
+        let strides_fit = g.strides.iter().all(|&s| s <= isize::MAX as usize);
+        if g.shape.len() != g.strides.len() || end >= data.len() || !fits || !strides_fit {
             return Err(Error::Runtime(
                 "tensor view is out of bounds of its storage".into(),
             ));
         }
-        // SAFETY: as many strides as sizes, an element count that fits `isize`,
-        // and every element the view can reach lies in `data[offset..=end]`
-        // (checked above, in checked arithmetic); the view is read-only and lives
-        // while the read lock is held; overlapping elements (stride 0) are fine
-        // for a read-only view.
+        // SAFETY: `from_shape_ptr`'s preconditions, each checked above: as many
+        // strides as sizes; every stride non-negative as an `isize`; a non-zero
+        // element count (the empty case returned above) that fits `isize`; every
+        // element the view can reach lies in `data[offset..=end]` (checked
+        // arithmetic), so the span between the least and greatest address is
+        // inside one allocation and fits `isize` in bytes (a slice's length
+        // does). The pointer is `data`'s, non-null and aligned. The view is
+        // read-only and lives while the read lock is held; overlapping elements
+        // (stride 0) are fine for a read-only view.
         let v = unsafe {
             ArrayViewD::from_shape_ptr(
                 IxDyn(&g.shape).strides(IxDyn(&g.strides)),
@@ -1388,8 +1432,12 @@ mod tests {
         assert_eq!(e, "setStorage: sizes [3], strides [3], storage offset 0, and itemsize 4 requiring a storage size of 28 are out of bounds for storage of size 20");
         assert!(t.as_strided(&[3], &[2], 0).is_ok());
         assert!(t
-            .as_strided(&[0, usize::MAX], &[1 << 62, 1 << 62], 7)
+            .as_strided(&[0, i64::MAX as usize], &[1 << 62, 1 << 62], 7)
             .is_ok());
+        // Sizes are int64 in PyTorch, also on an empty tensor.
+        assert!(t
+            .as_strided(&[0, usize::MAX], &[1 << 62, 1 << 62], 7)
+            .is_err());
         let mut g = t.geometry();
         g.strides = smallvec::smallvec![1 << 62];
         assert!(t.set_geometry(g).is_err());
