@@ -787,12 +787,18 @@ fn create_stack(
 /// the first overload whose schema accepts the call, with its bound values.
 /// `op` is the qualified operator name (`aten::add`), used in messages and for the
 /// numbers-as-tensors allow-list.
+///
+/// Lists nested deeper than [`crate::value::MAX_VALUE_DEPTH`] are refused first,
+/// in time linear in their size, as every boxed entry point refuses them
+/// (matching a schema type against a value, and the messages that print both,
+/// recurse per level).
 pub fn resolve(
     op: &str,
     overloads: &[Overload],
     args: &[Value],
     kwargs: &[(String, Value)],
 ) -> Result<Resolved, Error> {
+    crate::value::check_depth(op, args, kwargs)?;
     let base = op.rsplit("::").next().unwrap_or(op);
     let numbers = op.starts_with("aten::") && NUMBERS_AS_TENSORS.contains(&base);
     let mut errors = Vec::new();

@@ -54,6 +54,61 @@ fn deeply_nested_values_are_refused_by_boxed_calls() {
     assert!(!ok.contains("MAX_VALUE_DEPTH"), "{ok}");
 }
 
+/// Packet resolution (`torch.ops.aten.add(...)` against a schema file loaded at
+/// run time, or an operator handle) refuses lists nested deeper than the limit,
+/// as the other boxed entry points do: it used to take time and memory
+/// quadratic in the depth (29 s and 2.4 GB at 10,000 levels) and to abort on
+/// an allocation failure at 100,000.
+#[test]
+fn packet_resolution_refuses_deep_lists_in_linear_time() {
+    let registry = opforge::registry::Registry::from_yaml_str(
+        "t.yaml",
+        "- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor\n",
+    )
+    .unwrap();
+    let msgs = on_small_stack(move || {
+        let t = Value::Tensor(Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
+        let mut msgs = Vec::new();
+        for depth in [MAX_VALUE_DEPTH + 1, 10_000, 1_000_000] {
+            let deep = nested(depth);
+            let e = registry
+                .resolve("aten::add", &[t.clone(), deep.clone()], &[])
+                .unwrap_err();
+            let kw = [("alpha".to_string(), deep)];
+            let e2 = registry
+                .resolve("aten::add.Tensor", &[t.clone(), t.clone()], &kw)
+                .unwrap_err();
+            msgs.push((depth, e.to_string(), e2.to_string()));
+        }
+        msgs
+    });
+    // A million levels: quadratic work could not finish (it aborted at 100,000).
+    for (depth, e, e2) in msgs {
+        assert!(
+            e.starts_with("aten::add: argument 1 nests lists more than 128 levels deep"),
+            "{depth}: {e}"
+        );
+        assert!(
+            e2.contains("argument 'alpha' nests lists more than 128 levels deep"),
+            "{e2}"
+        );
+    }
+    // At the limit, resolution goes on to the schema's ordinary type error.
+    let e = on_small_stack(|| {
+        let registry = opforge::registry::Registry::from_yaml_str(
+            "t.yaml",
+            "- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor\n",
+        )
+        .unwrap();
+        let t = Value::Tensor(Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
+        registry
+            .resolve("aten::add", &[t, nested(MAX_VALUE_DEPTH)], &[])
+            .unwrap_err()
+            .to_string()
+    });
+    assert!(!e.contains("MAX_VALUE_DEPTH"), "{e}");
+}
+
 #[test]
 fn deep_values_clone_print_and_drop_on_a_small_stack() {
     let depth = on_small_stack(|| {
