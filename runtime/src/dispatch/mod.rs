@@ -15,9 +15,10 @@
 //! the Python key.
 //!
 //! Kernel slots are atomics: registration (at any time, from any thread) rebuilds
-//! an operator's slots and publishes them; a call reads one slot with one atomic
-//! load. Kernels are never freed (operators live for the whole program, as in
-//! PyTorch).
+//! an operator's slots and publishes them; a typed call reads one slot with one
+//! atomic load. Operators live for the whole program, as in PyTorch; a kernel
+//! that is replaced or removed is freed once no call can still be running it
+//! ([`KernelRef`]).
 
 pub(crate) mod linked;
 pub mod typed;
@@ -29,8 +30,10 @@ pub use crate::keys::{DispatchKey, KeySet, LocalKeys, RUNTIME_KEYS};
 use crate::error::{DuplicateKernel, Error, NoKernel, Result};
 use crate::schema::OpSchema;
 use crate::value::Value;
+use arc_swap::ArcSwapOption;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// Set while registration errors wait to be returned by the first call.
 static PENDING: AtomicBool = AtomicBool::new(false);
@@ -146,7 +149,9 @@ impl Unboxed {
 #[derive(Clone)]
 pub struct Kernel {
     boxed: Boxed,
-    unboxed: Option<Unboxed>,
+    /// Interned per link-time entry ([`interned_unboxed`]): never freed, so the
+    /// typed fast path can hold it without keeping the kernel alive.
+    unboxed: Option<&'static Unboxed>,
     /// The schema the kernel was written for (typed kernels): registration
     /// refuses it for an operator with another schema.
     schema: Option<&'static str>,
@@ -201,10 +206,10 @@ impl Kernel {
     }
 
     /// A kernel collected at link time (`#[kernel]`, `#[op]`).
-    fn from_entry(e: &KernelEntry) -> Kernel {
+    fn from_entry(e: &'static KernelEntry) -> Kernel {
         Kernel {
             boxed: Boxed::Fn(e.boxed),
-            unboxed: Some((e.unboxed)()),
+            unboxed: Some(interned_unboxed(e)),
             schema: Some(e.schema),
             typed_fallback: None,
             source: format!("{}:{}", e.file, e.line),
@@ -226,10 +231,17 @@ impl Kernel {
     /// one of exactly that type (`opforge::sig::<op>` for an operator's kernels).
     #[inline(always)]
     pub fn unboxed<F: Copy + 'static>(&self) -> Option<F> {
-        match &self.unboxed {
+        match self.unboxed {
             Some(u) => u.get::<F>(),
             None => None,
         }
+    }
+
+    /// The unboxed entry point, untyped (it outlives the kernel: entries are
+    /// made once per link-time registration and never freed).
+    #[inline]
+    pub fn unboxed_entry(&self) -> Option<&'static Unboxed> {
+        self.unboxed
     }
 
     /// Where it was registered (`file:line`, or what the registering code said).
@@ -249,6 +261,62 @@ impl Kernel {
             Boxed::Fn(f) => f(op, keys, args),
             Boxed::Dyn(f) => f(op, keys, args),
             Boxed::Fallthrough => Err(op.no_kernel(keys)),
+        }
+    }
+}
+
+/// The unboxed entry point of the link-time registration `e`, made once per
+/// entry and never freed (there are as many as the program has `#[kernel]`s),
+/// so that re-registering a link-time kernel allocates nothing new and the
+/// typed fast path reads a pointer that stays valid.
+fn interned_unboxed(e: &'static KernelEntry) -> &'static Unboxed {
+    static ENTRIES: OnceLock<Mutex<HashMap<usize, &'static Unboxed>>> = OnceLock::new();
+    let mut entries = ENTRIES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    entries
+        .entry(e as *const KernelEntry as usize)
+        .or_insert_with(|| Box::leak(Box::new((e.unboxed)())))
+}
+
+/// A kernel picked for a call ([`Operator::kernel`]), kept alive while this
+/// lives: a kernel replaced or removed meanwhile (by [`Operator::override_kernel`]
+/// or [`Operator::remove_kernel`]) is freed when the last `KernelRef` to it is
+/// dropped. Cheap to take (no reference-count traffic between threads, up to a
+/// few held at once per thread); hold it for a call, not for longer.
+///
+/// ```
+/// use opforge::dispatch::{dispatcher, DispatchKey};
+/// use opforge::Tensor;
+/// let neg = dispatcher().find("aten::neg").unwrap();
+/// let t = Tensor::from_vec(vec![1.0f32], &[1])?;
+/// let (k, key) = neg.kernel(t.key_set())?;
+/// assert_eq!(key, DispatchKey::CPU);
+/// assert!(k.has_unboxed() && k.source().contains(".rs:"));
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub struct KernelRef(arc_swap::Guard<Option<Arc<Kernel>>>);
+
+impl KernelRef {
+    /// The kernel in `slot`, if it has one.
+    #[inline]
+    fn load(slot: &ArcSwapOption<Kernel>) -> Option<KernelRef> {
+        let guard = slot.load();
+        guard.is_some().then_some(KernelRef(guard))
+    }
+}
+
+impl std::ops::Deref for KernelRef {
+    type Target = Kernel;
+
+    #[inline]
+    fn deref(&self) -> &Kernel {
+        match &*self.0 {
+            Some(k) => k,
+            // `KernelRef::load`, the only constructor, keeps full slots only,
+            // and a guard's value never changes.
+            None => unreachable!("a KernelRef holds a kernel"),
         }
     }
 }
@@ -276,11 +344,17 @@ pub struct Operator {
     /// Its schema.
     pub schema: &'static OpSchema,
     /// Registrations per key (runtime and alias keys).
-    registered: Mutex<Vec<(DispatchKey, &'static Kernel)>>,
-    /// Resolved kernel per runtime key (index = `DispatchKey::slot`): null if the
-    /// key never had one; meaningful only where `active` has the key (see
-    /// [`Operator::resolve`]).
-    table: [AtomicPtr<Kernel>; RUNTIME_KEYS],
+    registered: Mutex<Vec<(DispatchKey, Arc<Kernel>)>>,
+    /// Resolved kernel per runtime key (index = `DispatchKey::slot`): empty if
+    /// the key never had one; meaningful only where `active` has the key (see
+    /// [`Operator::resolve`]). A call holds what it loads from here while it
+    /// runs ([`KernelRef`]); a kernel stored over is freed after the last call
+    /// that loaded it.
+    table: [ArcSwapOption<Kernel>; RUNTIME_KEYS],
+    /// The unboxed entry of the kernel in `table` at the same index, or null
+    /// if it has none: what a typed call reads (one atomic load, no reference
+    /// held). Entries are interned and never freed ([`interned_unboxed`]).
+    fast: [AtomicPtr<Unboxed>; RUNTIME_KEYS],
     /// Runtime keys whose resolved kernel is a real kernel (not fallthrough / none).
     active: AtomicU32,
     /// For an operator defined with [`Dispatcher::define`] (`torch.library` or
@@ -337,7 +411,8 @@ impl Operator {
         Operator {
             schema,
             registered: Mutex::new(Vec::new()),
-            table: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            table: std::array::from_fn(|_| ArcSwapOption::empty()),
+            fast: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
             active: AtomicU32::new(0),
             defined_at: None,
             declared_at: None,
@@ -373,8 +448,9 @@ impl Operator {
     /// is an error, never a silent winner).
     fn poison(&self, e: Error) {
         let _ = self.poison.set(e);
-        for slot in &self.table {
-            slot.store(std::ptr::null_mut(), Ordering::Release);
+        for (slot, fast) in self.table.iter().zip(&self.fast) {
+            fast.store(std::ptr::null_mut(), Ordering::Release);
+            slot.store(None);
         }
         self.active.store(0, Ordering::Release);
     }
@@ -411,7 +487,7 @@ impl Operator {
                 second: kernel.source,
             })));
         }
-        regs.push((key, Box::leak(Box::new(kernel))));
+        regs.push((key, Arc::new(kernel)));
         self.resolve(&regs, &dispatcher().fallbacks());
         Ok(())
     }
@@ -419,11 +495,12 @@ impl Operator {
     /// Replaces the kernel for `key`, or adds it if there is none: the explicit
     /// way to override a registration (PyTorch's `allow_override=True`). A typed
     /// kernel written for another schema is refused, as by [`Operator::register`].
+    /// The replaced kernel is freed once no call is running it.
     pub fn override_kernel(&self, key: DispatchKey, kernel: Kernel) -> Result<()> {
         self.check_schema(&kernel)?;
         let mut regs = self.registered.lock().unwrap_or_else(|e| e.into_inner());
         regs.retain(|(k, _)| *k != key);
-        regs.push((key, Box::leak(Box::new(kernel))));
+        regs.push((key, Arc::new(kernel)));
         self.resolve(&regs, &dispatcher().fallbacks());
         Ok(())
     }
@@ -431,7 +508,8 @@ impl Operator {
     /// Removes the kernel registered directly for `key` (PyTorch drops a
     /// library's registrations this way when the library goes away) and returns
     /// whether there was one. Calls running meanwhile see either the old kernel
-    /// or the new resolution, never a missing kernel.
+    /// or the new resolution, never a missing kernel; the removed kernel is
+    /// freed once no call is running it.
     ///
     /// ```
     /// use opforge::dispatch::DispatchKey;
@@ -484,9 +562,9 @@ impl Operator {
     /// let keys: Vec<DispatchKey> = neg.registrations().iter().map(|(k, _)| *k).collect();
     /// assert!(keys.contains(&DispatchKey::CPU) && keys.contains(&DispatchKey::Meta));
     /// ```
-    pub fn registrations(&self) -> Vec<(DispatchKey, &'static Kernel)> {
+    pub fn registrations(&self) -> Vec<(DispatchKey, Arc<Kernel>)> {
         let regs = self.registered.lock().unwrap_or_else(|e| e.into_inner());
-        let mut out: Vec<(DispatchKey, &'static Kernel)> = regs.clone();
+        let mut out: Vec<(DispatchKey, Arc<Kernel>)> = regs.clone();
         out.sort_by_key(|(k, _)| *k);
         out
     }
@@ -512,14 +590,17 @@ impl Operator {
     /// mask sees them, by release/acquire), and a slot is never cleared, only
     /// overwritten with another kernel (a call that saw the old mask finds either
     /// the old kernel or its replacement, never nothing). A slot whose key the
-    /// mask drops keeps its last kernel, which the mask hides; kernels are leaked,
-    /// so a stale slot still points at a live one. Only [`Operator::poison`]
-    /// clears slots, and a call that then finds an empty slot reports the poison.
-    fn resolve(&self, regs: &[(DispatchKey, &'static Kernel)], fallbacks: &Fallbacks) {
+    /// mask drops keeps its last kernel, which the mask hides; the slot holds a
+    /// reference, so a stale slot still points at a live kernel (one per key at
+    /// most: a kernel is freed when it is stored over and no call holds it).
+    /// A typed call reads the `fast` slot, whose entries are never freed; null
+    /// there sends it to the full slot. Only [`Operator::poison`] clears slots,
+    /// and a call that then finds an empty slot reports the poison.
+    fn resolve(&self, regs: &[(DispatchKey, Arc<Kernel>)], fallbacks: &Fallbacks) {
         if self.poison.get().is_some() {
             return;
         }
-        let get = |k: DispatchKey| regs.iter().find(|(x, _)| *x == k).map(|(_, v)| *v);
+        let get = |k: DispatchKey| regs.iter().find(|(x, _)| *x == k).map(|(_, v)| v);
         let cia = get(DispatchKey::CompositeImplicitAutograd);
         let cea = get(DispatchKey::CompositeExplicitAutogradNonFunctional)
             .or_else(|| get(DispatchKey::CompositeExplicitAutograd));
@@ -534,10 +615,18 @@ impl Operator {
             } else {
                 direct
             };
-            let resolved = resolved.or_else(|| fallbacks[key.slot()]);
+            let resolved = resolved.or(fallbacks[key.slot()].as_ref());
             if let Some(k) = resolved.filter(|k| !k.is_fallthrough()) {
-                active |= 1 << key.slot();
-                self.table[key.slot()].store((k as *const Kernel).cast_mut(), Ordering::Release);
+                let slot = key.slot();
+                active |= 1 << slot;
+                let same = matches!(&*self.table[slot].load(), Some(cur) if Arc::ptr_eq(cur, k));
+                if !same {
+                    self.table[slot].store(Some(k.clone()));
+                }
+                let fast = k
+                    .unboxed
+                    .map_or(std::ptr::null_mut(), |u| (u as *const Unboxed).cast_mut());
+                self.fast[slot].store(fast, Ordering::Release);
             }
         }
         self.active.store(active, Ordering::Release);
@@ -555,27 +644,41 @@ impl Operator {
 
     /// The kernel for a call with argument key set `keys`, and the key it runs at.
     /// The first call after the dispatcher found registration errors returns them
-    /// ([`Error::Registration`]).
+    /// ([`Error::Registration`]). The kernel stays alive while the [`KernelRef`]
+    /// does, even if it is replaced meanwhile.
     #[inline]
-    pub fn kernel(&self, keys: KeySet) -> Result<(&'static Kernel, DispatchKey)> {
+    pub fn kernel(&self, keys: KeySet) -> Result<(KernelRef, DispatchKey)> {
         if PENDING.load(Ordering::Relaxed) {
             if let Some(e) = take_pending() {
                 return Err(e);
             }
         }
         match self.dispatch_key(keys) {
-            Some(key) => {
-                let p = self.table[key.slot()].load(Ordering::Acquire);
-                // SAFETY: slot pointers are null or point at leaked (never freed)
-                // kernels; `active` had this key, and a racing re-registration only
-                // ever swaps in another leaked kernel.
-                match unsafe { p.as_ref() } {
-                    Some(k) => Ok((k, key)),
-                    None => Err(self.no_kernel(keys)),
-                }
-            }
+            Some(key) => match KernelRef::load(&self.table[key.slot()]) {
+                Some(k) => Ok((k, key)),
+                None => Err(self.no_kernel(keys)),
+            },
             None => Err(self.no_kernel(keys)),
         }
+    }
+
+    /// A typed call's fast path: the unboxed entry of type `F` of the kernel a
+    /// call with key set `keys` runs, with one atomic load of its slot and no
+    /// reference held (the entry is never freed). `None` when that kernel has
+    /// no entry of type `F`, when there is no kernel, or while registration
+    /// errors wait to be reported: the caller then takes [`Operator::kernel`].
+    #[inline(always)]
+    pub fn unboxed_kernel<F: Copy + 'static>(&self, keys: KeySet) -> Option<F> {
+        if PENDING.load(Ordering::Relaxed) {
+            return None;
+        }
+        let key = self.dispatch_key(keys)?;
+        let p = self.fast[key.slot()].load(Ordering::Acquire);
+        // SAFETY: `fast` slots hold null or a pointer made from an
+        // `&'static Unboxed` (`resolve`, the only writer besides `poison`'s
+        // nulls); interned entries are never freed, so the pointer is valid for
+        // any lifetime, and `Unboxed` is only read through `&`.
+        unsafe { p.as_ref() }?.get::<F>()
     }
 
     #[cold]
@@ -726,7 +829,7 @@ fn find_dynamic(dynamic: &[&'static Operator], name: &str) -> Option<&'static Op
 }
 
 /// Global fallback kernels per runtime key.
-type Fallbacks = [Option<&'static Kernel>; RUNTIME_KEYS];
+type Fallbacks = [Option<Arc<Kernel>>; RUNTIME_KEYS];
 
 /// The process-wide dispatcher: the operators of the generated tables (indexed by
 /// `OpId`), those of crates with schema files of their own, and those defined
@@ -745,7 +848,7 @@ type Fallbacks = [Option<&'static Kernel>; RUNTIME_KEYS];
 pub struct Dispatcher {
     builtin: &'static [Operator],
     dynamic: RwLock<Vec<&'static Operator>>,
-    fallbacks: RwLock<[Option<&'static Kernel>; RUNTIME_KEYS]>,
+    fallbacks: RwLock<Fallbacks>,
     /// Problems found while collecting link-time registrations (duplicates,
     /// unknown operators or keys); reported by [`Dispatcher::registration_errors`].
     errors: Vec<Error>,
@@ -846,9 +949,9 @@ impl Dispatcher {
                 poisoned.push((op, err));
                 continue;
             }
-            regs.push((key, Box::leak(Box::new(kernel))));
+            regs.push((key, Arc::new(kernel)));
         }
-        let none: Fallbacks = [None; RUNTIME_KEYS];
+        let none: Fallbacks = std::array::from_fn(|_| None);
         for op in builtin.iter().chain(dynamic.iter().copied()) {
             let regs = op.registered.lock().unwrap_or_else(|e| e.into_inner());
             op.resolve(&regs, &none);
@@ -860,7 +963,7 @@ impl Dispatcher {
         Dispatcher {
             builtin,
             dynamic: RwLock::new(dynamic),
-            fallbacks: RwLock::new([None; RUNTIME_KEYS]),
+            fallbacks: RwLock::new(std::array::from_fn(|_| None)),
             errors,
         }
     }
@@ -912,7 +1015,10 @@ impl Dispatcher {
     }
 
     fn fallbacks(&self) -> Fallbacks {
-        *self.fallbacks.read().unwrap_or_else(|e| e.into_inner())
+        self.fallbacks
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Problems found among the link-time registrations (empty when all is well).
@@ -994,9 +1100,9 @@ impl Dispatcher {
     /// Registers a kernel used for `key` by every operator that has none of its own
     /// (PyTorch's backend fallback; e.g. the Python key's handler). Returns the
     /// registered kernel (its identity tells it apart from others at that key).
-    pub fn register_fallback(&self, key: DispatchKey, kernel: Kernel) -> &'static Kernel {
-        let k: &'static Kernel = Box::leak(Box::new(kernel));
-        self.fallbacks.write().unwrap_or_else(|e| e.into_inner())[key.slot()] = Some(k);
+    pub fn register_fallback(&self, key: DispatchKey, kernel: Kernel) -> Arc<Kernel> {
+        let k = Arc::new(kernel);
+        self.fallbacks.write().unwrap_or_else(|e| e.into_inner())[key.slot()] = Some(k.clone());
         let fallbacks = self.fallbacks();
         let dynamic = self.dynamic.read().unwrap_or_else(|e| e.into_inner());
         for op in self.builtin.iter().chain(dynamic.iter().copied()) {

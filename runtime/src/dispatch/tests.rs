@@ -280,11 +280,57 @@ fn a_call_that_read_the_old_mask_still_finds_a_kernel() {
         let picked = op.dispatch_key(keys).unwrap(); // the call reads the mask …
         assert_eq!(picked, DispatchKey::Autograd);
         change(&op); // … a re-registration drops the key …
-        let slot = op.table[picked.slot()].load(Ordering::Acquire); // … the call reads the slot.
-        assert!(
-            !slot.is_null(),
-            "the slot of a key the call saw was cleared"
-        );
+        let slot = op.table[picked.slot()].load(); // … the call reads the slot.
+        assert!(slot.is_some(), "the slot of a key the call saw was cleared");
         assert_eq!(run(&op, &[cpu()]), "cpu");
     }
+}
+
+/// A replaced kernel stays alive while a call holds it, and is freed once the
+/// last holder lets go (re-registration used to leak every replaced kernel).
+#[test]
+fn a_replaced_kernel_lives_while_held_and_is_freed_after() {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+    /// Counts its drops: captured by a kernel, dropped with it.
+    struct Witness(Arc<AtomicUsize>);
+    impl Drop for Witness {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let witnessed = |name: &'static str| {
+        let w = Witness(dropped.clone());
+        Kernel::from_closure(name, move |_, _, _| {
+            let _ = &w;
+            Ok(vec![Value::Str(name.into())])
+        })
+    };
+    let op = Operator::new(schema("reclaimed"));
+    op.register(DispatchKey::CPU, witnessed("first")).unwrap();
+    let keys = KeySet::of_values(&[cpu()]);
+    let (held, _) = op.kernel(keys).unwrap();
+    op.override_kernel(DispatchKey::CPU, witnessed("second"))
+        .unwrap();
+    // Still registered nowhere, still callable by the call that holds it.
+    assert_eq!(dropped.load(Ordering::SeqCst), 0);
+    let out = held.call_boxed(&op, keys, &[cpu()]).unwrap();
+    assert!(matches!(&out[..], [Value::Str(s)] if s == "first"));
+    assert_eq!(run(&op, &[cpu()]), "second");
+    drop(held);
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        1,
+        "the first kernel was not freed"
+    );
+    assert!(op.remove_kernel(DispatchKey::CPU));
+    // The slot keeps the last kernel until something is stored over it (a
+    // call that read the old mask may still reach it); poisoning clears it.
+    op.poison(Error::Runtime("gone".into()));
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        2,
+        "the second kernel was not freed"
+    );
 }

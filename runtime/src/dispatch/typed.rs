@@ -4,7 +4,7 @@
 //! Generic over the arguments ([`Args`]) and the signature, so every operator of
 //! one Rust signature shares one instance.
 
-use super::{DispatchKey, Kernel, KeySet, Operator};
+use super::{DispatchKey, KeySet, Operator, Unboxed};
 use crate::error::Result;
 use crate::tensor::Device;
 use crate::value::{Args, CallWith, Returns, Value};
@@ -22,10 +22,11 @@ pub fn with_backend(ks: KeySet) -> KeySet {
 
 /// A typed call's arguments, for the paths that cannot call an unboxed kernel
 /// directly: `args(None, out)` appends them, boxed, to `out` (one value per
-/// schema argument) and returns `None`; `args(Some(kernel), _)` calls `kernel`'s
-/// unboxed entry with them (`None` if it has none) and boxes the result.
+/// schema argument) and returns `None`; `args(Some(entry), _)` calls a kernel's
+/// unboxed entry with them (`None` if it is not of the call's signature) and
+/// boxes the result.
 pub type TypedArgs<'a> =
-    dyn FnMut(Option<&'static Kernel>, &mut Vec<Value>) -> Option<Result<Value>> + 'a;
+    dyn FnMut(Option<&'static Unboxed>, &mut Vec<Value>) -> Option<Result<Value>> + 'a;
 
 /// One typed call, through the dispatcher: picks the kernel for the key set of
 /// `args`, and calls its unboxed entry if it has one of exactly the type `S`
@@ -50,35 +51,35 @@ where
     R: Returns,
 {
     let arg_keys = args.keys();
-    let (kernel, key) = op.kernel(with_backend(arg_keys))?;
-    match kernel.unboxed::<S>() {
+    match op.unboxed_kernel::<S>(with_backend(arg_keys)) {
         Some(f) => f.call_with(args),
-        None => call_boxed::<S, A, R>(op, arg_keys, kernel, key, args),
+        None => call_boxed::<S, A, R>(op, arg_keys, args),
     }
 }
 
-/// [`call`] when the kernel has no unboxed entry of the operator's signature:
-/// boxes the arguments and calls it. A dispatch mode's `Python` key is the
-/// exception: its handler gets the call with the arguments unboxed, boxed only
-/// if it asks for them, and calling the operator again from there reaches the
-/// unboxed kernel below.
+/// [`call`] when the kernel has no unboxed entry of the operator's signature
+/// (or there is no kernel, or registration errors wait): boxes the arguments
+/// and calls it. A dispatch mode's `Python` key is the exception: its handler
+/// gets the call with the arguments unboxed, boxed only if it asks for them,
+/// and calling the operator again from there reaches the unboxed kernel below.
 #[cold]
 #[inline(never)]
-fn call_boxed<S, A, R>(
-    op: &'static Operator,
-    arg_keys: KeySet,
-    kernel: &'static Kernel,
-    key: DispatchKey,
-    args: A,
-) -> Result<R>
+fn call_boxed<S, A, R>(op: &'static Operator, arg_keys: KeySet, args: A) -> Result<R>
 where
     S: CallWith<A, R> + Copy + 'static,
     A: Args,
     R: Returns,
 {
-    if let Some(fallback) = kernel
-        .typed_fallback()
-        .filter(|_| key == DispatchKey::Python && !arg_keys.has(DispatchKey::Python))
+    let (kernel, key) = op.kernel(with_backend(arg_keys))?;
+    // Both are plain function pointers: the kernel need not stay alive for them.
+    let (unboxed, fallback) = (kernel.unboxed::<S>(), kernel.typed_fallback());
+    drop(kernel);
+    if let Some(f) = unboxed {
+        // Registered since the fast path looked.
+        return f.call_with(args);
+    }
+    if let Some(fallback) =
+        fallback.filter(|_| key == DispatchKey::Python && !arg_keys.has(DispatchKey::Python))
     {
         // The arguments stay typed: a kernel below is called with them (or a
         // copy of them), and they are boxed only if the handler asks. Arguments
@@ -87,8 +88,8 @@ where
         let mut slot = Some(args);
         let mut stash: Option<Vec<Value>> = None;
         let mut typed =
-            |k: Option<&'static Kernel>, out: &mut Vec<Value>| -> Option<Result<Value>> {
-                match k.and_then(|k| k.unboxed::<S>()) {
+            |k: Option<&'static Unboxed>, out: &mut Vec<Value>| -> Option<Result<Value>> {
+                match k.and_then(|k| k.get::<S>()) {
                     Some(f) => {
                         let a = match slot.as_ref().and_then(Args::dup) {
                             Some(a) => a,

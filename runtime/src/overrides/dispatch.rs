@@ -141,7 +141,7 @@ pub(crate) fn install_fallback() {
 }
 
 /// The `Python` key's fallback, once registered.
-static FALLBACK: OnceLock<&'static Kernel> = OnceLock::new();
+static FALLBACK: OnceLock<Arc<Kernel>> = OnceLock::new();
 
 /// Normalized positional and keyword arguments.
 type Normalized = (Vec<Value>, Vec<(String, Value)>);
@@ -219,8 +219,9 @@ impl<'a> DispatchCall<'a> {
             // A typed call reaching an unboxed kernel stays unboxed.
             let op = self.func.operator();
             let (kernel, _) = op.kernel(with_backend(*arg_keys))?;
-            if kernel.has_unboxed() {
-                if let Some(r) = (args.borrow_mut())(Some(kernel), &mut Vec::new()) {
+            if let Some(entry) = kernel.unboxed_entry() {
+                drop(kernel);
+                if let Some(r) = (args.borrow_mut())(Some(entry), &mut Vec::new()) {
                     return r;
                 }
             }
