@@ -3,6 +3,8 @@
 //! as users call from worker threads, in debug and release builds alike.
 
 use opforge::argparse::PythonArgParser;
+use opforge::dispatch::DispatchKey;
+use opforge::library::{Library, LibraryKind};
 use opforge::value::{ValueList, MAX_VALUE_DEPTH};
 use opforge::{library, Tensor, Value};
 
@@ -177,4 +179,105 @@ fn deep_schemas_at_run_time_are_errors() {
     for e in [&define_type, &registry] {
         assert!(e.contains("16"), "{e}");
     }
+}
+
+/// What a run-time kernel returns is checked against the schema's returns at
+/// the boxed boundary (it used to be passed on as is: nothing for a `Tensor`,
+/// three ints for a `Tensor(a)`, a string for a `Tensor?`), with PyTorch's
+/// conversions and its words where it has them.
+#[test]
+fn run_time_kernel_results_are_checked_against_the_schema() {
+    let lib = Library::new("returns", LibraryKind::Def).unwrap();
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let call = |schema: &str, result: Vec<Value>| {
+        let name = lib.define(schema).unwrap();
+        let short = name.split("::").nth(1).unwrap().to_string();
+        lib.impl_(&short, DispatchKey::CPU, move |_: &[Value]| {
+            Ok(result.clone())
+        })
+        .unwrap();
+        library::call(&name, &[Value::Tensor(x.clone())], &[])
+    };
+    let err = |r: opforge::Result<Vec<Value>>| r.unwrap_err().to_string();
+    let t = || Value::Tensor(Tensor::from_vec(vec![3.0f32], &[1]).unwrap());
+
+    let e = err(call("f1(Tensor(b) x) -> Tensor(b)", vec![]));
+    assert!(
+        e.starts_with("returns::f1: the kernel registered at ")
+            && e.ends_with(" returned 0 values, but the schema has 1 return: returns::f1(Tensor(b) x) -> Tensor(b)"),
+        "{e}"
+    );
+    let e = err(call(
+        "f2(Tensor(a) x) -> Tensor(a)",
+        vec![Value::Int(1), Value::Int(2), Value::Int(3)],
+    ));
+    assert!(
+        e.contains(" returned 3 values, but the schema has 1 return: "),
+        "{e}"
+    );
+    let e = err(call(
+        "f3(Tensor x) -> Tensor?",
+        vec![Value::Str("notatensor".into())],
+    ));
+    assert!(
+        e.starts_with("Unable to cast notatensor to Tensor: return 0 of returns::f3 (the kernel registered at ")
+            && e.ends_with(") is a str, and the schema returns `Tensor?` there: returns::f3(Tensor x) -> Tensor?"),
+        "{e}"
+    );
+    let e = err(call("f4(Tensor x) -> ()", vec![t()]));
+    assert!(
+        e.starts_with("Expected the kernel for returns::f4 registered at ")
+            && e.contains(" to return None but it returned something else instead (1 value; "),
+        "{e}"
+    );
+    let e = err(call(
+        "f5(Tensor x) -> (Tensor, int)",
+        vec![t(), Value::Float(2.5)],
+    ));
+    assert!(
+        e.starts_with("Unable to cast 2.5 to int: return 1 of returns::f5 "),
+        "{e}"
+    );
+    let e = err(call(
+        "f6(Tensor x) -> Tensor[]",
+        vec![Value::List(vec![t(), Value::Int(1)].into())],
+    ));
+    assert!(
+        e.starts_with("Unable to cast [") && e.contains(" to Tensor[]: return 0 of returns::f6"),
+        "{e}"
+    );
+
+    // What fits goes through, converted as PyTorch converts.
+    assert!(matches!(
+        call("g1(Tensor x) -> Tensor?", vec![Value::None]).unwrap()[..],
+        [Value::None]
+    ));
+    let r = call("g2(Tensor x) -> float", vec![Value::Int(2)]).unwrap();
+    assert!(matches!(r[..], [Value::Float(f)] if f == 2.0), "{r:?}");
+    let r = call(
+        "g3(Tensor x) -> Tensor[]",
+        vec![Value::List(vec![t(), t()].into())],
+    )
+    .unwrap();
+    assert!(
+        matches!(&r[..], [Value::TensorList(ts)] if ts.len() == 2),
+        "{r:?}"
+    );
+    let r = call("g4(Tensor x) -> (Tensor, int)", vec![t(), Value::Int(7)]).unwrap();
+    assert!(matches!(r[..], [Value::Tensor(_), Value::Int(7)]), "{r:?}");
+    assert!(call("g5(Tensor x) -> ()", vec![]).unwrap().is_empty());
+
+    // Fake kernels are checked the same way.
+    let name = lib.define("h(Tensor x) -> Tensor").unwrap();
+    library::register_fake(&name, |_: &[Value]| Ok(vec![Value::Bool(true)])).unwrap();
+    let meta = Value::Tensor(Tensor::zeros(
+        &[2],
+        opforge::DType::Float32,
+        opforge::Device::Meta,
+    ));
+    let e = err(library::call(&name, &[meta], &[]));
+    assert!(
+        e.starts_with("Unable to cast True to Tensor: return 0 of returns::h"),
+        "{e}"
+    );
 }

@@ -21,6 +21,7 @@
 //! ([`KernelRef`]).
 
 pub(crate) mod linked;
+mod returns;
 pub mod typed;
 
 use linked::{KernelEntry, Library};
@@ -254,12 +255,16 @@ impl Kernel {
         self.schema
     }
 
-    /// Calls the boxed entry point.
+    /// Calls the boxed entry point. A closure's results are checked against the
+    /// operator's schema (count, then each return's type, with PyTorch's
+    /// conversions: an int for a `float`, a list of tensors for a `Tensor[]`):
+    /// a mismatch is an error naming the operator, the kernel and the return
+    /// position. A kernel of `#[kernel]` was checked at compile time.
     #[inline]
     pub fn call_boxed(&self, op: &Operator, keys: KeySet, args: &[Value]) -> Result<Vec<Value>> {
         match &self.boxed {
             Boxed::Fn(f) => f(op, keys, args),
-            Boxed::Dyn(f) => f(op, keys, args),
+            Boxed::Dyn(f) => returns::check(op, &self.source, f(op, keys, args)?),
             Boxed::Fallthrough => Err(op.no_kernel(keys)),
         }
     }

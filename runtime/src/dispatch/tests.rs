@@ -1,17 +1,22 @@
 use super::*;
-use crate::schema::{OpSchema, SchemaKind};
+use crate::schema::{BaseType, OpSchema, RetSchema, SchemaKind, Ty};
 use crate::tensor::{DType, Device, Tensor};
 
+/// An operator whose kernels answer with their name ([`tag`]).
 fn schema(name: &'static str) -> &'static OpSchema {
     Box::leak(Box::new(OpSchema {
         namespace: "test",
         name,
         base: name,
         overload: "",
-        schema: "test::f(Tensor self) -> Tensor",
+        schema: "test::f(Tensor self) -> str",
         kind: SchemaKind::Functional,
         args: &[],
-        returns: &[],
+        returns: &[RetSchema {
+            name: None,
+            ty: Ty::Base(BaseType::Str),
+            alias: None,
+        }],
         function: true,
         method: false,
         python_module: None,
