@@ -235,6 +235,26 @@ impl Library {
             let schema = opforge_schema::diag::abbrev(schema);
             Error::Runtime(format!("Invalid schema string `{schema}`: {e}").into())
         })?;
+        // PyTorch's run-time parser takes one identifier as the overload name
+        // and refuses the two that would shadow a Python attribute of the
+        // packet (`torch.ops.ns.f.default` is the default overload).
+        let overload = func.name.overload.as_str();
+        if let Some(dot) = overload.find('.') {
+            // 1-based, as the parser's columns (names are ASCII).
+            let column = schema.find('.').map_or(0, |i| i + 1 + dot) + 1;
+            return Err(Error::Runtime(
+                format!(
+                    "Invalid schema string `{}`: column {column}: expected eof but found '.' here: an overload name is one identifier",
+                    opforge_schema::diag::abbrev(schema)
+                )
+                .into(),
+            ));
+        }
+        if overload == "default" || overload == "__name__" {
+            return Err(Error::Runtime(
+                format!("{overload} is not a legal overload name for aten operators").into(),
+            ));
+        }
         // The parser takes any default text; a call would find no value in it.
         let bad_default = func.arguments.all.iter().find_map(|a| {
             let d = a.default.as_ref()?;

@@ -281,3 +281,104 @@ fn run_time_kernel_results_are_checked_against_the_schema() {
         "{e}"
     );
 }
+
+/// `default` and `__name__` are not overload names (PyTorch refuses them at
+/// definition: `f.default` names the default overload); before, `define`
+/// took `f4.default(...)`, after which `impl_` found no operator and a call
+/// found no overload `default`. And every name `define` accepts can be
+/// implemented, found and called, by its own name, as a packet, and for the
+/// default overload as `.default`.
+#[test]
+fn every_name_define_accepts_can_be_implemented_and_called() {
+    let lib = Library::new("names", LibraryKind::Def).unwrap();
+    for (schema, e) in [
+        ("f4.default(Tensor x) -> Tensor", "default is not a legal overload name for aten operators"),
+        ("f5.__name__(Tensor x) -> Tensor", "__name__ is not a legal overload name for aten operators"),
+        ("f6.a.b(Tensor x) -> Tensor", "Invalid schema string `f6.a.b(Tensor x) -> Tensor`: column 5: expected eof but found '.' here: an overload name is one identifier"),
+    ] {
+        assert_eq!(lib.define(schema).unwrap_err().to_string(), e);
+    }
+    let x = Value::Tensor(Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
+    let bases = [
+        "g",
+        "g_",
+        "_",
+        "__and__",
+        "__iand__",
+        "default",
+        "out",
+        "Tensor",
+        "g_functional",
+        "__name__",
+        "x1_y",
+    ];
+    let overloads = [
+        "",
+        "default",
+        "Tensor",
+        "out",
+        "default_",
+        "DEFAULT",
+        "__name__",
+        "a_b",
+        "_",
+        "x1",
+        "functional",
+        "name",
+    ];
+    let mut accepted = 0;
+    for base in bases {
+        for overload in overloads {
+            let name = if overload.is_empty() {
+                base.to_string()
+            } else {
+                format!("{base}.{overload}")
+            };
+            // In-place names write their first argument.
+            let schema = if base.ends_with('_') && !base.ends_with("__") || base.starts_with("__i")
+            {
+                format!("{name}(Tensor(a!) x) -> Tensor(a!)")
+            } else {
+                format!("{name}(Tensor x) -> Tensor")
+            };
+            let qualified = match lib.define(&schema) {
+                Ok(q) => q,
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(
+                        e.ends_with("is not a legal overload name for aten operators")
+                            || e.contains("functional"),
+                        "{schema}: {e}"
+                    );
+                    continue;
+                }
+            };
+            accepted += 1;
+            let short = qualified.strip_prefix("names::").unwrap();
+            lib.impl_(short, DispatchKey::CPU, |args: &[Value]| {
+                Ok(vec![args[0].clone()])
+            })
+            .unwrap_or_else(|e| panic!("{schema}: impl_({short}): {e}"));
+            let op = library::find(&qualified).unwrap_or_else(|e| panic!("{schema}: find: {e}"));
+            assert_eq!(op.qualified_name(), qualified, "{schema}");
+            let r = library::call(&qualified, std::slice::from_ref(&x), &[]);
+            assert!(
+                matches!(r.as_deref(), Ok([Value::Tensor(_)])),
+                "{schema}: call({qualified}): {r:?}"
+            );
+            let packet = qualified.split('.').next().unwrap();
+            let r = library::call(packet, std::slice::from_ref(&x), &[]);
+            assert!(r.is_ok(), "{schema}: call({packet}): {r:?}");
+            if overload.is_empty() {
+                let by_default = format!("{qualified}.default");
+                let r = library::call(&by_default, std::slice::from_ref(&x), &[]);
+                assert!(r.is_ok(), "{schema}: call({by_default}): {r:?}");
+                assert!(
+                    library::find(&by_default).is_ok(),
+                    "{schema}: find({by_default})"
+                );
+            }
+        }
+    }
+    assert!(accepted >= 80, "only {accepted} names were accepted");
+}
