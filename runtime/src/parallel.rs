@@ -11,18 +11,26 @@
 //! boundaries fixed by the chunk size alone, and callers combine the partial
 //! results in order, so a float sum gives the same bits on 1 thread or 64.
 //!
+//! A thread count is honoured or refused, never half-kept: [`set_num_threads`]
+//! builds the pool of that many threads before it answers, and a count above
+//! [`max_num_threads`] or one the system cannot start is an error that leaves
+//! the previous count in place. (PyTorch accepts any positive count and then
+//! runs every parallel kernel with it.)
+//!
 //! ```
 //! opforge::set_num_threads(2)?;
 //! assert_eq!(opforge::get_num_threads(), 2);
 //! let e = opforge::set_num_threads(0).unwrap_err();
 //! assert_eq!(e.to_string(), "set_num_threads expects a positive integer");
+//! assert!(opforge::set_num_threads(usize::MAX).is_err());
+//! assert_eq!(opforge::get_num_threads(), 2);
 //! # Ok::<(), opforge::Error>(())
 //! ```
 
 use crate::error::Result;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex};
 
 /// PyTorch's `at::internal::GRAIN_SIZE`: below this many elements a kernel runs
 /// on one thread.
@@ -31,13 +39,52 @@ pub const GRAIN_SIZE: usize = 32_768;
 /// The chosen thread count; 0 until [`set_num_threads`] is called.
 static THREADS: AtomicUsize = AtomicUsize::new(0);
 
-/// The pool for the current thread count, built on first use.
-static POOL: RwLock<Option<(usize, Arc<rayon::ThreadPool>)>> = RwLock::new(None);
+/// The pool for the current thread count.
+static POOL: Pools = Pools::new();
+
+/// The most threads [`set_num_threads`] accepts: 1,024, or the number of cores
+/// this process may run on if that is more. Intra-op work never gains from
+/// more threads than cores; the bound keeps an absurd count (100,000, or
+/// `usize::MAX`) from spending seconds starting threads the system then
+/// refuses.
+pub fn max_num_threads() -> usize {
+    default_threads().max(1024)
+}
 
 /// Sets the number of threads intra-op parallel kernels use (PyTorch's
-/// `torch.set_num_threads`). Takes effect for the next call.
+/// `torch.set_num_threads`), and starts them: the count is in effect when this
+/// returns. A count of zero, one above [`max_num_threads`], or one the system
+/// cannot start threads for is an error, and the previous count stays.
+///
+/// ```
+/// let e = opforge::set_num_threads(100_000).unwrap_err();
+/// assert!(e.to_string().starts_with("set_num_threads(100000): at most "));
+/// ```
 pub fn set_num_threads(n: usize) -> Result<()> {
     crate::ensure!(n > 0, "set_num_threads expects a positive integer");
+    let max = max_num_threads();
+    crate::ensure!(
+        n <= max,
+        "set_num_threads({n}): at most {max} threads (opforge::parallel::max_num_threads: 1024, or the number of cores if more)"
+    );
+    let mut state = POOL.state.lock().unwrap_or_else(|e| e.into_inner());
+    if n > 1 {
+        match &*state {
+            Some((m, Some(_))) if *m == n => {}
+            _ => {
+                let pool = build_pool(n).map_err(|e| {
+                    crate::error::Error::Runtime(
+                        format!(
+                            "set_num_threads({n}): the system could not start {n} threads: {e}"
+                        )
+                        .into(),
+                    )
+                })?;
+                POOL.builds.fetch_add(1, Ordering::Relaxed);
+                *state = Some((n, Some(Arc::new(pool))));
+            }
+        }
+    }
     THREADS.store(n, Ordering::Relaxed);
     Ok(())
 }
@@ -68,30 +115,56 @@ fn in_parallel_region() -> bool {
     rayon::current_thread_index().is_some()
 }
 
-/// The pool for `n` threads (rebuilt when the count changed), or `None` if the
-/// system refuses to start threads: the work then runs inline, which gives the
-/// same results.
+/// The intra-op pool: built for one thread count at a time, by
+/// [`set_num_threads`] or, for the default count, on first use. A build the
+/// system refuses is remembered (`(n, None)`), so that the work runs inline
+/// (the same results) instead of every call trying again.
+struct Pools {
+    state: Mutex<Option<(usize, Option<Arc<rayon::ThreadPool>>)>>,
+    /// Pools built so far (for the tests).
+    builds: AtomicUsize,
+}
+
+impl Pools {
+    const fn new() -> Pools {
+        Pools {
+            state: Mutex::new(None),
+            builds: AtomicUsize::new(0),
+        }
+    }
+
+    /// The pool for `n` threads, built by `build` if there is none for `n`
+    /// yet and no build for `n` failed before; `None` if the build failed.
+    fn get(
+        &self,
+        n: usize,
+        build: impl FnOnce(usize) -> std::result::Result<rayon::ThreadPool, String>,
+    ) -> Option<Arc<rayon::ThreadPool>> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match &*state {
+            Some((m, pool)) if *m == n => pool.clone(),
+            _ => {
+                let pool = build(n).ok().map(Arc::new);
+                self.builds.fetch_add(1, Ordering::Relaxed);
+                *state = Some((n, pool.clone()));
+                pool
+            }
+        }
+    }
+}
+
+fn build_pool(n: usize) -> std::result::Result<rayon::ThreadPool, String> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .thread_name(|i| format!("opforge-intraop-{i}"))
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// The pool for `n` threads, or `None` if the system refused to start them:
+/// the work then runs inline, which gives the same results.
 fn pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
-    if let Some((m, p)) = &*POOL.read().unwrap_or_else(|e| e.into_inner()) {
-        if *m == n {
-            return Some(p.clone());
-        }
-    }
-    let mut slot = POOL.write().unwrap_or_else(|e| e.into_inner());
-    if let Some((m, p)) = &*slot {
-        if *m == n {
-            return Some(p.clone());
-        }
-    }
-    let p = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .thread_name(|i| format!("opforge-intraop-{i}"))
-            .build()
-            .ok()?,
-    );
-    *slot = Some((n, p.clone()));
-    Some(p)
+    POOL.get(n, build_pool)
 }
 
 /// How many tasks a range of `len` elements is cut into with `grain` elements
@@ -205,6 +278,20 @@ pub fn map_chunks<T: Send>(
 mod tests {
     use super::*;
     use std::sync::Mutex;
+
+    #[test]
+    fn a_failed_pool_build_is_not_retried() {
+        let pools = Pools::new();
+        let fail = |_: usize| Err("refused".to_string());
+        assert!(pools.get(3, fail).is_none());
+        assert!(pools.get(3, |_| panic!("built again")).is_none());
+        assert_eq!(pools.builds.load(Ordering::Relaxed), 1);
+        // Another count is tried once, and kept.
+        let p = pools.get(2, build_pool).expect("two threads");
+        assert_eq!(p.current_num_threads(), 2);
+        assert!(pools.get(2, |_| panic!("built again")).is_some());
+        assert_eq!(pools.builds.load(Ordering::Relaxed), 2);
+    }
 
     #[test]
     fn small_ranges_run_inline_once() {

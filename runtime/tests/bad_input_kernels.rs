@@ -241,6 +241,35 @@ fn view_geometry_that_overflows_is_an_error() {
     );
 }
 
+/// A thread count that cannot be honoured is refused at once, and the count
+/// stays as it was: `set_num_threads(100000)` used to be accepted, and then
+/// every parallel kernel tried to build a pool of 100,000 threads, failed, and
+/// tried again on the next call (17-19 s per 1M-element add or sum).
+#[test]
+fn absurd_thread_counts_are_refused_and_change_nothing() {
+    limit();
+    let before = opforge::get_num_threads();
+    let max = opforge::parallel::max_num_threads();
+    assert!(max >= 1024);
+    for n in [100_000, usize::MAX, max + 1] {
+        let e = opforge::set_num_threads(n).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("set_num_threads({n}): at most {max} threads (opforge::parallel::max_num_threads: 1024, or the number of cores if more)")
+        );
+        assert_eq!(opforge::get_num_threads(), before);
+    }
+    // Parallel kernels still run with the count in place, and give the same
+    // results as one thread.
+    let x = arange(1 << 20);
+    let sum = |t: &Tensor| ops::sum(t, None).unwrap().to_vec::<f32>().unwrap()[0];
+    let (added, total) = (x.add(&x).unwrap(), sum(&x));
+    assert_eq!(f32s(&added)[(1 << 20) - 1], 2.0 * ((1 << 20) - 1) as f32);
+    opforge::set_num_threads(1).unwrap();
+    assert_eq!(sum(&x), total);
+    opforge::set_num_threads(before).unwrap();
+}
+
 // ---- Memory overlap -------------------------------------------------------------
 
 /// `x[1:].add_(x[:-1])`: refused, and `x` is left as it was.
