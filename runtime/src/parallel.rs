@@ -286,6 +286,10 @@ mod tests {
         assert!(pools.get(3, fail).is_none());
         assert!(pools.get(3, |_| panic!("built again")).is_none());
         assert_eq!(pools.builds.load(Ordering::Relaxed), 1);
+        if cfg!(miri) {
+            // crossbeam-epoch, under rayon's workers, trips Stacked Borrows.
+            return;
+        }
         // Another count is tried once, and kept.
         let p = pools.get(2, build_pool).expect("two threads");
         assert_eq!(p.current_num_threads(), 2);
