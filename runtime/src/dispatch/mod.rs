@@ -674,6 +674,14 @@ impl Operator {
     /// errors wait to be reported: the caller then takes [`Operator::kernel`].
     #[inline(always)]
     pub fn unboxed_kernel<F: Copy + 'static>(&self, keys: KeySet) -> Option<F> {
+        self.unboxed_entry(keys)?.get::<F>()
+    }
+
+    /// [`Operator::unboxed_kernel`] untyped: the unboxed entry of the kernel a
+    /// call with key set `keys` runs, if it has one (and no registration
+    /// error waits to be reported).
+    #[inline(always)]
+    pub fn unboxed_entry(&self, keys: KeySet) -> Option<&'static Unboxed> {
         if PENDING.load(Ordering::Relaxed) {
             return None;
         }
@@ -683,7 +691,7 @@ impl Operator {
         // `&'static Unboxed` (`resolve`, the only writer besides `poison`'s
         // nulls); interned entries are never freed, so the pointer is valid for
         // any lifetime, and `Unboxed` is only read through `&`.
-        unsafe { p.as_ref() }?.get::<F>()
+        unsafe { p.as_ref() }
     }
 
     #[cold]

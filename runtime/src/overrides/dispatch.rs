@@ -218,9 +218,7 @@ impl<'a> DispatchCall<'a> {
         if let Values::Typed { args, arg_keys, .. } = &self.values {
             // A typed call reaching an unboxed kernel stays unboxed.
             let op = self.func.operator();
-            let (kernel, _) = op.kernel(with_backend(*arg_keys))?;
-            if let Some(entry) = kernel.unboxed_entry() {
-                drop(kernel);
+            if let Some(entry) = op.unboxed_entry(with_backend(*arg_keys)) {
                 if let Some(r) = (args.borrow_mut())(Some(entry), &mut Vec::new()) {
                     return r;
                 }
