@@ -368,15 +368,17 @@ pub struct Operator {
     defined_at: Option<String>,
     /// For an operator a crate's own schema file declares: where.
     declared_at: Option<String>,
-    /// Data an upper layer attaches to the operator once (the override
-    /// protocols' handle, `torch.ops.<ns>.<name>.<overload>`).
-    attached: OnceLock<Attached>,
+    /// Per-layer data, one slot per runtime key: each layer above the
+    /// dispatcher (a module and a dispatch key: the override protocols at
+    /// `Python`, autograd at `Autograd`, …) keeps what it needs per operator
+    /// in the slot of its own key, made once, typed by what it holds.
+    layers: [OnceLock<Attached>; RUNTIME_KEYS],
     /// A registration conflict involving this operator: every call returns it.
     poison: OnceLock<Error>,
 }
 
-/// Data attached to an operator, with its type: asking for it as its own type is
-/// one comparison (the protocols ask on every call a mode sees).
+/// A layer's data on an operator, with its type: asking for it as its own type
+/// is one comparison (the protocols ask on every call a mode sees).
 struct Attached {
     type_id: std::any::TypeId,
     data: &'static (dyn std::any::Any + Send + Sync),
@@ -421,27 +423,44 @@ impl Operator {
             active: AtomicU32::new(0),
             defined_at: None,
             declared_at: None,
-            attached: OnceLock::new(),
+            layers: std::array::from_fn(|_| OnceLock::new()),
             poison: OnceLock::new(),
         }
     }
 
-    /// The data an upper layer attached to this operator, made by `init` on
-    /// first use (the override protocols keep the operator's handle here).
-    /// `None` if data of another type was attached first.
+    /// The data of the layer at `key` for this operator, made by `init` on
+    /// first use (the override protocols keep the operator's handle at
+    /// `Python`). `None` if that layer's slot holds data of another type.
+    ///
+    /// ```
+    /// use opforge::dispatch::{dispatcher, DispatchKey};
+    /// static NOTE: &str = "autograd's";
+    /// let neg = dispatcher().find("aten::neg").unwrap();
+    /// let got = neg.layer_data_with(DispatchKey::Autograd, || &NOTE);
+    /// assert_eq!(got, Some(&NOTE));
+    /// assert_eq!(neg.layer_data::<&str>(DispatchKey::Autograd), Some(&NOTE));
+    /// assert!(neg.layer_data::<u32>(DispatchKey::Autograd).is_none()); // another type
+    /// assert!(neg.layer_data::<&str>(DispatchKey::ADInplaceOrView).is_none()); // another layer
+    /// ```
     #[inline]
-    pub fn attach_with<T: std::any::Any + Send + Sync>(
+    pub fn layer_data_with<T: std::any::Any + Send + Sync>(
         &self,
+        key: DispatchKey,
         init: impl FnOnce() -> &'static T,
     ) -> Option<&'static T> {
-        self.attached.get_or_init(|| Attached::new(init())).get()
+        self.layers[key.slot()]
+            .get_or_init(|| Attached::new(init()))
+            .get()
     }
 
-    /// The data attached with [`Operator::attach_with`], if any yet and if it
-    /// is a `T`.
+    /// The data of the layer at `key` ([`Operator::layer_data_with`]), if it
+    /// was made yet and is a `T`.
     #[inline]
-    pub fn attached<T: std::any::Any + Send + Sync>(&self) -> Option<&'static T> {
-        self.attached.get()?.get()
+    pub fn layer_data<T: std::any::Any + Send + Sync>(
+        &self,
+        key: DispatchKey,
+    ) -> Option<&'static T> {
+        self.layers[key.slot()].get()?.get()
     }
 
     /// The registration conflict that disabled this operator, if any.

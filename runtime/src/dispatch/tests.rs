@@ -246,21 +246,26 @@ fn the_unboxed_entry_comes_back_only_as_its_own_type() {
 }
 
 #[test]
-fn attached_data_comes_back_only_as_its_own_type() {
+fn layer_data_comes_back_only_as_its_own_type_and_layer() {
     let op = Operator::new(schema("attached"));
-    assert!(op.attached::<u32>().is_none());
+    let key = DispatchKey::Autograd;
+    assert!(op.layer_data::<u32>(key).is_none());
     static DATA: u32 = 7;
-    let got = op.attach_with(|| &DATA).expect("first attachment");
+    let got = op.layer_data_with(key, || &DATA).expect("first attachment");
     assert!(std::ptr::eq(got, &DATA));
     // Asked for as another type (same size, or not): nothing, never a cast.
-    assert!(op.attached::<i32>().is_none());
-    assert!(op.attached::<String>().is_none());
+    assert!(op.layer_data::<i32>(key).is_none());
+    assert!(op.layer_data::<String>(key).is_none());
     static OTHER: i32 = 8;
     assert!(
-        op.attach_with(|| &OTHER).is_none(),
+        op.layer_data_with(key, || &OTHER).is_none(),
         "another type cannot replace it"
     );
-    assert_eq!(op.attached::<u32>(), Some(&7));
+    assert_eq!(op.layer_data::<u32>(key), Some(&7));
+    // Each layer has its own slot.
+    assert!(op.layer_data::<u32>(DispatchKey::Python).is_none());
+    assert_eq!(op.layer_data_with(DispatchKey::Python, || &OTHER), Some(&8));
+    assert_eq!(op.layer_data::<u32>(key), Some(&7));
 }
 
 /// The interleaving that lost calls, replayed deterministically: a call reads

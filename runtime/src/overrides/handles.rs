@@ -84,9 +84,9 @@ impl OpOverload {
     /// The handle of a dispatcher operator (made once per operator).
     #[inline]
     pub fn of(op: &'static Operator) -> &'static OpOverload {
-        // Only this function attaches data to operators; another type attached
-        // first cannot happen, and would only cost a second handle.
-        op.attach_with(|| Self::make(op))
+        // The protocols' layer slot (`Python`) holds handles only; another
+        // type there cannot happen, and would only cost a second handle.
+        op.layer_data_with(DispatchKey::Python, || Self::make(op))
             .unwrap_or_else(|| Self::make(op))
     }
 
@@ -109,7 +109,7 @@ impl OpOverload {
 
     /// The handle attached to `op`, if one was made.
     pub(crate) fn attached_to(op: &Operator) -> Option<&'static OpOverload> {
-        op.attached::<OpOverload>()
+        op.layer_data::<OpOverload>(DispatchKey::Python)
     }
 
     /// `torch.ops.<ns>.<base>.<overload>` (`default` for the unnamed overload).
