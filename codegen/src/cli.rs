@@ -184,7 +184,7 @@ fn show(file: &Path, name: &str) -> Result<String, String> {
             .iter()
             .flat_map(|o| [o.entry.name(), o.entry.func.name.name.to_string()])
             .collect();
-        let near = validate::nearest(name, names.iter().map(String::as_str))
+        let near = opforge_schema::diag::nearest(name, names.iter().map(String::as_str))
             .map(|n| format!(" (did you mean `{n}`?)"))
             .unwrap_or_default();
         return Err(format!("no operator `{name}` in {}{near}", file.display()));

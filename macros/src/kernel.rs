@@ -388,7 +388,7 @@ fn check(p: &Payload, entry: &Entry, mut errors: Errors) -> Result<TokenStream, 
 pub(crate) fn check_key(key: &syn::Ident, errors: &mut Errors) {
     let name = key.to_string();
     if !KEYS.contains(&name.as_str()) {
-        let near = opforge_schema::validate::nearest(&name, KEYS.iter().copied())
+        let near = opforge_schema::diag::nearest(&name, KEYS.iter().copied())
             .map(|n| format!("; did you mean `{n}`?"))
             .unwrap_or_default();
         errors.at(

@@ -209,7 +209,7 @@ fn rows(ts: &TokenStream) -> syn::Result<Vec<(String, String)>> {
 
 /// The nearest of `names` to `name` (edit distance), if close enough.
 pub(crate) fn nearest<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    opforge_schema::validate::nearest(name, names)
+    opforge_schema::diag::nearest(name, names)
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! Run-time registry: any schema file (e.g. PyTorch's 2,590-entry
-//! `native_functions.yaml`) loaded with the same `opforge-codegen` loader the build
-//! uses, into kernel-less operators.
+//! `native_functions.yaml`) loaded with the loader and validator the build uses
+//! (`opforge_schema::load`, `opforge_schema::validate`), into kernel-less
+//! operators.
 //!
-//! The model → [`OpSchema`] conversion lives here, in one place
-//! ([`op_schema`]); a test checks that converting the workspace's own YAML gives
-//! exactly the generated [`crate::OPS`]. Converted schemas are leaked: operators live
-//! for the whole program, as in PyTorch.
+//! The model → [`OpSchema`] conversion is the schema crate's, in one place
+//! ([`op_schema`], shared with the generator); a test checks that converting the
+//! workspace's own YAML gives exactly the generated [`crate::OPS`]. Converted
+//! schemas are leaked: operators live for the whole program, as in PyTorch.
 //!
 //! Overload packets (`aten::add` → `add.Tensor`, `add.Scalar`, …) are in YAML order
 //! unless [`Registry::with_overload_order`] reads the registration order PyTorch

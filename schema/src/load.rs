@@ -11,10 +11,11 @@
 //! be recovered for sure falls back to the entry's line (and no column) rather than
 //! being guessed.
 
+use crate::diag::nearest;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::model::*;
 use crate::schema::parse_schema;
-use crate::validate::nearest;
+use crate::yaml::{char_col, first_content_line, parse_key, KeyLine};
 use serde_yaml::Value;
 
 /// Every entry key this loader understands.
@@ -184,108 +185,6 @@ pub fn load_tags_str(file: &str, src: &str) -> Result<Vec<String>, Diagnostics> 
     }
 }
 
-/// The hint for a misindented line.
-const INDENT_HELP: &str = "check the indentation: an entry's keys line up under `func:` (two spaces in), and dispatch rows are indented under `dispatch:`";
-
-/// A YAML syntax error at YAML's own line and column, with a hint for the usual
-/// mistakes.
-pub(crate) fn yaml_error(file: &str, src: &str, e: &serde_yaml::Error) -> Diagnostic {
-    let mut msg = e.to_string();
-    let (mut line, mut col) = match e.location() {
-        Some(l) => {
-            // The position is printed in front already; keep only the context's.
-            let at = format!(" at line {} column {}", l.line(), l.column());
-            if let Some(i) = msg.find(&at) {
-                msg.replace_range(i..i + at.len(), "");
-            }
-            (l.line(), Some(l.column()))
-        }
-        None => (0, None),
-    };
-    let lines: Vec<&str> = src.lines().collect();
-    let text = |l: usize| {
-        l.checked_sub(1)
-            .and_then(|i| lines.get(i))
-            .copied()
-            .unwrap_or("")
-    };
-    let indent = |t: &str| t.len() - t.trim_start_matches(' ').len();
-    let help = if text(line).contains('\t') && msg.contains("tab") {
-        "YAML does not allow tabs for indentation; indent with spaces"
-    } else if msg.contains("while scanning a quoted scalar") {
-        "a quoted value must end with the same quote; check for a missing closing quote"
-    } else if msg.contains("did not find expected ',' or ']'")
-        || msg.contains("did not find expected ',' or '}'")
-    {
-        "a `[` list or `{` mapping must be closed; check for a missing `]` or `}`"
-    } else if msg.contains("mapping values are not allowed") {
-        // An unquoted `: ` inside a value, or a misindented key?
-        let t = text(line);
-        let in_value =
-            parse_key(t).is_some_and(|k| col.is_some_and(|c| c > char_col(t, k.value_at - 1)));
-        if in_value {
-            "a value that contains `: ` or ends with `:` must be quoted"
-        } else {
-            INDENT_HELP
-        }
-    } else if msg.contains("did not find expected key")
-        || msg.contains("did not find expected '-'")
-        || msg.contains("block sequence entries are not allowed")
-    {
-        INDENT_HELP
-    } else if let Some(key) = msg
-        .split_once("duplicate entry with key \"")
-        .and_then(|(_, k)| k.strip_suffix('"'))
-    {
-        // serde_yaml points at the start of the mapping; point at the second key.
-        let key = key.to_string();
-        let map_at = col.map_or(0, |c| c - 1);
-        let mut found = Vec::new();
-        for l in line..=lines.len() {
-            let t = text(l);
-            if l > line
-                && !t.trim().is_empty()
-                && !t.trim_start().starts_with('#')
-                && indent(t) < map_at
-            {
-                break;
-            }
-            if let Some(k) = parse_key(t).filter(|k| k.at == map_at && k.key == key) {
-                found.push((l, char_col(t, k.at)));
-            }
-        }
-        msg = format!("duplicate key `{key}`");
-        if let [(first, _), (dup, dup_col), ..] = found[..] {
-            msg.push_str(&format!(" (first at line {first})"));
-            line = dup;
-            col = Some(dup_col);
-        }
-        "each key may appear only once per entry, and each dispatch key once per table"
-    } else if msg.contains("more than one document") {
-        let start = first_content_line(src);
-        let marker = |l: usize| text(l).starts_with("---") || text(l).starts_with("...");
-        if let Some(l) = (start + 1..=lines.len()).find(|&l| marker(l)) {
-            line = l;
-        }
-        "a schema file is one YAML document; remove the `---` or `...` line"
-    } else {
-        ""
-    };
-    let mut d = Diagnostic::new(file, line, format!("malformed YAML: {msg}")).maybe_column(col);
-    d.help = (!help.is_empty()).then(|| help.to_string());
-    d
-}
-
-/// The first line that holds something other than blanks, comments or `---`.
-fn first_content_line(src: &str) -> usize {
-    src.lines()
-        .position(|l| {
-            let t = l.trim();
-            !t.is_empty() && !t.starts_with('#') && t != "---"
-        })
-        .map_or(1, |i| i + 1)
-}
-
 /// How a YAML value is described in a diagnostic: scalars are shown, collections
 /// are named.
 fn describe(v: &Value) -> String {
@@ -316,53 +215,6 @@ pub struct SourceMap {
     entries: Vec<usize>,
 }
 
-/// A `key: value` line, as found by [`parse_key`].
-struct KeyLine<'a> {
-    /// Byte offset of the key (after indentation and a leading `- `).
-    at: usize,
-    /// The key, without quotes.
-    key: &'a str,
-    /// Byte offset just after the `:`.
-    value_at: usize,
-}
-
-/// Splits `  [- ]key: value` into its key and where the value starts.
-fn parse_key(line: &str) -> Option<KeyLine<'_>> {
-    let b = line.as_bytes();
-    let skip = |mut i: usize| {
-        while i < b.len() && b[i] == b' ' {
-            i += 1;
-        }
-        i
-    };
-    let mut i = skip(0);
-    if i < b.len() && b[i] == b'-' && (i + 1 == b.len() || b[i + 1] == b' ') {
-        i = skip(i + 1);
-    }
-    if i >= b.len() || b[i] == b'#' {
-        return None;
-    }
-    let (key, after) = if b[i] == b'"' || b[i] == b'\'' {
-        let close = i + 1 + line[i + 1..].find(b[i] as char)?;
-        (&line[i + 1..close], skip(close + 1))
-    } else {
-        let mut j = i;
-        let colon = loop {
-            let c = j + line[j..].find(':')?;
-            if c + 1 == b.len() || b[c + 1] == b' ' {
-                break c;
-            }
-            j = c + 1;
-        };
-        (line[i..colon].trim_end(), colon)
-    };
-    (after < b.len() && b[after] == b':').then_some(KeyLine {
-        at: i,
-        key,
-        value_at: after + 1,
-    })
-}
-
 fn is_word(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
@@ -385,11 +237,6 @@ fn find_token(s: &str, from: usize, token: &str) -> Option<usize> {
         start = at + token.len().max(1);
     }
     None
-}
-
-/// 1-based character column of byte offset `at` in `line`.
-fn char_col(line: &str, at: usize) -> usize {
-    line.get(..at).map_or(at, |p| p.chars().count()) + 1
 }
 
 impl SourceMap {

@@ -5,7 +5,7 @@
 //! The rules are torchgen's (spec `schema.md` §4–§7); where torchgen's wording is
 //! known it is kept, so messages can be searched for in PyTorch's sources.
 
-use crate::diag::{abbrev, Diagnostic, Diagnostics};
+use crate::diag::{abbrev, nearest, Diagnostic, Diagnostics};
 use crate::load::{SchemaFile, SourceMap};
 use crate::model::*;
 use crate::names::{arg_ident, is_rust_keyword, op_ident, unusable};
@@ -957,42 +957,4 @@ fn enum_names(b: BaseType) -> Vec<&'static str> {
         BaseType::Int => REDUCTION_NAMES.to_vec(),
         _ => Vec::new(),
     }
-}
-
-/// The candidate closest to `s`, if it is close enough to be a typo: the same
-/// word in another case, or one within an edit distance (ignoring case) of a
-/// third of its length (at least 1). Ties go to the alphabetically first.
-pub fn nearest<'a>(s: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = (s.chars().count() / 3).max(1);
-    let lower = s.to_lowercase();
-    candidates
-        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
-        .filter(|(d, _)| *d <= limit)
-        .min()
-        .map(|(_, c)| c)
-}
-
-/// Edit distance over characters, counting an insertion, a deletion, a
-/// substitution or a swap of two neighbouring characters as one edit (optimal
-/// string alignment), so that `Tnesor` is one edit from `Tensor`.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    // Rows i-2, i-1 and i of the distance table.
-    let mut prev2: Vec<usize> = vec![0; b.len() + 1];
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut cur = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let mut d = (prev[j - 1] + usize::from(a[i - 1] != b[j - 1]))
-                .min(prev[j] + 1)
-                .min(cur[j - 1] + 1);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                d = d.min(prev2[j - 2] + 1);
-            }
-            cur[j] = d;
-        }
-        prev2 = std::mem::replace(&mut prev, cur);
-    }
-    prev[b.len()]
 }

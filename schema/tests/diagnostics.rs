@@ -1119,7 +1119,7 @@ fn adversarial_input_never_panics() {
 
 #[test]
 fn suggestions_are_near_or_absent() {
-    use validate::nearest;
+    use opforge_schema::diag::nearest;
     let keys = ["CPU", "CUDA", "Meta", "MPS", "XPU"];
     assert_eq!(nearest("CPUU", keys.into_iter()), Some("CPU"));
     assert_eq!(nearest("cuda", keys.into_iter()), Some("CUDA"));
@@ -1130,7 +1130,7 @@ fn suggestions_are_near_or_absent() {
         nearest("Tnesor", ["Tensor", "str"].into_iter()),
         Some("Tensor")
     );
-    assert_eq!(validate::edit_distance("ab", "ba"), 1);
-    assert_eq!(validate::edit_distance("kitten", "sitting"), 3);
-    assert_eq!(validate::edit_distance("", "abc"), 3);
+    assert_eq!(opforge_schema::diag::edit_distance("ab", "ba"), 1);
+    assert_eq!(opforge_schema::diag::edit_distance("kitten", "sitting"), 3);
+    assert_eq!(opforge_schema::diag::edit_distance("", "abc"), 3);
 }

@@ -206,6 +206,145 @@ fn every_runtime_module_imports_only_from_the_layers_below_it() {
     );
 }
 
+/// The sibling files a file of a module refers to: `super::b::…` (and groups
+/// of them) and `crate::<module>::b::…`, where `b` is another file of the same
+/// directory; `module` is `None` at a crate root (where `crate::b` is a sibling).
+fn sibling_refs(src: &str, module: Option<&str>, siblings: &[String]) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in src.lines().enumerate() {
+        let line = line.split("//").next().unwrap_or("");
+        for prefix in ["super::", "crate::"] {
+            let mut rest = line;
+            while let Some(i) = rest.find(prefix) {
+                let before = &rest[..i];
+                let after = &rest[i + prefix.len()..];
+                rest = after;
+                if before.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':')
+                    || after.starts_with("super::")
+                {
+                    continue;
+                }
+                for (a, b) in heads(after) {
+                    let name = match (prefix, module) {
+                        ("super::", Some(_)) => Some(a),
+                        ("crate::", Some(m)) if a == m => b,
+                        ("crate::", None) => Some(a),
+                        _ => None,
+                    };
+                    if let Some(name) = name.filter(|n| siblings.contains(n)) {
+                        out.push((n + 1, name));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The first cycle in `edges` (file → files it refers to), as a path.
+fn cycle(edges: &HashMap<String, Vec<String>>) -> Option<Vec<String>> {
+    fn visit(
+        f: &str,
+        edges: &HashMap<String, Vec<String>>,
+        state: &mut HashMap<String, u8>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        match state.get(f) {
+            Some(2) => return None,
+            Some(1) => {
+                let at = path.iter().position(|p| p == f).unwrap_or(0);
+                let mut c = path[at..].to_vec();
+                c.push(f.to_string());
+                return Some(c);
+            }
+            _ => {}
+        }
+        state.insert(f.to_string(), 1);
+        path.push(f.to_string());
+        for g in edges.get(f).into_iter().flatten() {
+            if let Some(c) = visit(g, edges, state, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        state.insert(f.to_string(), 2);
+        None
+    }
+    let mut state = HashMap::new();
+    let mut names: Vec<&String> = edges.keys().collect();
+    names.sort();
+    for f in names {
+        if let Some(c) = visit(f, edges, &mut state, &mut Vec::new()) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// Within a module (a directory of the runtime, or the schema crate's root),
+/// the files never refer to each other in a circle: each helper lives in the
+/// file below the ones that use it. (`mod.rs` / `lib.rs` declare the files and
+/// are left out.)
+#[test]
+fn no_module_has_files_that_refer_to_each_other_in_a_circle() {
+    let mut dirs: Vec<(PathBuf, Option<String>)> = vec![(root().join("schema/src"), None)];
+    for e in std::fs::read_dir(root().join("runtime/src")).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            dirs.push((p, Some(name)));
+        }
+    }
+    let mut problems = Vec::new();
+    for (dir, module) in dirs {
+        let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+            .filter(|p| !p.ends_with("mod.rs") && !p.ends_with("lib.rs") && !p.ends_with("main.rs"))
+            .collect();
+        let names: Vec<String> = files
+            .iter()
+            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        let mut edges: HashMap<String, Vec<String>> = HashMap::new();
+        for (f, name) in files.iter().zip(&names) {
+            let refs = sibling_refs(&opforge_tests::read(f), module.as_deref(), &names);
+            let e = edges.entry(name.clone()).or_default();
+            e.extend(refs.into_iter().map(|(_, n)| n).filter(|n| n != name));
+        }
+        if let Some(c) = cycle(&edges) {
+            problems.push(format!(
+                "{}: {}",
+                dir.strip_prefix(root()).unwrap_or(&dir).display(),
+                c.join(" → ")
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "files of one module that refer to each other in a circle (move the shared helper below them):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_reader_sees_siblings_and_circles() {
+    let siblings = ["a".to_string(), "b".to_string()];
+    let src = "use super::{a::X, c::Y};\nlet z = crate::m::b::f(); // super::b\nuse crate::b;";
+    assert_eq!(
+        sibling_refs(src, Some("m"), &siblings),
+        [(1, "a".to_string()), (2, "b".to_string())]
+    );
+    assert_eq!(sibling_refs(src, None, &siblings), [(3, "b".to_string())]);
+    let mut edges = HashMap::new();
+    edges.insert("a".to_string(), vec!["b".to_string()]);
+    edges.insert("b".to_string(), vec!["c".to_string()]);
+    assert_eq!(cycle(&edges), None);
+    edges.insert("c".to_string(), vec!["a".to_string()]);
+    assert_eq!(cycle(&edges).map(|c| c.len()), Some(4));
+}
+
 #[test]
 fn the_reader_sees_paths_and_groups() {
     let src = "use crate::{tensor::Tensor, value::{Value, ToValue}};\nlet x = crate::dispatch::dispatcher(); // crate::ignored\n#[cfg(test)]\n#[allow(dead_code)]\nmod tests { use crate::late; }";

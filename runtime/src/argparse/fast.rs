@@ -9,9 +9,9 @@
 //! would raise or would do something the plan does not cover; callers then take
 //! the slow path, which produces PyTorch's error word for word.
 
-use super::parse::{self, ABSENT, KW};
+use super::parse::{self, tag, ABSENT, KW};
 use super::signature::{FunctionSignature, ParamDefault, ParamKind};
-use super::{is_factory, is_wrapped_number};
+use super::{is_factory, is_wrapped_number, ParamTarget};
 use crate::bind::{coerce, default_value};
 use crate::schema::{OpSchema, Ty};
 use crate::value::Value;
@@ -93,23 +93,19 @@ impl BindPlan {
             return None;
         }
         let index_of = |name: &str| schema.args.iter().position(|a| a.name == name);
-        let factory = is_factory(sig);
         let params = sig
             .params
             .iter()
             .map(|p| {
-                if p.name == "requires_grad" {
-                    return ParamPlan::Skip;
-                }
-                if p.name == "out" {
-                    return ParamPlan::Out;
-                }
-                let target = index_of(&p.name)
-                    .or_else(|| (p.name == "input").then(|| index_of("self")).flatten());
-                let Some(t) = target else {
-                    return ParamPlan::Skip;
+                let (t, factory_device) = match ParamTarget::of(sig, p, schema, method) {
+                    ParamTarget::Skip => return ParamPlan::Skip,
+                    ParamTarget::Out => return ParamPlan::Out,
+                    ParamTarget::Arg {
+                        index,
+                        factory_device,
+                    } => (index, factory_device),
                 };
-                let value = if p.name == "device" && factory && !method {
+                let value = if factory_device {
                     Some(Value::Device(crate::Device::Cpu))
                 } else {
                     match p.default {
@@ -186,7 +182,7 @@ impl BindPlan {
             .map(|i| &sig.params[i])
             .filter(|p| p.kind == ParamKind::TensorList)
             .map_or(0, |p| p.size);
-        let factory_dtype = if has_out && factory {
+        let factory_dtype = if has_out && is_factory(sig) {
             sig.params.iter().position(|p| p.name == "dtype")
         } else {
             None
@@ -557,35 +553,6 @@ fn fill_cloning<K>(
         }
     }
     true
-}
-
-/// One bit per [`Value`] variant.
-#[inline]
-pub(crate) fn tag(v: &Value) -> u32 {
-    1 << match v {
-        Value::None => 0,
-        Value::Bool(_) => 1,
-        Value::Int(_) => 2,
-        Value::Float(_) => 3,
-        Value::Str(_) => 4,
-        Value::Tensor(_) => 5,
-        Value::IntList(_) => 6,
-        Value::FloatList(_) => 7,
-        Value::BoolList(_) => 8,
-        Value::ScalarList(_) => 9,
-        Value::TensorList(_) => 10,
-        Value::OptTensorList(_) => 11,
-        Value::List(_) => 12,
-        Value::DType(_) => 13,
-        Value::Device(_) => 14,
-        Value::Layout(_) => 15,
-        Value::MemoryFormat(_) => 16,
-        Value::ScalarTypeCode(_) => 17,
-        Value::Generator(_) => 18,
-        Value::Storage(_) => 19,
-        Value::Stream(_) => 20,
-        Value::QScheme(_) => 21,
-    }
 }
 
 const T_NONE: u32 = 1 << 0;

@@ -304,7 +304,7 @@ fn shape_key<K>(args: &[Value], kwargs: &[(K, Value)]) -> Option<u64> {
     }
     let mut key = (args.len() as u64) << 4 | kwargs.len() as u64;
     for v in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
-        let t = fast::tag(v);
+        let t = parse::tag(v);
         if t & LIST_TAGS != 0 {
             return None;
         }
@@ -845,25 +845,24 @@ pub fn bind_parsed<'s>(
         }
     } else {
         for (i, p) in sig.params.iter().enumerate() {
-            if p.name == "requires_grad" {
-                continue;
-            }
-            if p.name == "out" {
-                if has_out {
-                    fold_out(schema, &mut slots, parsed.values[i].clone());
+            match ParamTarget::of(sig, p, schema, binding.method) {
+                ParamTarget::Skip => {}
+                ParamTarget::Out => {
+                    if has_out {
+                        fold_out(schema, &mut slots, parsed.values[i].clone());
+                    }
                 }
-                continue;
-            }
-            let target = index_of(&p.name)
-                .or_else(|| (p.name == "input").then(|| index_of("self")).flatten());
-            let Some(t) = target else { continue };
-            if p.name == "device" && !parsed.given[i] && is_factory(sig) && !binding.method {
-                // Factories take the global default device when none is given.
-                slots[t] = Some(Value::Device(crate::Device::Cpu));
-                continue;
-            }
-            if let Some(v) = param_value(sig, parsed, i, &schema.args[t].ty) {
-                slots[t] = Some(v);
+                ParamTarget::Arg {
+                    index,
+                    factory_device: true,
+                } if !parsed.given[i] => {
+                    slots[index] = Some(Value::Device(crate::Device::Cpu));
+                }
+                ParamTarget::Arg { index, .. } => {
+                    if let Some(v) = param_value(sig, parsed, i, &schema.args[index].ty) {
+                        slots[index] = Some(v);
+                    }
+                }
             }
         }
     }
@@ -904,6 +903,48 @@ pub fn bind_parsed<'s>(
 
 /// A factory signature: PyTorch appended the TensorOptions parameters (the
 /// `requires_grad` one marks them) and it is not a `*_like` / `new_*` function.
+/// Where a signature parameter's value goes in the schema: the one mapping
+/// rule of [`bind_parsed`] and of the fast path's plan ([`fast::BindPlan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ParamTarget {
+    /// Nowhere (`requires_grad`, or a parameter the schema has no argument for).
+    Skip,
+    /// The schema's out arguments (`out=`, folded into them).
+    Out,
+    /// The schema argument at this index (same name, or `input` → `self`);
+    /// with `factory_device`, an absent value is the global default device.
+    Arg { index: usize, factory_device: bool },
+}
+
+impl ParamTarget {
+    /// The target of parameter `p` of `sig` in `schema` (`method`: the binding
+    /// is a `Tensor` method).
+    pub(crate) fn of(
+        sig: &FunctionSignature,
+        p: &FunctionParameter,
+        schema: &OpSchema,
+        method: bool,
+    ) -> ParamTarget {
+        if p.name == "requires_grad" {
+            return ParamTarget::Skip;
+        }
+        if p.name == "out" {
+            return ParamTarget::Out;
+        }
+        let index_of = |name: &str| schema.args.iter().position(|a| a.name == name);
+        let target =
+            index_of(&p.name).or_else(|| (p.name == "input").then(|| index_of("self")).flatten());
+        match target {
+            None => ParamTarget::Skip,
+            Some(index) => ParamTarget::Arg {
+                index,
+                // Factories take the global default device when none is given.
+                factory_device: p.name == "device" && is_factory(sig) && !method,
+            },
+        }
+    }
+}
+
 fn is_factory(sig: &FunctionSignature) -> bool {
     sig.params.iter().any(|p| p.name == "requires_grad")
         && !sig.name.ends_with("_like")

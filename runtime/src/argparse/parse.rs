@@ -464,7 +464,7 @@ pub(crate) enum FastMatch {
 /// comes from instead of cloning it: `src[i]` is a positional index, `KW | j`
 /// for `kwargs[j]`, or [`ABSENT`]. Decides exactly as [`match_signature`] does,
 /// or answers [`FastMatch::Slow`]. `accepted[i]` / `rejected[i]`: the values (by
-/// [`super::fast::tag`]) parameter `i`'s check accepts / rejects whatever their
+/// [`tag`]) parameter `i`'s check accepts / rejects whatever their
 /// contents; `determined` is cleared when the outcome depended on more than the
 /// kinds of the values (a contents check ran).
 pub(crate) fn fast_match<K: AsRef<str>>(
@@ -528,10 +528,10 @@ pub(crate) fn fast_match<K: AsRef<str>>(
             Some((_, Value::None)) if p.allow_none => src[i] = ABSENT,
             None => return FastMatch::No,
             // Accepted by the check whatever the value's contents.
-            Some((s, v)) if accepted[i] & super::fast::tag(v) != 0 => src[i] = s,
+            Some((s, v)) if accepted[i] & tag(v) != 0 => src[i] = s,
             Some((s, v)) => {
                 let mut failed = None;
-                let checked = if rejected[i] & super::fast::tag(v) != 0 {
+                let checked = if rejected[i] & tag(v) != 0 {
                     // Rejected by the check whatever the value's contents.
                     Ok(false)
                 } else {
@@ -558,4 +558,33 @@ pub(crate) fn fast_match<K: AsRef<str>>(
         return FastMatch::No;
     }
     FastMatch::Yes
+}
+
+/// One bit per [`Value`] variant.
+#[inline]
+pub(crate) fn tag(v: &Value) -> u32 {
+    1 << match v {
+        Value::None => 0,
+        Value::Bool(_) => 1,
+        Value::Int(_) => 2,
+        Value::Float(_) => 3,
+        Value::Str(_) => 4,
+        Value::Tensor(_) => 5,
+        Value::IntList(_) => 6,
+        Value::FloatList(_) => 7,
+        Value::BoolList(_) => 8,
+        Value::ScalarList(_) => 9,
+        Value::TensorList(_) => 10,
+        Value::OptTensorList(_) => 11,
+        Value::List(_) => 12,
+        Value::DType(_) => 13,
+        Value::Device(_) => 14,
+        Value::Layout(_) => 15,
+        Value::MemoryFormat(_) => 16,
+        Value::ScalarTypeCode(_) => 17,
+        Value::Generator(_) => 18,
+        Value::Storage(_) => 19,
+        Value::Stream(_) => 20,
+        Value::QScheme(_) => 21,
+    }
 }

@@ -45,7 +45,7 @@ use crate::error::Result;
 use crate::parallel::{parallel_for, GRAIN_SIZE};
 use crate::tensor::{
     cast, is_contiguous_strides, is_dense_in_order, Buffer, DType, Element, Geometry, IntoBuffer,
-    Scalar, Storage,
+    Scalar, Storage, StorageLocks,
 };
 use smallvec::SmallVec;
 use std::mem::MaybeUninit;
@@ -626,30 +626,6 @@ fn extents_disjoint(shape: &[usize], a: &Place, b: &Place) -> bool {
     end(a) < b.offset || end(b) < a.offset
 }
 
-/// Read locks on each distinct storage of `storages`, taken in address order.
-pub(crate) fn read_locks<'a>(
-    storages: &[&'a Storage],
-) -> SmallVec<[(&'a Storage, std::sync::RwLockReadGuard<'a, Buffer>); 3]> {
-    match storages {
-        [a] => return smallvec::smallvec![(*a, a.read())],
-        [a, b] if a.ptr_eq(b) => return smallvec::smallvec![(*a, a.read())],
-        [a, b] => {
-            let (x, y) = if a.lock_order() < b.lock_order() {
-                (*a, *b)
-            } else {
-                (*b, *a)
-            };
-            let gx = x.read();
-            return smallvec::smallvec![(x, gx), (y, y.read())];
-        }
-        _ => {}
-    }
-    let mut order: SmallVec<[&'a Storage; 3]> = storages.iter().copied().collect();
-    order.sort_by_key(|s| s.lock_order());
-    order.dedup_by(|a, b| a.ptr_eq(b));
-    order.into_iter().map(|s| (s, s.read())).collect()
-}
-
 /// A base pointer and element count of one locked storage.
 #[derive(Clone, Copy, Debug)]
 struct Raw {
@@ -690,44 +666,23 @@ unsafe impl Sync for Raw {}
 
 /// The storages' guards, held for the loop, and each operand's base pointer.
 struct Locks<'a> {
-    _write: Option<std::sync::RwLockWriteGuard<'a, Buffer>>,
-    _reads: SmallVec<[std::sync::RwLockReadGuard<'a, Buffer>; 3]>,
+    _guards: StorageLocks<'a>,
     raw: SmallVec<[Raw; 4]>,
 }
 
 impl<'a> Locks<'a> {
-    /// Locks every distinct storage once, in address order, and checks that
-    /// each operand's storage holds its dtype and every element the operand
-    /// reaches over `shape`.
+    /// Locks every distinct storage once, in address order (the output's for
+    /// writing), and checks that each operand's storage holds its dtype and
+    /// every element the operand reaches over `shape`.
     fn acquire(shape: &[usize], places: &'a [Place]) -> Result<Locks<'a>> {
-        let mut order: SmallVec<[(usize, &'a Storage); 4]> = places
+        let inputs: SmallVec<[&'a Storage; 4]> = places[1..]
             .iter()
             .filter_map(|p| p.storage.as_ref())
-            .map(|s| (s.lock_order(), s))
             .collect();
-        order.sort_by_key(|&(a, _)| a);
-        let out_storage = places[0].storage.as_ref();
-        let mut write = None;
-        let mut reads = SmallVec::new();
-        // (storage address, pointer, length, element dtype) per locked storage.
-        let mut locked: SmallVec<[(usize, Raw, Option<DType>); 4]> = SmallVec::new();
-        for &(addr, storage) in &order {
-            if locked.iter().any(|&(a, ..)| a == addr) {
-                continue;
-            }
-            let (r, dtype) = if out_storage.is_some_and(|o| o.ptr_eq(storage)) {
-                let mut g = storage.write();
-                let r = buffer_raw_mut(&mut g);
-                write = Some(g);
-                r
-            } else {
-                let g = storage.read();
-                let r = buffer_raw(&g);
-                reads.push(g);
-                r
-            };
-            locked.push((addr, r, dtype));
-        }
+        let mut guards = StorageLocks::new(&inputs, places[0].storage.as_ref());
+        let written = guards.written();
+        let (write, reads) = guards.parts();
+        let written_raw = write.map(buffer_raw_mut);
         let mut raw = SmallVec::new();
         for p in places {
             let Some(storage) = &p.storage else {
@@ -737,8 +692,12 @@ impl<'a> Locks<'a> {
                 });
                 continue;
             };
-            let addr = storage.lock_order();
-            let Some(&(_, r, dtype)) = locked.iter().find(|&&(a, ..)| a == addr) else {
+            let locked = if written.is_some_and(|w| w.ptr_eq(storage)) {
+                written_raw
+            } else {
+                reads.get(storage).map(buffer_raw)
+            };
+            let Some((r, dtype)) = locked else {
                 crate::bail!("internal error: an operand's storage was not locked");
             };
             crate::ensure!(
@@ -761,8 +720,7 @@ impl<'a> Locks<'a> {
             raw.push(r);
         }
         Ok(Locks {
-            _write: write,
-            _reads: reads,
+            _guards: guards,
             raw,
         })
     }

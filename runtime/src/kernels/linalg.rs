@@ -8,8 +8,7 @@
 //! tensor, or `out` when it shares no storage with an input and its elements
 //! are distinct. Otherwise (an `out` aliasing an input) the product goes into a
 //! new buffer first, then into `out`. Locks: one read lock per distinct input
-//! storage and the write lock of `out`'s, taken in one global order
-//! ([`Storage::lock_order`]) so that two calls never wait on each other.
+//! storage and the write lock of `out`'s ([`crate::tensor::StorageLocks`]).
 
 use super::gemm::{self, Dims, Gemm, Layout};
 use super::promote::broadcast_shapes;
@@ -17,7 +16,7 @@ use super::{check_out_dtype, dispatch_error, fill_elements, ops, resize_output, 
 use crate::error::{Error, Result};
 use crate::tensor::{
     alloc as memory, internal_overlap_error, is_expanded, Buffer, DType, Device, Geometry,
-    IntoBuffer, Storage, Tensor,
+    IntoBuffer, Storage, StorageLocks, Tensor,
 };
 use crate::with_dtype;
 use ndarray::{ArrayViewD, IxDyn};
@@ -303,13 +302,11 @@ fn out_data<T: IntoBuffer>(b: &mut Buffer) -> Result<&mut [T]> {
 fn product_new<T: Gemm>(d: Dims, a: (&Geometry, Layout), b: (&Geometry, Layout)) -> Result<Vec<T>> {
     let len = d.batch * d.m * d.n;
     let mut c = memory::try_filled(len, T::zero())?;
-    let ra = a.0.storage.read();
-    let rb = (!b.0.storage.ptr_eq(&a.0.storage)).then(|| b.0.storage.read());
-    let x = data::<T>(&ra)?;
-    let y = match &rb {
-        Some(g) => data::<T>(g)?,
-        None => x,
+    let locks = StorageLocks::new(&[&a.0.storage, &b.0.storage], None);
+    let (Some(ra), Some(rb)) = (locks.read(&a.0.storage), locks.read(&b.0.storage)) else {
+        return Err(Error::Runtime("mm: storage locks not taken".into()));
     };
+    let (x, y) = (data::<T>(ra)?, data::<T>(rb)?);
     gemm::product(
         d,
         (x, a.1),
@@ -339,29 +336,12 @@ fn locked<R>(
     out: &Storage,
     f: impl FnOnce(&Buffer, &Buffer, &mut Buffer) -> Result<R>,
 ) -> Result<R> {
-    let (sa, sb) = (&a.storage, &b.storage);
-    let one_input = sa.ptr_eq(sb);
-    let mut order = vec![(sa.lock_order(), 0), (out.lock_order(), 2)];
-    if !one_input {
-        order.push((sb.lock_order(), 1));
-    }
-    order.sort_unstable();
-    let (mut ra, mut rb, mut wo) = (None, None, None);
-    for (_, which) in order {
-        match which {
-            0 => ra = Some(sa.read()),
-            1 => rb = Some(sb.read()),
-            _ => wo = Some(out.write()),
-        }
-    }
-    let (Some(ra), Some(mut wo)) = (ra, wo) else {
+    let mut locks = StorageLocks::new(&[&a.storage, &b.storage], Some(out));
+    let (wo, reads) = locks.parts();
+    let (Some(ra), Some(rb), Some(wo)) = (reads.get(&a.storage), reads.get(&b.storage), wo) else {
         return Err(Error::Runtime("mm: storage locks not taken".into()));
     };
-    let y = match &rb {
-        Some(g) => &**g,
-        None => &*ra,
-    };
-    f(&ra, y, &mut wo)
+    f(ra, rb, wo)
 }
 
 fn to_i64(s: &[usize]) -> Vec<i64> {

@@ -68,10 +68,8 @@ pub(crate) fn fmt_ints(s: &[i64]) -> String {
     format!("{s:?}")
 }
 
-/// An error PyTorch raises as `NotImplementedError` (unsupported dtype).
-///
-/// The runtime's [`Error`] has no such variant yet, so this is a
-/// `RuntimeError` carrying PyTorch's message.
+/// An error PyTorch raises as `NotImplementedError` (unsupported dtype):
+/// [`Error::NotImplemented`] with PyTorch's message.
 pub(crate) fn not_implemented(msg: impl Into<String>) -> Error {
     Error::NotImplemented(crate::Message::from(msg.into()))
 }

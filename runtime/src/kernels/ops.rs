@@ -3,8 +3,9 @@
 //! CompositeImplicitAutograd kernels (`matmul`, `reshape`, `contiguous`,
 //! `to.dtype`) and the CompositeExplicitAutograd kernels that decompose (`abs`,
 //! `clone`, `stack`, `sum`, …) call other operators only through these functions,
-//! and these go through the dispatcher (`crate::ops`, the typed API), so the
-//! decomposition runs on any backend and is seen by every dispatch layer.
+//! and these go through the dispatcher (`crate::at`: dispatched, without the
+//! function-level protocol, as C++'s `at::`), so the decomposition runs on any
+//! backend and is seen by every dispatch layer.
 
 #![allow(non_snake_case)]
 

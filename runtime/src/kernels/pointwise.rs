@@ -243,16 +243,15 @@ impl Iter<'_> {
         }
         let storages: smallvec::SmallVec<[&crate::tensor::Storage; 3]> =
             parts.iter().flatten().map(|(s, _)| s).collect();
-        let guards = super::iter::read_locks(&storages);
+        let guards = crate::tensor::StorageLocks::new(&storages, None);
         let mut srcs: smallvec::SmallVec<[Src<'_, T>; 3]> = smallvec::SmallVec::new();
         for (op, part) in self.ops.iter().zip(&parts) {
             match (op, part) {
                 (Operand::Scalar(s), _) => srcs.push(Src::Scalar(T::from_scalar(*s))),
                 (_, Some((storage, offset))) => {
                     let data = guards
-                        .iter()
-                        .find(|(s, _)| s.ptr_eq(storage))
-                        .and_then(|(_, g)| T::slice(g))
+                        .read(storage)
+                        .and_then(T::slice)
                         .and_then(|d| d.get(*offset..offset + n));
                     match data {
                         Some(d) => srcs.push(Src::Slice(d)),
@@ -570,10 +569,8 @@ fn binary_plain(
         (contiguous(g) && g.shape == shape).then(|| (g.storage.clone(), g.offset))
     })?;
     let n = numel(&shape);
-    let guards = super::iter::read_locks(&[&sa, &sb]);
-    let data =
-        |s: &crate::tensor::Storage| guards.iter().find(|(x, _)| x.ptr_eq(s)).map(|(_, g)| &**g);
-    let (ba, bb) = (data(&sa)?, data(&sb)?);
+    let guards = crate::tensor::StorageLocks::new(&[&sa, &sb], None);
+    let (ba, bb) = (guards.read(&sa)?, guards.read(&sb)?);
     with_dtype!(dtype, T => {
         let x = T::slice(ba)?.get(oa..oa + n)?;
         let y = T::slice(bb)?.get(ob..ob + n)?;

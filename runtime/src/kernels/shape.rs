@@ -10,7 +10,7 @@ use super::{
     alloc, check_alloc, common_device, empty_strided, index_error, overlap, resize_output, wrap_dim,
 };
 use crate::error::{Error, Result};
-use crate::tensor::{Device, IntoBuffer, MemoryFormat, Tensor};
+use crate::tensor::{Device, IntoBuffer, MemoryFormat, StorageLocks, Tensor};
 use crate::with_dtype;
 
 /// The view of `t` with dimension `d` restricted to `start .. start + len`.
@@ -47,13 +47,10 @@ fn from_runs<T: IntoBuffer>(
     }
     let geoms: Vec<_> = sources.iter().map(|t| t.geometry()).collect();
     let storages: Vec<_> = geoms.iter().map(|g| &g.storage).collect();
-    let guards = super::iter::read_locks(&storages);
+    let guards = StorageLocks::new(&storages, None);
     let data: Option<Vec<&[T]>> = geoms
         .iter()
-        .map(|g| {
-            let (_, guard) = guards.iter().find(|(s, _)| s.ptr_eq(&g.storage))?;
-            T::slice(guard)
-        })
+        .map(|g| T::slice(guards.read(&g.storage)?))
         .collect();
     let Some(data) = data else {
         return Ok(None);
@@ -324,16 +321,13 @@ fn select_rows(self_: &Tensor, d: usize, idx: &[i64], result: &Tensor) -> Result
     let row: usize = src.shape[d + 1..].iter().product();
     let outer: usize = src.shape[..d].iter().product();
     let (n_src, n_dst) = (src.shape[d], idx.len());
-    // Locks in address order (see `iter::read_locks`).
-    let (from, mut to) = if src.storage.lock_order() < dst.storage.lock_order() {
-        let from = src.storage.read();
-        (from, dst.storage.write())
-    } else {
-        let to = dst.storage.write();
-        (src.storage.read(), to)
+    let mut locks = StorageLocks::new(&[&src.storage], Some(&dst.storage));
+    let (to, reads) = locks.parts();
+    let (Some(from), Some(to)) = (reads.get(&src.storage), to) else {
+        return Ok(false);
     };
     with_dtype!(self_.dtype(), T => {
-        let (Some(a), Some(b)) = (T::slice(&from), T::slice_mut(&mut to)) else {
+        let (Some(a), Some(b)) = (T::slice(from), T::slice_mut(to)) else {
             return Ok(false);
         };
         let a = &a[src.offset..src.offset + outer * n_src * row];

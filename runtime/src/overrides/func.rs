@@ -1,33 +1,15 @@
 //! [`Func`]: which public callable a handler is asked to override (the `func`
 //! argument of `__torch_function__`).
 
+use super::members::{BoxedImpl, Member};
 use super::{handle_boxed, Kwargs};
 use crate::error::Result;
 use crate::schema::ApiBinding;
 use crate::value::Value;
 use crate::OpId;
+use opforge_schema::overrides::split_binding_name;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-
-/// A boxed implementation: positional and keyword arguments to a result.
-pub type BoxedImpl = fn(&[Value], &[(String, Value)]) -> Result<Value>;
-
-/// A hand-written `Tensor` member that goes through the protocol: a property
-/// getter (`Tensor.shape.__get__`) or a Python-level method/dunder
-/// (`Tensor.__getitem__`).
-pub struct Member {
-    /// The member name (`shape`, `__getitem__`).
-    pub name: &'static str,
-    /// A property getter (`Tensor.<name>.__get__`) rather than a method.
-    pub property: bool,
-    /// Whether results of the default handler are returned as they are, not
-    /// converted to the subclass (`get_default_nowrap_functions`).
-    pub nowrap: bool,
-    /// The Python parameters, for the testing stub (`(self)`, `(self, index)`).
-    pub params: &'static [&'static str],
-    /// The implementation, on boxed arguments (`args[0]` is the tensor).
-    pub imp: BoxedImpl,
-}
 
 /// A function made overridable with `#[overridable]` (PyTorch's
 /// `wrap_torch_function`), identified by its module path and name.
@@ -172,7 +154,7 @@ impl Func {
     /// The Python parameter list of its testing stub (`(input, other, *, alpha=1, out=None)`).
     pub fn signature(&self) -> String {
         match self {
-            Func::Api(b) => super::lists::stub_signature(b.name),
+            Func::Api(b) => stub_signature(b.name),
             Func::Member(m) => format!("({})", m.params.join(", ")),
             Func::External(e) => format!("({})", e.params.join(", ")),
             Func::Op(o) => o.signature(),
@@ -238,5 +220,20 @@ pub fn is_tensor_method_or_property(func: Func) -> bool {
         Func::Api(b) => b.name.starts_with("Tensor."),
         Func::Member(_) => true,
         _ => false,
+    }
+}
+
+/// The signature of a generated binding's testing stub (`(*args, **kwargs)` for
+/// a binding that is not overridable, e.g. `torch.abs_`): the parameters of the
+/// stub derived into [`crate::OVERRIDABLE`], which accepts every call the binding
+/// accepts (the rule is [`opforge_schema::overrides::stub`]).
+pub(crate) fn stub_signature(binding: &str) -> String {
+    let (namespace, name) = split_binding_name(binding);
+    match crate::OVERRIDABLE
+        .iter()
+        .find(|o| o.namespace == namespace && o.name == name)
+    {
+        Some(o) => opforge_schema::overrides::stub_signature(o.stub),
+        None => "(*args, **kwargs)".into(),
     }
 }

@@ -13,7 +13,6 @@ use super::members::MEMBERS;
 use super::Func;
 use crate::error::{Error, Result};
 use crate::value::Value;
-use opforge_schema::overrides::split_binding_name;
 use opforge_schema::signature::{parse_params, split_call};
 use std::collections::BTreeMap;
 
@@ -280,21 +279,6 @@ pub fn get_testing_overrides() -> std::collections::HashMap<Func, TestingStub> {
         .flatten()
         .map(|f| (f, TestingStub::new(f)))
         .collect()
-}
-
-/// The signature of a generated binding's testing stub (`(*args, **kwargs)` for
-/// a binding that is not overridable, e.g. `torch.abs_`): the parameters of the
-/// stub derived into [`crate::OVERRIDABLE`], which accepts every call the binding
-/// accepts (the rule is [`opforge_schema::overrides::stub`]).
-pub(crate) fn stub_signature(binding: &str) -> String {
-    let (namespace, name) = split_binding_name(binding);
-    match crate::OVERRIDABLE
-        .iter()
-        .find(|o| o.namespace == namespace && o.name == name)
-    {
-        Some(o) => opforge_schema::overrides::stub_signature(o.stub),
-        None => "(*args, **kwargs)".into(),
-    }
 }
 
 #[cfg(test)]

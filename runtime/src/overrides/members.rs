@@ -2,11 +2,30 @@
 //! getters and Python-level methods (PyTorch defines these in `torch/_tensor.py`
 //! or as C++ getters; the generated methods come from the schema).
 
-use super::func::Member;
-use super::tensor::{apply_index, index_list, TensorIndex};
+use super::index::{apply_index, index_list, TensorIndex};
 use crate::error::{Error, Result};
 use crate::tensor::{Device, Layout, Scalar, Tensor};
 use crate::value::Value;
+
+/// A boxed implementation: positional and keyword arguments to a result.
+pub type BoxedImpl = fn(&[Value], &[(String, Value)]) -> Result<Value>;
+
+/// A hand-written `Tensor` member that goes through the protocol: a property
+/// getter (`Tensor.shape.__get__`) or a Python-level method/dunder
+/// (`Tensor.__getitem__`).
+pub struct Member {
+    /// The member name (`shape`, `__getitem__`).
+    pub name: &'static str,
+    /// A property getter (`Tensor.<name>.__get__`) rather than a method.
+    pub property: bool,
+    /// Whether results of the default handler are returned as they are, not
+    /// converted to the subclass (`get_default_nowrap_functions`).
+    pub nowrap: bool,
+    /// The Python parameters, for the testing stub (`(self)`, `(self, index)`).
+    pub params: &'static [&'static str],
+    /// The implementation, on boxed arguments (`args[0]` is the tensor).
+    pub imp: BoxedImpl,
+}
 
 fn this(args: &[Value]) -> Result<&Tensor> {
     match args.first() {

@@ -53,6 +53,7 @@ mod dispatch;
 mod func;
 mod handles;
 mod implements;
+mod index;
 pub mod lists;
 mod members;
 mod state;
@@ -64,11 +65,12 @@ pub use class::{Class, ClassBuilder, TorchDispatchFn, TorchFunctionFn};
 pub use dispatch::{
     dispatch_mode_stack, push_dispatch_mode, DispatchCall, DispatchModeGuard, TorchDispatchMode,
 };
-pub use func::{is_tensor_method_or_property, resolve_name, BoxedImpl, ExternalFn, Func, Member};
+pub use func::{is_tensor_method_or_property, resolve_name, ExternalFn, Func};
 pub use handles::{ops, OpNamespace, OpOverload, OpPacket};
 pub use implements::HandledFunctions;
+pub use index::TensorIndex;
+pub use members::{BoxedImpl, Member};
 pub use state::{function_mode_stack, DisableGuard, FunctionModeGuard};
-pub use tensor::TensorIndex;
 
 use crate::argparse::ApiTable;
 use crate::error::{Error, Result};

@@ -23,6 +23,7 @@
 
 pub mod alloc;
 mod class;
+mod locks;
 mod objects;
 
 pub use crate::dtype::{DType, Device, Element, Layout, MemoryFormat, Scalar};
@@ -31,6 +32,7 @@ pub use alloc::{
     set_allocation_limit, set_buffer_cache, set_huge_pages,
 };
 pub use class::TensorClass;
+pub use locks::{Reads, StorageLocks};
 pub use objects::{Generator, QScheme, Stream};
 
 use crate::error::{Error, Result};
