@@ -137,16 +137,15 @@ impl KeySet {
         self.0 & (1 << key.slot()) != 0
     }
 
-    /// The key set a plain tensor on `device` contributes.
+    /// The key set a plain tensor on `device` contributes: its backend only.
+    /// (A tensor that requires grad adds `Autograd` and `ADInplaceOrView`, a
+    /// tensor-like its class's keys: [`crate::Tensor::key_set`].)
     #[inline]
     pub const fn for_device(device: Device) -> KeySet {
-        let backend = match device {
+        KeySet::of(match device {
             Device::Cpu => DispatchKey::CPU,
             Device::Meta => DispatchKey::Meta,
-        };
-        KeySet::of(backend)
-            .with(DispatchKey::ADInplaceOrView)
-            .with(DispatchKey::Autograd)
+        })
     }
 
     /// The highest-priority key.

@@ -30,6 +30,14 @@ fn registered_kernels_are_dispatched_to() {
     );
     let op = dispatcher().op(OpId::neg);
     let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    // A tensor that does not require grad goes straight to the CPU kernel …
+    let out = op.call_boxed(&[Value::Tensor(t.clone())]).unwrap();
+    let Value::Tensor(r) = &out[0] else {
+        panic!("{out:?}")
+    };
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![-1.0, -2.0]);
+    // … one that does reaches this crate's Autograd kernel.
+    t.set_requires_grad(true).unwrap();
     let out = op.call_boxed(&[Value::Tensor(t.clone())]).unwrap();
     let Value::Tensor(r) = &out[0] else {
         panic!("{out:?}")

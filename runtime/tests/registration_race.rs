@@ -2,7 +2,8 @@
 //! other threads call the operator never makes a call see a missing kernel.
 //!
 //! One thread toggles the operator's Autograd kernel between a real kernel, a
-//! fallthrough and no registration at all, while caller threads call it; every
+//! fallthrough and no registration at all, while caller threads call it (with
+//! a tensor that requires grad, so that calls reach the Autograd key); every
 //! call must succeed with the result of either the Autograd kernel or the CPU
 //! kernel below it. Bounded by a fixed number of toggles, not by time. Also run
 //! under ThreadSanitizer (README, "Testing").
@@ -64,7 +65,11 @@ fn toggling_a_kernel_under_concurrent_calls_never_loses_it() {
     lib.impl_("f", DispatchKey::CPU, |_: &[Value]| Ok(vec![Value::Int(1)]))
         .unwrap();
     let op = dispatcher().find("race::f").unwrap();
-    let x = Value::Tensor(Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
+    // A tensor that requires grad: its calls go through the Autograd key.
+    let x = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
+    x.set_requires_grad(true).unwrap();
+    x.set_requires_grad(true).unwrap();
+    let x = Value::Tensor(x);
 
     let done = Arc::new(AtomicBool::new(false));
     let calls = Arc::new(AtomicUsize::new(0));
@@ -154,6 +159,7 @@ fn re_registration_under_concurrent_calls_keeps_memory_flat() {
     // (Miri runs without the built-in kernels).
     let neg = dispatcher().find("aten::neg").filter(|_| !cfg!(miri));
     let x = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
+    x.set_requires_grad(true).unwrap();
 
     let done = Arc::new(AtomicBool::new(false));
     let callers: Vec<_> = (0..2)

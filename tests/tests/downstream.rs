@@ -38,6 +38,13 @@ fn tensor() -> Tensor {
     Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap()
 }
 
+/// A tensor that requires grad: its calls reach the Autograd key.
+fn grad_tensor() -> Tensor {
+    let t = tensor();
+    t.set_requires_grad(true).unwrap();
+    t
+}
+
 fn ints(values: &[Value]) -> Vec<i64> {
     match values {
         [Value::Tensor(t)] => t.to_vec::<i64>().unwrap(),
@@ -70,7 +77,7 @@ fn registrations_are_collected_without_errors() {
 
 #[test]
 fn the_dispatcher_runs_a_downstream_kernel_boxed() {
-    let t = tensor();
+    let t = grad_tensor();
     let op = dispatcher().op(OpId::mul_Tensor);
     let before = MUL_CALLS.load(Ordering::SeqCst);
     let out = op
@@ -81,11 +88,17 @@ fn the_dispatcher_runs_a_downstream_kernel_boxed() {
     let (k, key) = op.kernel(t.key_set()).unwrap();
     assert_eq!(key, DispatchKey::Autograd);
     assert!(k.source().contains("downstream.rs:"), "{}", k.source());
+    // A tensor that does not require grad never reaches it.
+    let plain = tensor();
+    let out = op
+        .call_boxed(&[Value::Tensor(plain.clone()), Value::Tensor(plain)])
+        .unwrap();
+    assert!(matches!(&out[..], [Value::Tensor(r)] if r.to_vec::<f32>().unwrap() == [1.0, 4.0]));
 }
 
 #[test]
 fn the_dispatcher_runs_a_downstream_kernel_unboxed() {
-    let t = tensor();
+    let t = grad_tensor();
     let (k, _) = dispatcher()
         .op(OpId::mul_Tensor)
         .kernel(t.key_set())

@@ -3,16 +3,17 @@
 //!
 //! Keys follow PyTorch's priority order (highest first): `Autograd` →
 //! `ADInplaceOrView` → `Python` → `BackendSelect` → backends (`Meta`, `CPU`). A call
-//! computes the key set of its arguments (each tensor contributes its backend plus
-//! `ADInplaceOrView` and `Autograd`), adds the thread-local *include* set, removes
+//! computes the key set of its arguments (each tensor contributes its backend, its
+//! class's keys, and `ADInplaceOrView` and `Autograd` while it requires grad:
+//! [`crate::Tensor::key_set`]), adds the thread-local *include* set, removes
 //! the *exclude* set and keys whose kernel is a fallthrough, and runs the kernel of
 //! the highest remaining key. Kernels registered under the alias keys
 //! `CompositeImplicitAutograd` / `CompositeExplicitAutograd(NonFunctional)` fill
 //! concrete slots as PyTorch resolves them: an explicit kernel for a key wins, then
 //! CompositeExplicitAutogradNonFunctional, CompositeExplicitAutograd, and
 //! CompositeImplicitAutograd for backends; CompositeImplicitAutograd also fills
-//! `Autograd` when no backend kernel exists, so such an operator decomposes above
-//! the Python key.
+//! `Autograd` and `Python` when no backend kernel exists, so such an operator
+//! decomposes above the Python key (whether or not its tensors require grad).
 //!
 //! Kernel slots are atomics: registration (at any time, from any thread) rebuilds
 //! an operator's slots and publishes them; a typed call reads one slot with one
@@ -634,7 +635,11 @@ impl Operator {
             let direct = get(key);
             let resolved = if key.is_backend() {
                 direct.or(cea).or(cia)
-            } else if key == DispatchKey::Autograd {
+            } else if key == DispatchKey::Autograd || key == DispatchKey::Python {
+                // A decomposition runs above the `Python` key even for
+                // tensors without the `Autograd` key (every PyTorch tensor has
+                // it; here only those that require grad): handlers see the
+                // operators it decomposes into, as in PyTorch.
                 direct.or(if has_backend { None } else { cia })
             } else {
                 direct

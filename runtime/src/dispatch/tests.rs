@@ -48,6 +48,20 @@ fn meta() -> Value {
     Value::Tensor(Tensor::zeros(&[1], DType::Float32, Device::Meta))
 }
 
+/// A CPU tensor that requires grad (its key set has `Autograd`).
+fn cpu_grad() -> Value {
+    let t = Tensor::zeros(&[1], DType::Float32, Device::Cpu);
+    t.set_requires_grad(true).unwrap();
+    Value::Tensor(t)
+}
+
+/// The keys of a CPU tensor that requires grad.
+fn grad_keys() -> KeySet {
+    KeySet::for_device(Device::Cpu)
+        .with(DispatchKey::ADInplaceOrView)
+        .with(DispatchKey::Autograd)
+}
+
 #[test]
 fn backend_kernels_are_picked_by_device() {
     let op = Operator::new(schema("backends"));
@@ -61,32 +75,41 @@ fn backend_kernels_are_picked_by_device() {
 
 #[test]
 fn alias_keys_resolve_like_pytorch() {
-    // CompositeImplicitAutograd alone: runs at Autograd, for every backend.
+    // CompositeImplicitAutograd alone: runs at Autograd for a tensor that
+    // requires grad, above Python for one under a handler, and on every
+    // backend.
     let cia = Operator::new(schema("cia"));
     cia.register(DispatchKey::CompositeImplicitAutograd, tag("cia"))
         .unwrap();
+    assert_eq!(cia.dispatch_key(grad_keys()), Some(DispatchKey::Autograd));
+    let python = KeySet::for_device(Device::Cpu).with(DispatchKey::Python);
+    assert_eq!(cia.dispatch_key(python), Some(DispatchKey::Python));
+    assert!(
+        cia.kernel(python).unwrap().0.source() == "cia",
+        "the decomposition, not a Python handler"
+    );
     assert_eq!(
         cia.dispatch_key(KeySet::for_device(Device::Cpu)),
-        Some(DispatchKey::Autograd)
+        Some(DispatchKey::CPU)
     );
     assert_eq!(run(&cia, &[meta()]), "cia");
+    assert_eq!(run(&cia, &[cpu_grad()]), "cia");
     // With a backend kernel, the decomposition is not used for that key and not at
-    // Autograd.
+    // Autograd or Python.
     let both = Operator::new(schema("both"));
     both.register(DispatchKey::CompositeImplicitAutograd, tag("cia"))
         .unwrap();
     both.register(DispatchKey::CPU, tag("cpu")).unwrap();
     assert_eq!(run(&both, &[cpu()]), "cpu");
+    assert_eq!(run(&both, &[cpu_grad()]), "cpu");
+    assert_eq!(both.dispatch_key(python), Some(DispatchKey::CPU));
     assert_eq!(run(&both, &[meta()]), "cia");
     // CompositeExplicitAutograd fills backends, not Autograd; a direct kernel wins.
     let cea = Operator::new(schema("cea"));
     cea.register(DispatchKey::CompositeExplicitAutograd, tag("cea"))
         .unwrap();
     cea.register(DispatchKey::Meta, tag("meta")).unwrap();
-    assert_eq!(
-        cea.dispatch_key(KeySet::for_device(Device::Cpu)),
-        Some(DispatchKey::CPU)
-    );
+    assert_eq!(cea.dispatch_key(grad_keys()), Some(DispatchKey::CPU));
     assert_eq!(run(&cea, &[cpu()]), "cea");
     assert_eq!(run(&cea, &[meta()]), "meta");
 }
@@ -108,16 +131,20 @@ fn fallthrough_exclude_include_and_redispatch() {
     .unwrap();
     op.register(DispatchKey::ADInplaceOrView, Kernel::fallthrough("here"))
         .unwrap();
-    assert_eq!(run(&op, &[cpu()]), "autograd>cpu");
+    // A tensor that does not require grad never reaches the Autograd kernel.
+    assert_eq!(run(&op, &[cpu()]), "cpu");
+    assert_eq!(run(&op, &[cpu_grad()]), "autograd>cpu");
+    assert_eq!(run(&op, &[cpu(), cpu_grad()]), "autograd>cpu");
     {
         let _g = LocalKeys::exclude(KeySet::of(DispatchKey::Autograd));
-        assert_eq!(run(&op, &[cpu()]), "cpu");
+        assert_eq!(run(&op, &[cpu_grad()]), "cpu");
     }
-    assert_eq!(run(&op, &[cpu()]), "autograd>cpu");
+    assert_eq!(run(&op, &[cpu_grad()]), "autograd>cpu");
     op.register(DispatchKey::Python, tag("python")).unwrap();
     // Python is not in a plain tensor's key set; including it reaches it below Autograd.
     let _g = LocalKeys::include(KeySet::of(DispatchKey::Python));
-    assert_eq!(run(&op, &[cpu()]), "autograd>python");
+    assert_eq!(run(&op, &[cpu_grad()]), "autograd>python");
+    assert_eq!(run(&op, &[cpu()]), "python");
 }
 
 #[test]
@@ -156,7 +183,12 @@ fn registration_may_race_with_calls() {
 
 #[test]
 fn key_sets() {
-    let ks = KeySet::for_device(Device::Cpu);
+    assert_eq!(
+        KeySet::for_device(Device::Cpu),
+        KeySet::of(DispatchKey::CPU)
+    );
+    let ks = grad_keys();
+    assert_eq!(KeySet::of_values(&[cpu_grad()]), ks);
     assert_eq!(ks.highest(), Some(DispatchKey::Autograd));
     assert_eq!(
         ks.below(DispatchKey::Autograd).highest(),
@@ -286,13 +318,13 @@ fn a_call_that_read_the_old_mask_still_finds_a_kernel() {
     ] {
         op.override_kernel(DispatchKey::Autograd, tag("autograd"))
             .unwrap();
-        let keys = KeySet::of_values(&[cpu()]);
+        let keys = KeySet::of_values(&[cpu_grad()]);
         let picked = op.dispatch_key(keys).unwrap(); // the call reads the mask …
         assert_eq!(picked, DispatchKey::Autograd);
         change(&op); // … a re-registration drops the key …
         let slot = op.table[picked.slot()].load(); // … the call reads the slot.
         assert!(slot.is_some(), "the slot of a key the call saw was cleared");
-        assert_eq!(run(&op, &[cpu()]), "cpu");
+        assert_eq!(run(&op, &[cpu_grad()]), "cpu");
     }
 }
 

@@ -23,6 +23,7 @@
 
 pub mod alloc;
 mod class;
+mod grad;
 mod locks;
 mod objects;
 
@@ -32,13 +33,16 @@ pub use alloc::{
     set_allocation_limit, set_buffer_cache, set_huge_pages,
 };
 pub use class::TensorClass;
+pub use grad::{AutogradMeta, GradFn, GradHook, GradNode};
 pub use locks::{Reads, StorageLocks};
 pub use objects::{Generator, QScheme, Stream};
 
 use crate::error::{Error, Result};
+use crate::keys::KeySet;
 use ndarray::{ArrayD, ArrayViewD, IxDyn, ShapeBuilder};
 use std::fmt;
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
 
 /// Element data of one storage, one variant per dtype.
 #[derive(Clone, Debug, PartialEq)]
@@ -203,14 +207,18 @@ into_buffer!(f64, F64);
 #[derive(Clone, Debug)]
 pub struct Storage(Arc<Cell>);
 
-/// A storage's buffer behind its lock; when the last handle goes, large
-/// memory goes back to the allocator's cache ([`set_buffer_cache`]).
+/// A storage's buffer behind its lock, and the version counter of the tensors
+/// over it; when the last handle goes, large memory goes back to the
+/// allocator's cache ([`set_buffer_cache`]).
 #[derive(Debug)]
-struct Cell(RwLock<Buffer>);
+struct Cell {
+    buffer: RwLock<Buffer>,
+    version: AtomicU64,
+}
 
 impl Drop for Cell {
     fn drop(&mut self) {
-        let buffer = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
+        let buffer = self.buffer.get_mut().unwrap_or_else(|e| e.into_inner());
         match std::mem::replace(buffer, Buffer::Meta(0)) {
             Buffer::Bool(v) => alloc::recycle(v),
             Buffer::I32(v) => alloc::recycle(v),
@@ -225,12 +233,36 @@ impl Drop for Cell {
 impl Storage {
     /// A storage holding `buffer`.
     pub fn new(buffer: Buffer) -> Storage {
-        Storage(Arc::new(Cell(RwLock::new(buffer))))
+        Storage(Arc::new(Cell {
+            buffer: RwLock::new(buffer),
+            version: AtomicU64::new(0),
+        }))
     }
 
     /// Same storage?
     pub fn ptr_eq(&self, other: &Storage) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The version counter of the tensors over this storage (a base and its
+    /// views share it, as in PyTorch): how many in-place writes they have
+    /// had. Autograd compares it with the version a saved tensor saw.
+    ///
+    /// ```
+    /// use opforge::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+    /// let v = t.storage().version();
+    /// t.storage().bump_version();
+    /// assert_eq!(t.select(0, 1)?.storage().version(), v + 1);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn version(&self) -> u64 {
+        self.0.version.load(Ordering::Acquire)
+    }
+
+    /// Counts one in-place write (what a kernel's `(a!)` outputs get).
+    pub fn bump_version(&self) {
+        self.0.version.fetch_add(1, Ordering::AcqRel);
     }
 
     /// A number identifying the storage while it lives (its address): the
@@ -244,12 +276,12 @@ impl Storage {
     pub fn read(&self) -> RwLockReadGuard<'_, Buffer> {
         // A kernel that panicked while writing leaves the data as it was written so
         // far; the lock itself stays usable.
-        self.0 .0.read().unwrap_or_else(|e| e.into_inner())
+        self.0.buffer.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Write access to the buffer.
     pub fn write(&self) -> std::sync::RwLockWriteGuard<'_, Buffer> {
-        self.0 .0.write().unwrap_or_else(|e| e.into_inner())
+        self.0.buffer.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Number of elements.
@@ -360,6 +392,16 @@ fn check_int64_geometry(shape: &[usize], strides: &[usize], offset: usize) -> Re
         ));
     }
     Ok(())
+}
+
+/// The keys a tensor on `device` of the class of `ext` has before autograd
+/// adds any: its backend and its class's keys.
+fn class_keys(device: Device, ext: Option<&Ext>) -> KeySet {
+    let ks = KeySet::for_device(device);
+    match ext {
+        None => ks,
+        Some(ext) => ks | ext.keys,
+    }
 }
 
 /// Does a dimension of size > 1 have stride 0 (an expanded tensor, whose
@@ -519,9 +561,16 @@ impl ExactSizeIterator for Positions<'_> {}
 struct TensorInner {
     dtype: DType,
     device: Device,
+    /// The dispatch keys the tensor contributes to a call ([`Tensor::key_set`],
+    /// one load): its backend, its class's keys, and `Autograd` /
+    /// `ADInplaceOrView` while it requires grad (`grad.rs` keeps them so).
+    keys: AtomicU32,
     geometry: RwLock<Geometry>,
     /// Set for tensor subclasses, wrappers and duck tensor-likes.
     ext: Option<Arc<Ext>>,
+    /// Autograd's record of the tensor, absent until autograd needs one
+    /// ([`AutogradMeta`]); it does not make a tensor non-plain.
+    autograd: OnceLock<Box<AutogradMeta>>,
     /// A Python number given for a `Tensor` parameter (PyTorch's
     /// `is_wrapped_number`): it promotes as a number, not as a 0-dim tensor.
     wrapped_number: bool,
@@ -615,8 +664,10 @@ impl Tensor {
         Tensor(Arc::new(TensorInner {
             dtype,
             device,
+            keys: AtomicU32::new(class_keys(device, None).bits()),
             geometry: RwLock::new(geometry),
             ext: None,
+            autograd: OnceLock::new(),
             wrapped_number: false,
         }))
     }
@@ -625,8 +676,10 @@ impl Tensor {
         Tensor(Arc::new(TensorInner {
             dtype,
             device,
+            keys: AtomicU32::new(class_keys(device, Some(&ext)).bits()),
             geometry: RwLock::new(geometry),
             ext: Some(Arc::new(ext)),
+            autograd: OnceLock::new(),
             wrapped_number: false,
         }))
     }
@@ -663,15 +716,20 @@ impl Tensor {
         } else {
             Arc::new(ext.without_payload())
         };
+        let keys = class_keys(self.0.device, Some(&*ext));
         if let Some(inner) = Arc::get_mut(&mut self.0) {
+            let autograd = KeySet::from_bits(*inner.keys.get_mut()) & grad::AUTOGRAD_KEYS;
+            *inner.keys.get_mut() = (keys | autograd).bits();
             inner.ext = Some(ext);
             return self;
         }
         Tensor(Arc::new(TensorInner {
             dtype: self.0.dtype,
             device: self.0.device,
+            keys: AtomicU32::new(keys.bits()),
             geometry: RwLock::new(self.geometry()),
             ext: Some(ext),
+            autograd: OnceLock::new(),
             wrapped_number: self.0.wrapped_number,
         }))
     }
@@ -843,14 +901,12 @@ impl Tensor {
         self.0.device
     }
 
-    /// The dispatch keys this tensor contributes to a call.
+    /// The dispatch keys this tensor contributes to a call: its backend, its
+    /// class's keys, and `Autograd` (with `ADInplaceOrView`) only while it
+    /// requires grad. One load.
     #[inline]
-    pub fn key_set(&self) -> crate::keys::KeySet {
-        let ks = crate::keys::KeySet::for_device(self.0.device);
-        match &self.0.ext {
-            None => ks,
-            Some(ext) => ks | ext.keys,
-        }
+    pub fn key_set(&self) -> KeySet {
+        KeySet::from_bits(self.0.keys.load(Ordering::Relaxed))
     }
 
     /// A snapshot of the geometry (storage handle, shape, strides, offset).

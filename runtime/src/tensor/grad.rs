@@ -1,0 +1,268 @@
+//! Autograd's place on a tensor. The engine lives in a layer above the
+//! dispatcher; a tensor only keeps what that layer records about it, in
+//! [`AutogradMeta`], made the first time autograd needs it and absent on every
+//! tensor autograd never touched (as PyTorch's `AutogradMeta` hangs off a
+//! `TensorImpl`). A tensor that does not require grad and has no history is
+//! plain: its key set has no `Autograd` key, so its calls never pass through an
+//! Autograd kernel.
+//!
+//! Memory: a tensor holds its history ([`GradFn`], the node that made it); a
+//! node holds what it saved. Nothing here points back from a node to a tensor
+//! that holds it, so a graph is freed when its last output is dropped.
+
+use super::Tensor;
+use crate::error::Result;
+use crate::keys::{DispatchKey, KeySet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The keys a tensor has while it requires grad, and only then.
+pub(crate) const AUTOGRAD_KEYS: KeySet =
+    KeySet::of(DispatchKey::Autograd).with(DispatchKey::ADInplaceOrView);
+
+/// A node of the autograd graph as the tensor layer sees it: what a tensor's
+/// `grad_fn` is. The autograd layer implements it for its nodes.
+pub trait GradNode: Send + Sync + 'static {
+    /// The node's name, as PyTorch prints it (`MulBackward0`).
+    fn name(&self) -> std::borrow::Cow<'_, str>;
+
+    /// The node itself, for the autograd layer to recover its concrete type.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// A tensor's history: the node that computed it and which of that node's
+/// outputs it is (PyTorch's `grad_fn` and `output_nr`).
+#[derive(Clone)]
+pub struct GradFn {
+    /// The node.
+    pub node: Arc<dyn GradNode>,
+    /// Which of the node's outputs the tensor is.
+    pub output_nr: u32,
+}
+
+impl std::fmt::Debug for GradFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} output {}>", self.node.name(), self.output_nr)
+    }
+}
+
+/// A hook on a tensor's gradient (`register_hook`): it sees the gradient and
+/// may return a replacement.
+pub type GradHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+
+/// What autograd records about one tensor (see the module docs).
+#[derive(Default)]
+pub struct AutogradMeta {
+    requires_grad: AtomicBool,
+    retains_grad: AtomicBool,
+    grad: Mutex<Option<Tensor>>,
+    grad_fn: Mutex<Option<GradFn>>,
+    hooks: Mutex<Vec<GradHook>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl AutogradMeta {
+    /// Set by the user on a leaf (`requires_grad_`), not implied by a history.
+    pub fn requires_grad_flag(&self) -> bool {
+        self.requires_grad.load(Ordering::Relaxed)
+    }
+
+    /// Whether `.grad` is kept for this non-leaf (`retain_grad`).
+    pub fn retains_grad(&self) -> bool {
+        self.retains_grad.load(Ordering::Relaxed)
+    }
+
+    /// Keep (or not) `.grad` for this non-leaf.
+    pub fn set_retains_grad(&self, on: bool) {
+        self.retains_grad.store(on, Ordering::Relaxed);
+    }
+
+    /// The accumulated gradient.
+    pub fn grad(&self) -> Option<Tensor> {
+        lock(&self.grad).clone()
+    }
+
+    /// Replaces the accumulated gradient.
+    pub fn set_grad(&self, grad: Option<Tensor>) {
+        *lock(&self.grad) = grad;
+    }
+
+    /// The history, if the tensor has one.
+    pub fn grad_fn(&self) -> Option<GradFn> {
+        lock(&self.grad_fn).clone()
+    }
+
+    /// The gradient hooks, in registration order.
+    pub fn hooks(&self) -> Vec<GradHook> {
+        lock(&self.hooks).clone()
+    }
+
+    /// Adds a gradient hook; returns its index.
+    pub fn add_hook(&self, hook: GradHook) -> usize {
+        let mut hooks = lock(&self.hooks);
+        hooks.push(hook);
+        hooks.len() - 1
+    }
+}
+
+impl std::fmt::Debug for AutogradMeta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AutogradMeta")
+            .field("requires_grad", &self.requires_grad_flag())
+            .field("grad_fn", &self.grad_fn())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tensor {
+    /// Autograd's record of this tensor, if autograd made one.
+    #[inline]
+    pub fn autograd_meta(&self) -> Option<&AutogradMeta> {
+        self.0.autograd.get().map(|m| &**m)
+    }
+
+    /// Autograd's record of this tensor, made empty if there is none yet
+    /// (making it changes nothing about the tensor's calls).
+    pub fn autograd_meta_or_default(&self) -> &AutogradMeta {
+        self.0.autograd.get_or_init(Default::default)
+    }
+
+    /// Does the tensor require grad: a leaf marked so, or a result with a
+    /// history?
+    ///
+    /// ```
+    /// use opforge::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32], &[1])?;
+    /// assert!(!t.requires_grad());
+    /// t.set_requires_grad(true)?;
+    /// assert!(t.requires_grad() && t.is_leaf());
+    /// let i = Tensor::from_vec(vec![1i64], &[1])?;
+    /// assert_eq!(
+    ///     i.set_requires_grad(true).unwrap_err().to_string(),
+    ///     "only Tensors of floating point dtype can require gradients"
+    /// );
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    #[inline]
+    pub fn requires_grad(&self) -> bool {
+        self.autograd_meta()
+            .is_some_and(|m| m.requires_grad_flag() || lock(&m.grad_fn).is_some())
+    }
+
+    /// Marks a leaf as requiring grad, or not (PyTorch's `requires_grad_`).
+    /// Only floating-point tensors can require grad; a tensor with a history
+    /// cannot stop requiring it.
+    pub fn set_requires_grad(&self, on: bool) -> Result<()> {
+        if on && !self.dtype().is_floating_point() {
+            return Err(crate::error::Error::Runtime(
+                "only Tensors of floating point dtype can require gradients".into(),
+            ));
+        }
+        if !on && self.grad_fn().is_some() {
+            return Err(crate::error::Error::Runtime(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().".into(),
+            ));
+        }
+        if on || self.autograd_meta().is_some() {
+            self.autograd_meta_or_default()
+                .requires_grad
+                .store(on, Ordering::Relaxed);
+        }
+        self.update_autograd_keys();
+        Ok(())
+    }
+
+    /// The tensor's history (`grad_fn` and `output_nr`), if it has one.
+    pub fn grad_fn(&self) -> Option<GradFn> {
+        self.autograd_meta().and_then(AutogradMeta::grad_fn)
+    }
+
+    /// Sets or clears the tensor's history: what an Autograd kernel does to the
+    /// results it records, and what rebasing an in-place write does.
+    pub fn set_grad_fn(&self, grad_fn: Option<GradFn>) {
+        if grad_fn.is_some() || self.autograd_meta().is_some() {
+            *lock(&self.autograd_meta_or_default().grad_fn) = grad_fn;
+        }
+        self.update_autograd_keys();
+    }
+
+    /// A leaf: no history (every tensor that does not require grad is one).
+    pub fn is_leaf(&self) -> bool {
+        self.grad_fn().is_none()
+    }
+
+    /// The accumulated gradient (`.grad`).
+    pub fn grad(&self) -> Option<Tensor> {
+        self.autograd_meta().and_then(AutogradMeta::grad)
+    }
+
+    /// The [`AUTOGRAD_KEYS`] follow the tensor: present while it requires
+    /// grad, absent otherwise.
+    fn update_autograd_keys(&self) {
+        let keys = self.key_set();
+        let keys = if self.requires_grad() {
+            keys | AUTOGRAD_KEYS
+        } else {
+            keys - AUTOGRAD_KEYS
+        };
+        self.0.keys.store(keys.bits(), Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::{DType, Device};
+
+    struct Node(&'static str);
+    impl GradNode for Node {
+        fn name(&self) -> std::borrow::Cow<'_, str> {
+            self.0.into()
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    #[test]
+    fn the_autograd_keys_follow_requires_grad_and_history() {
+        let t = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
+        let plain = t.key_set();
+        assert_eq!(plain, KeySet::for_device(Device::Cpu));
+        assert!(t.autograd_meta().is_none() && t.is_plain());
+        t.set_requires_grad(true).unwrap();
+        assert_eq!(t.key_set(), plain | AUTOGRAD_KEYS);
+        assert!(
+            t.is_plain(),
+            "autograd's record does not make a tensor non-plain"
+        );
+        t.set_requires_grad(false).unwrap();
+        assert_eq!(t.key_set(), plain);
+
+        // A result with a history requires grad, and cannot be told otherwise.
+        let r = Tensor::zeros(&[2], DType::Float64, Device::Meta);
+        r.set_grad_fn(Some(GradFn {
+            node: Arc::new(Node("MulBackward0")),
+            output_nr: 0,
+        }));
+        assert!(r.requires_grad() && !r.is_leaf());
+        assert!(r.key_set().has(DispatchKey::Autograd));
+        assert_eq!(
+            r.grad_fn().map(|g| g.node.name().into_owned()).as_deref(),
+            Some("MulBackward0")
+        );
+        assert!(r.set_requires_grad(false).is_err());
+        r.set_grad_fn(None);
+        assert!(!r.requires_grad() && !r.key_set().has(DispatchKey::Autograd));
+
+        // Setting `false` on a tensor autograd never saw makes no record.
+        let u = Tensor::zeros(&[1], DType::Float32, Device::Cpu);
+        u.set_requires_grad(false).unwrap();
+        assert!(u.autograd_meta().is_none());
+        let i = Tensor::zeros(&[1], DType::Int64, Device::Cpu);
+        assert!(i.set_requires_grad(true).is_err() && !i.requires_grad());
+    }
+}
