@@ -4,9 +4,9 @@
 //! (one `OpSchema` per overload, in id order, so lookup by name is a binary
 //! search), `static GROUPS`, `static BINDINGS` (the Python-API parser signatures)
 //! and `static OVERRIDABLE` (overridable functions with their testing stubs). The table
-//! types live in `opforge_schema::tables` (the runtime's `opforge::schema`); the
-//! generated file refers to them as `::opforge::schema::…` and is `include!`d by
-//! the runtime, or by a crate with its own schema file.
+//! types live in `opforge_schema::tables` (the runtime's `opforge::tables`); the
+//! generated file refers to them as `::opforge::tables::…` and is `include!`d by
+//! the runtime's `tables` layer, or by a crate with its own schema file.
 
 use crate::lower::{Plan, PlannedOp};
 use opforge_schema::tables::{Alias, DefaultVal, Ty};
@@ -92,7 +92,7 @@ pub fn tables_tokens(plan: &Plan) -> TokenStream {
     });
     let n_overridable = plan.overridable.len();
     quote! {
-        use ::opforge::schema::*;
+        use ::opforge::tables::*;
 
         /// Number of operator overloads in the schema file.
         pub const OP_COUNT: usize = #n;

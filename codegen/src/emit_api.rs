@@ -52,6 +52,28 @@ impl Options {
             kernels_module: Some("crate::kernels".into()),
         }
     }
+
+    /// The path, from a module the API file defines (`ops`, `torch`), of the
+    /// module of the `at` file (`at` functions, `sig`, `operator`): the
+    /// runtime's layer `crate::at`, or `at` beside it in a crate's `generated`.
+    fn at_from_api(&self) -> TokenStream {
+        if self.runtime {
+            quote!(crate::at::)
+        } else {
+            quote!(super::at::)
+        }
+    }
+
+    /// The path of the tables (`OpId`) from a module one below the file
+    /// including them: the runtime's layer `crate::tables`, or a crate's
+    /// `generated`.
+    fn tables_from_below(&self) -> TokenStream {
+        if self.runtime {
+            quote!(crate::tables::)
+        } else {
+            quote!(super::)
+        }
+    }
 }
 
 /// A Rust identifier for generated code (`r#` for the few keywords that
@@ -88,13 +110,26 @@ fn signature(plan: &Plan, i: usize) -> Result<Sig, Diagnostic> {
     Ok(Sig { params, ret, fn_ty })
 }
 
-/// The typed-API file, formatted; every operator without a Rust signature is an
-/// error (all of them, each with its file and line).
-pub fn api(plan: &Plan, opts: &Options) -> Result<String, Diagnostics> {
-    Ok(crate::emit::format(
-        plan,
-        short_paths(api_tokens(plan, opts)?),
-    ))
+/// The typed API's two files, formatted: `at` (the module of the `at` layer:
+/// `operator`, `sig` and one dispatched function per operator) and `api` (the
+/// modules `ops` and `torch`, and for the runtime the `Tensor` methods). Every
+/// operator without a Rust signature is an error (all of them, each with its
+/// file and line).
+pub fn api(plan: &Plan, opts: &Options) -> Result<ApiFiles, Diagnostics> {
+    let (at, api) = api_tokens(plan, opts)?;
+    Ok(ApiFiles {
+        at: crate::emit::format(plan, short_paths(at)),
+        api: crate::emit::format(plan, short_paths(api)),
+    })
+}
+
+/// The typed API's files ([`api`]).
+#[derive(Clone, Debug)]
+pub struct ApiFiles {
+    /// The items of the `at` module.
+    pub at: String,
+    /// The modules `ops` and `torch` (and the runtime's `Tensor` methods).
+    pub api: String,
 }
 
 /// The runtime types the typed API names, imported into each of its modules.
@@ -172,7 +207,7 @@ fn short_paths(ts: TokenStream) -> TokenStream {
 }
 
 /// The typed-API tokens.
-pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<TokenStream, Diagnostics> {
+pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStream), Diagnostics> {
     let mut diags = Vec::new();
     let mut sigs = Vec::new();
     let mut ats = Vec::new();
@@ -192,23 +227,30 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<TokenStream, Diagnostic
         let fn_ty = &sig.fn_ty;
         let doc = format!(" `{f}`");
         sigs.push(quote!(#[doc = #doc] pub type #id = #fn_ty;));
-        ats.push(at_fn(op, &sig));
-        ops.push(op_handle_fn(op, &sig));
+        ats.push(at_fn(op, &sig, opts));
+        ops.push(op_handle_fn(op, &sig, opts));
         if op.entry.variants.function {
-            funcs.push(convenience(op, &sig, false));
+            funcs.push(convenience(op, &sig, false, opts));
         }
         if opts.runtime && op.entry.variants.method && f.arguments.self_arg().is_some() {
-            methods.push(convenience(op, &sig, true));
+            methods.push(convenience(op, &sig, true, opts));
         }
     }
     if !diags.is_empty() {
         return Err(Diagnostics(diags));
     }
+    // The `at` file is included in its own module (the runtime's `at`
+    // layer, or `generated::at`): the tables are beside it or in their layer.
+    let tables = if opts.runtime {
+        quote!(crate::tables::)
+    } else {
+        quote!(super::)
+    };
     let operator = if opts.runtime {
         quote! {
             /// The dispatcher's operator for `id`.
             #[inline(always)]
-            pub fn operator(id: OpId) -> &'static ::opforge::dispatch::Operator {
+            pub fn operator(id: #tables OpId) -> &'static ::opforge::dispatch::Operator {
                 ::opforge::dispatch::dispatcher().op(id)
             }
         }
@@ -219,7 +261,7 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<TokenStream, Diagnostic
             /// dispatcher when it is built.
             #[doc(hidden)]
             pub static LIBRARY: ::opforge::__private::Library =
-                ::opforge::__private::Library::new(#name, &OPS);
+                ::opforge::__private::Library::new(#name, &#tables OPS);
 
             #[::opforge::__private::linkme::distributed_slice(::opforge::__private::LIBRARIES)]
             #[linkme(crate = ::opforge::__private::linkme)]
@@ -227,7 +269,7 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<TokenStream, Diagnostic
 
             /// The dispatcher's operator for `id`.
             #[inline(always)]
-            pub fn operator(id: OpId) -> &'static ::opforge::dispatch::Operator {
+            pub fn operator(id: #tables OpId) -> &'static ::opforge::dispatch::Operator {
                 LIBRARY.op(id as usize)
             }
         }
@@ -235,15 +277,20 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<TokenStream, Diagnostic
     let methods = if opts.runtime {
         quote! {
             /// Tensor methods with schema defaults applied (`a.add(&b)`).
-            #[allow(clippy::too_many_arguments)]
-            impl ::opforge::Tensor {
-                #(#methods)*
+            mod tensor_methods {
+                #[allow(unused_imports)]
+                use ::opforge::__private::prelude::*;
+
+                #[allow(clippy::too_many_arguments)]
+                impl ::opforge::Tensor {
+                    #(#methods)*
+                }
             }
         }
     } else {
         quote!()
     };
-    Ok(quote! {
+    let at = quote! {
         #[allow(unused_imports)]
         use ::opforge::__private::prelude::*;
 
@@ -257,15 +304,9 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<TokenStream, Diagnostic
             #(#sigs)*
         }
 
-        /// Every operator overload, with every argument, dispatched without the
-        /// function-level override protocol (C++'s `at::`): what kernels call.
-        #[allow(non_snake_case, clippy::too_many_arguments)]
-        pub mod at {
-            #[allow(unused_imports)]
-            use ::opforge::__private::prelude::*;
-            #(#ats)*
-        }
-
+        #(#ats)*
+    };
+    let api = quote! {
         /// Every operator overload, with every argument, dispatched; as the
         /// operator handle `torch.ops.<ns>.<name>.<overload>` it goes through the
         /// function-level override protocol first.
@@ -285,7 +326,8 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<TokenStream, Diagnostic
         }
 
         #methods
-    })
+    };
+    Ok((at, api))
 }
 
 /// `name: Type` for every argument.
@@ -302,7 +344,7 @@ fn all_params(f: &opforge_schema::model::FunctionSchema, sig: &Sig) -> Vec<Token
 }
 
 /// `at::<ident>`: one call of the runtime's typed engine.
-fn at_fn(op: &PlannedOp, sig: &Sig) -> TokenStream {
+fn at_fn(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
     let id = ident(&op.ident);
     let args = op
         .schema()
@@ -310,11 +352,14 @@ fn at_fn(op: &PlannedOp, sig: &Sig) -> TokenStream {
         .all
         .iter()
         .map(|a| ident(&arg_ident(&a.name)));
-    exact_fn(
-        op,
-        sig,
-        quote!(::opforge::__private::call::<super::sig::#id, _, _>(super::operator(super::OpId::#id), (#(#args,)*))),
-    )
+    exact_fn(op, sig, {
+        let tables = if opts.runtime {
+            quote!(crate::tables::)
+        } else {
+            quote!(super::)
+        };
+        quote!(::opforge::__private::call::<sig::#id, _, _>(operator(#tables OpId::#id), (#(#args,)*)))
+    })
 }
 
 /// An exact form (`at::`, `ops::`): every argument, documented by its schema.
@@ -348,7 +393,8 @@ struct Guarded<'a> {
 /// and no mode, the implementation directly. `call` builds the implementation's
 /// call from one expression per schema argument.
 fn guarded_body(
-    root: &TokenStream,
+    at: &TokenStream,
+    tables: &TokenStream,
     site_api: &str,
     op: &PlannedOp,
     args: &[Guarded<'_>],
@@ -376,7 +422,7 @@ fn guarded_body(
     quote! {
         static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
             api: #site_api,
-            op: || #root operator(#root OpId::#id),
+            op: || #at operator(#tables OpId::#id),
         };
         if let Some(r) = ::opforge::__private::protocol(&SITE, (#(#tuple,)*), |(#(#params,)*)| #slow) {
             return r;
@@ -386,7 +432,7 @@ fn guarded_body(
 }
 
 /// `ops::<ident>`: the operator handle's call, through the function-level protocol.
-fn op_handle_fn(op: &PlannedOp, sig: &Sig) -> TokenStream {
+fn op_handle_fn(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
     let id = ident(&op.ident);
     let args: Vec<Guarded> = op
         .schema()
@@ -402,9 +448,10 @@ fn op_handle_fn(op: &PlannedOp, sig: &Sig) -> TokenStream {
             arg: a,
         })
         .collect();
-    let body = guarded_body(&quote!(super::), "", op, &args, |each| {
+    let at = opts.at_from_api();
+    let body = guarded_body(&at, &opts.tables_from_below(), "", op, &args, |each| {
         let vals = args.iter().map(each);
-        quote!(super::at::#id(#(#vals),*))
+        quote!(#at #id(#(#vals),*))
     });
     exact_fn(op, sig, body)
 }
@@ -435,7 +482,7 @@ pub fn kept(f: &opforge_schema::model::FunctionSchema) -> usize {
 }
 
 /// The convenience form: trailing defaulted arguments dropped and filled in.
-fn convenience(op: &PlannedOp, sig: &Sig, method: bool) -> TokenStream {
+fn convenience(op: &PlannedOp, sig: &Sig, method: bool, opts: &Options) -> TokenStream {
     let f = op.schema();
     let all = &f.arguments.all;
     let keep = kept(f);
@@ -462,14 +509,10 @@ fn convenience(op: &PlannedOp, sig: &Sig, method: bool) -> TokenStream {
         }
     }
     let id = ident(&op.ident);
-    // Inside `impl Tensor` (in the runtime's `generated` module) `super::` would
-    // be the crate root.
-    let root = if method {
-        quote!(crate::generated::)
-    } else {
-        quote!(super::)
-    };
-    let body = guarded_body(&root, &api_name(op, method), op, &guarded, |each| {
+    // The methods are the runtime's (its `at` and `tables` are layers, named
+    // from the crate root, from `impl Tensor` too).
+    let (at, tables) = (opts.at_from_api(), opts.tables_from_below());
+    let body = guarded_body(&at, &tables, &api_name(op, method), op, &guarded, |each| {
         let mut g = guarded.iter();
         let vals = all.iter().enumerate().map(|(i, a)| {
             if i < keep || is_receiver(i) {
@@ -478,7 +521,7 @@ fn convenience(op: &PlannedOp, sig: &Sig, method: bool) -> TokenStream {
                 default_expr(a).expect("dropped arguments have a default")
             }
         });
-        quote!(#root at::#id(#(#vals),*))
+        quote!(#at #id(#(#vals),*))
     });
     let name = ident(&op.api_name);
     let ret = &sig.ret;

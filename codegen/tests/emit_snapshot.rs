@@ -28,7 +28,8 @@ fn mini_tables_snapshot() {
     let plan = lower::lower(&file, &[]).unwrap();
     compare(&emit::tables(&plan), &dir().join("snapshots/mini_ops.rs"));
     let api = emit_api::api(&plan, &mini_options()).unwrap_or_else(|d| panic!("{d}"));
-    compare(&api, &dir().join("snapshots/mini_api.rs"));
+    compare(&api.at, &dir().join("snapshots/mini_at.rs"));
+    compare(&api.api, &dir().join("snapshots/mini_api.rs"));
 }
 
 /// An operator whose signature has no Rust mapping is an error naming the file

@@ -34,11 +34,11 @@
 
 use crate::lookup::{self, Entry, Found};
 use opforge_codegen::emit_api::kernel_marker;
-use opforge_codegen::rust_types::{fn_pointer_type, param_type, result_type};
+use opforge_codegen::rust_types::{param_type, result_type};
 use opforge_schema::model::FunctionSchema;
 use opforge_schema::names::{arg_ident, op_ident};
 use proc_macro2::{Span, TokenStream, TokenTree};
-use quote::{format_ident, quote, quote_spanned, ToTokens};
+use quote::{format_ident, quote, ToTokens};
 use std::fmt::Display;
 use syn::spanned::Spanned;
 
@@ -420,7 +420,11 @@ pub(crate) fn check_kernel(
     let ret = check_return(schema, sig, &mut errors);
     match ret {
         Some(ret) if errors.list.is_empty() => {
-            Ok(registration(key, name, schema, func, &params, ret))
+            let params: Vec<(&syn::Ident, &syn::Type)> =
+                params.iter().map(|p| (p.ident, p.ty)).collect();
+            Ok(opforge_codegen::kernel::registration(
+                key, name, schema, func, &params, ret,
+            ))
         }
         _ => Err(errors),
     }
@@ -685,242 +689,6 @@ fn check_return(
         }
     }
     Some(ret)
-}
-
-/// `ty` with every elided reference lifetime written `'a`.
-fn with_lifetime_a(ty: &syn::Type) -> TokenStream {
-    fn walk(ts: TokenStream) -> TokenStream {
-        let mut out = TokenStream::new();
-        for tt in ts {
-            match tt {
-                TokenTree::Punct(p) if p.as_char() == '&' => {
-                    out.extend([TokenTree::Punct(p)]);
-                    out.extend(quote!('a));
-                }
-                TokenTree::Group(g) => {
-                    let mut ng = proc_macro2::Group::new(g.delimiter(), walk(g.stream()));
-                    ng.set_span(g.span());
-                    out.extend([TokenTree::Group(ng)]);
-                }
-                other => out.extend([other]),
-            }
-        }
-        out
-    }
-    walk(ty.to_token_stream())
-}
-
-/// Escapes text for an `on_unimplemented` format string.
-fn literal(s: &str) -> String {
-    s.replace('{', "{{").replace('}', "}}")
-}
-
-fn registration(
-    key: &str,
-    name: &str,
-    schema: &FunctionSchema,
-    func: &syn::ItemFn,
-    params: &[Param],
-    ret: syn::Type,
-) -> TokenStream {
-    let fn_ident = &func.sig.ident;
-    let n = params.len();
-    let op = &schema.name;
-    let note = literal(&format!("schema: {schema}"));
-    // Shared by the per-parameter and return traits: `T: __OpforgeSame<U>` holds
-    // only for `T = U`. Their impls are blanket impls over it, marked
-    // `do_not_recommend`, so that rustc reports the unmet trait itself (with our
-    // message) and lists no candidate impls.
-    let mut items = vec![quote! {
-        trait __OpforgeSame<U> {
-            fn __opforge_from_same(u: U) -> Self;
-            fn __opforge_into_same(self) -> U;
-        }
-        impl<U> __OpforgeSame<U> for U {
-            #[inline(always)]
-            fn __opforge_from_same(u: U) -> U {
-                u
-            }
-            #[inline(always)]
-            fn __opforge_into_same(self) -> U {
-                self
-            }
-        }
-    }];
-    let mut shim_params = Vec::new();
-    let mut shim_args = Vec::new();
-    let mut bindings = Vec::new();
-    let mut boxed_args = Vec::new();
-    for (i, (p, a)) in params.iter().zip(&schema.arguments.all).enumerate() {
-        // `check_params` reported every argument without a mapping.
-        let Ok(schema_ty) = param_type(a) else {
-            continue;
-        };
-        let want_short = show(&schema_ty);
-        let has_ref = want_short.contains('&');
-        let user_ty = p.ty;
-        let v = format_ident!("__a{}", i);
-        // Named after the kernel too, so that rustc never points at a same-named
-        // trait of another kernel ("similarly named trait") in its help.
-        let tr = format_ident!("__opforge_{}_param_{}", fn_ident, arg_ident(&a.name));
-        let message = literal(&format!(
-            "parameter {} `{}` of `{op}` must be `{want_short}`, found `{}`",
-            i + 1,
-            arg_ident(&a.name),
-            show(user_ty)
-        ));
-        let label = literal(&format!("expected `{want_short}` (schema: `{a}`)"));
-        shim_params.push(quote!(#v: #schema_ty));
-        let (generics, use_generics, want_a) = if has_ref {
-            (quote!(<'a>), quote!(<'_>), with_lifetime_a(&schema_ty))
-        } else {
-            (quote!(), quote!(), schema_ty.to_token_stream())
-        };
-        let impl_generics = if has_ref {
-            quote!(<'a, T: __OpforgeSame<#want_a>>)
-        } else {
-            quote!(<T: __OpforgeSame<#want_a>>)
-        };
-        items.push(quote! {
-            #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
-            trait #tr #generics: Sized {
-                fn __opforge_param(v: #want_a) -> Self;
-            }
-            #[diagnostic::do_not_recommend]
-            impl #impl_generics #tr #generics for T {
-                #[inline(always)]
-                fn __opforge_param(v: #want_a) -> T {
-                    <T as __OpforgeSame<#want_a>>::__opforge_from_same(v)
-                }
-            }
-        });
-        shim_args.push(quote_spanned! {user_ty.span()=>
-            <#user_ty as #tr #use_generics>::__opforge_param(#v)
-        });
-        if want_short.starts_with("&mut ") {
-            bindings.push(quote! {
-                let mut #v: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])?.clone();
-            });
-            boxed_args.push(quote!(&mut #v));
-        } else if want_short == "&Tensor" {
-            // A number given for a tensor (allow-listed operators) reaches the
-            // kernel as a wrapped-number tensor.
-            let w = format_ident!("__opforge_wrapped_{}", i);
-            bindings.push(quote! {
-                let #w = ::opforge::__private::wrap_number(&args[#i]);
-                let #v: &::opforge::Tensor = match &#w {
-                    ::std::option::Option::Some(t) => t,
-                    ::std::option::Option::None => <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])?,
-                };
-            });
-            boxed_args.push(quote!(#v));
-        } else {
-            bindings.push(quote! {
-                let #v = <#schema_ty as ::opforge::__private::FromValue>::from_value(&args[#i])?;
-            });
-            boxed_args.push(quote!(#v));
-        }
-    }
-    let ret_short = show(&ret);
-    let ret_ty = ret;
-    let found = match &func.sig.output {
-        syn::ReturnType::Type(_, t) => show(t),
-        syn::ReturnType::Default => "()".into(),
-    };
-    let message = literal(&format!(
-        "a kernel for `{op}` must return `{ret_short}`, found `{found}`"
-    ));
-    let returns = match schema.returns.as_slice() {
-        [one] => one.to_string(),
-        rs => format!(
-            "({})",
-            rs.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    let label = literal(&format!(
-        "expected `{ret_short}` (schema returns `{returns}`)"
-    ));
-    let ret_tr = format_ident!("__opforge_{}_return", fn_ident);
-    items.push(quote! {
-        #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
-        trait #ret_tr: Sized {
-            fn __opforge_return(self) -> #ret_ty;
-        }
-        #[diagnostic::do_not_recommend]
-        impl<T: __OpforgeSame<#ret_ty>> #ret_tr for T {
-            #[inline(always)]
-            fn __opforge_return(self) -> #ret_ty {
-                <T as __OpforgeSame<#ret_ty>>::__opforge_into_same(self)
-            }
-        }
-    });
-    let call = quote!(#fn_ident(#(#shim_args),*));
-    let ret_call = match &func.sig.output {
-        syn::ReturnType::Type(_, user_ret) => quote_spanned! {user_ret.span()=>
-            <#user_ret as #ret_tr>::__opforge_return(#call)
-        },
-        syn::ReturnType::Default => quote!(#call),
-    };
-    let fn_ty = match fn_pointer_type(schema) {
-        Ok(t) => t.to_token_stream(),
-        Err(e) => {
-            let e = e.to_string();
-            return quote!(compile_error!(#e););
-        }
-    };
-    let arity_msg = format!("{name}: expected {n} arguments, got {{}}");
-    let schema_text = schema.to_string();
-    let (file, line) = (
-        quote_spanned!(fn_ident.span()=> ::core::file!()),
-        quote_spanned!(fn_ident.span()=> ::core::line!()),
-    );
-    quote! {
-        #[doc(hidden)]
-        #[allow(non_camel_case_types, non_snake_case, clippy::all)]
-        const _: () = {
-            #(#items)*
-
-            /// The kernel with the schema's signature: what the unboxed pointer
-            /// points at.
-            #[inline]
-            fn __opforge_unboxed(#(#shim_params),*) -> #ret_ty {
-                #ret_call
-            }
-
-            fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
-                let f: #fn_ty = __opforge_unboxed;
-                ::opforge::__private::Unboxed::new(f)
-            }
-
-            fn __opforge_boxed(
-                _op: &::opforge::__private::Operator,
-                _keys: ::opforge::__private::KeySet,
-                args: &[::opforge::__private::Value],
-            ) -> ::opforge::Result<::std::vec::Vec<::opforge::__private::Value>> {
-                if args.len() != #n {
-                    return Err(::opforge::Error::Runtime(format!(#arity_msg, args.len()).into()));
-                }
-                #(#bindings)*
-                let result = __opforge_unboxed(#(#boxed_args),*)?;
-                Ok(::opforge::__private::IntoValues::into_values(result))
-            }
-
-            #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-            #[linkme(crate = ::opforge::__private::linkme)]
-            static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-                op: #name,
-                key: #key,
-                schema: #schema_text,
-                boxed: __opforge_boxed,
-                unboxed: __opforge_unboxed_ptr,
-                file: #file,
-                line: #line,
-            };
-        };
-    }
 }
 
 #[cfg(test)]
@@ -1194,14 +962,5 @@ mod tests {
         assert_eq!(show(&ty), "&mut Tensor");
         let ty: syn::Type = syn::parse_quote!(std::result::Result<(Tensor, Tensor), E>);
         assert_eq!(show(&ty), "std::result::Result<(Tensor, Tensor), E>");
-    }
-
-    #[test]
-    fn lifetimes_are_written_into_references() {
-        let ty: syn::Type = syn::parse_quote!(::core::option::Option<&[::opforge::Tensor]>);
-        assert_eq!(
-            with_lifetime_a(&ty).to_string(),
-            ":: core :: option :: Option < & 'a [:: opforge :: Tensor] >"
-        );
     }
 }

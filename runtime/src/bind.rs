@@ -4,7 +4,7 @@
 //! for `int[2]` is repeated) with schema defaults filled in.
 
 use crate::error::{Error, Result};
-use crate::schema::{ArgSchema, BaseType, DefaultVal, OpSchema, Ty};
+use crate::tables::{ArgSchema, BaseType, DefaultVal, OpSchema, Ty};
 use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar};
 use crate::value::Value;
 

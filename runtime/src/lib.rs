@@ -33,11 +33,13 @@
 extern crate self as opforge;
 
 // The schema lookup of `#[kernel]` and `#[op]` (first, so that it is in scope in
-// every module below), the generated tables and typed API (`generated`), and the
-// checks that every kernel the YAML names exists.
-include!(concat!(env!("OUT_DIR"), "/opforge/schema.rs"));
+// every module below). The generated tables and typed API are included in the
+// modules of their layers (`tables`, `at`, `api`).
+include!(concat!(env!("OUT_DIR"), "/opforge/schema_macro.rs"));
 
+mod api;
 pub mod argparse;
+pub mod at;
 pub mod bind;
 pub mod dispatch;
 pub mod dtype;
@@ -52,11 +54,12 @@ pub mod overrides;
 pub mod packet;
 pub mod parallel;
 pub mod registry;
+pub mod tables;
 pub mod tensor;
 pub mod value;
 
-/// The schema tables' types (`OpSchema`, `ArgSchema`, …), from `opforge-schema`.
-pub use opforge_schema::tables as schema;
+// The checks that every kernel the YAML names exists.
+include!(concat!(env!("OUT_DIR"), "/opforge/kernel_checks.rs"));
 
 pub use error::{Error, Message, Result};
 pub use opforge_macros::kernel;
@@ -69,7 +72,9 @@ pub use tensor::{
 };
 pub use value::Value;
 
-pub use generated::{at, ops, sig, torch, OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
+pub use api::{ops, torch};
+pub use at::sig;
+pub use tables::{OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
 
 /// Generates the tables, typed API and `#[kernel]` checks of a crate's own
 /// schema file: put `opforge::include_schema!();` first in the `lib.rs` of a
@@ -136,7 +141,7 @@ mod tests {
 
     #[test]
     fn groups_and_bindings_point_at_matching_ops() {
-        use schema::SchemaKind;
+        use crate::tables::SchemaKind;
         for g in GROUPS.iter() {
             assert!(g
                 .functional

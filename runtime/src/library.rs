@@ -293,7 +293,7 @@ impl Library {
             }
             _ => func.name.namespace = Some(self.namespace.clone()),
         }
-        let op = dispatcher().define(crate::schema::op_schema(&func, None), Some(source))?;
+        let op = dispatcher().define(crate::tables::op_schema(&func, None), Some(source))?;
         Ok(op.qualified_name())
     }
 
@@ -496,7 +496,7 @@ pub fn register_fake(
 }
 
 /// The overload text a packet candidate shows: the schema with its namespace.
-fn schema_text(s: &'static crate::schema::OpSchema) -> &'static str {
+fn schema_text(s: &'static crate::tables::OpSchema) -> &'static str {
     if crate::packet::is_qualified(s) {
         return s.schema;
     }

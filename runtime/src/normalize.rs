@@ -12,7 +12,7 @@
 //! (`IntList` or a `List` of `Int`s); tensors by identity.
 
 use crate::bind::default_value;
-use crate::schema::OpSchema;
+use crate::tables::OpSchema;
 use crate::tensor::Scalar;
 use crate::value::Value;
 

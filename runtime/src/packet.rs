@@ -18,7 +18,7 @@
 use crate::bind::default_value;
 use crate::error::Error;
 
-use crate::schema::{BaseType, OpSchema, Ty};
+use crate::tables::{BaseType, OpSchema, Ty};
 use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar};
 use crate::value::Value;
 use opforge_schema::signature::{parse_params, split_call};

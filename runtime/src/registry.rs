@@ -13,8 +13,8 @@
 //! uses (`aten_overloads.jsonl`), which also brings the generated (`autogen`)
 //! overloads and the TorchScript-only ones (`"dispatcher": false`).
 
-pub use crate::schema::op_schema;
-use crate::schema::{leak_str, OpSchema};
+pub use crate::tables::op_schema;
+use crate::tables::{leak_str, OpSchema};
 use opforge_schema::diag::Diagnostics;
 use opforge_schema::model::NativeFunction;
 use std::collections::HashMap;
@@ -220,7 +220,7 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{DefaultVal, SchemaKind};
+    use crate::tables::{DefaultVal, SchemaKind};
 
     #[test]
     fn converting_our_yaml_gives_the_generated_tables() {

@@ -16,7 +16,7 @@
 //!   handle, `dispatcher().find(..).call_boxed(..)`), on CPU or on meta copies of
 //!   the inputs, and [`Report`] summarises it.
 
-use opforge::schema::{ArgSchema, BaseType, OpSchema, Ty};
+use opforge::tables::{ArgSchema, BaseType, OpSchema, Ty};
 use opforge::{DType, Device, Layout, MemoryFormat, Tensor, Value};
 use serde_json::{Map, Value as Json};
 use std::path::{Path, PathBuf};

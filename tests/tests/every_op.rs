@@ -5,7 +5,7 @@
 //! bool `condition`, an int64 `index`, batches of matrices for `bmm`).
 
 use opforge::dispatch::dispatcher;
-use opforge::schema::{ArgSchema, BaseType, Ty};
+use opforge::tables::{ArgSchema, BaseType, Ty};
 use opforge::{DType, Device, Tensor, Value, OPS};
 
 fn tensor(dtype: DType, device: Device) -> Tensor {

@@ -4,8 +4,9 @@
 //! `crate::…` (and crate-root `super::…`) paths of the sources, unit tests
 //! included (a test that needs a module above belongs there, or in
 //! `runtime/tests/`), and fails naming the file, line and upward import. The
-//! order is total (one module after another), so no two modules can import each
-//! other.
+//! generated files are read too, each as part of the module that includes it
+//! (`tables`, `at`, `api`). The order is total (one module after another), so
+//! no two modules can import each other.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -54,12 +55,21 @@ fn module_of(first: &str, second: Option<&str>) -> Option<String> {
         "OpId" | "OPS" | "GROUPS" | "BINDINGS" | "OVERRIDABLE" | "OP_COUNT" => "tables",
         "at" | "sig" => "at",
         "ops" | "torch" => "api",
-        "generated" => {
-            return module_of(second.unwrap_or("ops"), None);
-        }
+        // Re-exports for the macros' and the generator's output: the layer of
+        // what each re-exports.
+        "__private" => match second? {
+            "prelude" => "tensor",
+            "call" | "dispatcher" | "Kernel" | "KeySet" | "Operator" | "Unboxed"
+            | "KernelEntry" | "Library" | "OperatorDef" | "KERNELS" | "LIBRARIES"
+            | "OPERATOR_DEFS" => "dispatch",
+            "protocol" | "Site" | "TypedRet" | "call_op" => "overrides",
+            "Args" | "FromValue" | "IntoValues" | "Returns" | "ToValue" | "Value" => "value",
+            "linkme" | "kernel_impl" | "op_impl" => return None,
+            _ => "lib",
+        },
         // The macros crate's attributes: below everything.
         "kernel" | "op" | "dispatcher" | "overridable" => return None,
-        "__private" | "include_schema" => "lib",
+        "include_schema" => "lib",
         m => m,
     };
     Some(m.to_string())
@@ -114,14 +124,17 @@ fn imports(src: &str, depth: usize) -> Vec<(usize, String, Option<String>)> {
     let mut out = Vec::new();
     for (n, line) in src.lines().enumerate() {
         let line = line.split("//").next().unwrap_or("");
-        for prefix in ["$crate::", "crate::", root_super] {
+        for prefix in ["$crate::", "crate::", "::opforge::", root_super] {
             let mut rest = line;
             while let Some(i) = rest.find(prefix) {
                 let before = &rest[..i];
                 let after = &rest[i + prefix.len()..];
                 rest = after;
                 // `opforge_crate::x`, `super::super::` seen from `super::`.
-                if before.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':')
+                if (prefix != "::opforge::"
+                    && before.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':'))
+                    || (prefix == "::opforge::"
+                        && before.ends_with(|c: char| c.is_alphanumeric() || c == '_'))
                     || (prefix == "super::" && after.starts_with("super::"))
                 {
                     continue;
@@ -135,6 +148,15 @@ fn imports(src: &str, depth: usize) -> Vec<(usize, String, Option<String>)> {
         }
     }
     out
+}
+
+/// The files the runtime's build generates, generated again here from its
+/// schema file (the same generator, the same options).
+fn generated_files() -> Vec<(String, String)> {
+    let yaml = root().join("runtime/native_functions.yaml");
+    let tags = yaml.with_file_name("tags.yaml");
+    opforge_codegen::generate(&yaml, tags.exists().then_some(tags.as_path()))
+        .unwrap_or_else(|d| panic!("{d}"))
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -160,8 +182,9 @@ fn every_runtime_module_imports_only_from_the_layers_below_it() {
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     files.sort();
-    let mut problems = Vec::new();
-    let mut unknown = Vec::new();
+    // (shown path, module, depth, text): the hand-written sources, and the
+    // generated files in the modules that include them.
+    let mut sources: Vec<(String, String, usize, String)> = Vec::new();
     for f in &files {
         let rel = f.strip_prefix(&src).unwrap();
         let comps: Vec<String> = rel
@@ -169,12 +192,36 @@ fn every_runtime_module_imports_only_from_the_layers_below_it() {
             .map(|c| c.to_string_lossy().into_owned())
             .collect();
         let module = comps[0].trim_end_matches(".rs").to_string();
+        let shown = format!("runtime/src/{}", rel.display());
+        sources.push((shown, module, comps.len(), opforge_tests::read(f)));
+    }
+    for (name, text) in generated_files() {
+        let module = match name.as_str() {
+            "tables.rs" => "tables",
+            "at.rs" => "at",
+            "api.rs" => "api",
+            // The schema lookup and the kernel checks: the crate root's.
+            "schema_macro.rs" | "kernel_checks.rs" => "lib",
+            // What a crate with its own schema includes; not the runtime.
+            "schema.rs" => continue,
+            other => panic!("a generated file no module is known to include: {other}"),
+        };
+        sources.push((
+            format!("OUT_DIR/opforge/{name}"),
+            module.to_string(),
+            1,
+            text,
+        ));
+    }
+    let mut problems = Vec::new();
+    let mut unknown = Vec::new();
+    for (shown, module, depth, text) in &sources {
         let Some(&me) = rank.get(module.as_str()) else {
-            unknown.push(format!("{} (module `{module}`)", rel.display()));
+            unknown.push(format!("{shown} (module `{module}`)"));
             continue;
         };
-        let depth = comps.len();
-        for (line, first, second) in imports(&opforge_tests::read(f), depth) {
+        let (module, depth) = (module.clone(), *depth);
+        for (line, first, second) in imports(text, depth) {
             let Some(target) = module_of(&first, second.as_deref()) else {
                 continue;
             };
@@ -184,12 +231,10 @@ fn every_runtime_module_imports_only_from_the_layers_below_it() {
             match rank.get(target.as_str()) {
                 Some(&t) if t < me => {}
                 Some(_) => problems.push(format!(
-                    "runtime/src/{}:{line}: `{module}` imports `crate::{first}` (`{target}`), which is not below it",
-                    rel.display()
+                    "{shown}:{line}: `{module}` imports `crate::{first}` (`{target}`), which is not below it"
                 )),
                 None => unknown.push(format!(
-                    "runtime/src/{}:{line}: `crate::{first}` (no layer for `{target}`)",
-                    rel.display()
+                    "{shown}:{line}: `crate::{first}` (no layer for `{target}`)"
                 )),
             }
         }
@@ -362,8 +407,9 @@ fn the_reader_sees_paths_and_groups() {
         ]
     );
     assert_eq!(
-        module_of("generated", Some("OpId")).as_deref(),
-        Some("tables")
+        module_of("__private", Some("call")).as_deref(),
+        Some("dispatch")
     );
+    assert_eq!(module_of("OpId", None).as_deref(), Some("tables"));
     assert_eq!(module_of("Tensor", None).as_deref(), Some("tensor"));
 }

@@ -4,7 +4,7 @@
 //!
 //! A duck tensor-like records the `func` its handler is asked about and answers
 //! `-1` (so typed results fail to convert: only the record matters). Walked:
-//! (a) every generated guarded function (`opforge::generated::__coverage`), with
+//! (a) every generated guarded function (`coverage.rs`, written by this crate's build script), with
 //!     the duck in every tensor slot, and with a plain tensor under a function mode;
 //! (b) every overridable function called boxed with the duck for the positional
 //!     parameters of its testing stub;

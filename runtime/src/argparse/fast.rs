@@ -13,7 +13,7 @@ use super::parse::{self, tag, ABSENT, KW};
 use super::signature::{FunctionSignature, ParamDefault, ParamKind};
 use super::{is_factory, is_wrapped_number, ParamTarget};
 use crate::bind::{coerce, default_value};
-use crate::schema::{OpSchema, Ty};
+use crate::tables::{OpSchema, Ty};
 use crate::value::Value;
 
 /// At most this many parameters per signature take the fast path.
@@ -641,7 +641,7 @@ fn unpack_same(kind: ParamKind) -> u32 {
 /// The values (by [`tag`]) that bind to `ty` for sure (wrapped numbers, or
 /// [`coerce`] cannot fail), and those among them that bind unchanged.
 fn coerce_tags(ty: &Ty) -> (u32, u32) {
-    use crate::schema::BaseType as B;
+    use crate::tables::BaseType as B;
     let (base, none) = match ty {
         Ty::Optional(inner) => (**inner, T_NONE),
         t => (*t, 0),

@@ -25,7 +25,7 @@ pub use signature::{FunctionParameter, FunctionSignature, ParamDefault, ParamKin
 
 use crate::bind::{coerce, default_value};
 use crate::error::Error;
-use crate::schema::{BaseType, OpSchema, Ty};
+use crate::tables::{BaseType, OpSchema, Ty};
 use crate::value::Value;
 use fast::{BindPlan, MAX_PARAMS};
 use opforge_schema::python::split_name_params;

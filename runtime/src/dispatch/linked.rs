@@ -62,13 +62,13 @@ pub static OPERATOR_DEFS: [OperatorDef];
 /// error otherwise.
 pub struct Library {
     name: &'static str,
-    ops: &'static [crate::schema::OpSchema],
+    ops: &'static [crate::tables::OpSchema],
     operators: std::sync::OnceLock<Box<[&'static super::Operator]>>,
 }
 
 impl Library {
     /// A library of `ops` (the generated `OPS` table) from crate `name`.
-    pub const fn new(name: &'static str, ops: &'static [crate::schema::OpSchema]) -> Library {
+    pub const fn new(name: &'static str, ops: &'static [crate::tables::OpSchema]) -> Library {
         Library {
             name,
             ops,
@@ -82,7 +82,7 @@ impl Library {
     }
 
     /// Its operator schemas, in `OpId` order.
-    pub fn schemas(&self) -> &'static [crate::schema::OpSchema] {
+    pub fn schemas(&self) -> &'static [crate::tables::OpSchema] {
         self.ops
     }
 

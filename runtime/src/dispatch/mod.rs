@@ -30,7 +30,7 @@ use linked::{KernelEntry, Library};
 pub use crate::keys::{DispatchKey, KeySet, LocalKeys, RUNTIME_KEYS};
 
 use crate::error::{DuplicateKernel, Error, NoKernel, Result};
-use crate::schema::OpSchema;
+use crate::tables::OpSchema;
 use crate::value::Value;
 use arc_swap::ArcSwapOption;
 use std::collections::HashMap;
@@ -939,7 +939,7 @@ impl Dispatcher {
             // `#[op]` checked the schema at compile time; a failure here means the
             // schema language changed under a stale build.
             let schema = match opforge_schema::schema::parse_schema(def.schema) {
-                Ok(f) => crate::schema::op_schema(&f, None),
+                Ok(f) => crate::tables::op_schema(&f, None),
                 Err(e) => {
                     errors.push(Error::Runtime(
                         format!("{source}: malformed schema `{}`: {e}", def.schema).into(),

@@ -8,7 +8,7 @@
 
 use super::Operator;
 use crate::error::{Error, Result};
-use crate::schema::{BaseType, Ty};
+use crate::tables::{BaseType, Ty};
 use crate::value::Value;
 
 /// `values` as the results of `op`, returned by the kernel registered at

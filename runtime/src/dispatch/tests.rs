@@ -1,5 +1,5 @@
 use super::*;
-use crate::schema::{BaseType, OpSchema, RetSchema, SchemaKind, Ty};
+use crate::tables::{BaseType, OpSchema, RetSchema, SchemaKind, Ty};
 use crate::tensor::{DType, Device, Tensor};
 
 /// An operator whose kernels answer with their name ([`tag`]).

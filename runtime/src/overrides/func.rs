@@ -4,7 +4,7 @@
 use super::members::{BoxedImpl, Member};
 use super::{handle_boxed, Kwargs};
 use crate::error::Result;
-use crate::schema::ApiBinding;
+use crate::tables::ApiBinding;
 use crate::value::Value;
 use crate::OpId;
 use opforge_schema::overrides::split_binding_name;

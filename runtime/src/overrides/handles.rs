@@ -7,7 +7,7 @@ use super::{one_value, Func};
 use crate::dispatch::{dispatcher, DispatchKey, KeySet, Operator};
 use crate::error::{Error, Result};
 use crate::packet::Overload;
-use crate::schema::OpSchema;
+use crate::tables::OpSchema;
 use crate::value::Value;
 use opforge_schema::signature::split_call;
 use std::collections::HashMap;

@@ -738,7 +738,7 @@ impl Site {
 
 /// A typed call as Python makes it: positional arguments, and keyword-only ones
 /// by name (`args` are a prefix of the schema's arguments, in its order).
-fn as_python_call(schema: &crate::schema::OpSchema, args: &impl ArgTuple) -> (Vec<Value>, Kwargs) {
+fn as_python_call(schema: &crate::tables::OpSchema, args: &impl ArgTuple) -> (Vec<Value>, Kwargs) {
     let mut values = Vec::new();
     args.to_values(&mut values);
     let mut positional = Vec::with_capacity(values.len());
