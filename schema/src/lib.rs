@@ -6,12 +6,13 @@
 //! bindings PyTorch generates ([`python`]), the overridable-function list and
 //! testing stubs ([`overrides`]) — and the one reader of signature strings and
 //! parameter lists ([`signature`]) and the one table of PyTorch's scalar types
-//! ([`scalar_type`]).
+//! ([`scalar_type`]). PyTorch's `derivatives.yaml` (the autograd formulas per
+//! operator) is loaded and matched to an operator file by [`derivatives`].
 //!
 //! The runtime (`opforge`) uses it to load any schema file at run time; the
 //! generator (`opforge-codegen`) and the macros build on the same model, so all
 //! three agree by construction. No I/O happens inside the library except in
-//! [`load::load_file`] and [`read_deprecated`].
+//! [`load::load_file`], [`derivatives::load_file`] and [`read_deprecated`].
 //!
 //! ```
 //! let file = opforge_schema::check_str(
@@ -22,6 +23,7 @@
 //! assert_eq!(file.entries[0].func.to_string(), "scale(Tensor self, float k=1.0) -> Tensor");
 //! ```
 
+pub mod derivatives;
 pub mod diag;
 pub mod groups;
 pub mod load;

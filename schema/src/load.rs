@@ -92,24 +92,12 @@ pub fn load_str_partial(file: &str, src: &str) -> (SchemaFile, Diagnostics) {
 }
 
 fn load_all(file: &str, src: &str) -> Result<(SchemaFile, Diagnostics), Diagnostics> {
-    let src = src.strip_prefix('\u{feff}').unwrap_or(src);
-    let root = crate::yaml::parse(file, src).map_err(|d| Diagnostics(vec![d]))?;
-    let items = match root {
-        Value::Sequence(items) => items,
-        Value::Null => Vec::new(),
-        other => {
-            let found = describe(&other);
-            let d = Diagnostic::new(
-                file,
-                first_content_line(src),
-                format!("expected a list of operator entries at the top level, found {found}"),
-            );
-            return Err(Diagnostics(vec![d.help(
-                "the file is a list: start every entry with `- `, e.g. `- func: neg(Tensor self) -> Tensor`",
-            )]));
-        }
-    };
-    let source = SourceMap::new(src, items.len());
+    let (items, source) = top_level_list(
+        file,
+        src,
+        "operator entries",
+        "the file is a list: start every entry with `- `, e.g. `- func: neg(Tensor self) -> Tensor`",
+    )?;
     let mut diags = Vec::new();
     let mut entries = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
@@ -138,25 +126,8 @@ fn load_all(file: &str, src: &str) -> Result<(SchemaFile, Diagnostics), Diagnost
 
 /// Loads `tags.yaml` (a list of `{tag, desc}`), returning the tag names.
 pub fn load_tags_str(file: &str, src: &str) -> Result<Vec<String>, Diagnostics> {
-    let src = src.strip_prefix('\u{feff}').unwrap_or(src);
-    let root = crate::yaml::parse(file, src).map_err(|d| Diagnostics(vec![d]))?;
     let help = "tags.yaml is a list of `- tag: NAME` entries (each with a `desc:`)";
-    let items = match root {
-        Value::Sequence(items) => items,
-        Value::Null => Vec::new(),
-        other => {
-            return Err(Diagnostics(vec![Diagnostic::new(
-                file,
-                first_content_line(src),
-                format!(
-                    "expected a list of tags at the top level, found {}",
-                    describe(&other)
-                ),
-            )
-            .help(help)]))
-        }
-    };
-    let source = SourceMap::new(src, items.len());
+    let (items, source) = top_level_list(file, src, "tags", help)?;
     let mut tags = Vec::new();
     let mut diags = Vec::new();
     for (i, item) in items.iter().enumerate() {
@@ -185,9 +156,38 @@ pub fn load_tags_str(file: &str, src: &str) -> Result<Vec<String>, Diagnostics> 
     }
 }
 
+/// Parses a YAML file that is a list at the top level (a leading byte-order mark
+/// removed): its items and the [`SourceMap`] of the text. Anything else at the
+/// top level is one diagnostic, `expected a list of {what} at the top level`, with
+/// `help`; an empty file is an empty list.
+pub(crate) fn top_level_list(
+    file: &str,
+    src: &str,
+    what: &str,
+    help: &str,
+) -> Result<(Vec<Value>, SourceMap), Diagnostics> {
+    let src = src.strip_prefix('\u{feff}').unwrap_or(src);
+    let root = crate::yaml::parse(file, src).map_err(|d| Diagnostics(vec![d]))?;
+    let items = match root {
+        Value::Sequence(items) => items,
+        Value::Null => Vec::new(),
+        other => {
+            let found = describe(&other);
+            return Err(Diagnostics(vec![Diagnostic::new(
+                file,
+                first_content_line(src),
+                format!("expected a list of {what} at the top level, found {found}"),
+            )
+            .help(help)]));
+        }
+    };
+    let source = SourceMap::new(src, items.len());
+    Ok((items, source))
+}
+
 /// How a YAML value is described in a diagnostic: scalars are shown, collections
 /// are named.
-fn describe(v: &Value) -> String {
+pub(crate) fn describe(v: &Value) -> String {
     match v {
         Value::Null => "nothing (an empty value)".into(),
         Value::Bool(b) => format!("the bool `{b}`"),
@@ -390,6 +390,30 @@ impl SourceMap {
         (kl + 1..=last).find(|&l| parse_key(self.line(l)).is_some_and(|k| k.key == keys))
     }
 
+    /// Line and column of `key:` in the mapping nested under the key on line
+    /// `parent` (the first key indented under it sets the mapping's indentation).
+    pub(crate) fn child_key(&self, parent: usize, key: &str) -> Option<(usize, usize)> {
+        let parent_at = parse_key(self.line(parent))?.at;
+        let mut indent = None;
+        for l in parent + 1..=self.lines() {
+            let text = self.line(l);
+            let t = text.trim_start_matches(' ');
+            if t.is_empty() || t.starts_with('#') {
+                continue;
+            }
+            if text.len() - t.len() <= parent_at {
+                break;
+            }
+            let Some(k) = parse_key(text) else {
+                continue;
+            };
+            if k.at == *indent.get_or_insert(k.at) && k.key == key {
+                return Some((l, char_col(text, k.at)));
+            }
+        }
+        None
+    }
+
     /// Column of the word `token` in the key part of a dispatch row.
     pub(crate) fn row_key_col(&self, row_line: usize, token: &str) -> Option<usize> {
         let text = self.line(row_line);
@@ -413,12 +437,24 @@ impl SourceMap {
         schema: &str,
         col: usize,
     ) -> (usize, Option<usize>) {
-        let Some((l, k)) = self.key_line(entry_line, "func") else {
+        self.value_col(entry_line, "func", schema, col)
+    }
+
+    /// Line and column of 1-based character `col` of `text`, the value of the
+    /// entry's `key:`, under the same conditions as [`SourceMap::schema_col`].
+    pub(crate) fn value_col(
+        &self,
+        entry_line: usize,
+        key: &str,
+        text: &str,
+        col: usize,
+    ) -> (usize, Option<usize>) {
+        let Some((l, k)) = self.key_line(entry_line, key) else {
             return (entry_line, None);
         };
-        let text = self.line(l);
-        let col = value_start(text, k.value_at)
-            .filter(|&(_, at)| text[at..].starts_with(schema))
+        let line = self.line(l);
+        let col = value_start(line, k.value_at)
+            .filter(|&(_, at)| line[at..].starts_with(text))
             .map(|(c, _)| c + col - 1);
         (l, col)
     }
@@ -438,16 +474,23 @@ fn value_start(line: &str, value_at: usize) -> Option<(usize, usize)> {
     Some((char_col(line, at), at))
 }
 
-struct EntryCx<'a> {
-    file: &'a str,
-    src: &'a SourceMap,
+/// Where an entry is, for its diagnostics.
+pub(crate) struct EntryCx<'a> {
+    pub(crate) file: &'a str,
+    pub(crate) src: &'a SourceMap,
     /// The entry's first line.
-    line: usize,
-    name: Option<String>,
+    pub(crate) line: usize,
+    /// `name.overload`, once known.
+    pub(crate) name: Option<String>,
 }
 
 impl EntryCx<'_> {
-    fn at(&self, (line, col): (usize, Option<usize>), msg: impl Into<String>) -> Diagnostic {
+    /// A diagnostic at `(line, column)`, naming the entry when its name is known.
+    pub(crate) fn at(
+        &self,
+        (line, col): (usize, Option<usize>),
+        msg: impl Into<String>,
+    ) -> Diagnostic {
         let d = Diagnostic::new(self.file, line, msg).maybe_column(col);
         match &self.name {
             Some(n) => d.entry(n.clone()),
@@ -512,12 +555,7 @@ fn load_entry(mut cx: EntryCx<'_>, item: Value) -> Result<NativeFunction, Vec<Di
             return Err(vec![d]);
         }
         Some(Value::String(s)) => {
-            // Name the entry by its name even when the rest of the schema is malformed.
-            let head = s.split('(').next().unwrap_or(s);
-            let head = head.rsplit("::").next().unwrap_or(head);
-            if !head.is_empty() && head.chars().all(|c| is_word(c) || c == '.') {
-                cx.name = Some(head.to_string());
-            }
+            cx.name = schema_label(s);
             match parse_schema(s) {
                 Ok(f) => Some(f),
                 Err(e) => {
@@ -595,8 +633,17 @@ fn load_entry(mut cx: EntryCx<'_>, item: Value) -> Result<NativeFunction, Vec<Di
     }
 }
 
+/// The name an entry is known by in diagnostics (`name.overload`, without the
+/// namespace), taken from its schema text even when the rest of the schema is
+/// malformed; `None` when not even the name is well formed.
+pub(crate) fn schema_label(schema: &str) -> Option<String> {
+    let head = schema.split('(').next().unwrap_or(schema);
+    let head = head.rsplit("::").next().unwrap_or(head);
+    (!head.is_empty() && head.chars().all(|c| is_word(c) || c == '.')).then(|| head.to_string())
+}
+
 /// A hint for a schema the parser rejected, keyed on its (torchgen-worded) message.
-fn schema_help(msg: &str) -> String {
+pub(crate) fn schema_help(msg: &str) -> String {
     if let Some(ty) = msg.strip_prefix("unrecognized type ") {
         if ty.contains(' ') || ty.contains(',') {
             return "arguments are separated by exactly `, ` (a comma and one space), and each is `Type name` with one space".into();
