@@ -14,6 +14,7 @@
 //! and `opforge::include_schema!();` at the top of its `lib.rs`.
 
 pub mod cli;
+pub mod derivatives;
 pub mod emit;
 pub mod emit_api;
 pub mod kernel;
