@@ -398,3 +398,27 @@ fn if_let_binds_for_its_branch_and_the_prelude_is_known() {
         "derivatives.yaml:2:3: sum: formula for `self` uses `g`, which is not an argument, a gradient, a result or a helper",
     );
 }
+
+#[test]
+fn a_closure_s_parameters_end_with_the_closure() {
+    expect(
+        "\
+- name: exp(Tensor self) -> Tensor
+  self: (|x| x * &result)(grad.clone()) + x
+",
+        "derivatives.yaml:2:3: exp: formula for `self` uses `x`, which is not an argument, a gradient, a result or a helper",
+    );
+}
+
+#[test]
+fn not_implemented_is_a_helper_like_any_other() {
+    // The loader tells `not_implemented(...)` apart; here it is a call, so the
+    // runtime must list it among its helpers.
+    expect(
+        "\
+- name: exp(Tensor self) -> Tensor
+  self: not_implemented(\"exp\")
+",
+        "derivatives.yaml:2:3: exp: formula for `self` calls `not_implemented`, which is not a helper function\n  help: the helpers are `cat_tensors_backward`, `handle_r_to_c`, `mul_tensor_backward`, `sum_to`, `value_selecting_reduction_backward`; or call a method (`x.foo()`)",
+    );
+}
