@@ -40,6 +40,7 @@ include!(concat!(env!("OUT_DIR"), "/opforge/schema_macro.rs"));
 mod api;
 pub mod argparse;
 pub mod at;
+pub mod autograd;
 pub mod bind;
 pub mod dispatch;
 pub mod dtype;

@@ -10,14 +10,14 @@
 //! node holds what it saved. Nothing here points back from a node to a tensor
 //! that holds it, so a graph is freed when its last output is dropped.
 
-use super::Tensor;
+use super::{Tensor, TensorInner};
 use crate::error::Result;
 use crate::keys::{DispatchKey, KeySet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// The keys a tensor has while it requires grad, and only then.
-pub(crate) const AUTOGRAD_KEYS: KeySet =
+pub const AUTOGRAD_KEYS: KeySet =
     KeySet::of(DispatchKey::Autograd).with(DispatchKey::ADInplaceOrView);
 
 /// A node of the autograd graph as the tensor layer sees it: what a tensor's
@@ -28,6 +28,10 @@ pub trait GradNode: Send + Sync + 'static {
 
     /// The node itself, for the autograd layer to recover its concrete type.
     fn as_any(&self) -> &dyn std::any::Any;
+
+    /// The shared node itself, for the autograd layer to recover its concrete
+    /// type as an `Arc` (`Arc::downcast`).
+    fn into_any_arc(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
 }
 
 /// A tensor's history: the node that computed it and which of that node's
@@ -58,6 +62,10 @@ pub struct AutogradMeta {
     grad: Mutex<Option<Tensor>>,
     grad_fn: Mutex<Option<GradFn>>,
     hooks: Mutex<Vec<GradHook>>,
+    /// A leaf's gradient accumulator (PyTorch's `AccumulateGrad`), held weakly:
+    /// the graph's edges keep it alive, the leaf only finds it again while it
+    /// lives, so one leaf has at most one at a time and no cycle forms.
+    accumulator: Mutex<Option<Weak<dyn GradNode>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -105,6 +113,37 @@ impl AutogradMeta {
         let mut hooks = lock(&self.hooks);
         hooks.push(hook);
         hooks.len() - 1
+    }
+
+    /// A leaf's gradient accumulator if one is alive, else the one `make`
+    /// returns, remembered weakly (see the field). Atomic: two threads asking
+    /// at once get the same node.
+    pub fn accumulator_or(&self, make: impl FnOnce() -> Arc<dyn GradNode>) -> Arc<dyn GradNode> {
+        let mut slot = lock(&self.accumulator);
+        if let Some(node) = slot.as_ref().and_then(Weak::upgrade) {
+            return node;
+        }
+        let node = make();
+        *slot = Some(Arc::downgrade(&node));
+        node
+    }
+}
+
+/// A tensor handle that does not keep the tensor alive (`Tensor::downgrade`):
+/// what a graph node may hold of a tensor that holds the node.
+#[derive(Clone)]
+pub struct WeakTensor(Weak<TensorInner>);
+
+impl WeakTensor {
+    /// The tensor, if a handle to it still lives.
+    pub fn upgrade(&self) -> Option<Tensor> {
+        self.0.upgrade().map(Tensor)
+    }
+}
+
+impl std::fmt::Debug for WeakTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("(WeakTensor)")
     }
 }
 
@@ -199,6 +238,20 @@ impl Tensor {
         self.autograd_meta().and_then(AutogradMeta::grad)
     }
 
+    /// A handle that does not keep this tensor alive.
+    pub fn downgrade(&self) -> WeakTensor {
+        WeakTensor(Arc::downgrade(&self.0))
+    }
+
+    /// Is this handle the only one to the tensor, and the tensor the only one
+    /// over its storage? Then its data can be taken over without a copy (what
+    /// autograd's accumulation does with a fresh gradient).
+    pub fn is_sole_owner(&self) -> bool {
+        Arc::strong_count(&self.0) == 1
+            && Arc::weak_count(&self.0) == 0
+            && self.with_geometry(|g| Arc::strong_count(&g.storage.0) == 1)
+    }
+
     /// The [`AUTOGRAD_KEYS`] follow the tensor: present while it requires
     /// grad, absent otherwise.
     fn update_autograd_keys(&self) {
@@ -223,6 +276,9 @@ mod tests {
             self.0.into()
         }
         fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+        fn into_any_arc(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
             self
         }
     }

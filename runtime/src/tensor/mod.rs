@@ -33,7 +33,7 @@ pub use alloc::{
     set_allocation_limit, set_buffer_cache, set_huge_pages,
 };
 pub use class::TensorClass;
-pub use grad::{AutogradMeta, GradFn, GradHook, GradNode};
+pub use grad::{AutogradMeta, GradFn, GradHook, GradNode, WeakTensor, AUTOGRAD_KEYS};
 pub use locks::{Reads, StorageLocks};
 pub use objects::{Generator, QScheme, Stream};
 
@@ -279,9 +279,13 @@ impl Storage {
         self.0.buffer.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Write access to the buffer.
+    /// Write access to the buffer. Taking it counts as one in-place write
+    /// ([`Storage::bump_version`]): every kernel's write into an existing
+    /// tensor (`(a!)` arguments, `out=`) goes through here, so autograd sees it.
     pub fn write(&self) -> std::sync::RwLockWriteGuard<'_, Buffer> {
-        self.0.buffer.write().unwrap_or_else(|e| e.into_inner())
+        let guard = self.0.buffer.write().unwrap_or_else(|e| e.into_inner());
+        self.bump_version();
+        guard
     }
 
     /// Number of elements.

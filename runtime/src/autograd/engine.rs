@@ -1,0 +1,451 @@
+//! The backward engine: [`backward`] and [`grad`], with PyTorch's rules.
+//!
+//! One pass finds the nodes reachable from the roots; when only some inputs'
+//! gradients are wanted ([`grad`], `backward(inputs=…)`) it marks the nodes on
+//! a path to them (the others never run). Dependencies are counted along the
+//! edges of those nodes, and a node runs once every gradient it waits for has
+//! arrived (gradients reaching the same input are summed with `at::add`),
+//! the most recently created first among those ready. Before a node runs, the
+//! hooks on its inputs run and retained gradients are stored. Accumulators
+//! write leaves' `.grad`: the first gradient is stored (without its history,
+//! unless `create_graph`), later ones added.
+//!
+//! Grad mode during the pass is `create_graph`: with it on, the backward
+//! computations are recorded in turn, so the results can be differentiated.
+
+use super::mode::set_grad_enabled;
+use super::node::{lock, BackwardCtx, Edge, Kind, Node};
+use super::record::gradient_edge;
+use super::saved::shallow_detach;
+use crate::dtype::Scalar;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+
+fn runtime(m: impl Into<String>) -> Error {
+    Error::Runtime(m.into().into())
+}
+
+fn torch_size(t: &Tensor) -> String {
+    let s: Vec<String> = t.shape().iter().map(|d| d.to_string()).collect();
+    format!("torch.Size([{}])", s.join(", "))
+}
+
+fn node_id(n: &Arc<Node>) -> usize {
+    Arc::as_ptr(n) as *const () as usize
+}
+
+/// `slot += g`: the first gradient is kept, later ones added.
+fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
+    *slot = Some(match slot.take() {
+        None => g,
+        Some(old) => crate::at::add_Tensor(&old, &g, Scalar::Int(1))?,
+    });
+    Ok(())
+}
+
+/// Runs the hooks a leaf registered on its gradient, in order.
+fn run_tensor_hooks(t: &Tensor, mut grad: Tensor) -> Result<Tensor> {
+    if let Some(meta) = t.autograd_meta() {
+        for hook in meta.hooks() {
+            if let Some(g) = hook(&grad)? {
+                grad = g;
+            }
+        }
+    }
+    Ok(grad)
+}
+
+/// Adds `grad` into `t.grad` (what an accumulator and a retained gradient
+/// do): the first gradient is stored without its history unless
+/// `create_graph`, and without a copy when nothing else holds it; later ones
+/// are added (out of place, so a `.grad` handed out earlier is not changed).
+pub(crate) fn accumulate_grad(t: &Tensor, grad: Tensor, create_graph: bool) -> Result<()> {
+    let meta = t.autograd_meta_or_default();
+    let new = match meta.grad() {
+        None if create_graph => {
+            if grad.is_sole_owner() {
+                grad
+            } else {
+                crate::at::clone(&grad, None)?
+            }
+        }
+        None if grad.is_sole_owner() => shallow_detach(&grad)?,
+        None => shallow_detach(&crate::at::clone(&grad, None)?)?,
+        Some(old) => {
+            let sum = crate::at::add_Tensor(&old, &grad, Scalar::Int(1))?;
+            if create_graph {
+                sum
+            } else {
+                shallow_detach(&sum)?
+            }
+        }
+    };
+    meta.set_grad(Some(new));
+    Ok(())
+}
+
+struct Info {
+    node: Arc<Node>,
+    /// Gradients still to arrive before the node can run.
+    deps: usize,
+    /// Runs (is on a path to a wanted gradient, or everything runs).
+    needed: bool,
+    /// A wanted gradient arrives here.
+    target: bool,
+    buffer: Vec<Option<Tensor>>,
+    seeded: bool,
+}
+
+impl Info {
+    fn active(&self) -> bool {
+        self.needed || self.target
+    }
+}
+
+/// Runs the graph from `roots` (each an edge and the gradient sent along it).
+/// With `targets`, only the nodes leading to them run, and the gradients
+/// arriving at them are returned, one per target; without, every node runs
+/// (leaves accumulate).
+fn run(
+    roots: Vec<(Edge, Tensor)>,
+    targets: Option<&[Edge]>,
+    keep_graph: bool,
+    create_graph: bool,
+) -> Result<Vec<Option<Tensor>>> {
+    let _mode = set_grad_enabled(create_graph);
+
+    // The reachable nodes.
+    let mut index: HashMap<usize, usize> = HashMap::new();
+    let mut infos: Vec<Info> = Vec::new();
+    let mut stack: Vec<Arc<Node>> = Vec::new();
+    {
+        let mut visit = |n: &Arc<Node>, infos: &mut Vec<Info>, stack: &mut Vec<Arc<Node>>| {
+            index.entry(node_id(n)).or_insert_with(|| {
+                infos.push(Info {
+                    node: n.clone(),
+                    deps: 0,
+                    needed: targets.is_none(),
+                    target: false,
+                    buffer: vec![None; n.num_inputs()],
+                    seeded: false,
+                });
+                stack.push(n.clone());
+                infos.len() - 1
+            });
+        };
+        for (e, _) in &roots {
+            visit(&e.node, &mut infos, &mut stack);
+        }
+        while let Some(n) = stack.pop() {
+            for e in n.next_edges().iter().flatten() {
+                visit(&e.node, &mut infos, &mut stack);
+            }
+        }
+    }
+    let idx = |n: &Arc<Node>| index.get(&node_id(n)).copied();
+    let edges_of = |infos: &Vec<Info>, i: usize| -> Vec<Option<usize>> {
+        infos[i]
+            .node
+            .next_edges()
+            .iter()
+            .map(|e| e.as_ref().and_then(|e| idx(&e.node)))
+            .collect()
+    };
+
+    // Which nodes run: those on a path to a target (found in reverse
+    // topological order).
+    if let Some(targets) = targets {
+        for t in targets {
+            if let Some(i) = idx(&t.node) {
+                infos[i].target = true;
+            }
+        }
+        let mut indeg = vec![0usize; infos.len()];
+        for i in 0..infos.len() {
+            for j in edges_of(&infos, i).into_iter().flatten() {
+                indeg[j] += 1;
+            }
+        }
+        let mut order = Vec::with_capacity(infos.len());
+        let mut queue: Vec<usize> = (0..infos.len()).filter(|&i| indeg[i] == 0).collect();
+        while let Some(i) = queue.pop() {
+            order.push(i);
+            for j in edges_of(&infos, i).into_iter().flatten() {
+                indeg[j] -= 1;
+                if indeg[j] == 0 {
+                    queue.push(j);
+                }
+            }
+        }
+        for &i in order.iter().rev() {
+            let needed = edges_of(&infos, i)
+                .into_iter()
+                .flatten()
+                .any(|j| infos[j].needed || infos[j].target);
+            infos[i].needed = needed;
+        }
+    }
+
+    // Dependencies along the edges of the nodes that run.
+    for i in 0..infos.len() {
+        if !infos[i].needed {
+            continue;
+        }
+        for j in edges_of(&infos, i).into_iter().flatten() {
+            if infos[j].active() {
+                infos[j].deps += 1;
+            }
+        }
+    }
+
+    // The roots' gradients.
+    for (e, g) in roots {
+        let Some(i) = idx(&e.node) else { continue };
+        if !infos[i].active() {
+            continue;
+        }
+        infos[i].seeded = true;
+        if let Some(slot) = infos[i].buffer.get_mut(e.input_nr as usize) {
+            add_into(slot, g)?;
+        }
+    }
+    let mut ready: BinaryHeap<(u64, usize)> = infos
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.seeded && n.deps == 0)
+        .map(|(i, n)| (n.node.sequence_nr(), i))
+        .collect();
+
+    let mut captured: Vec<Option<Tensor>> = vec![None; targets.map_or(0, <[Edge]>::len)];
+    while let Some((_, i)) = ready.pop() {
+        let node = infos[i].node.clone();
+        let mut grads = std::mem::take(&mut infos[i].buffer);
+
+        // Hooks on the gradients arriving here, then retained gradients.
+        for (input, hook) in node.pre_hooks() {
+            if let Some(g) = grads.get_mut(input as usize) {
+                if let Some(cur) = g.as_ref() {
+                    if let Some(new) = hook(cur)? {
+                        *g = Some(new);
+                    }
+                }
+            }
+        }
+        for (input, t) in node.retained() {
+            if let (Some(Some(g)), Some(t)) = (grads.get(input as usize), t.upgrade()) {
+                accumulate_grad(&t, g.clone(), create_graph)?;
+            }
+        }
+        if let Some(targets) = targets {
+            for (k, t) in targets.iter().enumerate() {
+                if Arc::ptr_eq(&t.node, &node) {
+                    captured[k] = grads.get(t.input_nr as usize).cloned().flatten();
+                }
+            }
+        }
+        if !infos[i].needed {
+            continue;
+        }
+
+        let edges = edges_of(&infos, i);
+        let outputs = match &node.kind {
+            Kind::Accumulate(leaf) => {
+                if let Some(g) = grads.into_iter().next().flatten() {
+                    let g = run_tensor_hooks(leaf, g)?;
+                    accumulate_grad(leaf, g, create_graph)?;
+                }
+                continue;
+            }
+            Kind::Function(backward) => {
+                let needed: Vec<bool> = edges
+                    .iter()
+                    .map(|j| j.is_some_and(|j| infos[j].active()))
+                    .collect();
+                let mut b = lock(backward);
+                let out = b.apply(grads, &BackwardCtx { needed: &needed })?;
+                if !keep_graph {
+                    b.release();
+                }
+                out
+            }
+        };
+        if outputs.len() != edges.len() {
+            return Err(runtime(format!(
+                "function {} returned an incorrect number of gradients (expected {}, got {})",
+                node.name(),
+                edges.len(),
+                outputs.len()
+            )));
+        }
+        for ((j, e), g) in edges.into_iter().zip(node.next_edges()).zip(outputs) {
+            let (Some(j), Some(e)) = (j, e) else { continue };
+            if !infos[j].active() {
+                continue;
+            }
+            if let Some(g) = g {
+                if let Some(slot) = infos[j].buffer.get_mut(e.input_nr as usize) {
+                    add_into(slot, g)?;
+                }
+            }
+            infos[j].deps -= 1;
+            if infos[j].deps == 0 {
+                ready.push((infos[j].node.sequence_nr(), j));
+            }
+        }
+    }
+    Ok(captured)
+}
+
+/// The roots of a pass: each output's edge and its gradient (given, or ones
+/// for a one-element output), with PyTorch's checks and messages.
+fn make_roots(outputs: &[Tensor], grads: &[Option<Tensor>]) -> Result<Vec<(Edge, Tensor)>> {
+    if !grads.is_empty() && grads.len() != outputs.len() {
+        return Err(runtime(format!(
+            "got {} tensors and {} gradients",
+            outputs.len(),
+            grads.len()
+        )));
+    }
+    let mut made = Vec::with_capacity(outputs.len());
+    for (i, out) in outputs.iter().enumerate() {
+        match grads.get(i).cloned().flatten() {
+            Some(g) => {
+                if g.shape() != out.shape() {
+                    return Err(runtime(format!(
+                        "Mismatch in shape: grad_output[{i}] has a shape of {} and output[{i}] has a shape of {}.",
+                        torch_size(&g),
+                        torch_size(out)
+                    )));
+                }
+                made.push(Some(g));
+            }
+            None if out.requires_grad() => {
+                if out.numel() != 1 {
+                    return Err(runtime(
+                        "grad can be implicitly created only for scalar outputs",
+                    ));
+                }
+                made.push(Some(Tensor::full(
+                    &out.shape(),
+                    Scalar::Int(1),
+                    out.dtype(),
+                    out.device(),
+                )));
+            }
+            None => made.push(None),
+        }
+    }
+    let mut roots = Vec::with_capacity(outputs.len());
+    for (i, (out, g)) in outputs.iter().zip(made).enumerate() {
+        let edge = gradient_edge(out).filter(|_| out.requires_grad());
+        match (edge, g) {
+            (Some(e), Some(g)) => roots.push((e, g)),
+            _ => {
+                return Err(runtime(format!(
+                    "element {i} of tensors does not require grad and does not have a grad_fn"
+                )))
+            }
+        }
+    }
+    Ok(roots)
+}
+
+/// The edges of the tensors whose gradients are wanted, each required to
+/// require grad.
+fn target_edges(inputs: &[Tensor]) -> Result<Vec<Edge>> {
+    inputs
+        .iter()
+        .map(|t| {
+            gradient_edge(t)
+                .ok_or_else(|| runtime("One of the differentiated Tensors does not require grad"))
+        })
+        .collect()
+}
+
+/// `torch.autograd.backward`: computes the gradients of `tensors` (with
+/// `grad_tensors`, one per tensor, `None` for ones on a one-element output; an
+/// empty slice for all `None`) with respect to the leaves of their graph, and
+/// adds them to the leaves' `.grad`. `retain_graph` defaults to
+/// `create_graph`; without it, the graph's saved tensors are freed. With
+/// `inputs`, only those tensors' gradients are computed and accumulated (into
+/// their `.grad`, leaves or not).
+///
+/// ```
+/// use opforge::autograd;
+/// use opforge::Tensor;
+/// let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+/// // A tensor that does not require grad has nothing to differentiate.
+/// let e = autograd::backward(&[x], &[], None, false, None).unwrap_err();
+/// assert!(e.to_string().contains("element 0 of tensors does not require grad"));
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn backward(
+    tensors: &[Tensor],
+    grad_tensors: &[Option<Tensor>],
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    inputs: Option<&[Tensor]>,
+) -> Result<()> {
+    if inputs.is_some_and(|i| i.is_empty()) {
+        return Err(runtime("'inputs' argument to backward() cannot be empty."));
+    }
+    let roots = make_roots(tensors, grad_tensors)?;
+    let keep_graph = retain_graph.unwrap_or(create_graph);
+    match inputs {
+        None => run(roots, None, keep_graph, create_graph).map(drop),
+        Some(inputs) => {
+            let targets = target_edges(inputs)?;
+            let got = run(roots, Some(&targets), keep_graph, create_graph)?;
+            let _mode = set_grad_enabled(create_graph);
+            for (t, g) in inputs.iter().zip(got) {
+                if let Some(g) = g {
+                    let g = if t.is_leaf() {
+                        run_tensor_hooks(t, g)?
+                    } else {
+                        g
+                    };
+                    accumulate_grad(t, g, create_graph)?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `torch.autograd.grad`: the gradients of `outputs` (with `grad_outputs`,
+/// as `grad_tensors` of [`backward`]) with respect to `inputs`, returned
+/// rather than accumulated. An input the outputs do not depend on is an error
+/// unless `allow_unused` (then its gradient is `None`).
+pub fn grad(
+    outputs: &[Tensor],
+    inputs: &[Tensor],
+    grad_outputs: &[Option<Tensor>],
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    allow_unused: bool,
+) -> Result<Vec<Option<Tensor>>> {
+    if inputs.is_empty() {
+        return Err(runtime("grad requires non-empty inputs."));
+    }
+    let roots = make_roots(outputs, grad_outputs)?;
+    let targets = target_edges(inputs)?;
+    let keep_graph = retain_graph.unwrap_or(create_graph);
+    let got = run(roots, Some(&targets), keep_graph, create_graph)?;
+    let _mode = set_grad_enabled(create_graph);
+    let mut result = Vec::with_capacity(got.len());
+    for (t, g) in inputs.iter().zip(got) {
+        match g {
+            Some(g) if t.is_leaf() => result.push(Some(run_tensor_hooks(t, g)?)),
+            Some(g) => result.push(Some(g)),
+            None if allow_unused => result.push(None),
+            None => {
+                return Err(runtime(
+                    "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.",
+                ))
+            }
+        }
+    }
+    Ok(result)
+}

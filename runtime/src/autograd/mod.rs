@@ -1,0 +1,39 @@
+//! Autograd: grad mode, the graph, saved tensors, the backward engine, and
+//! what an Autograd kernel calls to record (issue 21 §2).
+//!
+//! The layer sits above `at` and below everything that parses or overrides.
+//! A tensor keeps autograd's record of it in [`crate::tensor::AutogradMeta`];
+//! the `Autograd` key is in its key set only while it requires grad, so calls
+//! on other tensors never reach an Autograd kernel.
+//!
+//! - [`mode`]: thread-local grad mode and its guards ([`no_grad`],
+//!   [`enable_grad`], [`set_grad_enabled`], [`inference_mode`]).
+//! - [`node`]: [`Node`] (implements [`crate::tensor::GradNode`]), [`Edge`],
+//!   the [`Backward`] trait a node's computation implements, accumulators for
+//!   leaves, [`live_nodes`].
+//! - [`saved`]: [`SavedTensor`], checked against the storage's version on
+//!   unpack, released after a backward without `retain_graph`.
+//! - [`record`]: [`Recording`] (begin / finish around an Autograd kernel's
+//!   redispatch), [`below_autograd`] (the exclude guard), [`record()`].
+//! - [`engine`]: [`backward()`] and [`grad`].
+//! - [`methods`]: [`TensorAutograd`] (`t.backward()`, `retain_grad`,
+//!   `register_hook`, `detach`).
+
+pub mod engine;
+pub mod methods;
+pub mod mode;
+pub mod node;
+pub mod record;
+pub mod saved;
+
+pub use engine::{backward, grad};
+pub use methods::TensorAutograd;
+pub use mode::{
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+    set_grad_enabled, GradModeGuard,
+};
+pub use node::{live_nodes, Backward, BackwardCtx, Edge, Node};
+pub use record::{
+    accumulator, below_autograd, gradient_edge, record, Recording, Saver, LEAF_INPLACE,
+};
+pub use saved::{SavedTensor, BACKWARD_TWICE};

@@ -1,0 +1,86 @@
+//! Grad mode: whether operations on tensors that require grad are recorded,
+//! per thread (PyTorch's `GradMode`, `torch.no_grad`, `torch.enable_grad`,
+//! `torch.set_grad_enabled`, `torch.inference_mode`). Each setter returns a
+//! guard that restores the previous mode when dropped, so modes nest.
+
+use crate::keys::{LocalKeys, LocalKeysGuard};
+use crate::tensor::AUTOGRAD_KEYS;
+use std::cell::Cell;
+
+thread_local! {
+    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+    static INFERENCE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Is grad mode on for this thread (the default)?
+///
+/// ```
+/// use opforge::autograd::{is_grad_enabled, no_grad};
+/// assert!(is_grad_enabled());
+/// {
+///     let _g = no_grad();
+///     assert!(!is_grad_enabled());
+/// }
+/// assert!(is_grad_enabled());
+/// ```
+#[inline]
+pub fn is_grad_enabled() -> bool {
+    GRAD_ENABLED.with(Cell::get)
+}
+
+/// Is this thread inside [`inference_mode`]?
+pub fn is_inference_mode_enabled() -> bool {
+    INFERENCE.with(Cell::get)
+}
+
+/// Restores the thread's previous grad mode (and inference mode) when dropped.
+#[must_use = "the previous grad mode is restored when the guard is dropped"]
+pub struct GradModeGuard {
+    grad: bool,
+    inference: bool,
+    _keys: Option<LocalKeysGuard>,
+}
+
+impl Drop for GradModeGuard {
+    fn drop(&mut self) {
+        GRAD_ENABLED.with(|c| c.set(self.grad));
+        INFERENCE.with(|c| c.set(self.inference));
+    }
+}
+
+fn set(grad: bool, inference: bool, keys: Option<LocalKeysGuard>) -> GradModeGuard {
+    let guard = GradModeGuard {
+        grad: is_grad_enabled(),
+        inference: is_inference_mode_enabled(),
+        _keys: keys,
+    };
+    GRAD_ENABLED.with(|c| c.set(grad));
+    INFERENCE.with(|c| c.set(inference));
+    guard
+}
+
+/// Grad mode on or off until the guard is dropped (`torch.set_grad_enabled`).
+pub fn set_grad_enabled(on: bool) -> GradModeGuard {
+    set(on, is_inference_mode_enabled(), None)
+}
+
+/// Grad mode off until the guard is dropped (`torch.no_grad`): nothing is
+/// recorded, results do not require grad.
+pub fn no_grad() -> GradModeGuard {
+    set_grad_enabled(false)
+}
+
+/// Grad mode on until the guard is dropped (`torch.enable_grad`), also inside
+/// [`no_grad`].
+pub fn enable_grad() -> GradModeGuard {
+    set_grad_enabled(true)
+}
+
+/// Inference mode until the guard is dropped (`torch.inference_mode`): grad
+/// mode off, and the Autograd keys excluded on this thread, so not even the
+/// Autograd kernels run (PyTorch also marks tensors made meanwhile as
+/// inference tensors; this runtime does not yet).
+pub fn inference_mode() -> GradModeGuard {
+    let keys = LocalKeys::exclude(AUTOGRAD_KEYS);
+    set(false, true, Some(keys))
+}

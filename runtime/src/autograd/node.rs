@@ -1,0 +1,256 @@
+//! The graph: [`Node`]s joined by [`Edge`]s, as PyTorch's `Node` and `Edge`.
+//!
+//! A node is what a tensor's `grad_fn` is: it receives one gradient per
+//! output of the operation that made it (its *inputs* in backward) and sends
+//! one per differentiable input of that operation along its `next_edges`. Its
+//! computation is a [`Backward`] trait object, owning what it saved. A leaf
+//! that requires grad gets an accumulator node ([`Node::is_accumulator`],
+//! PyTorch's `AccumulateGrad`), which holds the leaf and writes its `.grad`;
+//! the leaf holds it only weakly.
+//!
+//! Ownership only runs from outputs to inputs: a tensor holds its node, a node
+//! holds its next nodes and what it saved; nothing holds a tensor that holds the
+//! node (a saved output is kept without its history, a retained gradient's
+//! tensor weakly), so a graph is freed when its last output is dropped.
+
+use crate::error::Result;
+use crate::tensor::{GradFn, GradHook, GradNode, Tensor, WeakTensor};
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// How many graph nodes are alive in the process (a debugging and testing
+/// figure: a loop that builds and drops graphs must keep it flat).
+pub fn live_nodes() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Where a gradient goes: the node that receives it and which of its inputs
+/// (the forward output number) it arrives at.
+#[derive(Clone)]
+pub struct Edge {
+    /// The receiving node.
+    pub node: Arc<Node>,
+    /// Which of its inputs.
+    pub input_nr: u32,
+}
+
+impl std::fmt::Debug for Edge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "({}, {})", self.node.name(), self.input_nr)
+    }
+}
+
+/// What a backward computation learns about the call it serves.
+#[derive(Debug)]
+pub struct BackwardCtx<'a> {
+    pub(crate) needed: &'a [bool],
+}
+
+impl BackwardCtx<'_> {
+    /// Is a gradient wanted for the node's input `i` (the forward call's
+    /// differentiable input `i`)? A gradient computed for an input that is not
+    /// wanted is dropped; a kernel may skip computing it.
+    pub fn needs_input_grad(&self, i: usize) -> bool {
+        self.needed.get(i).copied().unwrap_or(false)
+    }
+}
+
+/// A node's backward computation: gradients of the forward call's outputs in,
+/// gradients of its differentiable inputs out. Owns what it saved
+/// ([`super::SavedTensor`]).
+pub trait Backward: Send + 'static {
+    /// One gradient per forward output in (`None`: no gradient reached that
+    /// output), one per differentiable input out (`None`: zero, or not
+    /// wanted). Runs with grad mode on only when the graph of the backward
+    /// pass is being recorded (`create_graph`).
+    fn apply(
+        &mut self,
+        grads: Vec<Option<Tensor>>,
+        ctx: &BackwardCtx,
+    ) -> Result<Vec<Option<Tensor>>>;
+
+    /// Frees what the node saved (after a backward without `retain_graph`);
+    /// a later [`Backward::apply`] that needs it fails with PyTorch's
+    /// "Trying to backward through the graph a second time" message
+    /// ([`super::SavedTensor::release`] does that).
+    fn release(&mut self);
+}
+
+pub(crate) enum Kind {
+    /// An operation's backward.
+    Function(Mutex<Box<dyn Backward>>),
+    /// A leaf's accumulator: the leaf it writes `.grad` of.
+    Accumulate(Tensor),
+}
+
+/// A node of the autograd graph (see the module docs).
+pub struct Node {
+    name: Cow<'static, str>,
+    sequence_nr: u64,
+    num_inputs: u32,
+    next_edges: Vec<Option<Edge>>,
+    pub(crate) kind: Kind,
+    /// Hooks on the gradient arriving at an input (a non-leaf tensor's
+    /// `register_hook`): `(input, hook)` in registration order.
+    pre_hooks: Mutex<Vec<(u32, GradHook)>>,
+    /// Non-leaf tensors that keep their gradient (`retain_grad`), weakly.
+    retained: Mutex<Vec<(u32, WeakTensor)>>,
+}
+
+impl Node {
+    pub(crate) fn new(
+        name: Cow<'static, str>,
+        num_inputs: u32,
+        next_edges: Vec<Option<Edge>>,
+        kind: Kind,
+    ) -> Node {
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        let sequence_nr = match kind {
+            // Accumulators run as soon as they are ready (PyTorch gives them
+            // the highest sequence number).
+            Kind::Accumulate(_) => u64::MAX,
+            Kind::Function(_) => SEQUENCE.fetch_add(1, Ordering::Relaxed),
+        };
+        Node {
+            name,
+            sequence_nr,
+            num_inputs,
+            next_edges,
+            kind,
+            pre_hooks: Mutex::new(Vec::new()),
+            retained: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The accumulator node of a leaf (not shared: see [`super::accumulator`]).
+    pub(crate) fn accumulate(leaf: Tensor) -> Node {
+        Node::new(
+            "AccumulateGrad".into(),
+            1,
+            Vec::new(),
+            Kind::Accumulate(leaf),
+        )
+    }
+
+    /// PyTorch's name (`MulBackward0`, `AccumulateGrad`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Creation order: a later node runs before an earlier one when both are
+    /// ready.
+    pub fn sequence_nr(&self) -> u64 {
+        self.sequence_nr
+    }
+
+    /// How many gradients the node receives (the forward call's outputs).
+    pub fn num_inputs(&self) -> usize {
+        self.num_inputs as usize
+    }
+
+    /// Where the node's gradients go, one per differentiable input of the
+    /// forward call (`None`: that input does not require grad).
+    pub fn next_edges(&self) -> &[Option<Edge>] {
+        &self.next_edges
+    }
+
+    /// A leaf's accumulator?
+    pub fn is_accumulator(&self) -> bool {
+        matches!(self.kind, Kind::Accumulate(_))
+    }
+
+    /// The leaf an accumulator writes to.
+    pub fn leaf(&self) -> Option<&Tensor> {
+        match &self.kind {
+            Kind::Accumulate(t) => Some(t),
+            Kind::Function(_) => None,
+        }
+    }
+
+    /// Adds a hook on the gradient arriving at input `input`.
+    pub(crate) fn add_pre_hook(&self, input: u32, hook: GradHook) -> usize {
+        let mut hooks = lock(&self.pre_hooks);
+        hooks.push((input, hook));
+        hooks.len() - 1
+    }
+
+    pub(crate) fn pre_hooks(&self) -> Vec<(u32, GradHook)> {
+        lock(&self.pre_hooks).clone()
+    }
+
+    /// Keeps the gradient arriving at `input` in `tensor`'s `.grad`.
+    pub(crate) fn add_retained(&self, input: u32, tensor: WeakTensor) {
+        lock(&self.retained).push((input, tensor));
+    }
+
+    pub(crate) fn retained(&self) -> Vec<(u32, WeakTensor)> {
+        lock(&self.retained).clone()
+    }
+
+    /// A tensor's history pointing at output `output_nr` of this node.
+    pub fn grad_fn(self: &Arc<Self>, output_nr: u32) -> GradFn {
+        GradFn {
+            node: self.clone(),
+            output_nr,
+        }
+    }
+
+    /// The node behind a tensor's history, if autograd made it.
+    pub fn of(grad_fn: &GradFn) -> Option<Arc<Node>> {
+        grad_fn.node.clone().into_any_arc().downcast::<Node>().ok()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+        // A long chain would otherwise drop recursively, one stack frame per
+        // node: unlink the next nodes held only here and drop them in a loop.
+        let mut stack: Vec<Arc<Node>> = Vec::new();
+        let take = |edges: &mut Vec<Option<Edge>>, stack: &mut Vec<Arc<Node>>| {
+            for e in edges.drain(..).flatten() {
+                if Arc::strong_count(&e.node) == 1 {
+                    stack.push(e.node);
+                }
+            }
+        };
+        take(&mut self.next_edges, &mut stack);
+        while let Some(node) = stack.pop() {
+            if let Ok(mut node) = Arc::try_unwrap(node) {
+                take(&mut node.next_edges, &mut stack);
+            }
+        }
+    }
+}
+
+impl GradNode for Node {
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.name)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn into_any_arc(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("name", &self.name)
+            .field("sequence_nr", &self.sequence_nr)
+            .field("next_edges", &self.next_edges)
+            .finish_non_exhaustive()
+    }
+}

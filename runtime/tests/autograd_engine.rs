@@ -1,0 +1,606 @@
+//! The autograd engine end to end, through hand-written Autograd kernels for
+//! `mul.Tensor`, `mul_.Tensor`, `add.Tensor` and `sum` registered in this test
+//! crate only (each integration test file is its own process, so no other
+//! test sees them). Each kernel does what a generated one will: begin a
+//! recording, redispatch below autograd, finish the recording.
+//!
+//! The tests share one process-wide figure (`live_nodes`), so they run one at
+//! a time (`serial`).
+
+use opforge::autograd::{
+    self, below_autograd, enable_grad, inference_mode, is_grad_enabled, live_nodes, no_grad,
+    set_grad_enabled, Backward, BackwardCtx, Recording, SavedTensor, TensorAutograd,
+    BACKWARD_TWICE, LEAF_INPLACE,
+};
+use opforge::{at, kernel, DType, Device, Result, Scalar, Tensor};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// ---- hand-written Autograd kernels ----------------------------------------
+
+struct MulBackward0 {
+    self_: Option<SavedTensor>,
+    other: Option<SavedTensor>,
+}
+
+impl Backward for MulBackward0 {
+    fn apply(
+        &mut self,
+        grads: Vec<Option<Tensor>>,
+        ctx: &BackwardCtx,
+    ) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None, None]);
+        };
+        let grad_self = match (&self.other, ctx.needs_input_grad(0)) {
+            (Some(o), true) => Some(at::mul_Tensor(&g, &o.unpack()?)?),
+            _ => None,
+        };
+        let grad_other = match (&self.self_, ctx.needs_input_grad(1)) {
+            (Some(s), true) => Some(at::mul_Tensor(&g, &s.unpack()?)?),
+            _ => None,
+        };
+        Ok(vec![grad_self, grad_other])
+    }
+
+    fn release(&mut self) {
+        for s in [&mut self.self_, &mut self.other].into_iter().flatten() {
+            s.release();
+        }
+    }
+}
+
+#[kernel(Autograd, "mul.Tensor")]
+fn mul_autograd(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let rec = Recording::begin(&[self_, other]);
+    let out = {
+        let _below = below_autograd();
+        at::mul_Tensor(self_, other)?
+    };
+    if let Some(rec) = rec {
+        let (a, b) = (rec.needs_input_grad(0), rec.needs_input_grad(1));
+        rec.finish("MulBackward0", &[&out], |_| {
+            Ok(MulBackward0 {
+                other: a.then(|| SavedTensor::input(other)),
+                self_: b.then(|| SavedTensor::input(self_)),
+            })
+        })?;
+    }
+    Ok(out)
+}
+
+#[kernel(Autograd, "mul_.Tensor")]
+fn mul_inplace_autograd(self_: &mut Tensor, other: &Tensor) -> Result<Tensor> {
+    let rec = Recording::begin_inplace(self_, &[other])?;
+    // What the backward needs of self's old value is saved before the write.
+    let (saved_other, saved_self) = match &rec {
+        Some(rec) => (
+            rec.needs_input_grad(0).then(|| SavedTensor::input(other)),
+            match rec.needs_input_grad(1) {
+                true => Some(SavedTensor::input(&at::clone(self_, None)?)),
+                false => None,
+            },
+        ),
+        None => (None, None),
+    };
+    {
+        let _below = below_autograd();
+        at::mul__Tensor(self_, other)?;
+    }
+    if let Some(rec) = rec {
+        rec.finish("MulBackward0", &[&*self_], |_| {
+            Ok(MulBackward0 {
+                other: saved_other,
+                self_: saved_self,
+            })
+        })?;
+    }
+    Ok(self_.clone())
+}
+
+struct AddBackward0 {
+    alpha: Scalar,
+}
+
+impl Backward for AddBackward0 {
+    fn apply(
+        &mut self,
+        grads: Vec<Option<Tensor>>,
+        ctx: &BackwardCtx,
+    ) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None, None]);
+        };
+        let other = match ctx.needs_input_grad(1) {
+            true if self.alpha.to_f64() != 1.0 => Some(at::mul_Scalar(&g, self.alpha)?),
+            true => Some(g.clone()),
+            false => None,
+        };
+        Ok(vec![ctx.needs_input_grad(0).then_some(g), other])
+    }
+
+    fn release(&mut self) {}
+}
+
+#[kernel(Autograd, "add.Tensor")]
+fn add_autograd(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    let rec = Recording::begin(&[self_, other]);
+    let out = {
+        let _below = below_autograd();
+        at::add_Tensor(self_, other, alpha)?
+    };
+    if let Some(rec) = rec {
+        rec.finish("AddBackward0", &[&out], |_| Ok(AddBackward0 { alpha }))?;
+    }
+    Ok(out)
+}
+
+struct SumBackward0 {
+    sizes: Vec<i64>,
+}
+
+impl Backward for SumBackward0 {
+    fn apply(
+        &mut self,
+        grads: Vec<Option<Tensor>>,
+        _: &BackwardCtx,
+    ) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None]);
+        };
+        Ok(vec![Some(at::expand(&g, &self.sizes, false)?)])
+    }
+
+    fn release(&mut self) {}
+}
+
+#[kernel(Autograd, "sum")]
+fn sum_autograd(self_: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
+    let rec = Recording::begin(&[self_]);
+    let out = {
+        let _below = below_autograd();
+        at::sum(self_, dtype)?
+    };
+    if let Some(rec) = rec {
+        let sizes = self_.sizes();
+        rec.finish("SumBackward0", &[&out], |_| Ok(SumBackward0 { sizes }))?;
+    }
+    Ok(out)
+}
+
+// ---- helpers ----------------------------------------------------------------
+
+fn leaf(v: Vec<f32>) -> Tensor {
+    let n = v.len();
+    let t = Tensor::from_vec(v, &[n]).unwrap();
+    t.set_requires_grad(true).unwrap();
+    t
+}
+
+fn plain(v: Vec<f32>) -> Tensor {
+    let n = v.len();
+    Tensor::from_vec(v, &[n]).unwrap()
+}
+
+fn two() -> Tensor {
+    Tensor::scalar(2.0f32)
+}
+
+fn grad_of(t: &Tensor) -> Vec<f32> {
+    t.grad().expect("a gradient").to_vec::<f32>().unwrap()
+}
+
+fn mul(a: &Tensor, b: &Tensor) -> Tensor {
+    at::mul_Tensor(a, b).unwrap()
+}
+
+fn sum(a: &Tensor) -> Tensor {
+    at::sum(a, None).unwrap()
+}
+
+// ---- tests ----------------------------------------------------------------
+
+#[test]
+fn mul_then_sum_backward_gives_the_gradient() {
+    let _s = serial();
+    let a = leaf(vec![0.5; 10]);
+    let b = mul(&a, &two());
+    assert!(b.requires_grad() && !b.is_leaf());
+    assert_eq!(b.grad_fn().unwrap().node.name(), "MulBackward0");
+    let s = sum(&b);
+    assert_eq!(s.grad_fn().unwrap().node.name(), "SumBackward0");
+    s.backward().unwrap();
+    assert_eq!(grad_of(&a), vec![2.0; 10]);
+    // Not retained on a non-leaf.
+    assert!(b.grad().is_none());
+    // The stored gradient has no history and does not require grad.
+    assert!(!a.grad().unwrap().requires_grad());
+}
+
+#[test]
+fn gradients_accumulate_over_backward_calls() {
+    let _s = serial();
+    let a = leaf(vec![1.0, 2.0, 3.0]);
+    for _ in 0..2 {
+        sum(&mul(&a, &two())).backward().unwrap();
+    }
+    assert_eq!(grad_of(&a), vec![4.0; 3]);
+    // A `.grad` handed out earlier is not changed by a later accumulation.
+    let before = a.grad().unwrap();
+    sum(&mul(&a, &two())).backward().unwrap();
+    assert_eq!(before.to_vec::<f32>().unwrap(), vec![4.0; 3]);
+    assert_eq!(grad_of(&a), vec![6.0; 3]);
+}
+
+#[test]
+fn a_diamond_sums_the_gradients_of_both_paths() {
+    let _s = serial();
+    // y = x*x + x*2: dy/dx = 2x + 2, x reaching the sum along three edges.
+    let x = leaf(vec![1.0, -2.0, 3.0]);
+    let y = at::add_Tensor(&mul(&x, &x), &mul(&x, &two()), Scalar::Int(1)).unwrap();
+    sum(&y).backward().unwrap();
+    assert_eq!(grad_of(&x), vec![4.0, -2.0, 8.0]);
+
+    // Two outputs of one graph in one call: both roots' gradients arrive.
+    let z = leaf(vec![1.0, 1.0]);
+    let p = mul(&z, &two());
+    let q = sum(&mul(&p, &p)); // d/dz = 8z
+    let r = sum(&p); // d/dz = 2
+    autograd::backward(&[q, r], &[], None, false, None).unwrap();
+    assert_eq!(grad_of(&z), vec![10.0, 10.0]);
+}
+
+#[test]
+fn a_freed_graph_cannot_be_run_again() {
+    let _s = serial();
+    let a = leaf(vec![1.0, 2.0]);
+    let w = plain(vec![3.0, 4.0]);
+    let weak_w = w.downgrade();
+    let s = sum(&mul(&a, &w));
+    drop(w);
+    s.backward_with(None, Some(true), false, None).unwrap();
+    s.backward().unwrap();
+    assert_eq!(grad_of(&a), vec![6.0, 8.0]);
+    // The saved `w` was released by the second call, while `s` still holds
+    // the graph.
+    assert!(weak_w.upgrade().is_none(), "saved tensors are freed");
+    let e = s.backward().unwrap_err();
+    assert_eq!(e.to_string(), BACKWARD_TWICE);
+    assert!(BACKWARD_TWICE.starts_with("Trying to backward through the graph a second time"));
+    // A graph that saved nothing can be run again, as in PyTorch.
+    let t = sum(&at::add_Tensor(&a, &a, Scalar::Int(1)).unwrap());
+    t.backward().unwrap();
+    t.backward().unwrap();
+    assert_eq!(grad_of(&a), vec![10.0, 12.0]);
+}
+
+#[test]
+fn an_in_place_write_to_a_saved_tensor_is_reported() {
+    let _s = serial();
+    // A saved plain tensor, written in place by the CPU kernel.
+    let x = leaf(vec![1.0; 10]);
+    let mut w = plain(vec![2.0; 10]);
+    let v0 = w.storage().version();
+    let y = sum(&mul(&x, &w));
+    at::mul__Tensor(&mut w, &two()).unwrap();
+    assert_eq!(
+        w.storage().version(),
+        v0 + 1,
+        "an in-place write bumps the version"
+    );
+    let e = y.backward().unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!(
+            "one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [10]] is at version {}; expected version {} instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True).",
+            v0 + 1,
+            v0
+        )
+    );
+
+    // A saved non-leaf, written in place through the Autograd kernel (which
+    // rebases its history): the message names its node.
+    let x = leaf(vec![1.0; 10]);
+    let mut b = mul(&x, &two());
+    let y = sum(&mul(&b, &b));
+    at::mul__Tensor(&mut b, &two()).unwrap();
+    let e = y.backward().unwrap_err().to_string();
+    assert!(
+        e.starts_with("one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [10]], which is output 0 of MulBackward0, is at version 1; expected version 0 instead. Hint: "),
+        "{e}"
+    );
+}
+
+#[test]
+fn in_place_on_a_leaf_is_refused_and_on_a_result_rebases() {
+    let _s = serial();
+    let mut a = leaf(vec![1.0, 2.0]);
+    let e = at::mul__Tensor(&mut a, &two()).unwrap_err();
+    assert_eq!(e.to_string(), LEAF_INPLACE);
+    assert_eq!(
+        a.to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0],
+        "nothing written"
+    );
+    // Under no_grad it is allowed (an optimizer's update) and records nothing.
+    {
+        let _g = no_grad();
+        at::mul__Tensor(&mut a, &two()).unwrap();
+    }
+    assert!(a.is_leaf() && a.requires_grad());
+    assert_eq!(a.to_vec::<f32>().unwrap(), vec![2.0, 4.0]);
+
+    // A non-leaf's history is rebased onto the in-place node.
+    let x = leaf(vec![1.0, 2.0]);
+    let mut y = mul(&x, &two());
+    let old = y.grad_fn().unwrap();
+    at::mul__Tensor(&mut y, &Tensor::scalar(3.0f32)).unwrap();
+    let new = y.grad_fn().unwrap();
+    assert!(!Arc::ptr_eq(&old.node, &new.node));
+    assert_eq!(new.node.name(), "MulBackward0");
+    sum(&y).backward().unwrap();
+    assert_eq!(grad_of(&x), vec![6.0, 6.0]);
+}
+
+#[test]
+fn no_grad_records_nothing() {
+    let _s = serial();
+    let a = leaf(vec![1.0, 2.0]);
+    let before = live_nodes();
+    let b = {
+        let _g = no_grad();
+        assert!(!is_grad_enabled());
+        {
+            let _e = enable_grad();
+            assert!(is_grad_enabled());
+        }
+        assert!(!is_grad_enabled());
+        sum(&mul(&a, &two()))
+    };
+    assert!(is_grad_enabled());
+    assert!(!b.requires_grad() && b.grad_fn().is_none());
+    assert_eq!(live_nodes(), before);
+    assert!(b.backward().is_err());
+    {
+        let _g = set_grad_enabled(false);
+        assert!(!sum(&a).requires_grad());
+    }
+    {
+        let _g = inference_mode();
+        assert!(!is_grad_enabled() && autograd::is_inference_mode_enabled());
+        assert!(!sum(&a).requires_grad());
+    }
+    assert!(sum(&a).requires_grad());
+}
+
+#[test]
+fn grad_mode_is_per_thread() {
+    let _s = serial();
+    let a = leaf(vec![1.0, 2.0]);
+    let _g = no_grad();
+    let other = {
+        let a = a.clone();
+        std::thread::spawn(move || {
+            assert!(is_grad_enabled());
+            let s = sum(&mul(&a, &two()));
+            assert!(s.requires_grad());
+            let _g = no_grad();
+            assert!(!is_grad_enabled());
+        })
+    };
+    other.join().unwrap();
+    assert!(!is_grad_enabled());
+    assert!(!sum(&a).requires_grad());
+}
+
+#[test]
+fn create_graph_allows_double_backward() {
+    let _s = serial();
+    let x = leaf(vec![2.0, -1.0]);
+    let y = sum(&mul(&mul(&x, &x), &x));
+    let g = autograd::grad(&[y], std::slice::from_ref(&x), &[], None, true, false).unwrap();
+    let g = g[0].clone().unwrap();
+    // 3x²
+    assert_eq!(g.to_vec::<f32>().unwrap(), vec![12.0, 3.0]);
+    assert!(g.requires_grad(), "the backward pass was recorded");
+    let gg = autograd::grad(
+        &[sum(&g)],
+        std::slice::from_ref(&x),
+        &[],
+        None,
+        false,
+        false,
+    )
+    .unwrap();
+    // 6x
+    assert_eq!(
+        gg[0].as_ref().unwrap().to_vec::<f32>().unwrap(),
+        vec![12.0, -6.0]
+    );
+    // grad() leaves .grad alone.
+    assert!(x.grad().is_none());
+
+    // backward(create_graph=true): .grad keeps its history.
+    let x = leaf(vec![3.0]);
+    sum(&mul(&x, &x))
+        .backward_with(None, None, true, None)
+        .unwrap();
+    let gx = x.grad().unwrap();
+    assert_eq!(gx.to_vec::<f32>().unwrap(), vec![6.0]);
+    assert!(gx.requires_grad());
+    // (Break the cycle .grad → history → x, as PyTorch users must.)
+    x.autograd_meta().unwrap().set_grad(None);
+}
+
+#[test]
+fn grad_reports_unused_inputs_unless_allowed() {
+    let _s = serial();
+    let x = leaf(vec![1.0, 2.0]);
+    let unused = leaf(vec![5.0]);
+    let y = sum(&mul(&x, &two()));
+    let e = autograd::grad(
+        std::slice::from_ref(&y),
+        &[x.clone(), unused.clone()],
+        &[],
+        Some(true),
+        false,
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior."
+    );
+    let g = autograd::grad(&[y], &[x.clone(), unused.clone()], &[], None, false, true).unwrap();
+    assert_eq!(
+        g[0].as_ref().unwrap().to_vec::<f32>().unwrap(),
+        vec![2.0, 2.0]
+    );
+    assert!(g[1].is_none());
+    assert!(x.grad().is_none() && unused.grad().is_none());
+
+    let p = plain(vec![1.0]);
+    let y = sum(&mul(&x, &two()));
+    let e = autograd::grad(&[y], &[p], &[], None, false, false).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "One of the differentiated Tensors does not require grad"
+    );
+}
+
+#[test]
+fn pytorchs_messages_for_bad_roots() {
+    let _s = serial();
+    let x = leaf(vec![1.0, 2.0]);
+    let y = mul(&x, &two());
+    let e = y.backward().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "grad can be implicitly created only for scalar outputs"
+    );
+    let e = plain(vec![1.0]).backward().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "element 0 of tensors does not require grad and does not have a grad_fn"
+    );
+    let e = y
+        .backward_with(Some(&plain(vec![1.0; 3])), None, false, None)
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Mismatch in shape: grad_output[0] has a shape of torch.Size([3]) and output[0] has a shape of torch.Size([2])."
+    );
+    // An explicit gradient for a non-scalar output.
+    y.backward_with(Some(&plain(vec![1.0, 10.0])), None, false, None)
+        .unwrap();
+    assert_eq!(grad_of(&x), vec![2.0, 20.0]);
+}
+
+#[test]
+fn hooks_and_retained_gradients() {
+    let _s = serial();
+    let x = leaf(vec![1.0, 2.0]);
+    x.register_hook(|g| Ok(Some(at::mul_Tensor(g, &Tensor::scalar(10.0f32))?)))
+        .unwrap();
+    let b = mul(&x, &two());
+    b.retain_grad().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    b.register_hook(move |g| {
+        seen2.lock().unwrap().push(g.to_vec::<f32>()?);
+        Ok(None)
+    })
+    .unwrap();
+    sum(&b).backward().unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![vec![1.0, 1.0]]);
+    assert_eq!(grad_of(&b), vec![1.0, 1.0]);
+    assert_eq!(grad_of(&x), vec![20.0, 20.0]);
+    assert!(plain(vec![1.0]).retain_grad().is_err());
+    assert!(plain(vec![1.0]).register_hook(|_| Ok(None)).is_err());
+
+    // backward(inputs=…): only those get a gradient.
+    let p = leaf(vec![1.0]);
+    let q = leaf(vec![1.0]);
+    let s = sum(&mul(&p, &q));
+    s.backward_with(None, None, false, Some(std::slice::from_ref(&q)))
+        .unwrap();
+    assert!(p.grad().is_none());
+    assert_eq!(grad_of(&q), vec![1.0]);
+}
+
+#[test]
+fn detach_shares_data_without_history() {
+    let _s = serial();
+    let x = leaf(vec![1.0, 2.0]);
+    let y = mul(&x, &two());
+    let d = y.detach().unwrap();
+    assert!(!d.requires_grad() && d.is_leaf());
+    assert!(d.shares_storage(&y));
+    assert_eq!(d.to_vec::<f32>().unwrap(), vec![2.0, 4.0]);
+}
+
+#[test]
+fn graphs_are_freed_and_a_training_loop_keeps_memory_flat() {
+    let _s = serial();
+    let start = live_nodes();
+    let w = leaf(vec![0.5; 8]);
+    let x = plain(vec![1.0; 8]);
+    let mut during = Vec::new();
+    for step in 0..1000 {
+        let loss = sum(&mul(&mul(&w, &x), &w));
+        loss.backward().unwrap();
+        {
+            let _g = no_grad();
+            let mut w2 = w.clone();
+            at::mul__Tensor(&mut w2, &Tensor::scalar(1.0f32)).unwrap();
+        }
+        if step % 100 == 0 {
+            during.push(live_nodes() - start);
+        }
+        drop(loss);
+        assert_eq!(
+            live_nodes(),
+            start,
+            "step {step}: the graph outlived its output"
+        );
+    }
+    // While an output lives, its graph does: 3 functions and the accumulator.
+    assert!(during.iter().all(|&n| n == 4), "{during:?}");
+    // A graph kept by a retained output is freed with it.
+    let kept = sum(&mul(&w, &x));
+    assert_eq!(live_nodes(), start + 3);
+    drop(kept);
+    assert_eq!(live_nodes(), start);
+    // A saved output (re-attached on unpack) makes no cycle either: a node
+    // saving its own output is freed with the output.
+    struct SelfSaving(Option<SavedTensor>);
+    impl Backward for SelfSaving {
+        fn apply(
+            &mut self,
+            _: Vec<Option<Tensor>>,
+            _: &BackwardCtx,
+        ) -> Result<Vec<Option<Tensor>>> {
+            let out = self.0.as_ref().unwrap().unpack()?;
+            assert!(out.grad_fn().is_some(), "re-attached to its node");
+            Ok(vec![Some(out)])
+        }
+        fn release(&mut self) {
+            if let Some(s) = &mut self.0 {
+                s.release();
+            }
+        }
+    }
+    let out = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
+    let rec = Recording::begin(&[&w]).unwrap();
+    rec.finish("SelfSavingBackward", &[&out], |s| {
+        Ok(SelfSaving(Some(s.output(&out, 0)?)))
+    })
+    .unwrap();
+    assert_eq!(live_nodes(), start + 2);
+    drop(out);
+    assert_eq!(live_nodes(), start);
+}
