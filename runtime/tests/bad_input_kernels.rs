@@ -518,3 +518,57 @@ fn meta_tensors_are_not_checked_for_overlap() {
     ops::cat_out(&[x.clone(), x.clone()], 0, &mut out).unwrap();
     assert_eq!(out.shape(), vec![12]);
 }
+
+/// Geometry arithmetic is checked: an overflowing extent is an error (in
+/// debug and release builds alike: the arithmetic is explicit, never the
+/// build's overflow checks), and no view ever reads outside its storage.
+#[test]
+fn overflowing_geometry_is_an_error_not_a_wrap() {
+    let t = Tensor::from_vec(vec![1.0f32; 5], &[5]).unwrap();
+    let e = t.as_strided(&[5], &[1 << 62], 0).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Storage size calculation overflowed with sizes=[5] and strides=[4611686018427387904]"
+    );
+    assert!(t.as_strided(&[2], &[1], usize::MAX).is_err());
+    assert!(t.as_strided(&[usize::MAX, 3], &[0, 1], 0).is_err());
+    assert!(t.as_strided(&[2, 2], &[1], 0).is_err());
+    let e = t.as_strided(&[3], &[3], 0).unwrap_err().to_string();
+    assert_eq!(e, "setStorage: sizes [3], strides [3], storage offset 0, and itemsize 4 requiring a storage size of 28 are out of bounds for storage of size 20");
+    assert!(t.as_strided(&[3], &[2], 0).is_ok());
+    assert!(t
+        .as_strided(&[0, i64::MAX as usize], &[1 << 62, 1 << 62], 7)
+        .is_ok());
+    // Sizes are int64 in PyTorch, also on an empty tensor.
+    assert!(t
+        .as_strided(&[0, usize::MAX], &[1 << 62, 1 << 62], 7)
+        .is_err());
+    let mut g = t.geometry();
+    g.strides = [1usize << 62].into_iter().collect();
+    assert!(t.set_geometry(g).is_err());
+    assert_eq!(t.strides(), vec![1]);
+    assert!(t.resize_(&[usize::MAX, 2]).is_err());
+    assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0; 5]);
+}
+
+/// Byte counts are int64 in PyTorch: what cannot be one is an error.
+#[test]
+fn byte_counts_must_fit_int64() {
+    assert_eq!(
+        opforge::tensor::alloc::storage_nbytes(&[2, 3], 4).unwrap(),
+        24
+    );
+    assert_eq!(
+        opforge::tensor::alloc::storage_nbytes(&[0, 1 << 62], 8).unwrap(),
+        0
+    );
+    assert_eq!(opforge::tensor::alloc::storage_nbytes(&[], 8).unwrap(), 8);
+    assert_eq!(
+        opforge::tensor::alloc::storage_nbytes(&[1 << 60], 8)
+            .unwrap_err()
+            .to_string(),
+        "Storage size calculation overflowed with sizes=[1152921504606846976]"
+    );
+    assert!(opforge::tensor::alloc::storage_nbytes(&[1 << 31, 1 << 31], 4).is_err());
+    assert!(opforge::tensor::alloc::storage_nbytes(&[usize::MAX, 2], 1).is_err());
+}

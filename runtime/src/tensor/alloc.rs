@@ -641,17 +641,4 @@ mod tests {
         assert!(try_zeroed::<bool>(1 << 52).is_err());
         assert!(try_zeroed::<f64>(usize::MAX / 4).is_err());
     }
-
-    #[test]
-    fn byte_counts_must_fit_int64() {
-        assert_eq!(storage_nbytes(&[2, 3], 4).unwrap(), 24);
-        assert_eq!(storage_nbytes(&[0, 1 << 62], 8).unwrap(), 0);
-        assert_eq!(storage_nbytes(&[], 8).unwrap(), 8);
-        assert_eq!(
-            storage_nbytes(&[1 << 60], 8).unwrap_err().to_string(),
-            "Storage size calculation overflowed with sizes=[1152921504606846976]"
-        );
-        assert!(storage_nbytes(&[1 << 31, 1 << 31], 4).is_err());
-        assert!(storage_nbytes(&[usize::MAX, 2], 1).is_err());
-    }
 }

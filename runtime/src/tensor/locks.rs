@@ -5,7 +5,7 @@
 //! that is both read and written is locked once, for writing.
 
 use super::{Buffer, Storage};
-use smallvec::SmallVec;
+use smallvec::{smallvec, SmallVec};
 use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 /// The locks of one operation on its storages (see the module docs).
@@ -29,17 +29,43 @@ impl<'a> StorageLocks<'a> {
     /// Locks `reads` for reading and `write` for writing, each distinct
     /// storage once, in address order.
     pub fn new(reads: &[&'a Storage], write: Option<&'a Storage>) -> StorageLocks<'a> {
-        let mut order: SmallVec<[&'a Storage; 4]> = SmallVec::new();
-        order.extend(write);
-        order.extend(reads.iter().copied());
-        if order.len() > 1 {
-            order.sort_unstable_by_key(|s| s.lock_order());
-            order.dedup_by(|a, b| a.ptr_eq(b));
+        // The common cases first, without building an order (the call
+        // overhead of a small operation is measured in instructions).
+        match (write, reads) {
+            (None, [a]) => return StorageLocks::reading(smallvec![(*a, a.read())]),
+            (None, [a, b]) if a.ptr_eq(b) => {
+                return StorageLocks::reading(smallvec![(*a, a.read())]);
+            }
+            (None, [a, b]) => {
+                let (x, y) = if a.lock_order() < b.lock_order() {
+                    (*a, *b)
+                } else {
+                    (*b, *a)
+                };
+                let first = x.read();
+                return StorageLocks::reading(smallvec![(x, first), (y, y.read())]);
+            }
+            (Some(w), []) => {
+                return StorageLocks {
+                    write: Some((w, w.write())),
+                    reads: SmallVec::new(),
+                }
+            }
+            _ => {}
         }
         let mut locks = StorageLocks {
             write: None,
             reads: SmallVec::new(),
         };
+        let mut order: SmallVec<[&'a Storage; 4]> = SmallVec::with_capacity(reads.len() + 1);
+        if let Some(w) = write {
+            order.push(w);
+        }
+        for &r in reads {
+            order.push(r);
+        }
+        order.sort_unstable_by_key(|s| s.lock_order());
+        order.dedup_by(|a, b| a.ptr_eq(b));
         for s in order {
             if write.is_some_and(|w| w.ptr_eq(s)) {
                 locks.write = Some((s, s.write()));
@@ -48,6 +74,10 @@ impl<'a> StorageLocks<'a> {
             }
         }
         locks
+    }
+
+    fn reading(reads: SmallVec<[(&'a Storage, RwLockReadGuard<'a, Buffer>); 3]>) -> Self {
+        StorageLocks { write: None, reads }
     }
 
     /// The buffer of `s`, if it is locked for reading here (the written
@@ -85,4 +115,60 @@ fn find<'g>(
     s: &Storage,
 ) -> Option<&'g Buffer> {
     reads.iter().find(|(x, _)| x.ptr_eq(s)).map(|(_, g)| &**g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32s(n: usize) -> Storage {
+        Storage::new(Buffer::F32(vec![0.0; n]))
+    }
+
+    fn read_order(l: &StorageLocks<'_>) -> Vec<usize> {
+        l.reads.iter().map(|(s, _)| s.lock_order()).collect()
+    }
+
+    /// Every shape of request, the short cuts and the general path: each
+    /// storage is locked once, reads in address order, a written storage
+    /// only for writing.
+    #[test]
+    fn each_storage_is_locked_once_in_address_order() {
+        let (a, b, c) = (f32s(1), f32s(2), f32s(3));
+        for (reads, write) in [
+            (vec![&a], None),
+            (vec![&a, &a], None),
+            (vec![&b, &a], None),
+            (vec![&a, &b], None),
+            (vec![&c, &b, &a, &b], None),
+            (vec![], Some(&a)),
+            (vec![&a], Some(&a)),
+            (vec![&b, &a, &c], Some(&a)),
+            (vec![&b, &b], Some(&c)),
+        ] {
+            let l = StorageLocks::new(&reads, write);
+            let mut want: Vec<usize> = reads
+                .iter()
+                .filter(|s| !write.is_some_and(|w| w.ptr_eq(s)))
+                .map(|s| s.lock_order())
+                .collect();
+            want.sort();
+            want.dedup();
+            assert_eq!(read_order(&l), want);
+            assert_eq!(
+                l.written().map(|s| s.lock_order()),
+                write.map(|w| w.lock_order())
+            );
+            // Nothing else is held: every storage not taken for writing can
+            // still be read, and one not locked at all can be written.
+            for s in [&a, &b, &c] {
+                if !write.is_some_and(|w| w.ptr_eq(s)) {
+                    drop(s.read());
+                }
+                if !reads.iter().any(|r| r.ptr_eq(s)) && !write.is_some_and(|w| w.ptr_eq(s)) {
+                    drop(s.write());
+                }
+            }
+        }
+    }
 }
