@@ -604,3 +604,45 @@ fn graphs_are_freed_and_a_training_loop_keeps_memory_flat() {
     drop(out);
     assert_eq!(live_nodes(), start);
 }
+
+#[test]
+fn a_long_graph_is_dropped_without_deep_recursion() {
+    let _s = serial();
+    let start = live_nodes();
+    // A small stack: dropping 20,000 nodes recursively (through edges and
+    // through the saved inputs' histories) would overflow it.
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let w = leaf(vec![1.0]);
+            let mut y = mul(&w, &w);
+            for _ in 0..20_000 {
+                y = mul(&y, &w);
+            }
+            assert_eq!(live_nodes(), start + 20_002);
+            drop(y);
+            assert_eq!(live_nodes(), start);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn backward_on_separate_graphs_in_threads_matches_one_thread() {
+    let _s = serial();
+    let run = |k: f32| -> Vec<f32> {
+        let x = leaf((0..16).map(|i| i as f32 * k).collect());
+        let y = at::add_Tensor(&mul(&x, &x), &mul(&x, &two()), Scalar::Int(1)).unwrap();
+        sum(&mul(&y, &x)).backward().unwrap();
+        grad_of(&x)
+    };
+    let expected: Vec<Vec<f32>> = (1..=4).map(|k| run(k as f32)).collect();
+    for _ in 0..5 {
+        let threads: Vec<_> = (1..=4)
+            .map(|k| std::thread::spawn(move || run(k as f32)))
+            .collect();
+        let got: Vec<Vec<f32>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(got, expected);
+    }
+}

@@ -16,6 +16,7 @@
 use crate::error::Result;
 use crate::tensor::{GradFn, GradHook, GradNode, Tensor, WeakTensor};
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -209,25 +210,74 @@ impl Node {
     }
 }
 
+thread_local! {
+    /// While a node is being dropped on this thread: what nodes dropped
+    /// meanwhile leave to it (see `Drop for Node`).
+    static DEFERRED: RefCell<Option<Vec<Deferred>>> = const { RefCell::new(None) };
+}
+
+/// What a dropped node owned, to be dropped by the outermost drop (held only
+/// to be dropped, never read).
+#[allow(dead_code)]
+enum Deferred {
+    Edges(Vec<Option<Edge>>),
+    Backward(Box<dyn Backward>),
+}
+
+/// Stands in for a dropped node's backward.
+struct Dropped;
+
+impl Backward for Dropped {
+    fn apply(&mut self, _: Vec<Option<Tensor>>, _: &BackwardCtx) -> Result<Vec<Option<Tensor>>> {
+        Ok(Vec::new())
+    }
+
+    fn release(&mut self) {}
+}
+
 impl Drop for Node {
+    /// A graph is a chain as long as the program that built it (a loop of
+    /// 100,000 steps is one); dropping it node by node recursively, through
+    /// edges and through saved tensors' histories, would overflow the stack.
+    /// So the outermost drop on a thread takes what each node owns and drops
+    /// it in a loop; a node dropped meanwhile hands its parts to that loop.
     fn drop(&mut self) {
         LIVE.fetch_sub(1, Ordering::Relaxed);
-        // A long chain would otherwise drop recursively, one stack frame per
-        // node: unlink the next nodes held only here and drop them in a loop.
-        let mut stack: Vec<Arc<Node>> = Vec::new();
-        let take = |edges: &mut Vec<Option<Edge>>, stack: &mut Vec<Arc<Node>>| {
-            for e in edges.drain(..).flatten() {
-                if Arc::strong_count(&e.node) == 1 {
-                    stack.push(e.node);
+        let mut parts = vec![Deferred::Edges(std::mem::take(&mut self.next_edges))];
+        if let Kind::Function(m) = &mut self.kind {
+            let b = m.get_mut().unwrap_or_else(|e| e.into_inner());
+            parts.push(Deferred::Backward(std::mem::replace(b, Box::new(Dropped))));
+        }
+        let outermost = DEFERRED.try_with(|d| {
+            let mut d = d.borrow_mut();
+            match d.as_mut() {
+                Some(queue) => {
+                    queue.append(&mut parts);
+                    false
+                }
+                None => {
+                    *d = Some(std::mem::take(&mut parts));
+                    true
                 }
             }
-        };
-        take(&mut self.next_edges, &mut stack);
-        while let Some(node) = stack.pop() {
-            if let Ok(mut node) = Arc::try_unwrap(node) {
-                take(&mut node.next_edges, &mut stack);
+        });
+        // Err: the thread is exiting and its queue is gone; `parts` is
+        // dropped here, recursively.
+        if outermost != Ok(true) {
+            return;
+        }
+        loop {
+            let next = DEFERRED
+                .try_with(|d| d.borrow_mut().as_mut().and_then(Vec::pop))
+                .ok()
+                .flatten();
+            match next {
+                // Dropped outside the borrow: it may defer more.
+                Some(part) => drop(part),
+                None => break,
             }
         }
+        let _ = DEFERRED.try_with(|d| *d.borrow_mut() = None);
     }
 }
 
