@@ -102,6 +102,13 @@ fn mul_inplace_autograd(self_: &mut Tensor, other: &Tensor) -> Result<Tensor> {
     Ok(self_.clone())
 }
 
+#[kernel(Autograd, "mul.out")]
+fn mul_out_autograd(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+    autograd::check_out("mul", &[self_, other, &*out])?;
+    let _below = below_autograd();
+    at::mul_out(self_, other, out)
+}
+
 struct AddBackward0 {
     alpha: Scalar,
 }
@@ -645,4 +652,35 @@ fn backward_on_separate_graphs_in_threads_matches_one_thread() {
         let got: Vec<Vec<f32>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
         assert_eq!(got, expected);
     }
+}
+
+#[test]
+fn out_calls_refuse_tensors_that_require_grad() {
+    let _s = serial();
+    let x = leaf(vec![1.0, 2.0]);
+    let mut out = plain(vec![0.0, 0.0]);
+    let e = at::mul_out(&x, &two(), &mut out).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "mul(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."
+    );
+    {
+        let _g = no_grad();
+        at::mul_out(&x, &two(), &mut out).unwrap();
+    }
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![2.0, 4.0]);
+    assert!(!out.requires_grad());
+}
+
+#[test]
+fn a_retained_gradient_follows_an_in_place_rebase() {
+    let _s = serial();
+    let x = leaf(vec![1.0, 2.0]);
+    let mut y = mul(&x, &two());
+    y.retain_grad().unwrap();
+    at::mul__Tensor(&mut y, &Tensor::scalar(3.0f32)).unwrap();
+    sum(&mul(&y, &two())).backward().unwrap();
+    // The gradient of y's new value (d/dy 2y = 2), stored once.
+    assert_eq!(grad_of(&y), vec![2.0, 2.0]);
+    assert_eq!(grad_of(&x), vec![12.0, 12.0]);
 }

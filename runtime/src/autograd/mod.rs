@@ -34,6 +34,6 @@ pub use mode::{
 };
 pub use node::{live_nodes, Backward, BackwardCtx, Edge, Node};
 pub use record::{
-    accumulator, below_autograd, gradient_edge, record, Recording, Saver, LEAF_INPLACE,
+    accumulator, below_autograd, check_out, gradient_edge, record, Recording, Saver, LEAF_INPLACE,
 };
 pub use saved::{SavedTensor, BACKWARD_TWICE};

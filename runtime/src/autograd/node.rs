@@ -192,6 +192,11 @@ impl Node {
         lock(&self.retained).push((input, tensor));
     }
 
+    /// Stops keeping `tensor`'s gradient here (its history moved on).
+    pub(crate) fn remove_retained(&self, tensor: &Tensor) {
+        lock(&self.retained).retain(|(_, t)| !t.upgrade().is_some_and(|t| t.is_same(tensor)));
+    }
+
     pub(crate) fn retained(&self) -> Vec<(u32, WeakTensor)> {
         lock(&self.retained).clone()
     }

@@ -159,12 +159,35 @@ impl Recording {
         });
         made?;
         for (nr, out) in outputs.iter().enumerate() {
-            if out.dtype().is_floating_point() {
-                out.set_grad_fn(Some(node.grad_fn(nr as u32)));
+            if !out.dtype().is_floating_point() {
+                continue;
             }
+            // A rebased tensor that keeps its gradient keeps it from its new
+            // history on (as PyTorch moves its retains_grad hook).
+            let retained = out.autograd_meta().is_some_and(|m| m.retains_grad());
+            if retained {
+                if let Some(old) = out.grad_fn().as_ref().and_then(Node::of) {
+                    old.remove_retained(out);
+                }
+                node.add_retained(nr as u32, out.downgrade());
+            }
+            out.set_grad_fn(Some(node.grad_fn(nr as u32)));
         }
         Ok(node)
     }
+}
+
+/// Refuses an `out=` call while grad mode is on and one of its tensors
+/// (inputs or outputs) requires grad, with PyTorch's message (`name` is the
+/// operator's base name, `mul`): what an Autograd kernel of an out= overload
+/// calls first.
+pub fn check_out(name: &str, tensors: &[&Tensor]) -> Result<()> {
+    if is_grad_enabled() && tensors.iter().any(|t| t.requires_grad()) {
+        return Err(Error::Runtime(
+            format!("{name}(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.").into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Records a functional call after the fact: [`Recording::begin`] on `inputs`
