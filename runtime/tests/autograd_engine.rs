@@ -664,11 +664,17 @@ fn out_calls_refuse_tensors_that_require_grad() {
         e.to_string(),
         "mul(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."
     );
+    let v = out.storage().version();
     {
         let _g = no_grad();
         at::mul_out(&x, &two(), &mut out).unwrap();
     }
     assert_eq!(out.to_vec::<f32>().unwrap(), vec![2.0, 4.0]);
+    assert_eq!(
+        out.storage().version(),
+        v + 1,
+        "an out= write bumps the version"
+    );
     assert!(!out.requires_grad());
 }
 

@@ -145,14 +145,17 @@ fn run(
         }
     }
     let idx = |n: &Arc<Node>| index.get(&node_id(n)).copied();
-    let edges_of = |infos: &Vec<Info>, i: usize| -> Vec<Option<usize>> {
-        infos[i]
-            .node
-            .next_edges()
-            .iter()
-            .map(|e| e.as_ref().and_then(|e| idx(&e.node)))
-            .collect()
-    };
+    // Each node's next nodes, as indices (`None`: no edge).
+    let next: Vec<Vec<Option<usize>>> = infos
+        .iter()
+        .map(|n| {
+            n.node
+                .next_edges()
+                .iter()
+                .map(|e| e.as_ref().and_then(|e| idx(&e.node)))
+                .collect()
+        })
+        .collect();
 
     // Which nodes run: those on a path to a target (found in reverse
     // topological order).
@@ -164,7 +167,7 @@ fn run(
         }
         let mut indeg = vec![0usize; infos.len()];
         for i in 0..infos.len() {
-            for j in edges_of(&infos, i).into_iter().flatten() {
+            for j in next[i].iter().copied().flatten() {
                 indeg[j] += 1;
             }
         }
@@ -172,7 +175,7 @@ fn run(
         let mut queue: Vec<usize> = (0..infos.len()).filter(|&i| indeg[i] == 0).collect();
         while let Some(i) = queue.pop() {
             order.push(i);
-            for j in edges_of(&infos, i).into_iter().flatten() {
+            for j in next[i].iter().copied().flatten() {
                 indeg[j] -= 1;
                 if indeg[j] == 0 {
                     queue.push(j);
@@ -180,8 +183,9 @@ fn run(
             }
         }
         for &i in order.iter().rev() {
-            let needed = edges_of(&infos, i)
-                .into_iter()
+            let needed = next[i]
+                .iter()
+                .copied()
                 .flatten()
                 .any(|j| infos[j].needed || infos[j].target);
             infos[i].needed = needed;
@@ -193,7 +197,7 @@ fn run(
         if !infos[i].needed {
             continue;
         }
-        for j in edges_of(&infos, i).into_iter().flatten() {
+        for j in next[i].iter().copied().flatten() {
             if infos[j].active() {
                 infos[j].deps += 1;
             }
@@ -249,7 +253,7 @@ fn run(
             continue;
         }
 
-        let edges = edges_of(&infos, i);
+        let edges = &next[i];
         let outputs = match &node.kind {
             Kind::Accumulate(leaf) => {
                 if let Some(g) = grads.into_iter().next().flatten() {
@@ -279,7 +283,7 @@ fn run(
                 outputs.len()
             )));
         }
-        for ((j, e), g) in edges.into_iter().zip(node.next_edges()).zip(outputs) {
+        for ((j, e), g) in edges.iter().copied().zip(node.next_edges()).zip(outputs) {
             let (Some(j), Some(e)) = (j, e) else { continue };
             if !infos[j].active() {
                 continue;

@@ -39,6 +39,8 @@ pub struct GradModeGuard {
     grad: bool,
     inference: bool,
     _keys: Option<LocalKeysGuard>,
+    /// The mode is the thread's: the guard stays on it (not `Send`).
+    _thread: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for GradModeGuard {
@@ -53,6 +55,7 @@ fn set(grad: bool, inference: bool, keys: Option<LocalKeysGuard>) -> GradModeGua
         grad: is_grad_enabled(),
         inference: is_inference_mode_enabled(),
         _keys: keys,
+        _thread: std::marker::PhantomData,
     };
     GRAD_ENABLED.with(|c| c.set(grad));
     INFERENCE.with(|c| c.set(inference));
