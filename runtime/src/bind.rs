@@ -183,6 +183,7 @@ fn coerce_base(b: BaseType, v: Value) -> Result<Value> {
         (B::ScalarType, v @ Value::DType(_)) => v,
         (B::Layout, v @ Value::Layout(_)) => v,
         (B::MemoryFormat, v @ Value::MemoryFormat(_)) => v,
+        (B::Generator, v @ Value::Generator(_)) => v,
         (B::Device, v @ Value::Device(_)) => v,
         (B::Device, Value::Str(s)) => Value::Device(Device::from_name(&s).ok_or_else(|| {
             Error::Runtime(

@@ -54,6 +54,7 @@ pub mod operators;
 pub mod overrides;
 pub mod packet;
 pub mod parallel;
+pub mod random;
 pub mod registry;
 pub mod tables;
 pub mod tensor;
@@ -72,6 +73,14 @@ pub use tensor::{
     Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
 };
 pub use value::Value;
+
+/// `torch.manual_seed(seed)`: reseeds the default CPU generator
+/// ([`Generator::default_cpu`]) and returns it.
+pub fn manual_seed(seed: u64) -> &'static Generator {
+    let g = Generator::default_cpu();
+    g.manual_seed(seed);
+    g
+}
 
 pub use api::{ops, torch};
 pub use at::sig;

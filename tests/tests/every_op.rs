@@ -27,6 +27,7 @@ fn arg(op: &str, a: &ArgSchema, device: Device) -> Value {
                 | BaseType::Layout
                 | BaseType::Device
                 | BaseType::MemoryFormat
+                | BaseType::Generator
                 | BaseType::Bool,
             ) => return Value::None,
             other => other,

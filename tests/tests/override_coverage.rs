@@ -359,6 +359,7 @@ fn api_value(ty: &str, duck: &Tensor) -> Option<Value> {
         "bool" => Value::Bool(false),
         "c10::string_view" => Value::Str("mean".into()),
         "ScalarType" => Value::DType(DType::Float32),
+        "Generator" => Value::Generator(opforge::Generator::new(opforge::Device::Cpu)),
         t if t.starts_with("IntArrayRef") || t.starts_with("SymIntArrayRef") => {
             Value::IntList(vec![1])
         }

@@ -15,10 +15,11 @@ use super::layout::{
 };
 use super::pointwise::{self, BinOp, Dest};
 use super::promote::Operand;
+use super::sampling::{self, Dist};
 use super::{copy, factory, linalg, ops, views, wrap_dim};
 use crate::error::Result;
 use crate::kernel;
-use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
+use crate::tensor::{DType, Device, Generator, Layout, MemoryFormat, Scalar, Tensor};
 
 // ---- CompositeExplicitAutograd -------------------------------------------------
 
@@ -289,6 +290,154 @@ pub fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tens
     ops::copy_(&r, self_)
 }
 
+/// The geometry, dtype and device `empty_like(self, dtype, layout, device,
+/// pin_memory, memory_format)` gives (`Preserve` by default: the strides of a
+/// dense `self`, else dense strides in its order).
+fn like(
+    self_: &Tensor,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<(Vec<usize>, Vec<usize>, DType, Device)> {
+    crate::ensure!(
+        layout.is_none_or(|l| l == Layout::Strided),
+        "only the strided layout is supported"
+    );
+    crate::ensure!(
+        !pin_memory.unwrap_or(false),
+        "Only dense CPU tensors can be pinned"
+    );
+    let strides = like_strides(self_, memory_format)?;
+    Ok((
+        self_.shape(),
+        strides,
+        dtype.unwrap_or(self_.dtype()),
+        device.unwrap_or(self_.device()),
+    ))
+}
+
+/// `ones_like(self, ...)`: `empty_like(...).fill_(1)`.
+#[kernel(CompositeExplicitAutograd)]
+pub fn ones_like(
+    self_: &Tensor,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    let (shape, strides, dtype, device) =
+        like(self_, dtype, layout, device, pin_memory, memory_format)?;
+    let mut r = ops::empty_strided(&shape, &strides, dtype, device)?;
+    ops::fill__Scalar(&mut r, Scalar::Int(1))
+}
+
+/// `zeros_like(self, ...)`: `empty_like(...)` (zero-filled here).
+#[kernel(CompositeExplicitAutograd)]
+pub fn zeros_like(
+    self_: &Tensor,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    let (shape, strides, dtype, device) =
+        like(self_, dtype, layout, device, pin_memory, memory_format)?;
+    ops::empty_strided(&shape, &strides, dtype, device)
+}
+
+/// `rand_like(self, ...)`: `empty_like(...).uniform_(0, 1)` from the default
+/// generator.
+#[kernel(CompositeExplicitAutograd)]
+pub fn rand_like(
+    self_: &Tensor,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    rand_like_generator(
+        self_,
+        None,
+        dtype,
+        layout,
+        device,
+        pin_memory,
+        memory_format,
+    )
+}
+
+/// `rand_like.generator(self, generator, ...)`.
+#[kernel(CompositeExplicitAutograd)]
+pub fn rand_like_generator(
+    self_: &Tensor,
+    generator: Option<&Generator>,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    let (shape, strides, dtype, device) =
+        like(self_, dtype, layout, device, pin_memory, memory_format)?;
+    sampling::sample(Dist::Uniform, &shape, &strides, dtype, device, generator)
+}
+
+/// `randn_like(self, ...)`: `empty_like(...).normal_(0, 1)` from the default
+/// generator.
+#[kernel(CompositeExplicitAutograd)]
+pub fn randn_like(
+    self_: &Tensor,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    randn_like_generator(
+        self_,
+        None,
+        dtype,
+        layout,
+        device,
+        pin_memory,
+        memory_format,
+    )
+}
+
+/// `randn_like.generator(self, generator, ...)`.
+#[kernel(CompositeExplicitAutograd)]
+pub fn randn_like_generator(
+    self_: &Tensor,
+    generator: Option<&Generator>,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    let (shape, strides, dtype, device) =
+        like(self_, dtype, layout, device, pin_memory, memory_format)?;
+    sampling::sample(Dist::Normal, &shape, &strides, dtype, device, generator)
+}
+
+/// `detach(self)`: a new view of `self`'s storage with the same geometry and
+/// no autograd history.
+#[kernel(CompositeExplicitAutograd)]
+pub fn detach(self_: &Tensor) -> Result<Tensor> {
+    views::alias(self_)
+}
+
+/// `detach_(self)`: below autograd there is no history to drop; `self`.
+#[kernel(CompositeExplicitAutograd)]
+pub fn detach_(self_: &mut Tensor) -> Result<Tensor> {
+    Ok(self_.clone())
+}
+
 // ---- CompositeImplicitAutograd -------------------------------------------------
 
 /// `contiguous(self, memory_format)`: `self` when already contiguous in that
@@ -401,4 +550,47 @@ pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 #[kernel(CompositeImplicitAutograd)]
 pub fn matmul_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
     linalg::matmul(self_, other, Some(out))
+}
+
+/// `sum_to_size(self, size)`: `self` summed to `size` (PyTorch's `sum_to`:
+/// the leading dimensions and every dimension `size` has as 1 and `self` not
+/// summed away); `size` must be expandable to `self`'s sizes.
+#[kernel(CompositeImplicitAutograd)]
+pub fn sum_to_size(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    let sizes = self_.sizes();
+    crate::ensure!(
+        expandable_to(size, &sizes),
+        "size {{{}}} is not expandable to size {{{}}}.",
+        super::fmt_ints(size),
+        super::fmt_ints(&sizes)
+    );
+    if size.is_empty() {
+        return ops::sum_dim_IntList(self_, None, false, None);
+    }
+    let leading = sizes.len() - size.len();
+    let reduce: Vec<i64> = (0..sizes.len())
+        .filter(|&i| i < leading || (size[i - leading] == 1 && sizes[i] != 1))
+        .map(|i| i as i64)
+        .collect();
+    let r = if reduce.is_empty() {
+        self_.clone()
+    } else {
+        ops::sum_dim_IntList(self_, Some(&reduce), true, None)?
+    };
+    if leading > 0 {
+        ops::view(&r, size)
+    } else {
+        Ok(r)
+    }
+}
+
+/// `is_expandable_to(shape, desired)`: aligned at the right, each size of
+/// `shape` equal to the desired one or 1, and no more dimensions.
+fn expandable_to(shape: &[i64], desired: &[i64]) -> bool {
+    shape.len() <= desired.len()
+        && shape
+            .iter()
+            .rev()
+            .zip(desired.iter().rev())
+            .all(|(&s, &d)| s == d || s == 1)
 }

@@ -72,3 +72,60 @@ pub fn ones(
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     super::composite::stack(tensors, dim)
 }
+
+use crate::kernels::sampling::{self, Dist};
+use crate::Generator;
+
+/// `rand` (Meta): the shape and dtype, nothing drawn.
+#[kernel(Meta)]
+pub fn rand(
+    size: &[i64],
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let _ = (layout, device, pin_memory);
+    sampling::random_factory(Dist::Uniform, size, None, dtype, Device::Meta)
+}
+
+/// `rand.generator` (Meta).
+#[kernel(Meta)]
+pub fn rand_generator(
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let _ = (layout, device, pin_memory);
+    sampling::random_factory(Dist::Uniform, size, generator, dtype, Device::Meta)
+}
+
+/// `randn` (Meta).
+#[kernel(Meta)]
+pub fn randn(
+    size: &[i64],
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let _ = (layout, device, pin_memory);
+    sampling::random_factory(Dist::Normal, size, None, dtype, Device::Meta)
+}
+
+/// `randn.generator` (Meta).
+#[kernel(Meta)]
+pub fn randn_generator(
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let _ = (layout, device, pin_memory);
+    sampling::random_factory(Dist::Normal, size, generator, dtype, Device::Meta)
+}

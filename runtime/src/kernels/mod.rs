@@ -19,8 +19,9 @@
 //! meta input yields a meta output and skips the arithmetic): [`promote`] (type
 //! promotion and broadcasting), `pointwise`, `reduce`, `views`, `shape` (cat,
 //! index_select), `linalg` (mm, bmm and matmul over the
-//! `gemm` engine), `factory`, `copy` and `layout` (strides of memory
-//! formats). Per-dtype code is stamped with `with_dtype!` over the generic
+//! `gemm` engine), `factory`, `sampling` (`rand`/`randn` and their `_like`
+//! forms, drawn as PyTorch's CPU kernels draw them), `copy` and `layout`
+//! (strides of memory formats). Per-dtype code is stamped with `with_dtype!` over the generic
 //! arithmetic of `num`. `backend` stamps the 101 kernels shared by `cpu` and
 //! `meta` from one list (`backend_kernels!(CPU)` / `backend_kernels!(Meta)`),
 //! each function carrying its operator name, so registration can be added in
@@ -51,6 +52,7 @@ mod num;
 pub mod overlap;
 mod pointwise;
 mod reduce;
+mod sampling;
 mod shape;
 mod views;
 pub(crate) mod vmath;

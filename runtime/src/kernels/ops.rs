@@ -138,3 +138,8 @@ pub(crate) fn sum_dim_IntList(
 ) -> Result<Tensor> {
     op::sum_dim_IntList(self_, dim, keepdim, dtype)
 }
+
+/// `aten::fill_.Scalar`
+pub(crate) fn fill__Scalar(self_: &mut Tensor, value: crate::tensor::Scalar) -> Result<Tensor> {
+    op::fill__Scalar(self_, value)
+}

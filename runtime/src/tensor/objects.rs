@@ -2,8 +2,9 @@
 //! generator, shared by handle), `Stream` and `QScheme`.
 
 use super::Device;
+use crate::random::{CpuGenerator, DEFAULT_SEED};
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// `torch.Generator`: a random-number generator. A handle: clones share the
 /// same state (as Python references to one generator do).
@@ -21,38 +22,46 @@ pub struct Generator(Arc<GeneratorInner>);
 
 struct GeneratorInner {
     device: Device,
-    /// `(initial seed, current state)`.
-    state: Mutex<(u64, u64)>,
+    /// PyTorch's CPU generator state (mt19937 and the cached normal samples).
+    state: Mutex<CpuGenerator>,
 }
 
 impl Generator {
     /// A generator for `device`, seeded with PyTorch's default seed (67280421310721).
     pub fn new(device: Device) -> Generator {
-        const DEFAULT_SEED: u64 = 67280421310721;
         Generator(Arc::new(GeneratorInner {
             device,
-            state: Mutex::new((DEFAULT_SEED, DEFAULT_SEED)),
+            state: Mutex::new(CpuGenerator::new(DEFAULT_SEED)),
         }))
     }
 
-    /// Reseeds the generator (`manual_seed`).
+    /// The process-wide default CPU generator (`torch.default_generator`),
+    /// which factories without `generator=` draw from.
+    pub fn default_cpu() -> &'static Generator {
+        static DEFAULT: OnceLock<Generator> = OnceLock::new();
+        DEFAULT.get_or_init(|| Generator::new(Device::Cpu))
+    }
+
+    /// Reseeds the generator (`manual_seed`): PyTorch's engine takes the low
+    /// 32 bits; `initial_seed` returns the whole seed.
     pub fn manual_seed(&self, seed: u64) {
-        *self.0.state.lock().unwrap_or_else(|e| e.into_inner()) = (seed, seed);
+        self.with_state(|g| g.set_seed(seed));
     }
 
     /// The seed it was last seeded with (`initial_seed`).
     pub fn initial_seed(&self) -> u64 {
-        self.0.state.lock().unwrap_or_else(|e| e.into_inner()).0
+        self.with_state(|g| g.seed())
     }
 
-    /// The next 64 random bits (SplitMix64 over the generator's state).
+    /// The next 64 random bits (`random64()`: two 32-bit draws, high half first).
     pub fn next_u64(&self) -> u64 {
-        let mut s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.1 = s.1.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s.1;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.with_state(|g| g.random64())
+    }
+
+    /// Runs `f` on the generator's state, locked once (as PyTorch's kernels
+    /// hold the generator's mutex for a whole fill).
+    pub fn with_state<R>(&self, f: impl FnOnce(&mut CpuGenerator) -> R) -> R {
+        f(&mut self.0.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Its device.
