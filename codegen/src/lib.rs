@@ -17,6 +17,7 @@ pub mod cli;
 pub mod derivatives;
 pub mod emit;
 pub mod emit_api;
+pub mod emit_autograd;
 pub mod kernel;
 pub mod lower;
 pub mod rust_types;
@@ -38,6 +39,58 @@ pub fn generate_with(
     tags: Option<&Path>,
     opts: &Options,
 ) -> Result<Files, Diagnostics> {
+    generate_all(yaml, tags, opts, None)
+}
+
+/// A derivatives file and the Rust file whose `pub fn`s are the helpers its
+/// formulas may call.
+#[derive(Clone, Debug)]
+pub struct Derivatives {
+    /// The `derivatives.yaml`.
+    pub yaml: PathBuf,
+    /// The helpers' module (`src/autograd/formulas.rs`).
+    pub helpers: PathBuf,
+}
+
+/// The names of the `pub fn`s of a Rust file: the helpers a derivatives file's
+/// formulas may call.
+pub fn helper_names(path: &Path) -> Result<Vec<String>, Diagnostics> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Diagnostics(vec![opforge_schema::diag::Diagnostic::new(
+            &name,
+            0,
+            format!("cannot read the helpers: {e}"),
+        )])
+    })?;
+    let file = syn::parse_file(&text).map_err(|e| {
+        Diagnostics(vec![opforge_schema::diag::Diagnostic::new(
+            &name,
+            0,
+            format!("the helpers do not parse: {e}"),
+        )])
+    })?;
+    Ok(file
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Fn(f) if matches!(f.vis, syn::Visibility::Public(_)) => {
+                Some(f.sig.ident.to_string())
+            }
+            _ => None,
+        })
+        .collect())
+}
+
+/// [`generate_with`], plus `autograd.rs` (node types and Autograd kernels)
+/// from a derivatives file, checked against the schema file: every problem in
+/// it is a diagnostic with its file and line.
+pub fn generate_all(
+    yaml: &Path,
+    tags: Option<&Path>,
+    opts: &Options,
+    derivatives: Option<&Derivatives>,
+) -> Result<Files, Diagnostics> {
     let name = yaml.display().to_string();
     let read = |p: &Path| opforge_schema::yaml::read(p).map_err(|d| Diagnostics(vec![d]));
     let src = read(yaml)?;
@@ -48,12 +101,35 @@ pub fn generate_with(
     let file = opforge_schema::check_str(&name, &src, tags.as_deref())?;
     let deprecated = opforge_schema::read_deprecated(yaml)?;
     let plan = lower::lower(&file, &deprecated)?;
-    emit_all(&plan, opts)
+    let mut files = emit_all(&plan, opts)?;
+    if let Some(d) = derivatives {
+        let helpers = helper_names(&d.helpers)?;
+        let helpers: Vec<&str> = helpers.iter().map(String::as_str).collect();
+        let dfile = opforge_schema::derivatives::load_file(&d.yaml)?;
+        let checked = derivatives::check(&dfile, &file, &helpers)?;
+        files.push((
+            "autograd.rs".into(),
+            emit_autograd::autograd(&plan, &dfile, &checked)?,
+        ));
+    }
+    Ok(files)
 }
 
 /// [`generate_with`] for the runtime's own schema file.
+/// The runtime's `derivatives.yaml` beside it and its helpers
+/// (`src/autograd/formulas.rs`) add `autograd.rs` when both exist.
 pub fn generate(yaml: &Path, tags: Option<&Path>) -> Result<Files, Diagnostics> {
-    generate_with(yaml, tags, &Options::runtime())
+    let d = runtime_derivatives(yaml);
+    generate_all(yaml, tags, &Options::runtime(), d.as_ref())
+}
+
+/// The runtime's derivatives file and helpers, beside its schema file.
+fn runtime_derivatives(yaml: &Path) -> Option<Derivatives> {
+    let d = Derivatives {
+        yaml: yaml.with_file_name("derivatives.yaml"),
+        helpers: yaml.with_file_name("src/autograd/formulas.rs"),
+    };
+    (d.yaml.exists() && d.helpers.exists()).then_some(d)
 }
 
 /// Every generated file for a plan: the schema lookup macro
@@ -107,6 +183,7 @@ fn file_name(path: &str) -> String {
 pub struct Build {
     yaml: PathBuf,
     opts: Options,
+    derivatives: Option<Derivatives>,
 }
 
 impl Build {
@@ -120,7 +197,19 @@ impl Build {
                 crate_name: name.replace('-', "_"),
                 kernels_module: Some("crate::kernels".into()),
             },
+            derivatives: None,
         }
+    }
+
+    /// A derivatives file (PyTorch's format, Rust formulas) and the module of
+    /// helpers its formulas call, both relative to the manifest directory:
+    /// `autograd.rs` is generated from them (node types and Autograd kernels).
+    pub fn derivatives(mut self, yaml: impl AsRef<Path>, helpers: impl AsRef<Path>) -> Build {
+        self.derivatives = Some(Derivatives {
+            yaml: yaml.as_ref().to_path_buf(),
+            helpers: helpers.as_ref().to_path_buf(),
+        });
+        self
     }
 
     /// The module the `dispatch:` kernel paths are relative to (default
@@ -158,7 +247,16 @@ impl Build {
             std::env::var("CARGO_MANIFEST_DIR").map_or_else(|_| PathBuf::new(), PathBuf::from);
         let yaml = dir.join(&self.yaml);
         let tags = yaml.with_file_name("tags.yaml");
-        generate_with(&yaml, tags.exists().then_some(tags.as_path()), &self.opts)
+        let derivatives = self.derivatives.as_ref().map(|d| Derivatives {
+            yaml: dir.join(&d.yaml),
+            helpers: dir.join(&d.helpers),
+        });
+        generate_all(
+            &yaml,
+            tags.exists().then_some(tags.as_path()),
+            &self.opts,
+            derivatives.as_ref(),
+        )
     }
 
     /// Runs in a build script: writes the files, or prints every diagnostic and
@@ -174,6 +272,11 @@ impl Build {
             );
         }
         println!("cargo:rerun-if-changed={}", yaml.display());
+        if let Some(d) = &self.derivatives {
+            for p in [&d.yaml, &d.helpers] {
+                println!("cargo:rerun-if-changed={}", dir.join(p).display());
+            }
+        }
         println!(
             "cargo:rustc-env=OPFORGE_SCHEMA_CRATE={}",
             self.opts.crate_name

@@ -1,18 +1,16 @@
-//! The autograd engine end to end, through hand-written Autograd kernels for
-//! `mul.Tensor`, `mul_.Tensor`, `add.Tensor` and `sum` registered in this test
-//! crate only (each integration test file is its own process, so no other
-//! test sees them). Each kernel does what a generated one will: begin a
-//! recording, redispatch below autograd, finish the recording.
+//! The autograd engine end to end, through the generated Autograd kernels of
+//! `mul.Tensor`, `mul_.Tensor`, `mul.out`, `add.Tensor` and `sum` (from
+//! `runtime/derivatives.yaml`): each begins a recording, redispatches below
+//! autograd and finishes the recording.
 //!
 //! The tests share one process-wide figure (`live_nodes`), so they run one at
 //! a time (`serial`).
 
 use opforge::autograd::{
-    self, below_autograd, enable_grad, inference_mode, is_grad_enabled, live_nodes, no_grad,
-    set_grad_enabled, Backward, BackwardCtx, Recording, SavedTensor, TensorAutograd,
-    BACKWARD_TWICE, LEAF_INPLACE,
+    self, enable_grad, inference_mode, is_grad_enabled, live_nodes, no_grad, set_grad_enabled,
+    Backward, BackwardCtx, Recording, SavedTensor, TensorAutograd, BACKWARD_TWICE, LEAF_INPLACE,
 };
-use opforge::{at, kernel, DType, Device, Result, Scalar, Tensor};
+use opforge::{at, DType, Device, Result, Scalar, Tensor};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 fn serial() -> MutexGuard<'static, ()> {
@@ -20,164 +18,9 @@ fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-// ---- hand-written Autograd kernels ----------------------------------------
-
-struct MulBackward0 {
-    self_: Option<SavedTensor>,
-    other: Option<SavedTensor>,
-}
-
-impl Backward for MulBackward0 {
-    fn apply(
-        &mut self,
-        grads: Vec<Option<Tensor>>,
-        ctx: &BackwardCtx,
-    ) -> Result<Vec<Option<Tensor>>> {
-        let Some(g) = grads.into_iter().next().flatten() else {
-            return Ok(vec![None, None]);
-        };
-        let grad_self = match (&self.other, ctx.needs_input_grad(0)) {
-            (Some(o), true) => Some(at::mul_Tensor(&g, &o.unpack()?)?),
-            _ => None,
-        };
-        let grad_other = match (&self.self_, ctx.needs_input_grad(1)) {
-            (Some(s), true) => Some(at::mul_Tensor(&g, &s.unpack()?)?),
-            _ => None,
-        };
-        Ok(vec![grad_self, grad_other])
-    }
-
-    fn release(&mut self) {
-        for s in [&mut self.self_, &mut self.other].into_iter().flatten() {
-            s.release();
-        }
-    }
-}
-
-#[kernel(Autograd, "mul.Tensor")]
-fn mul_autograd(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    let rec = Recording::begin(&[self_, other]);
-    let out = {
-        let _below = below_autograd();
-        at::mul_Tensor(self_, other)?
-    };
-    if let Some(rec) = rec {
-        let (a, b) = (rec.needs_input_grad(0), rec.needs_input_grad(1));
-        rec.finish("MulBackward0", &[&out], |_| {
-            Ok(MulBackward0 {
-                other: a.then(|| SavedTensor::input(other)),
-                self_: b.then(|| SavedTensor::input(self_)),
-            })
-        })?;
-    }
-    Ok(out)
-}
-
-#[kernel(Autograd, "mul_.Tensor")]
-fn mul_inplace_autograd(self_: &mut Tensor, other: &Tensor) -> Result<Tensor> {
-    let rec = Recording::begin_inplace(self_, &[other])?;
-    // What the backward needs of self's old value is saved before the write.
-    let (saved_other, saved_self) = match &rec {
-        Some(rec) => (
-            rec.needs_input_grad(0).then(|| SavedTensor::input(other)),
-            match rec.needs_input_grad(1) {
-                true => Some(SavedTensor::input(&at::clone(self_, None)?)),
-                false => None,
-            },
-        ),
-        None => (None, None),
-    };
-    {
-        let _below = below_autograd();
-        at::mul__Tensor(self_, other)?;
-    }
-    if let Some(rec) = rec {
-        rec.finish("MulBackward0", &[&*self_], |_| {
-            Ok(MulBackward0 {
-                other: saved_other,
-                self_: saved_self,
-            })
-        })?;
-    }
-    Ok(self_.clone())
-}
-
-#[kernel(Autograd, "mul.out")]
-fn mul_out_autograd(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
-    autograd::check_out("mul", &[self_, other, &*out])?;
-    let _below = below_autograd();
-    at::mul_out(self_, other, out)
-}
-
-struct AddBackward0 {
-    alpha: Scalar,
-}
-
-impl Backward for AddBackward0 {
-    fn apply(
-        &mut self,
-        grads: Vec<Option<Tensor>>,
-        ctx: &BackwardCtx,
-    ) -> Result<Vec<Option<Tensor>>> {
-        let Some(g) = grads.into_iter().next().flatten() else {
-            return Ok(vec![None, None]);
-        };
-        let other = match ctx.needs_input_grad(1) {
-            true if self.alpha.to_f64() != 1.0 => Some(at::mul_Scalar(&g, self.alpha)?),
-            true => Some(g.clone()),
-            false => None,
-        };
-        Ok(vec![ctx.needs_input_grad(0).then_some(g), other])
-    }
-
-    fn release(&mut self) {}
-}
-
-#[kernel(Autograd, "add.Tensor")]
-fn add_autograd(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
-    let rec = Recording::begin(&[self_, other]);
-    let out = {
-        let _below = below_autograd();
-        at::add_Tensor(self_, other, alpha)?
-    };
-    if let Some(rec) = rec {
-        rec.finish("AddBackward0", &[&out], |_| Ok(AddBackward0 { alpha }))?;
-    }
-    Ok(out)
-}
-
-struct SumBackward0 {
-    sizes: Vec<i64>,
-}
-
-impl Backward for SumBackward0 {
-    fn apply(
-        &mut self,
-        grads: Vec<Option<Tensor>>,
-        _: &BackwardCtx,
-    ) -> Result<Vec<Option<Tensor>>> {
-        let Some(g) = grads.into_iter().next().flatten() else {
-            return Ok(vec![None]);
-        };
-        Ok(vec![Some(at::expand(&g, &self.sizes, false)?)])
-    }
-
-    fn release(&mut self) {}
-}
-
-#[kernel(Autograd, "sum")]
-fn sum_autograd(self_: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
-    let rec = Recording::begin(&[self_]);
-    let out = {
-        let _below = below_autograd();
-        at::sum(self_, dtype)?
-    };
-    if let Some(rec) = rec {
-        let sizes = self_.sizes();
-        rec.finish("SumBackward0", &[&out], |_| Ok(SumBackward0 { sizes }))?;
-    }
-    Ok(out)
-}
+// The Autograd kernels of `mul.Tensor`, `mul_.Tensor`, `mul.out`, `add.Tensor`
+// and `sum` are the generated ones (runtime/derivatives.yaml); this file once
+// registered hand-written ones, which would now be duplicates.
 
 // ---- helpers ----------------------------------------------------------------
 

@@ -16,10 +16,15 @@
 //! - [`record`]: [`Recording`] (begin / finish around an Autograd kernel's
 //!   redispatch), [`below_autograd`] (the exclude guard), [`record()`].
 //! - [`engine`]: [`backward()`] and [`grad`].
+//! - [`formulas`]: the helpers `derivatives.yaml`'s formulas call; the
+//!   generated node types and Autograd kernels (`generated`, from
+//!   `$OUT_DIR/opforge/autograd.rs`) are registered at link time.
 //! - [`methods`]: [`TensorAutograd`] (`t.backward()`, `retain_grad`,
 //!   `register_hook`, `detach`).
 
 pub mod engine;
+pub mod formulas;
+mod generated;
 pub mod methods;
 pub mod mode;
 pub mod node;

@@ -1,0 +1,484 @@
+//! Emit: the Autograd layer's generated file, `autograd.rs`, from a checked
+//! derivatives file ([`crate::derivatives::check`]) and the [`Plan`].
+//!
+//! Per entry with a differentiable argument, a node type named as PyTorch
+//! names it ([`node_names`]: `MulBackward0`) holding what the entry's
+//! formulas need saved, and its `Backward` impl: each wanted input's gradient
+//! from its formula, then the engine-like reduction to each input's shape and
+//! dtype (`formulas::reduce_to_inputs`), and `release` of the saved tensors.
+//! Per operator that gets formulas (the entry's own and, by torchgen's rules,
+//! its in-place and out= variants), an Autograd kernel registered through
+//! [`crate::kernel::registration`]:
+//!
+//! - functional and in-place: `Recording::begin` (`begin_inplace`), what the
+//!   node saves of the inputs taken before the call (an in-place call saves a
+//!   clone of `self` if a formula reads it whole), the redispatch below
+//!   autograd, then `Recording::finish` with the outputs it saves;
+//! - out=: `check_out` (PyTorch's refusal when something requires grad), then
+//!   the redispatch.
+//!
+//! Code size: only operators with formulas get a kernel (nothing is emitted
+//! for the others, which fall through to their backend as before); the
+//! record/redispatch/finish steps and the gradient reduction are shared runtime
+//! functions, so a kernel is about ten lines and a node's `apply` one block per
+//! input. Forward-mode formulas are not emitted yet.
+
+use crate::derivatives::{CheckedFile, CheckedSet, Saved, SavedKind};
+use crate::lower::Plan;
+use crate::rust_types::{param_type, result_type, show};
+use opforge_schema::derivatives::{Body, DerivativesFile, Direction};
+use opforge_schema::diag::{Diagnostic, Diagnostics};
+use opforge_schema::model::{FunctionSchema, SchemaKind};
+use opforge_schema::names::arg_ident;
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use std::collections::BTreeMap;
+
+/// torchgen's node names (`load_derivatives.py`): per entry with at least one
+/// differentiable argument, the base name (without overload) split at `_`,
+/// each part title-cased (Python's `str.title`), joined, `Backward` appended
+/// (`ForwardBackward` shortened to `Backward`), and a counter per such prefix
+/// in file order: `sum` → `SumBackward0`, `sum.dim_IntList` → `SumBackward1`,
+/// `_to_copy` → `ToCopyBackward0`. `None` for an entry without one.
+pub fn node_names(d: &DerivativesFile, checked: &CheckedFile) -> Vec<Option<String>> {
+    let mut counters: BTreeMap<String, usize> = BTreeMap::new();
+    checked
+        .entries
+        .iter()
+        .map(|e| {
+            let set = e.sets.iter().find(|s| s.key == "Default")?;
+            if set.differentiable.is_empty() {
+                return None;
+            }
+            let base = d.entries[e.entry].schema.name.name.to_string();
+            let prefix = op_prefix(&base);
+            let n = counters.entry(prefix.clone()).or_insert(0);
+            let name = format!("{prefix}{n}");
+            *n += 1;
+            Some(name)
+        })
+        .collect()
+}
+
+fn op_prefix(base: &str) -> String {
+    let camel: String = base.split('_').map(title).collect();
+    format!("{camel}Backward").replace("ForwardBackward", "Backward")
+}
+
+/// Python's `str.title`: a letter after a non-letter upper-cased, the others
+/// lower-cased.
+fn title(s: &str) -> String {
+    let mut out = String::new();
+    let mut prev_letter = false;
+    for c in s.chars() {
+        if c.is_alphabetic() {
+            if prev_letter {
+                out.extend(c.to_lowercase());
+            } else {
+                out.extend(c.to_uppercase());
+            }
+            prev_letter = true;
+        } else {
+            out.push(c);
+            prev_letter = false;
+        }
+    }
+    out
+}
+
+/// What a saved value is in the node: its field type and how the kernel
+/// takes it from an argument before the call (`None`: an output, saved after).
+struct Field {
+    ident: syn::Ident,
+    ty: TokenStream,
+    take: Option<TokenStream>,
+    output: Option<usize>,
+    tensor: bool,
+}
+
+fn field(s: &Saved, schema: &FunctionSchema, inplace: bool) -> std::result::Result<Field, String> {
+    let ident = format_ident!("{}", s.ident());
+    let of = format_ident!("{}", arg_ident(&s.of));
+    let arg = schema.arguments.all.iter().find(|a| a.name == s.of);
+    let saved_tensor = quote!(::opforge::autograd::SavedTensor);
+    let (ty, take, output, tensor) = match &s.kind {
+        SavedKind::Tensor => {
+            let take = if inplace && s.of == "self" {
+                // The value before the write (torchgen's `original_self`).
+                quote!(::opforge::autograd::SavedTensor::input(&{
+                    let _below = ::opforge::autograd::below_autograd();
+                    ::opforge::at::clone(#of, None)?
+                }))
+            } else {
+                quote!(::opforge::autograd::SavedTensor::input(#of))
+            };
+            (saved_tensor, Some(take), None, true)
+        }
+        SavedKind::Output { index, ty } => {
+            if ty.to_string() != "Tensor" {
+                return Err(format!("saving the output `{}` of type `{ty}` is not supported by the generator yet (only Tensor outputs)", s.of));
+            }
+            (saved_tensor, None, Some(*index), true)
+        }
+        SavedKind::Value(_) => {
+            let a = arg.ok_or_else(|| format!("no argument `{}`", s.of))?;
+            let t = param_type(a).map_err(|e| e.to_string())?;
+            let shown = show(&t);
+            let (ty, take) = match shown.as_str() {
+                "&[i64]" => (quote!(::std::vec::Vec<i64>), quote!(#of.to_vec())),
+                "Option<&[i64]>" => (
+                    quote!(::core::option::Option<::std::vec::Vec<i64>>),
+                    quote!(#of.map(<[i64]>::to_vec)),
+                ),
+                "&str" => (quote!(::std::string::String), quote!(#of.to_string())),
+                "Option<&str>" => (
+                    quote!(::core::option::Option<::std::string::String>),
+                    quote!(#of.map(str::to_string)),
+                ),
+                s if s.contains('&') => {
+                    return Err(format!(
+                    "saving the argument `{}` of type `{s}` is not supported by the generator yet",
+                    a.name
+                ))
+                }
+                _ => (quote!(#t), quote!(#of.clone())),
+            };
+            (ty, Some(take), None, false)
+        }
+        SavedKind::Property(_) => {
+            let record = s.record.as_deref().unwrap_or_default();
+            let method = record
+                .split('.')
+                .nth(1)
+                .map(|m| m.trim_end_matches("()"))
+                .unwrap_or_default();
+            let (ty, call) = match method {
+                "sizes" | "sym_sizes" => (quote!(::std::vec::Vec<i64>), quote!(sizes)),
+                "shape" => (quote!(::std::vec::Vec<usize>), quote!(shape)),
+                "numel" | "sym_numel" => (quote!(usize), quote!(numel)),
+                "dim" => (quote!(usize), quote!(dim)),
+                "dtype" | "scalar_type" => (quote!(::opforge::DType), quote!(dtype)),
+                "device" => (quote!(::opforge::Device), quote!(device)),
+                other => {
+                    return Err(format!(
+                        "saving `{record}` (`{other}`) is not supported by the generator yet (sizes, shape, numel, dim, dtype, device)"
+                    ))
+                }
+            };
+            (ty, Some(quote!(#of.#call())), None, false)
+        }
+        other => {
+            return Err(format!(
+                "saving `{}` ({other:?}) is not supported by the generator yet",
+                s.of
+            ))
+        }
+    };
+    Ok(Field {
+        ident,
+        ty,
+        take,
+        output,
+        tensor,
+    })
+}
+
+/// The `autograd.rs` file: node types and Autograd kernels, formatted. Every
+/// construct the generator does not support yet is a diagnostic at its entry.
+pub fn autograd(
+    plan: &Plan,
+    d: &DerivativesFile,
+    checked: &CheckedFile,
+) -> Result<String, Diagnostics> {
+    autograd_tokens(plan, d, checked).map(|t| crate::emit::format(plan, t))
+}
+
+/// The tokens of [`autograd`].
+pub fn autograd_tokens(
+    plan: &Plan,
+    d: &DerivativesFile,
+    checked: &CheckedFile,
+) -> Result<TokenStream, Diagnostics> {
+    let names = node_names(d, checked);
+    let mut diags = Vec::new();
+    let mut items = Vec::new();
+    let diag = |line: usize, entry: &str, msg: String| {
+        Diagnostic::new(&d.file, line, msg).entry(entry.to_string())
+    };
+    // Node types, one per entry.
+    for (e, name) in checked.entries.iter().zip(&names) {
+        let Some(name) = name else { continue };
+        let Some(set) = e.sets.iter().find(|s| s.key == "Default") else {
+            continue;
+        };
+        let schema = &d.entries[e.entry].schema;
+        match node(name, schema, set) {
+            Ok(t) => items.push(t),
+            Err(m) => diags.push(diag(e.line, &e.operator, m)),
+        }
+    }
+    // Kernels, one per operator that gets formulas.
+    for (op, formulas) in &checked.resolution.operators {
+        let entry = formulas.entry;
+        let Some(e) = checked.entries.iter().find(|c| c.entry == entry) else {
+            continue;
+        };
+        let Some(name) = &names[checked
+            .entries
+            .iter()
+            .position(|c| c.entry == entry)
+            .unwrap_or(0)]
+        else {
+            continue;
+        };
+        let Some(set) = e.sets.iter().find(|s| s.key == "Default") else {
+            continue;
+        };
+        let Some(i) = plan.find(op) else { continue };
+        let planned = &plan.ops[i];
+        match kernel(planned.schema(), &planned.ident, op, name, set) {
+            Ok(t) => items.push(t),
+            Err(m) => diags.push(diag(e.line, op, m)),
+        }
+    }
+    if !diags.is_empty() {
+        diags.sort_by_key(|d| d.line);
+        return Err(Diagnostics(diags));
+    }
+    Ok(quote!(#(#items)*))
+}
+
+/// The node type of one entry and its `Backward` impl.
+fn node(
+    name: &str,
+    schema: &FunctionSchema,
+    set: &CheckedSet,
+) -> std::result::Result<TokenStream, String> {
+    let ty = format_ident!("{}", name);
+    let fields = set
+        .saved
+        .iter()
+        .map(|s| field(s, schema, false))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let decls = fields.iter().map(|f| {
+        let (i, t) = (&f.ident, &f.ty);
+        quote!(#i: #t,)
+    });
+    let releases = fields.iter().filter(|f| f.tensor).map(|f| {
+        let i = &f.ident;
+        quote!(self.#i.release();)
+    });
+    let n = set.differentiable.len();
+    let mut blocks = Vec::new();
+    for f in set
+        .formulas
+        .iter()
+        .filter(|f| f.direction == Direction::Backward)
+    {
+        if f.body == Body::NonDifferentiable {
+            continue;
+        }
+        let [arg] = f.names.as_slice() else {
+            return Err(format!(
+                "a formula for several arguments ({}) is not supported by the generator yet",
+                f.names.join(", ")
+            ));
+        };
+        let Some(pos) = set.differentiable.iter().position(|a| a == arg) else {
+            continue;
+        };
+        if f.gradients.grads_uses > 0 || !f.gradients.named.is_empty() {
+            return Err("formulas reading `grads` or `grad_<output>` are not supported by the generator yet".into());
+        }
+        let binds = f.saved.iter().map(|s| {
+            let i = format_ident!("{}", s.ident());
+            let tensor = matches!(s.kind, SavedKind::Tensor | SavedKind::Output { .. });
+            if tensor {
+                quote!(let #i = self.#i.unpack()?;)
+            } else {
+                quote!(let #i = self.#i.clone();)
+            }
+        });
+        let value = match (&f.body, &f.node_expr) {
+            (Body::Expr | Body::NotImplemented, Some(e)) => quote!(#e),
+            _ => return Err(format!("the formula for `{arg}` has no expression")),
+        };
+        blocks.push(quote! {
+            if ctx.needs_input_grad(#pos) {
+                #(#binds)*
+                let g: ::opforge::Result<::opforge::Tensor> = { #value };
+                out[#pos] = ::core::option::Option::Some(g?);
+            }
+        });
+    }
+    Ok(quote! {
+        /// Generated from `derivatives.yaml`.
+        pub struct #ty {
+            __inputs: ::std::vec::Vec<InputMeta>,
+            #(#decls)*
+        }
+
+        impl ::opforge::autograd::Backward for #ty {
+            #[allow(unused_variables)]
+            fn apply(
+                &mut self,
+                grads: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>>,
+                ctx: &::opforge::autograd::BackwardCtx,
+            ) -> ::opforge::Result<::std::vec::Vec<::core::option::Option<::opforge::Tensor>>> {
+                let mut out: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> = ::std::vec![None; #n];
+                let ::core::option::Option::Some(grad) = grads.into_iter().next().flatten() else {
+                    return Ok(out);
+                };
+                #(#blocks)*
+                reduce_to_inputs(&mut out, &self.__inputs)?;
+                Ok(out)
+            }
+
+            fn release(&mut self) {
+                #(#releases)*
+            }
+        }
+    })
+}
+
+/// The Autograd kernel of one operator.
+fn kernel(
+    schema: &FunctionSchema,
+    ident: &str,
+    op: &str,
+    node_name: &str,
+    set: &CheckedSet,
+) -> std::result::Result<TokenStream, String> {
+    let kind = schema.kind();
+    let args = &schema.arguments.all;
+    let fn_ident = format_ident!("__opforge_autograd_{}", ident);
+    let at_fn = format_ident!("{}", ident);
+    let mut params = Vec::new();
+    let mut types = Vec::new();
+    for a in args {
+        params.push(format_ident!("{}", arg_ident(&a.name)));
+        types.push(param_type(a).map_err(|e| e.to_string())?);
+    }
+    let ret = result_type(&schema.returns).map_err(|e| e.to_string())?;
+    let call_args = params.iter();
+    let body = match kind {
+        SchemaKind::Out => {
+            let tensors =
+                args.iter()
+                    .zip(&params)
+                    .zip(&types)
+                    .filter_map(|((_, p), t)| match show(t).as_str() {
+                        "&Tensor" => Some(quote!(#p)),
+                        "&mut Tensor" => Some(quote!(&*#p)),
+                        _ => None,
+                    });
+            let base = schema.name.name.to_string();
+            quote! {
+                ::opforge::autograd::check_out(#base, &[#(#tensors),*])?;
+                let _below = ::opforge::autograd::below_autograd();
+                ::opforge::at::#at_fn(#(#call_args),*)
+            }
+        }
+        SchemaKind::Functional | SchemaKind::Inplace => {
+            let inplace = kind == SchemaKind::Inplace;
+            let mut inputs = Vec::new();
+            for name in &set.differentiable {
+                let Some(k) = args.iter().position(|a| &a.name == name) else {
+                    return Err(format!("`{op}` has no argument `{name}`"));
+                };
+                let p = &params[k];
+                match show(&types[k]).as_str() {
+                    "&Tensor" => inputs.push(quote!(#p)),
+                    "&mut Tensor" => inputs.push(quote!(&*#p)),
+                    t => {
+                        return Err(format!(
+                            "the differentiable argument `{name}` of `{op}` is a `{t}`: only single tensors are supported by the generator yet"
+                        ))
+                    }
+                }
+            }
+            let begin = if inplace {
+                if set.differentiable.first().map(String::as_str) != Some("self") {
+                    return Err(format!("in-place `{op}`: `self` must be differentiable"));
+                }
+                let others = &inputs[1..];
+                quote!(::opforge::autograd::Recording::begin_inplace(self_, &[#(#others),*])?)
+            } else {
+                quote!(::opforge::autograd::Recording::begin(&[#(#inputs),*]))
+            };
+            let fields = set
+                .saved
+                .iter()
+                .map(|s| field(s, schema, inplace))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let pre_idents: Vec<_> = fields
+                .iter()
+                .filter(|f| f.take.is_some())
+                .map(|f| &f.ident)
+                .collect();
+            let pre_takes = fields.iter().filter_map(|f| f.take.as_ref());
+            let nret = schema.returns.len();
+            let outs: Vec<TokenStream> = if nret == 1 {
+                vec![quote!(&out)]
+            } else {
+                (0..nret)
+                    .map(|i| {
+                        let i = syn::Index::from(i);
+                        quote!(&out.#i)
+                    })
+                    .collect()
+            };
+            let post = fields.iter().filter_map(|f| {
+                let i = &f.ident;
+                let o = &outs[f.output?];
+                let nr = f.output? as u32;
+                Some(quote!(#i: saver.output(#o, #nr)?,))
+            });
+            let node_ty = format_ident!("{}", node_name);
+            quote! {
+                let rec = #begin;
+                let pre = match rec.is_some() {
+                    true => Some((input_meta(&[#(#inputs),*]), #(#pre_takes,)*)),
+                    false => None,
+                };
+                let out = {
+                    let _below = ::opforge::autograd::below_autograd();
+                    ::opforge::at::#at_fn(#(#call_args),*)?
+                };
+                if let (Some(rec), Some((__inputs, #(#pre_idents,)*))) = (rec, pre) {
+                    rec.finish(#node_name, &[#(#outs),*], |saver| {
+                        Ok(#node_ty { __inputs, #(#pre_idents,)* #(#post)* })
+                    })?;
+                }
+                Ok(out)
+            }
+        }
+        SchemaKind::Mutable | SchemaKind::Scratch => return Ok(TokenStream::new()),
+    };
+    let func: syn::ItemFn = syn::parse2(quote! {
+        #[allow(unused_variables, unused_mut, clippy::all)]
+        fn #fn_ident(#(#params: #types),*) -> #ret {
+            #body
+        }
+    })
+    .map_err(|e| format!("generated kernel of `{op}` does not parse: {e}"))?;
+    let pairs: Vec<(&syn::Ident, &syn::Type)> = params.iter().zip(&types).collect();
+    let reg = crate::kernel::registration("Autograd", op, schema, &func, &pairs, ret);
+    Ok(quote!(#func #reg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{op_prefix, title};
+
+    #[test]
+    fn prefixes_follow_torchgen() {
+        assert_eq!(op_prefix("mul"), "MulBackward");
+        assert_eq!(op_prefix("_to_copy"), "ToCopyBackward");
+        assert_eq!(op_prefix("mul_"), "MulBackward");
+        assert_eq!(op_prefix("index_select"), "IndexSelectBackward");
+        assert_eq!(op_prefix("_cudnn_rnn_forward"), "CudnnRnnBackward");
+        assert_eq!(title("log10"), "Log10");
+        assert_eq!(title("conv2d"), "Conv2D");
+    }
+}

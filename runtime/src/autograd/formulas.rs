@@ -1,0 +1,286 @@
+//! The helpers `runtime/derivatives.yaml`'s formulas call (PyTorch's
+//! `torch/csrc/autograd/FunctionsManual.cpp`, the part our operators need),
+//! and what every generated node shares ([`InputMeta`], [`reduce_to_inputs`]).
+//!
+//! Every `pub fn` here is a name a formula may use: the build reads this
+//! file's `pub fn` names and gives them to the formula checker as its helpers.
+//! Each takes references and returns `Result<Tensor>`, and computes with
+//! `at::` only (the operators below autograd's layer), so a backward recorded
+//! under `create_graph` goes through the Autograd kernels again.
+
+use crate::at;
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Scalar, Tensor};
+
+/// What the engine checks a gradient against (PyTorch's `InputMetadata`):
+/// an input's sizes and dtype, taken when the node is recorded.
+pub type InputMeta = (Vec<i64>, DType);
+
+/// The metadata of a call's differentiable inputs.
+pub fn input_meta(inputs: &[&Tensor]) -> Vec<InputMeta> {
+    inputs.iter().map(|t| (t.sizes(), t.dtype())).collect()
+}
+
+/// PyTorch's `validate_outputs`: a gradient whose shape broadcasts to its
+/// input's is summed back to it (`sum_to`), and one of another floating dtype
+/// is cast to the input's. Every generated node calls this on what its
+/// formulas computed.
+pub fn reduce_to_inputs(grads: &mut [Option<Tensor>], meta: &[InputMeta]) -> Result<()> {
+    for (g, (sizes, dtype)) in grads.iter_mut().zip(meta) {
+        let Some(t) = g.as_mut() else { continue };
+        if &t.sizes() != sizes {
+            *t = sum_to(t, sizes)?;
+        }
+        if t.dtype() != *dtype {
+            *t = at::_to_copy(t, Some(*dtype), None, None, None, false, None)?;
+        }
+    }
+    Ok(())
+}
+
+/// The error of a formula written `not_implemented("name")`, in PyTorch's
+/// words.
+pub fn not_implemented(name: &str) -> Error {
+    Error::Runtime(format!("the derivative for '{name}' is not implemented.").into())
+}
+
+/// `grad` summed over the dimensions it was broadcast along to get from
+/// `sizes` (PyTorch's `at::sum_to`): leading dimensions dropped, dimensions of
+/// size 1 kept.
+pub fn sum_to(grad: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    let have = grad.sizes();
+    if have == sizes {
+        return Ok(grad.clone());
+    }
+    let lead = have.len().saturating_sub(sizes.len());
+    let mut g = grad.clone();
+    if lead > 0 {
+        let dims: Vec<i64> = (0..lead as i64).collect();
+        g = at::sum_dim_IntList(&g, Some(&dims), false, None)?;
+    }
+    let dims: Vec<i64> = sizes
+        .iter()
+        .zip(&have[lead..])
+        .enumerate()
+        .filter(|(_, (want, got))| **want == 1 && **got != 1)
+        .map(|(i, _)| i as i64)
+        .collect();
+    if !dims.is_empty() {
+        g = at::sum_dim_IntList(&g, Some(&dims), true, None)?;
+    }
+    Ok(g)
+}
+
+/// `grad * alpha`, or `grad` itself when `alpha` is 1 (PyTorch's
+/// `maybe_multiply`).
+pub fn maybe_multiply(grad: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    if alpha.to_f64() == 1.0 {
+        Ok(grad.clone())
+    } else {
+        at::mul_Scalar(grad, alpha)
+    }
+}
+
+/// A 0-dimensional zero of `like`'s dtype.
+fn zero(like: &Tensor) -> Result<Tensor> {
+    at::zeros(&[], Some(like.dtype()), None, None, None)
+}
+
+/// A boolean mask as `like`'s dtype (1 and 0).
+fn as_dtype(mask: &Tensor, like: &Tensor) -> Result<Tensor> {
+    at::_to_copy(mask, Some(like.dtype()), None, None, None, false, None)
+}
+
+/// `self.sgn()` for real tensors: -1, 0 or 1 (0 at 0, PyTorch's subgradient
+/// of `abs` there).
+pub fn sgn(self_: &Tensor) -> Result<Tensor> {
+    let pos = as_dtype(&at::gt_Scalar(self_, Scalar::Int(0))?, self_)?;
+    let neg = as_dtype(&at::lt_Scalar(self_, Scalar::Int(0))?, self_)?;
+    at::sub_Tensor(&pos, &neg, Scalar::Int(1))
+}
+
+/// `grad * other` (PyTorch's `mul_tensor_backward` for real dtypes).
+pub fn mul_tensor_backward(grad: &Tensor, other: &Tensor) -> Result<Tensor> {
+    at::mul_Tensor(grad, other)
+}
+
+/// `-grad * ((self / other) / other)` (PyTorch's `div_tensor_other_backward`).
+pub fn div_tensor_other_backward(grad: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let q = at::div_Tensor(&at::div_Tensor(self_, other)?, other)?;
+    at::mul_Tensor(&at::neg(grad)?, &q)
+}
+
+/// `grad` with the reduced dimensions put back and expanded to `sizes`
+/// (PyTorch's `sum_backward`). `dim` `None` or empty: every dimension.
+pub fn sum_backward(
+    grad: &Tensor,
+    sizes: &[i64],
+    dim: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let n = sizes.len() as i64;
+    let mut g = grad.clone();
+    if !keepdim && n > 0 {
+        let mut dims: Vec<i64> = match dim {
+            Some(d) if !d.is_empty() => d.iter().map(|&d| if d < 0 { d + n } else { d }).collect(),
+            _ => (0..n).collect(),
+        };
+        dims.sort_unstable();
+        dims.dedup();
+        for d in dims {
+            g = at::unsqueeze(&g, d)?;
+        }
+    }
+    at::expand(&g, sizes, false)
+}
+
+/// [`sum_backward`] divided by the number of elements each output averaged
+/// (PyTorch's `mean_backward`).
+pub fn mean_backward(
+    grad: &Tensor,
+    sizes: &[i64],
+    dim: Option<&[i64]>,
+    numel: usize,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let n = sizes.len() as i64;
+    let count = match dim {
+        Some(d) if !d.is_empty() => d
+            .iter()
+            .map(|&d| sizes[(if d < 0 { d + n } else { d }) as usize])
+            .product::<i64>(),
+        _ => numel as i64,
+    };
+    at::div_Scalar(
+        &sum_backward(grad, sizes, dim, keepdim)?,
+        Scalar::Int(count),
+    )
+}
+
+/// `grad @ mat2ᵀ` (PyTorch's `mm_mat1_backward`).
+pub fn mm_mat1_backward(grad: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    at::mm(grad, &at::t(mat2)?)
+}
+
+/// `selfᵀ @ grad` (PyTorch's `mm_mat2_backward`).
+pub fn mm_mat2_backward(grad: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    at::mm(&at::t(self_)?, grad)
+}
+
+/// `grad` permuted back by the inverse of `dims` (PyTorch's
+/// `permute_backwards`).
+pub fn permute_backwards(grad: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let n = dims.len() as i64;
+    let mut inverse = vec![0i64; dims.len()];
+    for (i, &d) in dims.iter().enumerate() {
+        let d = if d < 0 { d + n } else { d };
+        inverse[d as usize] = i as i64;
+    }
+    at::permute(grad, &inverse)
+}
+
+/// `grad.unsqueeze(dim)` if the input had size 1 there (PyTorch's
+/// `unsqueeze_to`).
+pub fn unsqueeze_to(grad: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+    let n = sizes.len() as i64;
+    let d = if dim < 0 { dim + n } else { dim };
+    if n == 0 || sizes.get(d as usize) == Some(&1) {
+        at::unsqueeze(grad, d.max(0))
+    } else {
+        Ok(grad.clone())
+    }
+}
+
+/// Zeros of `sizes` with `grad` written into the view `view` makes of them
+/// (PyTorch's `select_backward`, `slice_backward`).
+fn into_zeros(
+    grad: &Tensor,
+    sizes: &[i64],
+    view: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let z = at::zeros(sizes, Some(grad.dtype()), None, None, None)?;
+    let mut v = view(&z)?;
+    at::copy_(&mut v, grad, false)?;
+    Ok(z)
+}
+
+/// PyTorch's `select_backward`.
+pub fn select_backward(grad: &Tensor, sizes: &[i64], dim: i64, index: i64) -> Result<Tensor> {
+    into_zeros(grad, sizes, |z| at::select_int(z, dim, index))
+}
+
+/// PyTorch's `slice_backward_wrapper`.
+pub fn slice_backward(
+    grad: &Tensor,
+    sizes: &[i64],
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Result<Tensor> {
+    into_zeros(grad, sizes, |z| at::slice_Tensor(z, dim, start, end, step))
+}
+
+/// `grad` where `self` is within `[min, max]`, 0 elsewhere (PyTorch's
+/// `clamp_backward`: the bounds themselves pass the gradient).
+pub fn clamp_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    min: Option<Scalar>,
+    max: Option<Scalar>,
+) -> Result<Tensor> {
+    let z = zero(grad)?;
+    let mut g = grad.clone();
+    if let Some(lo) = min {
+        g = at::where_self(&at::ge_Scalar(self_, lo)?, &g, &z)?;
+    }
+    if let Some(hi) = max {
+        g = at::where_self(&at::le_Scalar(self_, hi)?, &g, &z)?;
+    }
+    Ok(g)
+}
+
+/// `where(condition, grad, 0)` (`true_branch`) or `where(condition, 0, grad)`.
+pub fn where_backward(condition: &Tensor, grad: &Tensor, true_branch: bool) -> Result<Tensor> {
+    let z = zero(grad)?;
+    match true_branch {
+        true => at::where_self(condition, grad, &z),
+        false => at::where_self(condition, &z, grad),
+    }
+}
+
+/// `grad * (1 - y) * y` (PyTorch's `sigmoid_backward`).
+pub fn sigmoid_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    let one_minus = at::add_Scalar(&at::neg(result)?, Scalar::Int(1), Scalar::Int(1))?;
+    at::mul_Tensor(&at::mul_Tensor(grad, &one_minus)?, result)
+}
+
+/// `grad * (1 - y * y)` (PyTorch's `tanh_backward`).
+pub fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    let sq = at::mul_Tensor(result, result)?;
+    let one_minus = at::add_Scalar(&at::neg(&sq)?, Scalar::Int(1), Scalar::Int(1))?;
+    at::mul_Tensor(grad, &one_minus)
+}
+
+/// `grad` where `result > threshold`, 0 elsewhere (PyTorch's
+/// `threshold_backward`; relu's gradient at 0 is 0).
+pub fn threshold_backward(grad: &Tensor, result: &Tensor, threshold: f64) -> Result<Tensor> {
+    let z = zero(grad)?;
+    at::where_self(&at::gt_Scalar(result, Scalar::Float(threshold))?, grad, &z)
+}
+
+/// `grad / (2 * result)` (sqrt's formula).
+pub fn sqrt_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    at::div_Tensor(grad, &at::mul_Scalar(result, Scalar::Int(2))?)
+}
+
+/// `grad` cast back to the input's dtype (PyTorch's `_to_copy_backward`).
+pub fn to_copy_backward(grad: &Tensor, dtype: DType) -> Result<Tensor> {
+    at::_to_copy(grad, Some(dtype), None, None, None, false, None)
+}
+
+/// Zeros of `sizes` in `grad`'s dtype (`zeros_like(grad)` for `copy_`'s
+/// destination).
+pub fn zeros_of(grad: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    at::zeros(sizes, Some(grad.dtype()), None, None, None)
+}
