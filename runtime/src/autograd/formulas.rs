@@ -221,8 +221,9 @@ pub fn slice_backward(
     into_zeros(grad, sizes, |z| at::slice_Tensor(z, dim, start, end, step))
 }
 
-/// `grad` where `self` is within `[min, max]`, 0 elsewhere (PyTorch's
-/// `clamp_backward`: the bounds themselves pass the gradient).
+/// `grad` where `self` is strictly inside `(min, max)`, 0 elsewhere (PyTorch
+/// 2.15's `clamp_backward`: at a bound itself the gradient is 0, for one bound
+/// or two, as recorded in grad_calls.jsonl's `at_bounds` case).
 pub fn clamp_backward(
     grad: &Tensor,
     self_: &Tensor,
@@ -232,10 +233,10 @@ pub fn clamp_backward(
     let z = zero(grad)?;
     let mut g = grad.clone();
     if let Some(lo) = min {
-        g = at::where_self(&at::ge_Scalar(self_, lo)?, &g, &z)?;
+        g = at::where_self(&at::gt_Scalar(self_, lo)?, &g, &z)?;
     }
     if let Some(hi) = max {
-        g = at::where_self(&at::le_Scalar(self_, hi)?, &g, &z)?;
+        g = at::where_self(&at::lt_Scalar(self_, hi)?, &g, &z)?;
     }
     Ok(g)
 }
