@@ -17,7 +17,7 @@ use super::mode::set_grad_enabled;
 use super::node::{lock, BackwardCtx, Edge, Kind, Node};
 use super::record::gradient_edge;
 use super::saved::shallow_detach;
-use crate::dtype::Scalar;
+use crate::dtype::{MemoryFormat, Scalar};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use std::collections::{BinaryHeap, HashMap};
@@ -71,7 +71,9 @@ pub(crate) fn accumulate_grad(t: &Tensor, grad: Tensor, create_graph: bool) -> R
                 crate::at::clone(&grad, None)?
             }
         }
-        None if grad.is_sole_owner() => shallow_detach(&grad)?,
+        // Taken over without a copy, as PyTorch's `new_grad.detach()` (the
+        // `aten.detach.default` a dispatch-level log shows last).
+        None if grad.is_sole_owner() => crate::at::detach(&grad)?,
         None => shallow_detach(&crate::at::clone(&grad, None)?)?,
         Some(old) => {
             let sum = crate::at::add_Tensor(&old, &grad, Scalar::Int(1))?;
@@ -166,10 +168,8 @@ fn run(
             }
         }
         let mut indeg = vec![0usize; infos.len()];
-        for i in 0..infos.len() {
-            for j in next[i].iter().copied().flatten() {
-                indeg[j] += 1;
-            }
+        for j in next.iter().flatten().copied().flatten() {
+            indeg[j] += 1;
         }
         let mut order = Vec::with_capacity(infos.len());
         let mut queue: Vec<usize> = (0..infos.len()).filter(|&i| indeg[i] == 0).collect();
@@ -331,12 +331,16 @@ fn make_roots(outputs: &[Tensor], grads: &[Option<Tensor>]) -> Result<Vec<(Edge,
                         "grad can be implicitly created only for scalar outputs",
                     ));
                 }
-                made.push(Some(Tensor::full(
-                    &out.shape(),
-                    Scalar::Int(1),
-                    out.dtype(),
-                    out.device(),
-                )));
+                // PyTorch's implicit gradient, through the dispatcher (a
+                // dispatch-level log shows `aten.ones_like.default`).
+                made.push(Some(crate::at::ones_like(
+                    out,
+                    None,
+                    None,
+                    None,
+                    None,
+                    Some(MemoryFormat::Preserve),
+                )?));
             }
             None => made.push(None),
         }

@@ -4,7 +4,6 @@
 
 use super::engine::backward;
 use super::node::Node;
-use super::saved::shallow_detach;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use std::sync::Arc;
@@ -111,6 +110,6 @@ impl TensorAutograd for Tensor {
     }
 
     fn detach(&self) -> Result<Tensor> {
-        shallow_detach(self)
+        crate::at::detach(self)
     }
 }
