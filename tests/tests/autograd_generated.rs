@@ -131,10 +131,14 @@ fn gradients_recorded_from_pytorch() {
 
     let m = leaf64(&[1., 2., 3., 4., 5., 6.], &[2, 3]);
     let y = at::sum_dim_IntList(&m, Some(&[1]), true, None).unwrap();
-    let g = grads(&[y], &[m.clone()], &[t64(&[1., 2.], &[2, 1])]);
+    let g = grads(&[y], std::slice::from_ref(&m), &[t64(&[1., 2.], &[2, 1])]);
     assert_eq!(g[0], vec![1., 1., 1., 2., 2., 2.]);
     let y = at::slice_Tensor(&m, 1, Some(0), Some(3), 2).unwrap();
-    let g = grads(&[y], &[m.clone()], &[t64(&[3., 3., 3., 3.], &[2, 2])]);
+    let g = grads(
+        &[y],
+        std::slice::from_ref(&m),
+        &[t64(&[3., 3., 3., 3.], &[2, 2])],
+    );
     assert_eq!(g[0], vec![3., 0., 3., 3., 0., 3.]);
     let y = at::expand(&at::unsqueeze(&m, 0).unwrap(), &[2, 2, 3], false).unwrap();
     let g = grads(&[y], &[m], &[t64(&[1.; 12], &[2, 2, 3])]);

@@ -285,3 +285,79 @@ pub fn to_copy_backward(grad: &Tensor, dtype: DType) -> Result<Tensor> {
 pub fn zeros_of(grad: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     at::zeros(sizes, Some(grad.dtype()), None, None, None)
 }
+
+/// `dim` wrapped into `0..n` (a 0-dimensional tensor takes 0 and -1).
+fn wrap_dim(dim: i64, n: usize) -> i64 {
+    let n = n.max(1) as i64;
+    if dim < 0 {
+        dim + n
+    } else {
+        dim
+    }
+}
+
+/// `0, 1, …, len - 1` (int64) shaped to lie along dimension `d` of `n`
+/// dimensions.
+fn arange_along(len: i64, d: i64, n: usize) -> Result<Tensor> {
+    let r = at::arange(Scalar::Int(len), Some(DType::Int64), None, None, None)?;
+    let mut shape = vec![1i64; n];
+    shape[d as usize] = len;
+    at::reshape(&r, &shape)
+}
+
+/// `grad` put back at the positions `indices` selected along `dim`, zeros
+/// elsewhere (PyTorch's `value_selecting_reduction_backward`, `max.dim` /
+/// `min.dim`: only the index the forward returned gets the gradient, also
+/// among ties).
+pub fn value_selecting_reduction_backward(
+    grad: &Tensor,
+    dim: i64,
+    indices: &Tensor,
+    sizes: &[i64],
+    keepdim: bool,
+) -> Result<Tensor> {
+    let n = sizes.len();
+    if n == 0 {
+        return Ok(grad.clone());
+    }
+    let d = wrap_dim(dim, n);
+    let (g, idx) = match keepdim {
+        true => (grad.clone(), indices.clone()),
+        false => (at::unsqueeze(grad, d)?, at::unsqueeze(indices, d)?),
+    };
+    let mask = at::eq_Tensor(&idx, &arange_along(sizes[d as usize], d, n)?)?;
+    let z = zero(grad)?;
+    at::expand(&at::where_self(&mask, &g, &z)?, sizes, false)
+}
+
+/// The gradient of `index_select`: each selected slice's gradient added back
+/// at its index along `dim` (PyTorch's `index_select_backward`, repeated
+/// indices summed), as a product with the one-hot matrix of the indices.
+pub fn index_select_backward(
+    grad: &Tensor,
+    sizes: &[i64],
+    dim: i64,
+    index: &Tensor,
+) -> Result<Tensor> {
+    let n = sizes.len();
+    if n == 0 {
+        return Ok(grad.clone());
+    }
+    let d = wrap_dim(dim, n);
+    let m = sizes[d as usize];
+    let index = at::reshape(index, &[-1])?;
+    let k = index.numel() as i64;
+    // onehot[j, i] = (index[j] == i)
+    let onehot = at::eq_Tensor(&at::unsqueeze(&index, 1)?, &arange_along(m, 1, 2)?)?;
+    let onehot = as_dtype(&onehot, grad)?;
+    let last = n as i64 - 1;
+    let gt = at::contiguous(
+        &at::transpose_int(grad, d, last)?,
+        crate::tensor::MemoryFormat::Contiguous,
+    )?;
+    let mut shape = gt.sizes();
+    let flat = at::reshape(&gt, &[-1, k])?;
+    let r = at::mm(&flat, &onehot)?;
+    shape[n - 1] = m;
+    at::transpose_int(&at::reshape(&r, &shape)?, d, last)
+}
