@@ -4,10 +4,14 @@
 use opforge::dispatch::{dispatcher, DispatchKey, KeySet};
 use opforge::{kernel, DType, Device, OpId, Result, Scalar, Tensor, Value};
 
-/// An Autograd-key kernel for `neg` that records it ran, then returns zeros.
-#[kernel(Autograd, "neg")]
-fn neg_autograd(self_: &Tensor) -> Result<Tensor> {
-    Ok(Tensor::zeros(&self_.shape(), DType::Int64, self_.device()))
+/// An Autograd-key kernel for `argmax` that shows it ran by its result's dtype
+/// (float zeros, where the CPU kernel gives int64 indices). `argmax` is not
+/// differentiable, so the generator gives it no Autograd kernel (one for an
+/// operator with a formula in derivatives.yaml would be a duplicate: an error).
+#[kernel(Autograd, "argmax")]
+fn argmax_autograd(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    let _ = (dim, keepdim);
+    Ok(Tensor::zeros(&[], DType::Float64, self_.device()))
 }
 
 #[kernel(Python, "add.Tensor")]
@@ -28,25 +32,26 @@ fn registered_kernels_are_dispatched_to() {
         "{:?}",
         dispatcher().registration_errors()
     );
-    let op = dispatcher().op(OpId::neg);
+    let op = dispatcher().op(OpId::argmax);
     let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let args = [Value::Tensor(t.clone()), Value::None, Value::Bool(false)];
     // A tensor that does not require grad goes straight to the CPU kernel …
-    let out = op.call_boxed(&[Value::Tensor(t.clone())]).unwrap();
+    let out = op.call_boxed(&args).unwrap();
     let Value::Tensor(r) = &out[0] else {
         panic!("{out:?}")
     };
-    assert_eq!(r.to_vec::<f32>().unwrap(), vec![-1.0, -2.0]);
+    assert_eq!(r.to_vec::<i64>().unwrap(), vec![1]);
     // … one that does reaches this crate's Autograd kernel.
     t.set_requires_grad(true).unwrap();
-    let out = op.call_boxed(&[Value::Tensor(t.clone())]).unwrap();
+    let out = op.call_boxed(&args).unwrap();
     let Value::Tensor(r) = &out[0] else {
         panic!("{out:?}")
     };
-    assert_eq!(r.dtype(), DType::Int64);
+    assert_eq!(r.dtype(), DType::Float64);
     // The unboxed pointer is there too, typed by the schema.
     let (k, key) = op.kernel(t.key_set()).unwrap();
     assert_eq!(key, DispatchKey::Autograd);
-    assert!(k.unboxed::<opforge::sig::neg>().is_some());
+    assert!(k.unboxed::<opforge::sig::argmax>().is_some());
     assert!(k.source().contains("registration.rs"), "{}", k.source());
 }
 
