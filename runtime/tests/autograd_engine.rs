@@ -533,3 +533,22 @@ fn a_retained_gradient_follows_an_in_place_rebase() {
     assert_eq!(grad_of(&y), vec![2.0, 2.0]);
     assert_eq!(grad_of(&x), vec![12.0, 12.0]);
 }
+
+#[test]
+fn a_tensor_prints_its_autograd_state_as_pytorch_does() {
+    let _s = serial();
+    let a = leaf(vec![1.0, 2.0]);
+    assert_eq!(
+        a.to_string(),
+        "tensor([1.0, 2.0], dtype=torch.float32, requires_grad=True)"
+    );
+    let b = mul(&a, &two());
+    assert_eq!(
+        b.to_string(),
+        "tensor([2.0, 4.0], dtype=torch.float32, grad_fn=<MulBackward0>)"
+    );
+    assert_eq!(
+        plain(vec![1.0]).to_string(),
+        "tensor([1.0], dtype=torch.float32)"
+    );
+}

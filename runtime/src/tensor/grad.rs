@@ -238,6 +238,25 @@ impl Tensor {
         self.autograd_meta().and_then(AutogradMeta::grad)
     }
 
+    /// What PyTorch appends to a printed tensor for autograd:
+    /// `, grad_fn=<MulBackward0>` for a result with a history,
+    /// `, requires_grad=True` for a leaf that requires grad, else nothing.
+    ///
+    /// ```
+    /// use opforge::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+    /// t.set_requires_grad(true)?;
+    /// assert_eq!(t.to_string(), "tensor([1.0, 2.0], dtype=torch.float32, requires_grad=True)");
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn autograd_suffix(&self) -> String {
+        match self.grad_fn() {
+            Some(g) => format!(", grad_fn=<{}>", g.node.name()),
+            None if self.requires_grad() => ", requires_grad=True".to_string(),
+            None => String::new(),
+        }
+    }
+
     /// A handle that does not keep this tensor alive.
     pub fn downgrade(&self) -> WeakTensor {
         WeakTensor(Arc::downgrade(&self.0))

@@ -1275,25 +1275,46 @@ impl fmt::Display for Tensor {
         if self.device() == Device::Meta {
             return write!(
                 f,
-                "tensor(..., device='meta', size={shape:?}, dtype={})",
-                self.dtype()
+                "tensor(..., device='meta', size={shape:?}, dtype={}{})",
+                self.dtype(),
+                self.autograd_suffix()
             );
         }
         if shape.contains(&0) {
             // No elements: PyTorch prints the size unless the tensor is `[0]`.
             return if shape.len() == 1 {
-                write!(f, "tensor([], dtype={})", self.dtype())
+                write!(
+                    f,
+                    "tensor([], dtype={}{})",
+                    self.dtype(),
+                    self.autograd_suffix()
+                )
             } else {
-                write!(f, "tensor([], size={shape:?}, dtype={})", self.dtype())
+                write!(
+                    f,
+                    "tensor([], size={shape:?}, dtype={}{})",
+                    self.dtype(),
+                    self.autograd_suffix()
+                )
             };
         }
         let body = crate::with_dtype!(self.dtype(), S => self.with_view(|v: ArrayViewD<S>| {
             nested_elements(&v, |x: S| element_text(x, self.dtype()))
         }));
         match body {
-            Ok(body) => write!(f, "tensor({body}, dtype={})", self.dtype()),
+            Ok(body) => write!(
+                f,
+                "tensor({body}, dtype={}{})",
+                self.dtype(),
+                self.autograd_suffix()
+            ),
             // The elements cannot be read.
-            Err(_) => write!(f, "tensor(..., size={shape:?}, dtype={})", self.dtype()),
+            Err(_) => write!(
+                f,
+                "tensor(..., size={shape:?}, dtype={}{})",
+                self.dtype(),
+                self.autograd_suffix()
+            ),
         }
     }
 }
