@@ -365,3 +365,20 @@ fn gradients_match_pytorchs_corpus() {
         failures.join("\n")
     );
 }
+
+/// `create_graph` records the backward pass through the generated kernels
+/// themselves, so a second derivative comes out (d²(x³)/dx² = 6x; PyTorch
+/// gives the same: the formulas are its formulas).
+#[test]
+fn double_backward_goes_through_the_generated_kernels() {
+    let x = leaf64(&[1.0, -2.0, 0.5], &[3]);
+    let y = at::mul_Tensor(&at::mul_Tensor(&x, &x).unwrap(), &x).unwrap();
+    let s = at::sum(&y, None).unwrap();
+    let g = autograd::grad(&[s], std::slice::from_ref(&x), &[None], None, true, false).unwrap();
+    let g = g[0].clone().unwrap();
+    assert_eq!(values(&g), vec![3.0, 12.0, 0.75]);
+    assert!(g.grad_fn().is_some());
+    let gs = at::sum(&g, None).unwrap();
+    let gg = autograd::grad(&[gs], &[x], &[None], None, false, false).unwrap();
+    assert_eq!(values(gg[0].as_ref().unwrap()), vec![6.0, -12.0, 3.0]);
+}
