@@ -6,14 +6,15 @@ use opforge::dispatch::{dispatcher, DispatchKey, KeySet, LocalKeys};
 use opforge::{kernel, DType, Device, OpId, Result, Scalar, Tensor, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-static MUL_CALLS: AtomicUsize = AtomicUsize::new(0);
+static ARGMAX_CALLS: AtomicUsize = AtomicUsize::new(0);
 static SUB_CALLS: AtomicUsize = AtomicUsize::new(0);
 
-/// An Autograd kernel for `mul.Tensor`: counts its calls and returns sevens, so a
-/// test can tell it ran.
-#[kernel(Autograd, "mul.Tensor")]
-fn mul_autograd(self_: &Tensor, _other: &Tensor) -> Result<Tensor> {
-    MUL_CALLS.fetch_add(1, Ordering::SeqCst);
+/// An Autograd kernel for `argmax`: counts its calls and returns sevens, so a
+/// test can tell it ran. (`argmax` is not differentiable: the runtime has no
+/// Autograd kernel of its own for it, which would make this one a duplicate.)
+#[kernel(Autograd, "argmax")]
+fn argmax_autograd(self_: &Tensor, _dim: Option<i64>, _keepdim: bool) -> Result<Tensor> {
+    ARGMAX_CALLS.fetch_add(1, Ordering::SeqCst);
     Ok(Tensor::full(
         &self_.shape(),
         Scalar::Int(7),
@@ -69,7 +70,7 @@ fn registrations_are_collected_without_errors() {
     assert_eq!(
         ours,
         [
-            ("aten::mul.Tensor".to_string(), DispatchKey::Autograd),
+            ("aten::argmax".to_string(), DispatchKey::Autograd),
             ("aten::sub.Tensor".to_string(), DispatchKey::Python)
         ]
     );
@@ -78,37 +79,34 @@ fn registrations_are_collected_without_errors() {
 #[test]
 fn the_dispatcher_runs_a_downstream_kernel_boxed() {
     let t = grad_tensor();
-    let op = dispatcher().op(OpId::mul_Tensor);
-    let before = MUL_CALLS.load(Ordering::SeqCst);
+    let op = dispatcher().op(OpId::argmax);
+    let before = ARGMAX_CALLS.load(Ordering::SeqCst);
     let out = op
-        .call_boxed(&[Value::Tensor(t.clone()), Value::Tensor(t.clone())])
+        .call_boxed(&[Value::Tensor(t.clone()), Value::None, Value::Bool(false)])
         .unwrap();
     assert_eq!(ints(&out), [7, 7]);
-    assert!(MUL_CALLS.load(Ordering::SeqCst) > before);
+    assert!(ARGMAX_CALLS.load(Ordering::SeqCst) > before);
     let (k, key) = op.kernel(t.key_set()).unwrap();
     assert_eq!(key, DispatchKey::Autograd);
     assert!(k.source().contains("downstream.rs:"), "{}", k.source());
     // A tensor that does not require grad never reaches it.
     let plain = tensor();
     let out = op
-        .call_boxed(&[Value::Tensor(plain.clone()), Value::Tensor(plain)])
+        .call_boxed(&[Value::Tensor(plain), Value::None, Value::Bool(false)])
         .unwrap();
-    assert!(matches!(&out[..], [Value::Tensor(r)] if r.to_vec::<f32>().unwrap() == [1.0, 4.0]));
+    assert_eq!(ints(&out), [1]);
 }
 
 #[test]
 fn the_dispatcher_runs_a_downstream_kernel_unboxed() {
     let t = grad_tensor();
-    let (k, _) = dispatcher()
-        .op(OpId::mul_Tensor)
-        .kernel(t.key_set())
-        .unwrap();
+    let (k, _) = dispatcher().op(OpId::argmax).kernel(t.key_set()).unwrap();
     // The unboxed entry comes back typed by the operator's signature, and only so.
-    let f = k.unboxed::<opforge::sig::mul_Tensor>().unwrap();
+    let f = k.unboxed::<opforge::sig::argmax>().unwrap();
     assert!(k.unboxed::<opforge::sig::neg>().is_none());
-    assert_eq!(f(&t, &t).unwrap().to_vec::<i64>().unwrap(), [7, 7]);
+    assert_eq!(f(&t, None, false).unwrap().to_vec::<i64>().unwrap(), [7, 7]);
     // The typed API takes the same path.
-    let r = opforge::ops::mul_Tensor(&t, &t).unwrap();
+    let r = opforge::ops::argmax(&t, None, false).unwrap();
     assert_eq!(r.to_vec::<i64>().unwrap(), [7, 7]);
 }
 

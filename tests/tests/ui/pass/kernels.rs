@@ -1,7 +1,8 @@
 // Kernels a downstream crate registers, one per shape of signature: every parameter
 // and return type of the mapping, `_`-prefixed unused parameters, `'_`, full paths,
 // aliases, a module, and one function under two keys. Registered under `Python` and
-// `Autograd`, keys no built-in kernel uses.
+// `ADInplaceOrView`, keys no built-in kernel uses for these operators (the runtime's
+// generated Autograd kernels take `Autograd` for every differentiable operator).
 use opforge::dispatch::dispatcher;
 use opforge::{kernel, DType, Device, Layout, Result, Scalar, Tensor};
 
@@ -20,7 +21,7 @@ fn max_dim(self_: &'_ Tensor, _dim: i64, _keepdim: bool) -> Result<(Tensor, Tens
     Ok((self_.clone(), self_.clone()))
 }
 
-#[kernel(Autograd, "sum.dim_IntList")]
+#[kernel(ADInplaceOrView, "sum.dim_IntList")]
 fn sum_dim(
     self_: &opforge::Tensor,
     _dim: Option<&[i64]>,
@@ -65,7 +66,7 @@ fn zeros(
 
 // One function, two keys.
 #[kernel(Python, "mul.Tensor")]
-#[kernel(Autograd, "mul.Tensor")]
+#[kernel(ADInplaceOrView, "mul.Tensor")]
 fn mul(self_: &Tensor, _other: &Tensor) -> Result<Tensor> {
     Ok(self_.clone())
 }
