@@ -126,3 +126,76 @@ fn draw_f64(dist: Dist, g: &mut CpuGenerator, n: usize, contiguous: bool) -> Res
         Dist::Normal => memory::try_collect(n, std::iter::repeat_with(|| g.normal_f64(0.0, 1.0))),
     }
 }
+
+/// The `rand` / `randn` factory kernels (plain and `.generator` overloads) of
+/// one backend: `random_factories!(CPU, Cpu)` in `cpu.rs`, `(Meta, Meta)` in
+/// `meta.rs` (which draws nothing). Layout and pin_memory are accepted and
+/// ignored, as the other factories do.
+macro_rules! random_factories {
+    ($key:ident, $device:ident) => {
+        /// `rand`: uniform in `[0, 1)` from the default generator.
+        #[kernel($key)]
+        pub fn rand(
+            size: &[i64],
+            dtype: Option<DType>,
+            layout: Option<Layout>,
+            device: Option<Device>,
+            pin_memory: Option<bool>,
+        ) -> Result<Tensor> {
+            rand_generator(size, None, dtype, layout, device, pin_memory)
+        }
+
+        /// `rand.generator`.
+        #[kernel($key)]
+        pub fn rand_generator(
+            size: &[i64],
+            generator: Option<&crate::Generator>,
+            dtype: Option<DType>,
+            layout: Option<Layout>,
+            device: Option<Device>,
+            pin_memory: Option<bool>,
+        ) -> Result<Tensor> {
+            let _ = (layout, device, pin_memory);
+            $crate::kernels::sampling::random_factory(
+                $crate::kernels::sampling::Dist::Uniform,
+                size,
+                generator,
+                dtype,
+                Device::$device,
+            )
+        }
+
+        /// `randn`: standard normal from the default generator.
+        #[kernel($key)]
+        pub fn randn(
+            size: &[i64],
+            dtype: Option<DType>,
+            layout: Option<Layout>,
+            device: Option<Device>,
+            pin_memory: Option<bool>,
+        ) -> Result<Tensor> {
+            randn_generator(size, None, dtype, layout, device, pin_memory)
+        }
+
+        /// `randn.generator`.
+        #[kernel($key)]
+        pub fn randn_generator(
+            size: &[i64],
+            generator: Option<&crate::Generator>,
+            dtype: Option<DType>,
+            layout: Option<Layout>,
+            device: Option<Device>,
+            pin_memory: Option<bool>,
+        ) -> Result<Tensor> {
+            let _ = (layout, device, pin_memory);
+            $crate::kernels::sampling::random_factory(
+                $crate::kernels::sampling::Dist::Normal,
+                size,
+                generator,
+                dtype,
+                Device::$device,
+            )
+        }
+    };
+}
+pub(crate) use random_factories;
