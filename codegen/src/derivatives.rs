@@ -103,10 +103,10 @@ pub struct CheckedFormula {
     pub line: usize,
     /// The expression as written (for [`Body::Expr`] and [`Body::NotImplemented`]).
     pub expr: Option<Expr>,
-    /// For a backward expression: the expression as the node evaluates it,
-    /// each saved property replaced by its field (`self.sizes()` by
-    /// `self_sizes`) and each argument and output named by its Rust identifier
-    /// (`self` by `self_`).
+    /// The expression as the generated code evaluates it: each argument and
+    /// output named by its Rust identifier (`self` by `self_`) and, in a
+    /// backward formula, each saved property replaced by its field
+    /// (`self.sizes()` by `self_sizes`).
     pub node_expr: Option<Expr>,
     /// What a backward formula needs saved, in order of first use.
     pub saved: Vec<Saved>,
@@ -556,9 +556,7 @@ fn check_set(
                     out.gradients = walk.gradients;
                     out.tangents = walk.tangents;
                     out.primals = walk.primals;
-                    if fm.direction == Direction::Backward {
-                        out.node_expr = Some(node);
-                    }
+                    out.node_expr = Some(node);
                     out.expr = Some(expr);
                 }
             }
@@ -766,14 +764,14 @@ impl<'s, 'a> Walk<'s, 'a> {
             Name::Argument(ty) => {
                 if self.backward() {
                     self.save_whole(&n, ty);
-                    *ident = syn::Ident::new(&arg_ident(&n), ident.span());
                 }
+                *ident = syn::Ident::new(&arg_ident(&n), ident.span());
             }
             Name::Output(i) => {
                 if self.backward() {
                     self.save_output(&n, i);
-                    *ident = syn::Ident::new(&arg_ident(&n), ident.span());
                 }
+                *ident = syn::Ident::new(&arg_ident(&n), ident.span());
             }
             Name::Grad => self.gradients.grad = true,
             Name::Grads => self.gradients.grads_uses += 1,

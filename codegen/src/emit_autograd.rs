@@ -21,7 +21,7 @@
 //! for the others, which fall through to their backend as before); the
 //! record/redispatch/finish steps and the gradient reduction are shared runtime
 //! functions, so a kernel is about ten lines and a node's `apply` one block per
-//! input. Forward-mode formulas are not emitted yet.
+//! input. Forward mode: see [`Forward`].
 
 use crate::derivatives::{CheckedFile, CheckedSet, Saved, SavedKind};
 use crate::lower::Plan;
@@ -435,12 +435,24 @@ fn kernel(
                 Some(quote!(#i: saver.output(#o, #nr)?,))
             });
             let node_ty = format_ident!("{}", node_name);
+            let fw = Forward {
+                schema,
+                op,
+                set,
+                params: &params,
+                inputs: &inputs,
+                outs: &outs,
+                at_fn: &at_fn,
+                inplace,
+            };
+            let (fw_pre, fw_post) = fw.code()?;
             quote! {
                 let rec = #begin;
                 let pre = match rec.is_some() {
                     true => Some((input_meta(&[#(#inputs),*]), #(#pre_takes,)*)),
                     false => None,
                 };
+                #fw_pre
                 let out = {
                     let _below = ::opforge::autograd::below_autograd();
                     ::opforge::at::#at_fn(#(#call_args),*)?
@@ -450,6 +462,7 @@ fn kernel(
                         Ok(#node_ty { __inputs, #(#pre_idents,)* #(#post)* })
                     })?;
                 }
+                #fw_post
                 Ok(out)
             }
         }
@@ -465,6 +478,219 @@ fn kernel(
     let pairs: Vec<(&syn::Ident, &syn::Type)> = params.iter().zip(&types).collect();
     let reg = crate::kernel::registration("Autograd", op, schema, &func, &pairs, ret);
     Ok(quote!(#func #reg))
+}
+
+/// The forward-mode part of one Autograd kernel (issue 21 §3): before the
+/// call, the inputs' tangents (`None` unless a forward level is in force and
+/// an input carries one); after it, each output's tangent from its forward
+/// formula, computed with forward mode suspended (the primals are the dual
+/// inputs themselves). Formulas: an expression in `<arg>_t` / `<arg>_p` /
+/// outputs; `auto_element_wise`, the single input's backward formula with
+/// `grad` the input's tangent; `auto_linear`, the operator applied to the
+/// tangents. An operator without a forward formula refuses a tangent with
+/// PyTorch's message.
+struct Forward<'a> {
+    schema: &'a FunctionSchema,
+    op: &'a str,
+    set: &'a CheckedSet,
+    params: &'a [syn::Ident],
+    /// The differentiable inputs as `&Tensor` expressions, in `set.differentiable` order.
+    inputs: &'a [TokenStream],
+    /// The outputs as `&Tensor` expressions.
+    outs: &'a [TokenStream],
+    at_fn: &'a syn::Ident,
+    inplace: bool,
+}
+
+impl Forward<'_> {
+    fn code(&self) -> std::result::Result<(TokenStream, TokenStream), String> {
+        let inputs = self.inputs;
+        let fw_mod = quote!(::opforge::autograd::forward_ad);
+        let forward: Vec<&crate::derivatives::CheckedFormula> = self
+            .set
+            .formulas
+            .iter()
+            .filter(|f| f.direction == Direction::Forward)
+            .collect();
+        // In place: the primal of `self` is its value before the write.
+        let orig = if self.inplace {
+            quote! {
+                let __fw_self = match &__fw {
+                    Some(_) => Some({
+                        let _below = ::opforge::autograd::below_autograd();
+                        ::opforge::at::clone(self_, None)?
+                    }),
+                    None => None,
+                };
+            }
+        } else {
+            TokenStream::new()
+        };
+        let pre = quote! {
+            let __fw = #fw_mod::tangents_of(&[#(#inputs),*])?;
+            #orig
+        };
+        if forward.is_empty() {
+            let base = self.schema.name.name.to_string();
+            let msg = format!("Trying to use forward AD with {base} that does not support it because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation or submit a PR adding the implementation to derivatives.yaml");
+            let post = quote! {
+                if __fw.is_some() {
+                    return Err(::opforge::Error::NotImplemented(#msg.into()));
+                }
+            };
+            return Ok((pre, post));
+        }
+        // Per differentiable input: `<arg>_t` and `<arg>_p`.
+        let mut binds = Vec::new();
+        for (k, name) in self.set.differentiable.iter().enumerate() {
+            let t = format_ident!("{}_t", name);
+            let p = format_ident!("{}_p", name);
+            let input = &inputs[k];
+            let primal = if self.inplace && name == "self" {
+                quote!(__fw_self.clone().unwrap_or_else(|| self_.clone()))
+            } else {
+                quote!(::core::clone::Clone::clone(#input))
+            };
+            binds.push(quote! {
+                let #t: ::opforge::Tensor = __fw[#k].clone();
+                let #p: ::opforge::Tensor = #primal;
+            });
+        }
+        // Outputs by name (`result`, `resultN`, named returns).
+        for (i, r) in self.schema.returns.iter().enumerate() {
+            let o = &self.outs[i];
+            let mut names = vec![if self.schema.returns.len() == 1 {
+                "result".to_string()
+            } else {
+                format!("result{i}")
+            }];
+            if let Some(n) = &r.name {
+                names.push(n.clone());
+            }
+            for n in names {
+                let id = format_ident!("{}", arg_ident(&n));
+                binds.push(quote!(let #id: ::opforge::Tensor = ::core::clone::Clone::clone(#o);));
+            }
+        }
+        let mut sets = Vec::new();
+        for f in &forward {
+            let value = match f.body {
+                Body::Expr | Body::NotImplemented => {
+                    let e = f
+                        .node_expr
+                        .as_ref()
+                        .ok_or_else(|| format!("the forward formula for `{}` has no expression", f.names.join(", ")))?;
+                    quote!(#e)
+                }
+                Body::AutoLinear => self.auto_linear()?,
+                Body::AutoElementWise => self.auto_element_wise()?,
+                Body::NonDifferentiable => continue,
+            };
+            let [name] = f.names.as_slice() else {
+                return Err(format!(
+                    "a forward formula for several outputs ({}) is not supported by the generator yet",
+                    f.names.join(", ")
+                ));
+            };
+            let i = output_index(self.schema, name)
+                .ok_or_else(|| format!("`{}` has no output `{name}`", self.op))?;
+            let o = &self.outs[i];
+            sets.push(quote! {
+                {
+                    let t: ::opforge::Result<::opforge::Tensor> = { #value };
+                    #fw_mod::set_tangent(#o, t?)?;
+                }
+            });
+        }
+        let post = quote! {
+            if let Some(__fw) = __fw {
+                let _off = #fw_mod::suspend();
+                #(#binds)*
+                #(#sets)*
+            }
+        };
+        Ok((pre, post))
+    }
+
+    /// `auto_linear`: the operator on the tangents (the other arguments as given).
+    fn auto_linear(&self) -> std::result::Result<TokenStream, String> {
+        if self.inplace {
+            return Err(format!(
+                "in-place `{}`: `auto_linear` forward formulas of in-place operators are not supported by the generator yet",
+                self.op
+            ));
+        }
+        let args = self.schema.arguments.all.iter().zip(self.params).map(|(a, p)| {
+            if self.set.differentiable.contains(&a.name) {
+                let t = format_ident!("{}_t", a.name);
+                quote!(&#t)
+            } else {
+                quote!(#p)
+            }
+        });
+        let at_fn = self.at_fn;
+        Ok(quote!(::opforge::at::#at_fn(#(#args),*)))
+    }
+
+    /// `auto_element_wise`: the single input's backward formula with `grad`
+    /// its tangent, the values it reads taken from the call's arguments
+    /// (`self` as its primal) and outputs.
+    fn auto_element_wise(&self) -> std::result::Result<TokenStream, String> {
+        let [input] = self.set.differentiable.as_slice() else {
+            return Err("auto_element_wise needs exactly one differentiable input".into());
+        };
+        let Some(bw) = self.set.formulas.iter().find(|f| {
+            f.direction == Direction::Backward && f.names.iter().any(|n| n == input)
+        }) else {
+            return Err(format!("auto_element_wise: no backward formula for `{input}`"));
+        };
+        let e = bw
+            .node_expr
+            .as_ref()
+            .ok_or_else(|| format!("the formula for `{input}` has no expression"))?;
+        let t = format_ident!("{}_t", input);
+        let mut binds = vec![quote!(let grad: ::opforge::Tensor = #t.clone();)];
+        for s in &bw.saved {
+            let id = format_ident!("{}", s.ident());
+            let bind = match &s.kind {
+                SavedKind::Tensor => {
+                    if self.set.differentiable.contains(&s.of) {
+                        let p = format_ident!("{}_p", s.of);
+                        quote!(let #id: ::opforge::Tensor = #p.clone();)
+                    } else {
+                        let of = format_ident!("{}", arg_ident(&s.of));
+                        quote!(let #id: ::opforge::Tensor = ::core::clone::Clone::clone(#of);)
+                    }
+                }
+                SavedKind::Output { index, .. } => {
+                    let o = &self.outs[*index];
+                    quote!(let #id: ::opforge::Tensor = ::core::clone::Clone::clone(#o);)
+                }
+                _ => {
+                    let f = field(s, self.schema, false)?;
+                    let take = f.take.ok_or_else(|| format!("`{}` cannot be taken", s.of))?;
+                    quote!(let #id = #take;)
+                }
+            };
+            binds.push(bind);
+        }
+        Ok(quote!({ #(#binds)* #e }))
+    }
+}
+
+/// The index of the output a forward formula names (`result`, `resultN`, a
+/// named return).
+fn output_index(schema: &FunctionSchema, name: &str) -> Option<usize> {
+    if name == "result" && schema.returns.len() == 1 {
+        return Some(0);
+    }
+    if let Some(k) = name.strip_prefix("result").and_then(|k| k.parse().ok()) {
+        return Some(k);
+    }
+    schema
+        .returns
+        .iter()
+        .position(|r| r.name.as_deref() == Some(name))
 }
 
 #[cfg(test)]

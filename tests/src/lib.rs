@@ -3,10 +3,14 @@
 //! - [`numeric`]: replaying recorded kernel calls (`numeric_calls.jsonl`) through
 //!   the dispatcher and judging the results (used by the `numerics` binary and
 //!   the `numerics` test).
+//! - [`gradients`]: replaying recorded gradients (`grad_calls.jsonl`: reverse
+//!   mode, double backward, forward mode, errors; used by the `gradients`
+//!   binary and the `autograd_generated` test).
 //! - [`conformance`]: replaying the recorded argument-parsing corpora
 //!   (`ops_calls.jsonl`, `api_calls.jsonl`) and comparing normalized arguments.
 
 pub mod conformance;
+pub mod gradients;
 pub mod numeric;
 
 use std::path::{Path, PathBuf};

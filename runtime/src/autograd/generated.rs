@@ -8,5 +8,6 @@
 
 use super::formulas::*;
 use crate::at;
+use crate::{DType, Scalar, Tensor};
 
 include!(concat!(env!("OUT_DIR"), "/opforge/autograd.rs"));

@@ -19,11 +19,17 @@
 //! - [`formulas`]: the helpers `derivatives.yaml`'s formulas call; the
 //!   generated node types and Autograd kernels (`generated`, from
 //!   `$OUT_DIR/opforge/autograd.rs`) are registered at link time.
+//! - [`forward_ad`]: forward mode (dual tensors: [`forward_ad::dual_level`],
+//!   [`forward_ad::make_dual`], [`forward_ad::unpack_dual`]); the generated
+//!   kernels propagate tangents through the forward formulas.
+//! - [`functional`]: [`functional::jvp`] on top of forward mode.
 //! - [`methods`]: [`TensorAutograd`] (`t.backward()`, `retain_grad`,
 //!   `register_hook`, `detach`).
 
 pub mod engine;
 pub mod formulas;
+pub mod forward_ad;
+pub mod functional;
 mod generated;
 pub mod methods;
 pub mod mode;

@@ -66,6 +66,9 @@ pub struct AutogradMeta {
     /// the graph's edges keep it alive, the leaf only finds it again while it
     /// lives, so one leaf has at most one at a time and no cycle forms.
     accumulator: Mutex<Option<Weak<dyn GradNode>>>,
+    /// Forward mode's tangent and the level it belongs to (PyTorch's
+    /// `fw_grad`; one level at a time, see `autograd::forward_ad`).
+    tangent: Mutex<Option<(u64, Tensor)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -113,6 +116,14 @@ impl AutogradMeta {
         let mut hooks = lock(&self.hooks);
         hooks.push(hook);
         hooks.len() - 1
+    }
+
+    /// The forward-mode tangent at `level`, if the tensor has one there.
+    pub fn tangent(&self, level: u64) -> Option<Tensor> {
+        match &*lock(&self.tangent) {
+            Some((l, t)) if *l == level => Some(t.clone()),
+            _ => None,
+        }
     }
 
     /// A leaf's gradient accumulator if one is alive, else the one `make`
@@ -257,6 +268,22 @@ impl Tensor {
         }
     }
 
+    /// Sets (or, with `None`, clears) the forward-mode tangent: what
+    /// `autograd::forward_ad` does. A tensor with a tangent passes through
+    /// Autograd kernels (its key set has [`AUTOGRAD_KEYS`]), which propagate it.
+    pub fn set_tangent(&self, tangent: Option<(u64, Tensor)>) {
+        if tangent.is_some() || self.autograd_meta().is_some() {
+            *lock(&self.autograd_meta_or_default().tangent) = tangent;
+        }
+        self.update_autograd_keys();
+    }
+
+    /// Has the tensor a forward-mode tangent (at any level)?
+    pub fn has_tangent(&self) -> bool {
+        self.autograd_meta()
+            .is_some_and(|m| lock(&m.tangent).is_some())
+    }
+
     /// A handle that does not keep this tensor alive.
     pub fn downgrade(&self) -> WeakTensor {
         WeakTensor(Arc::downgrade(&self.0))
@@ -272,10 +299,10 @@ impl Tensor {
     }
 
     /// The [`AUTOGRAD_KEYS`] follow the tensor: present while it requires
-    /// grad, absent otherwise.
+    /// grad or has a tangent, absent otherwise.
     fn update_autograd_keys(&self) {
         let keys = self.key_set();
-        let keys = if self.requires_grad() {
+        let keys = if self.requires_grad() || self.has_tangent() {
             keys | AUTOGRAD_KEYS
         } else {
             keys - AUTOGRAD_KEYS

@@ -1,0 +1,233 @@
+//! Forward-mode AD (PyTorch's `torch.autograd.forward_ad`): dual tensors
+//! carry a tangent, and every Autograd kernel whose inputs carry tangents
+//! computes its outputs' tangents from the operator's forward formula
+//! (`result:` in `derivatives.yaml`, or derived from the backward formula for
+//! `auto_element_wise` / `auto_linear`, as torchgen derives them).
+//!
+//! ```
+//! use opforge::autograd::forward_ad;
+//! use opforge::{at, Tensor};
+//! let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?;
+//! let v = Tensor::from_vec(vec![1.0f64, 0.5], &[2])?;
+//! let _level = forward_ad::dual_level()?;
+//! let dual = forward_ad::make_dual(&x, &v)?;
+//! let y = at::mul_Tensor(&dual, &dual)?; // d(x²) = 2x·v
+//! let t = forward_ad::unpack_dual(&y).tangent.unwrap();
+//! assert_eq!(t.to_vec::<f64>()?, vec![2.0, 2.0]);
+//! # Ok::<(), opforge::Error>(())
+//! ```
+//!
+//! Levels: one at a time, as in PyTorch ("Nested forward mode AD is not
+//! supported at the moment"). Unlike PyTorch's, whose level is global, a level
+//! belongs to the thread that entered it (as grad mode does), so threads
+//! differentiate independently. Leaving a level clears the tangents made in
+//! it.
+
+use super::record::below_autograd;
+use crate::error::{Error, Result};
+use crate::tensor::{Tensor, WeakTensor};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static NEXT_LEVEL: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The level in force on this thread (0: none, or suspended while a
+    /// forward formula runs).
+    static CURRENT: Cell<u64> = const { Cell::new(0) };
+    /// The entered level (kept while formulas suspend `CURRENT`).
+    static ENTERED: Cell<u64> = const { Cell::new(0) };
+    /// The tensors given tangents at the entered level, cleared on exit.
+    static REGISTERED: RefCell<Vec<WeakTensor>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The forward level in force on this thread, if any.
+#[inline]
+pub fn current_level() -> Option<u64> {
+    match CURRENT.with(Cell::get) {
+        0 => None,
+        l => Some(l),
+    }
+}
+
+/// A forward level, entered by [`dual_level`] and left when dropped (which
+/// clears every tangent made at it).
+#[derive(Debug)]
+#[must_use = "the level ends when this guard is dropped"]
+pub struct DualLevel {
+    level: u64,
+}
+
+/// Enters a new forward level on this thread (`with fwAD.dual_level():`).
+/// A second level while one is in force is PyTorch's error.
+pub fn dual_level() -> Result<DualLevel> {
+    if ENTERED.with(Cell::get) != 0 {
+        return Err(Error::Runtime(
+            "Nested forward mode AD is not supported at the moment".into(),
+        ));
+    }
+    let level = NEXT_LEVEL.fetch_add(1, Ordering::Relaxed);
+    ENTERED.with(|c| c.set(level));
+    CURRENT.with(|c| c.set(level));
+    Ok(DualLevel { level })
+}
+
+impl DualLevel {
+    /// The level's number.
+    pub fn level(&self) -> u64 {
+        self.level
+    }
+}
+
+impl Drop for DualLevel {
+    fn drop(&mut self) {
+        let tensors = REGISTERED.with(|r| std::mem::take(&mut *r.borrow_mut()));
+        for t in tensors.iter().filter_map(WeakTensor::upgrade) {
+            if t.autograd_meta().and_then(|m| m.tangent(self.level)).is_some() {
+                t.set_tangent(None);
+            }
+        }
+        ENTERED.with(|c| c.set(0));
+        CURRENT.with(|c| c.set(0));
+    }
+}
+
+/// Turns forward mode off on this thread until dropped: what a forward
+/// formula runs under, so that its primals (the dual inputs themselves) do
+/// not propagate tangents of their own.
+pub struct Suspended {
+    level: u64,
+}
+
+impl Drop for Suspended {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.level));
+    }
+}
+
+/// See [`Suspended`].
+pub fn suspend() -> Suspended {
+    Suspended {
+        level: CURRENT.with(|c| c.replace(0)),
+    }
+}
+
+/// The tangent of `t` at the level in force, if it has one.
+pub fn tangent(t: &Tensor) -> Option<Tensor> {
+    let level = current_level()?;
+    t.autograd_meta()?.tangent(level)
+}
+
+/// What an Autograd kernel asks before it computes: `None` when no level is
+/// in force or no input carries a tangent (nothing to propagate); otherwise
+/// one tangent per input, zeros for an input without one (torchgen's
+/// `_efficientzerotensor`).
+pub fn tangents_of(inputs: &[&Tensor]) -> Result<Option<Vec<Tensor>>> {
+    let Some(level) = current_level() else {
+        return Ok(None);
+    };
+    let found: Vec<Option<Tensor>> = inputs
+        .iter()
+        .map(|t| t.autograd_meta().and_then(|m| m.tangent(level)))
+        .collect();
+    if found.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let _off = suspend();
+    let _below = below_autograd();
+    inputs
+        .iter()
+        .zip(found)
+        .map(|(t, f)| match f {
+            Some(f) => Ok(f),
+            None => crate::at::zeros_like(t, None, None, None, None, None),
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+/// Gives `t` the tangent `tangent` at the level in force (what an Autograd
+/// kernel does with the tangent its forward formula computed). Nothing
+/// happens when no level is in force, or for a tensor that is not floating
+/// point.
+pub fn set_tangent(t: &Tensor, tangent: Tensor) -> Result<()> {
+    let level = match (CURRENT.with(Cell::get), ENTERED.with(Cell::get)) {
+        (0, 0) => return Ok(()),
+        (0, l) | (l, _) => l,
+    };
+    if !t.dtype().is_floating_point() {
+        return Ok(());
+    }
+    check_tangent(t, &tangent)?;
+    t.set_tangent(Some((level, tangent)));
+    REGISTERED.with(|r| r.borrow_mut().push(t.downgrade()));
+    Ok(())
+}
+
+fn check_tangent(primal: &Tensor, tangent: &Tensor) -> Result<()> {
+    if primal.shape() != tangent.shape() {
+        return Err(Error::Runtime(
+            format!(
+                "Trying to set a forward gradient that has a different size than that of the original Tensor, this is not supported. Tensor is of size {:?} while the given forward gradient is of size {:?}.",
+                primal.sizes(),
+                tangent.sizes()
+            )
+            .into(),
+        ));
+    }
+    if !tangent.dtype().is_floating_point() {
+        return Err(Error::Runtime(
+            "Expected tangent to be floating point or complex, but got: int".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `fwAD.make_dual(tensor, tangent)`: a view of `tensor` (same storage) that
+/// carries `tangent` at the level in force. Outside a level it is PyTorch's
+/// error.
+pub fn make_dual(tensor: &Tensor, tangent: &Tensor) -> Result<Tensor> {
+    if current_level().is_none() {
+        return Err(Error::Runtime(
+            "To create a dual Tensor, you must be inside a dual_level context (`with fwAD.dual_level():`)".into(),
+        ));
+    }
+    if !tensor.dtype().is_floating_point() {
+        return Err(Error::Runtime(
+            format!(
+                "Expected primal to be floating point or complex, but got: {}",
+                tensor.dtype()
+            )
+            .into(),
+        ));
+    }
+    check_tangent(tensor, tangent)?;
+    let dual = alias(tensor)?;
+    set_tangent(&dual, tangent.clone())?;
+    Ok(dual)
+}
+
+/// A view of `t` over the same storage, with no autograd record.
+fn alias(t: &Tensor) -> Result<Tensor> {
+    t.as_strided(&t.shape(), &t.strides(), t.storage_offset())
+}
+
+/// What [`unpack_dual`] returns: the primal (a view without the tangent) and
+/// the tangent at the level in force.
+#[derive(Clone, Debug)]
+pub struct UnpackedDual {
+    /// The value.
+    pub primal: Tensor,
+    /// Its tangent, `None` if it has none at this level.
+    pub tangent: Option<Tensor>,
+}
+
+/// `fwAD.unpack_dual(tensor)`: its primal and tangent.
+pub fn unpack_dual(t: &Tensor) -> UnpackedDual {
+    let tangent = tangent(t);
+    let primal = match tangent {
+        Some(_) => alias(t).unwrap_or_else(|_| t.clone()),
+        None => t.clone(),
+    };
+    UnpackedDual { primal, tangent }
+}

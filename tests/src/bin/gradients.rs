@@ -1,0 +1,51 @@
+//! Replays a corpus of recorded gradients (the `grad_calls.jsonl` format:
+//! reverse mode, double backward, forward mode, errors) and prints the
+//! failures and, last, `N passed, M failed`.
+//!
+//! ```text
+//! cargo run --release -p opforge-tests --bin gradients -- --corpus FILE
+//! ```
+//! Without `--corpus`, the repository's sample
+//! (`tests/data/conformance/grad_calls.jsonl`).
+
+use opforge_tests::gradients;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let mut corpus = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--corpus" => corpus = args.next().map(PathBuf::from),
+            other => {
+                eprintln!("unknown argument `{other}`\nusage: gradients [--corpus FILE]");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let path = corpus.unwrap_or_else(|| opforge_tests::corpus("grad_calls.jsonl"));
+    let cases = match gradients::load(&path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cannot load {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let report = gradients::replay(&cases);
+    for f in &report.failures {
+        println!("FAIL {f}");
+    }
+    if !report.failing_overloads.is_empty() {
+        println!(
+            "overloads with failures: {}",
+            report.failing_overloads.join(", ")
+        );
+    }
+    println!("{} passed, {} failed", report.passed, report.failed);
+    if report.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
