@@ -104,11 +104,10 @@ fn field(s: &Saved, schema: &FunctionSchema, inplace: bool) -> std::result::Resu
     let (ty, take, output, tensor) = match &s.kind {
         SavedKind::Tensor => {
             let take = if inplace && s.of == "self" {
-                // The value before the write (torchgen's `original_self`).
-                quote!(::opforge::autograd::SavedTensor::input(&{
-                    let _below = ::opforge::autograd::below_autograd();
-                    ::opforge::at::clone(#of, None)?
-                }))
+                // The value before the write (torchgen's `original_self`),
+                // cloned with its history (`CloneBackward0`), so that a
+                // double backward reaches `self`'s history through it.
+                quote!(::opforge::autograd::SavedTensor::input(&::opforge::at::clone(#of, None)?))
             } else {
                 quote!(::opforge::autograd::SavedTensor::input(#of))
             };

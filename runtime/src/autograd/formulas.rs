@@ -91,12 +91,10 @@ fn as_dtype(mask: &Tensor, like: &Tensor) -> Result<Tensor> {
     at::_to_copy(mask, Some(like.dtype()), None, None, None, false, None)
 }
 
-/// `self.sgn()` for real tensors: -1, 0 or 1 (0 at 0, PyTorch's subgradient
-/// of `abs` there).
+/// `self.sgn()` (the `sgn` operator: differentiable, with a zero gradient,
+/// as PyTorch's is).
 pub fn sgn(self_: &Tensor) -> Result<Tensor> {
-    let pos = as_dtype(&at::gt_Scalar(self_, Scalar::Int(0))?, self_)?;
-    let neg = as_dtype(&at::lt_Scalar(self_, Scalar::Int(0))?, self_)?;
-    at::sub_Tensor(&pos, &neg, Scalar::Int(1))
+    at::sgn(self_)
 }
 
 /// `grad * other` (PyTorch's `mul_tensor_backward` for real dtypes).
@@ -263,11 +261,10 @@ pub fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     at::mul_Tensor(grad, &one_minus)
 }
 
-/// `grad` where `result > threshold`, 0 elsewhere (PyTorch's
-/// `threshold_backward`; relu's gradient at 0 is 0).
+/// `grad` where `result > threshold`, 0 elsewhere: the `threshold_backward`
+/// operator (relu's gradient at 0 is 0), differentiable as PyTorch's is.
 pub fn threshold_backward(grad: &Tensor, result: &Tensor, threshold: f64) -> Result<Tensor> {
-    let z = zero(grad)?;
-    at::where_self(&at::gt_Scalar(result, Scalar::Float(threshold))?, grad, &z)
+    at::threshold_backward(grad, result, Scalar::Float(threshold))
 }
 
 /// `grad / (2 * result)` (sqrt's formula).

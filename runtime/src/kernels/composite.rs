@@ -30,6 +30,27 @@ pub fn abs(self_: &Tensor) -> Result<Tensor> {
     ops::abs_out(self_, &mut out)
 }
 
+/// `sgn` of a real tensor: `(self > 0) - (self < 0)` in `self`'s dtype (1, 0
+/// or -1; 0 at 0). Bool stays bool (PyTorch's `sgn` is the identity there).
+#[kernel(CompositeExplicitAutograd)]
+pub fn sgn(self_: &Tensor) -> Result<Tensor> {
+    if self_.dtype() == DType::Bool {
+        return ops::clone(self_, None);
+    }
+    let as_self = |m: Tensor| ops::_to_copy(&m, Some(self_.dtype()), None, None, None, false, None);
+    let pos = as_self(ops::gt_Scalar(self_, Scalar::Int(0))?)?;
+    let neg = as_self(ops::lt_Scalar(self_, Scalar::Int(0))?)?;
+    ops::sub_Tensor(&pos, &neg, Scalar::Int(1))
+}
+
+/// `threshold_backward`: `grad_output` where `self > threshold`, 0 elsewhere
+/// (relu's gradient, 0 at the threshold itself).
+#[kernel(CompositeExplicitAutograd)]
+pub fn threshold_backward(grad_output: &Tensor, self_: &Tensor, threshold: Scalar) -> Result<Tensor> {
+    let zero = ops::zeros_like(grad_output, None, None, None, None, None)?;
+    ops::where_self(&ops::gt_Scalar(self_, threshold)?, grad_output, &zero)
+}
+
 /// `abs_`: `abs.out(self, out=self)`.
 #[kernel(CompositeExplicitAutograd)]
 pub fn abs_(self_: &mut Tensor) -> Result<Tensor> {

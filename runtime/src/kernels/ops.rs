@@ -143,3 +143,39 @@ pub(crate) fn sum_dim_IntList(
 pub(crate) fn fill__Scalar(self_: &mut Tensor, value: crate::tensor::Scalar) -> Result<Tensor> {
     op::fill__Scalar(self_, value)
 }
+
+/// `aten::gt.Scalar`
+pub(crate) fn gt_Scalar(self_: &Tensor, other: crate::tensor::Scalar) -> Result<Tensor> {
+    op::gt_Scalar(self_, other)
+}
+
+/// `aten::lt.Scalar`
+pub(crate) fn lt_Scalar(self_: &Tensor, other: crate::tensor::Scalar) -> Result<Tensor> {
+    op::lt_Scalar(self_, other)
+}
+
+/// `aten::sub.Tensor`
+pub(crate) fn sub_Tensor(
+    self_: &Tensor,
+    other: &Tensor,
+    alpha: crate::tensor::Scalar,
+) -> Result<Tensor> {
+    op::sub_Tensor(self_, other, alpha)
+}
+
+/// `aten::where.self`
+pub(crate) fn where_self(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::where_self(condition, self_, other)
+}
+
+/// `aten::zeros_like`
+pub(crate) fn zeros_like(
+    self_: &Tensor,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    op::zeros_like(self_, dtype, layout, device, pin_memory, memory_format)
+}
