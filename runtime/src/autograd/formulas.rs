@@ -358,3 +358,209 @@ pub fn index_select_backward(
     shape[n - 1] = m;
     at::transpose_int(&at::reshape(&r, &shape)?, d, last)
 }
+
+/// `maximum` / `minimum` (`max`: which) for one input (`for_self`): the
+/// gradient split in half at ties, 0 where this input loses (PyTorch's
+/// `masked_fill(where(self == other, grad / 2, grad), self < other, 0)` and
+/// its three mirror images).
+pub fn max_min_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    other: &Tensor,
+    max: bool,
+    for_self: bool,
+) -> Result<Tensor> {
+    let tie = at::eq_Tensor(self_, other)?;
+    let shared = at::where_self(&tie, &at::div_Scalar(grad, Scalar::Int(2))?, grad)?;
+    let loses = match max == for_self {
+        true => at::lt_Tensor(self_, other)?,
+        false => at::gt_Tensor(self_, other)?,
+    };
+    at::where_self(&loses, &zero(grad)?, &shared)
+}
+
+/// The forward formula of `maximum` / `minimum`: the mean of the tangents at
+/// ties, else the winner's tangent.
+pub fn max_min_jvp(
+    self_p: &Tensor,
+    self_t: &Tensor,
+    other_p: &Tensor,
+    other_t: &Tensor,
+    max: bool,
+) -> Result<Tensor> {
+    let mean = at::div_Scalar(&at::add_Tensor(self_t, other_t, Scalar::Int(1))?, Scalar::Int(2))?;
+    let self_wins = match max {
+        true => at::gt_Tensor(self_p, other_p)?,
+        false => at::lt_Tensor(self_p, other_p)?,
+    };
+    let winner = at::where_self(&self_wins, self_t, other_t)?;
+    at::where_self(&at::eq_Tensor(self_p, other_p)?, &mean, &winner)
+}
+
+/// `exponent - 1` as a scalar of the same kind.
+fn minus_one(s: Scalar) -> Scalar {
+    match s {
+        Scalar::Int(i) => Scalar::Int(i - 1),
+        Scalar::Bool(b) => Scalar::Int(i64::from(b) - 1),
+        Scalar::Float(x) => Scalar::Float(x - 1.0),
+    }
+}
+
+/// `pow.Tensor_Scalar`'s gradient: zeros for a zero exponent, else
+/// `grad * (exponent * self.pow(exponent - 1))` (PyTorch's `pow_backward`;
+/// at a zero base with an exponent below 1 that is PyTorch's inf or nan).
+pub fn pow_backward(grad: &Tensor, self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
+    if exponent.to_f64() == 0.0 {
+        return at::zeros_like(self_, None, None, None, None, None);
+    }
+    let d = at::mul_Scalar(&at::pow_Tensor_Scalar(self_, minus_one(exponent))?, exponent)?;
+    at::mul_Tensor(grad, &d)
+}
+
+/// `pow.Tensor_Tensor`'s gradient for `self`: `where(exponent == 0, 0,
+/// grad * (exponent * self.pow(exponent - 1)))` (PyTorch's `pow_backward_self`).
+pub fn pow_backward_self(grad: &Tensor, self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+    let em1 = at::sub_Scalar(exponent, Scalar::Int(1), Scalar::Int(1))?;
+    let d = at::mul_Tensor(exponent, &at::pow_Tensor_Tensor(self_, &em1)?)?;
+    let g = at::mul_Tensor(grad, &d)?;
+    at::where_self(&at::eq_Scalar(exponent, Scalar::Int(0))?, &zero(&g)?, &g)
+}
+
+/// `pow.Tensor_Tensor`'s gradient for `exponent`: `grad * where(self == 0 &&
+/// exponent >= 0, 0, result * log(self))` (PyTorch's `pow_backward_exponent`).
+pub fn pow_backward_exponent(
+    grad: &Tensor,
+    self_: &Tensor,
+    exponent: &Tensor,
+    result: &Tensor,
+) -> Result<Tensor> {
+    let x = at::mul_Tensor(result, &at::log(self_)?)?;
+    let z = zero(&x)?;
+    // `self == 0 && exponent >= 0`, as two selections.
+    let at_zero = at::where_self(&at::lt_Scalar(exponent, Scalar::Int(0))?, &x, &z)?;
+    let picked = at::where_self(&at::eq_Scalar(self_, Scalar::Int(0))?, &at_zero, &x)?;
+    at::mul_Tensor(grad, &picked)
+}
+
+/// The number of zeros of `t`.
+fn count_zeros(t: &Tensor) -> Result<i64> {
+    let _off = super::mode::no_grad();
+    Ok(at::sum(&at::eq_Scalar(t, Scalar::Int(0))?, None)?
+        .item()?
+        .to_i64())
+}
+
+/// `prod`'s gradient (PyTorch's `prod_backward`): `grad * (result / input)`
+/// without zeros; with one zero, the product of the others at that place and
+/// 0 elsewhere; with two or more, zeros.
+pub fn prod_backward(grad: &Tensor, input: &Tensor, result: &Tensor) -> Result<Tensor> {
+    if input.dim() == 0 {
+        return Ok(grad.clone());
+    }
+    match count_zeros(input)? {
+        0 => at::mul_Tensor(grad, &at::div_Tensor(result, input)?),
+        1 => {
+            let flat = at::reshape(input, &[-1])?;
+            let g = prod_safe_zeros_backward(grad, &flat, 0)?;
+            at::reshape(&g, &input.sizes())
+        }
+        _ => at::zeros_like(input, None, None, None, None, None),
+    }
+}
+
+/// `prod.dim_int`'s gradient (PyTorch's `prod_backward` with a dimension).
+pub fn prod_dim_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    result: &Tensor,
+    dim: i64,
+    keepdim: bool,
+) -> Result<Tensor> {
+    if input.dim() == 0 {
+        return Ok(grad.clone());
+    }
+    let d = wrap_dim(dim, input.dim());
+    let (grad, result) = match keepdim {
+        true => (grad.clone(), result.clone()),
+        false => (at::unsqueeze(grad, d)?, at::unsqueeze(result, d)?),
+    };
+    match count_zeros(input)? {
+        0 => at::mul_Tensor(&grad, &at::div_Tensor(&result, input)?),
+        _ => prod_safe_zeros_backward(&grad, input, d),
+    }
+}
+
+/// `grad` times the product of the other elements along `dim`, for each
+/// element, without dividing (PyTorch's `prod_safe_zeros_backward`, which
+/// takes exclusive cumulative products): built from products of the slices
+/// before and after each position, so it stays differentiable.
+fn prod_safe_zeros_backward(grad: &Tensor, input: &Tensor, dim: i64) -> Result<Tensor> {
+    let n = input.shape()[dim as usize] as i64;
+    let mut mask_shape = vec![1usize; input.dim()];
+    mask_shape[dim as usize] = n as usize;
+    let mut acc: Option<Tensor> = None;
+    for i in 0..n {
+        let part = |start: i64, end: i64| -> Result<Option<Tensor>> {
+            if start >= end {
+                return Ok(None);
+            }
+            let s = at::slice_Tensor(input, dim, Some(start), Some(end), 1)?;
+            at::prod_dim_int(&s, dim, true, None).map(Some)
+        };
+        let piece = match (part(0, i)?, part(i + 1, n)?) {
+            (Some(a), Some(b)) => at::mul_Tensor(&a, &b)?,
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => {
+                let s = at::slice_Tensor(input, dim, Some(0), Some(1), 1)?;
+                at::ones_like(&s, None, None, None, None, None)?
+            }
+        };
+        let mut one_hot = vec![0.0f64; n as usize];
+        one_hot[i as usize] = 1.0;
+        let mask = at::_to_copy(
+            &Tensor::from_vec(one_hot, &mask_shape)?,
+            Some(input.dtype()),
+            None,
+            None,
+            None,
+            false,
+            None,
+        )?;
+        let placed = at::mul_Tensor(&piece, &mask)?;
+        acc = Some(match acc {
+            None => placed,
+            Some(a) => at::add_Tensor(&a, &placed, Scalar::Int(1))?,
+        });
+    }
+    match acc {
+        Some(a) => at::mul_Tensor(grad, &a),
+        None => at::zeros_like(input, None, None, None, None, None),
+    }
+}
+
+/// `div.Tensor_mode`'s gradient for `self`: zeros with a rounding mode (the
+/// result is piecewise constant), else `grad / other`.
+pub fn div_mode_self_backward(
+    grad: &Tensor,
+    other: &Tensor,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    match rounding_mode {
+        Some(_) => at::zeros_like(grad, None, None, None, None, None),
+        None => at::div_Tensor(grad, other),
+    }
+}
+
+/// `div.Tensor_mode`'s gradient for `other`: zeros with a rounding mode, else
+/// `div.Tensor`'s.
+pub fn div_mode_other_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    other: &Tensor,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    match rounding_mode {
+        Some(_) => at::zeros_like(grad, None, None, None, None, None),
+        None => div_tensor_other_backward(grad, self_, other),
+    }
+}
