@@ -93,7 +93,90 @@ struct Field {
     ty: TokenStream,
     take: Option<TokenStream>,
     output: Option<usize>,
-    tensor: bool,
+    kind: FieldKind,
+}
+
+/// How a node keeps a saved value, which decides how `apply` unpacks it and
+/// `release` frees it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FieldKind {
+    /// A `SavedTensor`.
+    Tensor,
+    /// An `Option<SavedTensor>` (a `Tensor?` argument).
+    OptionalTensor,
+    /// A `Vec<SavedTensor>` (a `Tensor[]` argument).
+    TensorList,
+    /// A value, cloned out.
+    Value,
+}
+
+impl FieldKind {
+    /// `let x = …;` in a node's `apply`.
+    fn unpack(self, i: &syn::Ident) -> TokenStream {
+        match self {
+            FieldKind::Tensor => quote!(let #i = self.#i.unpack()?;),
+            FieldKind::OptionalTensor => quote! {
+                let #i: ::core::option::Option<::opforge::Tensor> = match &self.#i {
+                    ::core::option::Option::Some(s) => ::core::option::Option::Some(s.unpack()?),
+                    ::core::option::Option::None => ::core::option::Option::None,
+                };
+            },
+            FieldKind::TensorList => quote! {
+                let #i: ::std::vec::Vec<::opforge::Tensor> = self.#i
+                    .iter()
+                    .map(::opforge::autograd::SavedTensor::unpack)
+                    .collect::<::opforge::Result<_>>()?;
+            },
+            FieldKind::Value => quote!(let #i = self.#i.clone();),
+        }
+    }
+
+    /// Frees the saved tensors in `release`.
+    fn release(self, i: &syn::Ident) -> TokenStream {
+        match self {
+            FieldKind::Tensor => quote!(self.#i.release();),
+            FieldKind::OptionalTensor => quote! {
+                if let ::core::option::Option::Some(s) = &mut self.#i { s.release(); }
+            },
+            FieldKind::TensorList => quote!(self.#i.iter_mut().for_each(|s| s.release());),
+            FieldKind::Value => TokenStream::new(),
+        }
+    }
+}
+
+/// How a differentiable argument becomes node inputs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum InputKind {
+    /// `Tensor` (`&Tensor`, or `&mut Tensor` in place): one input.
+    Single,
+    /// `Tensor?`: one input, absent when `None`.
+    Optional,
+    /// `Tensor[]`: one input per element.
+    List,
+}
+
+/// The kinds of a set's differentiable arguments, in order.
+fn input_kinds(schema: &FunctionSchema, set: &CheckedSet) -> std::result::Result<Vec<InputKind>, String> {
+    set.differentiable
+        .iter()
+        .map(|name| {
+            let a = schema
+                .arguments
+                .all
+                .iter()
+                .find(|a| &a.name == name)
+                .ok_or_else(|| format!("no argument `{name}`"))?;
+            let t = param_type(a).map_err(|e| e.to_string())?;
+            match show(&t).as_str() {
+                "&Tensor" | "&mut Tensor" => Ok(InputKind::Single),
+                "Option<&Tensor>" => Ok(InputKind::Optional),
+                "&[Tensor]" => Ok(InputKind::List),
+                other => Err(format!(
+                    "the differentiable argument `{name}` is a `{other}`: the generator supports Tensor, Tensor? and Tensor[]"
+                )),
+            }
+        })
+        .collect()
 }
 
 fn field(s: &Saved, schema: &FunctionSchema, inplace: bool) -> std::result::Result<Field, String> {
@@ -101,7 +184,10 @@ fn field(s: &Saved, schema: &FunctionSchema, inplace: bool) -> std::result::Resu
     let of = format_ident!("{}", arg_ident(&s.of));
     let arg = schema.arguments.all.iter().find(|a| a.name == s.of);
     let saved_tensor = quote!(::opforge::autograd::SavedTensor);
-    let (ty, take, output, tensor) = match &s.kind {
+    let is_list = arg.is_some_and(|a| {
+        param_type(a).is_ok_and(|t| show(&t) == "&[Tensor]")
+    });
+    let (ty, take, output, kind) = match &s.kind {
         SavedKind::Tensor => {
             let take = if inplace && s.of == "self" {
                 // The value before the write (torchgen's `original_self`),
@@ -111,13 +197,25 @@ fn field(s: &Saved, schema: &FunctionSchema, inplace: bool) -> std::result::Resu
             } else {
                 quote!(::opforge::autograd::SavedTensor::input(#of))
             };
-            (saved_tensor, Some(take), None, true)
+            (saved_tensor, Some(take), None, FieldKind::Tensor)
         }
+        SavedKind::OptionalTensor => (
+            quote!(::core::option::Option<#saved_tensor>),
+            Some(quote!(#of.map(::opforge::autograd::SavedTensor::input))),
+            None,
+            FieldKind::OptionalTensor,
+        ),
+        SavedKind::TensorList => (
+            quote!(::std::vec::Vec<#saved_tensor>),
+            Some(quote!(#of.iter().map(::opforge::autograd::SavedTensor::input).collect())),
+            None,
+            FieldKind::TensorList,
+        ),
         SavedKind::Output { index, ty } => {
             if ty.to_string() != "Tensor" {
                 return Err(format!("saving the output `{}` of type `{ty}` is not supported by the generator yet (only Tensor outputs)", s.of));
             }
-            (saved_tensor, None, Some(*index), true)
+            (saved_tensor, None, Some(*index), FieldKind::Tensor)
         }
         SavedKind::Value(_) => {
             let a = arg.ok_or_else(|| format!("no argument `{}`", s.of))?;
@@ -142,7 +240,7 @@ fn field(s: &Saved, schema: &FunctionSchema, inplace: bool) -> std::result::Resu
                 }
                 _ => (quote!(#t), quote!(#of.clone())),
             };
-            (ty, Some(take), None, false)
+            (ty, Some(take), None, FieldKind::Value)
         }
         SavedKind::Property(_) => {
             let record = s.record.as_deref().unwrap_or_default();
@@ -164,7 +262,17 @@ fn field(s: &Saved, schema: &FunctionSchema, inplace: bool) -> std::result::Resu
                     ))
                 }
             };
-            (ty, Some(quote!(#of.#call())), None, false)
+            if is_list {
+                // Per element of a `Tensor[]` (`tensors.sizes()`: each one's sizes).
+                (
+                    quote!(::std::vec::Vec<#ty>),
+                    Some(quote!(#of.iter().map(|t| t.#call()).collect::<::std::vec::Vec<_>>())),
+                    None,
+                    FieldKind::Value,
+                )
+            } else {
+                (ty, Some(quote!(#of.#call())), None, FieldKind::Value)
+            }
         }
         other => {
             return Err(format!(
@@ -178,7 +286,7 @@ fn field(s: &Saved, schema: &FunctionSchema, inplace: bool) -> std::result::Resu
         ty,
         take,
         output,
-        tensor,
+        kind,
     })
 }
 
@@ -263,11 +371,11 @@ fn node(
         let (i, t) = (&f.ident, &f.ty);
         quote!(#i: #t,)
     });
-    let releases = fields.iter().filter(|f| f.tensor).map(|f| {
-        let i = &f.ident;
-        quote!(self.#i.release();)
-    });
-    let n = set.differentiable.len();
+    let releases = fields.iter().map(|f| f.kind.release(&f.ident));
+    let kinds = input_kinds(schema, set)?;
+    // With a `Tensor?` or `Tensor[]` input, the node keeps how many inputs
+    // each differentiable argument became (`__counts`).
+    let general = kinds.iter().any(|k| *k != InputKind::Single);
     let mut blocks = Vec::new();
     for f in set
         .formulas
@@ -291,29 +399,64 @@ fn node(
         }
         let binds = f.saved.iter().map(|s| {
             let i = format_ident!("{}", s.ident());
-            let tensor = matches!(s.kind, SavedKind::Tensor | SavedKind::Output { .. });
-            if tensor {
-                quote!(let #i = self.#i.unpack()?;)
-            } else {
-                quote!(let #i = self.#i.clone();)
-            }
+            let kind = fields
+                .iter()
+                .find(|x| x.ident == i)
+                .map_or(FieldKind::Value, |x| x.kind);
+            kind.unpack(&i)
         });
         let value = match (&f.body, &f.node_expr) {
             (Body::Expr | Body::NotImplemented, Some(e)) => quote!(#e),
             _ => return Err(format!("the formula for `{arg}` has no expression")),
         };
-        blocks.push(quote! {
-            if ctx.needs_input_grad(#pos) {
-                #(#binds)*
-                let g: ::opforge::Result<::opforge::Tensor> = { #value };
-                out[#pos] = ::core::option::Option::Some(g?);
-            }
+        blocks.push(match (general, kinds[pos]) {
+            (false, _) => quote! {
+                if ctx.needs_input_grad(#pos) {
+                    #(#binds)*
+                    let g: ::opforge::Result<::opforge::Tensor> = { #value };
+                    out[#pos] = ::core::option::Option::Some(g?);
+                }
+            },
+            (true, InputKind::List) => quote! {
+                {
+                    let start: usize = self.__counts[..#pos].iter().sum();
+                    let end = start + self.__counts[#pos];
+                    if (start..end).any(|i| ctx.needs_input_grad(i)) {
+                        #(#binds)*
+                        let g: ::opforge::Result<::std::vec::Vec<::opforge::Tensor>> = { #value };
+                        for (i, x) in g?.into_iter().enumerate().take(end - start) {
+                            if ctx.needs_input_grad(start + i) {
+                                out[start + i] = ::core::option::Option::Some(x);
+                            }
+                        }
+                    }
+                }
+            },
+            (true, _) => quote! {
+                {
+                    let start: usize = self.__counts[..#pos].iter().sum();
+                    if ctx.needs_input_grad(start) {
+                        #(#binds)*
+                        let g: ::opforge::Result<::opforge::Tensor> = { #value };
+                        out[start] = ::core::option::Option::Some(g?);
+                    }
+                }
+            },
         });
     }
+    let n = set.differentiable.len();
+    let (counts_decl, len) = match general {
+        true => (
+            quote!(__counts: ::std::vec::Vec<usize>,),
+            quote!(self.__counts.iter().sum::<usize>()),
+        ),
+        false => (TokenStream::new(), quote!(#n)),
+    };
     Ok(quote! {
         /// Generated from `derivatives.yaml`.
         pub struct #ty {
             __inputs: ::std::vec::Vec<InputMeta>,
+            #counts_decl
             #(#decls)*
         }
 
@@ -324,7 +467,7 @@ fn node(
                 grads: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>>,
                 ctx: &::opforge::autograd::BackwardCtx,
             ) -> ::opforge::Result<::std::vec::Vec<::core::option::Option<::opforge::Tensor>>> {
-                let mut out: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> = ::std::vec![None; #n];
+                let mut out: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> = ::std::vec![None; #len];
                 let ::core::option::Option::Some(grad) = grads.into_iter().next().flatten() else {
                     return Ok(out);
                 };
@@ -362,48 +505,78 @@ fn kernel(
     let call_args = params.iter();
     let body = match kind {
         SchemaKind::Out => {
-            let tensors =
-                args.iter()
-                    .zip(&params)
-                    .zip(&types)
-                    .filter_map(|((_, p), t)| match show(t).as_str() {
-                        "&Tensor" => Some(quote!(#p)),
-                        "&mut Tensor" => Some(quote!(&*#p)),
-                        _ => None,
-                    });
+            let tensors = params
+                .iter()
+                .zip(&types)
+                .filter_map(|(p, t)| match show(t).as_str() {
+                    "&Tensor" => Some(quote!(__all.push(#p);)),
+                    "&mut Tensor" => Some(quote!(__all.push(&*#p);)),
+                    "Option<&Tensor>" => Some(quote!(__all.extend(#p);)),
+                    "&[Tensor]" => Some(quote!(__all.extend(#p.iter());)),
+                    _ => None,
+                });
             let base = schema.name.name.to_string();
             quote! {
-                ::opforge::autograd::check_out(#base, &[#(#tensors),*])?;
+                let mut __all: ::std::vec::Vec<&::opforge::Tensor> = ::std::vec::Vec::new();
+                #(#tensors)*
+                ::opforge::autograd::check_out(#base, &__all)?;
                 let _below = ::opforge::autograd::below_autograd();
                 ::opforge::at::#at_fn(#(#call_args),*)
             }
         }
         SchemaKind::Functional | SchemaKind::Inplace => {
             let inplace = kind == SchemaKind::Inplace;
+            let kinds = input_kinds(schema, set)?;
+            let general = kinds.iter().any(|k| *k != InputKind::Single);
+            if general && inplace {
+                return Err(format!("in-place `{op}`: Tensor? and Tensor[] differentiable arguments of in-place operators are not supported by the generator yet"));
+            }
             let mut inputs = Vec::new();
             for name in &set.differentiable {
                 let Some(k) = args.iter().position(|a| &a.name == name) else {
                     return Err(format!("`{op}` has no argument `{name}`"));
                 };
                 let p = &params[k];
-                match show(&types[k]).as_str() {
-                    "&Tensor" => inputs.push(quote!(#p)),
-                    "&mut Tensor" => inputs.push(quote!(&*#p)),
-                    t => {
-                        return Err(format!(
-                            "the differentiable argument `{name}` of `{op}` is a `{t}`: only single tensors are supported by the generator yet"
-                        ))
-                    }
-                }
+                inputs.push(match show(&types[k]).as_str() {
+                    "&mut Tensor" => quote!(&*#p),
+                    _ => quote!(#p),
+                });
             }
+            // With Tensor? / Tensor[] inputs: one `Option<&Tensor>` per node
+            // input (`__ins`), and how many each argument became (`__counts`).
+            let gathered = kinds.iter().zip(&inputs).map(|(k, p)| match k {
+                InputKind::Single => quote!(__ins.push(::core::option::Option::Some(#p));),
+                InputKind::Optional => quote!(__ins.push(#p);),
+                InputKind::List => quote!(__ins.extend(#p.iter().map(::core::option::Option::Some));),
+            });
+            let counts = kinds.iter().zip(&inputs).map(|(k, p)| match k {
+                InputKind::List => quote!(#p.len()),
+                _ => quote!(1usize),
+            });
+            let gather = match general {
+                true => quote! {
+                    let mut __ins: ::std::vec::Vec<::core::option::Option<&::opforge::Tensor>> = ::std::vec::Vec::new();
+                    #(#gathered)*
+                },
+                false => TokenStream::new(),
+            };
             let begin = if inplace {
                 if set.differentiable.first().map(String::as_str) != Some("self") {
                     return Err(format!("in-place `{op}`: `self` must be differentiable"));
                 }
                 let others = &inputs[1..];
                 quote!(::opforge::autograd::Recording::begin_inplace(self_, &[#(#others),*])?)
+            } else if general {
+                quote!(::opforge::autograd::Recording::begin_optional(&__ins))
             } else {
                 quote!(::opforge::autograd::Recording::begin(&[#(#inputs),*]))
+            };
+            let (meta, counts_field) = match general {
+                true => (
+                    quote!(input_meta_optional(&__ins), ::std::vec![#(#counts),*]),
+                    quote!(__counts,),
+                ),
+                false => (quote!(input_meta(&[#(#inputs),*])), TokenStream::new()),
             };
             let fields = set
                 .saved
@@ -443,12 +616,14 @@ fn kernel(
                 outs: &outs,
                 at_fn: &at_fn,
                 inplace,
+                kinds: &kinds,
             };
             let (fw_pre, fw_post) = fw.code()?;
             quote! {
+                #gather
                 let rec = #begin;
                 let pre = match rec.is_some() {
-                    true => Some((input_meta(&[#(#inputs),*]), #(#pre_takes,)*)),
+                    true => Some((#meta, #(#pre_takes,)*)),
                     false => None,
                 };
                 #fw_pre
@@ -456,9 +631,9 @@ fn kernel(
                     let _below = ::opforge::autograd::below_autograd();
                     ::opforge::at::#at_fn(#(#call_args),*)?
                 };
-                if let (Some(rec), Some((__inputs, #(#pre_idents,)*))) = (rec, pre) {
+                if let (Some(rec), Some((__inputs, #counts_field #(#pre_idents,)*))) = (rec, pre) {
                     rec.finish(#node_name, &[#(#outs),*], |saver| {
-                        Ok(#node_ty { __inputs, #(#pre_idents,)* #(#post)* })
+                        Ok(#node_ty { __inputs, #counts_field #(#pre_idents,)* #(#post)* })
                     })?;
                 }
                 #fw_post
@@ -499,6 +674,8 @@ struct Forward<'a> {
     outs: &'a [TokenStream],
     at_fn: &'a syn::Ident,
     inplace: bool,
+    /// How each differentiable argument became node inputs.
+    kinds: &'a [InputKind],
 }
 
 impl Forward<'_> {
@@ -525,8 +702,13 @@ impl Forward<'_> {
         } else {
             TokenStream::new()
         };
+        let general = self.kinds.iter().any(|k| *k != InputKind::Single);
+        let tangents = match general {
+            true => quote!(#fw_mod::tangents_of_optional(&__ins)?),
+            false => quote!(#fw_mod::tangents_of(&[#(#inputs),*])?),
+        };
         let pre = quote! {
-            let __fw = #fw_mod::tangents_of(&[#(#inputs),*])?;
+            let __fw = #tangents;
             #orig
         };
         if forward.is_empty() {
@@ -550,10 +732,35 @@ impl Forward<'_> {
             } else {
                 quote!(::core::clone::Clone::clone(#input))
             };
-            binds.push(quote! {
-                let #t: ::opforge::Tensor = __fw[#k].clone();
-                let #p: ::opforge::Tensor = #primal;
+            binds.push(match (general, self.kinds[k]) {
+                (false, _) => quote! {
+                    let #t: ::opforge::Tensor = __fw[#k].clone();
+                    let #p: ::opforge::Tensor = #primal;
+                },
+                // `__fw` holds one tangent per node input, in order.
+                (true, InputKind::Single) => quote! {
+                    let #t: ::opforge::Tensor = __fw[__at].clone().ok_or_else(|| ::opforge::Error::Runtime("a present input has no tangent".into()))?;
+                    let #p: ::opforge::Tensor = #primal;
+                    __at += 1;
+                },
+                (true, InputKind::Optional) => quote! {
+                    let #t: ::core::option::Option<::opforge::Tensor> = __fw[__at].clone();
+                    let #p: ::core::option::Option<::opforge::Tensor> = (#input).cloned();
+                    __at += 1;
+                },
+                (true, InputKind::List) => quote! {
+                    let #t: ::std::vec::Vec<::opforge::Tensor> = __fw[__at..__at + (#input).len()]
+                        .iter()
+                        .cloned()
+                        .collect::<::core::option::Option<_>>()
+                        .ok_or_else(|| ::opforge::Error::Runtime("a list element has no tangent".into()))?;
+                    let #p: ::std::vec::Vec<::opforge::Tensor> = (#input).to_vec();
+                    __at += (#input).len();
+                },
             });
+        }
+        if general {
+            binds.insert(0, quote!(let mut __at = 0usize;));
         }
         // Outputs by name (`result`, `resultN`, named returns).
         for (i, r) in self.schema.returns.iter().enumerate() {
@@ -620,9 +827,12 @@ impl Forward<'_> {
             ));
         }
         let args = self.schema.arguments.all.iter().zip(self.params).map(|(a, p)| {
-            if self.set.differentiable.contains(&a.name) {
+            if let Some(k) = self.set.differentiable.iter().position(|d| d == &a.name) {
                 let t = format_ident!("{}_t", a.name);
-                quote!(&#t)
+                match self.kinds[k] {
+                    InputKind::Optional => quote!(#t.as_ref()),
+                    _ => quote!(&#t),
+                }
             } else {
                 quote!(#p)
             }

@@ -195,11 +195,11 @@ fn make_leaves(
 /// The recorded tensors of an argument: itself, or a list's elements.
 fn recorded_tensors(j: &Json) -> Vec<&Map<String, Json>> {
     match j {
-        Json::Object(o) => o
-            .get("tensor")
-            .and_then(Json::as_object)
-            .into_iter()
-            .collect(),
+        Json::Object(o) => match (o.get("tensor"), o.get("list")) {
+            (Some(Json::Object(t)), _) => vec![t],
+            (_, Some(list)) => recorded_tensors(list),
+            _ => Vec::new(),
+        },
         Json::Array(xs) => xs.iter().flat_map(recorded_tensors).collect(),
         _ => Vec::new(),
     }

@@ -21,6 +21,15 @@ pub fn input_meta(inputs: &[&Tensor]) -> Vec<InputMeta> {
     inputs.iter().map(|t| (t.sizes(), t.dtype())).collect()
 }
 
+/// [`input_meta`] of inputs that may be absent (an absent one gets no
+/// gradient; its entry is never read).
+pub fn input_meta_optional(inputs: &[Option<&Tensor>]) -> Vec<InputMeta> {
+    inputs
+        .iter()
+        .map(|t| t.map_or((Vec::new(), DType::Float32), |t| (t.sizes(), t.dtype())))
+        .collect()
+}
+
 /// PyTorch's `validate_outputs`: a gradient whose shape broadcasts to its
 /// input's is summed back to it (`sum_to`), and one of another floating dtype
 /// is cast to the input's. Every generated node calls this on what its
@@ -563,4 +572,80 @@ pub fn div_mode_other_backward(
         Some(_) => at::zeros_like(grad, None, None, None, None, None),
         None => div_tensor_other_backward(grad, self_, other),
     }
+}
+
+/// `clamp.Tensor`'s gradient for input `which` (0: `self`, 1: `min`, 2:
+/// `max`): PyTorch 2.15 differentiates it as `minimum(maximum(self, min),
+/// max)`, so a tie with a bound splits the gradient in half, and where
+/// `min > max` the result (and the gradient) is `max`'s.
+pub fn clamp_tensor_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+    which: usize,
+) -> Result<Tensor> {
+    let lower = match min {
+        Some(lo) => at::maximum(self_, lo)?,
+        None => self_.clone(),
+    };
+    // The gradient reaching `maximum(self, min)`, or `max`'s share.
+    let through = match max {
+        Some(hi) => max_min_backward(grad, &lower, hi, false, which != 2)?,
+        None => grad.clone(),
+    };
+    match (which, min) {
+        (2, _) => Ok(through),
+        (w, Some(lo)) => max_min_backward(&through, self_, lo, true, w == 0),
+        (_, None) => Ok(through),
+    }
+}
+
+/// `clamp.Tensor`'s forward formula (see [`clamp_tensor_backward`]).
+pub fn clamp_tensor_jvp(
+    self_p: &Tensor,
+    self_t: &Tensor,
+    min_p: Option<&Tensor>,
+    min_t: Option<&Tensor>,
+    max_p: Option<&Tensor>,
+    max_t: Option<&Tensor>,
+) -> Result<Tensor> {
+    let (lower, lower_t) = match (min_p, min_t) {
+        (Some(lo), Some(lo_t)) => (
+            at::maximum(self_p, lo)?,
+            max_min_jvp(self_p, self_t, lo, lo_t, true)?,
+        ),
+        _ => (self_p.clone(), self_t.clone()),
+    };
+    match (max_p, max_t) {
+        (Some(hi), Some(hi_t)) => max_min_jvp(&lower, &lower_t, hi, hi_t, false),
+        _ => Ok(lower_t),
+    }
+}
+
+/// `cat`'s gradient: `grad` cut along `dim` into the inputs' sizes (PyTorch's
+/// `cat_tensors_backward`; a legacy empty 1-d input gets an empty gradient).
+pub fn cat_tensors_backward(grad: &Tensor, sizes: &[Vec<i64>], dim: i64) -> Result<Vec<Tensor>> {
+    let d = wrap_dim(dim, grad.dim());
+    let mut offset = 0;
+    let mut out = Vec::with_capacity(sizes.len());
+    for s in sizes {
+        if s.as_slice() == [0] && grad.dim() != 1 {
+            out.push(at::zeros(&[0], Some(grad.dtype()), None, None, None)?);
+            continue;
+        }
+        let len = s.get(d as usize).copied().unwrap_or(0);
+        out.push(at::slice_Tensor(grad, d, Some(offset), Some(offset + len), 1)?);
+        offset += len;
+    }
+    Ok(out)
+}
+
+/// `stack`'s gradient: `grad` unbound along `dim`, one slice per input
+/// (PyTorch's `stack_tensors_backward`).
+pub fn stack_tensors_backward(grad: &Tensor, dim: i64, sizes: &[Vec<i64>]) -> Result<Vec<Tensor>> {
+    let d = wrap_dim(dim, grad.dim());
+    (0..sizes.len() as i64)
+        .map(|i| at::select_int(grad, d, i))
+        .collect()
 }

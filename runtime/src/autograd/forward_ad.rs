@@ -146,6 +146,32 @@ pub fn tangents_of(inputs: &[&Tensor]) -> Result<Option<Vec<Tensor>>> {
         .map(Some)
 }
 
+/// [`tangents_of`] for inputs that may be absent (`None` in, `None` out).
+pub fn tangents_of_optional(inputs: &[Option<&Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> {
+    let Some(level) = current_level() else {
+        return Ok(None);
+    };
+    let found: Vec<Option<Tensor>> = inputs
+        .iter()
+        .map(|t| t.and_then(|t| t.autograd_meta()).and_then(|m| m.tangent(level)))
+        .collect();
+    if found.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let _off = suspend();
+    let _below = below_autograd();
+    inputs
+        .iter()
+        .zip(found)
+        .map(|(t, f)| match (t, f) {
+            (_, Some(f)) => Ok(Some(f)),
+            (Some(t), None) => crate::at::zeros_like(t, None, None, None, None, None).map(Some),
+            (None, None) => Ok(None),
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
 /// Gives `t` the tangent `tangent` at the level in force (what an Autograd
 /// kernel does with the tangent its forward formula computed). Nothing
 /// happens when no level is in force, or for a tensor that is not floating

@@ -109,6 +109,21 @@ impl Recording {
         })
     }
 
+    /// [`Recording::begin`] for inputs that may be absent (a `Tensor?`
+    /// argument given `None`: no edge) or come from a `Tensor[]` argument
+    /// (one input per element).
+    pub fn begin_optional(inputs: &[Option<&Tensor>]) -> Option<Recording> {
+        if !is_grad_enabled() || !inputs.iter().flatten().any(|t| t.requires_grad()) {
+            return None;
+        }
+        Some(Recording {
+            edges: inputs
+                .iter()
+                .map(|t| t.and_then(gradient_edge))
+                .collect(),
+        })
+    }
+
     /// [`Recording::begin`] for an in-place call writing `self_`: refused on a
     /// leaf that requires grad ([`LEAF_INPLACE`], while grad mode is on); on a
     /// tensor with a history, that history becomes the new node's first edge,
