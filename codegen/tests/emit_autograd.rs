@@ -18,6 +18,7 @@ const OPS: &str = "\
 - func: exp(Tensor self) -> Tensor
 - func: _to_copy(Tensor self, *, ScalarType? dtype=None) -> Tensor
 - func: cat(Tensor[] tensors, int dim=0) -> Tensor
+- func: maximum(Tensor self, Tensor other) -> Tensor
 ";
 
 const DERIVATIVES: &str = "\
@@ -112,7 +113,7 @@ fn kernels_for_functional_in_place_and_out_forms() {
         "::opforge::at::clone(self_,None)?",
         "::opforge::at::mul__Tensor(self_,other)?",
         // out=: refused when something requires grad, else redispatched.
-        "::opforge::autograd::check_out(\"mul\",&[self_,other,&*out])?;",
+        "__all.push(self_);__all.push(other);__all.push(&*out);::opforge::autograd::check_out(\"mul\",&__all)?;",
         "::opforge::at::mul_out(self_,other,out)",
         // Registered at the Autograd key.
         "op:\"mul.Tensor\",key:\"Autograd\"",
@@ -128,11 +129,38 @@ fn kernels_for_functional_in_place_and_out_forms() {
 #[test]
 fn what_the_generator_does_not_support_is_an_error_at_the_entry() {
     let src = format!(
-        "{DERIVATIVES}\n- name: cat(Tensor[] tensors, int dim=0) -> Tensor\n  tensors: mul_tensor_backward(&grad, &grad)\n"
+        "{DERIVATIVES}\n- name: maximum(Tensor self, Tensor other) -> Tensor\n  self, other: mul_tensor_backward(&grad, &grad)\n"
     );
     let e = generate(&src).unwrap_err();
     assert!(
-        e.contains("derivatives.yaml:17: cat: the differentiable argument `tensors` of `cat` is a `&[Tensor]`: only single tensors are supported by the generator yet"),
+        e.contains("derivatives.yaml:17: maximum: a formula for several arguments (self, other) is not supported by the generator yet"),
         "{e}"
     );
+}
+
+/// A `Tensor[]` argument: one node input per element (`__ins`, `__counts`),
+/// per-element sizes saved, the formula's list placed element by element.
+#[test]
+fn a_tensor_list_argument_is_one_input_per_element() {
+    let src = format!(
+        "{DERIVATIVES}\n- name: cat(Tensor[] tensors, int dim=0) -> Tensor\n  tensors: cat_tensors_backward(&grad, &tensors.sizes(), dim)\n  result: auto_linear\n"
+    );
+    let ops = load::load_str("native_functions.yaml", OPS).unwrap();
+    let plan = lower::lower(&ops, &[]).unwrap();
+    let file = load_str("derivatives.yaml", &src).unwrap();
+    let mut helpers = HELPERS.to_vec();
+    helpers.push("cat_tensors_backward");
+    let checked = derivatives::check(&file, &ops, &helpers).unwrap_or_else(|d| panic!("{d}"));
+    let got = flat(&emit_autograd::autograd(&plan, &file, &checked).unwrap());
+    for part in [
+        "__ins.extend(tensors.iter().map(::core::option::Option::Some));",
+        "::opforge::autograd::Recording::begin_optional(&__ins)",
+        "input_meta_optional(&__ins),::std::vec![tensors.len()]",
+        "tensors.iter().map(|t|t.sizes()).collect::<::std::vec::Vec<_>>()",
+        "letstart:usize=self.__counts[..0usize].iter().sum();",
+        // Forward mode: the operator on the elements' tangents.
+        "::opforge::at::cat(&tensors_t,dim)",
+    ] {
+        assert!(got.contains(part), "{part} not in the generated file");
+    }
 }

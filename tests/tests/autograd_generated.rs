@@ -6,7 +6,7 @@
 
 use opforge::autograd::{self, TensorAutograd};
 use opforge::{at, DType, Scalar, Tensor, Value};
-use opforge_tests::numeric::{self, Inputs, Verdict};
+use opforge_tests::gradients;
 use serde_json::Value as Json;
 
 fn t64(v: &[f64], shape: &[usize]) -> Tensor {
@@ -160,210 +160,58 @@ fn out_and_in_place_follow_pytorch_rules() {
     assert!(e.contains(autograd::LEAF_INPLACE), "{e}");
 }
 
-/// An operator without a derivatives entry has no Autograd kernel: its
-/// tensors fall through to the backend, which computes (no history).
+/// Operators PyTorch does not differentiate (factories like `ones_like`,
+/// comparisons, `argmax`) have no derivatives entry and no Autograd kernel:
+/// their results have no history, as PyTorch's (checked with PyTorch 2.15:
+/// `torch.ones_like(x).requires_grad` is False for `x` that requires grad).
 #[test]
-fn an_operator_without_formulas_computes_without_history() {
+fn operators_pytorch_does_not_differentiate_record_nothing() {
     let a = leaf64(&[1., 2.], &[2]);
-    let p = at::prod(&a, None).unwrap();
-    assert_eq!(values(&p), vec![2.0]);
-    assert!(p.grad_fn().is_none());
+    let o = at::ones_like(&a, None, None, None, None, None).unwrap();
+    assert_eq!(values(&o), vec![1.0, 1.0]);
+    assert!(o.grad_fn().is_none() && !o.requires_grad());
+    let e = at::eq_Tensor(&a, &a).unwrap();
+    assert!(e.grad_fn().is_none());
 }
 
 // ---- grad_calls.jsonl ----------------------------------------------------------
 
-/// The overloads with generated kernels that the corpus records.
-const COVERED: &[&str] = &[
-    "abs",
-    "add.Tensor",
-    "add.Scalar",
-    "sub.Tensor",
-    "mul.Tensor",
-    "mul.Scalar",
-    "div.Tensor",
-    "div.Scalar",
-    "neg",
-    "exp",
-    "log",
-    "sin",
-    "cos",
-    "tanh",
-    "sigmoid",
-    "relu",
-    "sqrt",
-    "sum",
-    "sum.dim_IntList",
-    "mean.dim",
-    "mm",
-    "clamp",
-    "where.self",
-    "expand",
-    "view",
-    "permute",
-    "transpose.int",
-    "unsqueeze",
-    "squeeze.dim",
-    "select.int",
-    "slice.Tensor",
-    "t",
-    "clone",
-    "add_.Tensor",
-    "mul_.Tensor",
-    "div_.Tensor",
-    "exp_",
-    "sin_",
-    "relu_",
-    "add.out",
-];
-
-fn tensor_values(v: &Value) -> Vec<Tensor> {
-    match v {
-        Value::Tensor(t) => vec![t.clone()],
-        Value::TensorList(ts) => ts.to_vec(),
-        _ => vec![],
-    }
-}
-
-/// Runs one case: the call, then `autograd::grad` over its leaves; compares
-/// the gradients (or the error) with PyTorch's.
-fn run_case(line: &Json) -> Result<(), String> {
-    let overload = line["overload"].as_str().unwrap_or_default();
-    let id = line["id"].as_str().unwrap_or_default();
-    let case = numeric::Case {
-        id: id.into(),
-        overload: overload.into(),
-        args: line["args"].as_array().cloned().unwrap_or_default(),
-        kwargs: line["kwargs"].as_object().cloned().unwrap_or_default(),
-        expect: line["expect"].clone(),
-    };
-    let op = opforge::dispatch::dispatcher()
-        .find(overload)
-        .ok_or_else(|| format!("{id}: unknown operator"))?;
-    let mut inputs = Inputs::default();
-    let mut args = numeric::bind(&case, op.schema, &mut inputs)?;
-    // Leaves: the recorded tensors marked requires_grad; a `clone_of_leaf`
-    // argument is passed as `leaf.clone()`.
-    let mut leaves: Vec<(String, Tensor)> = Vec::new();
-    let mut marked = Vec::new();
-    let mut collect = |j: &Json| {
-        if let Some(t) = j.get("tensor") {
-            if t["requires_grad"].as_bool() == Some(true) {
-                let tid = t["id"].as_str().unwrap_or_default().to_string();
-                marked.push((tid, t["clone_of_leaf"].as_bool() == Some(true)));
-            }
-        }
-    };
-    for a in &case.args {
-        collect(a);
-    }
-    for a in case.kwargs.values() {
-        collect(a);
-    }
-    for (tid, clone_of_leaf) in marked {
-        let t = inputs
-            .get(&tid)
-            .ok_or_else(|| format!("{id}: no input {tid}"))?
-            .clone();
-        t.set_requires_grad(true).map_err(|e| e.to_string())?;
-        if clone_of_leaf {
-            let c = at::clone(&t, None).map_err(|e| e.to_string())?;
-            for v in &mut args {
-                if matches!(v, Value::Tensor(x) if x.is_same(&t)) {
-                    *v = Value::Tensor(c.clone());
-                }
-            }
-        }
-        leaves.push((tid, t));
-    }
-    let outcome = op.call_boxed(&args).and_then(|outs| {
-        let outputs: Vec<Tensor> = outs
-            .iter()
-            .flat_map(tensor_values)
-            .filter(|t| t.dtype().is_floating_point() && t.requires_grad())
-            .collect();
-        let seeds: Vec<Option<Tensor>> = line["grad_outputs"]
-            .as_array()
-            .map(|gs| {
-                gs.iter()
-                    .map(|g| g.as_object().and_then(|o| numeric::build_tensor(o).ok()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let ins: Vec<Tensor> = leaves.iter().map(|(_, t)| t.clone()).collect();
-        autograd::grad(&outputs, &ins, &seeds, None, false, true)
-    });
-    let expect = &line["expect"];
-    match (outcome, expect.get("error")) {
-        (Err(e), Some(_)) => {
-            let want = expect["message"].as_str().unwrap_or_default();
-            let got = e.to_string();
-            if got.contains(want) {
-                Ok(())
-            } else {
-                Err(format!("{id}: error {got:?}, PyTorch {want:?}"))
-            }
-        }
-        (Err(e), None) => Err(format!("{id}: {e}")),
-        (Ok(_), Some(_)) => Err(format!(
-            "{id}: no error, PyTorch raised {}",
-            expect["message"]
-        )),
-        (Ok(gs), None) => {
-            let mut verdict = Verdict::default();
-            for ((tid, _), g) in leaves.iter().zip(&gs) {
-                let want = &expect["grads"][tid.as_str()];
-                match (g, want.is_null()) {
-                    (None, true) => {}
-                    (Some(g), false) => numeric::compare_tensor(
-                        &format!("grad {tid}"),
-                        g,
-                        &serde_json::json!({ "tensor": want }),
-                        &inputs,
-                        &mut verdict,
-                    ),
-                    (g, _) => verdict
-                        .failures
-                        .push(format!("grad {tid}: {g:?} vs {want}")),
-                }
-            }
-            match verdict.passed() {
-                true => Ok(()),
-                false => Err(format!("{id}: {}", verdict.failures.join("; "))),
-            }
-        }
-    }
-}
-
+/// The whole sample, every kind of case (grads, grad_grads, jvp, errors),
+/// through the runner the `gradients` binary uses: 100%.
 #[test]
 fn gradients_match_pytorchs_corpus() {
-    let text = opforge_tests::read(&opforge_tests::corpus("grad_calls.jsonl"));
-    let mut ran = 0;
-    let mut failures = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
-    for l in text.lines().filter(|l| !l.trim().is_empty()) {
-        let line: Json = serde_json::from_str(l).unwrap();
-        let overload = line["overload"].as_str().unwrap_or_default();
-        if !COVERED.contains(&overload) {
-            continue;
-        }
-        seen.insert(overload.to_string());
-        ran += 1;
-        if let Err(e) = run_case(&line) {
-            failures.push(e);
-        }
-    }
-    // Every covered overload is in the corpus (a renamed one would be skipped
-    // silently otherwise).
-    for o in COVERED {
-        assert!(seen.contains(*o), "{o} is not in grad_calls.jsonl");
-    }
-    assert!(ran >= 100, "only {ran} cases");
+    let path = opforge_tests::corpus("grad_calls.jsonl");
+    let cases = gradients::load(&path).unwrap();
+    assert!(cases.len() >= 180, "only {} cases", cases.len());
+    let kinds = |f: fn(&gradients::Case) -> bool| cases.iter().filter(|c| f(c)).count();
+    assert!(kinds(|c| c.grad_grad_weights.is_some()) >= 30);
+    assert!(kinds(|c| c.tangents.is_some()) >= 50);
+    let report = gradients::replay(&cases);
     assert!(
-        failures.is_empty(),
-        "{} of {ran} cases fail:\n{}",
-        failures.len(),
-        failures.join("\n")
+        report.failed == 0,
+        "{} of {} cases fail:\n{}",
+        report.failed,
+        cases.len(),
+        report.failures.join("\n")
     );
+}
+
+/// A case whose recorded gradient is wrong fails (the runner can fail).
+#[test]
+fn the_runner_reports_a_wrong_gradient() {
+    let text = opforge_tests::read(&opforge_tests::corpus("grad_calls.jsonl"));
+    let line = text
+        .lines()
+        .find(|l| l.contains("\"grad/mul.Tensor/"))
+        .unwrap();
+    let mut j: Json = serde_json::from_str(line).unwrap();
+    let grads = j["expect"]["grads"].as_object_mut().unwrap();
+    let first = grads.values_mut().find(|v| !v.is_null()).unwrap();
+    let data = first["data"].as_array_mut().unwrap();
+    data[0] = serde_json::json!(data[0].as_f64().unwrap() + 1.0);
+    let cases = gradients::parse(&j.to_string()).unwrap();
+    let report = gradients::replay(&cases);
+    assert_eq!((report.passed, report.failed), (0, 1), "{:?}", report.failures);
 }
 
 /// `create_graph` records the backward pass through the generated kernels

@@ -178,6 +178,7 @@ fn __opforge_autograd__to_copy(
         true => Some((input_meta(&[self_]), self_.dtype())),
         false => None,
     };
+    let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
     let out = {
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::_to_copy(self_, dtype)?
@@ -193,6 +194,14 @@ fn __opforge_autograd__to_copy(
                 })
             },
         )?;
+    }
+    if __fw.is_some() {
+        return Err(
+            ::opforge::Error::NotImplemented(
+                "Trying to use forward AD with _to_copy that does not support it because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation or submit a PR adding the implementation to derivatives.yaml"
+                    .into(),
+            ),
+        );
     }
     Ok(out)
 }
@@ -346,6 +355,7 @@ fn __opforge_autograd_exp(
         true => Some((input_meta(&[self_]),)),
         false => None,
     };
+    let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
     let out = {
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::exp(self_)?
@@ -361,6 +371,14 @@ fn __opforge_autograd_exp(
                 })
             },
         )?;
+    }
+    if __fw.is_some() {
+        return Err(
+            ::opforge::Error::NotImplemented(
+                "Trying to use forward AD with exp that does not support it because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation or submit a PR adding the implementation to derivatives.yaml"
+                    .into(),
+            ),
+        );
     }
     Ok(out)
 }
@@ -490,6 +508,7 @@ fn __opforge_autograd_mul_Tensor(
         }
         false => None,
     };
+    let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_, other])?;
     let out = {
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::mul_Tensor(self_, other)?
@@ -506,6 +525,14 @@ fn __opforge_autograd_mul_Tensor(
                 })
             },
         )?;
+    }
+    if __fw.is_some() {
+        return Err(
+            ::opforge::Error::NotImplemented(
+                "Trying to use forward AD with mul that does not support it because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation or submit a PR adding the implementation to derivatives.yaml"
+                    .into(),
+            ),
+        );
     }
     Ok(out)
 }
@@ -660,7 +687,11 @@ fn __opforge_autograd_mul_out(
     other: &::opforge::Tensor,
     out: &mut ::opforge::Tensor,
 ) -> ::opforge::Result<::opforge::Tensor> {
-    ::opforge::autograd::check_out("mul", &[self_, other, &*out])?;
+    let mut __all: ::std::vec::Vec<&::opforge::Tensor> = ::std::vec::Vec::new();
+    __all.push(self_);
+    __all.push(other);
+    __all.push(&*out);
+    ::opforge::autograd::check_out("mul", &__all)?;
     let _below = ::opforge::autograd::below_autograd();
     ::opforge::at::mul_out(self_, other, out)
 }
@@ -847,14 +878,21 @@ fn __opforge_autograd_mul__Tensor(
                 input_meta(&[&*self_, other]),
                 ::opforge::autograd::SavedTensor::input(other),
                 ::opforge::autograd::SavedTensor::input(
-                    &{
-                        let _below = ::opforge::autograd::below_autograd();
-                        ::opforge::at::clone(self_, None)?
-                    },
+                    &::opforge::at::clone(self_, None)?,
                 ),
             ))
         }
         false => None,
+    };
+    let __fw = ::opforge::autograd::forward_ad::tangents_of(&[&*self_, other])?;
+    let __fw_self = match &__fw {
+        Some(_) => {
+            Some({
+                let _below = ::opforge::autograd::below_autograd();
+                ::opforge::at::clone(self_, None)?
+            })
+        }
+        None => None,
     };
     let out = {
         let _below = ::opforge::autograd::below_autograd();
@@ -872,6 +910,14 @@ fn __opforge_autograd_mul__Tensor(
                 })
             },
         )?;
+    }
+    if __fw.is_some() {
+        return Err(
+            ::opforge::Error::NotImplemented(
+                "Trying to use forward AD with mul_ that does not support it because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation or submit a PR adding the implementation to derivatives.yaml"
+                    .into(),
+            ),
+        );
     }
     Ok(out)
 }
@@ -1025,6 +1071,7 @@ fn __opforge_autograd_sum(
         true => Some((input_meta(&[self_]), self_.sizes())),
         false => None,
     };
+    let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
     let out = {
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::sum(self_, dtype)?
@@ -1040,6 +1087,14 @@ fn __opforge_autograd_sum(
                 })
             },
         )?;
+    }
+    if __fw.is_some() {
+        return Err(
+            ::opforge::Error::NotImplemented(
+                "Trying to use forward AD with sum that does not support it because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation or submit a PR adding the implementation to derivatives.yaml"
+                    .into(),
+            ),
+        );
     }
     Ok(out)
 }
@@ -1201,6 +1256,7 @@ fn __opforge_autograd_sum_dim_IntList(
         }
         false => None,
     };
+    let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
     let out = {
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::sum_dim_IntList(self_, dim, keepdim, dtype)?
@@ -1218,6 +1274,14 @@ fn __opforge_autograd_sum_dim_IntList(
                 })
             },
         )?;
+    }
+    if __fw.is_some() {
+        return Err(
+            ::opforge::Error::NotImplemented(
+                "Trying to use forward AD with sum that does not support it because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation or submit a PR adding the implementation to derivatives.yaml"
+                    .into(),
+            ),
+        );
     }
     Ok(out)
 }
