@@ -156,7 +156,10 @@ enum InputKind {
 }
 
 /// The kinds of a set's differentiable arguments, in order.
-fn input_kinds(schema: &FunctionSchema, set: &CheckedSet) -> std::result::Result<Vec<InputKind>, String> {
+fn input_kinds(
+    schema: &FunctionSchema,
+    set: &CheckedSet,
+) -> std::result::Result<Vec<InputKind>, String> {
     set.differentiable
         .iter()
         .map(|name| {
@@ -184,9 +187,7 @@ fn field(s: &Saved, schema: &FunctionSchema, inplace: bool) -> std::result::Resu
     let of = format_ident!("{}", arg_ident(&s.of));
     let arg = schema.arguments.all.iter().find(|a| a.name == s.of);
     let saved_tensor = quote!(::opforge::autograd::SavedTensor);
-    let is_list = arg.is_some_and(|a| {
-        param_type(a).is_ok_and(|t| show(&t) == "&[Tensor]")
-    });
+    let is_list = arg.is_some_and(|a| param_type(a).is_ok_and(|t| show(&t) == "&[Tensor]"));
     let (ty, take, output, kind) = match &s.kind {
         SavedKind::Tensor => {
             let take = if inplace && s.of == "self" {
@@ -547,7 +548,9 @@ fn kernel(
             let gathered = kinds.iter().zip(&inputs).map(|(k, p)| match k {
                 InputKind::Single => quote!(__ins.push(::core::option::Option::Some(#p));),
                 InputKind::Optional => quote!(__ins.push(#p);),
-                InputKind::List => quote!(__ins.extend(#p.iter().map(::core::option::Option::Some));),
+                InputKind::List => {
+                    quote!(__ins.extend(#p.iter().map(::core::option::Option::Some));)
+                }
             });
             let counts = kinds.iter().zip(&inputs).map(|(k, p)| match k {
                 InputKind::List => quote!(#p.len()),
@@ -782,10 +785,12 @@ impl Forward<'_> {
         for f in &forward {
             let value = match f.body {
                 Body::Expr | Body::NotImplemented => {
-                    let e = f
-                        .node_expr
-                        .as_ref()
-                        .ok_or_else(|| format!("the forward formula for `{}` has no expression", f.names.join(", ")))?;
+                    let e = f.node_expr.as_ref().ok_or_else(|| {
+                        format!(
+                            "the forward formula for `{}` has no expression",
+                            f.names.join(", ")
+                        )
+                    })?;
                     quote!(#e)
                 }
                 Body::AutoLinear => self.auto_linear()?,
@@ -826,17 +831,23 @@ impl Forward<'_> {
                 self.op
             ));
         }
-        let args = self.schema.arguments.all.iter().zip(self.params).map(|(a, p)| {
-            if let Some(k) = self.set.differentiable.iter().position(|d| d == &a.name) {
-                let t = format_ident!("{}_t", a.name);
-                match self.kinds[k] {
-                    InputKind::Optional => quote!(#t.as_ref()),
-                    _ => quote!(&#t),
+        let args = self
+            .schema
+            .arguments
+            .all
+            .iter()
+            .zip(self.params)
+            .map(|(a, p)| {
+                if let Some(k) = self.set.differentiable.iter().position(|d| d == &a.name) {
+                    let t = format_ident!("{}_t", a.name);
+                    match self.kinds[k] {
+                        InputKind::Optional => quote!(#t.as_ref()),
+                        _ => quote!(&#t),
+                    }
+                } else {
+                    quote!(#p)
                 }
-            } else {
-                quote!(#p)
-            }
-        });
+            });
         let at_fn = self.at_fn;
         Ok(quote!(::opforge::at::#at_fn(#(#args),*)))
     }
@@ -848,10 +859,15 @@ impl Forward<'_> {
         let [input] = self.set.differentiable.as_slice() else {
             return Err("auto_element_wise needs exactly one differentiable input".into());
         };
-        let Some(bw) = self.set.formulas.iter().find(|f| {
-            f.direction == Direction::Backward && f.names.iter().any(|n| n == input)
-        }) else {
-            return Err(format!("auto_element_wise: no backward formula for `{input}`"));
+        let Some(bw) = self
+            .set
+            .formulas
+            .iter()
+            .find(|f| f.direction == Direction::Backward && f.names.iter().any(|n| n == input))
+        else {
+            return Err(format!(
+                "auto_element_wise: no backward formula for `{input}`"
+            ));
         };
         let e = bw
             .node_expr
@@ -877,7 +893,9 @@ impl Forward<'_> {
                 }
                 _ => {
                     let f = field(s, self.schema, false)?;
-                    let take = f.take.ok_or_else(|| format!("`{}` cannot be taken", s.of))?;
+                    let take = f
+                        .take
+                        .ok_or_else(|| format!("`{}` cannot be taken", s.of))?;
                     quote!(let #id = #take;)
                 }
             };

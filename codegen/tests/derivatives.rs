@@ -112,10 +112,7 @@ fn mul_saves_both_tensors_and_their_dtypes() {
     // The forward formula saves nothing and reads both tangents and primals.
     let fw = &set.formulas[2];
     assert!(fw.saved.is_empty());
-    assert_eq!(
-        tokens(&fw.node_expr),
-        "other_t * self_p + self_t * other_p"
-    );
+    assert_eq!(tokens(&fw.node_expr), "other_t * self_p + self_t * other_p");
     assert_eq!(fw.tangents, ["other", "self"]);
     assert_eq!(fw.primals, ["self", "other"]);
 }

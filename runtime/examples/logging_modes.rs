@@ -1,16 +1,61 @@
-//! The notes' logging modes: `FunctionLog` (a `TorchFunctionMode`) sees the public
-//! calls, `DispatchLog` (a `TorchDispatchMode`) the operators that reach the
-//! dispatcher's `Python` key, with normalized arguments. Plus the dispatch-level
-//! `LoggingTensor`: a wrapper subclass logging the operators run on it.
+//! The notes' logging modes, on the seed's program with autograd:
+//! `a = torch.rand(10, requires_grad=True); b = a * 2; b.sum().backward()`.
+//! `FunctionLog` (a `TorchFunctionMode`) sees the public calls (`torch.rand`,
+//! `Tensor.mul`, `Tensor.sum`, `Tensor.backward` with its keyword arguments);
+//! `DispatchLog` (a `TorchDispatchMode`) the operators that reach the
+//! dispatcher's `Python` key, with normalized arguments — the forward ones and
+//! then what the backward pass runs (`ones_like` for the implicit gradient,
+//! `expand` for `sum`'s, `mul` for `mul`'s, `detach` for the leaf's `.grad`).
+//! Plus the dispatch-level `LoggingTensor`: a wrapper subclass logging the
+//! operators run on it.
 //!
 //! Run: `cargo run -p opforge --example logging_modes`.
 
+use opforge::argparse::ApiTable;
 use opforge::overrides::{
-    map_tensors, push_dispatch_mode, push_function_mode, resolve_name, Class, DispatchCall,
-    FunctionCall, Handled, TorchDispatchMode, TorchFunctionMode,
+    call_dispatch, map_tensors, push_dispatch_mode, push_function_mode, resolve_name, Class,
+    DispatchCall, FunctionCall, Handled, TorchDispatchMode, TorchFunctionMode,
 };
-use opforge::{torch, Result, Tensor};
+use opforge::{Result, Tensor, Value};
 use std::sync::{Arc, Mutex};
+
+/// A value as Python prints it in these logs: a wrapped number (the `2` of
+/// `a * 2`) as the number, lists in brackets, the rest by `Value`'s `Display`.
+fn py(v: &Value) -> String {
+    let list = |items: Vec<String>| format!("[{}]", items.join(", "));
+    match v {
+        Value::Tensor(t) if t.is_wrapped_number() => match t.item() {
+            Ok(s) => Value::from(s).to_string(),
+            Err(_) => t.to_string(),
+        },
+        Value::IntList(xs) => list(xs.iter().map(i64::to_string).collect()),
+        Value::TensorList(ts) => list(ts.iter().map(|t| py(&Value::Tensor(t.clone()))).collect()),
+        Value::List(vs) => list(vs.iter().map(py).collect()),
+        Value::MemoryFormat(m) => format!("torch.{}", format!("{m:?}").to_lowercase() + "_format"),
+        other => other.to_string(),
+    }
+}
+
+/// `(a, b)` / `(a,)`: positional arguments as the Python tuple.
+fn py_args(args: &[Value]) -> String {
+    match args {
+        [one] => format!("({},)", py(one)),
+        _ => format!("({})", args.iter().map(py).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// `{'k': v}`: keyword arguments as the Python dict (`None` for none at all
+/// where Python passes `kwargs=None`).
+fn py_kwargs(kwargs: &[(String, Value)], none_if_empty: bool) -> String {
+    if kwargs.is_empty() && none_if_empty {
+        return "None".into();
+    }
+    let items: Vec<String> = kwargs
+        .iter()
+        .map(|(k, v)| format!("'{k}': {}", py(v)))
+        .collect();
+    format!("{{{}}}", items.join(", "))
+}
 
 /// Logs every overridable call, then runs it.
 #[derive(Default)]
@@ -19,10 +64,10 @@ struct FunctionLog(Mutex<Vec<String>>);
 impl TorchFunctionMode for FunctionLog {
     fn torch_function(&self, call: &FunctionCall<'_>) -> Result<Handled> {
         self.0.lock().expect("log lock").push(format!(
-            "Function Log: {}(*{:?}, **{:?})",
+            "Function Log: {}(*{}, **{})",
             resolve_name(call.func()),
-            call.args(),
-            call.kwargs()
+            py_args(call.args()),
+            py_kwargs(call.kwargs(), true)
         ));
         call.call_func().map(Handled::Value)
     }
@@ -35,20 +80,36 @@ struct DispatchLog(Mutex<Vec<String>>);
 impl TorchDispatchMode for DispatchLog {
     fn torch_dispatch(&self, call: &DispatchCall<'_>) -> Result<Handled> {
         self.0.lock().expect("log lock").push(format!(
-            "Dispatch Log: {}(*{:?}, **{:?})",
+            "Dispatch Log: {}(*{}, **{})",
             call.func(),
-            call.args(),
-            call.kwargs()
+            py_args(call.args()),
+            py_kwargs(call.kwargs(), false)
         ));
         call.call_func().map(Handled::Value)
     }
 }
 
-/// The notes' `f`, without autograd (this runtime has none yet).
+/// The seed's `f`: `a = torch.rand(10, requires_grad=True); b = a * 2;
+/// b.sum().backward()`. `torch.rand` is called as Python calls it (a boxed
+/// API call, so `requires_grad=True` is one of its keyword arguments).
 fn f() -> Result<Tensor> {
-    let a = torch::ones(&[10])?;
-    let b = (&a * 2.0)?;
-    b.sum()
+    let rand = call_dispatch(
+        &ApiTable::builtin(),
+        "torch.rand",
+        vec![Value::Int(10)],
+        vec![("requires_grad", Value::Bool(true))],
+    )?;
+    let a = match rand.first() {
+        Some(Value::Tensor(t)) => t.clone(),
+        other => {
+            return Err(opforge::Error::Runtime(
+                format!("torch.rand gave {other:?}").into(),
+            ))
+        }
+    };
+    let b = (&a * 2)?;
+    b.sum()?.backward()?;
+    Ok(a)
 }
 
 /// A wrapper subclass that logs the operators run on it.
@@ -127,25 +188,46 @@ mod tests {
         assert_eq!(
             names,
             [
-                "Function Log: torch.ones",
+                "Function Log: torch.rand",
                 "Function Log: torch.Tensor.mul",
-                "Function Log: torch.Tensor.sum"
+                "Function Log: torch.Tensor.sum",
+                "Function Log: torch.Tensor.backward"
             ]
         );
+        assert!(log[0].contains("requires_grad"), "{}", log[0]);
+        assert!(log[1].contains("requires_grad=True"), "{}", log[1]);
+        assert!(log[2].contains("grad_fn=<MulBackward0>"), "{}", log[2]);
+        for kw in ["gradient", "retain_graph", "create_graph", "inputs"] {
+            assert!(log[3].contains(kw), "{kw} not in {}", log[3]);
+        }
+        assert!(log[3].contains("grad_fn=<SumBackward0>"), "{}", log[3]);
     }
 
     #[test]
-    fn dispatch_mode_sees_operators() {
+    fn dispatch_mode_sees_operators_and_the_backward_pass() {
         let log = dispatch_log().unwrap();
         let names: Vec<&str> = log.iter().map(|l| l.split('(').next().unwrap()).collect();
         assert_eq!(
             names,
             [
-                "Dispatch Log: aten.ones.default",
-                "Dispatch Log: aten.mul.Scalar",
-                "Dispatch Log: aten.sum.default"
+                "Dispatch Log: aten.rand.default",
+                "Dispatch Log: aten.mul.Tensor",
+                "Dispatch Log: aten.sum.default",
+                "Dispatch Log: aten.ones_like.default",
+                "Dispatch Log: aten.expand.default",
+                "Dispatch Log: aten.mul.Tensor",
+                "Dispatch Log: aten.detach.default",
             ]
         );
+        assert!(log[1].contains("requires_grad=True"), "{}", log[1]);
+        assert!(log[2].contains("grad_fn=<MulBackward0>"), "{}", log[2]);
+        assert!(log[3].contains("grad_fn=<SumBackward0>"), "{}", log[3]);
+    }
+
+    #[test]
+    fn the_gradient_of_a_times_two_is_two() {
+        let a = f().unwrap();
+        assert_eq!(a.grad().unwrap().to_vec::<f32>().unwrap(), vec![2.0; 10]);
     }
 
     #[test]
@@ -161,7 +243,7 @@ mod tests {
             vec![6.0]
         );
         let log = log.lock().unwrap();
-        assert!(log[0].starts_with("aten.mul.Scalar("), "{log:?}");
+        assert!(log[0].starts_with("aten.mul.Tensor("), "{log:?}");
         assert!(log[1].starts_with("aten.sum.default("), "{log:?}");
     }
 }

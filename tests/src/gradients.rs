@@ -128,7 +128,14 @@ pub fn run(case: &Case) -> Result<(), String> {
         (Ok(got), None) => got,
     };
     let mut verdict = Verdict::default();
-    compare_per_leaf("grad", &leaves, &grads, &expect["grads"], &inputs, &mut verdict);
+    compare_per_leaf(
+        "grad",
+        &leaves,
+        &grads,
+        &expect["grads"],
+        &inputs,
+        &mut verdict,
+    );
     if let Some(weights) = &case.grad_grad_weights {
         let grad_grads = double_backward(&leaves, &grads, weights).map_err(|e| e.to_string())?;
         compare_per_leaf(
@@ -175,7 +182,11 @@ fn make_leaves(
         if !flag("requires_grad") {
             continue;
         }
-        let id = j.get("id").and_then(Json::as_str).unwrap_or_default().to_string();
+        let id = j
+            .get("id")
+            .and_then(Json::as_str)
+            .unwrap_or_default()
+            .to_string();
         let t = inputs
             .get(&id)
             .ok_or_else(|| format!("no input {id}"))?
@@ -341,7 +352,13 @@ fn compare_per_leaf(
 ) {
     for (leaf, g) in leaves.iter().zip(got) {
         let w = &want[leaf.id.as_str()];
-        compare(&format!("{what} {}", leaf.id), g.as_ref(), w, inputs, verdict);
+        compare(
+            &format!("{what} {}", leaf.id),
+            g.as_ref(),
+            w,
+            inputs,
+            verdict,
+        );
     }
 }
 

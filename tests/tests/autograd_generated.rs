@@ -211,7 +211,12 @@ fn the_runner_reports_a_wrong_gradient() {
     data[0] = serde_json::json!(data[0].as_f64().unwrap() + 1.0);
     let cases = gradients::parse(&j.to_string()).unwrap();
     let report = gradients::replay(&cases);
-    assert_eq!((report.passed, report.failed), (0, 1), "{:?}", report.failures);
+    assert_eq!(
+        (report.passed, report.failed),
+        (0, 1),
+        "{:?}",
+        report.failures
+    );
 }
 
 /// `create_graph` records the backward pass through the generated kernels

@@ -1004,8 +1004,30 @@ fn fold_out(schema: &OpSchema, slots: &mut [Option<Value>], v: Value) {
     }
 }
 
-/// [`call_dispatch`] without the function-level override protocol.
+/// [`call_dispatch`] without the function-level override protocol. A
+/// factory's `requires_grad=True` (a binding parameter with no schema
+/// argument) marks the result afterwards, as PyTorch's bindings do.
 pub fn call_dispatch_unchecked<K: AsRef<str> + Into<String>>(
+    table: &ApiTable,
+    api: &str,
+    args: Vec<Value>,
+    kwargs: Vec<(K, Value)>,
+) -> Result<Vec<Value>, Error> {
+    let requires_grad = kwargs
+        .iter()
+        .any(|(k, v)| k.as_ref() == "requires_grad" && matches!(v, Value::Bool(true)));
+    let out = dispatch_unchecked(table, api, args, kwargs)?;
+    if requires_grad {
+        for v in &out {
+            if let Value::Tensor(t) = v {
+                t.set_requires_grad(true)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn dispatch_unchecked<K: AsRef<str> + Into<String>>(
     table: &ApiTable,
     api: &str,
     mut args: Vec<Value>,

@@ -332,13 +332,14 @@ fn make_roots(outputs: &[Tensor], grads: &[Option<Tensor>]) -> Result<Vec<(Edge,
                     ));
                 }
                 // PyTorch's implicit gradient, through the dispatcher (a
-                // dispatch-level log shows `aten.ones_like.default`).
+                // dispatch-level log shows `aten.ones_like.default` with
+                // `pin_memory=False, memory_format=torch.preserve_format`).
                 made.push(Some(crate::at::ones_like(
                     out,
                     None,
                     None,
                     None,
-                    None,
+                    Some(false),
                     Some(MemoryFormat::Preserve),
                 )?));
             }

@@ -397,7 +397,10 @@ pub fn max_min_jvp(
     other_t: &Tensor,
     max: bool,
 ) -> Result<Tensor> {
-    let mean = at::div_Scalar(&at::add_Tensor(self_t, other_t, Scalar::Int(1))?, Scalar::Int(2))?;
+    let mean = at::div_Scalar(
+        &at::add_Tensor(self_t, other_t, Scalar::Int(1))?,
+        Scalar::Int(2),
+    )?;
     let self_wins = match max {
         true => at::gt_Tensor(self_p, other_p)?,
         false => at::lt_Tensor(self_p, other_p)?,
@@ -422,7 +425,10 @@ pub fn pow_backward(grad: &Tensor, self_: &Tensor, exponent: Scalar) -> Result<T
     if exponent.to_f64() == 0.0 {
         return at::zeros_like(self_, None, None, None, None, None);
     }
-    let d = at::mul_Scalar(&at::pow_Tensor_Scalar(self_, minus_one(exponent))?, exponent)?;
+    let d = at::mul_Scalar(
+        &at::pow_Tensor_Scalar(self_, minus_one(exponent))?,
+        exponent,
+    )?;
     at::mul_Tensor(grad, &d)
 }
 
@@ -635,7 +641,13 @@ pub fn cat_tensors_backward(grad: &Tensor, sizes: &[Vec<i64>], dim: i64) -> Resu
             continue;
         }
         let len = s.get(d as usize).copied().unwrap_or(0);
-        out.push(at::slice_Tensor(grad, d, Some(offset), Some(offset + len), 1)?);
+        out.push(at::slice_Tensor(
+            grad,
+            d,
+            Some(offset),
+            Some(offset + len),
+            1,
+        )?);
         offset += len;
     }
     Ok(out)

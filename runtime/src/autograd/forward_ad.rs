@@ -83,7 +83,10 @@ impl Drop for DualLevel {
     fn drop(&mut self) {
         let tensors = REGISTERED.with(|r| std::mem::take(&mut *r.borrow_mut()));
         for t in tensors.iter().filter_map(WeakTensor::upgrade) {
-            if t.autograd_meta().and_then(|m| m.tangent(self.level)).is_some() {
+            if t.autograd_meta()
+                .and_then(|m| m.tangent(self.level))
+                .is_some()
+            {
                 t.set_tangent(None);
             }
         }
@@ -153,7 +156,10 @@ pub fn tangents_of_optional(inputs: &[Option<&Tensor>]) -> Result<Option<Vec<Opt
     };
     let found: Vec<Option<Tensor>> = inputs
         .iter()
-        .map(|t| t.and_then(|t| t.autograd_meta()).and_then(|m| m.tangent(level)))
+        .map(|t| {
+            t.and_then(|t| t.autograd_meta())
+                .and_then(|m| m.tangent(level))
+        })
         .collect();
     if found.iter().all(Option::is_none) {
         return Ok(None);

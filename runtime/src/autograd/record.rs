@@ -117,10 +117,7 @@ impl Recording {
             return None;
         }
         Some(Recording {
-            edges: inputs
-                .iter()
-                .map(|t| t.and_then(gradient_edge))
-                .collect(),
+            edges: inputs.iter().map(|t| t.and_then(gradient_edge)).collect(),
         })
     }
 

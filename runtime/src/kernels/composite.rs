@@ -46,7 +46,11 @@ pub fn sgn(self_: &Tensor) -> Result<Tensor> {
 /// `threshold_backward`: `grad_output` where `self > threshold`, 0 elsewhere
 /// (relu's gradient, 0 at the threshold itself).
 #[kernel(CompositeExplicitAutograd)]
-pub fn threshold_backward(grad_output: &Tensor, self_: &Tensor, threshold: Scalar) -> Result<Tensor> {
+pub fn threshold_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    threshold: Scalar,
+) -> Result<Tensor> {
     let zero = ops::zeros_like(grad_output, None, None, None, None, None)?;
     ops::where_self(&ops::gt_Scalar(self_, threshold)?, grad_output, &zero)
 }

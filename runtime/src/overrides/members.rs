@@ -109,7 +109,7 @@ members! {
     LAYOUT = "layout", true, false, ["self"], |a, _| { this(a)?; Ok(Value::Layout(Layout::Strided)) };
     IS_META = "is_meta", true, false, ["self"], |a, _| Ok(Value::Bool(this(a)?.device() == Device::Meta));
     T = "T", true, false, ["self"], |a, _| reversed(this(a)?).map(Value::Tensor);
-    GRAD = "grad", true, true, ["self"], |a, _| { this(a)?; Ok(Value::None) };
+    GRAD = "grad", true, true, ["self"], |a, _| Ok(this(a)?.grad().map_or(Value::None, Value::Tensor));
     LEN = "__len__", false, false, ["self"], |a, _| len(this(a)?).map(Value::Int);
     REPR = "__repr__", false, false, ["self", "*", "tensor_contents=None"], |a, _| Ok(Value::Str(this(a)?.to_string()));
     BOOL = "__bool__", false, false, ["self"], |a, _| item(this(a)?).map(|s| Value::Bool(s.to_bool()));
@@ -118,6 +118,26 @@ members! {
         let t = this(a)?;
         let index = index_list(arg(a, k, 1, "indices")?)?;
         apply_index(t, &index).map(Value::Tensor)
+    };
+    BACKWARD = "backward", false, true, ["self", "gradient=None", "retain_graph=None", "create_graph=False", "inputs=None"], |a, k| {
+        let t = this(a)?;
+        let opt = |i: usize, name: &str| a.get(i).or_else(|| k.iter().find(|(n, _)| n == name).map(|(_, v)| v));
+        let gradient = match opt(1, "gradient") {
+            Some(Value::Tensor(g)) => Some(g.clone()),
+            _ => None,
+        };
+        let retain_graph = match opt(2, "retain_graph") {
+            Some(Value::Bool(b)) => Some(*b),
+            _ => None,
+        };
+        let create_graph = matches!(opt(3, "create_graph"), Some(Value::Bool(true)));
+        let inputs: Option<Vec<Tensor>> = match opt(4, "inputs") {
+            Some(Value::Tensor(x)) => Some(vec![x.clone()]),
+            Some(Value::TensorList(xs)) => Some(xs.to_vec()),
+            _ => None,
+        };
+        crate::autograd::backward(std::slice::from_ref(t), &[gradient], retain_graph, create_graph, inputs.as_deref())
+            .map(|()| Value::None)
     };
     SETITEM = "__setitem__", false, false, ["self", "indices", "val"], |a, k| {
         let t = this(a)?;

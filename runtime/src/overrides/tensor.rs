@@ -159,10 +159,76 @@ impl Tensor {
         get_t, T, Tensor, members::reversed
     );
     property!(
-        /// `t.grad` through the protocol (`None`: this runtime has no autograd yet);
-        /// subclasses' default handler returns it unconverted.
-        get_grad, GRAD, Option<Tensor>, |_| Ok(None)
+        /// `t.grad` through the protocol (the accumulated gradient, `None` if
+        /// there is none); subclasses' default handler returns it unconverted.
+        get_grad, GRAD, Option<Tensor>, |t| Ok(t.grad())
     );
+
+    /// `t.backward()` through the protocol (`Tensor.backward`, PyTorch's
+    /// `torch/_tensor.py` method: handlers and function modes see it, with
+    /// its keyword arguments `gradient`, `retain_graph`, `create_graph`,
+    /// `inputs`), then the engine ([`crate::autograd::backward`]). For a
+    /// one-element tensor the gradient is implicitly 1.
+    ///
+    /// ```
+    /// use opforge::{at, Tensor};
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+    /// x.set_requires_grad(true)?;
+    /// at::sum(&(&x * &x)?, None)?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![2.0, 4.0]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn backward(&self) -> Result<()> {
+        self.backward_with(None, None, false, None)
+    }
+
+    /// [`Tensor::backward`] with PyTorch's arguments.
+    pub fn backward_with(
+        &self,
+        gradient: Option<&Tensor>,
+        retain_graph: Option<bool>,
+        create_graph: bool,
+        inputs: Option<&[Tensor]>,
+    ) -> Result<()> {
+        let run = || {
+            crate::autograd::backward(
+                std::slice::from_ref(self),
+                &[gradient.cloned()],
+                retain_graph,
+                create_graph,
+                inputs,
+            )
+        };
+        if self.is_plain() && gradient.is_none_or(Tensor::is_plain) && !function_modes_active() {
+            return run();
+        }
+        let boxed = || {
+            let kwargs: Kwargs = vec![
+                (
+                    "gradient".into(),
+                    gradient.map_or(Value::None, |g| Value::Tensor(g.clone())),
+                ),
+                (
+                    "retain_graph".into(),
+                    retain_graph.map_or(Value::None, Value::Bool),
+                ),
+                ("create_graph".into(), Value::Bool(create_graph)),
+                (
+                    "inputs".into(),
+                    inputs.map_or(Value::None, |i| Value::TensorList(i.to_vec())),
+                ),
+            ];
+            (vec![ToValue::to_value(&self)], kwargs)
+        };
+        let me = self;
+        typed_member(
+            &MEMBERS[members::BACKWARD],
+            &[&(me,)],
+            &boxed,
+            &run,
+            &|| me.backward_with(gradient, retain_graph, create_graph, inputs),
+        )
+    }
     property!(
         /// `len(t)` through the protocol (`Tensor.__len__`): the size of dimension 0.
         len_, LEN, i64, members::len
