@@ -285,6 +285,10 @@ fn member_calls() -> Vec<(&'static str, &'static str, MemberCall)> {
         ("get_grad", "torch.Tensor.grad.__get__", |d, _| {
             ok(d.get_grad())
         }),
+        ("backward", "torch.Tensor.backward", |d, _| ok(d.backward())),
+        ("backward_with", "torch.Tensor.backward", |d, p| {
+            ok(d.backward_with(Some(p), Some(true), false, None))
+        }),
         ("len_", "torch.Tensor.__len__", |d, _| ok(d.len_())),
         ("repr", "torch.Tensor.__repr__", |d, _| ok(d.repr())),
         ("to_bool", "torch.Tensor.__bool__", |d, _| ok(d.to_bool())),

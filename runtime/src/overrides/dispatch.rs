@@ -32,7 +32,7 @@ use std::sync::{Arc, OnceLock};
 ///     let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
 ///     let _ = (&a * 2.0).unwrap().sum().unwrap();
 /// }
-/// assert_eq!(*log.0.lock().unwrap(), ["aten.mul.Scalar", "aten.sum.default"]);
+/// assert_eq!(*log.0.lock().unwrap(), ["aten.mul.Tensor", "aten.sum.default"]);
 /// ```
 pub trait TorchDispatchMode: Send + Sync + 'static {
     /// The handler; inside it this mode is off.

@@ -27,6 +27,13 @@
 //!   gives the median time per call and, as `+N`, what the protocol adds: the
 //!   median over rounds of the difference to the plain call's batch of the same
 //!   round.
+//! - autograd (issue 21 §7): `autograd_record_ns`, the typed `add` on inputs
+//!   that require grad minus the same call on inputs that do not (paired per
+//!   round, as the protocol figures); `backward_ns`, `add`, `sum`, then
+//!   `backward()` end to end on 1-element leaves. The same two figures of
+//!   PyTorch on this machine (one thread) are measured in the same run when a
+//!   Python with torch is found (`OPFORGE_TORCH_PYTHON`, else
+//!   `/work/venv-torch/bin/python`, else `python3`): `pytorch_*` lines.
 
 use opforge::dispatch::dispatcher;
 use opforge::{Scalar, Tensor, Value};
@@ -152,7 +159,97 @@ fn main() {
         println!("{name}: {ns:.1}");
     }
     overrides(&a, &b);
+    autograd(&a, &b);
     resolve_only();
+}
+
+/// The autograd figures (see the module docs), then PyTorch's.
+fn autograd(a: &Tensor, b: &Tensor) {
+    let one = Scalar::Int(1);
+    let (ga, gb) = (a.detach().expect("detach"), b.detach().expect("detach"));
+    ga.set_requires_grad(true).expect("float");
+    gb.set_requires_grad(true).expect("float");
+    let add = |x: &Tensor, y: &Tensor| {
+        black_box(opforge::ops::add_Tensor(black_box(x), black_box(y), one).expect("add"));
+    };
+    let mut benches: Vec<Batch<'_>> = vec![
+        (
+            "typed_call_ns",
+            Box::new(|n| (0..n).for_each(|_| add(a, b))),
+        ),
+        (
+            "autograd_record_ns",
+            Box::new(|n| (0..n).for_each(|_| add(&ga, &gb))),
+        ),
+    ];
+    let samples = interleaved_samples(&mut benches, 3 * ROUNDS);
+    let added = median(
+        samples[1]
+            .iter()
+            .zip(&samples[0])
+            .map(|(x, b)| x - b)
+            .collect(),
+    );
+    println!(
+        "autograd_record_ns: +{added:.1} (add on inputs that require grad {:.1}, typed_call_ns {:.1})",
+        median(samples[1].clone()),
+        median(samples[0].clone())
+    );
+    let mut backward = || {
+        let c = opforge::ops::add_Tensor(&ga, &gb, one).expect("add");
+        let s = opforge::ops::sum(&c, None).expect("sum");
+        s.backward().expect("backward");
+    };
+    let mut benches: [(&str, &mut dyn FnMut()); 1] = [("backward_ns", &mut backward)];
+    let figures = interleaved(&mut benches);
+    println!("backward_ns: {:.1}", figures[0]);
+    pytorch_autograd();
+}
+
+/// PyTorch's `autograd_record_ns` and `backward_ns`, measured now the same
+/// way (interleaved batches, medians), by the Python that has torch.
+fn pytorch_autograd() {
+    const SCRIPT: &str = r#"
+import time, torch
+torch.set_num_threads(1)
+a = torch.tensor([1.5]); b = torch.tensor([2.25])
+ga = a.clone().requires_grad_(); gb = b.clone().requires_grad_()
+def plain(n):
+    for _ in range(n): torch.add(a, b)
+def record(n):
+    for _ in range(n): torch.add(ga, gb)
+def backward(n):
+    for _ in range(n): torch.add(ga, gb).sum().backward()
+def batch(f, n):
+    t = time.perf_counter_ns(); f(n); return (time.perf_counter_ns() - t) / n
+n = 2000
+for f in (plain, record, backward): f(n)
+diffs, backs = [], []
+for _ in range(31):
+    p = batch(plain, n); r = batch(record, n); diffs.append(r - p); backs.append(batch(backward, n))
+med = lambda xs: sorted(xs)[len(xs) // 2]
+print(f"pytorch_autograd_record_ns: +{med(diffs):.1}")
+print(f"pytorch_backward_ns: {med(backs):.1}")
+"#;
+    let candidates = [
+        std::env::var("OPFORGE_TORCH_PYTHON").ok(),
+        Some("/work/venv-torch/bin/python".to_string()),
+        Some("python3".to_string()),
+    ];
+    for python in candidates.into_iter().flatten() {
+        let Ok(out) = std::process::Command::new(&python)
+            .args(["-W", "ignore", "-c", SCRIPT])
+            .output()
+        else {
+            continue;
+        };
+        if out.status.success() {
+            print!("{}", String::from_utf8_lossy(&out.stdout));
+            return;
+        }
+    }
+    println!("pytorch_autograd_record_ns: n/a (no Python with torch)");
+    println!("pytorch_backward_ns: n/a (no Python with torch)");
 }
 
 /// The override-protocol figures, timed interleaved with `typed_call_ns` again.
