@@ -51,6 +51,14 @@ pub enum Error {
     /// kernel has no loop for), like PyTorch's `NotImplementedError`.
     #[error("{0}")]
     NotImplemented(Message),
+    /// A failed [`crate::autograd::gradcheck`] or
+    /// [`crate::autograd::gradgradcheck`] (a Jacobian mismatch, a backward
+    /// that is not reentrant, …), worded like PyTorch's
+    /// `torch.autograd.gradcheck.GradcheckError` (a `RuntimeError`), which
+    /// Python prints as `GradcheckError: <message>`. With
+    /// `raise_exception: false` these checks return `Ok(false)` instead.
+    #[error("{0}")]
+    Gradcheck(Message),
 }
 
 impl Error {
@@ -63,6 +71,7 @@ impl Error {
             // PyTorch raises "Could not run '...' with arguments from the '...'
             // backend" as a NotImplementedError.
             Error::NotImplemented(_) | Error::NoKernel(_) => "NotImplementedError",
+            Error::Gradcheck(_) => "GradcheckError",
             _ => "RuntimeError",
         }
     }

@@ -23,6 +23,9 @@
 //!   [`forward_ad::make_dual`], [`forward_ad::unpack_dual`]); the generated
 //!   kernels propagate tangents through the forward formulas.
 //! - [`functional`]: [`functional::jvp`] on top of forward mode.
+//! - [`gradcheck`](mod@gradcheck): [`gradcheck()`] and [`gradgradcheck`]
+//!   (PyTorch's `torch.autograd.gradcheck`), finite differences against the
+//!   engine's gradients.
 //! - [`methods`]: [`TensorAutograd`] (`t.backward()`, `retain_grad`,
 //!   `register_hook`, `detach`).
 
@@ -31,6 +34,7 @@ pub mod formulas;
 pub mod forward_ad;
 pub mod functional;
 mod generated;
+pub mod gradcheck;
 pub mod methods;
 pub mod mode;
 pub mod node;
@@ -38,6 +42,7 @@ pub mod record;
 pub mod saved;
 
 pub use engine::{backward, grad};
+pub use gradcheck::{gradcheck, gradgradcheck, GradcheckOptions, GradgradcheckOptions};
 pub use methods::TensorAutograd;
 pub use mode::{
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
