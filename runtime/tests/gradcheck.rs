@@ -52,9 +52,9 @@ fn operators_pass() {
     let mul = |xs: &[Tensor]| Ok(vec![at::mul_Tensor(&xs[0], &xs[1])?]);
     assert!(gradcheck(mul, &[a.clone(), b.clone()], &o).unwrap());
     let sin = |xs: &[Tensor]| Ok(vec![at::sin(&xs[0])?]);
-    assert!(gradcheck(sin, &[a.clone()], &o).unwrap());
+    assert!(gradcheck(sin, std::slice::from_ref(&a), &o).unwrap());
     let sum = |xs: &[Tensor]| Ok(vec![at::sum(&xs[0], None)?]);
-    assert!(gradcheck(sum, &[a.clone()], &o).unwrap());
+    assert!(gradcheck(sum, std::slice::from_ref(&a), &o).unwrap());
     let mm = |xs: &[Tensor]| Ok(vec![at::mm(&xs[0], &xs[1])?]);
     assert!(gradcheck(mm, &[a.clone(), m.clone()], &o).unwrap());
     // An input that does not require grad is not differentiated.
@@ -67,7 +67,7 @@ fn operators_pass() {
 #[test]
 fn a_wrong_gradient_fails_with_pytorchs_message() {
     let x = leaf(&[1.0, 2.0], &[2]);
-    let e = gradcheck(wrong, &[x.clone()], &defaults()).unwrap_err();
+    let e = gradcheck(wrong, std::slice::from_ref(&x), &defaults()).unwrap_err();
     assert!(matches!(e, Error::Gradcheck(_)), "{e:?}");
     assert_eq!(e.python_class(), "GradcheckError");
     let msg = e.to_string();
@@ -81,8 +81,13 @@ fn a_wrong_gradient_fails_with_pytorchs_message() {
     assert!(msg.ends_with('\n'), "{msg}");
     // Without raising: Ok(false).
     let quiet = defaults().raise_exception(false);
-    assert!(!gradcheck(wrong, &[x.clone()], &quiet).unwrap());
-    assert!(!gradcheck(wrong, &[x.clone()], &quiet.clone().fast_mode(true)).unwrap());
+    assert!(!gradcheck(wrong, std::slice::from_ref(&x), &quiet).unwrap());
+    assert!(!gradcheck(
+        wrong,
+        std::slice::from_ref(&x),
+        &quiet.clone().fast_mode(true)
+    )
+    .unwrap());
     // Fast mode's message adds the slow-mode Jacobians.
     let e = gradcheck(wrong, &[x], &defaults().fast_mode(true)).unwrap_err();
     let msg = e.to_string();
@@ -99,9 +104,14 @@ fn a_wrong_gradient_fails_with_pytorchs_message() {
 #[test]
 fn gradgradcheck_of_a_cube() {
     let x = leaf(&[0.5, -1.25, 2.0], &[3]);
-    assert!(gradgradcheck(cube, &[x.clone()], &GradgradcheckOptions::default()).unwrap());
+    assert!(gradgradcheck(
+        cube,
+        std::slice::from_ref(&x),
+        &GradgradcheckOptions::default()
+    )
+    .unwrap());
     let o = GradgradcheckOptions::default().gen_non_contig_grad_outputs(true);
-    assert!(gradgradcheck(cube, &[x.clone()], &o).unwrap());
+    assert!(gradgradcheck(cube, std::slice::from_ref(&x), &o).unwrap());
     let go = leaf(&[1.0, -0.5, 0.25], &[3]);
     let o = GradgradcheckOptions::default().grad_outputs(Some(vec![go]));
     assert!(gradgradcheck(cube, &[x], &o).unwrap());
@@ -134,7 +144,7 @@ fn a_backward_that_is_not_reentrant_fails() {
 fn outputs_that_do_not_require_grad() {
     let x = leaf(&[1.0, 2.0], &[2]);
     let detached = |xs: &[Tensor]| Ok(vec![at::mul_Tensor(&xs[0], &xs[0])?.detach()?]);
-    let e = gradcheck(detached, &[x.clone()], &defaults()).unwrap_err();
+    let e = gradcheck(detached, std::slice::from_ref(&x), &defaults()).unwrap_err();
     assert_eq!(
         e.to_string(),
         "Numerical gradient for function expected to be zero"
@@ -164,20 +174,25 @@ fn bad_inputs_and_unsupported_options() {
             "check_batched_forward_grad",
         ),
     ] {
-        let e = gradcheck(cube, &[x.clone()], &opts).unwrap_err();
+        let e = gradcheck(cube, std::slice::from_ref(&x), &opts).unwrap_err();
         assert!(matches!(e, Error::NotImplemented(_)), "{e:?}");
         assert!(e.to_string().contains(name), "{e}");
         // Not a failed check: raise_exception(false) still returns the error.
-        assert!(gradcheck(cube, &[x.clone()], &opts.raise_exception(false)).is_err());
+        assert!(gradcheck(cube, std::slice::from_ref(&x), &opts.raise_exception(false)).is_err());
     }
-    let e = gradcheck(cube, &[x.clone()], &defaults().check_backward_ad(false)).unwrap_err();
+    let e = gradcheck(
+        cube,
+        std::slice::from_ref(&x),
+        &defaults().check_backward_ad(false),
+    )
+    .unwrap_err();
     assert!(
         e.to_string()
             .contains("check_forward_ad or check_backward_ad"),
         "{e}"
     );
     let o = GradgradcheckOptions::default().check_fwd_over_rev(true);
-    let e = gradgradcheck(cube, &[x.clone()], &o).unwrap_err();
+    let e = gradgradcheck(cube, std::slice::from_ref(&x), &o).unwrap_err();
     assert!(e.to_string().contains("check_fwd_over_rev"), "{e}");
     let o = GradgradcheckOptions::default().check_batched_grad(true);
     let e = gradgradcheck(cube, &[x], &o).unwrap_err();

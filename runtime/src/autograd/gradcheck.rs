@@ -428,6 +428,14 @@ If the test
 const UNDEFINED_NOTE: &str =
     "Please look at \"Notes about undefined output gradients\" in \"tools/autograd/derivatives.yaml\"";
 
+/// One result of the function: shape, dtype, values.
+type OutputValues = (Vec<usize>, DType, Vec<f64>);
+
+/// A vector-Jacobian product's rows (one per input that requires grad,
+/// `None` for an unused one), whether their sizes and their dtypes are the
+/// inputs'.
+type Vjp = (Vec<Option<Vec<f64>>>, bool, bool);
+
 /// What one check run works on.
 struct Check<'a, F> {
     f: &'a F,
@@ -451,7 +459,7 @@ where
 
     /// Calls the function on `args`, keeping the results' shapes, dtypes and
     /// values.
-    fn call_values(&self, args: &[Tensor]) -> Result<Vec<(Vec<usize>, DType, Vec<f64>)>> {
+    fn call_values(&self, args: &[Tensor]) -> Result<Vec<OutputValues>> {
         (self.f)(args)?
             .iter()
             .map(|o| Ok((o.shape(), o.dtype(), values(o)?)))
@@ -550,11 +558,7 @@ where
 
     /// `autograd::grad(output, diff inputs, grad_output)`'s values, checked
     /// for size and dtype: `(rows per input, sizes ok, types ok)`.
-    fn vjp(
-        &self,
-        output: &Tensor,
-        grad_output: Tensor,
-    ) -> Result<(Vec<Option<Vec<f64>>>, bool, bool)> {
+    fn vjp(&self, output: &Tensor, grad_output: Tensor) -> Result<Vjp> {
         let diff = self.diff_inputs();
         let got = grad(
             std::slice::from_ref(output),
