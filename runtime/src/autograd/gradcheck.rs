@@ -837,7 +837,8 @@ where
                 .collect();
             let got = match grad(&outputs, &diff, &zeros, None, false, true) {
                 Ok(g) => g,
-                Err(Error::Runtime(_)) => {
+                // PyTorch catches `RuntimeError` (NotImplementedError is one).
+                Err(Error::Runtime(_) | Error::NotImplemented(_) | Error::NoKernel(_)) => {
                     warn_bc_breaking();
                     return Err(fail(format!(
                         "Expected backward function to handle undefined output grads. {UNDEFINED_NOTE}"

@@ -18,7 +18,8 @@
 //! bounds with inputs away from them). An argument written in place (`copy_`'s
 //! `self`) is cloned inside the checked function, so the leaf is not written.
 //!
-//! `gradgradcheck` runs on every operator except those listed in
+//! Each operator gets `gradcheck` in slow mode and in fast mode, and
+//! `gradgradcheck` (slow mode). `gradgradcheck` runs on every operator except those listed in
 //! [`NOT_TWICE`] with the reason; an operator whose backward is not itself
 //! differentiable here shows as a gradgradcheck failure.
 
@@ -378,6 +379,10 @@ fn main() -> ExitCode {
             gradcheck(&f, &inputs, &GradcheckOptions::default())
         }));
         report(format!("{} gradcheck", op.name), outcome(once));
+        let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            gradcheck(&f, &inputs, &GradcheckOptions::default().fast_mode(true))
+        }));
+        report(format!("{} gradcheck fast_mode", op.name), outcome(fast));
         if let Some((_, why)) = NOT_TWICE.iter().find(|(n, _)| *n == op.name) {
             println!("skip {} gradgradcheck: {why}", op.name);
             continue;
