@@ -51,8 +51,8 @@ pub enum Error {
     /// kernel has no loop for), like PyTorch's `NotImplementedError`.
     #[error("{0}")]
     NotImplemented(Message),
-    /// A failed [`crate::autograd::gradcheck`] or
-    /// [`crate::autograd::gradgradcheck`] (a Jacobian mismatch, a backward
+    /// A failed [`crate::autograd::gradcheck()`] or
+    /// [`crate::autograd::gradgradcheck()`] (a Jacobian mismatch, a backward
     /// that is not reentrant, …), worded like PyTorch's
     /// `torch.autograd.gradcheck.GradcheckError` (a `RuntimeError`), which
     /// Python prints as `GradcheckError: <message>`. With
