@@ -6,10 +6,13 @@
 //! - [`gradients`]: replaying recorded gradients (`grad_calls.jsonl`: reverse
 //!   mode, double backward, forward mode, errors; used by the `gradients`
 //!   binary and the `autograd_generated` test).
+//! - [`gradchecks`]: `gradcheck` / `gradgradcheck` on every operator of
+//!   `runtime/derivatives.yaml` (the `gradchecks` binary and a test).
 //! - [`conformance`]: replaying the recorded argument-parsing corpora
 //!   (`ops_calls.jsonl`, `api_calls.jsonl`) and comparing normalized arguments.
 
 pub mod conformance;
+pub mod gradchecks;
 pub mod gradients;
 pub mod numeric;
 

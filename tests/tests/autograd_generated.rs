@@ -86,6 +86,28 @@ fn nodes_are_named_as_pytorch_names_them() {
     assert_eq!(name(&at::t(&a).unwrap()), "TBackward0");
     assert_eq!(name(&at::relu(&a).unwrap()), "ReluBackward0");
     assert_eq!(name(&at::unsqueeze(&a, 0).unwrap()), "UnsqueezeBackward0");
+    // Recorded with PyTorch 2.15 (`clamp.Tensor` precedes `clamp` in its file).
+    let bound = t64(&[1.5], &[1]);
+    let two = Scalar::Float(2.0);
+    for (t, want) in [
+        (at::clamp(&a, Some(two), None), "ClampBackward1"),
+        (at::clamp_Tensor(&a, Some(&bound), None), "ClampBackward0"),
+        (at::cat(&[a.clone(), b.clone()], 0), "CatBackward0"),
+        (at::stack(&[a.clone(), b.clone()], 0), "StackBackward0"),
+        (at::pow_Tensor_Scalar(&a, two), "PowBackward0"),
+        (at::pow_Tensor_Tensor(&a, &b), "PowBackward1"),
+        (at::prod(&a, None), "ProdBackward0"),
+        (at::prod_dim_int(&a, 0, false, None), "ProdBackward1"),
+        (at::maximum(&a, &b), "MaximumBackward0"),
+        (at::div_Tensor_mode(&a, &b, Some("floor")), "DivBackward2"),
+        (at::sgn(&a), "SgnBackward0"),
+        (
+            at::threshold_backward(&a, &b, two),
+            "ThresholdBackwardBackward0",
+        ),
+    ] {
+        assert_eq!(name(&t.unwrap()), want);
+    }
     // Nothing requires grad: no history, and a plain result.
     let p = t64(&[1.0], &[1]);
     assert!(at::mul_Tensor(&p, &p).unwrap().grad_fn().is_none());
@@ -234,4 +256,23 @@ fn double_backward_goes_through_the_generated_kernels() {
     let gs = at::sum(&g, None).unwrap();
     let gg = autograd::grad(&[gs], &[x], &[None], None, false, false).unwrap();
     assert_eq!(values(gg[0].as_ref().unwrap()), vec![6.0, -12.0, 3.0]);
+}
+
+/// gradcheck (slow and fast mode, with forward AD) and gradgradcheck on every
+/// operator of runtime/derivatives.yaml, float64 (about a second in debug;
+/// `cargo run --release -p opforge-tests --bin gradchecks` prints each).
+#[test]
+fn every_formula_passes_gradcheck_and_gradgradcheck() {
+    let checks = opforge_tests::gradchecks::run(&[]);
+    assert!(checks.len() >= 150, "only {} checks", checks.len());
+    let failures: Vec<String> = checks
+        .iter()
+        .filter_map(|c| {
+            c.outcome
+                .as_ref()
+                .err()
+                .map(|e| format!("{}: {e}", c.label))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

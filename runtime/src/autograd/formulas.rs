@@ -198,34 +198,72 @@ pub fn unsqueeze_to(grad: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
     }
 }
 
-/// Zeros of `sizes` with `grad` written into the view `view` makes of them
-/// (PyTorch's `select_backward`, `slice_backward`).
-fn into_zeros(
+/// `grad` placed along `dim` of a tensor of `sizes` at `len` positions from
+/// `start` with stride `step`, zeros elsewhere: zeros and `grad` concatenated
+/// for a step of 1, otherwise the one-hot product of
+/// [`index_select_backward`]. Built from differentiable operators (`cat`,
+/// `mm`), so the gradient keeps its history under `create_graph` (PyTorch
+/// writes into zeros and rebases with `CopySlices`).
+fn place_along(
     grad: &Tensor,
     sizes: &[i64],
-    view: impl FnOnce(&Tensor) -> Result<Tensor>,
+    dim: i64,
+    start: i64,
+    len: i64,
+    step: i64,
 ) -> Result<Tensor> {
-    let z = at::zeros(sizes, Some(grad.dtype()), None, None, None)?;
-    let mut v = view(&z)?;
-    at::copy_(&mut v, grad, false)?;
-    Ok(z)
+    let d = wrap_dim(dim, sizes.len()) as usize;
+    let m = sizes[d];
+    if step == 1 {
+        let zeros = |n: i64| {
+            let mut shape = sizes.to_vec();
+            shape[d] = n;
+            at::zeros(&shape, Some(grad.dtype()), None, None, None)
+        };
+        let before = zeros(start)?;
+        let after = zeros(m - start - len)?;
+        return at::cat(&[before, grad.clone(), after], d as i64);
+    }
+    let index = at::arange_start_step(
+        Scalar::Int(start),
+        Scalar::Int(start + len * step),
+        Scalar::Int(step),
+        Some(DType::Int64),
+        None,
+        None,
+        None,
+    )?;
+    index_select_backward(grad, sizes, d as i64, &index)
 }
 
-/// PyTorch's `select_backward`.
+/// PyTorch's `select_backward`: `grad` at `index` along `dim`, zeros
+/// elsewhere.
 pub fn select_backward(grad: &Tensor, sizes: &[i64], dim: i64, index: i64) -> Result<Tensor> {
-    into_zeros(grad, sizes, |z| at::select_int(z, dim, index))
+    let d = wrap_dim(dim, sizes.len());
+    let m = sizes[d as usize];
+    let i = if index < 0 { index + m } else { index };
+    place_along(&at::unsqueeze(grad, d)?, sizes, d, i, 1, 1)
 }
 
-/// PyTorch's `slice_backward_wrapper`.
+/// PyTorch's `slice_backward_wrapper`: `grad` at the sliced positions,
+/// zeros elsewhere (`start` / `end` clamped as slicing clamps them).
 pub fn slice_backward(
     grad: &Tensor,
     sizes: &[i64],
     dim: i64,
     start: Option<i64>,
-    end: Option<i64>,
+    _end: Option<i64>,
     step: i64,
 ) -> Result<Tensor> {
-    into_zeros(grad, sizes, |z| at::slice_Tensor(z, dim, start, end, step))
+    let d = wrap_dim(dim, sizes.len());
+    let m = sizes[d as usize];
+    let clamp = |x: i64| {
+        let x = if x < 0 { x + m } else { x };
+        x.clamp(0, m)
+    };
+    let start = clamp(start.unwrap_or(0));
+    let len = grad.shape().get(d as usize).map_or(0, |&l| l as i64);
+    place_along(grad, sizes, d, start, len, step.max(1))
 }
 
 /// `grad` where `self` is strictly inside `(min, max)`, 0 elsewhere (PyTorch
@@ -660,4 +698,29 @@ pub fn stack_tensors_backward(grad: &Tensor, dim: i64, sizes: &[Vec<i64>]) -> Re
     (0..sizes.len() as i64)
         .map(|i| at::select_int(grad, d, i))
         .collect()
+}
+
+/// `self_t` at the positions `indices` selected along `dim` (PyTorch's
+/// `gather_with_keepdimed_indices`: the forward formula of `max.dim` /
+/// `min.dim`), as the sum along `dim` of `self_t` masked to the selected
+/// position.
+pub fn gather_with_keepdimed_indices(
+    self_t: &Tensor,
+    dim: i64,
+    indices: &Tensor,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let n = self_t.dim();
+    if n == 0 {
+        return Ok(self_t.clone());
+    }
+    let d = wrap_dim(dim, n);
+    let idx = match keepdim {
+        true => indices.clone(),
+        false => at::unsqueeze(indices, d)?,
+    };
+    let len = self_t.shape()[d as usize] as i64;
+    let mask = at::eq_Tensor(&idx, &arange_along(len, d, n)?)?;
+    let picked = at::where_self(&mask, self_t, &zero(self_t)?)?;
+    at::sum_dim_IntList(&picked, Some(&[d]), keepdim, None)
 }

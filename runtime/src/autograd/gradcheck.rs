@@ -25,6 +25,12 @@
 //! undefined-gradient check passes zero tensors where PyTorch passes
 //! undefined ones.
 //!
+//! With `check_forward_ad`, the Jacobians (slow mode) or `v^T J u` (fast
+//! mode) are computed by forward mode too ([`super::forward_ad`]: one
+//! Jacobian-vector product per input element, or per input along `u`) and
+//! compared with the numerical ones, with PyTorch's "Jacobian computed with
+//! forward mode mismatch" message.
+//!
 //! A failed check is an [`Error::Gradcheck`] (PyTorch's `GradcheckError`)
 //! with PyTorch's message, or `Ok(false)` with `raise_exception: false`.
 //! Errors of another kind (the function failing, an unsupported option) are
@@ -44,9 +50,8 @@ use std::sync::Mutex;
 /// Not supported yet (setting them to `true` makes [`gradcheck`] return an
 /// [`Error::NotImplemented`] naming the option; they are never ignored):
 /// `check_batched_grad` and `check_batched_forward_grad` (they need `vmap`,
-/// which this runtime does not have), `check_forward_ad` (forward-mode AD is
-/// not built yet), and `masked: Some(true)` (it concerns sparse tensors,
-/// which this runtime does not have).
+/// which this runtime does not have), and `masked: Some(true)` (it concerns
+/// sparse tensors, which this runtime does not have).
 #[derive(Clone, Debug, PartialEq)]
 pub struct GradcheckOptions {
     /// Perturbation of the finite differences (1e-6).
@@ -136,7 +141,7 @@ impl GradcheckOptions {
         check_batched_grad: bool;
         /// Sets `check_batched_forward_grad` (`true` is not supported yet).
         check_batched_forward_grad: bool;
-        /// Sets `check_forward_ad` (`true` is not supported yet).
+        /// Sets `check_forward_ad`.
         check_forward_ad: bool;
         /// Sets `check_backward_ad`.
         check_backward_ad: bool;
@@ -182,9 +187,6 @@ impl GradcheckOptions {
                 "check_batched_forward_grad",
                 "batched gradients need vmap, which opforge does not have",
             );
-        }
-        if self.check_forward_ad {
-            return unsupported("check_forward_ad", "forward-mode AD is not built yet");
         }
         if self.masked == Some(true) {
             return unsupported(
@@ -388,6 +390,14 @@ fn allclose(a: &[f64], n: &[f64], rtol: f64, atol: f64) -> bool {
     })
 }
 
+/// PyTorch's message for a forward-mode Jacobian that differs from the
+/// numerical one.
+fn forward_notallclose_msg(a: &str, n: &str, output: usize, input: usize) -> String {
+    format!(
+        "Jacobian computed with forward mode mismatch for output {output} with respect to input {input},\nnumerical:{n}\nanalytical:{a}\n"
+    )
+}
+
 fn notallclose_msg(a: &str, n: &str, output: usize, input: usize) -> String {
     format!(
         "Jacobian mismatch for output {output} with respect to input {input},\nnumerical:{n}\nanalytical:{a}\n"
@@ -447,6 +457,8 @@ struct Check<'a, F> {
     atol: f64,
     nondet_tol: f64,
     check_grad_dtypes: bool,
+    check_backward_ad: bool,
+    check_forward_ad: bool,
 }
 
 impl<F> Check<'_, F>
@@ -669,18 +681,73 @@ where
         if outputs.is_empty() {
             return no_differentiable_outputs(&numerical);
         }
-        for (i, &o) in outputs.iter().enumerate() {
-            let analytical = self.analytical(&func_out[o])?;
-            for (j, a) in analytical.iter().enumerate() {
-                let Some(n) = &numerical[j][o] else { continue };
-                if (!a.data.is_empty() || !n.data.is_empty())
-                    && !allclose(&a.data, &n.data, self.rtol, self.atol)
-                {
-                    return Err(fail(notallclose_msg(&a.text(), &n.text(), i, j)));
+        if self.check_backward_ad {
+            for (i, &o) in outputs.iter().enumerate() {
+                let analytical = self.analytical(&func_out[o])?;
+                for (j, a) in analytical.iter().enumerate() {
+                    let Some(n) = &numerical[j][o] else { continue };
+                    if (!a.data.is_empty() || !n.data.is_empty())
+                        && !allclose(&a.data, &n.data, self.rtol, self.atol)
+                    {
+                        return Err(fail(notallclose_msg(&a.text(), &n.text(), i, j)));
+                    }
+                }
+            }
+        }
+        if self.check_forward_ad {
+            for (j, &which) in self.diff.iter().enumerate() {
+                let x = &self.inputs[which];
+                let rows = x.numel();
+                let mut forward: Vec<Jacobian> = outputs
+                    .iter()
+                    .map(|&o| Jacobian::zeros(rows, func_out[o].numel(), x.dtype()))
+                    .collect();
+                let mut one_hot = vec![0.0; rows];
+                for k in 0..rows {
+                    one_hot.iter_mut().for_each(|v| *v = 0.0);
+                    one_hot[k] = 1.0;
+                    let cols = self.jvp(j, &one_hot)?;
+                    for (jac, &o) in forward.iter_mut().zip(outputs) {
+                        let col = &cols[o];
+                        let n = jac.cols.min(col.len());
+                        jac.data[k * jac.cols..k * jac.cols + n].copy_from_slice(&col[..n]);
+                    }
+                }
+                for (i, (a, &o)) in forward.iter_mut().zip(outputs).enumerate() {
+                    a.round();
+                    let Some(n) = &numerical[j][o] else { continue };
+                    if !allclose(&a.data, &n.data, self.rtol, self.atol) {
+                        return Err(fail(forward_notallclose_msg(&a.text(), &n.text(), i, j)));
+                    }
                 }
             }
         }
         Ok(())
+    }
+
+    /// The output tangents (values per output; zeros for an output without
+    /// one) of the function at the inputs, with `tangent` on the `j`-th input
+    /// that requires grad and zeros on the others: one Jacobian-vector
+    /// product by forward mode.
+    fn jvp(&self, j: usize, tangent: &[f64]) -> Result<Vec<Vec<f64>>> {
+        let _level = super::forward_ad::dual_level()?;
+        let mut args = self.inputs.to_vec();
+        for (jj, &i) in self.diff.iter().enumerate() {
+            let x = &self.inputs[i];
+            let t = if jj == j {
+                Tensor::from_vec(tangent.to_vec(), &x.shape())?.to_dtype_copy(x.dtype())?
+            } else {
+                crate::at::zeros_like(x, None, None, None, None, None)?
+            };
+            args[i] = super::forward_ad::make_dual(x, &t)?;
+        }
+        (self.f)(&args)?
+            .iter()
+            .map(|o| match super::forward_ad::unpack_dual(o).tangent {
+                Some(t) => values(&t),
+                None => Ok(vec![0.0; o.numel()]),
+            })
+            .collect()
     }
 
     fn fast(&self, func_out: &[Tensor], outputs: &[usize]) -> Result<()> {
@@ -715,6 +782,27 @@ where
             }
         }
         if outputs.is_empty() {
+            return Ok(());
+        }
+        if self.check_forward_ad {
+            // By forward mode: v^T (J u), one Jacobian-vector product per input.
+            for (j, u) in all_u.iter().enumerate() {
+                let ju = self.jvp(j, u)?;
+                for (i, (&o, v)) in outputs.iter().zip(&all_v).enumerate() {
+                    let a = dot(&ju[o], v);
+                    let n = numerical[i][j];
+                    if !allclose(&[a], &[n], self.rtol, self.atol) {
+                        return Err(fail(forward_notallclose_msg(
+                            &py_float(a),
+                            &py_float(n),
+                            i,
+                            j,
+                        )));
+                    }
+                }
+            }
+        }
+        if !self.check_backward_ad {
             return Ok(());
         }
         // Analytically: (v^T J) u.
@@ -1028,6 +1116,8 @@ where
         atol: opts.atol,
         nondet_tol: opts.nondet_tol,
         check_grad_dtypes: opts.check_grad_dtypes,
+        check_backward_ad: opts.check_backward_ad,
+        check_forward_ad: opts.check_forward_ad,
     };
     if opts.fast_mode {
         check.fast(&func_out, &outputs)?;

@@ -1,0 +1,472 @@
+//! `autograd::gradcheck` on every operator of `runtime/derivatives.yaml`,
+//! and `gradgradcheck` too, through the dispatcher's boxed path, on small
+//! float64 inputs: [`run`], used by the `gradchecks` binary (one line per
+//! operator and check, then `N passed, M failed`) and the
+//! `autograd_generated` test.
+//!
+//! ```text
+//! cargo run --release -p opforge-tests --bin gradchecks [-- --filter SUBSTR]
+//! ```
+//!
+//! The operators come from the file the runtime's build generated its Autograd
+//! kernels from (embedded here; each entry is also checked to have an
+//! Autograd kernel in the dispatcher). Inputs are built from the schema: a
+//! tensor argument with a formula is a random float64 leaf of shape `[2, 3]`
+//! that requires grad, with values in `±[0.2, 1.0)` (away from the kinks of
+//! `abs` and `relu` at 0, and from 0 for `div`); other arguments take their
+//! schema default. [`OVERRIDES`] holds what an operator needs beyond that
+//! (shapes, dims, index tensors, positive inputs for `log` / `sqrt`, clamp
+//! bounds with inputs away from them). An argument written in place (`copy_`'s
+//! `self`) is cloned inside the checked function, so the leaf is not written.
+//!
+//! Each operator gets `gradcheck` in slow mode and in fast mode (both with
+//! `check_forward_ad`: its forward formula checked too), and
+//! `gradgradcheck` (slow mode). `gradgradcheck` runs on every operator except those listed in
+//! [`NOT_TWICE`] with the reason; an operator whose backward is not itself
+//! differentiable here shows as a gradgradcheck failure.
+
+use opforge::autograd::{gradcheck, gradgradcheck, GradcheckOptions, GradgradcheckOptions};
+use opforge::dispatch::dispatcher;
+use opforge::tables::{BaseType, Ty};
+use opforge::{at, DType, Result, Tensor, Value};
+use opforge_schema::derivatives::{self, Body, Direction};
+
+/// The derivatives file the runtime's Autograd kernels are generated from.
+const DERIVATIVES: &str = include_str!("../../runtime/derivatives.yaml");
+
+/// What an argument is, beyond the schema default.
+#[derive(Clone, Copy)]
+enum Arg {
+    /// A random float64 tensor of this shape (a leaf that requires grad when
+    /// the argument has a formula).
+    Shape(&'static [usize]),
+    /// A random float64 tensor of this shape with values in `[0.2, 1.2)`.
+    Positive(&'static [usize]),
+    /// A float64 tensor with these values and shape.
+    Values(&'static [f64], &'static [usize]),
+    /// An int64 tensor (indices).
+    Index(&'static [i64]),
+    /// A bool tensor of shape `[2, 3]`.
+    Mask(&'static [bool]),
+    /// An `int` / `SymInt`.
+    Int(i64),
+    /// An `int[]` / `SymInt[]`.
+    Ints(&'static [i64]),
+    /// A `Scalar` (or `Scalar?`).
+    Float(f64),
+    /// A `bool`.
+    Bool(bool),
+    /// A `Tensor[]` of random float64 tensors of these shapes (each a leaf
+    /// that requires grad when the argument has a formula).
+    Shapes(&'static [&'static [usize]]),
+    /// `None` (an optional argument without a default).
+    None,
+}
+
+/// Where a differentiated tensor is among the arguments: the value's
+/// position, and its element for a `Tensor[]`.
+type Slot = (usize, Option<usize>);
+
+/// Per-operator arguments: `(operator, [(argument, value)])`.
+const OVERRIDES: &[(&str, &[(&str, Arg)])] = &[
+    ("add.Scalar", &[("other", Arg::Float(0.75))]),
+    ("sub.Scalar", &[("other", Arg::Float(0.75))]),
+    ("mul.Scalar", &[("other", Arg::Float(1.5))]),
+    ("div.Scalar", &[("other", Arg::Float(-2.5))]),
+    (
+        "add.Tensor",
+        &[("alpha", Arg::Float(2.0)), ("other", Arg::Shape(&[3]))],
+    ),
+    ("sub.Tensor", &[("alpha", Arg::Float(-0.5))]),
+    ("mul.Tensor", &[("other", Arg::Shape(&[1, 3]))]),
+    ("div.Tensor", &[("other", Arg::Shape(&[2, 1]))]),
+    (
+        "bmm",
+        &[
+            ("self", Arg::Shape(&[2, 2, 3])),
+            ("mat2", Arg::Shape(&[2, 3, 2])),
+        ],
+    ),
+    (
+        "mm",
+        &[("self", Arg::Shape(&[2, 3])), ("mat2", Arg::Shape(&[3, 2]))],
+    ),
+    (
+        "clamp",
+        &[
+            (
+                "self",
+                Arg::Values(&[-0.9, -0.3, 0.2, 0.45, 0.8, -0.75], &[2, 3]),
+            ),
+            ("min", Arg::Float(-0.5)),
+            ("max", Arg::Float(0.5)),
+        ],
+    ),
+    (
+        "expand",
+        &[
+            ("self", Arg::Shape(&[2, 1])),
+            ("size", Arg::Ints(&[3, 2, 4])),
+        ],
+    ),
+    (
+        "index_select",
+        &[
+            ("self", Arg::Shape(&[3, 4])),
+            ("dim", Arg::Int(0)),
+            ("index", Arg::Index(&[2, 0, 2])),
+        ],
+    ),
+    ("log", &[("self", Arg::Positive(&[2, 3]))]),
+    ("sqrt", &[("self", Arg::Positive(&[2, 3]))]),
+    ("max.dim", &[("dim", Arg::Int(1))]),
+    (
+        "min.dim",
+        &[("dim", Arg::Int(0)), ("keepdim", Arg::Bool(true))],
+    ),
+    ("mean.dim", &[("dim", Arg::Ints(&[1]))]),
+    (
+        "sum.dim_IntList",
+        &[("dim", Arg::Ints(&[0])), ("keepdim", Arg::Bool(true))],
+    ),
+    (
+        "permute",
+        &[
+            ("self", Arg::Shape(&[2, 3, 4])),
+            ("dims", Arg::Ints(&[2, 0, 1])),
+        ],
+    ),
+    (
+        "select.int",
+        &[("dim", Arg::Int(1)), ("index", Arg::Int(-1))],
+    ),
+    (
+        "slice.Tensor",
+        &[
+            ("self", Arg::Shape(&[2, 5])),
+            ("dim", Arg::Int(1)),
+            ("start", Arg::Int(1)),
+            ("end", Arg::Int(5)),
+            ("step", Arg::Int(2)),
+        ],
+    ),
+    (
+        "squeeze.dim",
+        &[("self", Arg::Shape(&[2, 1, 3])), ("dim", Arg::Int(1))],
+    ),
+    (
+        "transpose.int",
+        &[("dim0", Arg::Int(0)), ("dim1", Arg::Int(1))],
+    ),
+    ("unsqueeze", &[("dim", Arg::Int(1))]),
+    ("view", &[("size", Arg::Ints(&[3, 2]))]),
+    (
+        "where.self",
+        &[(
+            "condition",
+            Arg::Mask(&[true, false, true, false, false, true]),
+        )],
+    ),
+    ("copy_", &[("src", Arg::Shape(&[3]))]),
+    (
+        "cat",
+        &[
+            ("tensors", Arg::Shapes(&[&[2, 3], &[1, 3]])),
+            ("dim", Arg::Int(0)),
+        ],
+    ),
+    (
+        "stack",
+        &[
+            ("tensors", Arg::Shapes(&[&[2, 3], &[2, 3]])),
+            ("dim", Arg::Int(1)),
+        ],
+    ),
+    (
+        "clamp.Tensor",
+        &[
+            (
+                "min",
+                Arg::Values(&[-0.5, -0.1, -0.5, -0.1, -0.5, -0.1], &[2, 3]),
+            ),
+            ("max", Arg::Values(&[0.5, 0.1, 0.5], &[3])),
+        ],
+    ),
+    ("div.Tensor_mode", &[("rounding_mode", Arg::None)]),
+    ("pow.Tensor_Scalar", &[("exponent", Arg::Float(3.0))]),
+    ("pow.Tensor_Tensor", &[("self", Arg::Positive(&[2, 3]))]),
+    ("prod.dim_int", &[("dim", Arg::Int(1))]),
+    ("threshold_backward", &[("threshold", Arg::Float(0.0))]),
+];
+
+/// Operators whose gradgradcheck is not run, with the reason.
+const NOT_TWICE: &[(&str, &str)] = &[];
+
+struct Op {
+    name: String,
+    /// Argument names with a backward formula (not `non_differentiable`).
+    differentiable: Vec<String>,
+}
+
+fn ops() -> Vec<Op> {
+    let file = derivatives::load_str("derivatives.yaml", DERIVATIVES)
+        .unwrap_or_else(|d| panic!("runtime/derivatives.yaml: {d}"));
+    file.entries
+        .iter()
+        .map(|e| {
+            let name = e
+                .name
+                .split('(')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            let differentiable = e
+                .dispatch
+                .iter()
+                .flat_map(|d| &d.formulas)
+                .filter(|f| f.direction == Direction::Backward && f.body != Body::NonDifferentiable)
+                .flat_map(|f| f.names.iter().cloned())
+                .collect();
+            Op {
+                name,
+                differentiable,
+            }
+        })
+        .collect()
+}
+
+/// Uniform values in `[0, 1)` from the default generator (seeded in `main`).
+fn uniform(n: usize) -> Result<Vec<f64>> {
+    at::rand(&[n as i64], Some(DType::Float64), None, None, None)?.to_vec::<f64>()
+}
+
+fn tensor(v: Vec<f64>, shape: &[usize]) -> Result<Tensor> {
+    Tensor::from_vec(v, shape)
+}
+
+/// Builds the arguments of `op`: values, and which of them are the tensors
+/// gradcheck differentiates (by position in the returned values).
+fn build(
+    op: &Op,
+    schema: &opforge::tables::OpSchema,
+) -> std::result::Result<(Vec<Value>, Vec<Slot>), String> {
+    let overrides: &[(&str, Arg)] = OVERRIDES
+        .iter()
+        .find(|(n, _)| *n == op.name)
+        .map_or(&[], |(_, a)| a);
+    let mut values = Vec::new();
+    let mut diff = Vec::new();
+    for a in schema.args {
+        if a.is_out {
+            return Err(format!("{}: out= argument {}", op.name, a.name));
+        }
+        let given = overrides
+            .iter()
+            .find(|(n, _)| *n == a.name)
+            .map(|(_, v)| *v);
+        let wants_grad = op.differentiable.iter().any(|n| n == a.name);
+        let is_tensor = matches!(a.ty, Ty::Base(BaseType::Tensor));
+        let err = |e: opforge::Error| format!("{}: argument {}: {e}", op.name, a.name);
+        // Values in ±[0.2, 1.0).
+        let random = |s: &[usize]| -> std::result::Result<Tensor, String> {
+            let n = s.iter().product();
+            let (u, sign) = (uniform(n).map_err(err)?, uniform(n).map_err(err)?);
+            let v = u
+                .iter()
+                .zip(&sign)
+                .map(|(u, s)| {
+                    if *s < 0.5 {
+                        -(0.2 + 0.8 * u)
+                    } else {
+                        0.2 + 0.8 * u
+                    }
+                })
+                .collect();
+            tensor(v, s).map_err(err)
+        };
+        let v = match (given, is_tensor) {
+            (Some(Arg::Shape(_)), _) | (None, true) => {
+                let s = match given {
+                    Some(Arg::Shape(s)) => s,
+                    _ => &[2, 3],
+                };
+                Value::Tensor(random(s)?)
+            }
+            (Some(Arg::Shapes(shapes)), _) => {
+                let list = shapes
+                    .iter()
+                    .map(|s| random(s))
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                if wants_grad {
+                    for (k, t) in list.iter().enumerate() {
+                        t.set_requires_grad(true).map_err(err)?;
+                        diff.push((values.len(), Some(k)));
+                    }
+                }
+                Value::TensorList(list)
+            }
+            (Some(Arg::None), _) => Value::None,
+            (Some(Arg::Positive(s)), _) => {
+                let n = s.iter().product();
+                let v = uniform(n).map_err(err)?.iter().map(|u| 0.2 + u).collect();
+                Value::Tensor(tensor(v, s).map_err(err)?)
+            }
+            (Some(Arg::Values(v, s)), _) => Value::Tensor(tensor(v.to_vec(), s).map_err(err)?),
+            (Some(Arg::Index(i)), _) => {
+                Value::Tensor(Tensor::from_vec(i.to_vec(), &[i.len()]).map_err(err)?)
+            }
+            (Some(Arg::Mask(m)), _) => {
+                Value::Tensor(Tensor::from_vec(m.to_vec(), &[2, 3]).map_err(err)?)
+            }
+            (Some(Arg::Int(i)), _) => Value::Int(i),
+            (Some(Arg::Ints(i)), _) => Value::IntList(i.to_vec()),
+            (Some(Arg::Float(x)), _) => Value::Float(x),
+            (Some(Arg::Bool(b)), _) => Value::Bool(b),
+            (None, false) => opforge::bind::default_value(a).ok_or_else(|| {
+                format!(
+                    "{}: no value for argument `{} {}` (add one to OVERRIDES)",
+                    op.name, a.ty, a.name
+                )
+            })?,
+        };
+        if let Value::Tensor(t) = &v {
+            if wants_grad {
+                t.set_requires_grad(true).map_err(err)?;
+                diff.push((values.len(), None));
+            }
+        }
+        values.push(v);
+    }
+    Ok((values, diff))
+}
+
+/// The function gradcheck sees: the tensors that require grad in, the
+/// operator's tensor results out (a written argument is cloned first).
+fn checked_fn<'a>(
+    op: &'a opforge::dispatch::Operator,
+    values: &'a [Value],
+    diff: &'a [Slot],
+) -> impl Fn(&[Tensor]) -> Result<Vec<Tensor>> + 'a {
+    move |xs: &[Tensor]| {
+        let mut args = values.to_vec();
+        for (&(i, k), x) in diff.iter().zip(xs) {
+            match (&mut args[i], k) {
+                (Value::TensorList(list), Some(k)) => list[k] = x.clone(),
+                (v, _) => *v = Value::Tensor(x.clone()),
+            }
+        }
+        for (v, a) in args.iter_mut().zip(op.schema.args) {
+            if a.alias.is_some_and(|al| al.is_write) {
+                if let Value::Tensor(t) = v {
+                    *v = Value::Tensor(at::clone(t, None)?);
+                }
+            }
+        }
+        let out = op.call_boxed(&args)?;
+        Ok(out
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::Tensor(t) => Some(t),
+                _ => None,
+            })
+            .collect())
+    }
+}
+
+/// One check of one operator and its outcome.
+#[derive(Debug)]
+pub struct Check {
+    /// `mul.Tensor gradcheck fast_mode`.
+    pub label: String,
+    /// `Err` with the failure (PyTorch's message).
+    pub outcome: std::result::Result<(), String>,
+}
+
+/// Runs the checks of every operator whose name contains one of `filters`
+/// (all if empty).
+pub fn run(filters: &[String]) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let mut report = |label: String, outcome: std::result::Result<(), String>| {
+        checks.push(Check { label, outcome });
+    };
+    for op in ops() {
+        if !filters.is_empty() && !filters.iter().any(|f| op.name.contains(f.as_str())) {
+            continue;
+        }
+        opforge::manual_seed(0);
+        let Some(handle) = dispatcher().find(&op.name) else {
+            report(
+                format!("{} gradcheck", op.name),
+                Err("not in the dispatcher".into()),
+            );
+            continue;
+        };
+        if !handle
+            .registered_keys()
+            .iter()
+            .any(|k| k.name().starts_with("Autograd"))
+        {
+            report(
+                format!("{} gradcheck", op.name),
+                Err("no Autograd kernel registered".into()),
+            );
+            continue;
+        }
+        let (values, diff) = match build(&op, handle.schema) {
+            Ok(b) => b,
+            Err(e) => {
+                report(format!("{} gradcheck", op.name), Err(e));
+                continue;
+            }
+        };
+        let inputs: Vec<Tensor> = diff
+            .iter()
+            .filter_map(|&(i, k)| match (&values[i], k) {
+                (Value::Tensor(t), None) => Some(t.clone()),
+                (Value::TensorList(list), Some(k)) => list.get(k).cloned(),
+                _ => None,
+            })
+            .collect();
+        let f = checked_fn(handle, &values, &diff);
+        let once = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            gradcheck(
+                &f,
+                &inputs,
+                &GradcheckOptions::default().check_forward_ad(true),
+            )
+        }));
+        report(format!("{} gradcheck", op.name), outcome(once));
+        let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let o = GradcheckOptions::default()
+                .fast_mode(true)
+                .check_forward_ad(true);
+            gradcheck(&f, &inputs, &o)
+        }));
+        report(format!("{} gradcheck fast_mode", op.name), outcome(fast));
+        if let Some((_, why)) = NOT_TWICE.iter().find(|(n, _)| *n == op.name) {
+            report(format!("{} gradgradcheck skipped: {why}", op.name), Ok(()));
+            continue;
+        }
+        let twice = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            gradgradcheck(&f, &inputs, &GradgradcheckOptions::default())
+        }));
+        report(format!("{} gradgradcheck", op.name), outcome(twice));
+    }
+    checks
+}
+
+fn outcome(r: std::thread::Result<Result<bool>>) -> std::result::Result<(), String> {
+    match r {
+        Ok(Ok(true)) => Ok(()),
+        Ok(Ok(false)) => Err("returned false".into()),
+        Ok(Err(e)) => Err(format!("{}: {e}", e.python_class())),
+        Err(p) => Err(format!(
+            "PANIC: {}",
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        )),
+    }
+}
