@@ -11,7 +11,37 @@ use opforge::autograd::{
     Backward, BackwardCtx, Recording, SavedTensor, TensorAutograd, BACKWARD_TWICE, LEAF_INPLACE,
 };
 use opforge::{at, DType, Device, Result, Scalar, Tensor};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Counts the heap bytes live in this test process (storages, nodes, saved
+/// tensors and everything else), for the memory test.
+struct Counting;
+
+static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: every call is forwarded to `System` with the caller's own layout
+// and pointer; the counter is only arithmetic on the side.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `alloc`, passed through.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            LIVE_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE_BYTES.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: `ptr` came from `alloc` above with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -400,7 +430,13 @@ fn graphs_are_freed_and_a_training_loop_keeps_memory_flat() {
     let w = leaf(vec![0.5; 8]);
     let x = plain(vec![1.0; 8]);
     let mut during = Vec::new();
+    // No freed buffers kept for reuse: what is live is what is held.
+    opforge::tensor::set_buffer_cache(Some(0));
+    let mut bytes_after_warmup = 0;
     for step in 0..1000 {
+        if step == 10 {
+            bytes_after_warmup = LIVE_BYTES.load(Ordering::Relaxed);
+        }
         let loss = sum(&mul(&mul(&w, &x), &w));
         loss.backward().unwrap();
         {
@@ -420,6 +456,13 @@ fn graphs_are_freed_and_a_training_loop_keeps_memory_flat() {
     }
     // While an output lives, its graph does: 3 functions and the accumulator.
     assert!(during.iter().all(|&n| n == 4), "{during:?}");
+    // And the heap: 990 steps later (each allocating and freeing a graph, its
+    // saved tensors and gradients), the live bytes are what they were.
+    let grown = LIVE_BYTES.load(Ordering::Relaxed) - bytes_after_warmup;
+    assert!(
+        grown.abs() < 1024,
+        "{grown} bytes more live after 990 steps"
+    );
     // A graph kept by a retained output is freed with it.
     let kept = sum(&mul(&w, &x));
     assert_eq!(live_nodes(), start + 3);
