@@ -227,7 +227,7 @@ fn replace_tensor(v: &mut Value, old: &Tensor, new: &Tensor) {
                         *x = new.clone();
                     }
                 }
-                *v = Value::TensorList(list.into());
+                *v = Value::TensorList(list);
             }
         }
         _ => {}

@@ -4,8 +4,8 @@
 //! values recorded with PyTorch 2.15 (`/work/venv-torch/bin/python`) for the
 //! others (each test says which).
 
-use opforge::autograd::{self, TensorAutograd};
-use opforge::{at, DType, Scalar, Tensor, Value};
+use opforge::autograd;
+use opforge::{at, DType, Scalar, Tensor};
 use opforge_tests::gradients;
 use serde_json::Value as Json;
 
