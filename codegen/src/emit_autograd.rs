@@ -8,7 +8,8 @@
 //! dtype (`formulas::reduce_to_inputs`), and `release` of the saved tensors.
 //! Per operator that gets formulas (the entry's own and, by torchgen's rules,
 //! its in-place and out= variants), an Autograd kernel registered through
-//! [`crate::kernel::registration`]:
+//! [`crate::kernel::generated_registration`] (the registration without the
+//! signature-checking traits, which cannot fire on generated signatures):
 //!
 //! - functional and in-place: `Recording::begin` (`begin_inplace`), what the
 //!   node saves of the inputs taken before the call (an in-place call saves a
@@ -653,7 +654,7 @@ fn kernel(
     })
     .map_err(|e| format!("generated kernel of `{op}` does not parse: {e}"))?;
     let pairs: Vec<(&syn::Ident, &syn::Type)> = params.iter().zip(&types).collect();
-    let reg = crate::kernel::registration("Autograd", op, schema, &func, &pairs, ret);
+    let reg = crate::kernel::generated_registration("Autograd", op, schema, &func, &pairs, ret);
     Ok(quote!(#func #reg))
 }
 

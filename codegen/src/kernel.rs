@@ -49,8 +49,8 @@ fn literal(s: &str) -> String {
 /// them) and `ret` the schema's `Result<T>`.
 ///
 /// `#[kernel]` and `#[op]` emit this for a user's function; the generator
-/// emits it for the kernels it writes itself, so that both are ordinary
-/// link-time registrations.
+/// emits [`generated_registration`] for the kernels it writes itself, so that
+/// both are ordinary link-time registrations.
 pub fn registration(
     key: &str,
     name: &str,
@@ -58,6 +58,33 @@ pub fn registration(
     func: &syn::ItemFn,
     params: &[(&syn::Ident, &syn::Type)],
     ret: syn::Type,
+) -> TokenStream {
+    registration_with(key, name, schema, func, params, ret, true)
+}
+
+/// [`registration`] for a kernel the generator wrote with the schema's own
+/// parameter and return types ([`param_type`], [`crate::rust_types::result_type`]):
+/// the same entry without the signature-checking traits, which could never
+/// fire there (about a hundred lines less per kernel in the generated file).
+pub fn generated_registration(
+    key: &str,
+    name: &str,
+    schema: &FunctionSchema,
+    func: &syn::ItemFn,
+    params: &[(&syn::Ident, &syn::Type)],
+    ret: syn::Type,
+) -> TokenStream {
+    registration_with(key, name, schema, func, params, ret, false)
+}
+
+fn registration_with(
+    key: &str,
+    name: &str,
+    schema: &FunctionSchema,
+    func: &syn::ItemFn,
+    params: &[(&syn::Ident, &syn::Type)],
+    ret: syn::Type,
+    check: bool,
 ) -> TokenStream {
     let fn_ident = &func.sig.ident;
     let n = params.len();
@@ -67,7 +94,9 @@ pub fn registration(
     // only for `T = U`. Their impls are blanket impls over it, marked
     // `do_not_recommend`, so that rustc reports the unmet trait itself (with our
     // message) and lists no candidate impls.
-    let mut items = vec![quote! {
+    let mut items = Vec::new();
+    if check {
+        items.push(quote! {
         trait __OpforgeSame<U> {
             fn __opforge_from_same(u: U) -> Self;
             fn __opforge_into_same(self) -> U;
@@ -82,7 +111,8 @@ pub fn registration(
                 self
             }
         }
-    }];
+        });
+    }
     let mut shim_params = Vec::new();
     let mut shim_args = Vec::new();
     let mut bindings = Vec::new();
@@ -106,6 +136,9 @@ pub fn registration(
         ));
         let label = literal(&format!("expected `{want_short}` (schema: `{a}`)"));
         shim_params.push(quote!(#v: #schema_ty));
+        if !check {
+            shim_args.push(quote!(#v));
+        }
         let (generics, use_generics, want_a) = if has_ref {
             (quote!(<'a>), quote!(<'_>), with_lifetime_a(&schema_ty))
         } else {
@@ -116,7 +149,8 @@ pub fn registration(
         } else {
             quote!(<T: __OpforgeSame<#want_a>>)
         };
-        items.push(quote! {
+        if check {
+            items.push(quote! {
             #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
             trait #tr #generics: Sized {
                 fn __opforge_param(v: #want_a) -> Self;
@@ -128,10 +162,11 @@ pub fn registration(
                     <T as __OpforgeSame<#want_a>>::__opforge_from_same(v)
                 }
             }
-        });
-        shim_args.push(quote_spanned! {user_ty.span()=>
-            <#user_ty as #tr #use_generics>::__opforge_param(#v)
-        });
+            });
+            shim_args.push(quote_spanned! {user_ty.span()=>
+                <#user_ty as #tr #use_generics>::__opforge_param(#v)
+            });
+        }
         if want_short.starts_with("&mut ") {
             bindings.push(quote! {
                 let mut #v: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])?.clone();
@@ -179,25 +214,27 @@ pub fn registration(
         "expected `{ret_short}` (schema returns `{returns}`)"
     ));
     let ret_tr = format_ident!("__opforge_{}_return", fn_ident);
-    items.push(quote! {
-        #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
-        trait #ret_tr: Sized {
-            fn __opforge_return(self) -> #ret_ty;
-        }
-        #[diagnostic::do_not_recommend]
-        impl<T: __OpforgeSame<#ret_ty>> #ret_tr for T {
-            #[inline(always)]
-            fn __opforge_return(self) -> #ret_ty {
-                <T as __OpforgeSame<#ret_ty>>::__opforge_into_same(self)
+    if check {
+        items.push(quote! {
+            #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+            trait #ret_tr: Sized {
+                fn __opforge_return(self) -> #ret_ty;
             }
-        }
-    });
+            #[diagnostic::do_not_recommend]
+            impl<T: __OpforgeSame<#ret_ty>> #ret_tr for T {
+                #[inline(always)]
+                fn __opforge_return(self) -> #ret_ty {
+                    <T as __OpforgeSame<#ret_ty>>::__opforge_into_same(self)
+                }
+            }
+        });
+    }
     let call = quote!(#fn_ident(#(#shim_args),*));
-    let ret_call = match &func.sig.output {
-        syn::ReturnType::Type(_, user_ret) => quote_spanned! {user_ret.span()=>
+    let ret_call = match (&func.sig.output, check) {
+        (syn::ReturnType::Type(_, user_ret), true) => quote_spanned! {user_ret.span()=>
             <#user_ret as #ret_tr>::__opforge_return(#call)
         },
-        syn::ReturnType::Default => quote!(#call),
+        _ => quote!(#call),
     };
     let fn_ty = match fn_pointer_type(schema) {
         Ok(t) => t.to_token_stream(),

@@ -208,76 +208,6 @@ fn __opforge_autograd__to_copy(
 #[doc(hidden)]
 #[allow(non_camel_case_types, non_snake_case, clippy::all)]
 const _: () = {
-    trait __OpforgeSame<U> {
-        fn __opforge_from_same(u: U) -> Self;
-        fn __opforge_into_same(self) -> U;
-    }
-    impl<U> __OpforgeSame<U> for U {
-        #[inline(always)]
-        fn __opforge_from_same(u: U) -> U {
-            u
-        }
-        #[inline(always)]
-        fn __opforge_into_same(self) -> U {
-            self
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 1 `self_` of `_to_copy` must be `&Tensor`, found `&Tensor`",
-        label = "expected `&Tensor` (schema: `Tensor self`)",
-        note = "schema: _to_copy(Tensor self, *, ScalarType? dtype=None) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd__to_copy_param_self_<'a>: Sized {
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        'a,
-        T: __OpforgeSame<&'a ::opforge::Tensor>,
-    > __opforge___opforge_autograd__to_copy_param_self_<'a> for T {
-        #[inline(always)]
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> T {
-            <T as __OpforgeSame<&'a ::opforge::Tensor>>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 2 `dtype` of `_to_copy` must be `Option<DType>`, found `Option<DType>`",
-        label = "expected `Option<DType>` (schema: `ScalarType? dtype=None`)",
-        note = "schema: _to_copy(Tensor self, *, ScalarType? dtype=None) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd__to_copy_param_dtype: Sized {
-        fn __opforge_param(v: ::core::option::Option<::opforge::DType>) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        T: __OpforgeSame<::core::option::Option<::opforge::DType>>,
-    > __opforge___opforge_autograd__to_copy_param_dtype for T {
-        #[inline(always)]
-        fn __opforge_param(v: ::core::option::Option<::opforge::DType>) -> T {
-            <T as __OpforgeSame<
-                ::core::option::Option<::opforge::DType>,
-            >>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "a kernel for `_to_copy` must return `Result<Tensor>`, found `Result<Tensor>`",
-        label = "expected `Result<Tensor>` (schema returns `Tensor`)",
-        note = "schema: _to_copy(Tensor self, *, ScalarType? dtype=None) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd__to_copy_return: Sized {
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor>;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        T: __OpforgeSame<::opforge::Result<::opforge::Tensor>>,
-    > __opforge___opforge_autograd__to_copy_return for T {
-        #[inline(always)]
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor> {
-            <T as __OpforgeSame<
-                ::opforge::Result<::opforge::Tensor>,
-            >>::__opforge_into_same(self)
-        }
-    }
     /// The kernel with the schema's signature: what the unboxed pointer
     /// points at.
     #[inline]
@@ -285,20 +215,7 @@ const _: () = {
         __a0: &::opforge::Tensor,
         __a1: ::core::option::Option<::opforge::DType>,
     ) -> ::opforge::Result<::opforge::Tensor> {
-        <::opforge::Result<
-            ::opforge::Tensor,
-        > as __opforge___opforge_autograd__to_copy_return>::__opforge_return(
-            __opforge_autograd__to_copy(
-                <&::opforge::Tensor as __opforge___opforge_autograd__to_copy_param_self_<
-                    '_,
-                >>::__opforge_param(__a0),
-                <::core::option::Option<
-                    ::opforge::DType,
-                > as __opforge___opforge_autograd__to_copy_param_dtype>::__opforge_param(
-                    __a1,
-                ),
-            ),
-        )
+        __opforge_autograd__to_copy(__a0, __a1)
     }
     fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
         let f: fn(
@@ -385,72 +302,13 @@ fn __opforge_autograd_exp(
 #[doc(hidden)]
 #[allow(non_camel_case_types, non_snake_case, clippy::all)]
 const _: () = {
-    trait __OpforgeSame<U> {
-        fn __opforge_from_same(u: U) -> Self;
-        fn __opforge_into_same(self) -> U;
-    }
-    impl<U> __OpforgeSame<U> for U {
-        #[inline(always)]
-        fn __opforge_from_same(u: U) -> U {
-            u
-        }
-        #[inline(always)]
-        fn __opforge_into_same(self) -> U {
-            self
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 1 `self_` of `exp` must be `&Tensor`, found `&Tensor`",
-        label = "expected `&Tensor` (schema: `Tensor self`)",
-        note = "schema: exp(Tensor self) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd_exp_param_self_<'a>: Sized {
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        'a,
-        T: __OpforgeSame<&'a ::opforge::Tensor>,
-    > __opforge___opforge_autograd_exp_param_self_<'a> for T {
-        #[inline(always)]
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> T {
-            <T as __OpforgeSame<&'a ::opforge::Tensor>>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "a kernel for `exp` must return `Result<Tensor>`, found `Result<Tensor>`",
-        label = "expected `Result<Tensor>` (schema returns `Tensor`)",
-        note = "schema: exp(Tensor self) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd_exp_return: Sized {
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor>;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        T: __OpforgeSame<::opforge::Result<::opforge::Tensor>>,
-    > __opforge___opforge_autograd_exp_return for T {
-        #[inline(always)]
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor> {
-            <T as __OpforgeSame<
-                ::opforge::Result<::opforge::Tensor>,
-            >>::__opforge_into_same(self)
-        }
-    }
     /// The kernel with the schema's signature: what the unboxed pointer
     /// points at.
     #[inline]
     fn __opforge_unboxed(
         __a0: &::opforge::Tensor,
     ) -> ::opforge::Result<::opforge::Tensor> {
-        <::opforge::Result<
-            ::opforge::Tensor,
-        > as __opforge___opforge_autograd_exp_return>::__opforge_return(
-            __opforge_autograd_exp(
-                <&::opforge::Tensor as __opforge___opforge_autograd_exp_param_self_<
-                    '_,
-                >>::__opforge_param(__a0),
-            ),
-        )
+        __opforge_autograd_exp(__a0)
     }
     fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
         let f: fn(&::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor> = __opforge_unboxed;
@@ -539,75 +397,6 @@ fn __opforge_autograd_mul_Tensor(
 #[doc(hidden)]
 #[allow(non_camel_case_types, non_snake_case, clippy::all)]
 const _: () = {
-    trait __OpforgeSame<U> {
-        fn __opforge_from_same(u: U) -> Self;
-        fn __opforge_into_same(self) -> U;
-    }
-    impl<U> __OpforgeSame<U> for U {
-        #[inline(always)]
-        fn __opforge_from_same(u: U) -> U {
-            u
-        }
-        #[inline(always)]
-        fn __opforge_into_same(self) -> U {
-            self
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 1 `self_` of `mul.Tensor` must be `&Tensor`, found `&Tensor`",
-        label = "expected `&Tensor` (schema: `Tensor self`)",
-        note = "schema: mul.Tensor(Tensor self, Tensor other) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd_mul_Tensor_param_self_<'a>: Sized {
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        'a,
-        T: __OpforgeSame<&'a ::opforge::Tensor>,
-    > __opforge___opforge_autograd_mul_Tensor_param_self_<'a> for T {
-        #[inline(always)]
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> T {
-            <T as __OpforgeSame<&'a ::opforge::Tensor>>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 2 `other` of `mul.Tensor` must be `&Tensor`, found `&Tensor`",
-        label = "expected `&Tensor` (schema: `Tensor other`)",
-        note = "schema: mul.Tensor(Tensor self, Tensor other) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd_mul_Tensor_param_other<'a>: Sized {
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        'a,
-        T: __OpforgeSame<&'a ::opforge::Tensor>,
-    > __opforge___opforge_autograd_mul_Tensor_param_other<'a> for T {
-        #[inline(always)]
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> T {
-            <T as __OpforgeSame<&'a ::opforge::Tensor>>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "a kernel for `mul.Tensor` must return `Result<Tensor>`, found `Result<Tensor>`",
-        label = "expected `Result<Tensor>` (schema returns `Tensor`)",
-        note = "schema: mul.Tensor(Tensor self, Tensor other) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd_mul_Tensor_return: Sized {
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor>;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        T: __OpforgeSame<::opforge::Result<::opforge::Tensor>>,
-    > __opforge___opforge_autograd_mul_Tensor_return for T {
-        #[inline(always)]
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor> {
-            <T as __OpforgeSame<
-                ::opforge::Result<::opforge::Tensor>,
-            >>::__opforge_into_same(self)
-        }
-    }
     /// The kernel with the schema's signature: what the unboxed pointer
     /// points at.
     #[inline]
@@ -615,18 +404,7 @@ const _: () = {
         __a0: &::opforge::Tensor,
         __a1: &::opforge::Tensor,
     ) -> ::opforge::Result<::opforge::Tensor> {
-        <::opforge::Result<
-            ::opforge::Tensor,
-        > as __opforge___opforge_autograd_mul_Tensor_return>::__opforge_return(
-            __opforge_autograd_mul_Tensor(
-                <&::opforge::Tensor as __opforge___opforge_autograd_mul_Tensor_param_self_<
-                    '_,
-                >>::__opforge_param(__a0),
-                <&::opforge::Tensor as __opforge___opforge_autograd_mul_Tensor_param_other<
-                    '_,
-                >>::__opforge_param(__a1),
-            ),
-        )
+        __opforge_autograd_mul_Tensor(__a0, __a1)
     }
     fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
         let f: fn(
@@ -698,93 +476,6 @@ fn __opforge_autograd_mul_out(
 #[doc(hidden)]
 #[allow(non_camel_case_types, non_snake_case, clippy::all)]
 const _: () = {
-    trait __OpforgeSame<U> {
-        fn __opforge_from_same(u: U) -> Self;
-        fn __opforge_into_same(self) -> U;
-    }
-    impl<U> __OpforgeSame<U> for U {
-        #[inline(always)]
-        fn __opforge_from_same(u: U) -> U {
-            u
-        }
-        #[inline(always)]
-        fn __opforge_into_same(self) -> U {
-            self
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 1 `self_` of `mul.out` must be `&Tensor`, found `&Tensor`",
-        label = "expected `&Tensor` (schema: `Tensor self`)",
-        note = "schema: mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"
-    )]
-    trait __opforge___opforge_autograd_mul_out_param_self_<'a>: Sized {
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        'a,
-        T: __OpforgeSame<&'a ::opforge::Tensor>,
-    > __opforge___opforge_autograd_mul_out_param_self_<'a> for T {
-        #[inline(always)]
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> T {
-            <T as __OpforgeSame<&'a ::opforge::Tensor>>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 2 `other` of `mul.out` must be `&Tensor`, found `&Tensor`",
-        label = "expected `&Tensor` (schema: `Tensor other`)",
-        note = "schema: mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"
-    )]
-    trait __opforge___opforge_autograd_mul_out_param_other<'a>: Sized {
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        'a,
-        T: __OpforgeSame<&'a ::opforge::Tensor>,
-    > __opforge___opforge_autograd_mul_out_param_other<'a> for T {
-        #[inline(always)]
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> T {
-            <T as __OpforgeSame<&'a ::opforge::Tensor>>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 3 `out` of `mul.out` must be `&mut Tensor`, found `&mut Tensor`",
-        label = "expected `&mut Tensor` (schema: `Tensor(a!) out`)",
-        note = "schema: mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"
-    )]
-    trait __opforge___opforge_autograd_mul_out_param_out<'a>: Sized {
-        fn __opforge_param(v: &'a mut ::opforge::Tensor) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        'a,
-        T: __OpforgeSame<&'a mut ::opforge::Tensor>,
-    > __opforge___opforge_autograd_mul_out_param_out<'a> for T {
-        #[inline(always)]
-        fn __opforge_param(v: &'a mut ::opforge::Tensor) -> T {
-            <T as __OpforgeSame<&'a mut ::opforge::Tensor>>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "a kernel for `mul.out` must return `Result<Tensor>`, found `Result<Tensor>`",
-        label = "expected `Result<Tensor>` (schema returns `Tensor(a!)`)",
-        note = "schema: mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)"
-    )]
-    trait __opforge___opforge_autograd_mul_out_return: Sized {
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor>;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        T: __OpforgeSame<::opforge::Result<::opforge::Tensor>>,
-    > __opforge___opforge_autograd_mul_out_return for T {
-        #[inline(always)]
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor> {
-            <T as __OpforgeSame<
-                ::opforge::Result<::opforge::Tensor>,
-            >>::__opforge_into_same(self)
-        }
-    }
     /// The kernel with the schema's signature: what the unboxed pointer
     /// points at.
     #[inline]
@@ -793,21 +484,7 @@ const _: () = {
         __a1: &::opforge::Tensor,
         __a2: &mut ::opforge::Tensor,
     ) -> ::opforge::Result<::opforge::Tensor> {
-        <::opforge::Result<
-            ::opforge::Tensor,
-        > as __opforge___opforge_autograd_mul_out_return>::__opforge_return(
-            __opforge_autograd_mul_out(
-                <&::opforge::Tensor as __opforge___opforge_autograd_mul_out_param_self_<
-                    '_,
-                >>::__opforge_param(__a0),
-                <&::opforge::Tensor as __opforge___opforge_autograd_mul_out_param_other<
-                    '_,
-                >>::__opforge_param(__a1),
-                <&mut ::opforge::Tensor as __opforge___opforge_autograd_mul_out_param_out<
-                    '_,
-                >>::__opforge_param(__a2),
-            ),
-        )
+        __opforge_autograd_mul_out(__a0, __a1, __a2)
     }
     fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
         let f: fn(
@@ -924,75 +601,6 @@ fn __opforge_autograd_mul__Tensor(
 #[doc(hidden)]
 #[allow(non_camel_case_types, non_snake_case, clippy::all)]
 const _: () = {
-    trait __OpforgeSame<U> {
-        fn __opforge_from_same(u: U) -> Self;
-        fn __opforge_into_same(self) -> U;
-    }
-    impl<U> __OpforgeSame<U> for U {
-        #[inline(always)]
-        fn __opforge_from_same(u: U) -> U {
-            u
-        }
-        #[inline(always)]
-        fn __opforge_into_same(self) -> U {
-            self
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 1 `self_` of `mul_.Tensor` must be `&mut Tensor`, found `&mut Tensor`",
-        label = "expected `&mut Tensor` (schema: `Tensor(a!) self`)",
-        note = "schema: mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)"
-    )]
-    trait __opforge___opforge_autograd_mul__Tensor_param_self_<'a>: Sized {
-        fn __opforge_param(v: &'a mut ::opforge::Tensor) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        'a,
-        T: __OpforgeSame<&'a mut ::opforge::Tensor>,
-    > __opforge___opforge_autograd_mul__Tensor_param_self_<'a> for T {
-        #[inline(always)]
-        fn __opforge_param(v: &'a mut ::opforge::Tensor) -> T {
-            <T as __OpforgeSame<&'a mut ::opforge::Tensor>>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 2 `other` of `mul_.Tensor` must be `&Tensor`, found `&Tensor`",
-        label = "expected `&Tensor` (schema: `Tensor other`)",
-        note = "schema: mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)"
-    )]
-    trait __opforge___opforge_autograd_mul__Tensor_param_other<'a>: Sized {
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        'a,
-        T: __OpforgeSame<&'a ::opforge::Tensor>,
-    > __opforge___opforge_autograd_mul__Tensor_param_other<'a> for T {
-        #[inline(always)]
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> T {
-            <T as __OpforgeSame<&'a ::opforge::Tensor>>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "a kernel for `mul_.Tensor` must return `Result<Tensor>`, found `Result<Tensor>`",
-        label = "expected `Result<Tensor>` (schema returns `Tensor(a!)`)",
-        note = "schema: mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)"
-    )]
-    trait __opforge___opforge_autograd_mul__Tensor_return: Sized {
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor>;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        T: __OpforgeSame<::opforge::Result<::opforge::Tensor>>,
-    > __opforge___opforge_autograd_mul__Tensor_return for T {
-        #[inline(always)]
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor> {
-            <T as __OpforgeSame<
-                ::opforge::Result<::opforge::Tensor>,
-            >>::__opforge_into_same(self)
-        }
-    }
     /// The kernel with the schema's signature: what the unboxed pointer
     /// points at.
     #[inline]
@@ -1000,18 +608,7 @@ const _: () = {
         __a0: &mut ::opforge::Tensor,
         __a1: &::opforge::Tensor,
     ) -> ::opforge::Result<::opforge::Tensor> {
-        <::opforge::Result<
-            ::opforge::Tensor,
-        > as __opforge___opforge_autograd_mul__Tensor_return>::__opforge_return(
-            __opforge_autograd_mul__Tensor(
-                <&mut ::opforge::Tensor as __opforge___opforge_autograd_mul__Tensor_param_self_<
-                    '_,
-                >>::__opforge_param(__a0),
-                <&::opforge::Tensor as __opforge___opforge_autograd_mul__Tensor_param_other<
-                    '_,
-                >>::__opforge_param(__a1),
-            ),
-        )
+        __opforge_autograd_mul__Tensor(__a0, __a1)
     }
     fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
         let f: fn(
@@ -1101,76 +698,6 @@ fn __opforge_autograd_sum(
 #[doc(hidden)]
 #[allow(non_camel_case_types, non_snake_case, clippy::all)]
 const _: () = {
-    trait __OpforgeSame<U> {
-        fn __opforge_from_same(u: U) -> Self;
-        fn __opforge_into_same(self) -> U;
-    }
-    impl<U> __OpforgeSame<U> for U {
-        #[inline(always)]
-        fn __opforge_from_same(u: U) -> U {
-            u
-        }
-        #[inline(always)]
-        fn __opforge_into_same(self) -> U {
-            self
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 1 `self_` of `sum` must be `&Tensor`, found `&Tensor`",
-        label = "expected `&Tensor` (schema: `Tensor self`)",
-        note = "schema: sum(Tensor self, *, ScalarType? dtype=None) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd_sum_param_self_<'a>: Sized {
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        'a,
-        T: __OpforgeSame<&'a ::opforge::Tensor>,
-    > __opforge___opforge_autograd_sum_param_self_<'a> for T {
-        #[inline(always)]
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> T {
-            <T as __OpforgeSame<&'a ::opforge::Tensor>>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 2 `dtype` of `sum` must be `Option<DType>`, found `Option<DType>`",
-        label = "expected `Option<DType>` (schema: `ScalarType? dtype=None`)",
-        note = "schema: sum(Tensor self, *, ScalarType? dtype=None) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd_sum_param_dtype: Sized {
-        fn __opforge_param(v: ::core::option::Option<::opforge::DType>) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        T: __OpforgeSame<::core::option::Option<::opforge::DType>>,
-    > __opforge___opforge_autograd_sum_param_dtype for T {
-        #[inline(always)]
-        fn __opforge_param(v: ::core::option::Option<::opforge::DType>) -> T {
-            <T as __OpforgeSame<
-                ::core::option::Option<::opforge::DType>,
-            >>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "a kernel for `sum` must return `Result<Tensor>`, found `Result<Tensor>`",
-        label = "expected `Result<Tensor>` (schema returns `Tensor`)",
-        note = "schema: sum(Tensor self, *, ScalarType? dtype=None) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd_sum_return: Sized {
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor>;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        T: __OpforgeSame<::opforge::Result<::opforge::Tensor>>,
-    > __opforge___opforge_autograd_sum_return for T {
-        #[inline(always)]
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor> {
-            <T as __OpforgeSame<
-                ::opforge::Result<::opforge::Tensor>,
-            >>::__opforge_into_same(self)
-        }
-    }
     /// The kernel with the schema's signature: what the unboxed pointer
     /// points at.
     #[inline]
@@ -1178,18 +705,7 @@ const _: () = {
         __a0: &::opforge::Tensor,
         __a1: ::core::option::Option<::opforge::DType>,
     ) -> ::opforge::Result<::opforge::Tensor> {
-        <::opforge::Result<
-            ::opforge::Tensor,
-        > as __opforge___opforge_autograd_sum_return>::__opforge_return(
-            __opforge_autograd_sum(
-                <&::opforge::Tensor as __opforge___opforge_autograd_sum_param_self_<
-                    '_,
-                >>::__opforge_param(__a0),
-                <::core::option::Option<
-                    ::opforge::DType,
-                > as __opforge___opforge_autograd_sum_param_dtype>::__opforge_param(__a1),
-            ),
-        )
+        __opforge_autograd_sum(__a0, __a1)
     }
     fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
         let f: fn(
@@ -1288,113 +804,6 @@ fn __opforge_autograd_sum_dim_IntList(
 #[doc(hidden)]
 #[allow(non_camel_case_types, non_snake_case, clippy::all)]
 const _: () = {
-    trait __OpforgeSame<U> {
-        fn __opforge_from_same(u: U) -> Self;
-        fn __opforge_into_same(self) -> U;
-    }
-    impl<U> __OpforgeSame<U> for U {
-        #[inline(always)]
-        fn __opforge_from_same(u: U) -> U {
-            u
-        }
-        #[inline(always)]
-        fn __opforge_into_same(self) -> U {
-            self
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 1 `self_` of `sum.dim_IntList` must be `&Tensor`, found `&Tensor`",
-        label = "expected `&Tensor` (schema: `Tensor self`)",
-        note = "schema: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd_sum_dim_IntList_param_self_<'a>: Sized {
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        'a,
-        T: __OpforgeSame<&'a ::opforge::Tensor>,
-    > __opforge___opforge_autograd_sum_dim_IntList_param_self_<'a> for T {
-        #[inline(always)]
-        fn __opforge_param(v: &'a ::opforge::Tensor) -> T {
-            <T as __OpforgeSame<&'a ::opforge::Tensor>>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 2 `dim` of `sum.dim_IntList` must be `Option<&[i64]>`, found `Option<&[i64]>`",
-        label = "expected `Option<&[i64]>` (schema: `int[1]? dim`)",
-        note = "schema: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd_sum_dim_IntList_param_dim<'a>: Sized {
-        fn __opforge_param(v: ::core::option::Option<&'a [i64]>) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        'a,
-        T: __OpforgeSame<::core::option::Option<&'a [i64]>>,
-    > __opforge___opforge_autograd_sum_dim_IntList_param_dim<'a> for T {
-        #[inline(always)]
-        fn __opforge_param(v: ::core::option::Option<&'a [i64]>) -> T {
-            <T as __OpforgeSame<
-                ::core::option::Option<&'a [i64]>,
-            >>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 3 `keepdim` of `sum.dim_IntList` must be `bool`, found `bool`",
-        label = "expected `bool` (schema: `bool keepdim=False`)",
-        note = "schema: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd_sum_dim_IntList_param_keepdim: Sized {
-        fn __opforge_param(v: bool) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        T: __OpforgeSame<bool>,
-    > __opforge___opforge_autograd_sum_dim_IntList_param_keepdim for T {
-        #[inline(always)]
-        fn __opforge_param(v: bool) -> T {
-            <T as __OpforgeSame<bool>>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "parameter 4 `dtype` of `sum.dim_IntList` must be `Option<DType>`, found `Option<DType>`",
-        label = "expected `Option<DType>` (schema: `ScalarType? dtype=None`)",
-        note = "schema: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd_sum_dim_IntList_param_dtype: Sized {
-        fn __opforge_param(v: ::core::option::Option<::opforge::DType>) -> Self;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        T: __OpforgeSame<::core::option::Option<::opforge::DType>>,
-    > __opforge___opforge_autograd_sum_dim_IntList_param_dtype for T {
-        #[inline(always)]
-        fn __opforge_param(v: ::core::option::Option<::opforge::DType>) -> T {
-            <T as __OpforgeSame<
-                ::core::option::Option<::opforge::DType>,
-            >>::__opforge_from_same(v)
-        }
-    }
-    #[diagnostic::on_unimplemented(
-        message = "a kernel for `sum.dim_IntList` must return `Result<Tensor>`, found `Result<Tensor>`",
-        label = "expected `Result<Tensor>` (schema returns `Tensor`)",
-        note = "schema: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
-    )]
-    trait __opforge___opforge_autograd_sum_dim_IntList_return: Sized {
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor>;
-    }
-    #[diagnostic::do_not_recommend]
-    impl<
-        T: __OpforgeSame<::opforge::Result<::opforge::Tensor>>,
-    > __opforge___opforge_autograd_sum_dim_IntList_return for T {
-        #[inline(always)]
-        fn __opforge_return(self) -> ::opforge::Result<::opforge::Tensor> {
-            <T as __OpforgeSame<
-                ::opforge::Result<::opforge::Tensor>,
-            >>::__opforge_into_same(self)
-        }
-    }
     /// The kernel with the schema's signature: what the unboxed pointer
     /// points at.
     #[inline]
@@ -1404,28 +813,7 @@ const _: () = {
         __a2: bool,
         __a3: ::core::option::Option<::opforge::DType>,
     ) -> ::opforge::Result<::opforge::Tensor> {
-        <::opforge::Result<
-            ::opforge::Tensor,
-        > as __opforge___opforge_autograd_sum_dim_IntList_return>::__opforge_return(
-            __opforge_autograd_sum_dim_IntList(
-                <&::opforge::Tensor as __opforge___opforge_autograd_sum_dim_IntList_param_self_<
-                    '_,
-                >>::__opforge_param(__a0),
-                <::core::option::Option<
-                    &[i64],
-                > as __opforge___opforge_autograd_sum_dim_IntList_param_dim<
-                    '_,
-                >>::__opforge_param(__a1),
-                <bool as __opforge___opforge_autograd_sum_dim_IntList_param_keepdim>::__opforge_param(
-                    __a2,
-                ),
-                <::core::option::Option<
-                    ::opforge::DType,
-                > as __opforge___opforge_autograd_sum_dim_IntList_param_dtype>::__opforge_param(
-                    __a3,
-                ),
-            ),
-        )
+        __opforge_autograd_sum_dim_IntList(__a0, __a1, __a2, __a3)
     }
     fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
         let f: fn(
