@@ -228,8 +228,8 @@ diffs, backs = [], []
 for _ in range(31):
     p = batch(plain, n); r = batch(record, n); diffs.append(r - p); backs.append(batch(backward, n))
 med = lambda xs: sorted(xs)[len(xs) // 2]
-print(f"pytorch_autograd_record_ns: +{med(diffs):.1}")
-print(f"pytorch_backward_ns: {med(backs):.1}")
+print(f"pytorch_autograd_record_ns: +{med(diffs):.1f}")
+print(f"pytorch_backward_ns: {med(backs):.1f}")
 "#;
     let candidates = [
         std::env::var("OPFORGE_TORCH_PYTHON").ok(),
