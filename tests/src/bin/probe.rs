@@ -8,7 +8,9 @@
 //! ```
 //!
 //! Paths: `direct`, `typed`, `boxed_api`, `subclass_plain`, `subclass_logging`,
-//! `function_mode`, `dispatch_mode` (as in `overhead`).
+//! `function_mode`, `dispatch_mode` (as in `overhead`), `autograd_record`
+//! (the typed `add` on inputs that require grad: `autograd_record_ns`) and
+//! `backward` (`add`, `sum`, `backward()`: `backward_ns`).
 
 use opforge::overrides::{push_dispatch_mode, push_function_mode, Class};
 use opforge::{Scalar, Tensor, Value};
@@ -77,6 +79,24 @@ fn main() {
         "dispatch_mode" => {
             let _mode = push_dispatch_mode(Arc::new(PassDispatch));
             (0..n).for_each(|_| add(&a, &b))
+        }
+        "autograd_record" => {
+            let (ga, gb) = (a.detach().expect("detach"), b.detach().expect("detach"));
+            ga.set_requires_grad(true).expect("float");
+            gb.set_requires_grad(true).expect("float");
+            (0..n).for_each(|_| add(&ga, &gb))
+        }
+        "backward" => {
+            let (ga, gb) = (a.detach().expect("detach"), b.detach().expect("detach"));
+            ga.set_requires_grad(true).expect("float");
+            gb.set_requires_grad(true).expect("float");
+            (0..n).for_each(|_| {
+                let c = opforge::ops::add_Tensor(&ga, &gb, one).expect("add");
+                opforge::ops::sum(&c, None)
+                    .expect("sum")
+                    .backward()
+                    .expect("backward");
+            })
         }
         other => {
             eprintln!("unknown path {other}");
