@@ -16,7 +16,7 @@
 use crate::error::Result;
 use crate::tensor::{GradFn, GradHook, GradNode, Tensor, WeakTensor};
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -216,9 +216,12 @@ impl Node {
 }
 
 thread_local! {
-    /// While a node is being dropped on this thread: what nodes dropped
-    /// meanwhile leave to it (see `Drop for Node`).
-    static DEFERRED: RefCell<Option<Vec<Deferred>>> = const { RefCell::new(None) };
+    /// What dropped nodes leave to the outermost drop on this thread (see
+    /// `Drop for Node`); kept, empty, between drops, so that dropping a node
+    /// allocates nothing once the queue has grown.
+    static DEFERRED: RefCell<Vec<Deferred>> = const { RefCell::new(Vec::new()) };
+    /// Whether a drop on this thread is draining `DEFERRED`.
+    static DRAINING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// What a dropped node owned, to be dropped by the outermost drop (held only
@@ -248,41 +251,33 @@ impl Drop for Node {
     /// it in a loop; a node dropped meanwhile hands its parts to that loop.
     fn drop(&mut self) {
         LIVE.fetch_sub(1, Ordering::Relaxed);
-        let mut parts = vec![Deferred::Edges(std::mem::take(&mut self.next_edges))];
-        if let Kind::Function(m) = &mut self.kind {
-            let b = m.get_mut().unwrap_or_else(|e| e.into_inner());
-            parts.push(Deferred::Backward(std::mem::replace(b, Box::new(Dropped))));
-        }
-        let outermost = DEFERRED.try_with(|d| {
-            let mut d = d.borrow_mut();
-            match d.as_mut() {
-                Some(queue) => {
-                    queue.append(&mut parts);
-                    false
-                }
-                None => {
-                    *d = Some(std::mem::take(&mut parts));
-                    true
-                }
+        let edges = Deferred::Edges(std::mem::take(&mut self.next_edges));
+        let backward = match &mut self.kind {
+            Kind::Function(m) => {
+                let b = m.get_mut().unwrap_or_else(|e| e.into_inner());
+                Some(Deferred::Backward(std::mem::replace(b, Box::new(Dropped))))
             }
+            _ => None,
+        };
+        // Err: the thread is exiting and its queue is gone; the parts are
+        // dropped with the closure, recursively.
+        let queued = DEFERRED.try_with(move |d| {
+            let mut d = d.borrow_mut();
+            d.push(edges);
+            d.extend(backward);
         });
-        // Err: the thread is exiting and its queue is gone; `parts` is
-        // dropped here, recursively.
-        if outermost != Ok(true) {
+        if queued.is_err() || DRAINING.try_with(|f| f.replace(true)) != Ok(false) {
             return;
         }
         loop {
-            let next = DEFERRED
-                .try_with(|d| d.borrow_mut().as_mut().and_then(Vec::pop))
-                .ok()
-                .flatten();
+            let next = DEFERRED.try_with(|d| d.borrow_mut().pop()).ok().flatten();
             match next {
                 // Dropped outside the borrow: it may defer more.
                 Some(part) => drop(part),
                 None => break,
             }
         }
-        let _ = DEFERRED.try_with(|d| *d.borrow_mut() = None);
+        let _ = DRAINING.try_with(|f| f.set(false));
     }
 }
 
