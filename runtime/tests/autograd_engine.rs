@@ -21,9 +21,15 @@ struct Counting;
 
 static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
 
-// SAFETY: every call is forwarded to `System` with the caller's own layout
-// and pointer; the counter is only arithmetic on the side.
+// SAFETY: the invariant is that `Counting` never makes or frees memory
+// itself: every call goes to `System` with the caller's own layout and
+// pointer, so `System`'s guarantees (alignment, size, no aliasing) are the
+// caller's; the counter is arithmetic on the side and never read by the
+// allocator. `counting_allocator_forwards_every_layout` tries odd sizes and
+// large alignments through it.
 unsafe impl GlobalAlloc for Counting {
+    // SAFETY (of callers): `layout` has a non-zero size, as `GlobalAlloc::alloc`
+    // requires; passed on unchanged.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's contract for `alloc`, passed through.
         let p = unsafe { System.alloc(layout) };
@@ -33,6 +39,7 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
 
+    // SAFETY (of callers): `ptr` was returned by `alloc` above for `layout`.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         LIVE_BYTES.fetch_sub(layout.size() as isize, Ordering::Relaxed);
         // SAFETY: `ptr` came from `alloc` above with this layout.
@@ -42,6 +49,27 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
+
+/// The counting allocator hands out what `System` does: aligned as asked
+/// (up to a page), writable over the whole size, and every byte counted is
+/// uncounted when freed.
+#[test]
+fn counting_allocator_forwards_every_layout() {
+    let _s = serial();
+    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    for (size, align) in [(1, 1), (3, 2), (17, 8), (1000, 64), (5000, 4096)] {
+        let layout = Layout::from_size_align(size, align).unwrap();
+        // SAFETY: `layout` has a non-zero size; the block is freed below with
+        // the same layout.
+        let p = unsafe { std::alloc::alloc(layout) };
+        assert!(!p.is_null() && (p as usize) % align == 0);
+        // SAFETY: `p` points at `size` writable bytes.
+        unsafe { std::ptr::write_bytes(p, 0xAB, size) };
+        // SAFETY: `p` came from `alloc` with `layout`.
+        unsafe { std::alloc::dealloc(p, layout) };
+    }
+    assert_eq!(LIVE_BYTES.load(Ordering::Relaxed), before);
+}
 
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());

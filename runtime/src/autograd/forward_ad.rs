@@ -126,27 +126,12 @@ pub fn tangent(t: &Tensor) -> Option<Tensor> {
 /// one tangent per input, zeros for an input without one (torchgen's
 /// `_efficientzerotensor`).
 pub fn tangents_of(inputs: &[&Tensor]) -> Result<Option<Vec<Tensor>>> {
-    let Some(level) = current_level() else {
-        return Ok(None);
-    };
-    let found: Vec<Option<Tensor>> = inputs
-        .iter()
-        .map(|t| t.autograd_meta().and_then(|m| m.tangent(level)))
-        .collect();
-    if found.iter().all(Option::is_none) {
+    if current_level().is_none() {
         return Ok(None);
     }
-    let _off = suspend();
-    let _below = below_autograd();
-    inputs
-        .iter()
-        .zip(found)
-        .map(|(t, f)| match f {
-            Some(f) => Ok(f),
-            None => crate::at::zeros_like(t, None, None, None, None, None),
-        })
-        .collect::<Result<Vec<_>>>()
-        .map(Some)
+    let present: Vec<Option<&Tensor>> = inputs.iter().copied().map(Some).collect();
+    // Every input is present, so every tangent is `Some`.
+    Ok(tangents_of_optional(&present)?.map(|ts| ts.into_iter().flatten().collect()))
 }
 
 /// [`tangents_of`] for inputs that may be absent (`None` in, `None` out).
