@@ -62,7 +62,7 @@ fn counting_allocator_forwards_every_layout() {
         // SAFETY: `layout` has a non-zero size; the block is freed below with
         // the same layout.
         let p = unsafe { std::alloc::alloc(layout) };
-        assert!(!p.is_null() && (p as usize) % align == 0);
+        assert!(!p.is_null() && (p as usize).is_multiple_of(align));
         // SAFETY: `p` points at `size` writable bytes.
         unsafe { std::ptr::write_bytes(p, 0xAB, size) };
         // SAFETY: `p` came from `alloc` with `layout`.
