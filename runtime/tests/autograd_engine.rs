@@ -12,14 +12,32 @@ use opforge::autograd::{
 };
 use opforge::{at, DType, Device, Result, Scalar, Tensor};
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::cell::Cell;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Counts the heap bytes live in this test process (storages, nodes, saved
-/// tensors and everything else), for the memory test.
+/// Counts the heap bytes live on each thread of this test process (storages,
+/// nodes, saved tensors and everything else) for the memory test: what a
+/// thread allocated minus what it freed. Per thread, not process-wide, because
+/// the test harness allocates on its own threads at any moment (captured
+/// output, the next test's thread); the engine runs backward on the caller's
+/// thread, so a test's graphs are all counted on its own thread.
 struct Counting;
 
-static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+thread_local! {
+    // A `Cell` of a plain integer, initialised by a constant: reading or
+    // writing it never allocates and it has no destructor, so the allocator
+    // can use it without recursion, even while a thread is being torn down.
+    static THREAD_BYTES: Cell<isize> = const { Cell::new(0) };
+}
+
+fn count(delta: isize) {
+    let _ = THREAD_BYTES.try_with(|b| b.set(b.get() + delta));
+}
+
+/// Bytes allocated and not yet freed by the calling thread.
+fn thread_bytes() -> isize {
+    THREAD_BYTES.with(Cell::get)
+}
 
 // SAFETY: the invariant is that `Counting` never makes or frees memory
 // itself: every call goes to `System` with the caller's own layout and
@@ -34,14 +52,14 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: the caller's contract for `alloc`, passed through.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
-            LIVE_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            count(layout.size() as isize);
         }
         p
     }
 
     // SAFETY (of callers): `ptr` was returned by `alloc` above for `layout`.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE_BYTES.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        count(-(layout.size() as isize));
         // SAFETY: `ptr` came from `alloc` above with this layout.
         unsafe { System.dealloc(ptr, layout) }
     }
@@ -56,19 +74,20 @@ static ALLOCATOR: Counting = Counting;
 #[test]
 fn counting_allocator_forwards_every_layout() {
     let _s = serial();
-    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    let before = thread_bytes();
     for (size, align) in [(1, 1), (3, 2), (17, 8), (1000, 64), (5000, 4096)] {
         let layout = Layout::from_size_align(size, align).unwrap();
         // SAFETY: `layout` has a non-zero size; the block is freed below with
         // the same layout.
         let p = unsafe { std::alloc::alloc(layout) };
         assert!(!p.is_null() && (p as usize).is_multiple_of(align));
+        assert_eq!(thread_bytes(), before + size as isize, "counted on alloc");
         // SAFETY: `p` points at `size` writable bytes.
         unsafe { std::ptr::write_bytes(p, 0xAB, size) };
         // SAFETY: `p` came from `alloc` with `layout`.
         unsafe { std::alloc::dealloc(p, layout) };
     }
-    assert_eq!(LIVE_BYTES.load(Ordering::Relaxed), before);
+    assert_eq!(thread_bytes(), before);
 }
 
 fn serial() -> MutexGuard<'static, ()> {
@@ -463,7 +482,7 @@ fn graphs_are_freed_and_a_training_loop_keeps_memory_flat() {
     let mut bytes_after_warmup = 0;
     for step in 0..1000 {
         if step == 10 {
-            bytes_after_warmup = LIVE_BYTES.load(Ordering::Relaxed);
+            bytes_after_warmup = thread_bytes();
         }
         let loss = sum(&mul(&mul(&w, &x), &w));
         loss.backward().unwrap();
@@ -486,7 +505,7 @@ fn graphs_are_freed_and_a_training_loop_keeps_memory_flat() {
     assert!(during.iter().all(|&n| n == 4), "{during:?}");
     // And the heap: 990 steps later (each allocating and freeing a graph, its
     // saved tensors and gradients), the live bytes are what they were.
-    let grown = LIVE_BYTES.load(Ordering::Relaxed) - bytes_after_warmup;
+    let grown = thread_bytes() - bytes_after_warmup;
     assert!(
         grown.abs() < 1024,
         "{grown} bytes more live after 990 steps"
