@@ -6,7 +6,7 @@
 //! ordinary entry of `opforge::__private::KERNELS`.
 
 use crate::rust_types::{fn_pointer_type, param_type, show};
-use opforge_schema::model::FunctionSchema;
+use opforge_schema::model::{BaseType, FunctionSchema};
 use opforge_schema::names::arg_ident;
 use proc_macro2::{TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
@@ -75,6 +75,31 @@ pub fn generated_registration(
     ret: syn::Type,
 ) -> TokenStream {
     registration_with(key, name, schema, func, params, ret, false)
+}
+
+/// The argument a view operator's result aliases, for a kernel at `key`:
+/// one `Tensor` return with a read-only alias annotation (`-> Tensor(a)`)
+/// shared with a `Tensor` argument (`Tensor(a) self`). Kernels at `Autograd`
+/// and `CompositeImplicitAutograd` are not marked: the former redispatches to
+/// a marking kernel, the latter returns what the operators it calls made
+/// (`contiguous` returns `self` itself when it can).
+pub fn view_input(key: &str, schema: &FunctionSchema) -> Option<usize> {
+    if matches!(key, "Autograd" | "CompositeImplicitAutograd") {
+        return None;
+    }
+    let [ret] = schema.returns.as_slice() else {
+        return None;
+    };
+    let set = match &ret.annotation {
+        Some(a) if !a.is_write && ret.ty.is_base(BaseType::Tensor) => &a.alias_set,
+        _ => return None,
+    };
+    schema.arguments.all.iter().position(|a| {
+        a.ty.is_base(BaseType::Tensor)
+            && a.annotation
+                .as_ref()
+                .is_some_and(|x| !x.is_write && &x.alias_set == set)
+    })
 }
 
 fn registration_with(
@@ -235,6 +260,21 @@ fn registration_with(
             <#user_ret as #ret_tr>::__opforge_return(#call)
         },
         _ => quote!(#call),
+    };
+    // A view operator's kernel marks its result as a view of the argument it
+    // aliases (PyTorch's ADInplaceOrView kernels do it above the backend; here
+    // the backend kernel's registration does it, so that plain tensors, which
+    // never pass through an autograd key, are views too).
+    let ret_call = match view_input(key, schema) {
+        Some(i) => {
+            let v = format_ident!("__a{}", i);
+            quote! {{
+                let mut __opforge_out = #ret_call?;
+                ::opforge::__private::mark_view(#name, #v, &mut __opforge_out);
+                Ok(__opforge_out)
+            }}
+        }
+        None => ret_call,
     };
     let fn_ty = match fn_pointer_type(schema) {
         Ok(t) => t.to_token_stream(),

@@ -120,6 +120,10 @@ pub mod __private {
         };
     }
 
+    /// Marks a view operator's fresh result as a view of the argument it
+    /// aliases (what a view operator's kernel registration calls).
+    pub use crate::autograd::views::mark_view;
+
     /// A Python number given for a `Tensor` parameter, as the kernel's wrapped
     /// number (boxed kernel adapters call this for their `Tensor` arguments).
     pub fn wrap_number(v: &Value) -> Option<crate::Tensor> {

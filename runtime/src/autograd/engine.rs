@@ -14,8 +14,8 @@
 //! computations are recorded in turn, so the results can be differentiated.
 
 use super::mode::set_grad_enabled;
+use super::node::gradient_edge;
 use super::node::{lock, BackwardCtx, Edge, Kind, Node};
-use super::record::gradient_edge;
 use super::saved::shallow_detach;
 use crate::dtype::{MemoryFormat, Scalar};
 use crate::error::{Error, Result};

@@ -23,7 +23,7 @@
 //! differentiate independently. Leaving a level clears the tangents made in
 //! it.
 
-use super::record::below_autograd;
+use super::mode::below_autograd;
 use crate::error::{Error, Result};
 use crate::tensor::{Tensor, WeakTensor};
 use std::cell::{Cell, RefCell};

@@ -14,7 +14,8 @@
 //! - [`saved`]: [`SavedTensor`], checked against the storage's version on
 //!   unpack, released after a backward without `retain_graph`.
 //! - [`record`]: [`Recording`] (begin / finish around an Autograd kernel's
-//!   redispatch), [`below_autograd`] (the exclude guard), [`record()`].
+//!   redispatch), [`record()`]; [`below_autograd`] (the exclude guard) is in
+//!   [`mode`], [`gradient_edge`] and [`accumulator`] in [`node`].
 //! - [`engine`]: [`backward()`] and [`grad`].
 //! - [`formulas`]: the helpers `derivatives.yaml`'s formulas call; the
 //!   generated node types and Autograd kernels (`generated`, from
@@ -26,6 +27,8 @@
 //! - [`gradcheck`](mod@gradcheck): [`gradcheck()`] and [`gradgradcheck`]
 //!   (PyTorch's `torch.autograd.gradcheck`), finite differences against the
 //!   engine's gradients.
+//! - [`views`]: differentiable views (marked by view operators' kernels) and
+//!   in-place writes through them (`CopySlices`, PyTorch's checks).
 //! - [`methods`]: [`TensorAutograd`] (`t.backward()`, `retain_grad`,
 //!   `register_hook`, `detach`).
 
@@ -40,16 +43,16 @@ pub mod mode;
 pub mod node;
 pub mod record;
 pub mod saved;
+pub mod views;
 
 pub use engine::{backward, grad};
 pub use gradcheck::{gradcheck, gradgradcheck, GradcheckOptions, GradgradcheckOptions};
 pub use methods::TensorAutograd;
+pub use mode::below_autograd;
 pub use mode::{
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
     set_grad_enabled, GradModeGuard,
 };
-pub use node::{live_nodes, Backward, BackwardCtx, Edge, Node};
-pub use record::{
-    accumulator, below_autograd, check_out, gradient_edge, record, Recording, Saver, LEAF_INPLACE,
-};
+pub use node::{accumulator, gradient_edge, live_nodes, Backward, BackwardCtx, Edge, Node};
+pub use record::{check_out, record, Recording, Saver, LEAF_INPLACE};
 pub use saved::{SavedTensor, BACKWARD_TWICE};

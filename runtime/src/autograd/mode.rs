@@ -87,3 +87,13 @@ pub fn inference_mode() -> GradModeGuard {
     let keys = LocalKeys::exclude(AUTOGRAD_KEYS);
     set(false, true, Some(keys))
 }
+
+/// Excludes the `Autograd` and `ADInplaceOrView` keys on this thread until the
+/// guard is dropped (PyTorch's `AutoDispatchBelowADInplaceOrView`): an Autograd
+/// kernel's redispatch, and everything that computation calls in turn, goes to
+/// the keys below, whatever its tensors require. Uses the dispatcher's
+/// thread-local exclude set ([`LocalKeys::exclude`]); nothing is added to calls
+/// made outside the guard.
+pub fn below_autograd() -> LocalKeysGuard {
+    LocalKeys::exclude(AUTOGRAD_KEYS)
+}

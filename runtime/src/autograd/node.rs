@@ -281,6 +281,39 @@ impl Drop for Node {
     }
 }
 
+/// A leaf's accumulator node: the live one if the leaf has one, else a new
+/// one the leaf remembers weakly.
+pub fn accumulator(leaf: &Tensor) -> Arc<Node> {
+    let meta = leaf.autograd_meta_or_default();
+    let node =
+        meta.accumulator_or(|| Arc::new(Node::accumulate(leaf.clone())) as Arc<dyn GradNode>);
+    match node.into_any_arc().downcast::<Node>() {
+        Ok(n) => n,
+        // Only this layer makes accumulators.
+        Err(_) => Arc::new(Node::accumulate(leaf.clone())),
+    }
+}
+
+/// Where a gradient for `t` goes: its history, or its accumulator if it is a
+/// leaf that requires grad; `None` if it does not require grad.
+pub fn gradient_edge(t: &Tensor) -> Option<Edge> {
+    if let Some(g) = t.grad_fn() {
+        return Node::of(&g).map(|node| Edge {
+            node,
+            input_nr: g.output_nr,
+        });
+    }
+    // A leaf the user marked (a view that requires grad only through its
+    // base, made in no-grad mode, has neither history nor accumulator).
+    if t.autograd_meta().is_some_and(|m| m.requires_grad_flag()) {
+        return Some(Edge {
+            node: accumulator(t),
+            input_nr: 0,
+        });
+    }
+    None
+}
+
 impl GradNode for Node {
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed(&self.name)

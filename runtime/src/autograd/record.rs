@@ -23,11 +23,11 @@
 //! ```
 
 use super::mode::is_grad_enabled;
+use super::node::gradient_edge;
 use super::node::{Backward, Edge, Kind, Node};
 use super::saved::SavedTensor;
 use crate::error::{Error, Result};
-use crate::keys::{LocalKeys, LocalKeysGuard};
-use crate::tensor::{GradNode, Tensor, AUTOGRAD_KEYS};
+use crate::tensor::Tensor;
 use std::borrow::Cow;
 use std::sync::{Arc, Weak};
 
@@ -35,51 +35,13 @@ use std::sync::{Arc, Weak};
 pub const LEAF_INPLACE: &str =
     "a leaf Variable that requires grad is being used in an in-place operation.";
 
-/// Excludes the `Autograd` and `ADInplaceOrView` keys on this thread until the
-/// guard is dropped (PyTorch's `AutoDispatchBelowADInplaceOrView`): an Autograd
-/// kernel's redispatch, and everything that computation calls in turn, goes to
-/// the keys below, whatever its tensors require. Uses the dispatcher's
-/// thread-local exclude set ([`LocalKeys::exclude`]); nothing is added to calls
-/// made outside the guard.
-pub fn below_autograd() -> LocalKeysGuard {
-    LocalKeys::exclude(AUTOGRAD_KEYS)
-}
-
-/// A leaf's accumulator node: the live one if the leaf has one, else a new
-/// one the leaf remembers weakly.
-pub fn accumulator(leaf: &Tensor) -> Arc<Node> {
-    let meta = leaf.autograd_meta_or_default();
-    let node =
-        meta.accumulator_or(|| Arc::new(Node::accumulate(leaf.clone())) as Arc<dyn GradNode>);
-    match node.into_any_arc().downcast::<Node>() {
-        Ok(n) => n,
-        // Only this layer makes accumulators.
-        Err(_) => Arc::new(Node::accumulate(leaf.clone())),
-    }
-}
-
-/// Where a gradient for `t` goes: its history, or its accumulator if it is a
-/// leaf that requires grad; `None` if it does not require grad.
-pub fn gradient_edge(t: &Tensor) -> Option<Edge> {
-    if let Some(g) = t.grad_fn() {
-        return Node::of(&g).map(|node| Edge {
-            node,
-            input_nr: g.output_nr,
-        });
-    }
-    if t.requires_grad() {
-        return Some(Edge {
-            node: accumulator(t),
-            input_nr: 0,
-        });
-    }
-    None
-}
-
 /// A recording under way: the edges of a call's differentiable inputs.
 #[derive(Debug)]
 pub struct Recording {
     edges: Vec<Option<Edge>>,
+    /// The view an in-place call writes through: its base's history is
+    /// rebased when the call's node is made ([`super::views`]).
+    view_target: Option<Tensor>,
 }
 
 /// Given to the function that makes a node's [`Backward`]: saves the node's
@@ -106,6 +68,7 @@ impl Recording {
         }
         Some(Recording {
             edges: inputs.iter().map(|t| gradient_edge(t)).collect(),
+            view_target: None,
         })
     }
 
@@ -118,23 +81,39 @@ impl Recording {
         }
         Some(Recording {
             edges: inputs.iter().map(|t| t.and_then(gradient_edge)).collect(),
+            view_target: None,
         })
     }
 
     /// [`Recording::begin`] for an in-place call writing `self_`: refused on a
-    /// leaf that requires grad ([`LEAF_INPLACE`], while grad mode is on); on a
-    /// tensor with a history, that history becomes the new node's first edge,
-    /// and [`Recording::finish`] with `self_` among the outputs rebases it.
-    /// Call it before the write (and save what the backward needs of
-    /// `self_`'s old value before it, too).
+    /// leaf that requires grad ([`LEAF_INPLACE`], while grad mode is on), and
+    /// through a view as PyTorch refuses it ([`super::views::check_inplace_view`]);
+    /// on a tensor with a history, that history becomes the new node's first
+    /// edge, and [`Recording::finish`] with `self_` among the outputs rebases
+    /// it (through a view: its base's, with `CopySlices`). Call it before the
+    /// write (and save what the backward needs of `self_`'s old value before
+    /// it, too).
     pub fn begin_inplace(self_: &Tensor, others: &[&Tensor]) -> Result<Option<Recording>> {
-        if is_grad_enabled() && self_.requires_grad() && self_.is_leaf() {
-            return Err(Error::Runtime(LEAF_INPLACE.into()));
+        if is_grad_enabled() {
+            let self_requires = self_.requires_grad();
+            if self_requires || others.iter().any(|t| t.requires_grad()) {
+                if let Some(v) = self_.view_of() {
+                    super::views::check_inplace_view(self_, v)?;
+                }
+            }
+            if self_requires && self_.is_leaf() {
+                return Err(Error::Runtime(LEAF_INPLACE.into()));
+            }
         }
         let mut inputs = Vec::with_capacity(others.len() + 1);
         inputs.push(self_);
         inputs.extend_from_slice(others);
-        Ok(Recording::begin(&inputs))
+        Ok(Recording::begin(&inputs).map(|mut rec| {
+            if self_.view_of().is_some() {
+                rec.view_target = Some(self_.clone());
+            }
+            rec
+        }))
     }
 
     /// Does input `i` require grad (is there an edge for it)?
@@ -152,6 +131,7 @@ impl Recording {
         make: impl FnOnce(&Saver) -> Result<B>,
     ) -> Result<Arc<Node>> {
         let name = name.into();
+        let view_target = self.view_target;
         let mut made: Result<()> = Ok(());
         let num_outputs = u32::try_from(outputs.len()).unwrap_or(u32::MAX);
         let node = Arc::new_cyclic(|weak| {
@@ -173,6 +153,12 @@ impl Recording {
         for (nr, out) in outputs.iter().enumerate() {
             if !out.dtype().is_floating_point() {
                 continue;
+            }
+            if let (Some(t), Some(v)) = (&view_target, out.view_of()) {
+                if out.is_same(t) {
+                    super::views::rebase(out, v, &node)?;
+                    continue;
+                }
             }
             // A rebased tensor that keeps its gradient keeps it from its new
             // history on (as PyTorch moves its retains_grad hook).

@@ -13,8 +13,8 @@
 use super::{Tensor, TensorInner};
 use crate::error::Result;
 use crate::keys::{DispatchKey, KeySet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 /// The keys a tensor has while it requires grad, and only then.
 pub const AUTOGRAD_KEYS: KeySet =
@@ -53,6 +53,70 @@ impl std::fmt::Debug for GradFn {
 /// A hook on a tensor's gradient (`register_hook`): it sees the gradient and
 /// may return a replacement.
 pub type GradHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+
+/// How a view came to be, for PyTorch's checks of an in-place write through
+/// it (its `CreationMeta`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreationMeta {
+    /// Made with grad mode on: an in-place write through it rebases its
+    /// base's history.
+    Default,
+    /// Made with grad mode off (or from such a view): a write through it
+    /// with grad mode on is refused.
+    NoGradMode,
+    /// Made in inference mode: likewise refused outside it.
+    InferenceMode,
+}
+
+/// What the result of a differentiable view operator keeps of the tensor it
+/// views (PyTorch's `ViewInfo` of a `DifferentiableViewMeta`): its base (the
+/// first tensor of the chain of views, never itself a view), how it was made,
+/// and the storage version its history was last set at. A write to the
+/// storage (through the base or any view of it) moves the version on, and the
+/// view's history is made afresh from its base's the next time it is read
+/// ([`Tensor::grad_fn`]), as PyTorch regenerates it.
+///
+/// The view holds its base; the base knows nothing of its views, so no cycle
+/// forms.
+pub struct ViewOf {
+    base: Tensor,
+    creation: CreationMeta,
+    attr_version: AtomicU64,
+}
+
+impl ViewOf {
+    /// The base: the tensor whose storage this view's chain starts from.
+    pub fn base(&self) -> &Tensor {
+        &self.base
+    }
+
+    /// How the view was made.
+    pub fn creation(&self) -> CreationMeta {
+        self.creation
+    }
+}
+
+impl std::fmt::Debug for ViewOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ViewOf")
+            .field("creation", &self.creation)
+            .field("attr_version", &self.attr_version.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Makes a view's history afresh from its base's (`view`, `base`): the
+/// autograd layer's `AsStridedBackward0` node over the base's gradient edge,
+/// or `None` when the base has no gradient edge.
+pub type ViewHistory = fn(&Tensor, &Tensor) -> Option<GradFn>;
+
+static VIEW_HISTORY: OnceLock<ViewHistory> = OnceLock::new();
+
+/// Installs the function that remakes a stale view's history (the autograd
+/// layer does, before it makes its first view; the first installation stays).
+pub fn set_view_history(f: ViewHistory) {
+    let _ = VIEW_HISTORY.set(f);
+}
 
 /// What autograd records about one tensor (see the module docs).
 #[derive(Default)]
@@ -198,8 +262,12 @@ impl Tensor {
     /// ```
     #[inline]
     pub fn requires_grad(&self) -> bool {
+        if let Some(v) = &self.0.view {
+            self.refresh_view_history(v);
+        }
         self.autograd_meta()
             .is_some_and(|m| m.requires_grad_flag() || lock(&m.grad_fn).is_some())
+            || self.0.view.as_ref().is_some_and(|v| v.base.requires_grad())
     }
 
     /// Marks a leaf as requiring grad, or not (PyTorch's `requires_grad_`).
@@ -225,18 +293,98 @@ impl Tensor {
         Ok(())
     }
 
-    /// The tensor's history (`grad_fn` and `output_nr`), if it has one.
+    /// The tensor's history (`grad_fn` and `output_nr`), if it has one. A
+    /// view whose storage was written since its history was set gets a new
+    /// one from its base's first ([`ViewOf`]).
     pub fn grad_fn(&self) -> Option<GradFn> {
+        if let Some(v) = &self.0.view {
+            self.refresh_view_history(v);
+        }
         self.autograd_meta().and_then(AutogradMeta::grad_fn)
     }
 
     /// Sets or clears the tensor's history: what an Autograd kernel does to the
-    /// results it records, and what rebasing an in-place write does.
+    /// results it records, and what rebasing an in-place write does. A view's
+    /// history is then current as of the storage's version.
     pub fn set_grad_fn(&self, grad_fn: Option<GradFn>) {
+        if let Some(v) = &self.0.view {
+            v.attr_version
+                .store(self.storage_version(), Ordering::Release);
+        }
         if grad_fn.is_some() || self.autograd_meta().is_some() {
             *lock(&self.autograd_meta_or_default().grad_fn) = grad_fn;
         }
         self.update_autograd_keys();
+    }
+
+    /// The view's base and how it was made, if this tensor is the result of a
+    /// differentiable view operator (PyTorch's `_base` and `is_view()`).
+    ///
+    /// ```
+    /// use opforge::Tensor;
+    /// let b = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?;
+    /// let v = b.select(0, 1)?;
+    /// assert!(v.view_of().unwrap().base().is_same(&b));
+    /// // A view of a view has the first base.
+    /// assert!(v.unsqueeze(0)?.view_of().unwrap().base().is_same(&b));
+    /// assert!(b.view_of().is_none());
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn view_of(&self) -> Option<&ViewOf> {
+        self.0.view.as_ref()
+    }
+
+    /// Marks this fresh result as a view of `base`'s storage (of `base`'s own
+    /// base if `base` is a view): what the kernels of view operators do to
+    /// their result. Returns `false`, changing nothing, if this handle is not
+    /// the only one to the tensor (not a fresh result), if it does not share
+    /// `base`'s storage, or if it is `base` itself.
+    pub fn mark_view(&mut self, base: &Tensor, creation: CreationMeta) -> bool {
+        if self.is_same(base) || !self.shares_storage(base) {
+            return false;
+        }
+        let root = base.view_of().map_or(base, ViewOf::base).clone();
+        let version = self.storage_version();
+        match Arc::get_mut(&mut self.0) {
+            Some(inner) => {
+                inner.view = Some(ViewOf {
+                    base: root,
+                    creation,
+                    attr_version: AtomicU64::new(version),
+                });
+                // A view of a base that requires grad requires it too.
+                self.update_autograd_keys();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn storage_version(&self) -> u64 {
+        self.with_geometry(|g| g.storage.version())
+    }
+
+    /// A view's history is stale when its storage was written since it was
+    /// set: then it is made afresh from the base's (unless the view has none
+    /// and its base does not require grad, as in PyTorch).
+    fn refresh_view_history(&self, v: &ViewOf) {
+        let current = self.storage_version();
+        if v.attr_version.load(Ordering::Acquire) == current {
+            return;
+        }
+        let has_history = self
+            .autograd_meta()
+            .is_some_and(|m| lock(&m.grad_fn).is_some());
+        if !has_history && !v.base.requires_grad() {
+            return;
+        }
+        v.attr_version.store(current, Ordering::Release);
+        if let Some(make) = VIEW_HISTORY.get() {
+            if let Some(g) = make(self, &v.base) {
+                *lock(&self.autograd_meta_or_default().grad_fn) = Some(g);
+                self.update_autograd_keys();
+            }
+        }
     }
 
     /// A leaf: no history (every tensor that does not require grad is one).

@@ -33,7 +33,10 @@ pub use alloc::{
     set_allocation_limit, set_buffer_cache, set_huge_pages,
 };
 pub use class::TensorClass;
-pub use grad::{AutogradMeta, GradFn, GradHook, GradNode, WeakTensor, AUTOGRAD_KEYS};
+pub use grad::{
+    set_view_history, AutogradMeta, CreationMeta, GradFn, GradHook, GradNode, ViewHistory, ViewOf,
+    WeakTensor, AUTOGRAD_KEYS,
+};
 pub use locks::{Reads, StorageLocks};
 pub use objects::{Generator, QScheme, Stream};
 
@@ -578,6 +581,9 @@ struct TensorInner {
     /// A Python number given for a `Tensor` parameter (PyTorch's
     /// `is_wrapped_number`): it promotes as a number, not as a 0-dim tensor.
     wrapped_number: bool,
+    /// Set on the result of a differentiable view operator: the tensor whose
+    /// storage it views ([`grad::ViewOf`]); set once, on a fresh result.
+    view: Option<grad::ViewOf>,
 }
 
 /// What makes a tensor more than a plain tensor: its class (a tensor subclass or a
@@ -673,6 +679,7 @@ impl Tensor {
             ext: None,
             autograd: OnceLock::new(),
             wrapped_number: false,
+            view: None,
         }))
     }
 
@@ -685,6 +692,7 @@ impl Tensor {
             ext: Some(Arc::new(ext)),
             autograd: OnceLock::new(),
             wrapped_number: false,
+            view: None,
         }))
     }
 
@@ -735,6 +743,7 @@ impl Tensor {
             ext: Some(ext),
             autograd: OnceLock::new(),
             wrapped_number: self.0.wrapped_number,
+            view: None,
         }))
     }
 

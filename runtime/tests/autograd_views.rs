@@ -1,0 +1,298 @@
+//! In-place writes through views (PyTorch's `CopySlices`): the base's history
+//! is rebased, the view's is made afresh over it, other views follow, and
+//! PyTorch's refusals. Expected values and names are PyTorch 2.15's (run
+//! side by side); every view operator of the YAML is checked with gradcheck and
+//! gradgradcheck, which compare the engine with finite differences.
+
+use opforge::autograd::{
+    gradcheck, gradgradcheck, inference_mode, no_grad, GradcheckOptions, GradgradcheckOptions,
+    LEAF_INPLACE,
+};
+use opforge::{at, DType, Device, Result, Scalar, Tensor};
+
+fn values(n: usize, dtype: DType) -> Tensor {
+    let v: Vec<f64> = (0..n).map(|i| ((i as f64) * 0.37 + 0.2).sin()).collect();
+    let t = Tensor::from_vec(v, &[n]).unwrap();
+    at::_to_copy(&t, Some(dtype), None, None, None, false, None).unwrap()
+}
+
+fn leaf(shape: &[i64], dtype: DType) -> Tensor {
+    let n = shape.iter().product::<i64>() as usize;
+    let t = at::view(&values(n, dtype), shape).unwrap();
+    let t = at::clone(&t, None).unwrap();
+    t.set_requires_grad(true).unwrap();
+    t
+}
+
+fn name(t: &Tensor) -> String {
+    t.grad_fn()
+        .map(|g| g.node.name().to_string())
+        .unwrap_or_default()
+}
+
+fn to_f64(t: &Tensor) -> Vec<f64> {
+    at::_to_copy(t, Some(DType::Float64), None, None, None, false, None)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap()
+}
+
+fn sum(t: &Tensor) -> Tensor {
+    at::sum(t, None).unwrap()
+}
+
+#[test]
+fn a_write_through_a_view_rebases_the_base() {
+    let a = leaf(&[3, 4], DType::Float32);
+    let b = at::clone(&a, None).unwrap();
+    let mut v = at::select_int(&b, 0, 0).unwrap();
+    assert!(v.view_of().unwrap().base().is_same(&b));
+    assert_eq!(name(&v), "SelectBackward0");
+    at::mul__Tensor(&mut v, &Tensor::scalar(2.0f32)).unwrap();
+    assert_eq!(name(&b), "CopySlices");
+    assert_eq!(name(&v), "AsStridedBackward0");
+    sum(&b).backward().unwrap();
+    let mut want = vec![1.0; 12];
+    want[..4].fill(2.0);
+    assert_eq!(to_f64(&a.grad().unwrap()), want);
+}
+
+#[test]
+fn a_plain_buffer_filled_through_views_gets_a_history() {
+    // z = zeros(3, 4); z[0:2].copy_(x): z requires grad from then on.
+    let x = leaf(&[2, 4], DType::Float32);
+    let z = Tensor::zeros(&[3, 4], DType::Float32, Device::Cpu);
+    let mut s = at::slice_Tensor(&z, 0, Some(0), Some(2), 1).unwrap();
+    assert!(!s.requires_grad());
+    at::copy_(&mut s, &x, false).unwrap();
+    assert!(z.requires_grad());
+    assert_eq!(name(&z), "CopySlices");
+    assert_eq!(name(&s), "AsStridedBackward0");
+    let copy = opforge::autograd::Node::of(&z.grad_fn().unwrap()).unwrap();
+    let next: Vec<String> = copy
+        .next_edges()
+        .iter()
+        .map(|e| {
+            e.as_ref()
+                .map_or("None".into(), |e| e.node.name().to_string())
+        })
+        .collect();
+    assert_eq!(next, ["None", "AccumulateGrad"]);
+    let w = at::view(
+        &at::arange(Scalar::Int(12), Some(DType::Float32), None, None, None).unwrap(),
+        &[3, 4],
+    )
+    .unwrap();
+    sum(&at::mul_Tensor(&z, &w).unwrap()).backward().unwrap();
+    assert_eq!(
+        to_f64(&x.grad().unwrap()),
+        (0..8).map(f64::from).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_view_of_a_view_writes_into_the_first_base() {
+    let a = leaf(&[3, 3], DType::Float64);
+    let b = at::clone(&a, None).unwrap();
+    let v = at::slice_Tensor(&at::t(&b).unwrap(), 0, Some(1), Some(3), 1).unwrap();
+    let mut w = at::select_int(&v, 1, 0).unwrap();
+    assert!(w.view_of().unwrap().base().is_same(&b));
+    at::add__Tensor(&mut w, &Tensor::scalar(1.0f64), Scalar::Int(1)).unwrap();
+    assert_eq!(
+        (name(&b).as_str(), name(&w).as_str(), name(&v).as_str()),
+        ("CopySlices", "AsStridedBackward0", "AsStridedBackward0")
+    );
+    sum(&at::mul_Tensor(&b, &b).unwrap()).backward().unwrap();
+    // d/da sum(b²) = 2b, where b is a with b[0, 1] and b[0, 2] one more.
+    let mut want: Vec<f64> = to_f64(&a).iter().map(|x| 2.0 * x).collect();
+    want[1] += 2.0;
+    want[2] += 2.0;
+    let got = to_f64(&a.grad().unwrap());
+    assert!(
+        got.iter().zip(&want).all(|(g, w)| (g - w).abs() < 1e-12),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn views_made_before_a_write_to_their_base_follow_it() {
+    let a = leaf(&[3, 4], DType::Float32);
+    let mut b = at::clone(&a, None).unwrap();
+    let v = at::select_int(&b, 0, 0).unwrap();
+    assert_eq!(name(&v), "SelectBackward0");
+    at::mul__Tensor(&mut b, &Tensor::scalar(3.0f32)).unwrap();
+    assert_eq!(name(&b), "MulBackward0");
+    assert_eq!(name(&v), "AsStridedBackward0");
+    sum(&v).backward().unwrap();
+    let mut want = vec![0.0; 12];
+    want[..4].fill(3.0);
+    assert_eq!(to_f64(&a.grad().unwrap()), want);
+    // A write under no_grad also makes the view's history afresh.
+    let b = at::clone(&a, None).unwrap();
+    let mut v = at::slice_Tensor(&b, 0, Some(0), Some(2), 1).unwrap();
+    {
+        let _g = no_grad();
+        at::mul__Tensor(&mut v, &Tensor::scalar(2.0f32)).unwrap();
+    }
+    assert_eq!(name(&v), "AsStridedBackward0");
+    assert_eq!(name(&b), "CloneBackward0");
+}
+
+#[test]
+fn pytorchs_refusals() {
+    let x = leaf(&[3, 3], DType::Float32);
+    let two = Tensor::scalar(2.0f32);
+    // A view of a leaf that requires grad.
+    let mut v = at::select_int(&x, 0, 0).unwrap();
+    let e = at::mul__Tensor(&mut v, &two).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "a view of a leaf Variable that requires grad is being used in an in-place operation."
+    );
+    // The leaf itself.
+    let mut x2 = x.clone();
+    assert_eq!(
+        at::mul__Tensor(&mut x2, &two).unwrap_err().to_string(),
+        LEAF_INPLACE
+    );
+    // A view made in no_grad mode.
+    let b = at::clone(&x, None).unwrap();
+    let mut v = {
+        let _g = no_grad();
+        at::slice_Tensor(&b, 0, Some(0), Some(2), 1).unwrap()
+    };
+    let msg = at::mul__Tensor(&mut v, &two).unwrap_err().to_string();
+    assert_eq!(msg, "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).");
+    // ... and a view of it, made with grad mode on.
+    let mut w = at::t(&v).unwrap();
+    assert_eq!(name(&w), "TBackward0");
+    let msg = at::mul__Tensor(&mut w, &two).unwrap_err().to_string();
+    assert!(
+        msg.starts_with("Output 0 of T is a view of a view which was created in no_grad mode and is being modified inplace with grad mode enabled. Given"),
+        "{msg}"
+    );
+    // Under no_grad, the write is allowed and not recorded.
+    {
+        let _g = no_grad();
+        at::mul__Tensor(&mut v, &two).unwrap();
+    }
+    assert_eq!(name(&b), "CloneBackward0");
+    // A view made in inference mode.
+    let z = Tensor::zeros(&[3], DType::Float32, Device::Cpu);
+    let mut s = {
+        let _g = inference_mode();
+        at::slice_Tensor(&z, 0, Some(0), Some(2), 1).unwrap()
+    };
+    let y = leaf(&[2], DType::Float32);
+    let msg = at::mul__Tensor(&mut s, &y).unwrap_err().to_string();
+    assert!(
+        msg.starts_with("A view was created in inference mode and is being modified inplace in normal mode. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the inference_mode block"),
+        "{msg}"
+    );
+    // A plain view written by plain tensors: nothing to check or record.
+    let mut s = at::slice_Tensor(&z, 0, Some(0), Some(2), 1).unwrap();
+    at::mul__Tensor(&mut s, &two).unwrap();
+    assert!(!z.requires_grad());
+}
+
+#[test]
+fn detach_is_not_a_differentiable_view() {
+    let a = leaf(&[3], DType::Float32);
+    let b = at::clone(&a, None).unwrap();
+    let mut d = at::detach(&b).unwrap();
+    assert!(d.view_of().is_none() && d.shares_storage(&b));
+    at::mul__Tensor(&mut d, &Tensor::scalar(2.0f32)).unwrap();
+    assert_eq!(name(&b), "CloneBackward0");
+    // A view of the detached tensor is a view of it, not of `b`.
+    let s = at::select_int(&d, 0, 0).unwrap();
+    assert!(s.view_of().unwrap().base().is_same(&d));
+}
+
+/// `f(a, w)`: a clone of `a`, `view` of it multiplied in place by `w`, then
+/// the clone times itself (so the gradient depends on the written values).
+fn write_through(
+    view: &dyn Fn(&Tensor) -> Result<Tensor>,
+) -> impl Fn(&[Tensor]) -> Result<Vec<Tensor>> + '_ {
+    move |xs: &[Tensor]| {
+        let b = at::clone(&xs[0], None)?;
+        let mut v = view(&b)?;
+        at::mul__Tensor(&mut v, &xs[1])?;
+        Ok(vec![at::mul_Tensor(&b, &b)?])
+    }
+}
+
+#[test]
+fn every_view_operator_passes_gradcheck_and_gradgradcheck_through_a_write() {
+    type View = Box<dyn Fn(&Tensor) -> Result<Tensor>>;
+    // (name, view of a 3×4 base, shape of `w`, broadcast into the view)
+    let cases: Vec<(&str, View, Vec<i64>)> = vec![
+        ("select.int", Box::new(|b| at::select_int(b, 1, 2)), vec![3]),
+        (
+            "slice.Tensor",
+            Box::new(|b| at::slice_Tensor(b, 1, Some(1), Some(4), 2)),
+            vec![3, 2],
+        ),
+        ("view", Box::new(|b| at::view(b, &[2, 6])), vec![6]),
+        (
+            "transpose.int",
+            Box::new(|b| at::transpose_int(b, 0, 1)),
+            vec![4, 3],
+        ),
+        ("t", Box::new(|b| at::t(b)), vec![3]),
+        ("permute", Box::new(|b| at::permute(b, &[1, 0])), vec![4, 1]),
+        (
+            "unsqueeze",
+            Box::new(|b| at::unsqueeze(b, 1)),
+            vec![3, 1, 4],
+        ),
+        (
+            "squeeze.dim",
+            Box::new(|b| at::squeeze_dim(&at::slice_Tensor(b, 0, Some(1), Some(2), 1)?, 0)),
+            vec![4],
+        ),
+        (
+            "expand",
+            Box::new(|b| at::expand(&at::select_int(b, 0, 1)?, &[1, 4], false)),
+            vec![1, 4],
+        ),
+        (
+            "chain",
+            Box::new(|b| at::select_int(&at::t(&at::view(b, &[4, 3])?)?, 0, 1)),
+            vec![4],
+        ),
+    ];
+    for (op, view, w_shape) in &cases {
+        let a = leaf(&[3, 4], DType::Float64);
+        let w = leaf(w_shape, DType::Float64);
+        let f = write_through(view.as_ref());
+        let inputs = [a, w];
+        assert!(
+            gradcheck(&f, &inputs, &GradcheckOptions::default()).unwrap(),
+            "{op}: gradcheck"
+        );
+        assert!(
+            gradgradcheck(&f, &inputs, &GradgradcheckOptions::default()).unwrap(),
+            "{op}: gradgradcheck"
+        );
+        // The history is PyTorch's.
+        let b = at::clone(&inputs[0], None).unwrap();
+        let mut v = view(&b).unwrap();
+        at::mul__Tensor(&mut v, &inputs[1]).unwrap();
+        assert_eq!(
+            (name(&b).as_str(), name(&v).as_str()),
+            ("CopySlices", "AsStridedBackward0"),
+            "{op}"
+        );
+    }
+}
+
+#[test]
+fn a_write_through_an_expanded_view_is_refused() {
+    let a = leaf(&[1, 3], DType::Float32);
+    let b = at::clone(&a, None).unwrap();
+    let mut e = at::expand(&b, &[2, 3], false).unwrap();
+    let msg = at::mul__Tensor(&mut e, &Tensor::scalar(2.0f32))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.starts_with("unsupported operation: more than one element of the written-to tensor refers to a single memory location."), "{msg}");
+}
