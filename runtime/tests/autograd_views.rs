@@ -296,3 +296,54 @@ fn a_write_through_an_expanded_view_is_refused() {
         .to_string();
     assert!(msg.starts_with("unsupported operation: more than one element of the written-to tensor refers to a single memory location."), "{msg}");
 }
+
+#[test]
+fn fill_zero_and_detach_in_place() {
+    let a = leaf(&[3], DType::Float32);
+    let mut b = at::clone(&a, None).unwrap();
+    at::zero_(&mut b).unwrap();
+    assert_eq!(name(&b), "ZeroBackward0");
+    // PyTorch's node numbers follow its file: fill.Scalar, fill.Tensor,
+    // fill_.Scalar, fill_.Tensor.
+    let mut c = at::clone(&a, None).unwrap();
+    at::fill__Scalar(&mut c, Scalar::Float(2.0)).unwrap();
+    assert_eq!(name(&c), "FillBackward2");
+    assert_eq!(
+        name(&at::fill_Scalar(&a, Scalar::Float(2.0)).unwrap()),
+        "FillBackward0"
+    );
+    let v = leaf(&[], DType::Float32);
+    assert_eq!(name(&at::fill_Tensor(&a, &v).unwrap()), "FillBackward1");
+    let mut d = at::clone(&a, None).unwrap();
+    at::fill__Tensor(&mut d, &v).unwrap();
+    assert_eq!(name(&d), "FillBackward3");
+    assert_eq!(to_f64(&d), vec![to_f64(&v)[0]; 3]);
+    sum(&d).backward().unwrap();
+    assert_eq!(to_f64(&v.grad().unwrap()), vec![3.0]);
+    assert_eq!(to_f64(&a.grad().unwrap()), vec![0.0; 3]);
+    let e = at::fill__Tensor(&mut d, &a).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "fill_ only supports 0-dimension value tensor but got tensor with 1 dimensions."
+    );
+
+    // Zeroing a row through a view stops its gradient.
+    let m = leaf(&[2, 3], DType::Float32);
+    let b = at::clone(&m, None).unwrap();
+    let mut row = at::select_int(&b, 0, 1).unwrap();
+    at::zero_(&mut row).unwrap();
+    assert_eq!(name(&b), "CopySlices");
+    sum(&b).backward().unwrap();
+    assert_eq!(to_f64(&m.grad().unwrap()), [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]);
+
+    // detach_ drops the history; a view cannot be detached in place.
+    let mut b = at::clone(&a, None).unwrap();
+    at::detach_(&mut b).unwrap();
+    assert!(!b.requires_grad() && b.is_leaf());
+    let mut s = at::select_int(&b, 0, 0).unwrap();
+    let msg = at::detach_(&mut s).unwrap_err().to_string();
+    assert!(
+        msg.starts_with("Can't detach views in-place. Use detach() instead."),
+        "{msg}"
+    );
+}

@@ -70,6 +70,10 @@ type Slot = (usize, Option<usize>);
 /// Per-operator arguments: `(operator, [(argument, value)])`.
 const OVERRIDES: &[(&str, &[(&str, Arg)])] = &[
     ("add.Scalar", &[("other", Arg::Float(0.75))]),
+    ("fill.Scalar", &[("value", Arg::Float(0.5))]),
+    ("fill_.Scalar", &[("value", Arg::Float(0.5))]),
+    ("fill.Tensor", &[("value", Arg::Shape(&[]))]),
+    ("fill_.Tensor", &[("value", Arg::Shape(&[]))]),
     ("sub.Scalar", &[("other", Arg::Float(0.75))]),
     ("mul.Scalar", &[("other", Arg::Float(1.5))]),
     ("div.Scalar", &[("other", Arg::Float(-2.5))]),

@@ -255,6 +255,17 @@ macro_rules! backend_kernels {
             copy::fill_(self_, value)
         }
 
+        #[doc = concat!("`fill_.Tensor` (", stringify!($key), "): `value` is a 0-dim tensor.")]
+        #[$crate::kernel($key)]
+        pub fn fill__Tensor(self_: &mut Tensor, value: &Tensor) -> Result<Tensor> {
+            $crate::ensure!(
+                value.dim() == 0,
+                "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.",
+                value.dim()
+            );
+            copy::fill_(self_, value.item()?)
+        }
+
         #[doc = concat!("`zero_` (", stringify!($key), ").")]
         #[$crate::kernel($key)]
         pub fn zero_(self_: &mut Tensor) -> Result<Tensor> {

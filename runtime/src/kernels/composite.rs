@@ -450,6 +450,21 @@ pub fn randn_like_generator(
     sampling::sample(Dist::Normal, &shape, &strides, dtype, device, generator)
 }
 
+/// `fill.Scalar(self, value)`: a new tensor like `self`, every element
+/// `value`.
+#[kernel(CompositeExplicitAutograd)]
+pub fn fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
+    let mut out = Tensor::try_zeros(&self_.shape(), self_.dtype(), self_.device())?;
+    crate::at::fill__Scalar(&mut out, value)
+}
+
+/// `fill.Tensor(self, value)`: likewise with a 0-dim tensor's value.
+#[kernel(CompositeExplicitAutograd)]
+pub fn fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+    let mut out = Tensor::try_zeros(&self_.shape(), self_.dtype(), self_.device())?;
+    crate::at::fill__Tensor(&mut out, value)
+}
+
 /// `detach(self)`: a new view of `self`'s storage with the same geometry and
 /// no autograd history.
 #[kernel(CompositeExplicitAutograd)]
@@ -457,9 +472,21 @@ pub fn detach(self_: &Tensor) -> Result<Tensor> {
     views::alias(self_)
 }
 
-/// `detach_(self)`: below autograd there is no history to drop; `self`.
+/// `detach_(self)`: drops `self`'s history, its requires-grad flag and its
+/// tangent (PyTorch's hand-written `detach_`), for every tensor: no Autograd
+/// kernel is registered for it, so tensors that require grad come here too.
+/// A view cannot be detached in place (PyTorch's message).
 #[kernel(CompositeExplicitAutograd)]
 pub fn detach_(self_: &mut Tensor) -> Result<Tensor> {
+    crate::ensure!(
+        self_.view_of().is_none(),
+        "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence detach_() cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
+    );
+    if self_.autograd_meta().is_some() {
+        self_.set_grad_fn(None);
+        self_.set_requires_grad(false)?;
+        self_.set_tangent(None);
+    }
     Ok(self_.clone())
 }
 
