@@ -347,3 +347,34 @@ fn fill_zero_and_detach_in_place() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_view_made_before_its_base_required_grad_follows_it() {
+    // b views z while z is plain; a write through another view makes z
+    // require grad, and b's calls are recorded from then on.
+    let x = leaf(&[2], DType::Float32);
+    let z = Tensor::zeros(&[3], DType::Float32, Device::Cpu);
+    let mut a = at::slice_Tensor(&z, 0, Some(0), Some(2), 1).unwrap();
+    let b = at::slice_Tensor(&z, 0, Some(1), Some(3), 1).unwrap();
+    assert!(!b.requires_grad());
+    at::copy_(&mut a, &x, false).unwrap();
+    assert!(b.requires_grad());
+    let s = sum(&at::mul_Tensor(&b, &Tensor::scalar(3.0f32)).unwrap());
+    assert_eq!(name(&s), "SumBackward0");
+    s.backward().unwrap();
+    assert_eq!(to_f64(&x.grad().unwrap()), [0.0, 3.0]);
+}
+
+#[test]
+fn a_base_that_retains_its_gradient_keeps_it_after_a_write_through_a_view() {
+    let a = leaf(&[2, 2], DType::Float32);
+    let b = at::clone(&a, None).unwrap();
+    opforge::autograd::TensorAutograd::retain_grad(&b).unwrap();
+    let mut row = at::select_int(&b, 0, 0).unwrap();
+    at::mul__Tensor(&mut row, &Tensor::scalar(5.0f32)).unwrap();
+    sum(&at::mul_Tensor(&b, &Tensor::scalar(2.0f32)).unwrap())
+        .backward()
+        .unwrap();
+    assert_eq!(to_f64(&b.grad().unwrap()), [2.0; 4]);
+    assert_eq!(to_f64(&a.grad().unwrap()), [10.0, 10.0, 2.0, 2.0]);
+}

@@ -369,7 +369,7 @@ fn expanded_outputs_are_refused() {
         err(ops::index_select_out(&arange(4), 0, &idx, &mut e2)),
         INTERNAL
     );
-    e.fill_(Scalar::Float(2.0)).unwrap();
+    e.fill_scalar_(Scalar::Float(2.0)).unwrap();
     assert_eq!(f32s(&e), vec![2.0; 3]);
 }
 

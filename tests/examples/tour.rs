@@ -82,7 +82,7 @@ fn main() -> Result<()> {
     let base = a.deep_clone()?;
     let mut row = base.select(0, 1)?;
     println!("    row = base.select(0, 1): {}", show(&row));
-    row.fill_(Scalar::Float(-1.0))?;
+    row.fill_scalar_(Scalar::Float(-1.0))?;
     println!("    after row.fill_(-1):  base = {base}");
     let t = base.t()?;
     println!(

@@ -49,6 +49,10 @@ fn arg(op: &str, a: &ArgSchema, device: Device) -> Value {
                 })
                 .unwrap(),
         ),
+        // `fill`'s value: a 0-dim tensor.
+        ("value", Ty::Base(BaseType::Tensor)) => {
+            Value::Tensor(Tensor::zeros(&[], DType::Float32, device))
+        }
         ("out", _) => Value::Tensor(Tensor::zeros(&[0], out_dtype(op), device)),
         ("dims", _) => Value::IntList(vec![1, 0]),
         ("size" | "shape", _) => Value::IntList(vec![2, 2]),

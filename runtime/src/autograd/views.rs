@@ -132,6 +132,13 @@ pub(crate) fn rebase(view: &Tensor, v: &ViewOf, node: &Arc<Node>) -> Result<()> 
             inner: node.clone(),
         },
     );
+    // A base that keeps its gradient keeps it from its new history on.
+    if base.autograd_meta().is_some_and(|m| m.retains_grad()) {
+        if let Some(old) = base.grad_fn().as_ref().and_then(Node::of) {
+            old.remove_retained(base);
+        }
+        copy.add_retained(0, base.downgrade());
+    }
     base.set_grad_fn(Some(copy.grad_fn(0)));
     view.set_grad_fn(view_history(view, base));
     Ok(())

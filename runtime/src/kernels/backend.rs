@@ -263,7 +263,12 @@ macro_rules! backend_kernels {
                 "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.",
                 value.dim()
             );
-            copy::fill_(self_, value.item()?)
+            // A Meta value has no data to read (a Meta kernel writes none).
+            let value = match value.device() {
+                Device::Meta => Scalar::Int(0),
+                _ => value.item()?,
+            };
+            copy::fill_(self_, value)
         }
 
         #[doc = concat!("`zero_` (", stringify!($key), ").")]

@@ -352,8 +352,6 @@ impl Tensor {
                     creation,
                     attr_version: AtomicU64::new(version),
                 });
-                // A view of a base that requires grad requires it too.
-                self.update_autograd_keys();
                 true
             }
             None => false,

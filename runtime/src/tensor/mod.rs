@@ -660,7 +660,7 @@ impl Ext {
 /// assert_eq!((t.shape(), t.strides(), t.dtype()), (vec![2, 3], vec![3, 1], DType::Int64));
 /// let col = t.select(1, 0)?; // a view: [1, 4]
 /// let mut c = col.clone(); // the same tensor (a handle)
-/// c.fill_(Scalar::Int(0))?;
+/// c.fill_scalar_(Scalar::Int(0))?; // `fill_` takes a 0-dim tensor
 /// assert_eq!(t.to_vec::<i64>()?, vec![0, 2, 3, 0, 5, 6]);
 /// let m = Tensor::zeros(&[2, 3], DType::Float32, Device::Meta); // shapes only
 /// assert_eq!(opforge::torch::sum(&m)?.device(), Device::Meta);
@@ -916,10 +916,17 @@ impl Tensor {
 
     /// The dispatch keys this tensor contributes to a call: its backend, its
     /// class's keys, and `Autograd` (with `ADInplaceOrView`) only while it
-    /// requires grad. One load.
+    /// requires grad. One load (two for a view: a view also has its base's
+    /// autograd keys, as it requires grad while its base does, and the base
+    /// may have come to require it after the view was made, by a write
+    /// through another view of it).
     #[inline]
     pub fn key_set(&self) -> KeySet {
-        KeySet::from_bits(self.0.keys.load(Ordering::Relaxed))
+        let keys = KeySet::from_bits(self.0.keys.load(Ordering::Relaxed));
+        match &self.0.view {
+            None => keys,
+            Some(v) => keys | (v.base().key_set() & grad::AUTOGRAD_KEYS),
+        }
     }
 
     /// A snapshot of the geometry (storage handle, shape, strides, offset).
