@@ -238,7 +238,7 @@ fn every_view_operator_passes_gradcheck_and_gradgradcheck_through_a_write() {
             Box::new(|b| at::transpose_int(b, 0, 1)),
             vec![4, 3],
         ),
-        ("t", Box::new(|b| at::t(b)), vec![3]),
+        ("t", Box::new(at::t), vec![3]),
         ("permute", Box::new(|b| at::permute(b, &[1, 0])), vec![4, 1]),
         (
             "unsqueeze",

@@ -401,11 +401,7 @@ impl Backward for CopySlices {
         let base_grad = match res.next().flatten() {
             Some(r) => at::add_Tensor(
                 &g,
-                &scatter(
-                    &at::sub_Tensor(&r, &slice, one.clone())?,
-                    &self.base,
-                    &self.view,
-                )?,
+                &scatter(&at::sub_Tensor(&r, &slice, one)?, &self.base, &self.view)?,
                 one,
             )?,
             None => at::sub_Tensor(&g, &scatter(&slice, &self.base, &self.view)?, one)?,

@@ -331,7 +331,7 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn view_of(&self) -> Option<&ViewOf> {
-        self.0.view.as_ref()
+        self.0.view.as_deref()
     }
 
     /// Marks this fresh result as a view of `base`'s storage (of `base`'s own
@@ -347,11 +347,11 @@ impl Tensor {
         let version = self.storage_version();
         match Arc::get_mut(&mut self.0) {
             Some(inner) => {
-                inner.view = Some(ViewOf {
+                inner.view = Some(Box::new(ViewOf {
                     base: root,
                     creation,
                     attr_version: AtomicU64::new(version),
-                });
+                }));
                 true
             }
             None => false,

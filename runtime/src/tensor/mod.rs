@@ -583,7 +583,8 @@ struct TensorInner {
     wrapped_number: bool,
     /// Set on the result of a differentiable view operator: the tensor whose
     /// storage it views ([`grad::ViewOf`]); set once, on a fresh result.
-    view: Option<grad::ViewOf>,
+    /// Boxed: one word in every tensor, the rest only in views.
+    view: Option<Box<grad::ViewOf>>,
 }
 
 /// What makes a tensor more than a plain tensor: its class (a tensor subclass or a
@@ -925,7 +926,11 @@ impl Tensor {
         let keys = KeySet::from_bits(self.0.keys.load(Ordering::Relaxed));
         match &self.0.view {
             None => keys,
-            Some(v) => keys | (v.base().key_set() & grad::AUTOGRAD_KEYS),
+            // A base is never a view: its own keys are all there is.
+            Some(v) => {
+                let base = KeySet::from_bits(v.base().0.keys.load(Ordering::Relaxed));
+                keys | (base & grad::AUTOGRAD_KEYS)
+            }
         }
     }
 

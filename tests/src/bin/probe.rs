@@ -10,7 +10,9 @@
 //! Paths: `direct`, `typed`, `boxed_api`, `subclass_plain`, `subclass_logging`,
 //! `function_mode`, `dispatch_mode` (as in `overhead`), `autograd_record`
 //! (the typed `add` on inputs that require grad: `autograd_record_ns`) and
-//! `backward` (`add`, `sum`, `backward()`: `backward_ns`).
+//! `backward` (`add`, `sum`, `backward()`: `backward_ns`), `view` (a typed
+//! `select` on a plain tensor: a view operator, whose kernel marks its result
+//! a view of its base).
 
 use opforge::overrides::{push_dispatch_mode, push_function_mode, Class};
 use opforge::{Scalar, Tensor, Value};
@@ -96,6 +98,12 @@ fn main() {
                     .expect("sum")
                     .backward()
                     .expect("backward");
+            })
+        }
+        "view" => {
+            let m = Tensor::from_vec(vec![1.0f32; 6], &[2, 3]).expect("tensor");
+            (0..n).for_each(|_| {
+                black_box(opforge::ops::select_int(black_box(&m), 0, 1).expect("select"));
             })
         }
         other => {
