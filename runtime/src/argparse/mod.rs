@@ -1004,7 +1004,7 @@ fn fold_out(schema: &OpSchema, slots: &mut [Option<Value>], v: Value) {
     }
 }
 
-/// [`call_dispatch`] without the function-level override protocol. A
+/// `overrides::call_dispatch` without the function-level override protocol. A
 /// factory's `requires_grad=True` (a binding parameter with no schema
 /// argument) marks the result afterwards, as PyTorch's bindings do.
 pub fn call_dispatch_unchecked<K: AsRef<str> + Into<String>>(

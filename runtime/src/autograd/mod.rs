@@ -13,7 +13,7 @@
 //!   leaves, [`live_nodes`].
 //! - [`saved`]: [`SavedTensor`], checked against the storage's version on
 //!   unpack, released after a backward without `retain_graph`.
-//! - [`record`]: [`Recording`] (begin / finish around an Autograd kernel's
+//! - [`record`](mod@record): [`Recording`] (begin / finish around an Autograd kernel's
 //!   redispatch), [`record()`]; [`below_autograd`] (the exclude guard) is in
 //!   [`mode`], [`gradient_edge`] and [`accumulator`] in [`node`].
 //! - [`engine`]: [`backward()`] and [`grad`].

@@ -1,6 +1,6 @@
 //! What an Autograd kernel calls: [`Recording::begin`] before it computes
 //! (the edges from its inputs, or `None` when nothing is to be recorded),
-//! [`below_autograd`] around its redispatch, [`Recording::finish`] after (the
+//! [`below_autograd`](super::mode::below_autograd) around its redispatch, [`Recording::finish`] after (the
 //! node, saved values, each output's history).
 //!
 //! ```ignore

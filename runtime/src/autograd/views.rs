@@ -8,8 +8,8 @@
 //!
 //! - [`check_inplace_view`] refuses what PyTorch refuses (a view made in
 //!   no-grad or inference mode, a view of a leaf that requires grad);
-//! - the operation's node is recorded as usual, then [`rebase`] gives the
-//!   view's *base* a [`CopySlices`] node wrapping it: the base's gradient
+//! - the operation's node is recorded as usual, then `rebase` gives the
+//!   view's *base* a `CopySlices` node wrapping it: the base's gradient
 //!   passes unchanged outside the written region, and through the operation's
 //!   backward inside it;
 //! - the view's own history becomes an `AsStridedBackward0` node over the

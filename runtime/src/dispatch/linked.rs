@@ -47,7 +47,7 @@ pub struct OperatorDef {
 
 /// Every operator defined with `#[op]`, in any crate of the program. The
 /// dispatcher defines them when it is built, before it registers the
-/// [`KERNELS`] (which may name them), so an `#[op]` operator exists from the
+/// `KERNELS` (which may name them), so an `#[op]` operator exists from the
 /// first dispatcher use on.
 #[linkme::distributed_slice]
 pub static OPERATOR_DEFS: [OperatorDef];
