@@ -94,10 +94,11 @@ impl Recording {
     /// write (and save what the backward needs of `self_`'s old value before
     /// it, too).
     pub fn begin_inplace(self_: &Tensor, others: &[&Tensor]) -> Result<Option<Recording>> {
+        let view = self_.view_of();
         if is_grad_enabled() {
             let self_requires = self_.requires_grad();
             if self_requires || others.iter().any(|t| t.requires_grad()) {
-                if let Some(v) = self_.view_of() {
+                if let Some(v) = view {
                     super::views::check_inplace_view(self_, v)?;
                 }
             }
@@ -109,9 +110,7 @@ impl Recording {
         inputs.push(self_);
         inputs.extend_from_slice(others);
         Ok(Recording::begin(&inputs).map(|mut rec| {
-            if self_.view_of().is_some() {
-                rec.view_target = Some(self_.clone());
-            }
+            rec.view_target = view.map(|_| self_.clone());
             rec
         }))
     }

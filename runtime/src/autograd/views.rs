@@ -26,7 +26,7 @@ use super::mode::{below_autograd, is_grad_enabled, is_inference_mode_enabled};
 use super::node::{gradient_edge, lock, Backward, BackwardCtx, Edge, Kind, Node};
 use crate::at;
 use crate::error::{Error, Result};
-use crate::tensor::{set_view_history, CreationMeta, GradFn, Tensor, ViewOf};
+use crate::tensor::{last_offset, set_view_history, CreationMeta, GradFn, Tensor, ViewOf};
 use crate::Scalar;
 use std::sync::{Arc, Mutex};
 
@@ -149,14 +149,7 @@ pub(crate) fn rebase(view: &Tensor, v: &ViewOf, node: &Arc<Node>) -> Result<()> 
 /// tensor layer for stale views ([`crate::tensor::set_view_history`]).
 fn view_history(view: &Tensor, base: &Tensor) -> Option<GradFn> {
     let edge = gradient_edge(base)?;
-    let node = one_output_node(
-        "AsStridedBackward0",
-        vec![Some(edge)],
-        AsStrided {
-            base: Geom::of(base),
-            view: Geom::of(view),
-        },
-    );
+    let node = view_grad_node(Route::Gather, Some(edge), Geom::of(base), Geom::of(view));
     Some(node.grad_fn(0))
 }
 
@@ -174,7 +167,9 @@ fn one_output_node(
     ))
 }
 
-/// A tensor's place in its storage: sizes, strides and offset.
+/// A tensor's place in its storage: sizes, strides and offset (a
+/// [`crate::tensor::Geometry`] without the storage handle, so that a node
+/// keeping it does not keep the storage alive, as PyTorch's `TensorGeometry`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Geom {
     /// Sizes.
@@ -197,16 +192,8 @@ impl Geom {
 
     /// The number of storage elements from the first to the last one reached
     /// (0 when empty).
-    fn extent(&self) -> usize {
-        if self.shape.contains(&0) {
-            return 0;
-        }
-        1 + self
-            .shape
-            .iter()
-            .zip(&self.strides)
-            .map(|(&n, &s)| (n - 1) * s)
-            .sum::<usize>()
+    fn extent(&self) -> Result<usize> {
+        Ok(last_offset(&self.shape, &self.strides, 0)?.map_or(0, |last| last + 1))
     }
 
     /// Does no element of storage appear twice in the geometry?
@@ -233,7 +220,7 @@ impl Geom {
 /// A zero tensor of `like`'s dtype and device laid out as `base` (its sizes
 /// and strides, at offset 0 of a storage of its extent).
 fn zeros_laid_out(base: &Geom, like: &Tensor) -> Result<Tensor> {
-    Tensor::try_zeros(&[base.extent()], like.dtype(), like.device())?.as_strided(
+    Tensor::try_zeros(&[base.extent()?], like.dtype(), like.device())?.as_strided(
         &base.shape,
         &base.strides,
         0,
@@ -258,15 +245,7 @@ pub fn gather(g: &Tensor, base: &Geom, view: &Geom) -> Result<Tensor> {
         at::copy_(&mut laid, g, false)?;
         laid.as_strided(&view.shape, &view.strides, relative_offset(base, view)?)?
     };
-    if is_grad_enabled() && g.requires_grad() {
-        let (base, view) = (base.clone(), view.clone());
-        let node = one_output_node(
-            "AsStridedBackward0",
-            vec![gradient_edge(g)],
-            AsStrided { base, view },
-        );
-        out.set_grad_fn(Some(node.grad_fn(0)));
-    }
+    record_route(Route::Gather, g, &out, base, view);
     Ok(out)
 }
 
@@ -307,47 +286,65 @@ pub fn scatter(g: &Tensor, base: &Geom, view: &Geom) -> Result<Tensor> {
         at::copy_(&mut region, &g, false)?;
         laid
     };
-    if is_grad_enabled() && g.requires_grad() {
-        let (base, view) = (base.clone(), view.clone());
-        let node = one_output_node(
-            "AsStridedScatterBackward0",
-            vec![gradient_edge(g)],
-            AsStridedScatter { base, view },
-        );
-        out.set_grad_fn(Some(node.grad_fn(0)));
-    }
+    record_route(Route::Scatter, g, &out, base, view);
     Ok(out)
 }
 
-/// The backward of a view taken as its geometry in its base
-/// (`AsStridedBackward0`): [`scatter`].
-struct AsStrided {
-    base: Geom,
-    view: Geom,
+/// The two gradient routines of a view, each the other's backward.
+#[derive(Clone, Copy, Debug)]
+enum Route {
+    /// [`gather`]: the view's elements of a tensor laid out as the base.
+    Gather,
+    /// [`scatter`]: the reverse, zero outside the view.
+    Scatter,
 }
 
-impl Backward for AsStrided {
-    fn apply(
-        &mut self,
-        grads: Vec<Option<Tensor>>,
-        _: &BackwardCtx,
-    ) -> Result<Vec<Option<Tensor>>> {
-        let g = grads.into_iter().next().flatten();
-        Ok(vec![g
-            .map(|g| scatter(&g, &self.base, &self.view))
-            .transpose()?])
+impl Route {
+    fn run(self, g: &Tensor, base: &Geom, view: &Geom) -> Result<Tensor> {
+        match self {
+            Route::Gather => gather(g, base, view),
+            Route::Scatter => scatter(g, base, view),
+        }
     }
-
-    fn release(&mut self) {}
 }
 
-/// The backward of [`scatter`] (`AsStridedScatterBackward0`): [`gather`].
-struct AsStridedScatter {
+/// The node of a result `made_by` one routine: its backward runs the other.
+/// A gather is PyTorch's `AsStridedBackward0` (a view taken as its geometry
+/// in its base, as a regenerated view's history is), a scatter
+/// `AsStridedScatterBackward0`.
+fn view_grad_node(made_by: Route, edge: Option<Edge>, base: Geom, view: Geom) -> Arc<Node> {
+    let (name, backward) = match made_by {
+        Route::Gather => ("AsStridedBackward0", Route::Scatter),
+        Route::Scatter => ("AsStridedScatterBackward0", Route::Gather),
+    };
+    one_output_node(
+        name,
+        vec![edge],
+        ViewGrad {
+            route: backward,
+            base,
+            view,
+        },
+    )
+}
+
+/// Gives `out`, made from `g` by `made_by`, its history when `g` requires
+/// grad and grad mode is on (the routines compute below autograd).
+fn record_route(made_by: Route, g: &Tensor, out: &Tensor, base: &Geom, view: &Geom) {
+    if is_grad_enabled() && g.requires_grad() {
+        let node = view_grad_node(made_by, gradient_edge(g), base.clone(), view.clone());
+        out.set_grad_fn(Some(node.grad_fn(0)));
+    }
+}
+
+/// A backward that runs one of a view's gradient routines.
+struct ViewGrad {
+    route: Route,
     base: Geom,
     view: Geom,
 }
 
-impl Backward for AsStridedScatter {
+impl Backward for ViewGrad {
     fn apply(
         &mut self,
         grads: Vec<Option<Tensor>>,
@@ -355,7 +352,7 @@ impl Backward for AsStridedScatter {
     ) -> Result<Vec<Option<Tensor>>> {
         let g = grads.into_iter().next().flatten();
         Ok(vec![g
-            .map(|g| gather(&g, &self.base, &self.view))
+            .map(|g| self.route.run(&g, &self.base, &self.view))
             .transpose()?])
     }
 
@@ -436,8 +433,8 @@ mod tests {
         assert!(!g(&[2, 3], &[0, 1]).non_overlapping());
         assert!(g(&[1, 3], &[0, 1]).non_overlapping());
         assert!(!g(&[2, 2], &[1, 1]).non_overlapping());
-        assert_eq!(g(&[2, 3], &[3, 1]).extent(), 6);
-        assert_eq!(g(&[2, 0], &[3, 1]).extent(), 0);
+        assert_eq!(g(&[2, 3], &[3, 1]).extent().unwrap(), 6);
+        assert_eq!(g(&[2, 0], &[3, 1]).extent().unwrap(), 0);
         assert_eq!(short_name("SliceBackward0"), "Slice");
         assert_eq!(short_name("TBackward0"), "T");
         assert_eq!(short_name("CopySlices"), "CopySlices");

@@ -244,8 +244,8 @@ impl Tensor {
         self.0.autograd.get_or_init(Default::default)
     }
 
-    /// Does the tensor require grad: a leaf marked so, or a result with a
-    /// history?
+    /// Does the tensor require grad: a leaf marked so, a result with a
+    /// history, or a view of a base that requires grad (as in PyTorch)?
     ///
     /// ```
     /// use opforge::Tensor;
