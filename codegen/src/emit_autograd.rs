@@ -457,7 +457,7 @@ fn node(
     Ok(quote! {
         /// Generated from `derivatives.yaml`.
         pub struct #ty {
-            __inputs: ::std::vec::Vec<InputMeta>,
+            __inputs: InputMetas,
             #counts_decl
             #(#decls)*
         }

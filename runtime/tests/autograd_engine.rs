@@ -156,11 +156,18 @@ fn gradients_accumulate_over_backward_calls() {
         sum(&mul(&a, &two())).backward().unwrap();
     }
     assert_eq!(grad_of(&a), vec![4.0; 3]);
-    // A `.grad` handed out earlier is not changed by a later accumulation.
+    // Later gradients are added in place (PyTorch's `add_`): a `.grad`
+    // handed out earlier is the same tensor and sees the sum.
     let before = a.grad().unwrap();
     sum(&mul(&a, &two())).backward().unwrap();
-    assert_eq!(before.to_vec::<f32>().unwrap(), vec![4.0; 3]);
-    assert_eq!(grad_of(&a), vec![6.0; 3]);
+    assert_eq!(before.to_vec::<f32>().unwrap(), vec![6.0; 3]);
+    assert!(a.grad().unwrap().is_same(&before));
+    // Under create_graph the sum is a new tensor (out of place, as PyTorch:
+    // `y.grad is g` is False there).
+    sum(&mul(&a, &two())).backward_with(None, None, true, None).unwrap();
+    assert_eq!(before.to_vec::<f32>().unwrap(), vec![6.0; 3]);
+    assert_eq!(grad_of(&a), vec![8.0; 3]);
+    assert!(!a.grad().unwrap().is_same(&before));
 }
 
 #[test]
@@ -495,9 +502,10 @@ fn graphs_are_freed_and_a_training_loop_keeps_memory_flat() {
             during.push(live_nodes() - start);
         }
         drop(loss);
+        // What stays is w's accumulator, which lives as long as w.
         assert_eq!(
             live_nodes(),
-            start,
+            start + 1,
             "step {step}: the graph outlived its output"
         );
     }
@@ -514,7 +522,7 @@ fn graphs_are_freed_and_a_training_loop_keeps_memory_flat() {
     let kept = sum(&mul(&w, &x));
     assert_eq!(live_nodes(), start + 3);
     drop(kept);
-    assert_eq!(live_nodes(), start);
+    assert_eq!(live_nodes(), start + 1);
     // A saved output (re-attached on unpack) makes no cycle either: a node
     // saving its own output is freed with the output.
     struct SelfSaving(Option<SavedTensor>);
@@ -542,6 +550,8 @@ fn graphs_are_freed_and_a_training_loop_keeps_memory_flat() {
     .unwrap();
     assert_eq!(live_nodes(), start + 2);
     drop(out);
+    assert_eq!(live_nodes(), start + 1);
+    drop(w);
     assert_eq!(live_nodes(), start);
 }
 
@@ -561,6 +571,8 @@ fn a_long_graph_is_dropped_without_deep_recursion() {
             }
             assert_eq!(live_nodes(), start + 20_002);
             drop(y);
+            assert_eq!(live_nodes(), start + 1, "w's accumulator lives with w");
+            drop(w);
             assert_eq!(live_nodes(), start);
         })
         .unwrap()

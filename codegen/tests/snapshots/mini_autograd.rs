@@ -3,7 +3,7 @@
 
 /// Generated from `derivatives.yaml`.
 pub struct MulBackward0 {
-    __inputs: ::std::vec::Vec<InputMeta>,
+    __inputs: InputMetas,
     other: ::opforge::autograd::SavedTensor,
     self_: ::opforge::autograd::SavedTensor,
 }
@@ -44,7 +44,7 @@ impl ::opforge::autograd::Backward for MulBackward0 {
 }
 /// Generated from `derivatives.yaml`.
 pub struct SumBackward0 {
-    __inputs: ::std::vec::Vec<InputMeta>,
+    __inputs: InputMetas,
     self_sizes: ::std::vec::Vec<i64>,
 }
 impl ::opforge::autograd::Backward for SumBackward0 {
@@ -74,7 +74,7 @@ impl ::opforge::autograd::Backward for SumBackward0 {
 }
 /// Generated from `derivatives.yaml`.
 pub struct SumBackward1 {
-    __inputs: ::std::vec::Vec<InputMeta>,
+    __inputs: InputMetas,
     self_sizes: ::std::vec::Vec<i64>,
     dim: ::core::option::Option<::std::vec::Vec<i64>>,
     keepdim: bool,
@@ -108,7 +108,7 @@ impl ::opforge::autograd::Backward for SumBackward1 {
 }
 /// Generated from `derivatives.yaml`.
 pub struct ExpBackward0 {
-    __inputs: ::std::vec::Vec<InputMeta>,
+    __inputs: InputMetas,
     result: ::opforge::autograd::SavedTensor,
 }
 impl ::opforge::autograd::Backward for ExpBackward0 {
@@ -140,7 +140,7 @@ impl ::opforge::autograd::Backward for ExpBackward0 {
 }
 /// Generated from `derivatives.yaml`.
 pub struct ToCopyBackward0 {
-    __inputs: ::std::vec::Vec<InputMeta>,
+    __inputs: InputMetas,
     self_dtype: ::opforge::DType,
 }
 impl ::opforge::autograd::Backward for ToCopyBackward0 {

@@ -16,11 +16,12 @@
 use super::mode::set_grad_enabled;
 use super::node::gradient_edge;
 use super::node::{lock, BackwardCtx, Edge, Kind, Node};
-use super::saved::shallow_detach;
 use crate::dtype::{MemoryFormat, Scalar};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
+use smallvec::SmallVec;
 use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 fn runtime(m: impl Into<String>) -> Error {
@@ -35,6 +36,32 @@ fn torch_size(t: &Tensor) -> String {
 fn node_id(n: &Arc<Node>) -> usize {
     Arc::as_ptr(n) as *const () as usize
 }
+
+/// Hashes a node's address (already unique) with one multiplication, for the
+/// engine's node index: SipHash's resistance to chosen keys buys nothing for
+/// addresses, and a graph pass looks each node up several times.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        // Fibonacci hashing; the high bits (the ones a table uses) depend on
+        // every bit of the address.
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type NodeIndex = HashMap<usize, usize, BuildHasherDefault<AddressHasher>>;
 
 /// `slot += g`: the first gradient is kept, later ones added.
 fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
@@ -57,10 +84,11 @@ fn run_tensor_hooks(t: &Tensor, mut grad: Tensor) -> Result<Tensor> {
     Ok(grad)
 }
 
-/// Adds `grad` into `t.grad` (what an accumulator and a retained gradient
-/// do): the first gradient is stored without its history unless
-/// `create_graph`, and without a copy when nothing else holds it; later ones
-/// are added (out of place, so a `.grad` handed out earlier is not changed).
+/// Adds `grad` into a leaf's `.grad` (PyTorch's `AccumulateGrad`): the first
+/// gradient is stored without a copy when nothing else holds it (detached,
+/// unless `create_graph`), else a copy; later ones are added in place (an
+/// `add_`, so a `.grad` handed out earlier sees the sum, as in PyTorch), or
+/// out of place under `create_graph` (the sum keeps its history).
 pub(crate) fn accumulate_grad(t: &Tensor, grad: Tensor, create_graph: bool) -> Result<()> {
     let meta = t.autograd_meta_or_default();
     let new = match meta.grad() {
@@ -74,15 +102,25 @@ pub(crate) fn accumulate_grad(t: &Tensor, grad: Tensor, create_graph: bool) -> R
         // Taken over without a copy, as PyTorch's `new_grad.detach()` (the
         // `aten.detach.default` a dispatch-level log shows last).
         None if grad.is_sole_owner() => crate::at::detach(&grad)?,
-        None => shallow_detach(&crate::at::clone(&grad, None)?)?,
-        Some(old) => {
-            let sum = crate::at::add_Tensor(&old, &grad, Scalar::Int(1))?;
-            if create_graph {
-                sum
-            } else {
-                shallow_detach(&sum)?
-            }
+        // Grad mode is off (it is `create_graph`): the copy has no history.
+        None => crate::at::clone(&grad, None)?,
+        Some(mut old) if !create_graph => {
+            crate::at::add__Tensor(&mut old, &grad, Scalar::Int(1))?;
+            return Ok(());
         }
+        Some(old) => crate::at::add_Tensor(&old, &grad, Scalar::Int(1))?,
+    };
+    meta.set_grad(Some(new));
+    Ok(())
+}
+
+/// Keeps a gradient in a non-leaf's `.grad` (`retain_grad`, PyTorch's
+/// retains-grad hook): a copy of the first, the sum out of place after.
+fn retain_grad(t: &Tensor, grad: &Tensor) -> Result<()> {
+    let meta = t.autograd_meta_or_default();
+    let new = match meta.grad() {
+        None => crate::at::clone(grad, None)?,
+        Some(old) => crate::at::add_Tensor(&old, grad, Scalar::Int(1))?,
     };
     meta.set_grad(Some(new));
     Ok(())
@@ -119,7 +157,7 @@ fn run(
     let _mode = set_grad_enabled(create_graph);
 
     // The reachable nodes.
-    let mut index: HashMap<usize, usize> = HashMap::new();
+    let mut index = NodeIndex::default();
     let mut infos: Vec<Info> = Vec::new();
     let mut stack: Vec<Arc<Node>> = Vec::new();
     {
@@ -147,17 +185,21 @@ fn run(
         }
     }
     let idx = |n: &Arc<Node>| index.get(&node_id(n)).copied();
-    // Each node's next nodes, as indices (`None`: no edge).
-    let next: Vec<Vec<Option<usize>>> = infos
-        .iter()
-        .map(|n| {
+    // Each node's next nodes, as indices (`None`: no edge): node `i`'s are
+    // `next_all[starts[i]..starts[i + 1]]`.
+    let mut starts = Vec::with_capacity(infos.len() + 1);
+    let mut next_all: Vec<Option<usize>> = Vec::new();
+    for n in &infos {
+        starts.push(next_all.len());
+        next_all.extend(
             n.node
                 .next_edges()
                 .iter()
-                .map(|e| e.as_ref().and_then(|e| idx(&e.node)))
-                .collect()
-        })
-        .collect();
+                .map(|e| e.as_ref().and_then(|e| idx(&e.node))),
+        );
+    }
+    starts.push(next_all.len());
+    let next = |i: usize| &next_all[starts[i]..starts[i + 1]];
 
     // Which nodes run: those on a path to a target (found in reverse
     // topological order).
@@ -168,14 +210,14 @@ fn run(
             }
         }
         let mut indeg = vec![0usize; infos.len()];
-        for j in next.iter().flatten().copied().flatten() {
+        for j in next_all.iter().copied().flatten() {
             indeg[j] += 1;
         }
         let mut order = Vec::with_capacity(infos.len());
         let mut queue: Vec<usize> = (0..infos.len()).filter(|&i| indeg[i] == 0).collect();
         while let Some(i) = queue.pop() {
             order.push(i);
-            for j in next[i].iter().copied().flatten() {
+            for j in next(i).iter().copied().flatten() {
                 indeg[j] -= 1;
                 if indeg[j] == 0 {
                     queue.push(j);
@@ -183,7 +225,7 @@ fn run(
             }
         }
         for &i in order.iter().rev() {
-            let needed = next[i]
+            let needed = next(i)
                 .iter()
                 .copied()
                 .flatten()
@@ -197,7 +239,7 @@ fn run(
         if !infos[i].needed {
             continue;
         }
-        for j in next[i].iter().copied().flatten() {
+        for j in next(i).iter().copied().flatten() {
             if infos[j].active() {
                 infos[j].deps += 1;
             }
@@ -239,7 +281,7 @@ fn run(
         }
         for (input, t) in node.retained() {
             if let (Some(Some(g)), Some(t)) = (grads.get(input as usize), t.upgrade()) {
-                accumulate_grad(&t, g.clone(), create_graph)?;
+                retain_grad(&t, g)?;
             }
         }
         if let Some(targets) = targets {
@@ -253,17 +295,19 @@ fn run(
             continue;
         }
 
-        let edges = &next[i];
+        let edges = next(i);
         let outputs = match &node.kind {
             Kind::Accumulate(leaf) => {
-                if let Some(g) = grads.into_iter().next().flatten() {
-                    let g = run_tensor_hooks(leaf, g)?;
-                    accumulate_grad(leaf, g, create_graph)?;
+                // A leaf no handle reaches any more has no `.grad` to read.
+                if let (Some(g), Some(leaf)) = (grads.into_iter().next().flatten(), leaf.upgrade())
+                {
+                    let g = run_tensor_hooks(&leaf, g)?;
+                    accumulate_grad(&leaf, g, create_graph)?;
                 }
                 continue;
             }
             Kind::Function(backward) => {
-                let needed: Vec<bool> = edges
+                let needed: SmallVec<[bool; 4]> = edges
                     .iter()
                     .map(|j| j.is_some_and(|j| infos[j].active()))
                     .collect();

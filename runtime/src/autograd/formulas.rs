@@ -10,23 +10,33 @@
 
 use crate::at;
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Scalar, Tensor};
+use crate::tensor::{DType, Dims, Scalar, Tensor};
+use smallvec::SmallVec;
 
 /// What the engine checks a gradient against (PyTorch's `InputMetadata`):
-/// an input's sizes and dtype, taken when the node is recorded.
-pub type InputMeta = (Vec<i64>, DType);
+/// an input's sizes and dtype, taken when the node is recorded (the sizes
+/// inline up to five dimensions, as the tensor keeps them).
+pub type InputMeta = (Dims, DType);
+
+/// The [`InputMeta`] of a node's inputs: inline up to two, so a node of a
+/// unary or binary call keeps them without allocating.
+pub type InputMetas = SmallVec<[InputMeta; 2]>;
+
+fn meta_of(t: &Tensor) -> InputMeta {
+    (t.with_geometry(|g| g.shape.clone()), t.dtype())
+}
 
 /// The metadata of a call's differentiable inputs.
-pub fn input_meta(inputs: &[&Tensor]) -> Vec<InputMeta> {
-    inputs.iter().map(|t| (t.sizes(), t.dtype())).collect()
+pub fn input_meta(inputs: &[&Tensor]) -> InputMetas {
+    inputs.iter().map(|t| meta_of(t)).collect()
 }
 
 /// [`input_meta`] of inputs that may be absent (an absent one gets no
 /// gradient; its entry is never read).
-pub fn input_meta_optional(inputs: &[Option<&Tensor>]) -> Vec<InputMeta> {
+pub fn input_meta_optional(inputs: &[Option<&Tensor>]) -> InputMetas {
     inputs
         .iter()
-        .map(|t| t.map_or((Vec::new(), DType::Float32), |t| (t.sizes(), t.dtype())))
+        .map(|t| t.map_or((Dims::new(), DType::Float32), meta_of))
         .collect()
 }
 
@@ -35,10 +45,11 @@ pub fn input_meta_optional(inputs: &[Option<&Tensor>]) -> Vec<InputMeta> {
 /// is cast to the input's. Every generated node calls this on what its
 /// formulas computed.
 pub fn reduce_to_inputs(grads: &mut [Option<Tensor>], meta: &[InputMeta]) -> Result<()> {
-    for (g, (sizes, dtype)) in grads.iter_mut().zip(meta) {
+    for (g, (dims, dtype)) in grads.iter_mut().zip(meta) {
         let Some(t) = g.as_mut() else { continue };
-        if &t.sizes() != sizes {
-            *t = sum_to(t, sizes)?;
+        if !t.with_geometry(|g| g.shape == *dims) {
+            let sizes: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+            *t = sum_to(t, &sizes)?;
         }
         if t.dtype() != *dtype {
             *t = at::_to_copy(t, Some(*dtype), None, None, None, false, None)?;

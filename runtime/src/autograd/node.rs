@@ -5,8 +5,11 @@
 //! one per differentiable input of that operation along its `next_edges`. Its
 //! computation is a [`Backward`] trait object, owning what it saved. A leaf
 //! that requires grad gets an accumulator node ([`Node::is_accumulator`],
-//! PyTorch's `AccumulateGrad`), which holds the leaf and writes its `.grad`;
-//! the leaf holds it only weakly.
+//! PyTorch's `AccumulateGrad`), which writes its `.grad`. The leaf holds its
+//! accumulator and the accumulator holds the leaf weakly (PyTorch has it the
+//! other way round, and so makes a new accumulator for each graph once the
+//! last one is gone; here a leaf keeps one for its life, and recording a call
+//! on leaves allocates no node for them).
 //!
 //! Ownership only runs from outputs to inputs: a tensor holds its node, a node
 //! holds its next nodes and what it saved; nothing holds a tensor that holds the
@@ -15,6 +18,7 @@
 
 use crate::error::Result;
 use crate::tensor::{GradFn, GradHook, GradNode, Tensor, WeakTensor};
+use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -48,6 +52,11 @@ impl std::fmt::Debug for Edge {
         write!(f, "({}, {})", self.node.name(), self.input_nr)
     }
 }
+
+/// A node's edges, one per differentiable input of the forward call (`None`:
+/// that input needs no gradient): inline up to two, so recording a unary or
+/// binary call allocates no edge list.
+pub type Edges = SmallVec<[Option<Edge>; 2]>;
 
 /// What a backward computation learns about the call it serves.
 #[derive(Debug)]
@@ -88,8 +97,9 @@ pub trait Backward: Send + 'static {
 pub(crate) enum Kind {
     /// An operation's backward.
     Function(Mutex<Box<dyn Backward>>),
-    /// A leaf's accumulator: the leaf it writes `.grad` of.
-    Accumulate(Tensor),
+    /// A leaf's accumulator: the leaf it writes `.grad` of, held weakly (the
+    /// leaf holds its accumulator).
+    Accumulate(WeakTensor),
 }
 
 /// A node of the autograd graph (see the module docs).
@@ -97,7 +107,7 @@ pub struct Node {
     name: Cow<'static, str>,
     sequence_nr: u64,
     num_inputs: u32,
-    next_edges: Vec<Option<Edge>>,
+    next_edges: Edges,
     pub(crate) kind: Kind,
     /// Hooks on the gradient arriving at an input (a non-leaf tensor's
     /// `register_hook`): `(input, hook)` in registration order.
@@ -110,7 +120,7 @@ impl Node {
     pub(crate) fn new(
         name: Cow<'static, str>,
         num_inputs: u32,
-        next_edges: Vec<Option<Edge>>,
+        next_edges: Edges,
         kind: Kind,
     ) -> Node {
         LIVE.fetch_add(1, Ordering::Relaxed);
@@ -132,12 +142,12 @@ impl Node {
     }
 
     /// The accumulator node of a leaf (not shared: see [`super::accumulator`]).
-    pub(crate) fn accumulate(leaf: Tensor) -> Node {
+    pub(crate) fn accumulate(leaf: &Tensor) -> Node {
         Node::new(
             "AccumulateGrad".into(),
             1,
-            Vec::new(),
-            Kind::Accumulate(leaf),
+            Edges::new(),
+            Kind::Accumulate(leaf.downgrade()),
         )
     }
 
@@ -168,10 +178,10 @@ impl Node {
         matches!(self.kind, Kind::Accumulate(_))
     }
 
-    /// The leaf an accumulator writes to.
-    pub fn leaf(&self) -> Option<&Tensor> {
+    /// The leaf an accumulator writes to, while it lives.
+    pub fn leaf(&self) -> Option<Tensor> {
         match &self.kind {
-            Kind::Accumulate(t) => Some(t),
+            Kind::Accumulate(t) => t.upgrade(),
             Kind::Function(_) => None,
         }
     }
@@ -211,7 +221,12 @@ impl Node {
 
     /// The node behind a tensor's history, if autograd made it.
     pub fn of(grad_fn: &GradFn) -> Option<Arc<Node>> {
-        grad_fn.node.clone().into_any_arc().downcast::<Node>().ok()
+        Node::from_grad_fn(grad_fn.clone())
+    }
+
+    /// [`Node::of`], taking the history (one reference count less to move).
+    pub fn from_grad_fn(grad_fn: GradFn) -> Option<Arc<Node>> {
+        grad_fn.node.into_any_arc().downcast::<Node>().ok()
     }
 }
 
@@ -228,7 +243,7 @@ thread_local! {
 /// to be dropped, never read).
 #[allow(dead_code)]
 enum Deferred {
-    Edges(Vec<Option<Edge>>),
+    Edges(Edges),
     Backward(Box<dyn Backward>),
 }
 
@@ -281,16 +296,14 @@ impl Drop for Node {
     }
 }
 
-/// A leaf's accumulator node: the live one if the leaf has one, else a new
-/// one the leaf remembers weakly.
+/// A leaf's accumulator node: the one the leaf holds, made on first use.
 pub fn accumulator(leaf: &Tensor) -> Arc<Node> {
     let meta = leaf.autograd_meta_or_default();
-    let node =
-        meta.accumulator_or(|| Arc::new(Node::accumulate(leaf.clone())) as Arc<dyn GradNode>);
+    let node = meta.accumulator_or(|| Arc::new(Node::accumulate(leaf)) as Arc<dyn GradNode>);
     match node.into_any_arc().downcast::<Node>() {
         Ok(n) => n,
         // Only this layer makes accumulators.
-        Err(_) => Arc::new(Node::accumulate(leaf.clone())),
+        Err(_) => Arc::new(Node::accumulate(leaf)),
     }
 }
 
@@ -298,10 +311,8 @@ pub fn accumulator(leaf: &Tensor) -> Arc<Node> {
 /// leaf that requires grad; `None` if it does not require grad.
 pub fn gradient_edge(t: &Tensor) -> Option<Edge> {
     if let Some(g) = t.grad_fn() {
-        return Node::of(&g).map(|node| Edge {
-            node,
-            input_nr: g.output_nr,
-        });
+        let input_nr = g.output_nr;
+        return Node::from_grad_fn(g).map(|node| Edge { node, input_nr });
     }
     // A leaf the user marked (a view that requires grad only through its
     // base, made in no-grad mode, has neither history nor accumulator).

@@ -24,7 +24,7 @@
 
 use super::mode::is_grad_enabled;
 use super::node::gradient_edge;
-use super::node::{Backward, Edge, Kind, Node};
+use super::node::{Backward, Edges, Kind, Node};
 use super::saved::SavedTensor;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -38,7 +38,7 @@ pub const LEAF_INPLACE: &str =
 /// A recording under way: the edges of a call's differentiable inputs.
 #[derive(Debug)]
 pub struct Recording {
-    edges: Vec<Option<Edge>>,
+    edges: Edges,
     /// The view an in-place call writes through: its base's history is
     /// rebased when the call's node is made ([`super::views`]).
     view_target: Option<Tensor>,

@@ -23,7 +23,7 @@
 //! double backward through a write to a view works.
 
 use super::mode::{below_autograd, is_grad_enabled, is_inference_mode_enabled};
-use super::node::{gradient_edge, lock, Backward, BackwardCtx, Edge, Kind, Node};
+use super::node::{gradient_edge, lock, Backward, BackwardCtx, Edge, Edges, Kind, Node};
 use crate::at;
 use crate::error::{Error, Result};
 use crate::tensor::{last_offset, set_view_history, CreationMeta, GradFn, Tensor, ViewOf};
@@ -120,7 +120,7 @@ fn short_name(name: &str) -> &str {
 /// becomes an `AsStridedBackward0` node over the base's new one.
 pub(crate) fn rebase(view: &Tensor, v: &ViewOf, node: &Arc<Node>) -> Result<()> {
     let base = v.base();
-    let mut edges = Vec::with_capacity(node.next_edges().len().max(1));
+    let mut edges = Edges::with_capacity(node.next_edges().len().max(1));
     edges.push(gradient_edge(base));
     edges.extend(node.next_edges().iter().skip(1).cloned());
     let copy = one_output_node(
@@ -156,7 +156,7 @@ fn view_history(view: &Tensor, base: &Tensor) -> Option<GradFn> {
 /// A node for one forward output, sending gradients along `edges`.
 fn one_output_node(
     name: &'static str,
-    edges: Vec<Option<Edge>>,
+    edges: Edges,
     backward: impl Backward,
 ) -> Arc<Node> {
     Arc::new(Node::new(
@@ -319,7 +319,7 @@ fn view_grad_node(made_by: Route, edge: Option<Edge>, base: Geom, view: Geom) ->
     };
     one_output_node(
         name,
-        vec![edge],
+        smallvec::smallvec![edge],
         ViewGrad {
             route: backward,
             base,

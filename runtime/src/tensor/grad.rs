@@ -126,10 +126,10 @@ pub struct AutogradMeta {
     grad: Mutex<Option<Tensor>>,
     grad_fn: Mutex<Option<GradFn>>,
     hooks: Mutex<Vec<GradHook>>,
-    /// A leaf's gradient accumulator (PyTorch's `AccumulateGrad`), held weakly:
-    /// the graph's edges keep it alive, the leaf only finds it again while it
-    /// lives, so one leaf has at most one at a time and no cycle forms.
-    accumulator: Mutex<Option<Weak<dyn GradNode>>>,
+    /// A leaf's gradient accumulator (PyTorch's `AccumulateGrad`), made on
+    /// first use and kept for the leaf's life; the accumulator holds the leaf
+    /// only weakly, so no cycle forms.
+    accumulator: Mutex<Option<Arc<dyn GradNode>>>,
     /// Forward mode's tangent and the level it belongs to (PyTorch's
     /// `fw_grad`; one level at a time, see `autograd::forward_ad`).
     tangent: Mutex<Option<(u64, Tensor)>>,
@@ -190,17 +190,16 @@ impl AutogradMeta {
         }
     }
 
-    /// A leaf's gradient accumulator if one is alive, else the one `make`
-    /// returns, remembered weakly (see the field). Atomic: two threads asking
-    /// at once get the same node.
+    /// A leaf's gradient accumulator, the one `make` returns the first time
+    /// (see the field). Atomic: two threads asking at once get the same node.
     pub fn accumulator_or(&self, make: impl FnOnce() -> Arc<dyn GradNode>) -> Arc<dyn GradNode> {
-        let mut slot = lock(&self.accumulator);
-        if let Some(node) = slot.as_ref().and_then(Weak::upgrade) {
-            return node;
-        }
-        let node = make();
-        *slot = Some(Arc::downgrade(&node));
-        node
+        lock(&self.accumulator).get_or_insert_with(make).clone()
+    }
+
+    /// Forgets the accumulator (the tensor stopped requiring grad; graphs
+    /// that reach it keep it).
+    pub fn clear_accumulator(&self) {
+        *lock(&self.accumulator) = None;
     }
 }
 
@@ -285,9 +284,11 @@ impl Tensor {
             ));
         }
         if on || self.autograd_meta().is_some() {
-            self.autograd_meta_or_default()
-                .requires_grad
-                .store(on, Ordering::Relaxed);
+            let meta = self.autograd_meta_or_default();
+            meta.requires_grad.store(on, Ordering::Relaxed);
+            if !on {
+                meta.clear_accumulator();
+            }
         }
         self.update_autograd_keys();
         Ok(())
