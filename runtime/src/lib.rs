@@ -59,6 +59,7 @@ pub mod registry;
 pub mod tables;
 pub mod tensor;
 pub mod value;
+pub mod warnings;
 
 // The checks that every kernel the YAML names exists.
 include!(concat!(env!("OUT_DIR"), "/opforge/kernel_checks.rs"));

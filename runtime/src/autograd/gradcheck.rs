@@ -40,8 +40,6 @@ use super::engine::grad;
 use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Tensor};
-use std::collections::BTreeSet;
-use std::sync::Mutex;
 
 /// The options of [`gradcheck`], with PyTorch's defaults ([`Default`]); set
 /// them with the builder methods of the same names:
@@ -295,15 +293,6 @@ impl GradgradcheckOptions {
 
 fn fail(msg: impl Into<String>) -> Error {
     Error::Gradcheck(msg.into().into())
-}
-
-/// Prints a warning once per text, as Python's default warning filter does.
-fn warn_once(text: &str) {
-    static SEEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
-    if seen.insert(text.to_string()) {
-        eprintln!("UserWarning: {text}");
-    }
 }
 
 /// `torch.Size([2, 3])`.
@@ -914,7 +903,7 @@ where
     fn undefined_grad(&self, outputs_len: usize) -> Result<()> {
         let diff = self.diff_inputs();
         let warn_bc_breaking = || {
-            warn_once(
+            crate::warnings::warn(
                 "Backwards compatibility: New undefined gradient support checking feature is enabled by default, but it may break existing callers of this function. If this is true for you, you can call this function with \"check_undefined_grad=False\" to disable the feature",
             )
         };
@@ -1029,7 +1018,7 @@ fn check_inputs(inputs: &[Tensor]) -> Result<Vec<usize>> {
             continue;
         }
         if inp.dtype() != DType::Float64 {
-            warn_once(&format!(
+            crate::warnings::warn(&format!(
                 "Input #{idx} requires gradient and is not a double precision floating point or complex. This check will likely fail if all the inputs are not of double precision floating point or complex. "
             ));
         }

@@ -29,10 +29,14 @@
 //!   engine's gradients.
 //! - [`views`]: differentiable views (marked by view operators' kernels) and
 //!   in-place writes through them (`CopySlices`, PyTorch's checks).
+//! - [`fallback`]: what an operator without an Autograd kernel records
+//!   (PyTorch's `NotImplemented` node for `aten` operators, its "warn"
+//!   fallback for other namespaces), the `Autograd` key's link-time fallback.
 //! - [`methods`]: [`TensorAutograd`] (`t.backward()`, `retain_grad`,
 //!   `register_hook`, `detach`).
 
 pub mod engine;
+pub mod fallback;
 pub mod formulas;
 pub mod forward_ad;
 pub mod functional;
@@ -53,6 +57,6 @@ pub use mode::{
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
     set_grad_enabled, GradModeGuard,
 };
-pub use node::{accumulator, gradient_edge, live_nodes, Backward, BackwardCtx, Edge, Node};
+pub use node::{accumulator, gradient_edge, live_nodes, Backward, BackwardCtx, Edge, Edges, Node};
 pub use record::{check_out, record, Recording, Saver, LEAF_INPLACE};
 pub use saved::{SavedTensor, BACKWARD_TWICE};

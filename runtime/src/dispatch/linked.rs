@@ -3,7 +3,7 @@
 //! registration macros (through `opforge::__private`); the dispatcher reads
 //! them once, when it is built.
 
-use super::{BoxedFn, Unboxed};
+use super::{BoxedFn, TypedFallback, Unboxed};
 
 /// A kernel registration collected at link time (by `#[kernel]`, via linkme).
 /// Made by the registration macros only (through `opforge::__private`).
@@ -111,12 +111,34 @@ impl Library {
     }
 }
 
+/// A key's fallback collected at link time: the kernel that every operator
+/// without a kernel of its own at `key` runs there (PyTorch's backend
+/// fallback; the autograd layer's at `Autograd`). Two for one key are a
+/// registration error naming both.
+pub struct FallbackEntry {
+    /// The key name (`Autograd`).
+    pub key: &'static str,
+    /// Boxed entry point.
+    pub boxed: BoxedFn,
+    /// The entry for typed calls, if the fallback takes them unboxed.
+    pub typed: Option<TypedFallback>,
+    /// Source file.
+    pub file: &'static str,
+    /// Source line.
+    pub line: u32,
+}
+
+/// Every key fallback linked into the program.
+#[linkme::distributed_slice]
+pub static FALLBACKS: [FallbackEntry];
+
 /// Every crate's library of operators (one per `include_schema!`).
 #[linkme::distributed_slice]
 pub static LIBRARIES: [&'static Library];
 
 /// The link-time registrations the dispatcher reads when it is built: the
-/// [`LIBRARIES`], [`OPERATOR_DEFS`] and [`KERNELS`] of the program.
+/// [`LIBRARIES`], [`OPERATOR_DEFS`], [`KERNELS`] and [`FALLBACKS`] of the
+/// program.
 ///
 /// Under Miri, which cannot read linkme's section-bound statics, the program
 /// has none: the dispatcher starts empty, and Miri runs the tests that build
@@ -126,13 +148,14 @@ pub(crate) fn registrations() -> (
     &'static [&'static Library],
     &'static [OperatorDef],
     &'static [KernelEntry],
+    &'static [FallbackEntry],
 ) {
     #[cfg(not(miri))]
     {
-        (&LIBRARIES, &OPERATOR_DEFS, &KERNELS)
+        (&LIBRARIES, &OPERATOR_DEFS, &KERNELS, &FALLBACKS)
     }
     #[cfg(miri)]
     {
-        (&[], &[], &[])
+        (&[], &[], &[], &[])
     }
 }

@@ -868,6 +868,44 @@ fn find_dynamic(dynamic: &[&'static Operator], name: &str) -> Option<&'static Op
 /// Global fallback kernels per runtime key.
 type Fallbacks = [Option<Arc<Kernel>>; RUNTIME_KEYS];
 
+/// The fallbacks linked into the program, by key; an unknown key or a second
+/// fallback for a key is an error naming the registrations.
+fn link_fallbacks(entries: &'static [linked::FallbackEntry], errors: &mut Vec<Error>) -> Fallbacks {
+    let mut fallbacks: Fallbacks = std::array::from_fn(|_| None);
+    for e in entries {
+        let source = format!("{}:{}", e.file, e.line);
+        let Some(key) = DispatchKey::from_name(e.key).filter(|k| !k.is_alias()) else {
+            errors.push(Error::Runtime(
+                format!("{source}: unknown runtime dispatch key {} for a fallback", e.key).into(),
+            ));
+            continue;
+        };
+        let slot = &mut fallbacks[key.slot()];
+        if let Some(first) = slot {
+            errors.push(Error::Runtime(
+                format!(
+                    "two fallbacks for dispatch key {key:?}: {} and {source}",
+                    first.source
+                )
+                .into(),
+            ));
+            continue;
+        }
+        let mut kernel = Kernel {
+            boxed: Boxed::Fn(e.boxed),
+            unboxed: None,
+            schema: None,
+            typed_fallback: None,
+            source,
+        };
+        if let Some(t) = e.typed {
+            kernel = kernel.with_typed_fallback(t);
+        }
+        *slot = Some(Arc::new(kernel));
+    }
+    fallbacks
+}
+
 /// The process-wide dispatcher: the operators of the generated tables (indexed by
 /// `OpId`), those of crates with schema files of their own, and those defined
 /// at run time; built on first use, with every kernel linked into the program.
@@ -910,7 +948,7 @@ impl Dispatcher {
         let mut errors = Vec::new();
         let mut dynamic: Vec<&'static Operator> = Vec::new();
         let mut poisoned: Vec<(&'static Operator, Error)> = Vec::new();
-        let (libraries, operator_defs, kernels) = linked::registrations();
+        let (libraries, operator_defs, kernels, fallback_entries) = linked::registrations();
         // The operators of crates with schema files of their own.
         for lib in libraries {
             if lib.is_set() {
@@ -988,10 +1026,10 @@ impl Dispatcher {
             }
             regs.push((key, Arc::new(kernel)));
         }
-        let none: Fallbacks = std::array::from_fn(|_| None);
+        let fallbacks = link_fallbacks(fallback_entries, &mut errors);
         for op in builtin.iter().chain(dynamic.iter().copied()) {
             let regs = op.registered.lock().unwrap_or_else(|e| e.into_inner());
-            op.resolve(&regs, &none);
+            op.resolve(&regs, &fallbacks);
         }
         for (op, e) in poisoned {
             op.poison(e);
@@ -1000,7 +1038,7 @@ impl Dispatcher {
         Dispatcher {
             builtin,
             dynamic: RwLock::new(dynamic),
-            fallbacks: RwLock::new(std::array::from_fn(|_| None)),
+            fallbacks: RwLock::new(fallbacks),
             errors,
         }
     }

@@ -104,12 +104,16 @@ fn alias_keys_resolve_like_pytorch() {
     assert_eq!(run(&both, &[cpu_grad()]), "cpu");
     assert_eq!(both.dispatch_key(python), Some(DispatchKey::CPU));
     assert_eq!(run(&both, &[meta()]), "cia");
-    // CompositeExplicitAutograd fills backends, not Autograd; a direct kernel wins.
+    // CompositeExplicitAutograd fills backends, not Autograd (there the
+    // autograd layer's fallback runs); a direct kernel wins.
     let cea = Operator::new(schema("cea"));
     cea.register(DispatchKey::CompositeExplicitAutograd, tag("cea"))
         .unwrap();
     cea.register(DispatchKey::Meta, tag("meta")).unwrap();
-    assert_eq!(cea.dispatch_key(grad_keys()), Some(DispatchKey::CPU));
+    assert_eq!(cea.dispatch_key(grad_keys()), Some(DispatchKey::Autograd));
+    let (fallback, _) = cea.kernel(grad_keys()).unwrap();
+    assert!(fallback.source().contains("fallback.rs"), "{}", fallback.source());
+    assert_eq!(run(&cea, &[cpu_grad()]), "cea");
     assert_eq!(run(&cea, &[cpu()]), "cea");
     assert_eq!(run(&cea, &[meta()]), "meta");
 }
@@ -375,4 +379,35 @@ fn a_replaced_kernel_lives_while_held_and_is_freed_after() {
         2,
         "the second kernel was not freed"
     );
+}
+
+#[test]
+fn link_time_fallbacks_conflicting_or_for_unknown_keys_are_errors() {
+    fn answer(_: &Operator, _: KeySet, _: &[Value]) -> Result<Vec<Value>> {
+        Ok(vec![Value::Int(1)])
+    }
+    let entry = |key, line| linked::FallbackEntry {
+        key,
+        boxed: answer,
+        typed: None,
+        file: "f.rs",
+        line,
+    };
+    let entries: &'static [linked::FallbackEntry] = Box::leak(Box::new([
+        entry("Autograd", 1),
+        entry("Autograd", 2),
+        entry("NoSuchKey", 3),
+        entry("CompositeImplicitAutograd", 4),
+    ]));
+    let mut errors = Vec::new();
+    let fallbacks = link_fallbacks(entries, &mut errors);
+    // The first stays; the second is reported with both places.
+    let kept = fallbacks[DispatchKey::Autograd.slot()].as_ref().unwrap();
+    assert_eq!(kept.source(), "f.rs:1");
+    let messages: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert!(messages[0].contains("two fallbacks for dispatch key Autograd: f.rs:1 and f.rs:2"));
+    assert!(messages[1].contains("f.rs:3: unknown runtime dispatch key NoSuchKey"));
+    assert!(messages[2].contains("f.rs:4: unknown runtime dispatch key CompositeImplicitAutograd"));
+    assert_eq!(fallbacks.iter().flatten().count(), 1);
 }
