@@ -807,10 +807,15 @@ impl Forward<'_> {
             let i = output_index(self.schema, name)
                 .ok_or_else(|| format!("`{}` has no output `{name}`", self.op))?;
             let o = &self.outs[i];
+            // A written tensor may be a view: its tangent goes into its base's.
+            let set = match self.inplace {
+                true => quote!(set_tangent_in_place),
+                false => quote!(set_tangent),
+            };
             sets.push(quote! {
                 {
                     let t: ::opforge::Result<::opforge::Tensor> = { #value };
-                    #fw_mod::set_tangent(#o, t?)?;
+                    #fw_mod::#set(#o, t?)?;
                 }
             });
         }

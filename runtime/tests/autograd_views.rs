@@ -378,3 +378,69 @@ fn a_base_that_retains_its_gradient_keeps_it_after_a_write_through_a_view() {
     assert_eq!(to_f64(&b.grad().unwrap()), [2.0; 4]);
     assert_eq!(to_f64(&a.grad().unwrap()), [10.0, 10.0, 2.0, 2.0]);
 }
+
+#[test]
+fn hooks_registered_before_an_in_place_write_see_the_old_values_gradient() {
+    use opforge::autograd::TensorAutograd;
+    use std::sync::{Arc, Mutex};
+    // PyTorch 2.15 (autograd mechanics, "Behavior of Tensor hooks when Tensor
+    // is modified in-place"): a hook stays with the history it was registered
+    // on. `b = x * 1; hook; b.mul_(3); hook; (b * 5).sum().backward()` runs
+    // the later hook with 5s, the earlier one with 15s; through a view,
+    // `base[0:1].mul_(3)` gives the base's earlier hook [15, 5].
+    let seen: Arc<Mutex<Vec<(&str, Vec<f32>)>>> = Arc::default();
+    let hook = |tag: &'static str| {
+        let seen = seen.clone();
+        move |g: &Tensor| -> Result<Option<Tensor>> {
+            seen.lock().unwrap().push((tag, g.to_vec::<f32>()?));
+            Ok(None)
+        }
+    };
+    let x = leaf(&[2], DType::Float32);
+    let mut b = at::mul_Scalar(&x, Scalar::Int(1)).unwrap();
+    b.register_hook(hook("before")).unwrap();
+    at::mul__Tensor(&mut b, &Tensor::scalar(3.0f32)).unwrap();
+    b.register_hook(hook("after")).unwrap();
+    sum(&at::mul_Scalar(&b, Scalar::Int(5)).unwrap())
+        .backward()
+        .unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [("after", vec![5.0, 5.0]), ("before", vec![15.0, 15.0])]
+    );
+    seen.lock().unwrap().clear();
+    let base = at::mul_Scalar(&x, Scalar::Int(1)).unwrap();
+    base.register_hook(hook("base")).unwrap();
+    let mut head = at::slice_Tensor(&base, 0, Some(0), Some(1), 1).unwrap();
+    at::mul__Tensor(&mut head, &Tensor::scalar(3.0f32)).unwrap();
+    sum(&at::mul_Scalar(&base, Scalar::Int(5)).unwrap())
+        .backward()
+        .unwrap();
+    assert_eq!(*seen.lock().unwrap(), [("base", vec![15.0, 5.0])]);
+}
+
+#[test]
+fn forward_mode_writes_through_a_view_reach_the_bases_tangent() {
+    use opforge::autograd::forward_ad::{dual_level, make_dual, unpack_dual};
+    let tangent = |t: &Tensor| unpack_dual(t).tangent.map(|t| to_f64(&t));
+    // PyTorch 2.15, side by side.
+    let _level = dual_level().unwrap();
+    let p = Tensor::from_vec(vec![1.0f64, 2.0], &[2]).unwrap();
+    let x = make_dual(&p, &Tensor::from_vec(vec![10.0f64, 20.0], &[2]).unwrap()).unwrap();
+    // z = zeros(3); z[0:2].copy_(x): z's tangent is made, zero, and written.
+    let z = Tensor::zeros(&[3], DType::Float64, Device::Cpu);
+    let mut head = at::slice_Tensor(&z, 0, Some(0), Some(2), 1).unwrap();
+    at::copy_(&mut head, &x, false).unwrap();
+    assert_eq!(tangent(&z), Some(vec![10.0, 20.0, 0.0]));
+    assert_eq!(tangent(&head), Some(vec![10.0, 20.0]));
+    // v = z[1:3]; v.mul_(2): both tangents see it.
+    let mut v = at::slice_Tensor(&z, 0, Some(1), Some(3), 1).unwrap();
+    at::mul__Tensor(&mut v, &Tensor::scalar(2.0f64)).unwrap();
+    assert_eq!(tangent(&z), Some(vec![10.0, 40.0, 0.0]));
+    assert_eq!(tangent(&v), Some(vec![40.0, 0.0]));
+    // b = ones(2, 2); b.t()[0].copy_(x): a column of b's tangent.
+    let b = Tensor::from_vec(vec![1.0f64; 4], &[2, 2]).unwrap();
+    let mut col = at::select_int(&at::t(&b).unwrap(), 0, 0).unwrap();
+    at::copy_(&mut col, &x, false).unwrap();
+    assert_eq!(tangent(&b), Some(vec![10.0, 0.0, 20.0, 0.0]));
+}

@@ -168,9 +168,8 @@ pub fn tangents_of_optional(inputs: &[Option<&Tensor>]) -> Result<Option<Vec<Opt
 /// happens when no level is in force, or for a tensor that is not floating
 /// point.
 pub fn set_tangent(t: &Tensor, tangent: Tensor) -> Result<()> {
-    let level = match (CURRENT.with(Cell::get), ENTERED.with(Cell::get)) {
-        (0, 0) => return Ok(()),
-        (0, l) | (l, _) => l,
+    let Some(level) = level_entered() else {
+        return Ok(());
     };
     if !t.dtype().is_floating_point() {
         return Ok(());
@@ -179,6 +178,61 @@ pub fn set_tangent(t: &Tensor, tangent: Tensor) -> Result<()> {
     t.set_tangent(Some((level, tangent)));
     REGISTERED.with(|r| r.borrow_mut().push(t.downgrade()));
     Ok(())
+}
+
+/// The level in force, suspended or not (what a kernel setting tangents
+/// under [`suspend`] sets them at).
+fn level_entered() -> Option<u64> {
+    match (CURRENT.with(Cell::get), ENTERED.with(Cell::get)) {
+        (0, 0) => None,
+        (0, l) | (l, _) => Some(l),
+    }
+}
+
+/// [`set_tangent`] for a tensor an in-place operation wrote (what a
+/// generated in-place kernel calls). Written through a view, the tangent goes
+/// into the view's place in its base's tangent (made, zero, if the base has
+/// none), and the view's tangent is that place, as PyTorch keeps a view's
+/// forward gradient a view of its base's.
+pub fn set_tangent_in_place(t: &Tensor, tangent: Tensor) -> Result<()> {
+    let Some(view) = t.view_of() else {
+        return set_tangent(t, tangent);
+    };
+    let Some(level) = level_entered().filter(|_| t.dtype().is_floating_point()) else {
+        return set_tangent(t, tangent);
+    };
+    check_tangent(t, &tangent)?;
+    let base = view.base();
+    let _off = suspend();
+    let _below = below_autograd();
+    let base_tangent = match base.autograd_meta().and_then(|m| m.tangent(level)) {
+        // Laid out as the base is, so the view's geometry finds its place.
+        Some(bt) if same_layout(&bt, base) => bt,
+        old => {
+            let bt = zeros_laid_out_as(base)?;
+            if let Some(old) = old {
+                crate::at::copy_(&mut bt.clone(), &old, false)?;
+            }
+            set_tangent(base, bt.clone())?;
+            bt
+        }
+    };
+    let mut place = base_tangent.as_strided(&t.shape(), &t.strides(), t.storage_offset())?;
+    crate::at::copy_(&mut place, &tangent, false)?;
+    set_tangent(t, place)
+}
+
+fn same_layout(a: &Tensor, b: &Tensor) -> bool {
+    a.shape() == b.shape() && a.strides() == b.strides() && a.storage_offset() == b.storage_offset()
+}
+
+/// Zeros with `t`'s sizes, strides and offset, over a storage of their own.
+fn zeros_laid_out_as(t: &Tensor) -> Result<Tensor> {
+    let span = t
+        .with_geometry(|g| crate::tensor::last_offset(&g.shape, &g.strides, g.offset))?
+        .map_or(0, |last| last + 1);
+    let flat = Tensor::zeros(&[span], t.dtype(), t.device());
+    flat.as_strided(&t.shape(), &t.strides(), t.storage_offset())
 }
 
 fn check_tangent(primal: &Tensor, tangent: &Tensor) -> Result<()> {
