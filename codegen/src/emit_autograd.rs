@@ -374,6 +374,7 @@ fn node(
         quote!(#i: #t,)
     });
     let releases = fields.iter().map(|f| f.kind.release(&f.ident));
+    let owns_tensors = fields.iter().any(|f| f.kind != FieldKind::Value);
     let kinds = input_kinds(schema, set)?;
     // With a `Tensor?` or `Tensor[]` input, the node keeps how many inputs
     // each differentiable argument became (`__counts`).
@@ -480,6 +481,10 @@ fn node(
 
             fn release(&mut self) {
                 #(#releases)*
+            }
+
+            fn owns_tensors(&self) -> bool {
+                #owns_tensors
             }
         }
     })

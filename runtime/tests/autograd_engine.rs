@@ -164,7 +164,9 @@ fn gradients_accumulate_over_backward_calls() {
     assert!(a.grad().unwrap().is_same(&before));
     // Under create_graph the sum is a new tensor (out of place, as PyTorch:
     // `y.grad is g` is False there).
-    sum(&mul(&a, &two())).backward_with(None, None, true, None).unwrap();
+    sum(&mul(&a, &two()))
+        .backward_with(None, None, true, None)
+        .unwrap();
     assert_eq!(before.to_vec::<f32>().unwrap(), vec![6.0; 3]);
     assert_eq!(grad_of(&a), vec![8.0; 3]);
     assert!(!a.grad().unwrap().is_same(&before));

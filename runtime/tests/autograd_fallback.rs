@@ -32,7 +32,10 @@ fn next_names(t: &Tensor) -> Vec<String> {
     let node = Node::of(&t.grad_fn().unwrap()).unwrap();
     node.next_edges()
         .iter()
-        .map(|e| e.as_ref().map_or("None".into(), |e| e.node.name().to_string()))
+        .map(|e| {
+            e.as_ref()
+                .map_or("None".into(), |e| e.node.name().to_string())
+        })
         .collect()
 }
 
@@ -110,9 +113,11 @@ fn aten_ops() {
             Ok(vec![Value::Tensor(a)])
         })
         .unwrap();
-        lib.impl_("_fb_no_formula.out", DispatchKey::CPU, |args: &[Value]| {
-            Ok(vec![args[2].clone()])
-        })
+        lib.impl_(
+            "_fb_no_formula.out",
+            DispatchKey::CPU,
+            |args: &[Value]| Ok(vec![args[2].clone()]),
+        )
         .unwrap();
     });
 }

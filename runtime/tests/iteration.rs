@@ -466,3 +466,53 @@ fn transposed_operands_give_exact_sums() {
     }
     opforge::set_num_threads(before).unwrap();
 }
+
+#[test]
+fn small_contiguous_in_place_writes_agree_with_new_results() {
+    // The short path for `a op= b` over small contiguous tensors of one dtype
+    // (kernels::pointwise::binary_plain_in_place) against the out-of-place
+    // result, at the sizes around its inline copy (64) and its limit (4096).
+    let _g = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    for (case, n) in [1usize, 3, 63, 64, 65, 1000, 4096, 4097]
+        .into_iter()
+        .enumerate()
+    {
+        for dtype in [DType::Int64, DType::Float32, DType::Float64] {
+            let a = random_view(&mut rng, &[n], dtype, true);
+            let b = random_view(&mut rng, &[n], dtype, true);
+            let what = format!("case {case} (n {n}, {dtype:?})");
+            for alpha in [Scalar::Int(1), Scalar::Int(3)] {
+                let mut x = contiguous(&a);
+                let version = x.storage().version();
+                let r = ops::add__Tensor(&mut x, &b, alpha).unwrap();
+                assert!(r.is_same(&x));
+                assert_eq!(x.storage().version(), version + 1, "{what}: a write");
+                same(
+                    &x,
+                    &ops::add_Tensor(&a, &b, alpha).unwrap(),
+                    &format!("{what}: add_"),
+                );
+                let mut x = contiguous(&a);
+                ops::sub__Tensor(&mut x, &b, alpha).unwrap();
+                same(
+                    &x,
+                    &ops::sub_Tensor(&a, &b, alpha).unwrap(),
+                    &format!("{what}: sub_"),
+                );
+            }
+            let mut x = contiguous(&a);
+            ops::mul__Tensor(&mut x, &b).unwrap();
+            same(
+                &x,
+                &ops::mul_Tensor(&a, &b).unwrap(),
+                &format!("{what}: mul_"),
+            );
+            // A float alpha on integers is still refused.
+            if dtype == DType::Int64 {
+                let mut x = contiguous(&a);
+                assert!(ops::add__Tensor(&mut x, &b, Scalar::Float(0.5)).is_err());
+            }
+        }
+    }
+}

@@ -41,6 +41,9 @@ impl ::opforge::autograd::Backward for MulBackward0 {
         self.other.release();
         self.self_.release();
     }
+    fn owns_tensors(&self) -> bool {
+        true
+    }
 }
 /// Generated from `derivatives.yaml`.
 pub struct SumBackward0 {
@@ -71,6 +74,9 @@ impl ::opforge::autograd::Backward for SumBackward0 {
         Ok(out)
     }
     fn release(&mut self) {}
+    fn owns_tensors(&self) -> bool {
+        false
+    }
 }
 /// Generated from `derivatives.yaml`.
 pub struct SumBackward1 {
@@ -105,6 +111,9 @@ impl ::opforge::autograd::Backward for SumBackward1 {
         Ok(out)
     }
     fn release(&mut self) {}
+    fn owns_tensors(&self) -> bool {
+        false
+    }
 }
 /// Generated from `derivatives.yaml`.
 pub struct ExpBackward0 {
@@ -137,6 +146,9 @@ impl ::opforge::autograd::Backward for ExpBackward0 {
     fn release(&mut self) {
         self.result.release();
     }
+    fn owns_tensors(&self) -> bool {
+        true
+    }
 }
 /// Generated from `derivatives.yaml`.
 pub struct ToCopyBackward0 {
@@ -167,6 +179,9 @@ impl ::opforge::autograd::Backward for ToCopyBackward0 {
         Ok(out)
     }
     fn release(&mut self) {}
+    fn owns_tensors(&self) -> bool {
+        false
+    }
 }
 #[allow(unused_variables, unused_mut, clippy::all)]
 fn __opforge_autograd__to_copy(

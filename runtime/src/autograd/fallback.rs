@@ -247,6 +247,10 @@ impl Backward for NotImplemented {
     }
 
     fn release(&mut self) {}
+
+    fn owns_tensors(&self) -> bool {
+        false
+    }
 }
 
 /// The backward of another namespace's operator without an Autograd kernel:
@@ -263,4 +267,8 @@ impl Backward for WarnNotImplemented {
     }
 
     fn release(&mut self) {}
+
+    fn owns_tensors(&self) -> bool {
+        false
+    }
 }

@@ -92,6 +92,16 @@ pub trait Backward: Send + 'static {
     /// "Trying to backward through the graph a second time" message
     /// ([`super::SavedTensor::release`] does that).
     fn release(&mut self);
+
+    /// Whether it may own tensors (saved values), and through their histories
+    /// other graphs. A node whose backward owns none, and whose next nodes are
+    /// all held elsewhere too, is dropped on the spot rather than through the
+    /// deferred queue of `Drop for Node` (no recursion can follow). The
+    /// default, `true`, is always safe; the generated nodes that save no
+    /// tensor answer `false`.
+    fn owns_tensors(&self) -> bool {
+        true
+    }
 }
 
 pub(crate) enum Kind {
@@ -256,6 +266,10 @@ impl Backward for Dropped {
     }
 
     fn release(&mut self) {}
+
+    fn owns_tensors(&self) -> bool {
+        false
+    }
 }
 
 impl Drop for Node {
@@ -266,6 +280,23 @@ impl Drop for Node {
     /// it in a loop; a node dropped meanwhile hands its parts to that loop.
     fn drop(&mut self) {
         LIVE.fetch_sub(1, Ordering::Relaxed);
+        // The common case: nothing this node owns is dropped with it but its
+        // backward's plain fields (the accumulators of leaves, say, are held
+        // by their leaves). Another thread dropping one of those next nodes
+        // at the same moment makes this drop one of them, which takes this
+        // test again: no recursion deeper than the race itself.
+        let shallow = self
+            .next_edges
+            .iter()
+            .flatten()
+            .all(|e| Arc::strong_count(&e.node) > 1)
+            && match &mut self.kind {
+                Kind::Function(m) => m.get_mut().map_or(false, |b| !b.owns_tensors()),
+                Kind::Accumulate(_) => true,
+            };
+        if shallow {
+            return;
+        }
         let edges = Deferred::Edges(std::mem::take(&mut self.next_edges));
         let backward = match &mut self.kind {
             Kind::Function(m) => {

@@ -154,11 +154,7 @@ fn view_history(view: &Tensor, base: &Tensor) -> Option<GradFn> {
 }
 
 /// A node for one forward output, sending gradients along `edges`.
-fn one_output_node(
-    name: &'static str,
-    edges: Edges,
-    backward: impl Backward,
-) -> Arc<Node> {
+fn one_output_node(name: &'static str, edges: Edges, backward: impl Backward) -> Arc<Node> {
     Arc::new(Node::new(
         name.into(),
         1,
@@ -357,6 +353,10 @@ impl Backward for ViewGrad {
     }
 
     fn release(&mut self) {}
+
+    fn owns_tensors(&self) -> bool {
+        false
+    }
 }
 
 /// PyTorch's `CopySlices`: the history a base gets when an operation writes

@@ -876,7 +876,11 @@ fn link_fallbacks(entries: &'static [linked::FallbackEntry], errors: &mut Vec<Er
         let source = format!("{}:{}", e.file, e.line);
         let Some(key) = DispatchKey::from_name(e.key).filter(|k| !k.is_alias()) else {
             errors.push(Error::Runtime(
-                format!("{source}: unknown runtime dispatch key {} for a fallback", e.key).into(),
+                format!(
+                    "{source}: unknown runtime dispatch key {} for a fallback",
+                    e.key
+                )
+                .into(),
             ));
             continue;
         };

@@ -112,7 +112,11 @@ fn alias_keys_resolve_like_pytorch() {
     cea.register(DispatchKey::Meta, tag("meta")).unwrap();
     assert_eq!(cea.dispatch_key(grad_keys()), Some(DispatchKey::Autograd));
     let (fallback, _) = cea.kernel(grad_keys()).unwrap();
-    assert!(fallback.source().contains("fallback.rs"), "{}", fallback.source());
+    assert!(
+        fallback.source().contains("fallback.rs"),
+        "{}",
+        fallback.source()
+    );
     assert_eq!(run(&cea, &[cpu_grad()]), "cea");
     assert_eq!(run(&cea, &[cpu()]), "cea");
     assert_eq!(run(&cea, &[meta()]), "meta");

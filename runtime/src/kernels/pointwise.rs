@@ -543,8 +543,13 @@ fn binary_plain(
     alpha: Scalar,
     dest: Dest<'_>,
 ) -> Option<Result<Tensor>> {
-    let (Dest::New, Operand::Tensor(a), Operand::Tensor(b)) = (dest, a, b) else {
+    let (Operand::Tensor(a), Operand::Tensor(b)) = (a, b) else {
         return None;
+    };
+    let in_place = match dest {
+        Dest::New => false,
+        Dest::Inplace => true,
+        Dest::Out(_) => return None,
     };
     let dtype = a.dtype();
     let plain =
@@ -569,6 +574,10 @@ fn binary_plain(
         (contiguous(g) && g.shape == shape).then(|| (g.storage.clone(), g.offset))
     })?;
     let n = numel(&shape);
+    if in_place {
+        return binary_plain_in_place(op, alpha, dtype, (&sa, oa), (&sb, ob), n)
+            .map(|r| r.map(|()| a.clone()));
+    }
     let guards = crate::tensor::StorageLocks::new(&[&sa, &sb], None);
     let (ba, bb) = (guards.read(&sa)?, guards.read(&sb)?);
     with_dtype!(dtype, T => {
@@ -586,6 +595,48 @@ fn binary_plain(
             BinOp::Sub => new_from_blocks(srcs, &shape, &|[a, b], o| map2(a, b, o, |p: T, q: T| p.sub(al.mul(q)))),
             _ => new_from_blocks(srcs, &shape, &|[a, b], o| map2(a, b, o, T::mul)),
         })
+    })
+}
+
+/// Elements up to which [`binary_plain_in_place`] takes an in-place call
+/// (beyond, the general loop's fixed cost is small beside the work).
+const SMALL_IN_PLACE: usize = 4096;
+
+/// [`binary_plain`] in place: `a op= b` over `n` contiguous elements of one
+/// dtype, `a` and `b` in different storages. The old values of `a` are read
+/// from a copy (inline up to 64), so nothing is read and written through two
+/// references at once. `None` when the call is not of that kind.
+fn binary_plain_in_place(
+    op: BinOp,
+    alpha: Scalar,
+    dtype: DType,
+    (sa, oa): (&crate::tensor::Storage, usize),
+    (sb, ob): (&crate::tensor::Storage, usize),
+    n: usize,
+) -> Option<Result<()>> {
+    if n > SMALL_IN_PLACE || sa.ptr_eq(sb) {
+        return None;
+    }
+    let mut guards = crate::tensor::StorageLocks::new(&[sb], Some(sa));
+    let (written, reads) = guards.parts();
+    with_dtype!(dtype, T => {
+        let y = T::slice(reads.get(sb)?)?.get(ob..ob + n)?;
+        let o = T::slice_mut(written?)?.get_mut(oa..oa + n)?;
+        let x: smallvec::SmallVec<[T; 64]> = smallvec::SmallVec::from_slice(o);
+        let al: T = match scalar_to(alpha) {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        };
+        let srcs = [Src::Slice(&x[..]), Src::Slice(y)];
+        let out = Out::init(o);
+        let _: Written = match op {
+            BinOp::Add if al == T::one() => map2(srcs[0], srcs[1], out, |p: T, q: T| p.add(q)),
+            BinOp::Add => map2(srcs[0], srcs[1], out, |p: T, q: T| p.add(al.mul(q))),
+            BinOp::Sub if al == T::one() => map2(srcs[0], srcs[1], out, |p: T, q: T| p.sub(q)),
+            BinOp::Sub => map2(srcs[0], srcs[1], out, |p: T, q: T| p.sub(al.mul(q))),
+            _ => map2(srcs[0], srcs[1], out, T::mul),
+        };
+        Some(Ok(()))
     })
 }
 
