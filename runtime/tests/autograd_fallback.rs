@@ -230,6 +230,16 @@ fn aten_operators_that_never_need_a_derivative_record_nothing() {
     ] {
         assert!(!t.requires_grad(), "{t:?}");
     }
+    // They skip the Autograd key (no boxing through the fallback), while an
+    // operator the fallback serves stops there.
+    let d = opforge::dispatch::dispatcher();
+    let keys = a.key_set();
+    assert!(keys.has(DispatchKey::Autograd));
+    let ones_like = d.find("aten::ones_like").unwrap();
+    assert_ne!(ones_like.dispatch_key(keys), Some(DispatchKey::Autograd));
+    aten_ops();
+    let served = d.find("aten::_fb_no_formula").unwrap();
+    assert_eq!(served.dispatch_key(keys), Some(DispatchKey::Autograd));
     let i = at::argmax(&a, None, false).unwrap();
     assert!(i.grad_fn().is_none());
     // Comparisons return bools: no history either.

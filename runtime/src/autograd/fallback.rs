@@ -29,7 +29,7 @@ use crate::dispatch::linked::{FallbackEntry, FALLBACKS};
 use crate::dispatch::Operator;
 use crate::error::{Error, Result};
 use crate::keys::{DispatchKey, KeySet};
-use crate::tables::SchemaKind;
+use crate::tables::{OpSchema, SchemaKind};
 use crate::tensor::Tensor;
 use crate::value::Value;
 
@@ -38,6 +38,7 @@ static AUTOGRAD_FALLBACK: FallbackEntry = FallbackEntry {
     key: "Autograd",
     boxed: autograd_fallback,
     typed: None,
+    leaves_alone: Some(records_nothing),
     file: file!(),
     line: line!(),
 };
@@ -122,6 +123,13 @@ fn tensors_of(values: &[Value]) -> Vec<&Tensor> {
     out
 }
 
+/// The operators the fallback leaves alone: their calls skip the `Autograd`
+/// key altogether (as PyTorch's kernels for them only redispatch), so they
+/// cost no boxing.
+fn records_nothing(s: &OpSchema) -> bool {
+    s.namespace == "aten" && RECORDS_NOTHING.contains(&s.base)
+}
+
 fn autograd_fallback(op: &Operator, keys: KeySet, args: &[Value]) -> Result<Vec<Value>> {
     let s = op.schema;
     let below = |args: &[Value]| {
@@ -130,10 +138,7 @@ fn autograd_fallback(op: &Operator, keys: KeySet, args: &[Value]) -> Result<Vec<
     };
     let inputs = tensors_of(args);
     let aten = s.namespace == "aten";
-    if !is_grad_enabled()
-        || !inputs.iter().any(|t| t.requires_grad())
-        || (aten && RECORDS_NOTHING.contains(&s.base))
-    {
+    if !is_grad_enabled() || !inputs.iter().any(|t| t.requires_grad()) || records_nothing(s) {
         return below(args);
     }
     if matches!(s.kind, SchemaKind::Out | SchemaKind::Scratch) {

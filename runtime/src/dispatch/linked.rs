@@ -122,6 +122,8 @@ pub struct FallbackEntry {
     pub boxed: BoxedFn,
     /// The entry for typed calls, if the fallback takes them unboxed.
     pub typed: Option<TypedFallback>,
+    /// The operators the fallback leaves alone (the key is skipped for them).
+    pub leaves_alone: Option<fn(&crate::tables::OpSchema) -> bool>,
     /// Source file.
     pub file: &'static str,
     /// Source line.

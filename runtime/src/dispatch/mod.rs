@@ -159,6 +159,9 @@ pub struct Kernel {
     schema: Option<&'static str>,
     /// For a fallback that can take a typed call with its arguments unboxed.
     typed_fallback: Option<TypedFallback>,
+    /// For a fallback: the operators it leaves alone (for them the key is
+    /// skipped, as if each had a fallthrough kernel there).
+    leaves_alone: Option<fn(&OpSchema) -> bool>,
     source: String,
 }
 
@@ -176,6 +179,7 @@ impl Kernel {
             unboxed: None,
             schema: None,
             typed_fallback: None,
+            leaves_alone: None,
             source: source.into(),
         }
     }
@@ -190,6 +194,7 @@ impl Kernel {
             unboxed: None,
             schema: None,
             typed_fallback: None,
+            leaves_alone: None,
             source: source.into(),
         }
     }
@@ -198,6 +203,13 @@ impl Kernel {
     /// (for a key's fallback, such as the override protocols' `Python` key).
     pub fn with_typed_fallback(mut self, f: TypedFallback) -> Kernel {
         self.typed_fallback = Some(f);
+        self
+    }
+
+    /// The same fallback, skipped for the operators `f` picks (their key
+    /// resolves as if they had a fallthrough kernel there).
+    pub fn leaving_alone(mut self, f: fn(&OpSchema) -> bool) -> Kernel {
+        self.leaves_alone = Some(f);
         self
     }
 
@@ -214,6 +226,7 @@ impl Kernel {
             unboxed: Some(interned_unboxed(e)),
             schema: Some(e.schema),
             typed_fallback: None,
+            leaves_alone: None,
             source: format!("{}:{}", e.file, e.line),
         }
     }
@@ -644,7 +657,10 @@ impl Operator {
             } else {
                 direct
             };
-            let resolved = resolved.or(fallbacks[key.slot()].as_ref());
+            let fallback = fallbacks[key.slot()]
+                .as_ref()
+                .filter(|f| !f.leaves_alone.is_some_and(|skip| skip(self.schema)));
+            let resolved = resolved.or(fallback);
             if let Some(k) = resolved.filter(|k| !k.is_fallthrough()) {
                 let slot = key.slot();
                 active |= 1 << slot;
@@ -900,10 +916,14 @@ fn link_fallbacks(entries: &'static [linked::FallbackEntry], errors: &mut Vec<Er
             unboxed: None,
             schema: None,
             typed_fallback: None,
+            leaves_alone: None,
             source,
         };
         if let Some(t) = e.typed {
             kernel = kernel.with_typed_fallback(t);
+        }
+        if let Some(f) = e.leaves_alone {
+            kernel = kernel.leaving_alone(f);
         }
         *slot = Some(Arc::new(kernel));
     }

@@ -394,6 +394,7 @@ fn link_time_fallbacks_conflicting_or_for_unknown_keys_are_errors() {
         key,
         boxed: answer,
         typed: None,
+        leaves_alone: None,
         file: "f.rs",
         line,
     };
