@@ -388,7 +388,8 @@ fn hooks_registered_before_an_in_place_write_see_the_old_values_gradient() {
     // on. `b = x * 1; hook; b.mul_(3); hook; (b * 5).sum().backward()` runs
     // the later hook with 5s, the earlier one with 15s; through a view,
     // `base[0:1].mul_(3)` gives the base's earlier hook [15, 5].
-    let seen: Arc<Mutex<Vec<(&str, Vec<f32>)>>> = Arc::default();
+    type Seen = Vec<(&'static str, Vec<f32>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
     let hook = |tag: &'static str| {
         let seen = seen.clone();
         move |g: &Tensor| -> Result<Option<Tensor>> {

@@ -291,7 +291,7 @@ impl Drop for Node {
             .flatten()
             .all(|e| Arc::strong_count(&e.node) > 1)
             && match &mut self.kind {
-                Kind::Function(m) => m.get_mut().map_or(false, |b| !b.owns_tensors()),
+                Kind::Function(m) => m.get_mut().is_ok_and(|b| !b.owns_tensors()),
                 Kind::Accumulate(_) => true,
             };
         if shallow {
