@@ -656,3 +656,24 @@ fn a_tensor_prints_its_autograd_state_as_pytorch_does() {
         "tensor([1.0], dtype=torch.float32)"
     );
 }
+
+#[test]
+fn a_gradient_laid_out_unlike_its_leaf_is_copied_into_grad() {
+    let _s = serial();
+    // sum's backward expands one element (stride 0) and add's passes it on:
+    // taken over as it is, `.grad` would be a broadcast view, and the next
+    // backward's in-place accumulation would write one element three times.
+    // PyTorch's AccumulateGrad copies a gradient that does not have its
+    // leaf's strides.
+    let x = leaf(vec![1.0, 2.0, 3.0]);
+    let y = leaf(vec![1.0, 1.0, 1.0]);
+    for _ in 0..2 {
+        sum(&at::add_Tensor(&x, &y, Scalar::Int(1)).unwrap())
+            .backward()
+            .unwrap();
+    }
+    for t in [&x, &y] {
+        assert_eq!(grad_of(t), vec![2.0; 3]);
+        assert_eq!(t.grad().unwrap().strides(), vec![1]);
+    }
+}

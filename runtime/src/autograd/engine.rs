@@ -100,8 +100,10 @@ pub(crate) fn accumulate_grad(t: &Tensor, grad: Tensor, create_graph: bool) -> R
             }
         }
         // Taken over without a copy, as PyTorch's `new_grad.detach()` (the
-        // `aten.detach.default` a dispatch-level log shows last).
-        None if grad.is_sole_owner() => crate::at::detach(&grad)?,
+        // `aten.detach.default` a dispatch-level log shows last), when it is
+        // laid out as the leaf is (PyTorch's layout contract: later
+        // gradients are added to it in place).
+        None if grad.is_sole_owner() && grad.strides() == t.strides() => crate::at::detach(&grad)?,
         // Grad mode is off (it is `create_graph`): the copy has no history.
         None => crate::at::clone(&grad, None)?,
         Some(mut old) if !create_graph => {
