@@ -24,6 +24,7 @@
 //! it.
 
 use super::mode::below_autograd;
+use super::saved::shallow_detach;
 use crate::error::{Error, Result};
 use crate::tensor::{Tensor, WeakTensor};
 use std::cell::{Cell, RefCell};
@@ -273,14 +274,9 @@ pub fn make_dual(tensor: &Tensor, tangent: &Tensor) -> Result<Tensor> {
         ));
     }
     check_tangent(tensor, tangent)?;
-    let dual = alias(tensor)?;
+    let dual = shallow_detach(tensor)?;
     set_tangent(&dual, tangent.clone())?;
     Ok(dual)
-}
-
-/// A view of `t` over the same storage, with no autograd record.
-fn alias(t: &Tensor) -> Result<Tensor> {
-    t.as_strided(&t.shape(), &t.strides(), t.storage_offset())
 }
 
 /// What [`unpack_dual`] returns: the primal (a view without the tangent) and
@@ -297,7 +293,7 @@ pub struct UnpackedDual {
 pub fn unpack_dual(t: &Tensor) -> UnpackedDual {
     let tangent = tangent(t);
     let primal = match tangent {
-        Some(_) => alias(t).unwrap_or_else(|_| t.clone()),
+        Some(_) => shallow_detach(t).unwrap_or_else(|_| t.clone()),
         None => t.clone(),
     };
     UnpackedDual { primal, tangent }

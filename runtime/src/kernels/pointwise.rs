@@ -588,14 +588,21 @@ fn binary_plain(
             Err(e) => return Some(Err(e)),
         };
         let srcs = [Src::Slice(x), Src::Slice(y)];
-        Some(match op {
-            BinOp::Add if al == T::one() => new_from_blocks(srcs, &shape, &|[a, b], o| map2(a, b, o, |p: T, q: T| p.add(q))),
-            BinOp::Add => new_from_blocks(srcs, &shape, &|[a, b], o| map2(a, b, o, |p: T, q: T| p.add(al.mul(q)))),
-            BinOp::Sub if al == T::one() => new_from_blocks(srcs, &shape, &|[a, b], o| map2(a, b, o, |p: T, q: T| p.sub(q))),
-            BinOp::Sub => new_from_blocks(srcs, &shape, &|[a, b], o| map2(a, b, o, |p: T, q: T| p.sub(al.mul(q)))),
-            _ => new_from_blocks(srcs, &shape, &|[a, b], o| map2(a, b, o, T::mul)),
-        })
+        Some(new_from_blocks(srcs, &shape, &|[a, b], o| plain_arith(op, al, a, b, o)))
     })
+}
+
+/// The element loop of [`binary_plain`] and [`binary_plain_in_place`]:
+/// `a + alpha·b`, `a − alpha·b` or `a · b` over one block (the operator is
+/// matched once per block, each arm its own monomorphic loop).
+fn plain_arith<T: Num>(op: BinOp, al: T, a: Src<'_, T>, b: Src<'_, T>, o: Out<'_, T>) -> Written {
+    match op {
+        BinOp::Add if al == T::one() => map2(a, b, o, |p: T, q: T| p.add(q)),
+        BinOp::Add => map2(a, b, o, |p: T, q: T| p.add(al.mul(q))),
+        BinOp::Sub if al == T::one() => map2(a, b, o, |p: T, q: T| p.sub(q)),
+        BinOp::Sub => map2(a, b, o, |p: T, q: T| p.sub(al.mul(q))),
+        _ => map2(a, b, o, T::mul),
+    }
 }
 
 /// Elements up to which [`binary_plain_in_place`] takes an in-place call
@@ -627,15 +634,7 @@ fn binary_plain_in_place(
             Ok(v) => v,
             Err(e) => return Some(Err(e)),
         };
-        let srcs = [Src::Slice(&x[..]), Src::Slice(y)];
-        let out = Out::init(o);
-        let _: Written = match op {
-            BinOp::Add if al == T::one() => map2(srcs[0], srcs[1], out, |p: T, q: T| p.add(q)),
-            BinOp::Add => map2(srcs[0], srcs[1], out, |p: T, q: T| p.add(al.mul(q))),
-            BinOp::Sub if al == T::one() => map2(srcs[0], srcs[1], out, |p: T, q: T| p.sub(q)),
-            BinOp::Sub => map2(srcs[0], srcs[1], out, |p: T, q: T| p.sub(al.mul(q))),
-            _ => map2(srcs[0], srcs[1], out, T::mul),
-        };
+        let _: Written = plain_arith(op, al, Src::Slice(&x[..]), Src::Slice(y), Out::init(o));
         Some(Ok(()))
     })
 }
