@@ -467,10 +467,10 @@ fn node(
             #[allow(unused_variables)]
             fn apply(
                 &mut self,
-                grads: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>>,
+                grads: ::opforge::autograd::Grads,
                 ctx: &::opforge::autograd::BackwardCtx,
-            ) -> ::opforge::Result<::std::vec::Vec<::core::option::Option<::opforge::Tensor>>> {
-                let mut out: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> = ::std::vec![None; #len];
+            ) -> ::opforge::Result<::opforge::autograd::Grads> {
+                let mut out = ::opforge::autograd::Grads::from_elem(None, #len);
                 let ::core::option::Option::Some(grad) = grads.into_iter().next().flatten() else {
                     return Ok(out);
                 };

@@ -8,7 +8,8 @@
 
 use opforge::autograd::{
     self, enable_grad, inference_mode, is_grad_enabled, live_nodes, no_grad, set_grad_enabled,
-    Backward, BackwardCtx, Recording, SavedTensor, TensorAutograd, BACKWARD_TWICE, LEAF_INPLACE,
+    Backward, BackwardCtx, Grads, Recording, SavedTensor, TensorAutograd, BACKWARD_TWICE,
+    LEAF_INPLACE,
 };
 use opforge::{at, DType, Device, Result, Scalar, Tensor};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -232,7 +233,7 @@ fn an_in_place_write_to_a_saved_tensor_is_reported() {
     assert_eq!(
         e,
         format!(
-            "one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [10]] is at version {}; expected version {} instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True).",
+            "one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [10]] is at version {}; expected version {} instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).",
             v0 + 1,
             v0
         )
@@ -246,7 +247,7 @@ fn an_in_place_write_to_a_saved_tensor_is_reported() {
     at::mul__Tensor(&mut b, &two()).unwrap();
     let e = y.backward().unwrap_err().to_string();
     assert!(
-        e.starts_with("one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [10]], which is output 0 of MulBackward0, is at version 1; expected version 0 instead. Hint: "),
+        e.starts_with("one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [10]], which is output 0 of Mul, is at version 1; expected version 0 instead. Hint: "),
         "{e}"
     );
 }
@@ -529,14 +530,10 @@ fn graphs_are_freed_and_a_training_loop_keeps_memory_flat() {
     // saving its own output is freed with the output.
     struct SelfSaving(Option<SavedTensor>);
     impl Backward for SelfSaving {
-        fn apply(
-            &mut self,
-            _: Vec<Option<Tensor>>,
-            _: &BackwardCtx,
-        ) -> Result<Vec<Option<Tensor>>> {
+        fn apply(&mut self, _: Grads, _: &BackwardCtx) -> Result<Grads> {
             let out = self.0.as_ref().unwrap().unpack()?;
             assert!(out.grad_fn().is_some(), "re-attached to its node");
-            Ok(vec![Some(out)])
+            Ok(Grads::from_elem(Some(out), 1))
         }
         fn release(&mut self) {
             if let Some(s) = &mut self.0 {

@@ -11,12 +11,10 @@ impl ::opforge::autograd::Backward for MulBackward0 {
     #[allow(unused_variables)]
     fn apply(
         &mut self,
-        grads: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>>,
+        grads: ::opforge::autograd::Grads,
         ctx: &::opforge::autograd::BackwardCtx,
-    ) -> ::opforge::Result<::std::vec::Vec<::core::option::Option<::opforge::Tensor>>> {
-        let mut out: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> = ::std::vec![
-            None; 2usize
-        ];
+    ) -> ::opforge::Result<::opforge::autograd::Grads> {
+        let mut out = ::opforge::autograd::Grads::from_elem(None, 2usize);
         let ::core::option::Option::Some(grad) = grads.into_iter().next().flatten() else {
             return Ok(out);
         };
@@ -54,12 +52,10 @@ impl ::opforge::autograd::Backward for SumBackward0 {
     #[allow(unused_variables)]
     fn apply(
         &mut self,
-        grads: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>>,
+        grads: ::opforge::autograd::Grads,
         ctx: &::opforge::autograd::BackwardCtx,
-    ) -> ::opforge::Result<::std::vec::Vec<::core::option::Option<::opforge::Tensor>>> {
-        let mut out: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> = ::std::vec![
-            None; 1usize
-        ];
+    ) -> ::opforge::Result<::opforge::autograd::Grads> {
+        let mut out = ::opforge::autograd::Grads::from_elem(None, 1usize);
         let ::core::option::Option::Some(grad) = grads.into_iter().next().flatten() else {
             return Ok(out);
         };
@@ -89,12 +85,10 @@ impl ::opforge::autograd::Backward for SumBackward1 {
     #[allow(unused_variables)]
     fn apply(
         &mut self,
-        grads: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>>,
+        grads: ::opforge::autograd::Grads,
         ctx: &::opforge::autograd::BackwardCtx,
-    ) -> ::opforge::Result<::std::vec::Vec<::core::option::Option<::opforge::Tensor>>> {
-        let mut out: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> = ::std::vec![
-            None; 1usize
-        ];
+    ) -> ::opforge::Result<::opforge::autograd::Grads> {
+        let mut out = ::opforge::autograd::Grads::from_elem(None, 1usize);
         let ::core::option::Option::Some(grad) = grads.into_iter().next().flatten() else {
             return Ok(out);
         };
@@ -124,12 +118,10 @@ impl ::opforge::autograd::Backward for ExpBackward0 {
     #[allow(unused_variables)]
     fn apply(
         &mut self,
-        grads: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>>,
+        grads: ::opforge::autograd::Grads,
         ctx: &::opforge::autograd::BackwardCtx,
-    ) -> ::opforge::Result<::std::vec::Vec<::core::option::Option<::opforge::Tensor>>> {
-        let mut out: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> = ::std::vec![
-            None; 1usize
-        ];
+    ) -> ::opforge::Result<::opforge::autograd::Grads> {
+        let mut out = ::opforge::autograd::Grads::from_elem(None, 1usize);
         let ::core::option::Option::Some(grad) = grads.into_iter().next().flatten() else {
             return Ok(out);
         };
@@ -159,12 +151,10 @@ impl ::opforge::autograd::Backward for ToCopyBackward0 {
     #[allow(unused_variables)]
     fn apply(
         &mut self,
-        grads: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>>,
+        grads: ::opforge::autograd::Grads,
         ctx: &::opforge::autograd::BackwardCtx,
-    ) -> ::opforge::Result<::std::vec::Vec<::core::option::Option<::opforge::Tensor>>> {
-        let mut out: ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> = ::std::vec![
-            None; 1usize
-        ];
+    ) -> ::opforge::Result<::opforge::autograd::Grads> {
+        let mut out = ::opforge::autograd::Grads::from_elem(None, 1usize);
         let ::core::option::Option::Some(grad) = grads.into_iter().next().flatten() else {
             return Ok(out);
         };

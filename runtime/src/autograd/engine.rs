@@ -15,7 +15,7 @@
 
 use super::mode::set_grad_enabled;
 use super::node::gradient_edge;
-use super::node::{lock, BackwardCtx, Edge, Kind, Node};
+use super::node::{lock, BackwardCtx, Edge, Grads, Kind, Node};
 use crate::dtype::{MemoryFormat, Scalar};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -61,7 +61,44 @@ impl Hasher for AddressHasher {
     }
 }
 
-type NodeIndex = HashMap<usize, usize, BuildHasherDefault<AddressHasher>>;
+/// Where each reachable node is in the engine's table, by address: a linear
+/// scan while the graph is small (no table to allocate; a typical step's graph
+/// is a handful of nodes), a hash map once it is not.
+#[derive(Default)]
+struct NodeIndex {
+    small: SmallVec<[usize; SMALL_GRAPH]>,
+    large: HashMap<usize, usize, BuildHasherDefault<AddressHasher>>,
+}
+
+/// Up to this many nodes, [`NodeIndex`] scans.
+const SMALL_GRAPH: usize = 16;
+
+impl NodeIndex {
+    fn get(&self, id: usize) -> Option<usize> {
+        if self.large.is_empty() {
+            self.small.iter().position(|&x| x == id)
+        } else {
+            self.large.get(&id).copied()
+        }
+    }
+
+    /// Adds `id` as entry `at` (the table's next entry), unless present.
+    fn insert(&mut self, id: usize, at: usize) -> bool {
+        if self.get(id).is_some() {
+            return false;
+        }
+        if self.large.is_empty() && self.small.len() < SMALL_GRAPH {
+            self.small.push(id);
+        } else {
+            if self.large.is_empty() {
+                self.large
+                    .extend(self.small.iter().enumerate().map(|(i, &x)| (x, i)));
+            }
+            self.large.insert(id, at);
+        }
+        true
+    }
+}
 
 /// `slot += g`: the first gradient is kept, later ones added.
 fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
@@ -128,6 +165,9 @@ fn retain_grad(t: &Tensor, grad: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// A pass's roots: each an edge and the gradient sent along it.
+type Roots = SmallVec<[(Edge, Tensor); 1]>;
+
 struct Info {
     node: Arc<Node>,
     /// Gradients still to arrive before the node can run.
@@ -136,7 +176,7 @@ struct Info {
     needed: bool,
     /// A wanted gradient arrives here.
     target: bool,
-    buffer: Vec<Option<Tensor>>,
+    buffer: Grads,
     seeded: bool,
 }
 
@@ -151,7 +191,7 @@ impl Info {
 /// arriving at them are returned, one per target; without, every node runs
 /// (leaves accumulate).
 fn run(
-    roots: Vec<(Edge, Tensor)>,
+    roots: Roots,
     targets: Option<&[Edge]>,
     keep_graph: bool,
     create_graph: bool,
@@ -160,22 +200,23 @@ fn run(
 
     // The reachable nodes.
     let mut index = NodeIndex::default();
-    let mut infos: Vec<Info> = Vec::new();
-    let mut stack: Vec<Arc<Node>> = Vec::new();
+    let mut infos: SmallVec<[Info; 8]> = SmallVec::new();
+    let mut stack: SmallVec<[Arc<Node>; 8]> = SmallVec::new();
     {
-        let mut visit = |n: &Arc<Node>, infos: &mut Vec<Info>, stack: &mut Vec<Arc<Node>>| {
-            index.entry(node_id(n)).or_insert_with(|| {
+        let mut visit = |n: &Arc<Node>,
+                         infos: &mut SmallVec<[Info; 8]>,
+                         stack: &mut SmallVec<[Arc<Node>; 8]>| {
+            if index.insert(node_id(n), infos.len()) {
                 infos.push(Info {
                     node: n.clone(),
                     deps: 0,
                     needed: targets.is_none(),
                     target: false,
-                    buffer: vec![None; n.num_inputs()],
+                    buffer: Grads::from_elem(None, n.num_inputs()),
                     seeded: false,
                 });
                 stack.push(n.clone());
-                infos.len() - 1
-            });
+            }
         };
         for (e, _) in &roots {
             visit(&e.node, &mut infos, &mut stack);
@@ -186,11 +227,11 @@ fn run(
             }
         }
     }
-    let idx = |n: &Arc<Node>| index.get(&node_id(n)).copied();
+    let idx = |n: &Arc<Node>| index.get(node_id(n));
     // Each node's next nodes, as indices (`None`: no edge): node `i`'s are
     // `next_all[starts[i]..starts[i + 1]]`.
-    let mut starts = Vec::with_capacity(infos.len() + 1);
-    let mut next_all: Vec<Option<usize>> = Vec::new();
+    let mut starts: SmallVec<[usize; 9]> = SmallVec::with_capacity(infos.len() + 1);
+    let mut next_all: SmallVec<[Option<usize>; 16]> = SmallVec::new();
     for n in &infos {
         starts.push(next_all.len());
         next_all.extend(
@@ -350,7 +391,7 @@ fn run(
 
 /// The roots of a pass: each output's edge and its gradient (given, or ones
 /// for a one-element output), with PyTorch's checks and messages.
-fn make_roots(outputs: &[Tensor], grads: &[Option<Tensor>]) -> Result<Vec<(Edge, Tensor)>> {
+fn make_roots(outputs: &[Tensor], grads: &[Option<Tensor>]) -> Result<Roots> {
     if !grads.is_empty() && grads.len() != outputs.len() {
         return Err(runtime(format!(
             "got {} tensors and {} gradients",
@@ -358,7 +399,7 @@ fn make_roots(outputs: &[Tensor], grads: &[Option<Tensor>]) -> Result<Vec<(Edge,
             grads.len()
         )));
     }
-    let mut made = Vec::with_capacity(outputs.len());
+    let mut made: SmallVec<[Option<Tensor>; 1]> = SmallVec::with_capacity(outputs.len());
     for (i, out) in outputs.iter().enumerate() {
         match grads.get(i).cloned().flatten() {
             Some(g) => {
@@ -392,7 +433,7 @@ fn make_roots(outputs: &[Tensor], grads: &[Option<Tensor>]) -> Result<Vec<(Edge,
             None => made.push(None),
         }
     }
-    let mut roots = Vec::with_capacity(outputs.len());
+    let mut roots = Roots::with_capacity(outputs.len());
     for (i, (out, g)) in outputs.iter().zip(made).enumerate() {
         let edge = gradient_edge(out).filter(|_| out.requires_grad());
         match (edge, g) {
@@ -503,4 +544,24 @@ pub fn grad(
         }
     }
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_node_index_finds_every_node_past_the_small_table() {
+        let mut index = NodeIndex::default();
+        let ids: Vec<usize> = (0..3 * SMALL_GRAPH).map(|i| 0x1000 + 64 * i).collect();
+        for (at, &id) in ids.iter().enumerate() {
+            assert!(index.insert(id, at), "{id:#x} is new");
+            assert!(!index.insert(id, at + 1), "{id:#x} is there already");
+        }
+        for (at, &id) in ids.iter().enumerate() {
+            assert_eq!(index.get(id), Some(at));
+        }
+        assert_eq!(index.get(0x10), None);
+        assert!(!index.large.is_empty(), "moved to the hash map");
+    }
 }

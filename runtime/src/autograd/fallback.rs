@@ -23,7 +23,7 @@
 
 use super::methods::TensorAutograd;
 use super::mode::{below_autograd, is_grad_enabled};
-use super::node::{Backward, BackwardCtx};
+use super::node::{Backward, BackwardCtx, Grads};
 use super::record::{check_out, Recording, LEAF_INPLACE};
 use crate::dispatch::linked::{FallbackEntry, FALLBACKS};
 use crate::dispatch::Operator;
@@ -247,7 +247,7 @@ struct NotImplemented {
 }
 
 impl Backward for NotImplemented {
-    fn apply(&mut self, _: Vec<Option<Tensor>>, _: &BackwardCtx) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&mut self, _: Grads, _: &BackwardCtx) -> Result<Grads> {
         Err(Error::Runtime(self.message.clone().into()))
     }
 
@@ -266,9 +266,9 @@ struct WarnNotImplemented {
 }
 
 impl Backward for WarnNotImplemented {
-    fn apply(&mut self, _: Vec<Option<Tensor>>, _: &BackwardCtx) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&mut self, _: Grads, _: &BackwardCtx) -> Result<Grads> {
         crate::warnings::warn(&self.warning);
-        Ok(vec![None; self.edges])
+        Ok(smallvec::smallvec![None; self.edges])
     }
 
     fn release(&mut self) {}

@@ -32,6 +32,8 @@
 //! - [`fallback`]: what an operator without an Autograd kernel records
 //!   (PyTorch's `NotImplemented` node for `aten` operators, its "warn"
 //!   fallback for other namespaces), the `Autograd` key's link-time fallback.
+//! - [`function`](mod@function): custom Functions ([`Function`], PyTorch's
+//!   `torch.autograd.Function`) and their context ([`FunctionCtx`]).
 //! - [`methods`]: [`TensorAutograd`] (`t.backward()`, `retain_grad`,
 //!   `register_hook`, `detach`).
 
@@ -39,6 +41,7 @@ pub mod engine;
 pub mod fallback;
 pub mod formulas;
 pub mod forward_ad;
+pub mod function;
 pub mod functional;
 mod generated;
 pub mod gradcheck;
@@ -50,6 +53,7 @@ pub mod saved;
 pub mod views;
 
 pub use engine::{backward, grad};
+pub use function::{Function, FunctionCtx, FunctionValue, FunctionValues};
 pub use gradcheck::{gradcheck, gradgradcheck, GradcheckOptions, GradgradcheckOptions};
 pub use methods::TensorAutograd;
 pub use mode::below_autograd;
@@ -57,6 +61,8 @@ pub use mode::{
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
     set_grad_enabled, GradModeGuard,
 };
-pub use node::{accumulator, gradient_edge, live_nodes, Backward, BackwardCtx, Edge, Edges, Node};
+pub use node::{
+    accumulator, gradient_edge, live_nodes, Backward, BackwardCtx, Edge, Edges, Grads, Node,
+};
 pub use record::{check_out, record, Recording, Saver, LEAF_INPLACE};
 pub use saved::{SavedTensor, BACKWARD_TWICE};

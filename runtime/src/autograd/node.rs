@@ -37,6 +37,14 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A node's name as PyTorch's messages print it (its view and saved-tensor
+/// messages): `SliceBackward0` is `Slice`, a custom Function's
+/// `SavedBackward` is `Saved`.
+pub(crate) fn short_name(name: &str) -> &str {
+    let stem = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    stem.strip_suffix("Backward").unwrap_or(name)
+}
+
 /// Where a gradient goes: the node that receives it and which of its inputs
 /// (the forward output number) it arrives at.
 #[derive(Clone)]
@@ -57,6 +65,11 @@ impl std::fmt::Debug for Edge {
 /// that input needs no gradient): inline up to two, so recording a unary or
 /// binary call allocates no edge list.
 pub type Edges = SmallVec<[Option<Edge>; 2]>;
+
+/// Gradients in and out of a [`Backward`]: one per forward output in, one per
+/// differentiable input out (`None`: no gradient). Inline up to two, so a
+/// unary or binary node's backward allocates no list.
+pub type Grads = SmallVec<[Option<Tensor>; 2]>;
 
 /// What a backward computation learns about the call it serves.
 #[derive(Debug)]
@@ -81,11 +94,7 @@ pub trait Backward: Send + 'static {
     /// output), one per differentiable input out (`None`: zero, or not
     /// wanted). Runs with grad mode on only when the graph of the backward
     /// pass is being recorded (`create_graph`).
-    fn apply(
-        &mut self,
-        grads: Vec<Option<Tensor>>,
-        ctx: &BackwardCtx,
-    ) -> Result<Vec<Option<Tensor>>>;
+    fn apply(&mut self, grads: Grads, ctx: &BackwardCtx) -> Result<Grads>;
 
     /// Frees what the node saved (after a backward without `retain_graph`);
     /// a later [`Backward::apply`] that needs it fails with PyTorch's
@@ -261,8 +270,8 @@ enum Deferred {
 struct Dropped;
 
 impl Backward for Dropped {
-    fn apply(&mut self, _: Vec<Option<Tensor>>, _: &BackwardCtx) -> Result<Vec<Option<Tensor>>> {
-        Ok(Vec::new())
+    fn apply(&mut self, _: Grads, _: &BackwardCtx) -> Result<Grads> {
+        Ok(Grads::new())
     }
 
     fn release(&mut self) {}

@@ -50,7 +50,12 @@ pub struct Saver<'a> {
     node: &'a Weak<Node>,
 }
 
-impl Saver<'_> {
+impl<'a> Saver<'a> {
+    /// A saver for the node being made (`Arc::new_cyclic`'s weak handle).
+    pub(crate) fn new(node: &'a Weak<Node>) -> Saver<'a> {
+        Saver { node }
+    }
+
     /// Saves output `output_nr` of the node being made (kept without its
     /// history; see [`SavedTensor`]).
     pub fn output(&self, t: &Tensor, output_nr: u32) -> Result<SavedTensor> {
@@ -153,25 +158,38 @@ impl Recording {
             if !out.dtype().is_floating_point() {
                 continue;
             }
-            if let (Some(t), Some(v)) = (&view_target, out.view_of()) {
-                if out.is_same(t) {
-                    super::views::rebase(out, v, &node)?;
-                    continue;
-                }
-            }
-            // A rebased tensor that keeps its gradient keeps it from its new
-            // history on (as PyTorch moves its retains_grad hook).
-            let retained = out.autograd_meta().is_some_and(|m| m.retains_grad());
-            if retained {
-                if let Some(old) = out.grad_fn().as_ref().and_then(Node::of) {
-                    old.remove_retained(out);
-                }
-                node.add_retained(nr as u32, out.downgrade());
-            }
-            out.set_grad_fn(Some(node.grad_fn(nr as u32)));
+            let written_view = view_target.as_ref().is_some_and(|t| out.is_same(t));
+            set_history(out, &node, nr as u32, written_view)?;
         }
         Ok(node)
     }
+}
+
+/// Gives `out` the history (`node`, output `nr`). With `written_view`, `out`
+/// is a view an in-place operation wrote: its base's history is rebased
+/// instead, with `CopySlices` (PyTorch's `rebase_history`). A tensor that
+/// keeps its gradient (`retain_grad`) keeps it from its new history on (as
+/// PyTorch moves its retains-grad hook).
+pub(crate) fn set_history(
+    out: &Tensor,
+    node: &Arc<Node>,
+    nr: u32,
+    written_view: bool,
+) -> Result<()> {
+    if written_view {
+        if let Some(v) = out.view_of() {
+            return super::views::rebase(out, v, node);
+        }
+    }
+    let retained = out.autograd_meta().is_some_and(|m| m.retains_grad());
+    if retained {
+        if let Some(old) = out.grad_fn().as_ref().and_then(Node::of) {
+            old.remove_retained(out);
+        }
+        node.add_retained(nr, out.downgrade());
+    }
+    out.set_grad_fn(Some(node.grad_fn(nr)));
+    Ok(())
 }
 
 /// Refuses an `out=` call while grad mode is on and one of its tensors
@@ -208,9 +226,9 @@ struct Failed;
 impl Backward for Failed {
     fn apply(
         &mut self,
-        _: Vec<Option<Tensor>>,
+        _: super::node::Grads,
         _: &super::node::BackwardCtx,
-    ) -> Result<Vec<Option<Tensor>>> {
+    ) -> Result<super::node::Grads> {
         Err(Error::Runtime(
             "this node's backward could not be made".into(),
         ))

@@ -144,10 +144,11 @@ fn modified_message(
         sizes.join(", ")
     );
     if let Some((name, nr)) = history {
+        let name = super::node::short_name(&name);
         m.push_str(&format!(", which is output {nr} of {name},"));
     }
     m.push_str(&format!(
-        " is at version {current}; expected version {saved} instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True)."
+        " is at version {current}; expected version {saved} instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
     ));
     m
 }

@@ -23,7 +23,9 @@
 //! double backward through a write to a view works.
 
 use super::mode::{below_autograd, is_grad_enabled, is_inference_mode_enabled};
-use super::node::{gradient_edge, lock, Backward, BackwardCtx, Edge, Edges, Kind, Node};
+use super::node::{
+    gradient_edge, lock, short_name, Backward, BackwardCtx, Edge, Edges, Grads, Kind, Node,
+};
 use crate::at;
 use crate::error::{Error, Result};
 use crate::tensor::{last_offset, set_view_history, CreationMeta, GradFn, Tensor, ViewOf};
@@ -71,6 +73,15 @@ pub fn mark_view(op: &str, input: &Tensor, out: &mut Tensor) {
 /// refused, and so is a view of a leaf that requires grad.
 pub fn check_inplace_view(view: &Tensor, v: &ViewOf) -> Result<()> {
     let creation = v.creation();
+    if creation == CreationMeta::InCustomFunction {
+        let prefix = match view.autograd_meta().and_then(|m| m.grad_fn()) {
+            Some(g) => format!("Output {} of {}", g.output_nr, short_name(&g.node.name())),
+            None => "A view".to_string(),
+        };
+        return Err(Error::Runtime(
+            format!("{prefix} is a view and is being modified inplace. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.").into(),
+        ));
+    }
     if creation != CreationMeta::Default {
         // The history the view has now, not one made afresh.
         let grad_fn = view.autograd_meta().and_then(|m| m.grad_fn());
@@ -105,13 +116,6 @@ pub fn check_inplace_view(view: &Tensor, v: &ViewOf) -> Result<()> {
         return Err(Error::Runtime(VIEW_OF_LEAF_INPLACE.into()));
     }
     Ok(())
-}
-
-/// A node's name as PyTorch's view messages print it: `SliceBackward0` is
-/// `Slice`.
-fn short_name(name: &str) -> &str {
-    let stem = name.trim_end_matches(|c: char| c.is_ascii_digit());
-    stem.strip_suffix("Backward").unwrap_or(name)
 }
 
 /// Gives the base of `view` the history of an in-place write through `view`
@@ -341,13 +345,9 @@ struct ViewGrad {
 }
 
 impl Backward for ViewGrad {
-    fn apply(
-        &mut self,
-        grads: Vec<Option<Tensor>>,
-        _: &BackwardCtx,
-    ) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&mut self, grads: Grads, _: &BackwardCtx) -> Result<Grads> {
         let g = grads.into_iter().next().flatten();
-        Ok(vec![g
+        Ok(smallvec::smallvec![g
             .map(|g| self.route.run(&g, &self.base, &self.view))
             .transpose()?])
     }
@@ -372,14 +372,10 @@ struct CopySlices {
 }
 
 impl Backward for CopySlices {
-    fn apply(
-        &mut self,
-        grads: Vec<Option<Tensor>>,
-        ctx: &BackwardCtx,
-    ) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&mut self, grads: Grads, ctx: &BackwardCtx) -> Result<Grads> {
         let n = self.inner.next_edges().len().max(1);
         let Some(g) = grads.into_iter().next().flatten() else {
-            return Ok(vec![None; n]);
+            return Ok(smallvec::smallvec![None; n]);
         };
         let Kind::Function(inner) = &self.inner.kind else {
             return Err(Error::Runtime(
@@ -391,7 +387,10 @@ impl Backward for CopySlices {
         // base's, inside the view.
         let mut needed: Vec<bool> = (0..n).map(|i| ctx.needs_input_grad(i)).collect();
         needed[0] = true;
-        let res = lock(inner).apply(vec![Some(slice.clone())], &BackwardCtx { needed: &needed })?;
+        let res = lock(inner).apply(
+            smallvec::smallvec![Some(slice.clone())],
+            &BackwardCtx { needed: &needed },
+        )?;
         let mut res = res.into_iter();
         let one = Scalar::Int(1);
         // g + scatter(r - g|view): g outside the view, r inside it.
@@ -403,7 +402,7 @@ impl Backward for CopySlices {
             )?,
             None => at::sub_Tensor(&g, &scatter(&slice, &self.base, &self.view)?, one)?,
         };
-        let mut out = Vec::with_capacity(n);
+        let mut out = Grads::with_capacity(n);
         out.push(Some(base_grad));
         out.extend(res);
         out.resize(n, None);

@@ -13,7 +13,7 @@
 use super::{Tensor, TensorInner};
 use crate::error::Result;
 use crate::keys::{DispatchKey, KeySet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 /// The keys a tensor has while it requires grad, and only then.
@@ -66,6 +66,27 @@ pub enum CreationMeta {
     NoGradMode,
     /// Made in inference mode: likewise refused outside it.
     InferenceMode,
+    /// Made inside a custom autograd Function (or an input it returned
+    /// as-is): a write through it is refused, since its history is the
+    /// Function's own backward.
+    InCustomFunction,
+}
+
+impl CreationMeta {
+    const ALL: [CreationMeta; 4] = [
+        CreationMeta::Default,
+        CreationMeta::NoGradMode,
+        CreationMeta::InferenceMode,
+        CreationMeta::InCustomFunction,
+    ];
+
+    fn code(self) -> u8 {
+        self as u8
+    }
+
+    fn from_code(code: u8) -> CreationMeta {
+        CreationMeta::ALL[usize::from(code) % CreationMeta::ALL.len()]
+    }
 }
 
 /// What the result of a differentiable view operator keeps of the tensor it
@@ -80,7 +101,9 @@ pub enum CreationMeta {
 /// forms.
 pub struct ViewOf {
     base: Tensor,
-    creation: CreationMeta,
+    /// A [`CreationMeta`]'s code: set when the view is made, changed once
+    /// more by a custom Function returning it ([`ViewOf::set_creation`]).
+    creation: AtomicU8,
     attr_version: AtomicU64,
 }
 
@@ -92,14 +115,20 @@ impl ViewOf {
 
     /// How the view was made.
     pub fn creation(&self) -> CreationMeta {
-        self.creation
+        CreationMeta::from_code(self.creation.load(Ordering::Relaxed))
+    }
+
+    /// Changes how the view counts as made: what a custom Function does to
+    /// the views it returns ([`CreationMeta::InCustomFunction`]).
+    pub fn set_creation(&self, creation: CreationMeta) {
+        self.creation.store(creation.code(), Ordering::Relaxed);
     }
 }
 
 impl std::fmt::Debug for ViewOf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ViewOf")
-            .field("creation", &self.creation)
+            .field("creation", &self.creation())
             .field("attr_version", &self.attr_version.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
@@ -350,7 +379,7 @@ impl Tensor {
             Some(inner) => {
                 inner.view = Some(Box::new(ViewOf {
                     base: root,
-                    creation,
+                    creation: AtomicU8::new(creation.code()),
                     attr_version: AtomicU64::new(version),
                 }));
                 true

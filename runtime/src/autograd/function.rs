@@ -1,0 +1,793 @@
+//! Custom autograd Functions: PyTorch's `torch.autograd.Function`, with its
+//! rules (spec Part 2) and its messages.
+//!
+//! A [`Function`] is a type (usually a unit struct) with a `forward`, a
+//! `backward` and optionally a `jvp`; [`Function::apply`] runs `forward` with
+//! grad mode off and, when an input requires grad, records one node named
+//! `<Name>Backward` whose backward is the Function's. Both of PyTorch's
+//! styles are there:
+//!
+//! - *separate*: [`Function::forward`] computes, [`Function::setup_context`]
+//!   then fills the context from the inputs and the output;
+//! - *combined*: [`Function::forward_with_ctx`] does both (and can save
+//!   intermediate values without returning them).
+//!
+//! The context ([`FunctionCtx`]) carries what PyTorch's `ctx` does:
+//! `save_for_backward` / `saved_tensors` (checked against in-place writes,
+//! freed after a backward without `retain_graph`), `needs_input_grad`,
+//! `mark_dirty`, `mark_non_differentiable`, `set_materialize_grads`, and the
+//! Function's own typed state in [`FunctionCtx::state`] (PyTorch's
+//! `ctx.constant = constant`).
+//!
+//! ```
+//! use opforge::autograd::{Function, FunctionCtx};
+//! use opforge::{Result, Scalar, Tensor};
+//!
+//! /// `tensor * constant`, the seed's `MulConstant`.
+//! struct MulConstant;
+//!
+//! impl Function for MulConstant {
+//!     type Args = (Tensor, f64);
+//!     type Output = Tensor;
+//!     type State = f64;
+//!
+//!     fn forward((tensor, constant): &Self::Args) -> Result<Tensor> {
+//!         tensor.mul_scalar(Scalar::Float(*constant))
+//!     }
+//!
+//!     fn setup_context(ctx: &mut FunctionCtx<f64>, (_, constant): &Self::Args, _: &Tensor) -> Result<()> {
+//!         ctx.state = *constant;
+//!         Ok(())
+//!     }
+//!
+//!     fn backward(ctx: &mut FunctionCtx<f64>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+//!         let g = grads[0].as_ref().expect("materialized");
+//!         Ok(vec![Some(g.mul_scalar(Scalar::Float(ctx.state))?), None])
+//!     }
+//! }
+//!
+//! let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+//! x.set_requires_grad(true)?;
+//! let y = MulConstant::apply((x.clone(), 3.0))?;
+//! assert_eq!(y.grad_fn().unwrap().node.name(), "MulConstantBackward");
+//! y.sum()?.backward()?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![3.0, 3.0]);
+//! # Ok::<(), opforge::Error>(())
+//! ```
+//!
+//! Where Rust's types rule out one of PyTorch's errors, there is no run-time
+//! check for it: `save_for_backward` takes tensors only (PyTorch's
+//! "save_for_backward can only save variables, but argument 1 is of type
+//! int"), a Function cannot be instantiated or called as a legacy function,
+//! and `apply`'s arguments are checked against `Args` when the program
+//! compiles.
+
+use super::forward_ad;
+use super::mode::{is_grad_enabled, no_grad};
+use super::node::{gradient_edge, Backward, BackwardCtx, Edges, Grads, Kind, Node};
+use super::record::{record, set_history, Saver};
+use super::saved::SavedTensor;
+use crate::at;
+use crate::dtype::{DType, Device};
+use crate::error::{Error, Result};
+use crate::tensor::{CreationMeta, Tensor};
+use std::borrow::Cow;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, Weak};
+
+/// PyTorch's message for a Function without `backward`.
+pub const NO_BACKWARD: &str = "You must implement either the backward or vjp method for your custom autograd.Function to use it with backward mode AD.";
+/// PyTorch's message for a Function without `forward`.
+pub const NO_FORWARD: &str =
+    "You must implement the forward function for custom autograd.Function.";
+/// PyTorch's message for a Function without `jvp` used in forward mode.
+pub const NO_JVP: &str = "You must implement the jvp function for custom autograd.Function to use it with forward mode AD.";
+/// PyTorch's message for an input marked dirty but not returned.
+pub const DIRTY_NOT_RETURNED: &str = "Some elements marked as dirty during the forward method were not returned as output. The inputs that are modified inplace must all be outputs of the Function.";
+/// PyTorch's message for a dirty leaf that requires grad.
+pub const DIRTY_LEAF: &str =
+    "a leaf Variable that requires grad has been used in an in-place operation.";
+/// PyTorch's message for differentiating a `once_differentiable` backward.
+pub const ONCE_DIFFERENTIABLE: &str =
+    "trying to differentiate twice a function that was marked with @once_differentiable";
+
+/// One argument of [`Function::apply`] or one value `forward` returns: a
+/// tensor, an absent tensor (`Option<Tensor>`), or any other value. Only a
+/// tensor given directly is an input of the graph (PyTorch: tensors inside
+/// lists are not), so `Vec<Tensor>` counts as a plain value.
+///
+/// A type of your own passes as a plain value with an empty impl:
+/// `impl FunctionValue for MyConfig {}`.
+pub trait FunctionValue {
+    /// The tensor, if this value is one.
+    fn as_tensor(&self) -> Option<&Tensor> {
+        None
+    }
+
+    /// The tensor, if this value is one, to replace (an input returned
+    /// as-is becomes a view of it).
+    fn as_tensor_mut(&mut self) -> Option<&mut Tensor> {
+        None
+    }
+}
+
+impl FunctionValue for Tensor {
+    fn as_tensor(&self) -> Option<&Tensor> {
+        Some(self)
+    }
+
+    fn as_tensor_mut(&mut self) -> Option<&mut Tensor> {
+        Some(self)
+    }
+}
+
+impl FunctionValue for Option<Tensor> {
+    fn as_tensor(&self) -> Option<&Tensor> {
+        self.as_ref()
+    }
+
+    fn as_tensor_mut(&mut self) -> Option<&mut Tensor> {
+        self.as_mut()
+    }
+}
+
+macro_rules! plain_values {
+    ($($t:ty),* $(,)?) => {
+        $(impl FunctionValue for $t {})*
+    };
+}
+
+plain_values!(
+    f64,
+    f32,
+    i64,
+    i32,
+    u32,
+    u64,
+    usize,
+    bool,
+    (),
+    String,
+    &'static str,
+    crate::Scalar,
+    DType,
+    Device,
+    Option<f64>,
+    Option<i64>,
+    Option<bool>,
+    Option<crate::Scalar>,
+    Vec<i64>,
+    Vec<usize>,
+    Vec<f64>,
+    Vec<Tensor>,
+);
+
+/// The arguments of [`Function::apply`], or what `forward` returns: a tensor,
+/// a tuple of [`FunctionValue`]s (up to eight), or a `Vec<Tensor>` (each an
+/// input, or an output).
+pub trait FunctionValues {
+    /// Each value's tensor, in order (`None`: not a tensor).
+    fn tensors(&self) -> Vec<Option<&Tensor>>;
+
+    /// [`FunctionValues::tensors`], to replace.
+    fn tensors_mut(&mut self) -> Vec<Option<&mut Tensor>>;
+}
+
+impl FunctionValues for Tensor {
+    fn tensors(&self) -> Vec<Option<&Tensor>> {
+        vec![Some(self)]
+    }
+
+    fn tensors_mut(&mut self) -> Vec<Option<&mut Tensor>> {
+        vec![Some(self)]
+    }
+}
+
+impl FunctionValues for Vec<Tensor> {
+    fn tensors(&self) -> Vec<Option<&Tensor>> {
+        self.iter().map(Some).collect()
+    }
+
+    fn tensors_mut(&mut self) -> Vec<Option<&mut Tensor>> {
+        self.iter_mut().map(Some).collect()
+    }
+}
+
+macro_rules! tuple_values {
+    ($(($($name:ident $idx:tt),+))*) => {
+        $(
+            impl<$($name: FunctionValue),+> FunctionValues for ($($name,)+) {
+                fn tensors(&self) -> Vec<Option<&Tensor>> {
+                    vec![$(self.$idx.as_tensor()),+]
+                }
+
+                fn tensors_mut(&mut self) -> Vec<Option<&mut Tensor>> {
+                    vec![$(self.$idx.as_tensor_mut()),+]
+                }
+            }
+        )*
+    };
+}
+
+tuple_values! {
+    (A 0)
+    (A 0, B 1)
+    (A 0, B 1, C 2)
+    (A 0, B 1, C 2, D 3)
+    (A 0, B 1, C 2, D 3, E 4)
+    (A 0, B 1, C 2, D 3, E 4, F 5)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7)
+}
+
+/// A custom Function's context (PyTorch's `ctx`): what `forward` (or
+/// `setup_context`) leaves for `backward` and `jvp`. See the module docs.
+pub struct FunctionCtx<S> {
+    /// The Function's own state (PyTorch's `ctx.constant = constant`). Unlike
+    /// tensors saved with [`FunctionCtx::save_for_backward`], tensors kept
+    /// here carry no gradient in double backward.
+    pub state: S,
+    needs_input_grad: Vec<bool>,
+    materialize_grads: bool,
+    /// Set by `save_for_backward` during forward; made into `saved` once the
+    /// outputs are known (a saved output is kept without its history).
+    to_save: Option<Vec<Option<Tensor>>>,
+    saved: Vec<Option<SavedTensor>>,
+    dirty: Vec<Tensor>,
+    non_differentiable: Vec<Tensor>,
+}
+
+impl<S> FunctionCtx<S> {
+    fn new(state: S, needs_input_grad: Vec<bool>) -> FunctionCtx<S> {
+        FunctionCtx {
+            state,
+            needs_input_grad,
+            materialize_grads: true,
+            to_save: None,
+            saved: Vec::new(),
+            dirty: Vec::new(),
+            non_differentiable: Vec::new(),
+        }
+    }
+
+    /// Saves tensors (or `None`s, kept as `None`) for backward, replacing
+    /// what was saved before. Call it from `forward_with_ctx` or
+    /// `setup_context`. In backward, [`FunctionCtx::saved_tensors`] gives
+    /// them back, checked against in-place writes made since; unlike
+    /// [`FunctionCtx::state`], they carry gradients in double backward.
+    ///
+    /// ```
+    /// # use opforge::autograd::FunctionCtx;
+    /// # fn f(ctx: &mut FunctionCtx<()>, input: &opforge::Tensor, bias: Option<&opforge::Tensor>) {
+    /// ctx.save_for_backward([Some(input), bias]);
+    /// # }
+    /// ```
+    pub fn save_for_backward<'a, T: Into<Option<&'a Tensor>>>(
+        &mut self,
+        tensors: impl IntoIterator<Item = T>,
+    ) {
+        self.to_save = Some(tensors.into_iter().map(|t| t.into().cloned()).collect());
+    }
+
+    /// The saved tensors, in the order saved. An error if one was written in
+    /// place since (PyTorch's "one of the variables needed for gradient
+    /// computation has been modified by an inplace operation" message), or if
+    /// the graph was freed by an earlier backward.
+    pub fn saved_tensors(&self) -> Result<Vec<Option<Tensor>>> {
+        if let Some(pending) = &self.to_save {
+            return Ok(pending.clone());
+        }
+        self.saved
+            .iter()
+            .map(|s| s.as_ref().map(SavedTensor::unpack).transpose())
+            .collect()
+    }
+
+    /// One flag per argument of `apply`: is it a tensor that requires grad?
+    /// (`false` for every other value.)
+    pub fn needs_input_grad(&self) -> &[bool] {
+        &self.needs_input_grad
+    }
+
+    /// Declares inputs `forward` modified in place. They must be returned
+    /// among the outputs; each output that is one gets the Function as its
+    /// history (a leaf that requires grad is PyTorch's error).
+    pub fn mark_dirty<'a>(&mut self, tensors: impl IntoIterator<Item = &'a Tensor>) {
+        self.dirty.extend(tensors.into_iter().cloned());
+    }
+
+    /// Declares outputs that are not differentiable: they do not require
+    /// grad, and backward still receives a gradient for them (zeros, when
+    /// gradients are materialized).
+    pub fn mark_non_differentiable<'a>(&mut self, tensors: impl IntoIterator<Item = &'a Tensor>) {
+        self.non_differentiable.extend(tensors.into_iter().cloned());
+    }
+
+    /// With `true` (the default), an output's gradient that backward would
+    /// receive as undefined arrives as zeros of the output's shape, and
+    /// likewise `jvp`'s tangents; with `false` it arrives as `None`.
+    pub fn set_materialize_grads(&mut self, on: bool) {
+        self.materialize_grads = on;
+    }
+
+    /// See [`FunctionCtx::set_materialize_grads`].
+    pub fn materialize_grads(&self) -> bool {
+        self.materialize_grads
+    }
+}
+
+impl<S> std::fmt::Debug for FunctionCtx<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FunctionCtx")
+            .field("needs_input_grad", &self.needs_input_grad)
+            .field("materialize_grads", &self.materialize_grads)
+            .field("saved", &self.saved.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A custom autograd Function (PyTorch's `torch.autograd.Function`): see the
+/// module docs. Implement `forward` and `setup_context` (the separate style)
+/// or `forward_with_ctx` (the combined style), and `backward`; `jvp` for
+/// forward mode.
+pub trait Function: Sized + 'static {
+    /// What [`Function::apply`] takes: a tensor, a tuple of tensors,
+    /// `Option<Tensor>`s and other values, or a `Vec<Tensor>`.
+    type Args: FunctionValues;
+    /// What `forward` returns: a tensor, a tuple, or a `Vec<Tensor>`.
+    type Output: FunctionValues;
+    /// The Function's own state in the context ([`FunctionCtx::state`]);
+    /// `()` for none.
+    type State: Default + Send + 'static;
+
+    /// PyTorch's `@once_differentiable` on `backward`: it runs with grad mode
+    /// off, and differentiating its results is an error
+    /// ([`ONCE_DIFFERENTIABLE`]).
+    const ONCE_DIFFERENTIABLE: bool = false;
+
+    /// The class name; the node is `<name>Backward`. The default is the
+    /// type's own name (`LinearFunction`).
+    fn name() -> Cow<'static, str> {
+        let full = std::any::type_name::<Self>();
+        let path = full.split('<').next().unwrap_or(full);
+        Cow::Borrowed(path.rsplit("::").next().unwrap_or(path))
+    }
+
+    /// The separate style's forward: computes the outputs from the
+    /// arguments (with grad mode off).
+    fn forward(args: &Self::Args) -> Result<Self::Output> {
+        let _ = args;
+        Err(Error::NotImplemented(NO_FORWARD.into()))
+    }
+
+    /// The separate style's second half: fills the context from the
+    /// arguments and the output (with grad mode off).
+    fn setup_context(
+        ctx: &mut FunctionCtx<Self::State>,
+        inputs: &Self::Args,
+        output: &Self::Output,
+    ) -> Result<()> {
+        let _ = (ctx, inputs, output);
+        Ok(())
+    }
+
+    /// The combined style: computes the outputs and fills the context at
+    /// once. The default runs [`Function::forward`] then
+    /// [`Function::setup_context`].
+    fn forward_with_ctx(
+        ctx: &mut FunctionCtx<Self::State>,
+        args: &Self::Args,
+    ) -> Result<Self::Output> {
+        let output = Self::forward(args)?;
+        Self::setup_context(ctx, args, &output)?;
+        Ok(output)
+    }
+
+    /// One gradient per output in (`None` only where undefined and
+    /// materialization is off, or for an output that is not a tensor); one
+    /// per argument of `apply` out, `None` for arguments that are not tensors
+    /// or need no gradient. Trailing `None`s beyond the arguments are
+    /// allowed. A gradient of another shape is summed to the input's shape if
+    /// it broadcasts to it, and an error otherwise.
+    fn backward(
+        ctx: &mut FunctionCtx<Self::State>,
+        grad_outputs: Vec<Option<Tensor>>,
+    ) -> Result<Vec<Option<Tensor>>> {
+        let _ = (ctx, grad_outputs);
+        Err(Error::NotImplemented(NO_BACKWARD.into()))
+    }
+
+    /// Forward mode: one tangent per argument of `apply` in (`None` for
+    /// values that are not tensors), one per output out. Called after
+    /// `forward`, before `apply` returns, when an input has a tangent.
+    fn jvp(
+        ctx: &mut FunctionCtx<Self::State>,
+        tangents: Vec<Option<Tensor>>,
+    ) -> Result<Vec<Option<Tensor>>> {
+        let _ = (ctx, tangents);
+        Err(Error::NotImplemented(NO_JVP.into()))
+    }
+
+    /// Runs the Function (PyTorch's `Function.apply`): `forward` with grad
+    /// mode off, then, if grad mode is on and an input requires grad, one
+    /// `<Name>Backward` node for the outputs, and the outputs' tangents from
+    /// `jvp` when an input has one.
+    fn apply(args: Self::Args) -> Result<Self::Output> {
+        apply::<Self>(args)
+    }
+}
+
+/// What the node keeps of a tensor: to check and reduce a gradient
+/// (inputs), or to make zeros of (outputs).
+#[derive(Clone, Debug)]
+struct Meta {
+    shape: Vec<usize>,
+    dtype: DType,
+    device: Device,
+}
+
+impl Meta {
+    fn of(t: &Tensor) -> Meta {
+        Meta {
+            shape: t.shape(),
+            dtype: t.dtype(),
+            device: t.device(),
+        }
+    }
+
+    fn zeros(&self) -> Result<Tensor> {
+        let sizes: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
+        at::zeros(&sizes, Some(self.dtype), None, Some(self.device), None)
+    }
+}
+
+/// The node's backward: the Function's, with PyTorch's checks around it.
+struct FunctionBackward<F: Function> {
+    ctx: FunctionCtx<F::State>,
+    name: String,
+    /// Per argument of `apply`: its metadata if it is a tensor.
+    inputs: Vec<Option<Meta>>,
+    /// Per output: its metadata if it is a tensor.
+    outputs: Vec<Option<Meta>>,
+    _f: PhantomData<fn() -> F>,
+}
+
+fn sizes_text(shape: &[usize]) -> String {
+    let parts: Vec<String> = shape.iter().map(ToString::to_string).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// Can a tensor of shape `from` be expanded to `to` (every dimension of
+/// `from`, aligned right, equal or 1)?
+fn expandable(from: &[usize], to: &[usize]) -> bool {
+    from.len() <= to.len()
+        && from
+            .iter()
+            .rev()
+            .zip(to.iter().rev())
+            .all(|(&f, &t)| f == t || f == 1)
+}
+
+impl<F: Function> FunctionBackward<F> {
+    /// Checks the user's gradients (count, non-tensor positions, shapes) and
+    /// keeps one per tensor input, each reduced to its input's shape and cast
+    /// to its dtype (PyTorch's `validate_outputs`).
+    fn validate(&self, grads: Vec<Option<Tensor>>) -> Result<Grads> {
+        let n = self.inputs.len();
+        if grads.len() < n || grads[n..].iter().any(Option::is_some) {
+            return Err(Error::Runtime(
+                format!(
+                    "function {} returned an incorrect number of gradients (expected {n}, got {})",
+                    self.name,
+                    grads.len()
+                )
+                .into(),
+            ));
+        }
+        let mut out = Grads::new();
+        for (i, (g, meta)) in grads.into_iter().zip(&self.inputs).enumerate() {
+            let Some(meta) = meta else {
+                if g.is_some() {
+                    return Err(Error::Runtime(
+                        format!(
+                            "function {} returned a gradient different than None at position {}, but the corresponding forward input was not a Variable",
+                            self.name,
+                            i + 1
+                        )
+                        .into(),
+                    ));
+                }
+                continue;
+            };
+            let Some(mut g) = g else {
+                out.push(None);
+                continue;
+            };
+            let shape = g.shape();
+            if shape != meta.shape {
+                if !expandable(&meta.shape, &shape) {
+                    return Err(Error::Runtime(
+                        format!(
+                            "Function {} returned an invalid gradient at index {} - got {} but expected shape compatible with {}",
+                            self.name,
+                            out.len(),
+                            sizes_text(&shape),
+                            sizes_text(&meta.shape)
+                        )
+                        .into(),
+                    ));
+                }
+                let sizes: Vec<i64> = meta.shape.iter().map(|&d| d as i64).collect();
+                g = super::formulas::sum_to(&g, &sizes)?;
+            }
+            if g.dtype() != meta.dtype {
+                g = at::_to_copy(&g, Some(meta.dtype), None, None, None, false, None)?;
+            }
+            out.push(Some(g));
+        }
+        Ok(out)
+    }
+}
+
+impl<F: Function> Backward for FunctionBackward<F> {
+    fn apply(&mut self, grads: Grads, _: &BackwardCtx) -> Result<Grads> {
+        let mut incoming: Vec<Option<Tensor>> = Vec::with_capacity(self.outputs.len());
+        for (g, meta) in grads.into_iter().zip(&self.outputs) {
+            incoming.push(match (g, meta) {
+                (Some(g), _) => Some(g),
+                (None, Some(meta)) if self.ctx.materialize_grads => Some(meta.zeros()?),
+                (None, _) => None,
+            });
+        }
+        if !F::ONCE_DIFFERENTIABLE {
+            let grads = F::backward(&mut self.ctx, incoming)?;
+            return self.validate(grads);
+        }
+        // `once_differentiable`: backward runs with grad mode off; if a
+        // gradient coming in requires grad (double backward is being
+        // recorded), each result gets an `Error` node over those gradients.
+        let recorded: Vec<Tensor> = match is_grad_enabled() {
+            true => incoming
+                .iter()
+                .flatten()
+                .filter(|g| g.requires_grad())
+                .cloned()
+                .collect(),
+            false => Vec::new(),
+        };
+        let grads = {
+            let _off = no_grad();
+            F::backward(&mut self.ctx, incoming)?
+        };
+        let grads = self.validate(grads)?;
+        if !recorded.is_empty() {
+            let inputs: Vec<&Tensor> = recorded.iter().collect();
+            for g in grads.iter().flatten() {
+                record("Error", &inputs, &[g], |_| Ok(OnceDifferentiableError))?;
+            }
+        }
+        Ok(grads)
+    }
+
+    fn release(&mut self) {
+        for s in self.ctx.saved.iter_mut().flatten() {
+            s.release();
+        }
+    }
+}
+
+/// The backward of a `once_differentiable` Function's results: fails.
+struct OnceDifferentiableError;
+
+impl Backward for OnceDifferentiableError {
+    fn apply(&mut self, _: Grads, _: &BackwardCtx) -> Result<Grads> {
+        Err(Error::Runtime(ONCE_DIFFERENTIABLE.into()))
+    }
+
+    fn release(&mut self) {}
+
+    fn owns_tensors(&self) -> bool {
+        false
+    }
+}
+
+fn position(list: &[Tensor], t: &Tensor) -> bool {
+    list.iter().any(|x| x.is_same(t))
+}
+
+/// [`Function::apply`]: see there.
+pub fn apply<F: Function>(args: F::Args) -> Result<F::Output> {
+    let inputs: Vec<Option<Tensor>> = args.tensors().into_iter().map(|t| t.cloned()).collect();
+    let needs: Vec<bool> = inputs
+        .iter()
+        .map(|t| t.as_ref().is_some_and(Tensor::requires_grad))
+        .collect();
+    let executable = is_grad_enabled() && needs.iter().any(|&b| b);
+    // The inputs' tangents, if forward mode is on and one has any.
+    let tangents: Vec<Option<Tensor>> = inputs
+        .iter()
+        .map(|t| t.as_ref().and_then(forward_ad::tangent))
+        .collect();
+    let forward_mode = tangents.iter().any(Option::is_some);
+    let mut ctx = FunctionCtx::new(F::State::default(), needs);
+
+    let mut output = {
+        let _off = no_grad();
+        let _fw = forward_ad::suspend();
+        F::forward_with_ctx(&mut ctx, &args)?
+    };
+    drop(args);
+
+    // Dirty inputs must be returned.
+    let returned: Vec<Option<Tensor>> = output.tensors().into_iter().map(|t| t.cloned()).collect();
+    for d in &ctx.dirty {
+        if !returned.iter().flatten().any(|o| o.is_same(d)) {
+            return Err(Error::Runtime(DIRTY_NOT_RETURNED.into()));
+        }
+    }
+
+    // An input returned as-is (and not modified) becomes a view of it, so
+    // that the Function's history does not replace the input's.
+    let mut finals: Vec<Option<Tensor>> = Vec::with_capacity(returned.len());
+    for slot in output.tensors_mut() {
+        let Some(t) = slot else {
+            finals.push(None);
+            continue;
+        };
+        let is_input = inputs.iter().flatten().any(|i| i.is_same(t));
+        if is_input && !position(&ctx.dirty, t) {
+            let mut alias = super::saved::shallow_detach(t)?;
+            let creation = match executable {
+                true => CreationMeta::InCustomFunction,
+                false => CreationMeta::NoGradMode,
+            };
+            alias.mark_view(t, creation);
+            *t = alias;
+        }
+        finals.push(Some(t.clone()));
+    }
+
+    if forward_mode {
+        run_jvp::<F>(&mut ctx, &inputs, tangents, &finals)?;
+    }
+    if executable {
+        attach::<F>(ctx, &inputs, &returned, &finals)?;
+    }
+    Ok(output)
+}
+
+/// Forward mode: the Function's `jvp` on the inputs' tangents (zeros for
+/// inputs without one, unless materialization is off), each output given the
+/// tangent returned for it.
+fn run_jvp<F: Function>(
+    ctx: &mut FunctionCtx<F::State>,
+    inputs: &[Option<Tensor>],
+    tangents: Vec<Option<Tensor>>,
+    outputs: &[Option<Tensor>],
+) -> Result<()> {
+    let _fw = forward_ad::suspend();
+    let mut given = Vec::with_capacity(tangents.len());
+    for (t, input) in tangents.into_iter().zip(inputs) {
+        given.push(match (t, input) {
+            (Some(t), _) => Some(t),
+            (None, Some(input)) if ctx.materialize_grads => {
+                Some(at::zeros_like(input, None, None, None, None, None)?)
+            }
+            (None, _) => None,
+        });
+    }
+    let made = F::jvp(ctx, given)?;
+    drop(_fw);
+    if made.len() != outputs.len() {
+        return Err(Error::Runtime(
+            format!(
+                "Function's jvp returned an invalid number of forward gradients (expected {} but got {})",
+                outputs.len(),
+                made.len()
+            )
+            .into(),
+        ));
+    }
+    for (out, t) in outputs.iter().zip(made) {
+        if let (Some(out), Some(t)) = (out, t) {
+            if out.dtype().is_floating_point() && !position(&ctx.non_differentiable, out) {
+                forward_ad::set_tangent(out, t)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Records the Function's node and gives the outputs their history (PyTorch's
+/// `_wrap_outputs`): dirty inputs are rebased onto it, non-differentiable and
+/// integer outputs get none, views made inside forward are marked so that an
+/// in-place write to them is refused. Saved tensors that are outputs are kept
+/// without their history (no cycle).
+fn attach<F: Function>(
+    mut ctx: FunctionCtx<F::State>,
+    inputs: &[Option<Tensor>],
+    returned: &[Option<Tensor>],
+    finals: &[Option<Tensor>],
+) -> Result<()> {
+    let dirty = std::mem::take(&mut ctx.dirty);
+    let non_differentiable = std::mem::take(&mut ctx.non_differentiable);
+    let first_input = inputs.iter().flatten().next();
+    for (nr, out) in finals.iter().enumerate() {
+        let Some(out) = out.as_ref().filter(|o| position(&dirty, o)) else {
+            continue;
+        };
+        if out.is_leaf() && out.requires_grad() {
+            return Err(Error::Runtime(DIRTY_LEAF.into()));
+        }
+        let first = first_input.is_some_and(|f| f.is_same(out));
+        if out.view_of().is_some() && (nr != 0 || finals.len() != 1 || !first) {
+            return Err(Error::NotImplemented(
+                "a custom Function that modifies a view in place is supported when the view is its first tensor argument and its only output".into(),
+            ));
+        }
+    }
+
+    let name = format!("{}Backward", F::name());
+    let edges: Edges = inputs.iter().flatten().map(gradient_edge).collect();
+    let to_save = ctx.to_save.take().unwrap_or_default();
+    let input_meta: Vec<Option<Meta>> = inputs.iter().map(|t| t.as_ref().map(Meta::of)).collect();
+    let output_meta: Vec<Option<Meta>> = finals.iter().map(|t| t.as_ref().map(Meta::of)).collect();
+    let num_outputs = u32::try_from(finals.len()).unwrap_or(u32::MAX);
+    let mut made: Result<()> = Ok(());
+    let node = Arc::new_cyclic(|weak: &Weak<Node>| {
+        let saver = Saver::new(weak);
+        let mut saved = Vec::with_capacity(to_save.len());
+        for t in &to_save {
+            let Some(t) = t else {
+                saved.push(None);
+                continue;
+            };
+            // An output is saved as one (without its history); anything
+            // else as an input.
+            let nr = returned
+                .iter()
+                .position(|o| o.as_ref().is_some_and(|o| o.is_same(t)));
+            match nr.and_then(|nr| finals[nr].as_ref().map(|f| (nr, f))) {
+                Some((nr, f)) => match saver.output(f, nr as u32) {
+                    Ok(s) => saved.push(Some(s)),
+                    Err(e) => {
+                        made = Err(e);
+                        saved.push(None);
+                    }
+                },
+                None => saved.push(Some(SavedTensor::input(t))),
+            }
+        }
+        ctx.saved = saved;
+        let backward: Box<dyn Backward> = Box::new(FunctionBackward::<F> {
+            ctx,
+            name: name.clone(),
+            inputs: input_meta,
+            outputs: output_meta,
+            _f: PhantomData,
+        });
+        Node::new(
+            Cow::Owned(name),
+            num_outputs,
+            edges,
+            Kind::Function(Mutex::new(backward)),
+        )
+    });
+    made?;
+    for (nr, out) in finals.iter().enumerate() {
+        let Some(out) = out else { continue };
+        if position(&dirty, out) {
+            let written_view = out.view_of().is_some();
+            set_history(out, &node, nr as u32, written_view)?;
+            continue;
+        }
+        if !out.dtype().is_floating_point() || position(&non_differentiable, out) {
+            continue;
+        }
+        if let Some(v) = out.view_of() {
+            v.set_creation(CreationMeta::InCustomFunction);
+        }
+        set_history(out, &node, nr as u32, false)?;
+    }
+    Ok(())
+}
