@@ -534,3 +534,52 @@ fn a_dispatch_mode_sees_forward_and_backward_operations() {
         ]
     );
 }
+
+/// `x * 2`, backward `g * 2`: what a logging subclass sees.
+struct Twice;
+impl Function for Twice {
+    type Args = Tensor;
+    type Output = Tensor;
+    type State = ();
+    fn forward(x: &Tensor) -> Result<Tensor> {
+        x.mul(&two())
+    }
+    fn backward(_: &mut FunctionCtx<()>, grads: Grads) -> Result<Grads> {
+        Ok(vec![Some(grads[0].as_ref().unwrap().mul(&two())?)])
+    }
+}
+
+#[test]
+fn a_logging_subclass_sees_forward_and_backward_operations() {
+    use opforge::overrides::{map_tensors, Class};
+    let log = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = log.clone();
+    let cls = Class::subclass("LoggingTensor")
+        .disable_torch_function()
+        .torch_dispatch(move |cls, call| {
+            seen.lock().unwrap().push(call.func().to_string());
+            let unwrapped = map_tensors(call.values(), &mut |t| {
+                t.payload::<Tensor>().cloned().unwrap_or_else(|| t.clone())
+            });
+            let out = call.call_with(&unwrapped)?;
+            let mut wrap = |r: &Tensor| Tensor::wrapper(cls, r, r.clone()).unwrap();
+            Ok(Handled::Value(map_tensors(&[out], &mut wrap).remove(0)))
+        })
+        .build();
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let w = Tensor::wrapper(&cls, &x, x.clone()).unwrap();
+    w.set_requires_grad(true).unwrap();
+    let y = Twice::apply(w.clone()).unwrap();
+    assert_eq!(y.grad_fn().unwrap().node.name(), "TwiceBackward");
+    assert!(y.is_instance(&cls));
+    log.lock().unwrap().push("backward".into());
+    y.sum().unwrap().backward().unwrap();
+    let grad = w.grad().unwrap();
+    assert!(grad.is_instance(&cls));
+    assert_eq!(values(grad.payload::<Tensor>().unwrap()), vec![2.0, 2.0]);
+    let log = log.lock().unwrap().clone();
+    let names: Vec<&str> = log.iter().map(String::as_str).collect();
+    assert_eq!(names[..2], ["aten.mul.Tensor", "backward"]);
+    assert!(names.contains(&"aten.ones_like.default"), "{names:?}");
+    assert_eq!(names.iter().filter(|n| **n == "aten.mul.Tensor").count(), 2, "{names:?}");
+}
