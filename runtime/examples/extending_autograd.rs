@@ -338,8 +338,15 @@ mod tests {
         assert!(check_cube_twice().unwrap());
         let x = leaf(vec![2.0], &[1]);
         let y = my_cube(&x).unwrap();
-        let g = opforge::autograd::grad(&[y.sum().unwrap()], &[x.clone()], &[], None, true, false)
-            .unwrap();
+        let g = opforge::autograd::grad(
+            &[y.sum().unwrap()],
+            std::slice::from_ref(&x),
+            &[],
+            None,
+            true,
+            false,
+        )
+        .unwrap();
         let g = g[0].clone().unwrap();
         assert_eq!(g.to_vec::<f64>().unwrap(), vec![12.0]); // 3x²
         let gg =

@@ -297,7 +297,15 @@ fn once_differentiable_results_refuse_a_second_differentiation() {
     let z = leaf(&[1.0, 1.0]);
     let go = leaf(&[1.0, 1.0]);
     let y = Once::apply(z.clone()).unwrap();
-    let gx = autograd::grad(&[y], &[z.clone()], &[Some(go.clone())], None, true, false).unwrap();
+    let gx = autograd::grad(
+        &[y],
+        std::slice::from_ref(&z),
+        &[Some(go.clone())],
+        None,
+        true,
+        false,
+    )
+    .unwrap();
     let gx = gx[0].clone().unwrap();
     assert_eq!(gx.grad_fn().unwrap().node.name(), "Error");
     assert!(gx.requires_grad());
@@ -581,5 +589,9 @@ fn a_logging_subclass_sees_forward_and_backward_operations() {
     let names: Vec<&str> = log.iter().map(String::as_str).collect();
     assert_eq!(names[..2], ["aten.mul.Tensor", "backward"]);
     assert!(names.contains(&"aten.ones_like.default"), "{names:?}");
-    assert_eq!(names.iter().filter(|n| **n == "aten.mul.Tensor").count(), 2, "{names:?}");
+    assert_eq!(
+        names.iter().filter(|n| **n == "aten.mul.Tensor").count(),
+        2,
+        "{names:?}"
+    );
 }
