@@ -71,9 +71,11 @@ use crate::at;
 use crate::dtype::{DType, Device};
 use crate::error::{Error, Result};
 use crate::tensor::{CreationMeta, Tensor};
+use smallvec::{smallvec, SmallVec};
+use std::any::TypeId;
 use std::borrow::Cow;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 /// PyTorch's message for a Function without `backward`.
 pub const NO_BACKWARD: &str = "You must implement either the backward or vjp method for your custom autograd.Function to use it with backward mode AD.";
@@ -162,33 +164,36 @@ plain_values!(
     Vec<Tensor>,
 );
 
+/// A list of values' tensors (`None`: not a tensor), inline up to four.
+pub type Slots<T> = SmallVec<[Option<T>; 4]>;
+
 /// The arguments of [`Function::apply`], or what `forward` returns: a tensor,
 /// a tuple of [`FunctionValue`]s (up to eight), or a `Vec<Tensor>` (each an
 /// input, or an output).
 pub trait FunctionValues {
     /// Each value's tensor, in order (`None`: not a tensor).
-    fn tensors(&self) -> Vec<Option<&Tensor>>;
+    fn tensors(&self) -> Slots<&Tensor>;
 
     /// [`FunctionValues::tensors`], to replace.
-    fn tensors_mut(&mut self) -> Vec<Option<&mut Tensor>>;
+    fn tensors_mut(&mut self) -> Slots<&mut Tensor>;
 }
 
 impl FunctionValues for Tensor {
-    fn tensors(&self) -> Vec<Option<&Tensor>> {
-        vec![Some(self)]
+    fn tensors(&self) -> Slots<&Tensor> {
+        smallvec![Some(self)]
     }
 
-    fn tensors_mut(&mut self) -> Vec<Option<&mut Tensor>> {
-        vec![Some(self)]
+    fn tensors_mut(&mut self) -> Slots<&mut Tensor> {
+        smallvec![Some(self)]
     }
 }
 
 impl FunctionValues for Vec<Tensor> {
-    fn tensors(&self) -> Vec<Option<&Tensor>> {
+    fn tensors(&self) -> Slots<&Tensor> {
         self.iter().map(Some).collect()
     }
 
-    fn tensors_mut(&mut self) -> Vec<Option<&mut Tensor>> {
+    fn tensors_mut(&mut self) -> Slots<&mut Tensor> {
         self.iter_mut().map(Some).collect()
     }
 }
@@ -197,12 +202,12 @@ macro_rules! tuple_values {
     ($(($($name:ident $idx:tt),+))*) => {
         $(
             impl<$($name: FunctionValue),+> FunctionValues for ($($name,)+) {
-                fn tensors(&self) -> Vec<Option<&Tensor>> {
-                    vec![$(self.$idx.as_tensor()),+]
+                fn tensors(&self) -> Slots<&Tensor> {
+                    smallvec![$(self.$idx.as_tensor()),+]
                 }
 
-                fn tensors_mut(&mut self) -> Vec<Option<&mut Tensor>> {
-                    vec![$(self.$idx.as_tensor_mut()),+]
+                fn tensors_mut(&mut self) -> Slots<&mut Tensor> {
+                    smallvec![$(self.$idx.as_tensor_mut()),+]
                 }
             }
         )*
@@ -227,7 +232,7 @@ pub struct FunctionCtx<S> {
     /// tensors saved with [`FunctionCtx::save_for_backward`], tensors kept
     /// here carry no gradient in double backward.
     pub state: S,
-    needs_input_grad: Vec<bool>,
+    needs_input_grad: SmallVec<[bool; 4]>,
     materialize_grads: bool,
     /// Set by `save_for_backward` during forward; made into `saved` once the
     /// outputs are known (a saved output is kept without its history).
@@ -238,7 +243,7 @@ pub struct FunctionCtx<S> {
 }
 
 impl<S> FunctionCtx<S> {
-    fn new(state: S, needs_input_grad: Vec<bool>) -> FunctionCtx<S> {
+    fn new(state: S, needs_input_grad: SmallVec<[bool; 4]>) -> FunctionCtx<S> {
         FunctionCtx {
             state,
             needs_input_grad,
@@ -421,7 +426,7 @@ pub trait Function: Sized + 'static {
 /// (inputs), or to make zeros of (outputs).
 #[derive(Clone, Debug)]
 struct Meta {
-    shape: Vec<usize>,
+    shape: SmallVec<[usize; 4]>,
     dtype: DType,
     device: Device,
 }
@@ -429,7 +434,7 @@ struct Meta {
 impl Meta {
     fn of(t: &Tensor) -> Meta {
         Meta {
-            shape: t.shape(),
+            shape: t.with_geometry(|g| g.shape.iter().copied().collect()),
             dtype: t.dtype(),
             device: t.device(),
         }
@@ -444,11 +449,11 @@ impl Meta {
 /// The node's backward: the Function's, with PyTorch's checks around it.
 struct FunctionBackward<F: Function> {
     ctx: FunctionCtx<F::State>,
-    name: String,
+    name: &'static str,
     /// Per argument of `apply`: its metadata if it is a tensor.
-    inputs: Vec<Option<Meta>>,
+    inputs: SmallVec<[Option<Meta>; 2]>,
     /// Per output: its metadata if it is a tensor.
-    outputs: Vec<Option<Meta>>,
+    outputs: SmallVec<[Option<Meta>; 1]>,
     _f: PhantomData<fn() -> F>,
 }
 
@@ -504,7 +509,7 @@ impl<F: Function> FunctionBackward<F> {
                 continue;
             };
             let shape = g.shape();
-            if shape != meta.shape {
+            if shape[..] != meta.shape[..] {
                 if !expandable(&meta.shape, &shape) {
                     return Err(Error::Runtime(
                         format!(
@@ -591,23 +596,50 @@ impl Backward for OnceDifferentiableError {
     }
 }
 
+/// `<Name>Backward` for `F`, made once per Function type (a recorded call
+/// then allocates no name).
+fn node_name<F: Function>() -> &'static str {
+    static NAMES: RwLock<Vec<(TypeId, &'static str)>> = RwLock::new(Vec::new());
+    let id = TypeId::of::<F>();
+    let found = NAMES
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(t, _)| *t == id)
+        .map(|(_, n)| *n);
+    if let Some(name) = found {
+        return name;
+    }
+    let mut names = NAMES.write().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, n)) = names.iter().find(|(t, _)| *t == id) {
+        return n;
+    }
+    // One leaked string per Function type, for the life of the process.
+    let name: &'static str = Box::leak(format!("{}Backward", F::name()).into_boxed_str());
+    names.push((id, name));
+    name
+}
+
 fn position(list: &[Tensor], t: &Tensor) -> bool {
     list.iter().any(|x| x.is_same(t))
 }
 
 /// [`Function::apply`]: see there.
 pub fn apply<F: Function>(args: F::Args) -> Result<F::Output> {
-    let inputs: Vec<Option<Tensor>> = args.tensors().into_iter().map(|t| t.cloned()).collect();
-    let needs: Vec<bool> = inputs
+    let inputs: Slots<Tensor> = args.tensors().into_iter().map(|t| t.cloned()).collect();
+    let needs: SmallVec<[bool; 4]> = inputs
         .iter()
         .map(|t| t.as_ref().is_some_and(Tensor::requires_grad))
         .collect();
     let executable = is_grad_enabled() && needs.iter().any(|&b| b);
     // The inputs' tangents, if forward mode is on and one has any.
-    let tangents: Vec<Option<Tensor>> = inputs
-        .iter()
-        .map(|t| t.as_ref().and_then(forward_ad::tangent))
-        .collect();
+    let tangents: Slots<Tensor> = match forward_ad::current_level() {
+        Some(_) => inputs
+            .iter()
+            .map(|t| t.as_ref().and_then(forward_ad::tangent))
+            .collect(),
+        None => Slots::new(),
+    };
     let forward_mode = tangents.iter().any(Option::is_some);
     let mut ctx = FunctionCtx::new(F::State::default(), needs);
 
@@ -619,7 +651,7 @@ pub fn apply<F: Function>(args: F::Args) -> Result<F::Output> {
     drop(args);
 
     // Dirty inputs must be returned.
-    let returned: Vec<Option<Tensor>> = output.tensors().into_iter().map(|t| t.cloned()).collect();
+    let returned: Slots<Tensor> = output.tensors().into_iter().map(|t| t.cloned()).collect();
     for d in &ctx.dirty {
         if !returned.iter().flatten().any(|o| o.is_same(d)) {
             return Err(Error::Runtime(DIRTY_NOT_RETURNED.into()));
@@ -628,7 +660,7 @@ pub fn apply<F: Function>(args: F::Args) -> Result<F::Output> {
 
     // An input returned as-is (and not modified) becomes a view of it, so
     // that the Function's history does not replace the input's.
-    let mut finals: Vec<Option<Tensor>> = Vec::with_capacity(returned.len());
+    let mut finals: Slots<Tensor> = Slots::with_capacity(returned.len());
     for slot in output.tensors_mut() {
         let Some(t) = slot else {
             finals.push(None);
@@ -662,7 +694,7 @@ pub fn apply<F: Function>(args: F::Args) -> Result<F::Output> {
 fn run_jvp<F: Function>(
     ctx: &mut FunctionCtx<F::State>,
     inputs: &[Option<Tensor>],
-    tangents: Vec<Option<Tensor>>,
+    tangents: Slots<Tensor>,
     outputs: &[Option<Tensor>],
 ) -> Result<()> {
     let _fw = forward_ad::suspend();
@@ -727,11 +759,11 @@ fn attach<F: Function>(
         }
     }
 
-    let name = format!("{}Backward", F::name());
+    let name = node_name::<F>();
     let edges: Edges = inputs.iter().flatten().map(gradient_edge).collect();
     let to_save = ctx.to_save.take().unwrap_or_default();
-    let input_meta: Vec<Option<Meta>> = inputs.iter().map(|t| t.as_ref().map(Meta::of)).collect();
-    let output_meta: Vec<Option<Meta>> = finals.iter().map(|t| t.as_ref().map(Meta::of)).collect();
+    let input_meta = inputs.iter().map(|t| t.as_ref().map(Meta::of)).collect();
+    let output_meta = finals.iter().map(|t| t.as_ref().map(Meta::of)).collect();
     let num_outputs = u32::try_from(finals.len()).unwrap_or(u32::MAX);
     let mut made: Result<()> = Ok(());
     let node = Arc::new_cyclic(|weak: &Weak<Node>| {
@@ -761,13 +793,13 @@ fn attach<F: Function>(
         ctx.saved = saved;
         let backward: Box<dyn Backward> = Box::new(FunctionBackward::<F> {
             ctx,
-            name: name.clone(),
+            name,
             inputs: input_meta,
             outputs: output_meta,
             _f: PhantomData,
         });
         Node::new(
-            Cow::Owned(name),
+            Cow::Borrowed(name),
             num_outputs,
             edges,
             Kind::Function(Mutex::new(backward)),
