@@ -61,6 +61,8 @@ enum Arg {
     Shapes(&'static [&'static [usize]]),
     /// `None` (an optional argument without a default).
     None,
+    /// A `ScalarType`.
+    Dtype(DType),
 }
 
 /// Where a differentiated tensor is among the arguments: the value's
@@ -201,6 +203,87 @@ const OVERRIDES: &[(&str, &[(&str, Arg)])] = &[
     ("pow.Tensor_Tensor", &[("self", Arg::Positive(&[2, 3]))]),
     ("prod.dim_int", &[("dim", Arg::Int(1))]),
     ("threshold_backward", &[("threshold", Arg::Float(0.0))]),
+    (
+        "addcdiv",
+        &[
+            ("tensor2", Arg::Positive(&[2, 3])),
+            ("value", Arg::Float(0.7)),
+        ],
+    ),
+    (
+        "addcmul",
+        &[("tensor1", Arg::Shape(&[3])), ("value", Arg::Float(-1.5))],
+    ),
+    (
+        "addmm",
+        &[
+            ("self", Arg::Shape(&[2])),
+            ("mat1", Arg::Shape(&[2, 3])),
+            ("mat2", Arg::Shape(&[3, 2])),
+            ("beta", Arg::Float(0.5)),
+            ("alpha", Arg::Float(1.5)),
+        ],
+    ),
+    ("lerp.Scalar", &[("weight", Arg::Float(0.7))]),
+    // A zero-width draw is a constant: the only way a random fill has a
+    // numerical Jacobian.
+    (
+        "normal_",
+        &[("mean", Arg::Float(0.5)), ("std", Arg::Float(0.0))],
+    ),
+    (
+        "uniform_",
+        &[("from", Arg::Float(0.25)), ("to", Arg::Float(0.25))],
+    ),
+    (
+        "nll_loss_forward",
+        &[
+            ("self", Arg::Shape(&[3, 4])),
+            ("target", Arg::Index(&[2, 0, 3])),
+            ("weight", Arg::Values(&[0.5, 1.0, 2.0, 1.5], &[4])),
+            ("reduction", Arg::Int(1)),
+            ("ignore_index", Arg::Int(0)),
+        ],
+    ),
+    (
+        "nll_loss_backward",
+        &[
+            ("grad_output", Arg::Shape(&[])),
+            ("self", Arg::Shape(&[3, 4])),
+            ("target", Arg::Index(&[2, 0, 3])),
+            ("weight", Arg::Values(&[0.5, 1.0, 2.0, 1.5], &[4])),
+            ("reduction", Arg::Int(1)),
+            ("ignore_index", Arg::Int(0)),
+            ("total_weight", Arg::Values(&[3.5], &[])),
+        ],
+    ),
+    ("mse_loss", &[("reduction", Arg::Int(2))]),
+    (
+        "mse_loss_backward",
+        &[("grad_output", Arg::Shape(&[])), ("reduction", Arg::Int(1))],
+    ),
+    (
+        "_log_softmax",
+        &[("dim", Arg::Int(1)), ("half_to_float", Arg::Bool(false))],
+    ),
+    (
+        "_softmax",
+        &[("dim", Arg::Int(0)), ("half_to_float", Arg::Bool(false))],
+    ),
+    (
+        "_log_softmax_backward_data",
+        &[
+            ("dim", Arg::Int(1)),
+            ("input_dtype", Arg::Dtype(DType::Float64)),
+        ],
+    ),
+    (
+        "_softmax_backward_data",
+        &[
+            ("dim", Arg::Int(-1)),
+            ("input_dtype", Arg::Dtype(DType::Float64)),
+        ],
+    ),
 ];
 
 /// Operators whose gradgradcheck is not run, with the reason.
@@ -327,6 +410,7 @@ fn build(
             (Some(Arg::Ints(i)), _) => Value::IntList(i.to_vec()),
             (Some(Arg::Float(x)), _) => Value::Float(x),
             (Some(Arg::Bool(b)), _) => Value::Bool(b),
+            (Some(Arg::Dtype(d)), _) => Value::DType(d),
             (None, false) => opforge::bind::default_value(a).ok_or_else(|| {
                 format!(
                     "{}: no value for argument `{} {}` (add one to OVERRIDES)",

@@ -2,7 +2,8 @@
 //! meta tensors, and the meta result has the CPU result's shapes and dtypes.
 //! Arguments are made from the schema: a value per type, a few per parameter
 //! name where the operator needs a particular one (a permutation for `dims`, a
-//! bool `condition`, an int64 `index`, batches of matrices for `bmm`).
+//! bool `condition`, an int64 `index`, batches of matrices for `bmm`, class
+//! indices for the losses' `target` and `one_hot`).
 
 use opforge::dispatch::dispatcher;
 use opforge::tables::{ArgSchema, BaseType, Ty};
@@ -18,8 +19,32 @@ fn tensor(dtype: DType, device: Device) -> Tensor {
     }
 }
 
+/// An int64 tensor of class indices `[1, 0]`.
+fn classes(device: Device) -> Value {
+    Value::Tensor(match device {
+        Device::Meta => Tensor::zeros(&[2], DType::Int64, Device::Meta),
+        _ => Tensor::from_vec(vec![1i64, 0], &[2]).unwrap(),
+    })
+}
+
 fn arg(op: &str, a: &ArgSchema, device: Device) -> Value {
     let t = |d| Value::Tensor(tensor(d, device));
+    let loss = op.starts_with("nll_loss") || op.starts_with("cross_entropy");
+    // Class-index targets, no class weights, a 0-dim total weight and
+    // per-sample gradients (reduction 0) for the nll / cross-entropy losses;
+    // an int64 input for one_hot.
+    match (a.name, loss) {
+        ("target", true) => return classes(device),
+        ("weight", true) => return Value::None,
+        ("total_weight", _) => return Value::Tensor(Tensor::zeros(&[], DType::Float32, device)),
+        ("grad_output", true) => return Value::Tensor(Tensor::zeros(&[2], DType::Float32, device)),
+        ("label_smoothing", _) => return Value::Float(0.0),
+        ("self", _) if op == "one_hot" => return classes(device),
+        ("num_classes", _) => return Value::Int(3),
+        ("input_dtype", _) => return Value::DType(DType::Float32),
+        ("end", _) if op.starts_with("lerp") => return t(DType::Float32),
+        _ => {}
+    }
     let base = match a.ty {
         Ty::Optional(inner) => match *inner {
             Ty::Base(

@@ -735,3 +735,216 @@ pub fn gather_with_keepdimed_indices(
     let picked = at::where_self(&mask, self_t, &zero(self_t)?)?;
     at::sum_dim_IntList(&picked, Some(&[d]), keepdim, None)
 }
+
+/// `sum(t, dim, keepdim=true)`.
+fn sum_keep(t: &Tensor, dim: i64) -> Result<Tensor> {
+    at::sum_dim_IntList(t, Some(&[dim]), true, None)
+}
+
+/// `grad * (value / tensor2)` (addcdiv's `tensor1` gradient).
+pub fn addcdiv_tensor1_backward(grad: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
+    at::div_Tensor(&at::mul_Scalar(grad, value)?, tensor2)
+}
+
+/// `-grad * (value * tensor1 / (tensor2 * tensor2))` (addcdiv's `tensor2`
+/// gradient).
+pub fn addcdiv_tensor2_backward(
+    grad: &Tensor,
+    tensor1: &Tensor,
+    tensor2: &Tensor,
+    value: Scalar,
+) -> Result<Tensor> {
+    let sq = at::mul_Tensor(tensor2, tensor2)?;
+    let q = at::div_Tensor(&at::mul_Scalar(tensor1, value)?, &sq)?;
+    at::mul_Tensor(&at::neg(grad)?, &q)
+}
+
+/// addcdiv's tangent: `self_t + value * t1_t / t2_p - value * t2_t * (t1_p /
+/// t2_p) / t2_p`.
+pub fn addcdiv_jvp(
+    self_t: &Tensor,
+    tensor1_t: &Tensor,
+    tensor2_t: &Tensor,
+    tensor1_p: &Tensor,
+    tensor2_p: &Tensor,
+    value: Scalar,
+) -> Result<Tensor> {
+    let a = maybe_multiply(&at::div_Tensor(tensor1_t, tensor2_p)?, value)?;
+    let q = at::div_Tensor(tensor1_p, tensor2_p)?;
+    let b = maybe_multiply(
+        &at::div_Tensor(&at::mul_Tensor(tensor2_t, &q)?, tensor2_p)?,
+        value,
+    )?;
+    at::sub_Tensor(
+        &at::add_Tensor(self_t, &a, Scalar::Int(1))?,
+        &b,
+        Scalar::Int(1),
+    )
+}
+
+/// addcmul's tangent: `self_t + value * t1_t * t2_p + value * t2_t * t1_p`.
+pub fn addcmul_jvp(
+    self_t: &Tensor,
+    tensor1_t: &Tensor,
+    tensor2_t: &Tensor,
+    tensor1_p: &Tensor,
+    tensor2_p: &Tensor,
+    value: Scalar,
+) -> Result<Tensor> {
+    let a = maybe_multiply(&at::mul_Tensor(tensor1_t, tensor2_p)?, value)?;
+    let b = maybe_multiply(&at::mul_Tensor(tensor2_t, tensor1_p)?, value)?;
+    at::add_Tensor(
+        &at::add_Tensor(self_t, &a, Scalar::Int(1))?,
+        &b,
+        Scalar::Int(1),
+    )
+}
+
+/// addmm's tangent: `beta * self_t + alpha * (mat1_t @ mat2_p) + alpha *
+/// (mat1_p @ mat2_t)`.
+pub fn addmm_jvp(
+    self_t: &Tensor,
+    mat1_t: &Tensor,
+    mat2_t: &Tensor,
+    mat1_p: &Tensor,
+    mat2_p: &Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+) -> Result<Tensor> {
+    let a = maybe_multiply(self_t, beta)?;
+    let b = maybe_multiply(&at::mm(mat1_t, mat2_p)?, alpha)?;
+    let c = maybe_multiply(&at::mm(mat1_p, mat2_t)?, alpha)?;
+    at::add_Tensor(&at::add_Tensor(&a, &b, Scalar::Int(1))?, &c, Scalar::Int(1))
+}
+
+/// log_softmax's tangent: `self_t - sum(self_t * exp(result), dim)` (PyTorch's
+/// `self_t - logsumexp_jvp(self_p, self_t, {dim}, true)`, with `exp(result)`
+/// the softmax).
+pub fn log_softmax_jvp(self_t: &Tensor, result: &Tensor, dim: i64) -> Result<Tensor> {
+    let s = sum_keep(&at::mul_Tensor(self_t, &at::exp(result)?)?, dim)?;
+    at::sub_Tensor(self_t, &s, Scalar::Int(1))
+}
+
+/// softmax's tangent: `result * (self_t - sum(self_t * result, dim))`.
+pub fn softmax_jvp(self_t: &Tensor, result: &Tensor, dim: i64) -> Result<Tensor> {
+    let s = sum_keep(&at::mul_Tensor(self_t, result)?, dim)?;
+    at::mul_Tensor(result, &at::sub_Tensor(self_t, &s, Scalar::Int(1))?)
+}
+
+/// `_log_softmax_backward_data`'s `grad_output` gradient (the adjoint of
+/// `g - exp(output) * sum(g)`): `grad - sum(grad * exp(output), dim)`.
+pub fn log_softmax_backward_grad_output(
+    grad: &Tensor,
+    output: &Tensor,
+    dim: i64,
+) -> Result<Tensor> {
+    let s = sum_keep(&at::mul_Tensor(grad, &at::exp(output)?)?, dim)?;
+    at::sub_Tensor(grad, &s, Scalar::Int(1))
+}
+
+/// `_log_softmax_backward_data`'s `output` gradient:
+/// `-sum(grad_output, dim) * exp(output) * grad`.
+pub fn log_softmax_double_backward(
+    grad: &Tensor,
+    grad_output: &Tensor,
+    dim: i64,
+    output: &Tensor,
+) -> Result<Tensor> {
+    let s = at::neg(&sum_keep(grad_output, dim)?)?;
+    at::mul_Tensor(&at::mul_Tensor(&s, &at::exp(output)?)?, grad)
+}
+
+/// `_log_softmax_backward_data`'s tangent (of `g - exp(o) * sum(g)`):
+/// `g_t - exp(o) * (o_t * sum(g) + sum(g_t))`.
+pub fn log_softmax_backward_jvp(
+    grad_output_t: &Tensor,
+    output_t: &Tensor,
+    grad_output_p: &Tensor,
+    output_p: &Tensor,
+    dim: i64,
+) -> Result<Tensor> {
+    let e = at::exp(output_p)?;
+    let inner = at::add_Tensor(
+        &at::mul_Tensor(output_t, &sum_keep(grad_output_p, dim)?)?,
+        &sum_keep(grad_output_t, dim)?,
+        Scalar::Int(1),
+    )?;
+    at::sub_Tensor(grad_output_t, &at::mul_Tensor(&e, &inner)?, Scalar::Int(1))
+}
+
+/// `_softmax_backward_data`'s `output` gradient (PyTorch's
+/// `softmax_double_backward`): `grad * (grad_output - sum(grad_output *
+/// output)) - grad_output * sum(grad * output)`.
+pub fn softmax_double_backward(
+    grad: &Tensor,
+    grad_output: &Tensor,
+    dim: i64,
+    output: &Tensor,
+) -> Result<Tensor> {
+    let s = sum_keep(&at::mul_Tensor(grad_output, output)?, dim)?;
+    let a = at::mul_Tensor(grad, &at::sub_Tensor(grad_output, &s, Scalar::Int(1))?)?;
+    let b = at::mul_Tensor(grad_output, &sum_keep(&at::mul_Tensor(grad, output)?, dim)?)?;
+    at::sub_Tensor(&a, &b, Scalar::Int(1))
+}
+
+/// `_softmax_backward_data`'s tangent (of `o * (g - sum(g * o))`):
+/// `o_t * (g - sum(g * o)) + o * (g_t - sum(g_t * o) - sum(g * o_t))`.
+pub fn softmax_backward_jvp(
+    grad_output_t: &Tensor,
+    output_t: &Tensor,
+    grad_output_p: &Tensor,
+    output_p: &Tensor,
+    dim: i64,
+) -> Result<Tensor> {
+    let one = Scalar::Int(1);
+    let s = sum_keep(&at::mul_Tensor(grad_output_p, output_p)?, dim)?;
+    let a = at::mul_Tensor(output_t, &at::sub_Tensor(grad_output_p, &s, one)?)?;
+    let st = sum_keep(&at::mul_Tensor(grad_output_t, output_p)?, dim)?;
+    let so = sum_keep(&at::mul_Tensor(grad_output_p, output_t)?, dim)?;
+    let inner = at::sub_Tensor(&at::sub_Tensor(grad_output_t, &st, one)?, &so, one)?;
+    at::add_Tensor(&a, &at::mul_Tensor(output_p, &inner)?, one)
+}
+
+/// A loss reduced as `reduction` says (0 none, 1 mean, 2 sum; PyTorch's
+/// `apply_loss_reduction`).
+pub fn apply_loss_reduction(unreduced: &Tensor, reduction: i64) -> Result<Tensor> {
+    match reduction {
+        1 => at::mean_dim(unreduced, None, false, None),
+        2 => at::sum(unreduced, None),
+        _ => Ok(unreduced.clone()),
+    }
+}
+
+/// `2 * grad`, divided by `input`'s element count for the mean (PyTorch's
+/// `mse_loss_double_backward`).
+pub fn mse_loss_double_backward(grad: &Tensor, input: &Tensor, reduction: i64) -> Result<Tensor> {
+    let g = at::mul_Scalar(grad, Scalar::Int(2))?;
+    match reduction {
+        1 => at::div_Scalar(&g, Scalar::Int(input.numel() as i64)),
+        _ => Ok(g),
+    }
+}
+
+/// `mse_loss_backward`'s tangent: `mse_loss_double_backward(self_t *
+/// grad_output_p) - mse_loss_double_backward(target_t * grad_output_p) +
+/// mse_loss_backward(grad_output_t, self_p, target_p)`.
+#[allow(clippy::too_many_arguments)]
+pub fn mse_loss_backward_jvp(
+    grad_output_t: &Tensor,
+    self_t: &Tensor,
+    target_t: &Tensor,
+    grad_output_p: &Tensor,
+    self_p: &Tensor,
+    target_p: &Tensor,
+    reduction: i64,
+) -> Result<Tensor> {
+    let one = Scalar::Int(1);
+    let a = mse_loss_double_backward(&at::mul_Tensor(self_t, grad_output_p)?, self_p, reduction)?;
+    let b = mse_loss_double_backward(
+        &at::mul_Tensor(target_t, grad_output_p)?,
+        target_p,
+        reduction,
+    )?;
+    let c = at::mse_loss_backward(grad_output_t, self_p, target_p, reduction)?;
+    at::add_Tensor(&at::sub_Tensor(&a, &b, one)?, &c, one)
+}

@@ -461,6 +461,8 @@ macro_rules! backend_kernels {
             )
         }
 
+        $crate::kernels::nn::nn_kernels!($key);
+
         #[doc = concat!("`arange.start_out` (", stringify!($key), ").")]
         #[$crate::kernel($key)]
         pub fn arange_start_out(

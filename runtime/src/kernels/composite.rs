@@ -646,3 +646,255 @@ fn expandable_to(shape: &[i64], desired: &[i64]) -> bool {
             .zip(desired.iter().rev())
             .all(|(&s, &d)| s == d || s == 1)
 }
+
+// ---- nn, losses and optimizers ----------------------------------------------------
+
+/// `add_.Scalar(self, other, alpha)`: `add_.Tensor` with `other` a wrapped
+/// number (PyTorch's CompositeExplicitAutograd `add_`).
+#[kernel(CompositeExplicitAutograd)]
+pub fn add__Scalar(self_: &mut Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    crate::at::add__Tensor(self_, &Tensor::wrapped_number(other), alpha)
+}
+
+/// `mul_.Scalar(self, other)`: `mul_.Tensor` with a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
+pub fn mul__Scalar(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
+    crate::at::mul__Tensor(self_, &Tensor::wrapped_number(other))
+}
+
+/// `div_.Scalar(self, other)`: `div_.Tensor` with a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
+pub fn div__Scalar(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
+    crate::at::div__Tensor(self_, &Tensor::wrapped_number(other))
+}
+
+/// `log_softmax.int(self, dim, dtype)`: `_log_softmax` of `self`, cast to
+/// `dtype` first if given.
+#[kernel(CompositeImplicitAutograd)]
+pub fn log_softmax_int(self_: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    let converted = match dtype {
+        Some(d) => crate::at::to_dtype(self_, d, false, false, None)?,
+        None => self_.clone(),
+    };
+    crate::at::_log_softmax(&converted, dim, false)
+}
+
+/// `softmax.int(self, dim, dtype)`: `_softmax` of `self`, cast to `dtype`
+/// first if given.
+#[kernel(CompositeImplicitAutograd)]
+pub fn softmax_int(self_: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    let converted = match dtype {
+        Some(d) => crate::at::to_dtype(self_, d, false, false, None)?,
+        None => self_.clone(),
+    };
+    crate::at::_softmax(&converted, dim, false)
+}
+
+/// `nll_loss(self, target, weight, reduction, ignore_index)`: the first result
+/// of `nll_loss_forward`.
+#[kernel(CompositeImplicitAutograd)]
+pub fn nll_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    Ok(crate::at::nll_loss_forward(self_, target, weight, reduction, ignore_index)?.0)
+}
+
+/// `nll_loss_nd(self, target, weight, reduction, ignore_index)`: `nll_loss`
+/// for 1-D and 2-D inputs; for `(N, C, d1, ...)` inputs (PyTorch's
+/// `nll_loss2d` path), the classes moved last and the rest flattened, which
+/// gives `nll_loss2d`'s values (the same sums over the same picked elements),
+/// the per-element losses reshaped back to `(N, d1, ...)` for `reduction=0`.
+#[kernel(CompositeImplicitAutograd)]
+pub fn nll_loss_nd(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    let value_error = |m: String| crate::Error::Value(m.into());
+    if self_.dim() < 1 {
+        return Err(value_error(format!(
+            "Expected 1 or more dimensions (got {})",
+            self_.dim()
+        )));
+    }
+    let (s, t) = (self_.sizes(), target.sizes());
+    if self_.dim() != 1 && t.first() != Some(&s[0]) {
+        return Err(value_error(format!(
+            "Expected input batch_size ({}) to match target batch_size ({}).",
+            s[0],
+            t.first().copied().unwrap_or(1)
+        )));
+    }
+    if self_.dim() <= 2 {
+        return crate::at::nll_loss(self_, target, weight, reduction, ignore_index);
+    }
+    let spatial = &s[2..];
+    crate::ensure!(
+        t.len() == s.len() - 1 && t[1..] == *spatial,
+        "size mismatch (got input: {}, target: {})",
+        super::fmt_ints(&s),
+        super::fmt_ints(&t)
+    );
+    let mut dims: Vec<i64> = vec![0];
+    dims.extend(2..s.len() as i64);
+    dims.push(1);
+    let flat = ops::reshape(&crate::at::permute(self_, &dims)?, &[-1, s[1]])?;
+    let flat_target = ops::reshape(target, &[-1])?;
+    let r = crate::at::nll_loss(&flat, &flat_target, weight, reduction, ignore_index)?;
+    match reduction {
+        0 => ops::reshape(&r, &t),
+        _ => Ok(r),
+    }
+}
+
+/// `cross_entropy_loss(self, target, weight, reduction, ignore_index,
+/// label_smoothing)`: `nll_loss_nd(log_softmax(self, class_dim), ...)` for
+/// class-index targets; for class-probability targets (`target` shaped like
+/// `self`), `-(log_softmax(self) * target [* weight])` summed over the class
+/// dimension, then reduced (the mean divides by the number of samples), the
+/// targets smoothed first when `label_smoothing` is given. Label smoothing
+/// with class-index targets is refused.
+#[kernel(CompositeImplicitAutograd)]
+pub fn cross_entropy_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    let class_dim = if self_.dim() == 1 { 0 } else { 1 };
+    let input = crate::at::log_softmax_int(self_, class_dim, Some(self_.dtype()))?;
+    if self_.sizes() == target.sizes() && target.dtype().is_floating_point() {
+        crate::ensure!(
+            (0.0..=1.0).contains(&label_smoothing),
+            "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
+        );
+        let n_classes = self_.sizes()[class_dim as usize];
+        let target = if label_smoothing > 0.0 {
+            let kept = crate::at::mul_Scalar(target, Scalar::Float(1.0 - label_smoothing))?;
+            crate::at::add_Scalar(
+                &kept,
+                Scalar::Float(label_smoothing / n_classes as f64),
+                Scalar::Int(1),
+            )?
+        } else {
+            target.clone()
+        };
+        let mut picked = crate::at::mul_Tensor(&input, &target)?;
+        if let Some(w) = weight {
+            let mut shape = vec![1i64; self_.dim()];
+            shape[class_dim as usize] = n_classes;
+            picked = crate::at::mul_Tensor(&picked, &ops::view(w, &shape)?)?;
+        }
+        let per_sample = crate::at::neg(&crate::at::sum_dim_IntList(
+            &picked,
+            Some(&[class_dim]),
+            false,
+            None,
+        )?)?;
+        return match reduction {
+            0 => Ok(per_sample),
+            1 => {
+                let samples = (self_.numel() as i64 / n_classes.max(1)).max(0);
+                let total = crate::at::sum(&per_sample, None)?;
+                match self_.numel() {
+                    0 => crate::at::div_Scalar(&total, Scalar::Float(f64::NAN)),
+                    _ => crate::at::div_Scalar(&total, Scalar::Int(samples)),
+                }
+            }
+            2 => crate::at::sum(&per_sample, None),
+            r => crate::bail!("{r} is not a valid value for reduction (0: none, 1: mean, 2: sum)"),
+        };
+    }
+    crate::ensure!(
+        label_smoothing == 0.0,
+        "cross_entropy_loss: label_smoothing with class-index targets is not supported yet (got label_smoothing={label_smoothing}); pass class probabilities as the target instead"
+    );
+    crate::at::nll_loss_nd(&input, target, weight, reduction, ignore_index)
+}
+
+/// `linear(input, weight, bias)`: `addmm(bias, input, weight.t())` for a 2-D
+/// input with a bias (and for a contiguous input of more dimensions with a
+/// 1-D bias, flattened to 2-D and viewed back, as PyTorch's
+/// `_flatten_nd_linear`); otherwise `matmul(input, weight.t())` (+ `bias`).
+#[kernel(CompositeImplicitAutograd)]
+pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    let wt = ops::t(weight)?;
+    let one = Scalar::Int(1);
+    if let Some(b) = bias {
+        if input.dim() == 2 {
+            return crate::at::addmm(b, input, &wt, one, one);
+        }
+        if input.dim() >= 3 && input.is_contiguous() && (input.dim() == 3 || b.dim() == 1) {
+            let s = input.sizes();
+            let (lead, last) = s.split_at(s.len() - 1);
+            let rows: i64 = lead.iter().product();
+            let flat = ops::reshape(input, &[rows, last[0]])?;
+            let r = crate::at::addmm(b, &flat, &wt, one, one)?;
+            let mut shape = lead.to_vec();
+            shape.push(r.sizes()[1]);
+            return ops::view(&r, &shape);
+        }
+    }
+    let output = crate::at::matmul(input, &wt)?;
+    match bias {
+        Some(b) => crate::at::add_Tensor(&output, b, one),
+        None => Ok(output),
+    }
+}
+
+/// `one_hot(self, num_classes)`: an int64 tensor of `self`'s shape plus one
+/// dimension of `num_classes` (`max + 1` when -1), 1 at each value's class.
+#[kernel(CompositeImplicitAutograd)]
+pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
+    crate::ensure!(
+        self_.dtype() == DType::Int64,
+        "one_hot is only applicable to index tensor of type LongTensor."
+    );
+    if self_.numel() == 0 {
+        let mut shape = self_.sizes();
+        crate::ensure!(
+            num_classes > 0,
+            "Can not infer total number of classes from empty tensor."
+        );
+        shape.push(num_classes);
+        return crate::at::zeros(&shape, Some(DType::Int64), None, Some(self_.device()), None);
+    }
+    if self_.device() == Device::Meta {
+        crate::ensure!(
+            num_classes >= 0,
+            "Can not infer total number of classes from meta tensor: its values are unknown; pass num_classes"
+        );
+        let mut shape = self_.sizes();
+        shape.push(num_classes);
+        return crate::at::zeros(&shape, Some(DType::Int64), None, Some(Device::Meta), None);
+    }
+    let values = self_.to_vec::<i64>()?;
+    let (min, max) = values
+        .iter()
+        .fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    crate::ensure!(min >= 0, "Class values must be non-negative.");
+    let num_classes = match num_classes {
+        -1 => max + 1,
+        n => {
+            crate::ensure!(n > max, "Class values must be smaller than num_classes.");
+            n
+        }
+    };
+    let classes = crate::at::arange(
+        Scalar::Int(num_classes),
+        Some(DType::Int64),
+        None,
+        None,
+        None,
+    )?;
+    let hits = crate::at::eq_Tensor(&ops::unsqueeze(self_, -1)?, &classes)?;
+    crate::at::_to_copy(&hits, Some(DType::Int64), None, None, None, false, None)
+}

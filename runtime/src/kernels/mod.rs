@@ -20,9 +20,12 @@
 //! promotion and broadcasting), `pointwise`, `reduce`, `views`, `shape` (cat,
 //! index_select), `linalg` (mm, bmm and matmul over the
 //! `gemm` engine), `factory`, `sampling` (`rand`/`randn` and their `_like`
-//! forms, drawn as PyTorch's CPU kernels draw them), `copy` and `layout`
+//! forms, `uniform_`/`normal_`, drawn as PyTorch's CPU kernels draw them),
+//! `nn` (softmax / log_softmax and their backward, the nll and mse losses,
+//! `addmm`, and the optimizers' `lerp` / `addcmul` / `addcdiv` with PyTorch's
+//! element formulas), `copy` and `layout`
 //! (strides of memory formats). Per-dtype code is stamped with `with_dtype!` over the generic
-//! arithmetic of `num`. `backend` stamps the 101 kernels shared by `cpu` and
+//! arithmetic of `num`. `backend` stamps the kernels shared by `cpu` and
 //! `meta` from one list (`backend_kernels!(CPU)` / `backend_kernels!(Meta)`),
 //! each function carrying its operator name, so registration can be added in
 //! that one place.
@@ -48,6 +51,7 @@ mod gemm;
 pub(crate) mod iter;
 mod layout;
 mod linalg;
+mod nn;
 mod num;
 pub mod overlap;
 mod pointwise;

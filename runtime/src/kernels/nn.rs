@@ -1,0 +1,1134 @@
+//! The nn family: `_softmax` / `_log_softmax` and their backward, the
+//! `nll_loss` and `mse_loss` kernels, `addmm`, and the pointwise arithmetic of
+//! optimizers (`lerp.Scalar`, `addcmul`, `addcdiv`), each with PyTorch's CPU
+//! element formulas and messages. Device-agnostic: a meta input gets the same
+//! checks and a meta result, computing nothing.
+//!
+//! Facts, from PyTorch's CPU kernels (and checked against PyTorch 2.15 in
+//! `runtime/tests/nn_ops.rs`):
+//!
+//! - softmax and log_softmax subtract the maximum along `dim` before `exp`
+//!   (a NaN maximum propagates); softmax multiplies by the reciprocal of the
+//!   sum, log_softmax is `(x - max) - log(sum)`;
+//! - `nll_loss` sums the picked (weighted) log-probabilities over the batch in
+//!   the cascade of `nll_loss_out_frame` (8 levels of partial sums, each level
+//!   `2^max(4, ceil(log2(N)) / 8)` wide), the total weight likewise (the
+//!   count of non-ignored targets without `weight`); `mean` divides the two;
+//! - `lerp` is `fma(w, end - self, self)` when `|w| < 0.5`, else
+//!   `fma(w - 1, end - self, end)`, and `addcmul` is
+//!   `fma(value * tensor1, tensor2, self)`: PyTorch's AVX2 build fuses both
+//!   (the vector path calls `fmadd`; GCC contracts the scalar one); `addcdiv`
+//!   is `self + value * tensor1 / tensor2`, unfused.
+
+use super::promote::{broadcast_all, check_can_cast, check_output_shape, result_type_tensors};
+use super::{
+    check_alloc, check_out_dtype, common_device, dispatch_error, fmt_shape, index_error,
+    resize_output, wrap_dim,
+};
+use crate::at;
+use crate::error::Result;
+use crate::tensor::{alloc as memory, DType, Device, IntoBuffer, Scalar, Tensor};
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+/// The floating element types these kernels compute in (float32, float64).
+pub(crate) trait Real:
+    IntoBuffer
+    + Copy
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+{
+    /// 0.
+    const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+    /// `static_cast<T>(x)`.
+    fn of(x: f64) -> Self;
+    /// `exp`.
+    fn exp_(self) -> Self;
+    /// `log`.
+    fn ln_(self) -> Self;
+    /// `fma(self, a, b)`: `self * a + b` rounded once.
+    fn fma(self, a: Self, b: Self) -> Self;
+    /// `|self|`.
+    fn abs_(self) -> Self;
+    /// NaN test.
+    fn nan(self) -> bool;
+}
+
+macro_rules! real {
+    ($($t:ty),*) => {$(
+        impl Real for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            fn of(x: f64) -> Self {
+                x as $t
+            }
+            fn exp_(self) -> Self {
+                self.exp()
+            }
+            fn ln_(self) -> Self {
+                self.ln()
+            }
+            fn fma(self, a: Self, b: Self) -> Self {
+                self.mul_add(a, b)
+            }
+            fn abs_(self) -> Self {
+                self.abs()
+            }
+            fn nan(self) -> bool {
+                self.is_nan()
+            }
+        }
+    )*};
+}
+real!(f32, f64);
+
+/// Runs `$body` with `$T` the element type of a floating `$dtype`, else fails
+/// with PyTorch's dispatch message naming `$name`.
+macro_rules! with_float {
+    ($dtype:expr, $name:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            DType::Float32 => {
+                type $T = f32;
+                $body
+            }
+            DType::Float64 => {
+                type $T = f64;
+                $body
+            }
+            d => Err(dispatch_error($name, d)),
+        }
+    };
+}
+
+/// True if any tensor is a meta tensor (the result is one, nothing is computed).
+fn is_meta<'a>(ts: impl IntoIterator<Item = &'a Tensor>) -> bool {
+    common_device(ts) == Device::Meta
+}
+
+/// A zero-filled vector of `n` elements, allocated fallibly.
+fn zeros<T: Real>(n: usize) -> Result<Vec<T>> {
+    memory::try_collect(n, std::iter::repeat(T::ZERO))
+}
+
+/// `r` itself, or `r` written into `out` (whose dtype must be `r`'s; resized
+/// to `r`'s shape): the last step of a structured kernel's out= form.
+fn deliver(r: Tensor, out: Option<&Tensor>) -> Result<Tensor> {
+    let Some(o) = out else { return Ok(r) };
+    check_out_dtype(o, r.dtype())?;
+    resize_output(o, &r.shape())?;
+    at::copy_(&mut o.clone(), &r, false)?;
+    Ok(o.clone())
+}
+
+/// Like [`deliver`] for a TensorIterator kernel: `out` may have another dtype
+/// the result can be cast to.
+fn deliver_cast(r: Tensor, out: Option<&Tensor>) -> Result<Tensor> {
+    let Some(o) = out else { return Ok(r) };
+    check_can_cast(r.dtype(), o.dtype())?;
+    resize_output(o, &r.shape())?;
+    at::copy_(&mut o.clone(), &r, false)?;
+    Ok(o.clone())
+}
+
+/// A new tensor from a computed vector (CPU) or a meta tensor of `shape`.
+fn make<T: Real>(data: Option<Vec<T>>, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    match data {
+        Some(v) => Tensor::from_vec(v, shape),
+        None => Tensor::try_zeros(shape, dtype, Device::Meta),
+    }
+}
+
+/// `shape` around `dim`: (elements before, size of `dim`, elements after).
+fn split(shape: &[usize], dim: usize) -> (usize, usize, usize) {
+    if shape.is_empty() {
+        return (1, 1, 1);
+    }
+    let outer = shape[..dim].iter().product();
+    let inner = shape[dim + 1..].iter().product();
+    (outer, shape[dim], inner)
+}
+
+// ---- softmax / log_softmax ---------------------------------------------------
+
+/// `_softmax` (`log` false) / `_log_softmax` (`log` true) along `dim`, into
+/// `out` if given.
+pub(crate) fn softmax(
+    self_: &Tensor,
+    dim: i64,
+    half_to_float: bool,
+    log: bool,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let d = wrap_dim(dim, self_.dim())?;
+    crate::ensure!(
+        !half_to_float,
+        "softmax with half to float conversion is not supported on CPU"
+    );
+    let shape = self_.shape();
+    let dtype = self_.dtype();
+    let last = self_.dim() <= 1 || d + 1 == self_.dim();
+    let name = match (log, last) {
+        (false, true) => "softmax_lastdim_kernel_impl",
+        (false, false) => "softmax_kernel_impl",
+        (true, true) => "log_softmax_lastdim_kernel_impl",
+        (true, false) => "log_softmax_kernel_impl",
+    };
+    let meta = is_meta([Some(self_), out].into_iter().flatten());
+    check_alloc(&shape, dtype, self_.device())?;
+    let r = with_float!(dtype, name, T => {
+        let data = match meta {
+            true => None,
+            false => Some(softmax_lines::<T>(&self_.to_vec::<T>()?, split(&shape, d), log)?),
+        };
+        make(data, &shape, dtype)
+    })?;
+    deliver(r, out)
+}
+
+fn softmax_lines<T: Real>(
+    x: &[T],
+    (outer, n, inner): (usize, usize, usize),
+    log: bool,
+) -> Result<Vec<T>> {
+    let mut y = zeros::<T>(x.len())?;
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |k: usize| (o * n + k) * inner + i;
+            if n == 0 {
+                continue;
+            }
+            let mut max = x[at(0)];
+            for k in 1..n {
+                let v = x[at(k)];
+                if v.nan() || v > max {
+                    max = v;
+                }
+            }
+            let mut sum = T::ZERO;
+            for k in 0..n {
+                let e = (x[at(k)] - max).exp_();
+                if !log {
+                    y[at(k)] = e;
+                }
+                sum = sum + e;
+            }
+            if log {
+                let log_sum = sum.ln_();
+                for k in 0..n {
+                    y[at(k)] = (x[at(k)] - max) - log_sum;
+                }
+            } else {
+                let inv = T::ONE / sum;
+                for k in 0..n {
+                    y[at(k)] = y[at(k)] * inv;
+                }
+            }
+        }
+    }
+    Ok(y)
+}
+
+/// `_softmax_backward_data` (`log` false: `output * (grad - sum(grad *
+/// output))`) / `_log_softmax_backward_data` (`log` true: `grad -
+/// exp(output) * sum(grad)`), sums along `dim`, into `out` if given.
+pub(crate) fn softmax_backward(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: DType,
+    log: bool,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let d = wrap_dim(dim, output.dim())?;
+    crate::ensure!(
+        grad_output.dtype() == input_dtype,
+        "expected input and grad types to match, or input to be at::Half and grad to be at::Float"
+    );
+    crate::ensure!(
+        grad_output.shape() == output.shape(),
+        "grad_output and output must have the same shape, but got {} and {}",
+        fmt_shape(&grad_output.shape()),
+        fmt_shape(&output.shape())
+    );
+    crate::ensure!(
+        grad_output.dtype() == output.dtype(),
+        "expected scalar type {} but found {}",
+        grad_output.dtype().c10_name(),
+        output.dtype().c10_name()
+    );
+    let shape = output.shape();
+    let dtype = output.dtype();
+    let name = match log {
+        false => "softmax_backward_lastdim_kernel_impl",
+        true => "log_softmax_backward_lastdim_kernel_impl",
+    };
+    let meta = is_meta([Some(grad_output), Some(output), out].into_iter().flatten());
+    let r = with_float!(dtype, name, T => {
+        let data = match meta {
+            true => None,
+            false => {
+                let (g, y) = (grad_output.to_vec::<T>()?, output.to_vec::<T>()?);
+                Some(softmax_backward_lines::<T>(&g, &y, split(&shape, d), log)?)
+            }
+        };
+        make(data, &shape, dtype)
+    })?;
+    deliver(r, out)
+}
+
+fn softmax_backward_lines<T: Real>(
+    g: &[T],
+    y: &[T],
+    (outer, n, inner): (usize, usize, usize),
+    log: bool,
+) -> Result<Vec<T>> {
+    let mut r = zeros::<T>(g.len())?;
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |k: usize| (o * n + k) * inner + i;
+            let mut sum = T::ZERO;
+            for k in 0..n {
+                sum = match log {
+                    true => sum + g[at(k)],
+                    false => sum + g[at(k)] * y[at(k)],
+                };
+            }
+            for k in 0..n {
+                let j = at(k);
+                r[j] = match log {
+                    true => g[j] - y[j].exp_() * sum,
+                    false => y[j] * (g[j] - sum),
+                };
+            }
+        }
+    }
+    Ok(r)
+}
+
+// ---- nll_loss -------------------------------------------------------------------
+
+/// `at::Reduction`: 0 none, 1 mean, 2 sum.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Reduction {
+    /// `none`.
+    None,
+    /// `mean`.
+    Mean,
+    /// `sum`.
+    Sum,
+}
+
+impl Reduction {
+    /// From the schema's `int reduction`.
+    pub(crate) fn of(r: i64) -> Result<Reduction> {
+        match r {
+            0 => Ok(Reduction::None),
+            1 => Ok(Reduction::Mean),
+            2 => Ok(Reduction::Sum),
+            _ => crate::bail!("{r} is not a valid value for reduction (0: none, 1: mean, 2: sum)"),
+        }
+    }
+}
+
+/// The shape checks `nll_loss_forward` and `nll_loss_backward` share.
+fn nll_checks(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> Result<usize> {
+    crate::ensure!(
+        self_.dim() > 0 && self_.dim() <= 2,
+        "input tensor should be 1D or 2D"
+    );
+    crate::ensure!(
+        target.dim() <= 1,
+        "0D or 1D target tensor expected, multi-target not supported"
+    );
+    let (s, t) = (self_.shape(), target.shape());
+    let no_batch_dim = self_.dim() == 1 && target.dim() == 0;
+    crate::ensure!(
+        no_batch_dim || s[0] == t[0],
+        "size mismatch (got input: {}, target: {})",
+        fmt_shape(&s),
+        fmt_shape(&t)
+    );
+    let n_classes = s[s.len() - 1];
+    if let Some(w) = weight {
+        crate::ensure!(
+            w.dim() == 1 && w.numel() == n_classes,
+            "weight tensor should be defined either for all {n_classes} classes or no classes but got weight tensor of shape: {}",
+            fmt_shape(&w.shape())
+        );
+        crate::ensure!(
+            w.dtype() == self_.dtype(),
+            "expected scalar type {} but found {}",
+            self_.dtype().c10_name(),
+            w.dtype().c10_name()
+        );
+    }
+    crate::ensure!(
+        target.dtype() == DType::Int64,
+        "expected target dtype to be Long or Byte, but got {}",
+        target.dtype().c10_name()
+    );
+    Ok(n_classes)
+}
+
+/// A target class checked against the class count (PyTorch's IndexError).
+fn class_of(t: i64, n_classes: usize) -> Result<usize> {
+    if t < 0 || t >= n_classes as i64 {
+        return Err(index_error(format!("Target {t} is out of bounds.")));
+    }
+    Ok(t as usize)
+}
+
+/// `nll_loss_forward(self, target, weight, reduction, ignore_index)`:
+/// `(output, total_weight)`, into `out` if given.
+pub(crate) fn nll_loss_forward(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    out: Option<(&Tensor, &Tensor)>,
+) -> Result<(Tensor, Tensor)> {
+    let n_classes = nll_checks(self_, target, weight)?;
+    let reduction = Reduction::of(reduction)?;
+    let dtype = self_.dtype();
+    let per_sample = reduction == Reduction::None && self_.dim() == 2;
+    let shape: Vec<usize> = match per_sample {
+        true => vec![self_.shape()[0]],
+        false => vec![],
+    };
+    let outs = out.into_iter().flat_map(|(a, b)| [a, b]);
+    let meta = is_meta([self_, target].into_iter().chain(weight).chain(outs));
+    let (output, total) = with_float!(dtype, "nll_loss_out_frame", T => {
+        if meta {
+            Ok((make::<T>(None, &shape, dtype)?, make::<T>(None, &[], dtype)?))
+        } else {
+            let x = self_.to_vec::<T>()?;
+            let t = target.to_vec::<i64>()?;
+            let w = weight.map(|w| w.to_vec::<T>()).transpose()?;
+            let (o, tw) = nll_frame::<T>(&x, &t, w.as_deref(), n_classes, reduction, ignore_index, per_sample)?;
+            Ok((Tensor::from_vec(o, &shape)?, Tensor::from_vec(vec![tw], &[])?))
+        }
+    })?;
+    match out {
+        None => Ok((output, total)),
+        Some((o, tw)) => Ok((deliver(output, Some(o))?, deliver(total, Some(tw))?)),
+    }
+}
+
+/// The arithmetic of `nll_loss_out_frame`.
+fn nll_frame<T: Real>(
+    x: &[T],
+    t: &[i64],
+    w: Option<&[T]>,
+    n_classes: usize,
+    reduction: Reduction,
+    ignore_index: i64,
+    per_sample: bool,
+) -> Result<(Vec<T>, T)> {
+    let weight_of = |c: usize| w.map_or(T::ONE, |w| w[c]);
+    if per_sample {
+        let mut out = zeros::<T>(t.len())?;
+        for (i, &ti) in t.iter().enumerate() {
+            if ti == ignore_index {
+                continue;
+            }
+            let c = class_of(ti, n_classes)?;
+            out[i] = -x[i * n_classes + c] * weight_of(c);
+        }
+        return Ok((out, T::ZERO));
+    }
+    const LEVELS: usize = 8;
+    let batch = t.len().max(1);
+    let ceil_log2 = if batch <= 1 {
+        0
+    } else {
+        (usize::BITS - (batch - 1).leading_zeros()) as usize
+    };
+    let level_power = 4.max(ceil_log2 / LEVELS);
+    let level_mask = (1usize << level_power) - 1;
+    let mut num_ignored = 0usize;
+    let mut weight_sums = [T::ZERO; LEVELS];
+    let mut loss_sums = [T::ZERO; LEVELS];
+    for (b, &tb) in t.iter().enumerate() {
+        if tb == ignore_index {
+            num_ignored += 1;
+            continue;
+        }
+        let c = class_of(tb, n_classes)?;
+        let v = x[b * n_classes + c];
+        match w {
+            Some(w) => {
+                loss_sums[0] = loss_sums[0] - v * w[c];
+                weight_sums[0] = weight_sums[0] + w[c];
+            }
+            None => loss_sums[0] = loss_sums[0] - v,
+        }
+        for j in 0..LEVELS - 1 {
+            let mask = level_mask << (j * level_power);
+            if b & mask != 0 {
+                break;
+            }
+            weight_sums[j + 1] = weight_sums[j + 1] + weight_sums[j];
+            loss_sums[j + 1] = loss_sums[j + 1] + loss_sums[j];
+            weight_sums[j] = T::ZERO;
+            loss_sums[j] = T::ZERO;
+        }
+    }
+    let total = match w {
+        None => T::of((t.len() - num_ignored) as f64),
+        Some(_) => weight_sums.iter().fold(T::ZERO, |a, &b| a + b),
+    };
+    let mut loss = loss_sums.iter().fold(T::ZERO, |a, &b| a + b);
+    if reduction == Reduction::Mean {
+        loss = loss / total;
+    }
+    Ok((vec![loss], total))
+}
+
+/// `nll_loss_backward(grad_output, self, target, weight, reduction,
+/// ignore_index, total_weight)`, into `out` (`grad_input`) if given.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn nll_loss_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let n_classes = nll_checks(self_, target, weight)?;
+    let reduction = Reduction::of(reduction)?;
+    crate::ensure!(
+        total_weight.numel() == 1,
+        "expected total_weight to be a single element tensor, got: {} ({} elements)",
+        fmt_shape(&total_weight.shape()),
+        total_weight.numel()
+    );
+    let per_sample = reduction == Reduction::None && self_.dim() == 2;
+    if per_sample {
+        let n = self_.shape()[0];
+        crate::ensure!(
+            grad_output.dim() == 1 && grad_output.shape()[0] == n,
+            "Expected a tensor of dimension 1 and tensor.size[0] == {n} but got: dimension {} and tensor.size[0] == {}",
+            grad_output.dim(),
+            grad_output.shape().first().copied().unwrap_or(1)
+        );
+    } else {
+        crate::ensure!(
+            grad_output.dim() <= 1 && grad_output.numel() == 1,
+            "Expected a single element grad_output tensor, but got: {}",
+            fmt_shape(&grad_output.shape())
+        );
+    }
+    let dtype = self_.dtype();
+    let shape = self_.shape();
+    let ins = [grad_output, self_, target, total_weight];
+    let meta = is_meta(ins.into_iter().chain(weight).chain(out));
+    let r = with_float!(dtype, "nll_loss_backward_out_frame", T => {
+        let data = match meta {
+            true => None,
+            false => {
+                let g = grad_output.to_vec::<T>()?;
+                let t = target.to_vec::<i64>()?;
+                let w = weight.map(|w| w.to_vec::<T>()).transpose()?;
+                let tw = total_weight.to_vec::<T>()?[0];
+                let mut gi = zeros::<T>(self_.numel())?;
+                let weight_of = |c: usize| w.as_ref().map_or(T::ONE, |w| w[c]);
+                // The reduced forms scale every picked element by one value.
+                let scale = match reduction {
+                    Reduction::Mean => -(g[0] / tw),
+                    _ => -g[0],
+                };
+                for (i, &ti) in t.iter().enumerate() {
+                    if ti == ignore_index {
+                        continue;
+                    }
+                    let c = class_of(ti, n_classes)?;
+                    gi[i * n_classes + c] = match per_sample {
+                        true => -weight_of(c) * g[i],
+                        false => weight_of(c) * scale,
+                    };
+                }
+                Some(gi)
+            }
+        };
+        make(data, &shape, dtype)
+    })?;
+    deliver(r, out)
+}
+
+// ---- mse_loss -------------------------------------------------------------------
+
+/// `mse_loss(self, target, reduction)`: `(self - target)²` elementwise
+/// (broadcast), then its mean or sum; into `out` if given.
+pub(crate) fn mse_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let reduction = Reduction::of(reduction)?;
+    let diff = at::sub_Tensor(self_, target, Scalar::Int(1))?;
+    let sq = at::mul_Tensor(&diff, &diff)?;
+    let r = match reduction {
+        Reduction::None => sq,
+        Reduction::Mean => at::mean_dim(&sq, None, false, None)?,
+        Reduction::Sum => at::sum_dim_IntList(&sq, None, false, None)?,
+    };
+    deliver_cast(r, out)
+}
+
+/// `mse_loss_backward(grad_output, self, target, reduction)`: `norm * (self -
+/// target) * grad_output` with `norm` 2 (or `2 / numel` for the mean) in the
+/// dtype, evaluated left to right as PyTorch's kernel; shaped like `self`.
+pub(crate) fn mse_loss_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let reduction = Reduction::of(reduction)?;
+    let norm = match reduction {
+        Reduction::Mean => 2.0 / self_.numel() as f64,
+        _ => 2.0,
+    };
+    let diff = at::sub_Tensor(self_, target, Scalar::Int(1))?;
+    let r = at::mul_Tensor(&at::mul_Scalar(&diff, Scalar::Float(norm))?, grad_output)?;
+    check_output_shape(&self_.shape(), &r.shape())?;
+    deliver_cast(r, out)
+}
+
+// ---- addmm ----------------------------------------------------------------------
+
+/// Where `addmm` puts its result.
+pub(crate) enum Place<'a> {
+    /// A new tensor.
+    New,
+    /// `self`, in place.
+    Inplace(&'a Tensor),
+    /// `out=`.
+    Out(&'a Tensor),
+}
+
+/// `addmm(self, mat1, mat2, beta, alpha)`: `beta * self + alpha * (mat1 @
+/// mat2)` through `mm`'s GEMM engine; with `beta` 0, `self` is not read (its
+/// NaNs do not propagate), as PyTorch's BLAS call.
+pub(crate) fn addmm(
+    self_: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+    into: Place<'_>,
+) -> Result<Tensor> {
+    crate::ensure!(
+        mat1.dim() == 2,
+        "mat1 must be a matrix, got {}-D tensor",
+        mat1.dim()
+    );
+    crate::ensure!(
+        mat2.dim() == 2,
+        "mat2 must be a matrix, got {}-D tensor",
+        mat2.dim()
+    );
+    let (a, b) = (mat1.shape(), mat2.shape());
+    crate::ensure!(
+        a[1] == b[0],
+        "addmm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+        a[0],
+        a[1],
+        b[0],
+        b[1]
+    );
+    crate::ensure!(
+        mat1.dtype() == mat2.dtype(),
+        "mat1 and mat2 must have the same dtype, but got {} and {}",
+        mat1.dtype().c10_name(),
+        mat2.dtype().c10_name()
+    );
+    crate::ensure!(
+        self_.dtype() == mat2.dtype(),
+        "self and mat2 must have the same dtype, but got {} and {}",
+        self_.dtype().c10_name(),
+        mat2.dtype().c10_name()
+    );
+    let shape = [a[0] as i64, b[1] as i64];
+    if let Place::Inplace(_) = into {
+        check_output_shape(&self_.shape(), &[a[0], b[1]])?;
+    }
+    let expanded = at::expand(self_, &shape, false)?;
+    let mut product = at::mm(mat1, mat2)?;
+    if alpha.to_f64() != 1.0 {
+        product = at::mul_Scalar(&product, alpha)?;
+    }
+    let r = match beta.to_f64() {
+        0.0 => product,
+        1.0 => at::add_Tensor(&expanded, &product, Scalar::Int(1))?,
+        _ => at::add_Tensor(&at::mul_Scalar(&expanded, beta)?, &product, Scalar::Int(1))?,
+    };
+    match into {
+        Place::New => Ok(r),
+        Place::Inplace(s) => {
+            at::copy_(&mut s.clone(), &r, false)?;
+            Ok(s.clone())
+        }
+        Place::Out(o) => deliver(r, Some(o)),
+    }
+}
+
+// ---- lerp, addcmul, addcdiv ------------------------------------------------------
+
+/// The pointwise formulas of optimizers, with their scalar argument `v`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Formula {
+    /// `addcmul(self, t1, t2, value)`: `fma(value * t1, t2, self)`.
+    Addcmul,
+    /// `addcdiv(self, t1, t2, value)`: `self + value * t1 / t2`.
+    Addcdiv,
+    /// `lerp(self, end, weight)`: `fma(w, end - self, self)` when `|w| < 0.5`,
+    /// else `fma(w - 1, end - self, end)`.
+    Lerp,
+}
+
+impl Formula {
+    /// The name PyTorch's dtype dispatch reports.
+    fn kernel_name(self) -> &'static str {
+        match self {
+            Formula::Addcmul => "addcmul_cpu_out",
+            Formula::Addcdiv => "addcdiv_cpu_out",
+            Formula::Lerp => "lerp_kernel_scalar",
+        }
+    }
+
+    /// One element: `xs` are the tensors' elements in schema order.
+    fn apply<T: Real>(self, xs: &[T], v: T) -> T {
+        match self {
+            Formula::Addcmul => (v * xs[1]).fma(xs[2], xs[0]),
+            Formula::Addcdiv => xs[0] + v * xs[1] / xs[2],
+            Formula::Lerp => {
+                let (s, e) = (xs[0], xs[1]);
+                let d = e - s;
+                if v.abs_() < T::of(0.5) {
+                    v.fma(d, s)
+                } else {
+                    (v - T::ONE).fma(d, e)
+                }
+            }
+        }
+    }
+}
+
+/// `addcmul` / `addcdiv` (`self`, `tensor1`, `tensor2` broadcast and
+/// promoted), into `into`.
+pub(crate) fn addc(
+    op: Formula,
+    self_: &Tensor,
+    tensor1: &Tensor,
+    tensor2: &Tensor,
+    value: Scalar,
+    into: Place<'_>,
+) -> Result<Tensor> {
+    let ins = [self_, tensor1, tensor2];
+    let dtype = result_type_tensors(ins);
+    if op == Formula::Addcdiv && !dtype.is_floating_point() {
+        crate::bail!("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.");
+    }
+    pointwise(op, &ins, dtype, value, into)
+}
+
+/// `lerp.Scalar(self, end, weight)` into `into`: PyTorch's fused formula.
+pub(crate) fn lerp_scalar(
+    self_: &Tensor,
+    end: &Tensor,
+    weight: Scalar,
+    into: Place<'_>,
+) -> Result<Tensor> {
+    crate::ensure!(
+        self_.dtype() == end.dtype(),
+        "expected dtype {} for `end` but got dtype {}",
+        self_.dtype().c10_name(),
+        end.dtype().c10_name()
+    );
+    pointwise(Formula::Lerp, &[self_, end], self_.dtype(), weight, into)
+}
+
+/// `op` over `ins` broadcast, computed in `dtype`: a new tensor (meta without
+/// computing), then written into `self` (in place) or `out` if asked.
+fn pointwise(
+    op: Formula,
+    ins: &[&Tensor],
+    dtype: DType,
+    scalar: Scalar,
+    into: Place<'_>,
+) -> Result<Tensor> {
+    let shapes: Vec<Vec<usize>> = ins.iter().map(|t| t.shape()).collect();
+    let shape = broadcast_all(shapes.iter().map(Vec::as_slice))?;
+    if let Place::Inplace(s) = into {
+        check_output_shape(&s.shape(), &shape)?;
+    }
+    let sizes: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
+    let meta = is_meta(ins.iter().copied());
+    let r = with_float!(dtype, op.kernel_name(), T => {
+        if meta {
+            make::<T>(None, &shape, dtype)
+        } else {
+            check_alloc(&shape, dtype, Device::Cpu)?;
+            let cols = ins
+                .iter()
+                .map(|t| at::expand(t, &sizes, false)?.to_vec::<T>())
+                .collect::<Result<Vec<_>>>()?;
+            let v = T::of(scalar.to_f64());
+            let n = shape.iter().product();
+            let mut xs = Vec::with_capacity(cols.len());
+            let data = memory::try_collect(n, (0..n).map(|i| {
+                xs.clear();
+                xs.extend(cols.iter().map(|c| c[i]));
+                op.apply(&xs, v)
+            }))?;
+            Tensor::from_vec(data, &shape)
+        }
+    })?;
+    match into {
+        Place::New => Ok(r),
+        Place::Inplace(s) => {
+            check_can_cast(r.dtype(), s.dtype())?;
+            at::copy_(&mut s.clone(), &r, false)?;
+            Ok(s.clone())
+        }
+        Place::Out(o) => deliver_cast(r, Some(o)),
+    }
+}
+
+// ---- the kernels -----------------------------------------------------------------
+
+/// The nn family's backend kernels, stamped into `cpu` and `meta` by
+/// `backend_kernels!`.
+macro_rules! nn_kernels {
+    ($key:ident) => {
+        use $crate::kernels::nn::{self as nn_impl, Formula, Place};
+
+        #[doc = concat!("`_softmax` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn _softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+            nn_impl::softmax(self_, dim, half_to_float, false, None)
+        }
+
+        #[doc = concat!("`_softmax.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn _softmax_out(
+            self_: &Tensor,
+            dim: i64,
+            half_to_float: bool,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            nn_impl::softmax(self_, dim, half_to_float, false, Some(out))
+        }
+
+        #[doc = concat!("`_log_softmax` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn _log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+            nn_impl::softmax(self_, dim, half_to_float, true, None)
+        }
+
+        #[doc = concat!("`_log_softmax.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn _log_softmax_out(
+            self_: &Tensor,
+            dim: i64,
+            half_to_float: bool,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            nn_impl::softmax(self_, dim, half_to_float, true, Some(out))
+        }
+
+        #[doc = concat!("`_softmax_backward_data` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn _softmax_backward_data(
+            grad_output: &Tensor,
+            output: &Tensor,
+            dim: i64,
+            input_dtype: DType,
+        ) -> Result<Tensor> {
+            nn_impl::softmax_backward(grad_output, output, dim, input_dtype, false, None)
+        }
+
+        #[doc = concat!("`_softmax_backward_data.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn _softmax_backward_data_out(
+            grad_output: &Tensor,
+            output: &Tensor,
+            dim: i64,
+            input_dtype: DType,
+            grad_input: &mut Tensor,
+        ) -> Result<Tensor> {
+            nn_impl::softmax_backward(grad_output, output, dim, input_dtype, false, Some(grad_input))
+        }
+
+        #[doc = concat!("`_log_softmax_backward_data` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn _log_softmax_backward_data(
+            grad_output: &Tensor,
+            output: &Tensor,
+            dim: i64,
+            input_dtype: DType,
+        ) -> Result<Tensor> {
+            nn_impl::softmax_backward(grad_output, output, dim, input_dtype, true, None)
+        }
+
+        #[doc = concat!("`_log_softmax_backward_data.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn _log_softmax_backward_data_out(
+            grad_output: &Tensor,
+            output: &Tensor,
+            dim: i64,
+            input_dtype: DType,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            nn_impl::softmax_backward(grad_output, output, dim, input_dtype, true, Some(out))
+        }
+
+        #[doc = concat!("`nll_loss_forward` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn nll_loss_forward(
+            self_: &Tensor,
+            target: &Tensor,
+            weight: Option<&Tensor>,
+            reduction: i64,
+            ignore_index: i64,
+        ) -> Result<(Tensor, Tensor)> {
+            nn_impl::nll_loss_forward(self_, target, weight, reduction, ignore_index, None)
+        }
+
+        #[doc = concat!("`nll_loss_forward.output` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn nll_loss_forward_output(
+            self_: &Tensor,
+            target: &Tensor,
+            weight: Option<&Tensor>,
+            reduction: i64,
+            ignore_index: i64,
+            output: &mut Tensor,
+            total_weight: &mut Tensor,
+        ) -> Result<(Tensor, Tensor)> {
+            let outs = Some((&*output, &*total_weight));
+            nn_impl::nll_loss_forward(self_, target, weight, reduction, ignore_index, outs)
+        }
+
+        #[doc = concat!("`nll_loss_backward` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn nll_loss_backward(
+            grad_output: &Tensor,
+            self_: &Tensor,
+            target: &Tensor,
+            weight: Option<&Tensor>,
+            reduction: i64,
+            ignore_index: i64,
+            total_weight: &Tensor,
+        ) -> Result<Tensor> {
+            nn_impl::nll_loss_backward(
+                grad_output,
+                self_,
+                target,
+                weight,
+                reduction,
+                ignore_index,
+                total_weight,
+                None,
+            )
+        }
+
+        #[doc = concat!("`nll_loss_backward.grad_input` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        #[allow(clippy::too_many_arguments)]
+        pub fn nll_loss_backward_grad_input(
+            grad_output: &Tensor,
+            self_: &Tensor,
+            target: &Tensor,
+            weight: Option<&Tensor>,
+            reduction: i64,
+            ignore_index: i64,
+            total_weight: &Tensor,
+            grad_input: &mut Tensor,
+        ) -> Result<Tensor> {
+            nn_impl::nll_loss_backward(
+                grad_output,
+                self_,
+                target,
+                weight,
+                reduction,
+                ignore_index,
+                total_weight,
+                Some(grad_input),
+            )
+        }
+
+        #[doc = concat!("`mse_loss` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+            nn_impl::mse_loss(self_, target, reduction, None)
+        }
+
+        #[doc = concat!("`mse_loss.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn mse_loss_out(
+            self_: &Tensor,
+            target: &Tensor,
+            reduction: i64,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            nn_impl::mse_loss(self_, target, reduction, Some(out))
+        }
+
+        #[doc = concat!("`mse_loss_backward` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn mse_loss_backward(
+            grad_output: &Tensor,
+            self_: &Tensor,
+            target: &Tensor,
+            reduction: i64,
+        ) -> Result<Tensor> {
+            nn_impl::mse_loss_backward(grad_output, self_, target, reduction, None)
+        }
+
+        #[doc = concat!("`mse_loss_backward.grad_input` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn mse_loss_backward_grad_input(
+            grad_output: &Tensor,
+            self_: &Tensor,
+            target: &Tensor,
+            reduction: i64,
+            grad_input: &mut Tensor,
+        ) -> Result<Tensor> {
+            nn_impl::mse_loss_backward(grad_output, self_, target, reduction, Some(grad_input))
+        }
+
+        #[doc = concat!("`addmm` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn addmm(
+            self_: &Tensor,
+            mat1: &Tensor,
+            mat2: &Tensor,
+            beta: Scalar,
+            alpha: Scalar,
+        ) -> Result<Tensor> {
+            nn_impl::addmm(self_, mat1, mat2, beta, alpha, Place::New)
+        }
+
+        #[doc = concat!("`addmm_` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn addmm_(
+            self_: &mut Tensor,
+            mat1: &Tensor,
+            mat2: &Tensor,
+            beta: Scalar,
+            alpha: Scalar,
+        ) -> Result<Tensor> {
+            let s = self_.clone();
+            nn_impl::addmm(&s, mat1, mat2, beta, alpha, Place::Inplace(&s))
+        }
+
+        #[doc = concat!("`addmm.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn addmm_out(
+            self_: &Tensor,
+            mat1: &Tensor,
+            mat2: &Tensor,
+            beta: Scalar,
+            alpha: Scalar,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            nn_impl::addmm(self_, mat1, mat2, beta, alpha, Place::Out(out))
+        }
+
+        #[doc = concat!("`lerp.Scalar` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn lerp_Scalar(self_: &Tensor, end: &Tensor, weight: Scalar) -> Result<Tensor> {
+            nn_impl::lerp_scalar(self_, end, weight, Place::New)
+        }
+
+        #[doc = concat!("`lerp_.Scalar` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn lerp__Scalar(self_: &mut Tensor, end: &Tensor, weight: Scalar) -> Result<Tensor> {
+            let s = self_.clone();
+            nn_impl::lerp_scalar(&s, end, weight, Place::Inplace(&s))
+        }
+
+        #[doc = concat!("`lerp.Scalar_out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn lerp_Scalar_out(
+            self_: &Tensor,
+            end: &Tensor,
+            weight: Scalar,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            nn_impl::lerp_scalar(self_, end, weight, Place::Out(out))
+        }
+
+        $crate::kernels::nn::addc_kernels!($key;
+            "addcmul": addcmul, addcmul_, addcmul_out => Addcmul;
+            "addcdiv": addcdiv, addcdiv_, addcdiv_out => Addcdiv;
+        );
+
+        #[doc = concat!("`uniform_` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn uniform_(
+            self_: &mut Tensor,
+            from: f64,
+            to: f64,
+            generator: Option<&$crate::Generator>,
+        ) -> Result<Tensor> {
+            $crate::kernels::sampling::fill(
+                self_,
+                $crate::kernels::sampling::Draw::Uniform { from, to },
+                generator,
+            )
+        }
+
+        #[doc = concat!("`normal_` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn normal_(
+            self_: &mut Tensor,
+            mean: f64,
+            std: f64,
+            generator: Option<&$crate::Generator>,
+        ) -> Result<Tensor> {
+            $crate::kernels::sampling::fill(
+                self_,
+                $crate::kernels::sampling::Draw::Normal { mean, std },
+                generator,
+            )
+        }
+    };
+}
+
+/// `addcmul` / `addcmul_` / `addcmul.out` and `addcdiv`'s three.
+macro_rules! addc_kernels {
+    ($key:ident; $($op:literal: $f:ident, $f_:ident, $f_out:ident => $kind:ident;)*) => {$(
+        #[doc = concat!("`", $op, "` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn $f(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
+            nn_impl::addc(Formula::$kind, self_, tensor1, tensor2, value, Place::New)
+        }
+        #[doc = concat!("`", $op, "_` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn $f_(self_: &mut Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
+            let s = self_.clone();
+            nn_impl::addc(Formula::$kind, &s, tensor1, tensor2, value, Place::Inplace(&s))
+        }
+        #[doc = concat!("`", $op, ".out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn $f_out(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar, out: &mut Tensor) -> Result<Tensor> {
+            nn_impl::addc(Formula::$kind, self_, tensor1, tensor2, value, Place::Out(out))
+        }
+    )*};
+}
+
+pub(crate) use {addc_kernels, nn_kernels};
