@@ -1,0 +1,119 @@
+//! `nn.functional`: activations and losses over the operators of the YAML
+//! (each call goes through the override protocols, as `torch.nn.functional`
+//! does through `torch._C._nn`).
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ops;
+use crate::tensor::Tensor;
+
+/// How a loss reduces its per-element values (PyTorch's `reduction=`; the
+/// operators take its integer code, `at::Reduction`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Reduction {
+    /// Every element's loss.
+    None,
+    /// Their mean (PyTorch's default).
+    #[default]
+    Mean,
+    /// Their sum.
+    Sum,
+}
+
+impl Reduction {
+    /// The operators' code: 0, 1, 2.
+    pub fn code(self) -> i64 {
+        match self {
+            Reduction::None => 0,
+            Reduction::Mean => 1,
+            Reduction::Sum => 2,
+        }
+    }
+}
+
+impl std::str::FromStr for Reduction {
+    type Err = Error;
+
+    /// `"none"`, `"mean"` or `"sum"`; anything else is PyTorch's error.
+    fn from_str(s: &str) -> Result<Reduction> {
+        match s {
+            "none" => Ok(Reduction::None),
+            "mean" => Ok(Reduction::Mean),
+            "sum" => Ok(Reduction::Sum),
+            other => Err(Error::Value(
+                format!("{other} is not a valid value for reduction").into(),
+            )),
+        }
+    }
+}
+
+/// `max(x, 0)`.
+pub fn relu(input: &Tensor) -> Result<Tensor> {
+    ops::relu(input)
+}
+
+/// `softmax` along `dim` (computed in `dtype` if given).
+pub fn softmax(input: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    ops::softmax_int(input, dim, dtype)
+}
+
+/// `log(softmax(x))` along `dim`, computed stably.
+pub fn log_softmax(input: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    ops::log_softmax_int(input, dim, dtype)
+}
+
+/// The negative log-likelihood of `target` classes under log-probabilities
+/// `input` (`[N, C]`), PyTorch's `F.nll_loss` (`ignore_index` -100 by
+/// default).
+pub fn nll_loss(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    ops::nll_loss(input, target, weight, reduction.code(), ignore_index)
+}
+
+/// `nll_loss(log_softmax(input, 1), target)`, PyTorch's `F.cross_entropy`
+/// with class-index targets.
+pub fn cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    ops::cross_entropy_loss(
+        input,
+        target,
+        weight,
+        reduction.code(),
+        ignore_index,
+        label_smoothing,
+    )
+}
+
+/// The mean (or sum) squared error, PyTorch's `F.mse_loss`; a target of
+/// another shape broadcasts, with PyTorch's warning.
+pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    if input.shape() != target.shape() {
+        crate::warnings::warn(&format!(
+            "Using a target size ({}) that is different to the input size ({}). This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
+            torch_size(&target.shape()),
+            torch_size(&input.shape())
+        ));
+    }
+    ops::mse_loss(input, target, reduction.code())
+}
+
+/// Class indices to one-hot rows (`int64`); `num_classes` -1 infers it.
+pub fn one_hot(tensor: &Tensor, num_classes: i64) -> Result<Tensor> {
+    ops::one_hot(tensor, num_classes)
+}
+
+fn torch_size(shape: &[usize]) -> String {
+    let parts: Vec<String> = shape.iter().map(ToString::to_string).collect();
+    format!("torch.Size([{}])", parts.join(", "))
+}

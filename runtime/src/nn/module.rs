@@ -1,0 +1,530 @@
+//! The [`Module`] trait and the registry every module keeps ([`ModuleCore`]):
+//! PyTorch's `nn.Module` bookkeeping — parameters, buffers and children by
+//! name, in registration order; `train` / `eval`; `zero_grad`; `state_dict` /
+//! `load_state_dict` with PyTorch's keys and messages; printing with
+//! `extra_repr`.
+
+use crate::autograd::no_grad;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use std::fmt;
+
+/// A module's parameters, buffers and children, by name, in registration
+/// order (PyTorch's `_parameters`, `_buffers`, `_modules`), and its training
+/// flag. A module type holds one and hands it out through
+/// [`Module::core`] / [`Module::core_mut`].
+#[derive(Default)]
+pub struct ModuleCore {
+    parameters: Vec<(String, Option<Tensor>)>,
+    buffers: Vec<(String, Option<Tensor>)>,
+    children: Vec<(String, Box<dyn Module>)>,
+    training: bool,
+}
+
+impl ModuleCore {
+    /// An empty registry, in training mode (PyTorch's default).
+    pub fn new() -> ModuleCore {
+        ModuleCore {
+            training: true,
+            ..ModuleCore::default()
+        }
+    }
+
+    fn check_name(&self, name: &str, kind: &str) -> Result<()> {
+        if name.is_empty() {
+            return Err(Error::Value(
+                format!("{kind} name can't be empty string \"\"").into(),
+            ));
+        }
+        if name.contains('.') {
+            return Err(Error::Value(
+                format!("{kind} name can't contain \".\"").into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn taken(&self, name: &str) -> bool {
+        self.parameters.iter().any(|(n, _)| n == name)
+            || self.buffers.iter().any(|(n, _)| n == name)
+            || self.children.iter().any(|(n, _)| n == name)
+    }
+
+    /// Registers a parameter (`None`: an optional parameter that is absent, as
+    /// the seed's `register_parameter('bias', None)`). A parameter is a leaf
+    /// that requires grad. PyTorch's errors for an empty name, a dotted name,
+    /// or a name a buffer or child already has; registering a parameter again
+    /// replaces it.
+    pub fn register_parameter(&mut self, name: &str, param: Option<Tensor>) -> Result<()> {
+        self.check_name(name, "parameter")?;
+        if let Some(slot) = self.parameters.iter_mut().find(|(n, _)| n == name) {
+            slot.1 = param;
+            return Ok(());
+        }
+        if self.taken(name) {
+            return Err(Error::Value(
+                format!("attribute '{name}' already exists").into(),
+            ));
+        }
+        if let Some(p) = &param {
+            if !p.is_leaf() {
+                return Err(Error::Value(
+                    format!("Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be created explicitly. To express '{name}' as a function of another Tensor, compute the value in the forward() method.").into(),
+                ));
+            }
+        }
+        self.parameters.push((name.to_string(), param));
+        Ok(())
+    }
+
+    /// Registers a buffer (state that is not a parameter: saved in the state
+    /// dict, not trained). `None` for an absent one.
+    pub fn register_buffer(&mut self, name: &str, buffer: Option<Tensor>) -> Result<()> {
+        self.check_name(name, "buffer")?;
+        if let Some(slot) = self.buffers.iter_mut().find(|(n, _)| n == name) {
+            slot.1 = buffer;
+            return Ok(());
+        }
+        if self.taken(name) {
+            return Err(Error::Value(
+                format!("attribute '{name}' already exists").into(),
+            ));
+        }
+        self.buffers.push((name.to_string(), buffer));
+        Ok(())
+    }
+
+    /// Adds a child module (PyTorch's `add_module`).
+    pub fn add_module(&mut self, name: &str, module: Box<dyn Module>) -> Result<()> {
+        self.check_name(name, "module")?;
+        if let Some(slot) = self.children.iter_mut().find(|(n, _)| n == name) {
+            slot.1 = module;
+            return Ok(());
+        }
+        if self.taken(name) {
+            return Err(Error::Value(
+                format!("attribute '{name}' already exists").into(),
+            ));
+        }
+        self.children.push((name.to_string(), module));
+        Ok(())
+    }
+
+    /// The parameter `name` of this module (not its children's): `None` if
+    /// absent or registered as `None`.
+    pub fn parameter(&self, name: &str) -> Option<&Tensor> {
+        self.parameters
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, p)| p.as_ref())
+    }
+
+    /// The buffer `name` of this module.
+    pub fn buffer(&self, name: &str) -> Option<&Tensor> {
+        self.buffers
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, b)| b.as_ref())
+    }
+
+    /// The children, in order.
+    pub fn children(&self) -> impl Iterator<Item = (&str, &dyn Module)> {
+        self.children.iter().map(|(n, m)| (n.as_str(), &**m))
+    }
+
+    /// The children, to change.
+    pub fn children_mut(&mut self) -> impl Iterator<Item = (&str, &mut Box<dyn Module>)> {
+        self.children.iter_mut().map(|(n, m)| (n.as_str(), m))
+    }
+
+    /// Is the module in training mode?
+    pub fn is_training(&self) -> bool {
+        self.training
+    }
+}
+
+/// PyTorch's `torch.Size([2, 3])`.
+fn torch_size(shape: &[usize]) -> String {
+    let parts: Vec<String> = shape.iter().map(ToString::to_string).collect();
+    format!("torch.Size([{}])", parts.join(", "))
+}
+
+/// What [`Module::load_state_dict`] found (PyTorch's `_IncompatibleKeys`):
+/// with `strict`, any of it is an error instead.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct IncompatibleKeys {
+    /// Keys the module has and the state dict lacks.
+    pub missing_keys: Vec<String>,
+    /// Keys the state dict has and the module lacks.
+    pub unexpected_keys: Vec<String>,
+}
+
+impl fmt::Display for IncompatibleKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.missing_keys.is_empty() && self.unexpected_keys.is_empty() {
+            return f.write_str("<All keys matched successfully>");
+        }
+        write!(
+            f,
+            "_IncompatibleKeys(missing_keys={:?}, unexpected_keys={:?})",
+            self.missing_keys, self.unexpected_keys
+        )
+    }
+}
+
+/// A module's state: parameters and buffers by their dotted names
+/// (`"0.weight"`), in PyTorch's order (a module's own parameters, then its
+/// buffers, then each child's, depth first). The tensors are detached from
+/// the module's graph but share its storage, as PyTorch's `state_dict` does.
+#[derive(Clone, Debug, Default)]
+pub struct StateDict {
+    entries: Vec<(String, Tensor)>,
+}
+
+impl StateDict {
+    /// An empty state dict.
+    pub fn new() -> StateDict {
+        StateDict::default()
+    }
+
+    /// Adds or replaces `key`.
+    pub fn insert(&mut self, key: impl Into<String>, value: Tensor) {
+        let key = key.into();
+        match self.entries.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.entries.push((key, value)),
+        }
+    }
+
+    /// Removes `key`, returning its tensor.
+    pub fn remove(&mut self, key: &str) -> Option<Tensor> {
+        let i = self.entries.iter().position(|(k, _)| k == key)?;
+        Some(self.entries.remove(i).1)
+    }
+
+    /// The tensor under `key`.
+    pub fn get(&self, key: &str) -> Option<&Tensor> {
+        self.entries.iter().find(|(k, _)| k == key).map(|(_, t)| t)
+    }
+
+    /// The keys, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(k, _)| k.as_str())
+    }
+
+    /// The entries, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Tensor)> {
+        self.entries.iter().map(|(k, t)| (k.as_str(), t))
+    }
+
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// No entries?
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl FromIterator<(String, Tensor)> for StateDict {
+    fn from_iter<I: IntoIterator<Item = (String, Tensor)>>(iter: I) -> StateDict {
+        let mut d = StateDict::new();
+        for (k, t) in iter {
+            d.insert(k, t);
+        }
+        d
+    }
+}
+
+/// A neural-network module (PyTorch's `nn.Module`): a [`Module::forward`]
+/// over the parameters, buffers and children its [`ModuleCore`] keeps. Every
+/// other method has PyTorch's behaviour by default.
+///
+/// ```
+/// use opforge::nn::{self, Module};
+/// let model = nn::Sequential::new()
+///     .add(nn::Linear::new(4, 3, true)?)
+///     .add(nn::ReLU::new())
+///     .add(nn::Linear::new(3, 2, false)?);
+/// let keys: Vec<String> = model.state_dict().keys().map(String::from).collect();
+/// assert_eq!(keys, ["0.weight", "0.bias", "2.weight"]);
+/// assert_eq!(model.to_string(), "Sequential(
+///   (0): Linear(in_features=4, out_features=3, bias=True)
+///   (1): ReLU()
+///   (2): Linear(in_features=3, out_features=2, bias=False)
+/// )");
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub trait Module: Send + Sync {
+    /// The computation.
+    fn forward(&self, input: &Tensor) -> Result<Tensor>;
+
+    /// The module's registry.
+    fn core(&self) -> &ModuleCore;
+
+    /// The module's registry, to change.
+    fn core_mut(&mut self) -> &mut ModuleCore;
+
+    /// The class name printed (`Linear`); the default is the type's name.
+    fn name(&self) -> String {
+        let full = std::any::type_name::<Self>();
+        let path = full.split('<').next().unwrap_or(full);
+        path.rsplit("::").next().unwrap_or(path).to_string()
+    }
+
+    /// Extra information printed between the parentheses (PyTorch's
+    /// `extra_repr`): `in_features=4, out_features=3, bias=True`.
+    fn extra_repr(&self) -> String {
+        String::new()
+    }
+
+    /// The module's parameters and its children's, recursively, each once
+    /// (PyTorch's `parameters()`).
+    fn parameters(&self) -> Vec<Tensor> {
+        self.named_parameters()
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect()
+    }
+
+    /// [`Module::parameters`] with their dotted names (`"0.weight"`).
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        let mut out: Vec<(String, Tensor)> = Vec::new();
+        collect(self.core(), "", &mut |name, t, is_param| {
+            if is_param && !out.iter().any(|(_, p)| p.is_same(t)) {
+                out.push((name, t.clone()));
+            }
+        });
+        out
+    }
+
+    /// The buffers, recursively, with their dotted names.
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        let mut out = Vec::new();
+        collect(self.core(), "", &mut |name, t, is_param| {
+            if !is_param {
+                out.push((name, t.clone()));
+            }
+        });
+        out
+    }
+
+    /// Sets training mode here and in every child (PyTorch's `train(mode)`).
+    fn train(&mut self, mode: bool) {
+        set_training(self.core_mut(), mode);
+    }
+
+    /// `train(false)`.
+    fn eval(&mut self) {
+        self.train(false);
+    }
+
+    /// Is the module in training mode?
+    fn is_training(&self) -> bool {
+        self.core().is_training()
+    }
+
+    /// Clears every parameter's gradient (`set_to_none`, PyTorch's default)
+    /// or zeroes it in place.
+    fn zero_grad(&self, set_to_none: bool) -> Result<()> {
+        zero_grads(&self.parameters(), set_to_none)
+    }
+
+    /// The module's state: parameters then buffers, recursively, under
+    /// dotted names; detached, sharing storage.
+    fn state_dict(&self) -> StateDict {
+        let mut out = StateDict::new();
+        let mut failed = None;
+        collect(self.core(), "", &mut |name, t, _| match t.detach() {
+            Ok(d) => out.insert(name, d),
+            Err(e) => failed = Some(e),
+        });
+        debug_assert!(failed.is_none(), "detach of a module tensor: {failed:?}");
+        out
+    }
+
+    /// Copies `state` into the module's parameters and buffers (in place,
+    /// without recording). With `strict`, a missing or unexpected key is an
+    /// error; a shape mismatch always is. The error is PyTorch's: "Error(s)
+    /// in loading state_dict for Sequential:" and one line per problem.
+    fn load_state_dict(&self, state: &StateDict, strict: bool) -> Result<IncompatibleKeys>
+    where
+        Self: Sized,
+    {
+        load_state_dict(self, state, strict)
+    }
+}
+
+/// Visits every parameter (`true`) and buffer (`false`) that is present,
+/// depth first, with its dotted name: a module's parameters, its buffers,
+/// then each child's.
+fn collect(core: &ModuleCore, prefix: &str, f: &mut dyn FnMut(String, &Tensor, bool)) {
+    for (n, p) in &core.parameters {
+        if let Some(p) = p {
+            f(format!("{prefix}{n}"), p, true);
+        }
+    }
+    for (n, b) in &core.buffers {
+        if let Some(b) = b {
+            f(format!("{prefix}{n}"), b, false);
+        }
+    }
+    for (n, child) in &core.children {
+        collect(child.core(), &format!("{prefix}{n}."), f);
+    }
+}
+
+fn set_training(core: &mut ModuleCore, mode: bool) {
+    core.training = mode;
+    for (_, child) in &mut core.children {
+        child.train(mode);
+    }
+}
+
+/// Clears (`set_to_none`) or zeroes each tensor's gradient: what modules'
+/// and optimizers' `zero_grad` do.
+pub(crate) fn zero_grads(params: &[Tensor], set_to_none: bool) -> Result<()> {
+    for p in params {
+        let (Some(meta), Some(mut g)) = (p.autograd_meta(), p.grad()) else {
+            continue;
+        };
+        if set_to_none {
+            meta.set_grad(None);
+        } else {
+            let _off = no_grad();
+            if g.grad_fn().is_some() {
+                g = g.detach()?;
+                meta.set_grad(Some(g.clone()));
+            }
+            crate::at::zero_(&mut g)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`Module::load_state_dict`] for any module (also `dyn Module`).
+pub fn load_state_dict(
+    module: &(impl Module + ?Sized),
+    state: &StateDict,
+    strict: bool,
+) -> Result<IncompatibleKeys> {
+    let mut own: Vec<(String, Tensor)> = Vec::new();
+    collect(module.core(), "", &mut |name, t, _| {
+        own.push((name, t.clone()))
+    });
+    let mut errors: Vec<String> = Vec::new();
+    let mut keys = IncompatibleKeys::default();
+    for (name, t) in &own {
+        match state.get(name) {
+            None => keys.missing_keys.push(name.clone()),
+            Some(src) if src.shape() != t.shape() => errors.push(format!(
+                "size mismatch for {name}: copying a param with shape {} from checkpoint, the shape in current model is {}.",
+                torch_size(&src.shape()),
+                torch_size(&t.shape())
+            )),
+            Some(_) => {}
+        }
+    }
+    for (k, _) in state.iter() {
+        if !own.iter().any(|(n, _)| n == k) {
+            keys.unexpected_keys.push(k.to_string());
+        }
+    }
+    if strict {
+        let quoted = |ks: &[String]| {
+            ks.iter()
+                .map(|k| format!("\"{k}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut head = Vec::new();
+        if !keys.unexpected_keys.is_empty() {
+            head.push(format!(
+                "Unexpected key(s) in state_dict: {}. ",
+                quoted(&keys.unexpected_keys)
+            ));
+        }
+        if !keys.missing_keys.is_empty() {
+            head.insert(
+                0,
+                format!(
+                    "Missing key(s) in state_dict: {}. ",
+                    quoted(&keys.missing_keys)
+                ),
+            );
+        }
+        errors.splice(0..0, head);
+    }
+    if !errors.is_empty() {
+        return Err(Error::Runtime(
+            format!(
+                "Error(s) in loading state_dict for {}:\n\t{}",
+                module.name(),
+                errors.join("\n\t")
+            )
+            .into(),
+        ));
+    }
+    let _off = no_grad();
+    for (name, t) in &own {
+        if let Some(src) = state.get(name) {
+            crate::at::copy_(&mut t.clone(), src, false)?;
+        }
+    }
+    Ok(keys)
+}
+
+/// PyTorch's `_addindent`: every line after the first indented by `n`.
+fn add_indent(s: &str, n: usize) -> String {
+    let mut lines = s.split('\n');
+    let first = lines.next().unwrap_or_default().to_string();
+    let rest: Vec<String> = lines.map(|l| format!("{}{l}", " ".repeat(n))).collect();
+    if rest.is_empty() {
+        first
+    } else {
+        format!("{first}\n{}", rest.join("\n"))
+    }
+}
+
+/// PyTorch's `nn.Module.__repr__`.
+pub fn module_repr(m: &(impl Module + ?Sized)) -> String {
+    let extra = m.extra_repr();
+    let extra_lines: Vec<&str> = match extra.is_empty() {
+        true => Vec::new(),
+        false => extra.split('\n').collect(),
+    };
+    let child_lines: Vec<String> = m
+        .core()
+        .children()
+        .map(|(n, c)| format!("({n}): {}", add_indent(&module_repr(c), 2)))
+        .collect();
+    let mut s = format!("{}(", m.name());
+    if extra_lines.len() == 1 && child_lines.is_empty() {
+        s.push_str(extra_lines[0]);
+    } else if !extra_lines.is_empty() || !child_lines.is_empty() {
+        let lines: Vec<String> = extra_lines
+            .iter()
+            .map(|l| l.to_string())
+            .chain(child_lines)
+            .collect();
+        s.push_str("\n  ");
+        s.push_str(&lines.join("\n  "));
+        s.push('\n');
+    }
+    s.push(')');
+    s
+}
+
+impl fmt::Display for dyn Module {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&module_repr(self))
+    }
+}
+
+impl fmt::Debug for dyn Module {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&module_repr(self))
+    }
+}

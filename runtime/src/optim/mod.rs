@@ -1,0 +1,163 @@
+//! A minimal `torch.optim`: [`SGD`], [`Adam`] and [`AdamW`], with PyTorch's
+//! defaults, its checks and messages, and its single-tensor update rules
+//! (the CPU path), operation for operation, so that a training run follows
+//! PyTorch's step by step. Steps run without recording, as PyTorch's
+//! `@torch.no_grad()` steps do; parameters are updated in place, so the
+//! modules holding them see the new values.
+//!
+//! ```
+//! use opforge::nn::{self, Module};
+//! use opforge::optim::{Optimizer, SGD, SgdOptions};
+//! use opforge::Tensor;
+//! let model = nn::Linear::new(2, 1, true)?;
+//! let mut opt = SGD::new(model.parameters(), SgdOptions { lr: 0.1, ..SgdOptions::default() })?;
+//! let x = Tensor::from_vec(vec![1.0f32, 2.0], &[1, 2])?;
+//! let before = model.weight().to_vec::<f32>()?;
+//! opt.zero_grad()?;
+//! model.forward(&x)?.sum()?.backward()?;
+//! opt.step()?;
+//! let after = model.weight().to_vec::<f32>()?;
+//! assert!((before[1] - 0.2 - after[1]).abs() < 1e-6); // w -= lr * x
+//! # Ok::<(), opforge::Error>(())
+//! ```
+
+mod adam;
+mod sgd;
+
+pub use adam::{Adam, AdamOptions, AdamW};
+pub use sgd::{SgdOptions, SGD};
+
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use serde_json::{Map, Value as Json};
+
+/// An optimizer's state (PyTorch's `optimizer.state_dict()`): per parameter
+/// (numbered across groups, in order) its named state tensors, and per
+/// group its hyperparameters and the numbers of its parameters.
+#[derive(Clone, Debug, Default)]
+pub struct OptimizerState {
+    /// `(parameter number, [(name, tensor)])`, for parameters that have
+    /// state (`momentum_buffer`; `step`, `exp_avg`, `exp_avg_sq`, …).
+    pub state: Vec<(usize, Vec<(String, Tensor)>)>,
+    /// Each group's hyperparameters under PyTorch's names, with `"params"`
+    /// listing its parameter numbers.
+    pub param_groups: Vec<Map<String, Json>>,
+}
+
+/// What every optimizer does.
+pub trait Optimizer {
+    /// One update of every parameter that has a gradient.
+    fn step(&mut self) -> Result<()>;
+
+    /// Every parameter, group by group.
+    fn params(&self) -> Vec<Tensor>;
+
+    /// Clears every parameter's gradient (`set_to_none`, PyTorch's default).
+    fn zero_grad(&self) -> Result<()> {
+        self.zero_grad_with(true)
+    }
+
+    /// Clears (`set_to_none`) or zeroes every parameter's gradient.
+    fn zero_grad_with(&self, set_to_none: bool) -> Result<()> {
+        crate::nn::zero_grads(&self.params(), set_to_none)
+    }
+
+    /// The optimizer's state (see [`OptimizerState`]).
+    fn state_dict(&self) -> OptimizerState;
+
+    /// Restores a state from [`Optimizer::state_dict`]: the groups must match
+    /// in number and sizes (PyTorch's messages); hyperparameters and state
+    /// tensors (copied) are taken from it.
+    fn load_state_dict(&mut self, state: &OptimizerState) -> Result<()>;
+}
+
+/// One group: its parameters and options (PyTorch's `param_groups[i]`).
+#[derive(Clone, Debug)]
+pub(crate) struct Group<O> {
+    pub(crate) params: Vec<Tensor>,
+    pub(crate) options: O,
+}
+
+/// PyTorch's checks of a group list loaded into an optimizer.
+pub(crate) fn check_groups<O>(groups: &[Group<O>], state: &OptimizerState) -> Result<()> {
+    if groups.len() != state.param_groups.len() {
+        return Err(Error::Value(
+            "loaded state dict has a different number of parameter groups".into(),
+        ));
+    }
+    for (g, s) in groups.iter().zip(&state.param_groups) {
+        let n = s.get("params").and_then(Json::as_array).map_or(0, Vec::len);
+        if n != g.params.len() {
+            return Err(Error::Value(
+                "loaded state dict contains a parameter group that doesn't match the size of optimizer's group".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The numbers of each group's parameters, across groups.
+pub(crate) fn numbering<O>(groups: &[Group<O>]) -> Vec<Vec<usize>> {
+    let mut next = 0;
+    groups
+        .iter()
+        .map(|g| {
+            let ids: Vec<usize> = (next..next + g.params.len()).collect();
+            next += g.params.len();
+            ids
+        })
+        .collect()
+}
+
+/// A state tensor of `state` for parameter `id`, copied (so the optimizer
+/// does not share it with the dict it was loaded from).
+pub(crate) fn state_tensor(
+    state: &OptimizerState,
+    id: usize,
+    name: &str,
+) -> Result<Option<Tensor>> {
+    let Some((_, entries)) = state.state.iter().find(|(i, _)| *i == id) else {
+        return Ok(None);
+    };
+    entries
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, t)| crate::at::clone(t, None))
+        .transpose()
+}
+
+/// PyTorch's `Invalid <what>: <value>` (the value as Python prints it).
+pub(crate) fn invalid(what: &str, value: f64) -> Error {
+    Error::Value(format!("Invalid {what}: {}", crate::packet::py_float(value)).into())
+}
+
+/// `0 <= lr`, as PyTorch checks it.
+pub(crate) fn check_lr(lr: f64) -> Result<()> {
+    if lr >= 0.0 {
+        Ok(())
+    } else {
+        Err(invalid("learning rate", lr))
+    }
+}
+
+/// `0 <= weight_decay`.
+pub(crate) fn check_weight_decay(wd: f64) -> Result<()> {
+    if wd >= 0.0 {
+        Ok(())
+    } else {
+        Err(invalid("weight_decay value", wd))
+    }
+}
+
+/// A gradient that is not on a tensor we can update in place.
+pub(crate) fn check_params(params: &[Tensor]) -> Result<()> {
+    if params.is_empty() {
+        return Err(Error::Value("optimizer got an empty parameter list".into()));
+    }
+    for p in params {
+        if !p.is_leaf() {
+            return Err(Error::Value("can't optimize a non-leaf Tensor".into()));
+        }
+    }
+    Ok(())
+}
