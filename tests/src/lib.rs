@@ -8,6 +8,9 @@
 //!   binary and the `autograd_generated` test).
 //! - [`gradchecks`]: `gradcheck` / `gradgradcheck` on every operator of
 //!   `runtime/derivatives.yaml` (the `gradchecks` binary and a test).
+//! - [`training`]: replaying PyTorch's recorded training runs
+//!   (`train_runs.jsonl` with `digits.csv.gz`) with `opforge::nn` and
+//!   `opforge::optim` (the `training` binary and test).
 //! - [`conformance`]: replaying the recorded argument-parsing corpora
 //!   (`ops_calls.jsonl`, `api_calls.jsonl`) and comparing normalized arguments.
 
@@ -15,6 +18,7 @@ pub mod conformance;
 pub mod gradchecks;
 pub mod gradients;
 pub mod numeric;
+pub mod training;
 
 use std::path::{Path, PathBuf};
 
@@ -69,6 +73,35 @@ pub mod bench {
 
     /// A dispatch mode that runs every operator unchanged.
     pub struct PassDispatch;
+
+    /// A one-op custom Function (`x * 2`, backward `g * 2`): what `apply`
+    /// costs over the operator it runs.
+    pub struct Double;
+
+    impl opforge::autograd::Function for Double {
+        type Args = opforge::Tensor;
+        type Output = opforge::Tensor;
+        type State = ();
+
+        fn forward(x: &opforge::Tensor) -> opforge::Result<opforge::Tensor> {
+            opforge::ops::mul_Tensor(x, &two())
+        }
+
+        fn backward(
+            _: &mut opforge::autograd::FunctionCtx<()>,
+            grads: Vec<Option<opforge::Tensor>>,
+        ) -> opforge::Result<Vec<Option<opforge::Tensor>>> {
+            match &grads[0] {
+                Some(g) => Ok(vec![Some(opforge::ops::mul_Tensor(g, &two())?)]),
+                None => Ok(vec![None]),
+            }
+        }
+    }
+
+    /// The Python number `2` as an operand.
+    fn two() -> opforge::Tensor {
+        opforge::Tensor::wrapped_number(opforge::Scalar::Int(2))
+    }
 
     impl TorchDispatchMode for PassDispatch {
         fn torch_dispatch(&self, call: &DispatchCall<'_>) -> opforge::Result<Handled> {

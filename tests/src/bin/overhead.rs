@@ -34,6 +34,16 @@
 //!   PyTorch on this machine (one thread) are measured in the same run when a
 //!   Python with torch is found (`OPFORGE_TORCH_PYTHON`, else
 //!   `/work/venv-torch/bin/python`, else `python3`): `pytorch_*` lines.
+//! - custom Functions and training (issue 22 §7): `custom_function_ns`,
+//!   `apply` of a one-op Function (`x * 2`, backward `g * 2`) on an input that
+//!   requires grad, minus the typed `mul` on a plain input (paired per round);
+//!   `custom_function_backward_ns`, `apply`, `sum`, `backward()` end to end;
+//!   `train_step_us` and `train_step_fullbatch_us`, one training step
+//!   (`zero_grad`, forward, loss, `backward`, `step`) of the recorded runs
+//!   `train/adam_tanh_minibatch` (batch 100) and
+//!   `train/sgd_momentum_relu_fullbatch` (batch 1,500), median over steps;
+//!   PyTorch's four figures measured the same way in the same run (both on one
+//!   thread).
 
 use opforge::dispatch::dispatcher;
 use opforge::{Scalar, Tensor, Value};
@@ -160,7 +170,191 @@ fn main() {
     }
     overrides(&a, &b);
     autograd(&a, &b);
+    custom_function(&a);
+    training_steps();
     resolve_only();
+}
+
+/// `custom_function_ns` and `custom_function_backward_ns` (module docs).
+fn custom_function(a: &Tensor) {
+    use opforge::autograd::Function;
+    use opforge_tests::bench::Double;
+    let leaf = a.detach().expect("detach");
+    leaf.set_requires_grad(true).expect("float");
+    let two = Tensor::wrapped_number(Scalar::Int(2));
+    let mut benches: Vec<Batch<'_>> = vec![
+        (
+            "typed_mul_ns",
+            Box::new(|n| {
+                (0..n).for_each(|_| {
+                    black_box(opforge::ops::mul_Tensor(black_box(a), &two).expect("mul"));
+                })
+            }),
+        ),
+        (
+            "custom_function_ns",
+            Box::new(|n| {
+                (0..n).for_each(|_| {
+                    black_box(Double::apply(black_box(leaf.clone())).expect("apply"));
+                })
+            }),
+        ),
+    ];
+    let samples = interleaved_samples(&mut benches, ROUNDS);
+    let added = median(
+        samples[1]
+            .iter()
+            .zip(&samples[0])
+            .map(|(x, b)| x - b)
+            .collect(),
+    );
+    println!(
+        "custom_function_ns: +{added:.1} (apply {:.1}, typed mul {:.1})",
+        median(samples[1].clone()),
+        median(samples[0].clone())
+    );
+    let mut backward = || {
+        let y = Double::apply(leaf.clone()).expect("apply");
+        opforge::ops::sum(&y, None)
+            .expect("sum")
+            .backward()
+            .expect("backward");
+    };
+    let mut benches: [(&str, &mut dyn FnMut()); 1] =
+        [("custom_function_backward_ns", &mut backward)];
+    let figures = interleaved(&mut benches);
+    println!("custom_function_backward_ns: {:.1}", figures[0]);
+}
+
+/// Median microseconds per training step of a recorded run (module docs).
+fn train_step_us(
+    run: &opforge_tests::training::Run,
+    data: &opforge_tests::training::Digits,
+) -> f64 {
+    use opforge::nn::Module;
+    use opforge_tests::training::{self, TRAIN_ROWS};
+    let model = training::model(run).expect("model");
+    let mut opt = training::optimizer(&run.optim, model.parameters()).expect("optimizer");
+    let (x, y) = data.tensors(0..TRAIN_ROWS, run.dtype).expect("data");
+    let batches = TRAIN_ROWS.div_ceil(run.batch_size);
+    let mut times = Vec::new();
+    for step in 0..(10 + 4 * batches).max(60) {
+        let b = step % batches;
+        let (lo, hi) = (
+            (b * run.batch_size) as i64,
+            ((b + 1) * run.batch_size).min(TRAIN_ROWS) as i64,
+        );
+        let xb = opforge::at::slice_Tensor(&x, 0, Some(lo), Some(hi), 1).expect("slice");
+        let yb = opforge::at::slice_Tensor(&y, 0, Some(lo), Some(hi), 1).expect("slice");
+        let t = Instant::now();
+        opt.zero_grad().expect("zero_grad");
+        let out = model.forward(&xb).expect("forward");
+        let loss = training::loss(run.loss, &out, &yb, run.dtype).expect("loss");
+        loss.backward().expect("backward");
+        opt.step().expect("step");
+        if step >= 10 {
+            times.push(t.elapsed().as_nanos() as f64 / 1e3);
+        }
+    }
+    median(times)
+}
+
+/// `train_step_us`, `train_step_fullbatch_us`, then PyTorch's figures.
+fn training_steps() {
+    use opforge_tests::training;
+    let runs = training::load(&opforge_tests::corpus("train_runs.jsonl")).expect("runs");
+    let data = training::digits_data().expect("digits");
+    // One thread, as PyTorch is measured.
+    let threads = opforge::get_num_threads();
+    opforge::set_num_threads(1).expect("one thread");
+    for (id, line) in [
+        ("train/adam_tanh_minibatch", "train_step_us"),
+        (
+            "train/sgd_momentum_relu_fullbatch",
+            "train_step_fullbatch_us",
+        ),
+    ] {
+        match runs.iter().find(|r| r.id == id) {
+            Some(run) => println!("{line}: {:.1}", train_step_us(run, &data)),
+            None => println!("{line}: n/a (no run {id})"),
+        }
+    }
+    opforge::set_num_threads(threads).expect("threads restored");
+    pytorch_function_and_training();
+}
+
+/// PyTorch's issue-22 figures, measured now the same way.
+fn pytorch_function_and_training() {
+    let script = format!(
+        r#"
+import time, gzip, torch
+import torch.nn as nn, torch.nn.functional as F
+torch.set_num_threads(1)
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x): return x * 2
+    @staticmethod
+    def backward(ctx, g): return g * 2
+a = torch.tensor([1.5]); leaf = a.clone().requires_grad_()
+def plain(n):
+    for _ in range(n): a * 2
+def apply(n):
+    for _ in range(n): Double.apply(leaf)
+def backward(n):
+    for _ in range(n): Double.apply(leaf).sum().backward()
+def batch(f, n):
+    t = time.perf_counter_ns(); f(n); return (time.perf_counter_ns() - t) / n
+n = 2000
+for f in (plain, apply, backward): f(n)
+diffs, backs = [], []
+for _ in range(31):
+    p = batch(plain, n); r = batch(apply, n); diffs.append(r - p); backs.append(batch(backward, n))
+med = lambda xs: sorted(xs)[len(xs) // 2]
+print(f"pytorch_custom_function_ns: +{{med(diffs):.1f}}")
+print(f"pytorch_custom_function_backward_ns: {{med(backs):.1f}}")
+rows = [list(map(int, l.split(","))) for l in gzip.open("{data}", "rt").read().split()]
+X = torch.tensor([r[:64] for r in rows[:1500]], dtype=torch.float32) / 16
+Y = torch.tensor([r[64] for r in rows[:1500]])
+def step_us(model, opt, bs):
+    nb = -(-1500 // bs); times = []
+    for k in range(max(10 + 4 * nb, 60)):
+        b = k % nb; xb = X[b*bs:(b+1)*bs]; yb = Y[b*bs:(b+1)*bs]
+        t = time.perf_counter_ns()
+        opt.zero_grad(); loss = F.cross_entropy(model(xb), yb); loss.backward(); opt.step()
+        if k >= 10: times.append((time.perf_counter_ns() - t) / 1e3)
+    return med(times)
+m = nn.Sequential(nn.Linear(64, 32), nn.Tanh(), nn.Linear(32, 10))
+print(f"pytorch_train_step_us: {{step_us(m, torch.optim.Adam(m.parameters(), lr=0.01), 100):.1f}}")
+m = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+print(f"pytorch_train_step_fullbatch_us: {{step_us(m, torch.optim.SGD(m.parameters(), lr=0.5, momentum=0.9), 1500):.1f}}")
+"#,
+        data = opforge_tests::corpus("digits.csv.gz").display()
+    );
+    let candidates = [
+        std::env::var("OPFORGE_TORCH_PYTHON").ok(),
+        Some("/work/venv-torch/bin/python".to_string()),
+        Some("python3".to_string()),
+    ];
+    for python in candidates.into_iter().flatten() {
+        let Ok(out) = std::process::Command::new(&python)
+            .args(["-W", "ignore", "-c", &script])
+            .output()
+        else {
+            continue;
+        };
+        if out.status.success() {
+            print!("{}", String::from_utf8_lossy(&out.stdout));
+            return;
+        }
+    }
+    for line in [
+        "pytorch_custom_function_ns",
+        "pytorch_custom_function_backward_ns",
+        "pytorch_train_step_us",
+        "pytorch_train_step_fullbatch_us",
+    ] {
+        println!("{line}: n/a (no Python with torch)");
+    }
 }
 
 /// The autograd figures (see the module docs), then PyTorch's.

@@ -12,7 +12,9 @@
 //! (the typed `add` on inputs that require grad: `autograd_record_ns`) and
 //! `backward` (`add`, `sum`, `backward()`: `backward_ns`), `view` (a typed
 //! `select` on a plain tensor: a view operator, whose kernel marks its result
-//! a view of its base).
+//! a view of its base), `custom_function` (`apply` of a one-op custom
+//! Function on an input that requires grad: `custom_function_ns`) and
+//! `custom_function_backward` (`apply`, `sum`, `backward()`).
 
 use opforge::overrides::{push_dispatch_mode, push_function_mode, Class};
 use opforge::{Scalar, Tensor, Value};
@@ -95,6 +97,26 @@ fn main() {
             (0..n).for_each(|_| {
                 let c = opforge::ops::add_Tensor(&ga, &gb, one).expect("add");
                 opforge::ops::sum(&c, None)
+                    .expect("sum")
+                    .backward()
+                    .expect("backward");
+            })
+        }
+        "custom_function" => {
+            use opforge::autograd::Function;
+            let leaf = a.detach().expect("detach");
+            leaf.set_requires_grad(true).expect("float");
+            (0..n).for_each(|_| {
+                black_box(opforge_tests::bench::Double::apply(leaf.clone()).expect("apply"));
+            })
+        }
+        "custom_function_backward" => {
+            use opforge::autograd::Function;
+            let leaf = a.detach().expect("detach");
+            leaf.set_requires_grad(true).expect("float");
+            (0..n).for_each(|_| {
+                let y = opforge_tests::bench::Double::apply(leaf.clone()).expect("apply");
+                opforge::ops::sum(&y, None)
                     .expect("sum")
                     .backward()
                     .expect("backward");

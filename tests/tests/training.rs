@@ -1,0 +1,22 @@
+//! PyTorch's recorded training runs (`train_runs.jsonl`), replayed with
+//! `opforge::nn` and `opforge::optim`: every step's loss, the final state and
+//! both accuracies match (issue 22 §5). The same as
+//! `cargo run --release -p opforge-tests --bin training`.
+
+use opforge_tests::training;
+
+#[test]
+fn every_recorded_training_run_is_reproduced() {
+    let runs = training::load(&opforge_tests::corpus("train_runs.jsonl")).unwrap();
+    let data = training::digits_data().unwrap();
+    assert_eq!(data.len(), 1797);
+    assert!(runs.len() >= 5);
+    let report = training::replay(&runs, &data);
+    assert!(
+        report.failures.is_empty(),
+        "{} passed, {} failed:\n{}",
+        report.passed,
+        report.failed,
+        report.failures.join("\n")
+    );
+}
