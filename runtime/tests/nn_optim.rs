@@ -29,11 +29,11 @@ fn f64s(t: &Tensor) -> Vec<f64> {
 
 fn model() -> nn::Sequential {
     nn::Sequential::new()
-        .add(nn::Linear::new(4, 3, true).unwrap())
-        .add(nn::ReLU::new())
-        .add(nn::Linear::new(3, 2, false).unwrap())
-        .add(nn::Tanh::new())
-        .add(nn::Sigmoid::new())
+        .append(nn::Linear::new(4, 3, true).unwrap())
+        .append(nn::ReLU::new())
+        .append(nn::Linear::new(3, 2, false).unwrap())
+        .append(nn::Tanh::new())
+        .append(nn::Sigmoid::new())
 }
 
 #[test]

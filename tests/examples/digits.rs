@@ -43,9 +43,9 @@ fn main() -> Result<()> {
     let (xt, yt) = data.rows(&order[TRAIN_ROWS..], DType::Float32)?;
     opforge::manual_seed(0);
     let model = nn::Sequential::new()
-        .add(nn::Linear::new(64, 64, true)?)
-        .add(nn::ReLU::new())
-        .add(nn::Linear::new(64, 10, true)?);
+        .append(nn::Linear::new(64, 64, true)?)
+        .append(nn::ReLU::new())
+        .append(nn::Linear::new(64, 10, true)?);
     println!("{model}");
     let mut opt = Adam::new(
         model.parameters(),

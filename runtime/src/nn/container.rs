@@ -18,8 +18,9 @@ impl Sequential {
         }
     }
 
-    /// Appends `module` (builder style).
-    pub fn add(mut self, module: impl Module + 'static) -> Sequential {
+    /// Appends `module` and returns the sequence (PyTorch's `append`,
+    /// builder style).
+    pub fn append(mut self, module: impl Module + 'static) -> Sequential {
         self.push(Box::new(module));
         self
     }

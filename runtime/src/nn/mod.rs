@@ -7,9 +7,9 @@
 //! use opforge::Tensor;
 //! opforge::manual_seed(0);
 //! let model = nn::Sequential::new()
-//!     .add(nn::Linear::new(4, 8, true)?)
-//!     .add(nn::Tanh::new())
-//!     .add(nn::Linear::new(8, 3, true)?);
+//!     .append(nn::Linear::new(4, 8, true)?)
+//!     .append(nn::Tanh::new())
+//!     .append(nn::Linear::new(8, 3, true)?);
 //! let x = Tensor::from_vec(vec![0.5f32; 8], &[2, 4])?;
 //! let y = model.forward(&x)?;
 //! assert_eq!(y.shape(), vec![2, 3]);

@@ -245,9 +245,9 @@ impl FromIterator<(String, Tensor)> for StateDict {
 /// ```
 /// use opforge::nn::{self, Module};
 /// let model = nn::Sequential::new()
-///     .add(nn::Linear::new(4, 3, true)?)
-///     .add(nn::ReLU::new())
-///     .add(nn::Linear::new(3, 2, false)?);
+///     .append(nn::Linear::new(4, 3, true)?)
+///     .append(nn::ReLU::new())
+///     .append(nn::Linear::new(3, 2, false)?);
 /// let keys: Vec<String> = model.state_dict().keys().map(String::from).collect();
 /// assert_eq!(keys, ["0.weight", "0.bias", "2.weight"]);
 /// assert_eq!(model.to_string(), "Sequential(
