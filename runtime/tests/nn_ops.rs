@@ -262,6 +262,95 @@ fn nll_loss_errors_are_pytorchs() {
     );
 }
 
+// A batch of 1000 (float32): x[i][j] = sin(10 i + j), target[i] = 7 i % 10 with
+// every 13th ignored (-100), weight[c] = 0.5 + 0.1 c;
+// torch.ops.aten.nll_loss_forward(x, target, weight?, reduction, -100), the
+// float32 bits of (output, total_weight): the cascade of partial sums makes
+// them PyTorch's exactly.
+#[test]
+fn nll_loss_sums_a_batch_as_pytorch_does() {
+    let (n, c) = (1000usize, 10usize);
+    let x: Vec<f32> = (0..n * c).map(|k| (k as f64).sin() as f32).collect();
+    let x = t32(&x, &[n, c]);
+    let t: Vec<i64> = (0..n)
+        .map(|i| {
+            if i % 13 == 0 {
+                -100
+            } else {
+                (i as i64 * 7) % 10
+            }
+        })
+        .collect();
+    let t = longs(&t);
+    let w: Vec<f32> = (0..c).map(|k| (0.5 + 0.1 * k as f64) as f32).collect();
+    let w = t32(&w, &[c]);
+    let cases = [
+        (1, false, 0x3c7c38e2u32, 0x4466c000u32),
+        (1, true, 0x3c18b77d, 0x445b7999),
+        (2, false, 0x41635846, 0x4466c000),
+        (2, true, 0x4102ed82, 0x445b7999),
+    ];
+    for (reduction, weighted, out, total) in cases {
+        let weight = weighted.then_some(&w);
+        let (o, tw) = ops::nll_loss_forward(&x, &t, weight, reduction, -100).unwrap();
+        let bits = |t: &Tensor| t.to_vec::<f32>().unwrap()[0].to_bits();
+        assert_eq!(
+            (bits(&o), bits(&tw)),
+            (out, total),
+            "reduction {reduction}, weighted {weighted}"
+        );
+    }
+}
+
+// In-place forms record their functional's node: d/dp of
+// sum(lerp_(p * 1, e, 0.3)) is 0.7, of sum(addcmul_(p * 1, t1, t2, 2)) is 1
+// (and 2 * t2 for t1).
+#[test]
+fn in_place_forms_are_differentiable() {
+    let p = leaf(&[1.0, 2.0, 3.0], &[3]);
+    let e = t64(&[0.5, 0.5, 0.5], &[3]);
+    let mut q = ops::mul_Scalar(&p, Scalar::Int(1)).unwrap();
+    ops::lerp__Scalar(&mut q, &e, Scalar::Float(0.3)).unwrap();
+    let s = ops::sum(&q, None).unwrap();
+    close(&grad_of(&s, &p, None), &[0.7, 0.7, 0.7], 1e-12);
+    let t1 = leaf(&[1.0, -1.0, 2.0], &[3]);
+    let t2 = t64(&[0.5, 4.0, -1.0], &[3]);
+    let mut q = ops::mul_Scalar(&p, Scalar::Int(1)).unwrap();
+    ops::addcmul_(&mut q, &t1, &t2, Scalar::Float(2.0)).unwrap();
+    let s = ops::sum(&q, None).unwrap();
+    close(&grad_of(&s, &t1, None), &[1.0, 8.0, -2.0], 1e-12);
+    // ((p * 3 + 1) / 2): 1.5 each.
+    let mut q = ops::mul_Scalar(&p, Scalar::Int(1)).unwrap();
+    ops::mul__Scalar(&mut q, Scalar::Float(3.0)).unwrap();
+    ops::add__Scalar(&mut q, Scalar::Float(1.0), Scalar::Int(1)).unwrap();
+    ops::div__Scalar(&mut q, Scalar::Float(2.0)).unwrap();
+    let s = ops::sum(&q, None).unwrap();
+    close(&grad_of(&s, &p, None), &[1.5, 1.5, 1.5], 1e-12);
+}
+
+// torch.lerp(torch.zeros(2), torch.zeros(2, dtype=torch.float64), 0.5);
+// F.cross_entropy(torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.long))
+#[test]
+fn dtype_errors_are_pytorchs() {
+    let e = ops::lerp_Scalar(
+        &t32(&[0.0; 2], &[2]),
+        &t64(&[0.0; 2], &[2]),
+        Scalar::Float(0.5),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "expected dtype float for `end` but got dtype double"
+    );
+    let target = Tensor::from_vec(vec![0i64; 6], &[2, 3]).unwrap();
+    let e =
+        ops::cross_entropy_loss(&t32(&[0.0; 6], &[2, 3]), &target, None, 1, -100, 0.0).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Expected floating point type for target with class probabilities, got Long"
+    );
+}
+
 // logits: the rows of LP's input as float32; target = [2, 0, 3].
 const LOGITS: &[f32] = &[
     0.2, -1.0, 0.5, 1.5, 1.0, 0.0, -0.5, 0.3, -0.2, 0.4, 0.9, -1.1,
@@ -307,10 +396,17 @@ fn cross_entropy_class_indices_probabilities_and_spatial() {
         CE_3D_MEAN,
         1e-12,
     );
-    // Label smoothing with class indices is refused (PyTorch gives CE_LS_IDX).
-    let e = ops::cross_entropy_loss(&x, &target, None, 1, -100, 0.1).unwrap_err();
-    assert!(e.to_string().contains("label_smoothing"), "{e}");
-    let _ = CE_LS_IDX;
+    // Label smoothing 0.1 with class indices.
+    close(
+        &ops::cross_entropy_loss(&x, &target, None, 1, -100, 0.1).unwrap(),
+        CE_LS_IDX,
+        1e-6,
+    );
+    for (weighted, reduction, ignore, want) in CE_LS_MORE {
+        let weight = weighted.then_some(&w);
+        let got = ops::cross_entropy_loss(&x, &target, weight, *reduction, *ignore, 0.2).unwrap();
+        close(&got, want, 1e-6);
+    }
 }
 
 // a = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]] (float32, requires grad),
@@ -462,6 +558,15 @@ fn optimizer_arithmetic_is_pytorchs_bit_for_bit() {
     exact_f32(&out, ADDCMUL);
     ops::addcdiv_out(&p, &t1, &t2, Scalar::Float(0.013), &mut out).unwrap();
     exact_f32(&out, ADDCDIV);
+    // Integers: torch.addcmul(tensor([1, 2]), tensor([3, 4]), tensor([5, -6]), value=2)
+    let r = ops::addcmul(
+        &longs(&[1, 2]),
+        &longs(&[3, 4]),
+        &longs(&[5, -6]),
+        Scalar::Int(2),
+    )
+    .unwrap();
+    assert_eq!(r.to_vec::<i64>().unwrap(), vec![31, -46]);
 }
 
 // torch.manual_seed(0); torch.empty(n, dtype=dt).uniform_(-1, 1) / .normal_(0.5, 2.0)
@@ -1507,4 +1612,30 @@ const NORMAL_NONCONTIG_20: &[f32] = &[
     -0.40334352850914,
     -1.0711873769760132,
     -1.5091077089309692,
+];
+/// `F.cross_entropy(logits, target, weight?, reduction, ignore_index, label_smoothing=0.2)`:
+/// (weighted, reduction, ignore_index, values).
+const CE_LS_MORE: &[(bool, i64, i64, &[f32])] = &[
+    (
+        false,
+        0,
+        -100,
+        &[1.5837745666503906, 0.8960126638412476, 2.5098345279693604],
+    ),
+    (false, 0, 0, &[1.5837745666503906, 0.0, 2.5098345279693604]),
+    (false, 1, -100, &[1.6632072925567627]),
+    (false, 1, 0, &[2.046804666519165]),
+    (false, 2, -100, &[4.989622116088867]),
+    (false, 2, 0, &[4.09360933303833]),
+    (
+        true,
+        0,
+        -100,
+        &[2.86348295211792, 0.7309082746505737, 3.660759925842285],
+    ),
+    (true, 0, 0, &[2.86348295211792, 0.0, 3.660759925842285]),
+    (true, 1, -100, &[1.813787817955017]),
+    (true, 1, 0, &[1.8640695810317993]),
+    (true, 2, -100, &[7.255151271820068]),
+    (true, 2, 0, &[6.524243354797363]),
 ];

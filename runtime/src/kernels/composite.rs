@@ -758,8 +758,8 @@ pub fn nll_loss_nd(
 /// class-index targets; for class-probability targets (`target` shaped like
 /// `self`), `-(log_softmax(self) * target [* weight])` summed over the class
 /// dimension, then reduced (the mean divides by the number of samples), the
-/// targets smoothed first when `label_smoothing` is given. Label smoothing
-/// with class-index targets is refused.
+/// targets smoothed first when `label_smoothing` is given; label smoothing
+/// with class indices as PyTorch's `cross_entropy_loss_label_smoothing`.
 #[kernel(CompositeImplicitAutograd)]
 pub fn cross_entropy_loss(
     self_: &Tensor,
@@ -771,7 +771,12 @@ pub fn cross_entropy_loss(
 ) -> Result<Tensor> {
     let class_dim = if self_.dim() == 1 { 0 } else { 1 };
     let input = crate::at::log_softmax_int(self_, class_dim, Some(self_.dtype()))?;
-    if self_.sizes() == target.sizes() && target.dtype().is_floating_point() {
+    if self_.sizes() == target.sizes() {
+        crate::ensure!(
+            target.dtype().is_floating_point(),
+            "Expected floating point type for target with class probabilities, got {}",
+            target.dtype().c10_name()
+        );
         crate::ensure!(
             (0.0..=1.0).contains(&label_smoothing),
             "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
@@ -813,11 +818,93 @@ pub fn cross_entropy_loss(
             r => crate::bail!("{r} is not a valid value for reduction (0: none, 1: mean, 2: sum)"),
         };
     }
-    crate::ensure!(
-        label_smoothing == 0.0,
-        "cross_entropy_loss: label_smoothing with class-index targets is not supported yet (got label_smoothing={label_smoothing}); pass class probabilities as the target instead"
-    );
+    if label_smoothing > 0.0 {
+        crate::ensure!(
+            (0.0..=1.0).contains(&label_smoothing),
+            "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
+        );
+        let smoothing = LabelSmoothing {
+            class_dim,
+            ignore_index,
+            label_smoothing,
+        };
+        return smoothing.loss(&input, target, weight, reduction);
+    }
     crate::at::nll_loss_nd(&input, target, weight, reduction, ignore_index)
+}
+
+/// PyTorch's `cross_entropy_loss_label_smoothing` for class-index targets:
+/// `(1 - ls) * nll_loss_nd(input) + smooth * (ls / n_classes)`, `smooth` the
+/// negated (weighted) sum of the log-probabilities over the classes, 0 at
+/// ignored targets, reduced as the loss is (the mean divides by the number
+/// of targets kept, or by the sum of their class weights).
+struct LabelSmoothing {
+    class_dim: i64,
+    ignore_index: i64,
+    label_smoothing: f64,
+}
+
+impl LabelSmoothing {
+    fn loss(
+        &self,
+        input: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        use crate::at;
+        let one = Scalar::Int(1);
+        let nll = at::nll_loss_nd(input, target, weight, reduction, self.ignore_index)?;
+        let n_classes = input.sizes()[self.class_dim as usize];
+        let ignored = at::eq_Scalar(target, Scalar::Int(self.ignore_index))?;
+        let scalar = |v: f64| {
+            at::full(
+                &[],
+                Scalar::Float(v),
+                Some(input.dtype()),
+                None,
+                Some(input.device()),
+                None,
+            )
+        };
+        let (zero, unit) = (scalar(0.0)?, scalar(1.0)?);
+        let weighted = match weight {
+            Some(w) => {
+                let mut shape = vec![1i64; input.dim()];
+                shape[self.class_dim as usize] = w.sizes()[0];
+                at::mul_Tensor(input, &ops::view(w, &shape)?)?
+            }
+            None => input.clone(),
+        };
+        let summed = at::sum_dim_IntList(&weighted, Some(&[self.class_dim]), false, None)?;
+        let smooth = at::where_self(&ignored, &zero, &at::neg(&summed)?)?;
+        let ret = match reduction {
+            1 => {
+                let denominator = match weight {
+                    Some(w) => {
+                        let kept = at::where_self(
+                            &ignored,
+                            &at::zeros_like(target, None, None, None, None, None)?,
+                            target,
+                        )?;
+                        let picked = at::index_select(w, 0, &ops::reshape(&kept, &[-1])?)?;
+                        let flat_ignored = ops::reshape(&ignored, &[-1])?;
+                        at::sum(&at::where_self(&flat_ignored, &zero, &picked)?, None)?
+                    }
+                    None => at::sum(&at::where_self(&ignored, &zero, &unit)?, None)?,
+                };
+                at::div_Tensor(&at::sum(&smooth, None)?, &denominator)?
+            }
+            2 => at::sum(&smooth, None)?,
+            _ => smooth,
+        };
+        let ls = self.label_smoothing;
+        at::add_Tensor(
+            &at::mul_Scalar(&nll, Scalar::Float(1.0 - ls))?,
+            &at::mul_Scalar(&ret, Scalar::Float(ls / n_classes as f64))?,
+            one,
+        )
+    }
 }
 
 /// `linear(input, weight, bias)`: `addmm(bias, input, weight.t())` for a 2-D

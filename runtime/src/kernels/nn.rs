@@ -23,7 +23,7 @@
 use super::promote::{broadcast_all, check_can_cast, check_output_shape, result_type_tensors};
 use super::{
     check_alloc, check_out_dtype, common_device, dispatch_error, fmt_shape, index_error,
-    resize_output, wrap_dim,
+    resize_output, typemeta_name, wrap_dim,
 };
 use crate::at;
 use crate::error::Result;
@@ -741,6 +741,14 @@ pub(crate) fn addc(
     if op == Formula::Addcdiv && !dtype.is_floating_point() {
         crate::bail!("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.");
     }
+    if op == Formula::Addcmul && dtype.is_integral(false) {
+        // Integers: `self + value * t1 * t2` in the integer type (nothing to
+        // fuse), the value converted to it as `Scalar::to<int64_t>` does.
+        let v = Scalar::Int(value.to_i64());
+        let product = at::mul_Tensor(&at::mul_Scalar(tensor1, v)?, tensor2)?;
+        let r = at::add_Tensor(self_, &product, Scalar::Int(1))?;
+        return finish(r, into);
+    }
     pointwise(op, &ins, dtype, value, into)
 }
 
@@ -754,8 +762,8 @@ pub(crate) fn lerp_scalar(
     crate::ensure!(
         self_.dtype() == end.dtype(),
         "expected dtype {} for `end` but got dtype {}",
-        self_.dtype().c10_name(),
-        end.dtype().c10_name()
+        typemeta_name(self_.dtype()),
+        typemeta_name(end.dtype())
     );
     pointwise(Formula::Lerp, &[self_, end], self_.dtype(), weight, into)
 }
@@ -796,6 +804,12 @@ fn pointwise(
             Tensor::from_vec(data, &shape)
         }
     })?;
+    finish(r, into)
+}
+
+/// A pointwise kernel's last step: the new result, or it written into `self`
+/// (in place) or `out`.
+fn finish(r: Tensor, into: Place<'_>) -> Result<Tensor> {
     match into {
         Place::New => Ok(r),
         Place::Inplace(s) => {
