@@ -15,67 +15,20 @@ use opforge::{DType, Device, Result, Scalar, Tensor};
 
 type Grads = Vec<Option<Tensor>>;
 
-/// The seed's `LinearFunction`, separate style: `forward` computes,
-/// `setup_context` saves the inputs.
-pub struct LinearFunction;
-
-impl Function for LinearFunction {
-    type Args = (Tensor, Tensor, Option<Tensor>);
-    type Output = Tensor;
-    type State = ();
-
-    fn forward((input, weight, bias): &Self::Args) -> Result<Tensor> {
-        let mut output = input.mm(&weight.t()?)?;
-        if let Some(bias) = bias {
-            let sizes = output.sizes();
-            output.add_(&bias.unsqueeze(0)?.expand(&sizes)?)?;
-        }
-        Ok(output)
-    }
-
-    // inputs is all of the inputs passed to forward; output is what it
-    // returned.
-    fn setup_context(
-        ctx: &mut FunctionCtx<()>,
-        (input, weight, bias): &Self::Args,
-        _output: &Tensor,
-    ) -> Result<()> {
-        ctx.save_for_backward([Some(input), Some(weight), bias.as_ref()]);
-        Ok(())
-    }
-
-    // One output, so one gradient.
-    fn backward(ctx: &mut FunctionCtx<()>, grad_outputs: Grads) -> Result<Grads> {
-        linear_backward(ctx, grad_outputs)
-    }
-}
-
-/// The backward both styles share: unpack the saved tensors, start every
-/// gradient at `None`, compute only those `needs_input_grad` asks for.
-fn linear_backward(ctx: &FunctionCtx<()>, grad_outputs: Grads) -> Result<Grads> {
-    let saved = ctx.saved_tensors()?;
-    let (input, weight, bias) = (&saved[0], &saved[1], &saved[2]);
-    let grad_output = grad_outputs[0].as_ref().expect("materialized");
-    let needs = ctx.needs_input_grad();
-    let (mut grad_input, mut grad_weight, mut grad_bias) = (None, None, None);
-    if needs[0] {
-        grad_input = Some(grad_output.mm(weight.as_ref().expect("saved"))?);
-    }
-    if needs[1] {
-        grad_weight = Some(grad_output.t()?.mm(input.as_ref().expect("saved"))?);
-    }
-    if bias.is_some() && needs[2] {
-        grad_bias = Some(grad_output.sum_dim_int_list(Some(&[0]))?);
-    }
-    Ok(vec![grad_input, grad_weight, grad_bias])
-}
+/// The seed's `LinearFunction`, separate style (`forward` computes,
+/// `setup_context` saves the inputs, `backward` computes only what
+/// `needs_input_grad` asks for): it is `nn::Linear`'s own, written out as the
+/// seed writes it in `runtime/src/nn/linear.rs`.
+pub use opforge::nn::LinearFunction;
 
 /// The seed's `linear` wrapper: `bias` defaults to `None`.
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     LinearFunction::apply((input.clone(), weight.clone(), bias.cloned()))
 }
 
-/// The same Function in the combined style: `forward` gets the context.
+/// The same Function in the combined style: `forward` gets the context and
+/// saves the inputs itself; the computation and the backward are the
+/// separate style's.
 pub struct LinearCombined;
 
 impl Function for LinearCombined {
@@ -90,7 +43,7 @@ impl Function for LinearCombined {
     }
 
     fn backward(ctx: &mut FunctionCtx<()>, grad_outputs: Grads) -> Result<Grads> {
-        linear_backward(ctx, grad_outputs)
+        LinearFunction::backward(ctx, grad_outputs)
     }
 }
 

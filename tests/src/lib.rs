@@ -40,6 +40,24 @@ pub fn corpus(file: &str) -> PathBuf {
     data_dir().join("conformance").join(file)
 }
 
+/// A replay binary's one argument, `--corpus FILE` (else the repository's
+/// sample `default`, a file of [`corpus`]); anything else prints the usage
+/// and gives the exit code to return.
+pub fn corpus_arg(bin: &str, default: &str) -> Result<PathBuf, std::process::ExitCode> {
+    let mut corpus = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--corpus" => corpus = args.next().map(PathBuf::from),
+            other => {
+                eprintln!("unknown argument `{other}`\nusage: {bin} [--corpus FILE]");
+                return Err(std::process::ExitCode::from(2));
+            }
+        }
+    }
+    Ok(corpus.unwrap_or_else(|| self::corpus(default)))
+}
+
 /// Reads a file of the test data (panics with its path if it cannot).
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))

@@ -1,7 +1,8 @@
 //! `optim::Adam` and `optim::AdamW`, PyTorch's `_single_tensor_adam` (AdamW
 //! is Adam with decoupled weight decay, as in PyTorch).
 
-use super::{check_groups, check_lr, check_params, check_weight_decay, numbering, state_tensor};
+use super::{all_params, check_groups, check_lr, check_params, check_weight_decay};
+use super::{param_groups, state_tensor};
 use super::{Group, Optimizer, OptimizerState};
 use crate::autograd::no_grad;
 use crate::dtype::DType;
@@ -260,14 +261,10 @@ impl Optimizer for Adam {
     }
 
     fn params(&self) -> Vec<Tensor> {
-        self.groups
-            .iter()
-            .flat_map(|g| g.params.iter().cloned())
-            .collect()
+        all_params(&self.groups)
     }
 
     fn state_dict(&self) -> OptimizerState {
-        let ids = numbering(&self.groups);
         let state = self
             .states
             .iter()
@@ -287,16 +284,7 @@ impl Optimizer for Adam {
                 (i, entries)
             })
             .collect();
-        let param_groups = self
-            .groups
-            .iter()
-            .zip(ids)
-            .map(|(g, ids)| {
-                let mut m = g.options.to_json(self.decoupled_weight_decay);
-                m.insert("params".into(), json!(ids));
-                m
-            })
-            .collect();
+        let param_groups = param_groups(&self.groups, |o| o.to_json(self.decoupled_weight_decay));
         OptimizerState {
             state,
             param_groups,

@@ -96,15 +96,29 @@ pub(crate) fn check_groups<O>(groups: &[Group<O>], state: &OptimizerState) -> Re
     Ok(())
 }
 
-/// The numbers of each group's parameters, across groups.
-pub(crate) fn numbering<O>(groups: &[Group<O>]) -> Vec<Vec<usize>> {
+/// Every group's parameters, in order.
+pub(crate) fn all_params<O>(groups: &[Group<O>]) -> Vec<Tensor> {
+    groups
+        .iter()
+        .flat_map(|g| g.params.iter().cloned())
+        .collect()
+}
+
+/// The groups as a state dict lists them: each group's options (`json`)
+/// and its parameters' numbers, counted across groups.
+pub(crate) fn param_groups<O>(
+    groups: &[Group<O>],
+    json: impl Fn(&O) -> Map<String, Json>,
+) -> Vec<Map<String, Json>> {
     let mut next = 0;
     groups
         .iter()
         .map(|g| {
             let ids: Vec<usize> = (next..next + g.params.len()).collect();
             next += g.params.len();
-            ids
+            let mut m = json(&g.options);
+            m.insert("params".into(), Json::from(ids));
+            m
         })
         .collect()
 }

@@ -1,6 +1,7 @@
 //! `optim::SGD`, PyTorch's `_single_tensor_sgd`.
 
-use super::{check_groups, check_lr, check_params, check_weight_decay, numbering, state_tensor};
+use super::{all_params, check_groups, check_lr, check_params, check_weight_decay};
+use super::{param_groups, state_tensor};
 use super::{Group, Optimizer, OptimizerState};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
@@ -160,14 +161,10 @@ impl Optimizer for SGD {
     }
 
     fn params(&self) -> Vec<Tensor> {
-        self.groups
-            .iter()
-            .flat_map(|g| g.params.iter().cloned())
-            .collect()
+        all_params(&self.groups)
     }
 
     fn state_dict(&self) -> OptimizerState {
-        let ids = numbering(&self.groups);
         let state = self
             .momentum_buffers
             .iter()
@@ -177,16 +174,7 @@ impl Optimizer for SGD {
                     .map(|b| (i, vec![("momentum_buffer".to_string(), b.clone())]))
             })
             .collect();
-        let param_groups = self
-            .groups
-            .iter()
-            .zip(ids)
-            .map(|(g, ids)| {
-                let mut m = g.options.to_json();
-                m.insert("params".into(), json!(ids));
-                m
-            })
-            .collect();
+        let param_groups = param_groups(&self.groups, |o| o.to_json());
         OptimizerState {
             state,
             param_groups,

@@ -9,22 +9,13 @@
 //! (`tests/data/conformance/grad_calls.jsonl`).
 
 use opforge_tests::gradients;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let mut corpus = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--corpus" => corpus = args.next().map(PathBuf::from),
-            other => {
-                eprintln!("unknown argument `{other}`\nusage: gradients [--corpus FILE]");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let path = corpus.unwrap_or_else(|| opforge_tests::corpus("grad_calls.jsonl"));
+    let path = match opforge_tests::corpus_arg("gradients", "grad_calls.jsonl") {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     let cases = match gradients::load(&path) {
         Ok(c) => c,
         Err(e) => {

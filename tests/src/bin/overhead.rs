@@ -330,31 +330,15 @@ print(f"pytorch_train_step_fullbatch_us: {{step_us(m, torch.optim.SGD(m.paramete
 "#,
         data = opforge_tests::corpus("digits.csv.gz").display()
     );
-    let candidates = [
-        std::env::var("OPFORGE_TORCH_PYTHON").ok(),
-        Some("/work/venv-torch/bin/python".to_string()),
-        Some("python3".to_string()),
-    ];
-    for python in candidates.into_iter().flatten() {
-        let Ok(out) = std::process::Command::new(&python)
-            .args(["-W", "ignore", "-c", &script])
-            .output()
-        else {
-            continue;
-        };
-        if out.status.success() {
-            print!("{}", String::from_utf8_lossy(&out.stdout));
-            return;
-        }
-    }
-    for line in [
-        "pytorch_custom_function_ns",
-        "pytorch_custom_function_backward_ns",
-        "pytorch_train_step_us",
-        "pytorch_train_step_fullbatch_us",
-    ] {
-        println!("{line}: n/a (no Python with torch)");
-    }
+    run_pytorch(
+        &script,
+        &[
+            "pytorch_custom_function_ns",
+            "pytorch_custom_function_backward_ns",
+            "pytorch_train_step_us",
+            "pytorch_train_step_fullbatch_us",
+        ],
+    );
 }
 
 /// The autograd figures (see the module docs), then PyTorch's.
@@ -425,6 +409,17 @@ med = lambda xs: sorted(xs)[len(xs) // 2]
 print(f"pytorch_autograd_record_ns: +{med(diffs):.1f}")
 print(f"pytorch_backward_ns: {med(backs):.1f}")
 "#;
+    run_pytorch(
+        SCRIPT,
+        &["pytorch_autograd_record_ns", "pytorch_backward_ns"],
+    );
+}
+
+/// Runs `script` with the first Python that has torch
+/// (`OPFORGE_TORCH_PYTHON`, else `/work/venv-torch/bin/python`, else
+/// `python3`) and prints what it prints; without one, each of `lines` as
+/// `n/a`.
+fn run_pytorch(script: &str, lines: &[&str]) {
     let candidates = [
         std::env::var("OPFORGE_TORCH_PYTHON").ok(),
         Some("/work/venv-torch/bin/python".to_string()),
@@ -432,7 +427,7 @@ print(f"pytorch_backward_ns: {med(backs):.1f}")
     ];
     for python in candidates.into_iter().flatten() {
         let Ok(out) = std::process::Command::new(&python)
-            .args(["-W", "ignore", "-c", SCRIPT])
+            .args(["-W", "ignore", "-c", script])
             .output()
         else {
             continue;
@@ -442,8 +437,9 @@ print(f"pytorch_backward_ns: {med(backs):.1f}")
             return;
         }
     }
-    println!("pytorch_autograd_record_ns: n/a (no Python with torch)");
-    println!("pytorch_backward_ns: n/a (no Python with torch)");
+    for line in lines {
+        println!("{line}: n/a (no Python with torch)");
+    }
 }
 
 /// The override-protocol figures, timed interleaved with `typed_call_ns` again.

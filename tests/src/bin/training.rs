@@ -10,22 +10,13 @@
 //! repository's `digits.csv.gz`.
 
 use opforge_tests::training;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let mut corpus = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--corpus" => corpus = args.next().map(PathBuf::from),
-            other => {
-                eprintln!("unknown argument `{other}`\nusage: training [--corpus FILE]");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let path = corpus.unwrap_or_else(|| opforge_tests::corpus("train_runs.jsonl"));
+    let path = match opforge_tests::corpus_arg("training", "train_runs.jsonl") {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     let (runs, data) = match (training::load(&path), training::digits_data()) {
         (Ok(r), Ok(d)) => (r, d),
         (Err(e), _) | (_, Err(e)) => {
