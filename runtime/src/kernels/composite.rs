@@ -672,22 +672,23 @@ pub fn div__Scalar(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
 /// `dtype` first if given.
 #[kernel(CompositeImplicitAutograd)]
 pub fn log_softmax_int(self_: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
-    let converted = match dtype {
-        Some(d) => crate::at::to_dtype(self_, d, false, false, None)?,
-        None => self_.clone(),
-    };
-    crate::at::_log_softmax(&converted, dim, false)
+    crate::at::_log_softmax(&cast_to(self_, dtype)?, dim, false)
+}
+
+/// `self_` cast to `dtype` first if given (what `softmax.int` and
+/// `log_softmax.int` do before their kernel).
+fn cast_to(self_: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
+    match dtype {
+        Some(d) => crate::at::to_dtype(self_, d, false, false, None),
+        None => Ok(self_.clone()),
+    }
 }
 
 /// `softmax.int(self, dim, dtype)`: `_softmax` of `self`, cast to `dtype`
 /// first if given.
 #[kernel(CompositeImplicitAutograd)]
 pub fn softmax_int(self_: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
-    let converted = match dtype {
-        Some(d) => crate::at::to_dtype(self_, d, false, false, None)?,
-        None => self_.clone(),
-    };
-    crate::at::_softmax(&converted, dim, false)
+    crate::at::_softmax(&cast_to(self_, dtype)?, dim, false)
 }
 
 /// `nll_loss(self, target, weight, reduction, ignore_index)`: the first result

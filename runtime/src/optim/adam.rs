@@ -2,9 +2,8 @@
 //! is Adam with decoupled weight decay, as in PyTorch).
 
 use super::{all_params, check_groups, check_lr, check_params, check_weight_decay};
-use super::{param_groups, state_tensor};
+use super::{for_each_grad, param_groups, state_tensor, wrapped};
 use super::{Group, Optimizer, OptimizerState};
-use crate::autograd::no_grad;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -129,10 +128,6 @@ impl AdamW {
     }
 }
 
-fn wrapped(x: f64) -> Tensor {
-    Tensor::wrapped_number(Scalar::Float(x))
-}
-
 fn zeros_like(t: &Tensor) -> Result<Tensor> {
     crate::at::zeros_like(
         t,
@@ -241,23 +236,10 @@ impl Adam {
 
 impl Optimizer for Adam {
     fn step(&mut self) -> Result<()> {
-        let _off = no_grad();
-        let mut id = 0;
-        for group in &self.groups {
-            for param in &group.params {
-                let this = id;
-                id += 1;
-                let Some(grad) = param.grad() else { continue };
-                Adam::update(
-                    param,
-                    grad,
-                    &group.options,
-                    &mut self.states[this],
-                    self.decoupled_weight_decay,
-                )?;
-            }
-        }
-        Ok(())
+        let (states, decoupled) = (&mut self.states, self.decoupled_weight_decay);
+        for_each_grad(&self.groups, |this, param, grad, o| {
+            Adam::update(param, grad, o, &mut states[this], decoupled)
+        })
     }
 
     fn params(&self) -> Vec<Tensor> {

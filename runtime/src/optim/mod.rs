@@ -96,6 +96,33 @@ pub(crate) fn check_groups<O>(groups: &[Group<O>], state: &OptimizerState) -> Re
     Ok(())
 }
 
+/// A Python number as PyTorch's Python-level updates pass one (`p.mul_(0.9)`
+/// is `aten.mul_.Tensor` with a wrapped number).
+pub(crate) fn wrapped(x: f64) -> Tensor {
+    Tensor::wrapped_number(crate::Scalar::Float(x))
+}
+
+/// Calls `update(number, param, grad, options)` for every parameter that has
+/// a gradient, its number counted across groups (the index of its state),
+/// without recording: the loop of every optimizer's `step`.
+pub(crate) fn for_each_grad<O>(
+    groups: &[Group<O>],
+    mut update: impl FnMut(usize, &Tensor, Tensor, &O) -> Result<()>,
+) -> Result<()> {
+    let _off = crate::autograd::no_grad();
+    let mut id = 0;
+    for group in groups {
+        for param in &group.params {
+            let this = id;
+            id += 1;
+            if let Some(grad) = param.grad() {
+                update(this, param, grad, &group.options)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Every group's parameters, in order.
 pub(crate) fn all_params<O>(groups: &[Group<O>]) -> Vec<Tensor> {
     groups

@@ -1,9 +1,8 @@
 //! `optim::SGD`, PyTorch's `_single_tensor_sgd`.
 
 use super::{all_params, check_groups, check_lr, check_params, check_weight_decay};
-use super::{param_groups, state_tensor};
+use super::{for_each_grad, param_groups, state_tensor, wrapped};
 use super::{Group, Optimizer, OptimizerState};
-use crate::autograd::no_grad;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use crate::Scalar;
@@ -114,50 +113,35 @@ impl SGD {
     }
 }
 
-fn wrapped(x: f64) -> Tensor {
-    Tensor::wrapped_number(Scalar::Float(x))
-}
-
 impl Optimizer for SGD {
     fn step(&mut self) -> Result<()> {
-        let _off = no_grad();
-        let mut id = 0;
-        for group in &self.groups {
-            let o = group.options;
-            for param in &group.params {
-                let this = id;
-                id += 1;
-                let Some(grad) = param.grad() else { continue };
-                let mut grad = match o.maximize {
-                    true => crate::at::neg(&grad)?,
-                    false => grad,
-                };
-                if o.weight_decay != 0.0 {
-                    grad = crate::at::add_Tensor(&grad, param, Scalar::Float(o.weight_decay))?;
-                }
-                if o.momentum != 0.0 {
-                    let buf = match self.momentum_buffers[this].take() {
-                        None => crate::at::clone(&crate::at::detach(&grad)?, None)?,
-                        Some(mut buf) => {
-                            crate::at::mul__Tensor(&mut buf, &wrapped(o.momentum))?;
-                            crate::at::add__Tensor(
-                                &mut buf,
-                                &grad,
-                                Scalar::Float(1.0 - o.dampening),
-                            )?;
-                            buf
-                        }
-                    };
-                    grad = match o.nesterov {
-                        true => crate::at::add_Tensor(&grad, &buf, Scalar::Float(o.momentum))?,
-                        false => buf.clone(),
-                    };
-                    self.momentum_buffers[this] = Some(buf);
-                }
-                crate::at::add__Tensor(&mut param.clone(), &grad, Scalar::Float(-o.lr))?;
+        let buffers = &mut self.momentum_buffers;
+        for_each_grad(&self.groups, |this, param, grad, o| {
+            let mut grad = match o.maximize {
+                true => crate::at::neg(&grad)?,
+                false => grad,
+            };
+            if o.weight_decay != 0.0 {
+                grad = crate::at::add_Tensor(&grad, param, Scalar::Float(o.weight_decay))?;
             }
-        }
-        Ok(())
+            if o.momentum != 0.0 {
+                let buf = match buffers[this].take() {
+                    None => crate::at::clone(&crate::at::detach(&grad)?, None)?,
+                    Some(mut buf) => {
+                        crate::at::mul__Tensor(&mut buf, &wrapped(o.momentum))?;
+                        crate::at::add__Tensor(&mut buf, &grad, Scalar::Float(1.0 - o.dampening))?;
+                        buf
+                    }
+                };
+                grad = match o.nesterov {
+                    true => crate::at::add_Tensor(&grad, &buf, Scalar::Float(o.momentum))?,
+                    false => buf.clone(),
+                };
+                buffers[this] = Some(buf);
+            }
+            crate::at::add__Tensor(&mut param.clone(), &grad, Scalar::Float(-o.lr))?;
+            Ok(())
+        })
     }
 
     fn params(&self) -> Vec<Tensor> {

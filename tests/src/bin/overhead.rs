@@ -101,6 +101,12 @@ fn interleaved_samples(benches: &mut [Batch<'_>], rounds: usize) -> Vec<Vec<f64>
     samples
 }
 
+/// The median over rounds of `with - without` (paired per round, so a slow
+/// moment of the machine falls on both sides).
+fn paired_difference(with: &[f64], without: &[f64]) -> f64 {
+    median(with.iter().zip(without).map(|(x, b)| x - b).collect())
+}
+
 fn median(mut s: Vec<f64>) -> f64 {
     s.sort_by(f64::total_cmp);
     s[s.len() / 2]
@@ -201,13 +207,7 @@ fn custom_function(a: &Tensor) {
         ),
     ];
     let samples = interleaved_samples(&mut benches, ROUNDS);
-    let added = median(
-        samples[1]
-            .iter()
-            .zip(&samples[0])
-            .map(|(x, b)| x - b)
-            .collect(),
-    );
+    let added = paired_difference(&samples[1], &samples[0]);
     println!(
         "custom_function_ns: +{added:.1} (apply {:.1}, typed mul {:.1})",
         median(samples[1].clone()),
@@ -361,13 +361,7 @@ fn autograd(a: &Tensor, b: &Tensor) {
         ),
     ];
     let samples = interleaved_samples(&mut benches, 3 * ROUNDS);
-    let added = median(
-        samples[1]
-            .iter()
-            .zip(&samples[0])
-            .map(|(x, b)| x - b)
-            .collect(),
-    );
+    let added = paired_difference(&samples[1], &samples[0]);
     println!(
         "autograd_record_ns: +{added:.1} (add on inputs that require grad {:.1}, typed_call_ns {:.1})",
         median(samples[1].clone()),
@@ -510,7 +504,7 @@ fn overrides(a: &Tensor, b: &Tensor) {
     let samples = interleaved_samples(&mut benches, 3 * ROUNDS);
     let base = &samples[0];
     for ((name, _), s) in benches.iter().zip(&samples).skip(1) {
-        let added = median(s.iter().zip(base).map(|(x, b)| x - b).collect());
+        let added = paired_difference(s, base);
         println!(
             "{name}: {:.1} (+{added:.1} over typed_call_ns {:.1})",
             median(s.clone()),
