@@ -467,51 +467,101 @@ fn transposed_operands_give_exact_sums() {
     opforge::set_num_threads(before).unwrap();
 }
 
+/// `a op b`, `a op= b` and `op(a, b, out=)` of one operator.
+type Forms = (
+    &'static str,
+    fn(&Tensor, &Tensor) -> opforge::Result<Tensor>,
+    fn(&mut Tensor, &Tensor) -> opforge::Result<Tensor>,
+    fn(&Tensor, &Tensor, &mut Tensor) -> opforge::Result<Tensor>,
+);
+
+const PLAIN: [Forms; 6] = [
+    (
+        "add",
+        |a, b| ops::add_Tensor(a, b, Scalar::Int(1)),
+        |a, b| ops::add__Tensor(a, b, Scalar::Int(1)),
+        |a, b, o| ops::add_out(a, b, Scalar::Int(1), o),
+    ),
+    (
+        "add alpha 3",
+        |a, b| ops::add_Tensor(a, b, Scalar::Int(3)),
+        |a, b| ops::add__Tensor(a, b, Scalar::Int(3)),
+        |a, b, o| ops::add_out(a, b, Scalar::Int(3), o),
+    ),
+    (
+        "sub",
+        |a, b| ops::sub_Tensor(a, b, Scalar::Int(1)),
+        |a, b| ops::sub__Tensor(a, b, Scalar::Int(1)),
+        |a, b, o| ops::sub_out(a, b, Scalar::Int(1), o),
+    ),
+    (
+        "sub alpha -2",
+        |a, b| ops::sub_Tensor(a, b, Scalar::Int(-2)),
+        |a, b| ops::sub__Tensor(a, b, Scalar::Int(-2)),
+        |a, b, o| ops::sub_out(a, b, Scalar::Int(-2), o),
+    ),
+    ("mul", ops::mul_Tensor, ops::mul__Tensor, ops::mul_out),
+    ("div", ops::div_Tensor, ops::div__Tensor, ops::div_out),
+];
+
 #[test]
-fn small_contiguous_in_place_writes_agree_with_new_results() {
-    // The short path for `a op= b` over small contiguous tensors of one dtype
-    // (kernels::pointwise::binary_plain_in_place) against the out-of-place
-    // result, at the sizes around its inline copy (64) and its limit (4096).
+fn plain_calls_agree_with_the_general_loop() {
+    // The short path for `a op b` and `a op= b`
+    // (kernels::pointwise::binary_plain): a contiguous tensor and either a
+    // tensor of its shape and dtype or a Python number, against the general
+    // loop (`out=` never takes the short path), at sizes around its in-place
+    // chunk (64) and in-place limit (4096).
     let _g = THREADS.lock().unwrap_or_else(|e| e.into_inner());
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     for (case, n) in [1usize, 3, 63, 64, 65, 1000, 4096, 4097]
         .into_iter()
         .enumerate()
     {
-        for dtype in [DType::Int64, DType::Float32, DType::Float64] {
-            let a = random_view(&mut rng, &[n], dtype, true);
-            let b = random_view(&mut rng, &[n], dtype, true);
-            let what = format!("case {case} (n {n}, {dtype:?})");
-            for alpha in [Scalar::Int(1), Scalar::Int(3)] {
-                let mut x = contiguous(&a);
-                let version = x.storage().version();
-                let r = ops::add__Tensor(&mut x, &b, alpha).unwrap();
-                assert!(r.is_same(&x));
-                assert_eq!(x.storage().version(), version + 1, "{what}: a write");
-                same(
-                    &x,
-                    &ops::add_Tensor(&a, &b, alpha).unwrap(),
-                    &format!("{what}: add_"),
-                );
-                let mut x = contiguous(&a);
-                ops::sub__Tensor(&mut x, &b, alpha).unwrap();
-                same(
-                    &x,
-                    &ops::sub_Tensor(&a, &b, alpha).unwrap(),
-                    &format!("{what}: sub_"),
-                );
+        for dtype in [DType::Int32, DType::Int64, DType::Float32, DType::Float64] {
+            let a = contiguous(&random_view(&mut rng, &[n], dtype, true));
+            let b = contiguous(&random_view(&mut rng, &[n], dtype, true));
+            let others = [
+                ("tensor", b),
+                ("0.3", Tensor::wrapped_number(Scalar::Float(0.3))),
+                ("-3", Tensor::wrapped_number(Scalar::Int(-3))),
+                ("0", Tensor::wrapped_number(Scalar::Int(0))),
+            ];
+            for (other, b) in &others {
+                for (name, new, in_place, out) in PLAIN {
+                    let what = format!("case {case} (n {n}, {dtype:?}): {name} {other}");
+                    let float = b.dtype().is_floating_point() || name == "div";
+                    let dtype_of = if float && !dtype.is_floating_point() {
+                        DType::Float32
+                    } else {
+                        dtype
+                    };
+                    let mut o = Tensor::zeros(&[0], dtype_of, opforge::Device::Cpu);
+                    let want = out(&a, b, &mut o);
+                    let got = new(&a, b);
+                    match (&got, &want) {
+                        (Ok(g), Ok(w)) => {
+                            assert_eq!(g.dtype(), dtype_of, "{what}");
+                            same(g, w, &what);
+                        }
+                        // Integer division by zero, on both paths.
+                        (Err(g), Err(w)) => assert_eq!(g.to_string(), w.to_string(), "{what}"),
+                        _ => panic!("{what}: {got:?} vs {want:?}"),
+                    }
+                    if dtype_of != dtype {
+                        continue;
+                    }
+                    let mut x = contiguous(&a);
+                    let version = x.storage().version();
+                    let r = in_place(&mut x, b).unwrap();
+                    assert!(r.is_same(&x), "{what}");
+                    assert_eq!(x.storage().version(), version + 1, "{what}: a write");
+                    same(&x, want.as_ref().unwrap(), &format!("{what} in place"));
+                }
             }
-            let mut x = contiguous(&a);
-            ops::mul__Tensor(&mut x, &b).unwrap();
-            same(
-                &x,
-                &ops::mul_Tensor(&a, &b).unwrap(),
-                &format!("{what}: mul_"),
-            );
             // A float alpha on integers is still refused.
             if dtype == DType::Int64 {
                 let mut x = contiguous(&a);
-                assert!(ops::add__Tensor(&mut x, &b, Scalar::Float(0.5)).is_err());
+                assert!(ops::add__Tensor(&mut x, &others[0].1, Scalar::Float(0.5)).is_err());
             }
         }
     }

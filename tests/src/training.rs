@@ -408,42 +408,91 @@ pub struct Outcome {
     pub test_accuracy: f64,
 }
 
-/// Trains the run's model as PyTorch did: per step `zero_grad`, forward,
-/// loss, `backward`, `step`, on the batch the corpus schedule names.
+/// A run's model, optimizer and training rows, ready to take steps: what
+/// [`train`] and the benchmarks (`overhead`, `probe`) share.
+pub struct Trainer {
+    /// The run's model, with its recorded initial weights.
+    pub model: nn::Sequential,
+    optimizer: Box<dyn Optimizer>,
+    x: Tensor,
+    y: Tensor,
+    batch_size: usize,
+    loss: Loss,
+    dtype: DType,
+}
+
+impl Trainer {
+    /// Builds the run's model, loads its initial `state_dict` and makes its
+    /// optimizer, over the first [`TRAIN_ROWS`] rows of `data`.
+    pub fn new(run: &Run, data: &Digits) -> Result<Trainer, String> {
+        let e = |e: opforge::Error| e.to_string();
+        let model = model(run).map_err(e)?;
+        let init: StateDict = run
+            .init
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), tensor_of(v, run.dtype)?)))
+            .collect::<Result<_, String>>()?;
+        model.load_state_dict(&init, true).map_err(e)?;
+        let optimizer = optimizer(&run.optim, model.parameters())?;
+        let (x, y) = data.tensors(0..TRAIN_ROWS, run.dtype).map_err(e)?;
+        Ok(Trainer {
+            model,
+            optimizer,
+            x,
+            y,
+            batch_size: run.batch_size.max(1),
+            loss: run.loss,
+            dtype: run.dtype,
+        })
+    }
+
+    /// The rows of step `step`: batches in order, cycling.
+    pub fn batch(&self, step: usize) -> opforge::Result<(Tensor, Tensor)> {
+        let b = step % TRAIN_ROWS.div_ceil(self.batch_size);
+        let (start, end) = (
+            (b * self.batch_size) as i64,
+            ((b + 1) * self.batch_size).min(TRAIN_ROWS) as i64,
+        );
+        Ok((
+            at::slice_Tensor(&self.x, 0, Some(start), Some(end), 1)?,
+            at::slice_Tensor(&self.y, 0, Some(start), Some(end), 1)?,
+        ))
+    }
+
+    /// One step as PyTorch takes it: `zero_grad`, forward, loss, `backward`,
+    /// `step`. Returns the loss.
+    pub fn step_on(&mut self, x: &Tensor, y: &Tensor) -> opforge::Result<Tensor> {
+        self.optimizer.zero_grad()?;
+        let out = self.model.forward(x)?;
+        let l = loss(self.loss, &out, y, self.dtype)?;
+        l.backward()?;
+        self.optimizer.step()?;
+        Ok(l)
+    }
+
+    /// Step `step` on its batch ([`Trainer::batch`], [`Trainer::step_on`]).
+    pub fn step(&mut self, step: usize) -> opforge::Result<Tensor> {
+        let (x, y) = self.batch(step)?;
+        self.step_on(&x, &y)
+    }
+}
+
+/// Trains the run's model as PyTorch did ([`Trainer::step`] per step).
 pub fn train(run: &Run, data: &Digits) -> Result<Outcome, String> {
     let e = |e: opforge::Error| e.to_string();
-    let model = model(run).map_err(e)?;
-    let init: StateDict = run
-        .init
-        .iter()
-        .map(|(k, v)| Ok((k.clone(), tensor_of(v, run.dtype)?)))
-        .collect::<Result<_, String>>()?;
-    model.load_state_dict(&init, true).map_err(e)?;
-    let mut opt = optimizer(&run.optim, model.parameters())?;
-    let (x, y) = data.tensors(0..TRAIN_ROWS, run.dtype).map_err(e)?;
-    let batches = TRAIN_ROWS.div_ceil(run.batch_size.max(1));
+    let mut trainer = Trainer::new(run, data)?;
     let mut losses = Vec::with_capacity(run.steps);
     for step in 0..run.steps {
-        let b = step % batches;
-        let (start, end) = (
-            b * run.batch_size,
-            ((b + 1) * run.batch_size).min(TRAIN_ROWS),
-        );
-        let xb = at::slice_Tensor(&x, 0, Some(start as i64), Some(end as i64), 1).map_err(e)?;
-        let yb = at::slice_Tensor(&y, 0, Some(start as i64), Some(end as i64), 1).map_err(e)?;
-        opt.zero_grad().map_err(e)?;
-        let out = model.forward(&xb).map_err(e)?;
-        let l = loss(run.loss, &out, &yb, run.dtype).map_err(e)?;
+        let l = trainer.step(step).map_err(e)?;
         losses.push(l.item().map_err(e)?.to_f64());
-        l.backward().map_err(e)?;
-        opt.step().map_err(e)?;
     }
     let (xt, yt) = data.tensors(TRAIN_ROWS..data.len(), run.dtype).map_err(e)?;
+    let model = &trainer.model;
     Ok(Outcome {
         losses,
         state: model.state_dict(),
-        train_accuracy: accuracy(&model, &x, &y).map_err(e)?,
-        test_accuracy: accuracy(&model, &xt, &yt).map_err(e)?,
+        train_accuracy: accuracy(model, &trainer.x, &trainer.y).map_err(e)?,
+        test_accuracy: accuracy(model, &xt, &yt).map_err(e)?,
     })
 }
 

@@ -531,11 +531,13 @@ pub(crate) fn binary(
     Ok(r)
 }
 
-/// The commonest call on the shortest path: `add`, `sub` or `mul` of two
-/// plain contiguous CPU tensors of one shape and one non-bool dtype into a new
-/// tensor, with an `alpha` the dtype accepts. The element functions are the
-/// general path's, so are the values; `None` for any other call (including
-/// every call that is an error), which takes the general path.
+/// The commonest calls on the shortest path: `add`, `sub`, `mul` or (in a
+/// floating dtype) `div` of a plain contiguous CPU tensor and either a tensor
+/// of its shape and dtype or a Python number that does not promote it (a float
+/// with a floating tensor, an int with any), into a new tensor or in place,
+/// with an `alpha` the dtype accepts. The element functions are the general
+/// path's, so are the values; `None` for any other call (including every call
+/// that is an error), which takes the general path.
 fn binary_plain(
     op: BinOp,
     a: Operand<'_>,
@@ -552,49 +554,143 @@ fn binary_plain(
         Dest::Out(_) => return None,
     };
     let dtype = a.dtype();
-    let plain =
-        |t: &Tensor| t.dtype() == dtype && t.device() == Device::Cpu && !t.is_wrapped_number();
     let alpha_ok = match alpha {
         Scalar::Bool(_) => false,
         Scalar::Float(_) => dtype.is_floating_point(),
         Scalar::Int(_) => true,
     };
-    if !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul)
-        || dtype == DType::Bool
+    let op_ok = match op {
+        BinOp::Add | BinOp::Sub | BinOp::Mul => true,
+        BinOp::Div => dtype.is_floating_point(),
+        _ => false,
+    };
+    if !op_ok
         || !alpha_ok
-        || !plain(a)
-        || !plain(b)
+        || dtype == DType::Bool
+        || a.is_wrapped_number()
+        || a.device() != Device::Cpu
+        || b.device() != Device::Cpu
     {
         return None;
     }
     let contiguous = |g: &Geometry| crate::tensor::is_contiguous_strides(&g.shape, &g.strides);
     let (sa, oa, shape) =
         a.with_geometry(|g| contiguous(g).then(|| (g.storage.clone(), g.offset, g.shape.clone())))?;
-    let (sb, ob) = b.with_geometry(|g| {
-        (contiguous(g) && g.shape == shape).then(|| (g.storage.clone(), g.offset))
-    })?;
-    let n = numel(&shape);
-    if in_place {
-        return binary_plain_in_place(op, alpha, dtype, (&sa, oa), (&sb, ob), n)
-            .map(|r| r.map(|()| a.clone()));
-    }
-    let guards = crate::tensor::StorageLocks::new(&[&sa, &sb], None);
-    let (ba, bb) = (guards.read(&sa)?, guards.read(&sb)?);
-    with_dtype!(dtype, T => {
-        let x = T::slice(ba)?.get(oa..oa + n)?;
-        let y = T::slice(bb)?.get(ob..ob + n)?;
-        let al: T = match scalar_to(alpha) {
-            Ok(v) => v,
-            Err(e) => return Some(Err(e)),
-        };
-        let srcs = [Src::Slice(x), Src::Slice(y)];
-        Some(new_from_blocks(srcs, &shape, &|[a, b], o| plain_arith(op, al, a, b, o)))
-    })
+    let rhs = if b.is_wrapped_number() {
+        let number = b.with_geometry(|g| match &*g.storage.read() {
+            crate::tensor::Buffer::F64(v) if dtype.is_floating_point() => {
+                v.get(g.offset).map(|&x| Scalar::Float(x))
+            }
+            crate::tensor::Buffer::I64(v) => v.get(g.offset).map(|&x| Scalar::Int(x)),
+            _ => None,
+        })?;
+        Rhs::Number(number)
+    } else if b.dtype() == dtype {
+        b.with_geometry(|g| {
+            (contiguous(g) && g.shape == shape).then(|| Rhs::Elements(g.storage.clone(), g.offset))
+        })?
+    } else {
+        return None;
+    };
+    let plain = Plain {
+        a: (&sa, oa),
+        b: &rhs,
+        shape: &shape,
+    };
+    let r = if op == BinOp::Div {
+        float_dtype!(dtype, F => plain.run(in_place, |[a, b], o| map2(a, b, o, F::div)), _ => None)
+    } else {
+        with_dtype!(dtype, T => {
+            let al: T = match scalar_to(alpha) {
+                Ok(v) => v,
+                Err(e) => return Some(Err(e)),
+            };
+            plain.run(in_place, |[a, b], o| plain_arith(op, al, a, b, o))
+        })
+    };
+    r.map(|r| r.map(|t| t.unwrap_or_else(|| a.clone())))
 }
 
-/// The element loop of [`binary_plain`] and [`binary_plain_in_place`]:
-/// `a + alpha·b`, `a − alpha·b` or `a · b` over one block (the operator is
-/// matched once per block, each arm its own monomorphic loop).
+/// The right operand of a [`binary_plain`] call.
+enum Rhs {
+    /// A tensor's elements: its storage and offset (the left operand's shape,
+    /// contiguous).
+    Elements(crate::tensor::Storage, usize),
+    /// A Python number.
+    Number(Scalar),
+}
+
+/// The operands of a [`binary_plain`] call: the left one's storage and
+/// offset, the right one, the shape.
+struct Plain<'a> {
+    a: (&'a crate::tensor::Storage, usize),
+    b: &'a Rhs,
+    shape: &'a [usize],
+}
+
+/// Elements up to which [`binary_plain`] takes an in-place call (beyond, the
+/// general loop's fixed cost is small beside the work).
+const SMALL_IN_PLACE: usize = 4096;
+
+/// Elements of the left operand an in-place [`binary_plain`] call copies at a
+/// time (on the stack), so that nothing is read and written through two
+/// references at once.
+const IN_PLACE_CHUNK: usize = 64;
+
+impl Plain<'_> {
+    /// Runs `kernel` over the elements: into a new tensor (`Some`), or in
+    /// place into the left operand (`None`). `None` (outer) when the call is
+    /// not of this kind after all.
+    fn run<T: Num + Sync>(
+        &self,
+        in_place: bool,
+        kernel: impl Fn([Src<'_, T>; 2], Out<'_, T>) -> Written + Sync,
+    ) -> Option<Result<Option<Tensor>>> {
+        let n = numel(self.shape);
+        let (sa, oa) = self.a;
+        let sb = match self.b {
+            Rhs::Elements(sb, _) => Some(sb),
+            Rhs::Number(_) => None,
+        };
+        if in_place {
+            if n > SMALL_IN_PLACE || sb.is_some_and(|sb| sb.ptr_eq(sa)) {
+                return None;
+            }
+            let reads: smallvec::SmallVec<[&crate::tensor::Storage; 1]> = sb.into_iter().collect();
+            let mut guards = crate::tensor::StorageLocks::new(&reads, Some(sa));
+            let (written, reads) = guards.parts();
+            let o = T::slice_mut(written?)?.get_mut(oa..oa + n)?;
+            let y = match self.b {
+                Rhs::Elements(sb, ob) => Src::Slice(T::slice(reads.get(sb)?)?.get(*ob..ob + n)?),
+                Rhs::Number(x) => Src::Scalar(T::from_scalar(*x)),
+            };
+            let mut old = [T::zero(); IN_PLACE_CHUNK];
+            for (k, o) in o.chunks_mut(IN_PLACE_CHUNK).enumerate() {
+                let x = &mut old[..o.len()];
+                x.copy_from_slice(o);
+                let y = match y {
+                    Src::Slice(y) => Src::Slice(&y[k * IN_PLACE_CHUNK..][..o.len()]),
+                    number => number,
+                };
+                let _: Written = kernel([Src::Slice(x), y], Out::init(o));
+            }
+            return Some(Ok(None));
+        }
+        let reads: smallvec::SmallVec<[&crate::tensor::Storage; 2]> =
+            std::iter::once(sa).chain(sb).collect();
+        let guards = crate::tensor::StorageLocks::new(&reads, None);
+        let x = T::slice(guards.read(sa)?)?.get(oa..oa + n)?;
+        let y = match self.b {
+            Rhs::Elements(sb, ob) => Src::Slice(T::slice(guards.read(sb)?)?.get(*ob..ob + n)?),
+            Rhs::Number(x) => Src::Scalar(T::from_scalar(*x)),
+        };
+        Some(new_from_blocks([Src::Slice(x), y], self.shape, &kernel).map(Some))
+    }
+}
+
+/// The element loop of [`binary_plain`] but division: `a + alpha·b`,
+/// `a − alpha·b` or `a · b` over one block (the operator is matched once per
+/// block, each arm its own monomorphic loop).
 fn plain_arith<T: Num>(op: BinOp, al: T, a: Src<'_, T>, b: Src<'_, T>, o: Out<'_, T>) -> Written {
     match op {
         BinOp::Add if al == T::one() => map2(a, b, o, |p: T, q: T| p.add(q)),
@@ -603,40 +699,6 @@ fn plain_arith<T: Num>(op: BinOp, al: T, a: Src<'_, T>, b: Src<'_, T>, o: Out<'_
         BinOp::Sub => map2(a, b, o, |p: T, q: T| p.sub(al.mul(q))),
         _ => map2(a, b, o, T::mul),
     }
-}
-
-/// Elements up to which [`binary_plain_in_place`] takes an in-place call
-/// (beyond, the general loop's fixed cost is small beside the work).
-const SMALL_IN_PLACE: usize = 4096;
-
-/// [`binary_plain`] in place: `a op= b` over `n` contiguous elements of one
-/// dtype, `a` and `b` in different storages. The old values of `a` are read
-/// from a copy (inline up to 64), so nothing is read and written through two
-/// references at once. `None` when the call is not of that kind.
-fn binary_plain_in_place(
-    op: BinOp,
-    alpha: Scalar,
-    dtype: DType,
-    (sa, oa): (&crate::tensor::Storage, usize),
-    (sb, ob): (&crate::tensor::Storage, usize),
-    n: usize,
-) -> Option<Result<()>> {
-    if n > SMALL_IN_PLACE || sa.ptr_eq(sb) {
-        return None;
-    }
-    let mut guards = crate::tensor::StorageLocks::new(&[sb], Some(sa));
-    let (written, reads) = guards.parts();
-    with_dtype!(dtype, T => {
-        let y = T::slice(reads.get(sb)?)?.get(ob..ob + n)?;
-        let o = T::slice_mut(written?)?.get_mut(oa..oa + n)?;
-        let x: smallvec::SmallVec<[T; 64]> = smallvec::SmallVec::from_slice(o);
-        let al: T = match scalar_to(alpha) {
-            Ok(v) => v,
-            Err(e) => return Some(Err(e)),
-        };
-        let _: Written = plain_arith(op, al, Src::Slice(&x[..]), Src::Slice(y), Out::init(o));
-        Some(Ok(()))
-    })
 }
 
 /// Comparison operators.

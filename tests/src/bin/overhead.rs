@@ -231,27 +231,13 @@ fn train_step_us(
     run: &opforge_tests::training::Run,
     data: &opforge_tests::training::Digits,
 ) -> f64 {
-    use opforge::nn::Module;
-    use opforge_tests::training::{self, TRAIN_ROWS};
-    let model = training::model(run).expect("model");
-    let mut opt = training::optimizer(&run.optim, model.parameters()).expect("optimizer");
-    let (x, y) = data.tensors(0..TRAIN_ROWS, run.dtype).expect("data");
-    let batches = TRAIN_ROWS.div_ceil(run.batch_size);
+    let mut trainer = opforge_tests::training::Trainer::new(run, data).expect("trainer");
+    let batches = opforge_tests::training::TRAIN_ROWS.div_ceil(run.batch_size);
     let mut times = Vec::new();
     for step in 0..(10 + 4 * batches).max(60) {
-        let b = step % batches;
-        let (lo, hi) = (
-            (b * run.batch_size) as i64,
-            ((b + 1) * run.batch_size).min(TRAIN_ROWS) as i64,
-        );
-        let xb = opforge::at::slice_Tensor(&x, 0, Some(lo), Some(hi), 1).expect("slice");
-        let yb = opforge::at::slice_Tensor(&y, 0, Some(lo), Some(hi), 1).expect("slice");
+        let (x, y) = trainer.batch(step).expect("batch");
         let t = Instant::now();
-        opt.zero_grad().expect("zero_grad");
-        let out = model.forward(&xb).expect("forward");
-        let loss = training::loss(run.loss, &out, &yb, run.dtype).expect("loss");
-        loss.backward().expect("backward");
-        opt.step().expect("step");
+        trainer.step_on(&x, &y).expect("step");
         if step >= 10 {
             times.push(t.elapsed().as_nanos() as f64 / 1e3);
         }

@@ -14,7 +14,9 @@
 //! `select` on a plain tensor: a view operator, whose kernel marks its result
 //! a view of its base), `custom_function` (`apply` of a one-op custom
 //! Function on an input that requires grad: `custom_function_ns`) and
-//! `custom_function_backward` (`apply`, `sum`, `backward()`).
+//! `custom_function_backward` (`apply`, `sum`, `backward()`), `train_step`
+//! and `train_step_fullbatch` (one step of the runs behind `train_step_us`
+//! and `train_step_fullbatch_us`, one thread).
 
 use opforge::overrides::{push_dispatch_mode, push_function_mode, Class};
 use opforge::{Scalar, Tensor, Value};
@@ -120,6 +122,22 @@ fn main() {
                     .expect("sum")
                     .backward()
                     .expect("backward");
+            })
+        }
+        "train_step" | "train_step_fullbatch" => {
+            use opforge_tests::training;
+            let id = if path == "train_step" {
+                "train/adam_tanh_minibatch"
+            } else {
+                "train/sgd_momentum_relu_fullbatch"
+            };
+            let runs = training::load(&opforge_tests::corpus("train_runs.jsonl")).expect("runs");
+            let run = runs.iter().find(|r| r.id == id).expect("the run");
+            let data = training::digits_data().expect("digits");
+            let mut trainer = training::Trainer::new(run, &data).expect("trainer");
+            opforge::set_num_threads(1).expect("one thread");
+            (0..n).for_each(|step| {
+                trainer.step(step).expect("step");
             })
         }
         "view" => {
