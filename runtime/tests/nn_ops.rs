@@ -1639,3 +1639,39 @@ const CE_LS_MORE: &[(bool, i64, i64, &[f32])] = &[
     (true, 2, -100, &[7.255151271820068]),
     (true, 2, 0, &[6.524243354797363]),
 ];
+
+// The optimizer formulas run in the pointwise loop, with TensorIterator's
+// checks (PyTorch 2.15's messages):
+// torch.zeros(3).addcmul_(torch.zeros(2, 3), torch.zeros(3));
+// torch.zeros(3, dtype=torch.int64).addcdiv_(torch.zeros(3), torch.zeros(3));
+// torch.addcmul(torch.zeros(3), torch.zeros(3), torch.zeros(3),
+//               out=torch.zeros(3, dtype=torch.int64));
+// torch.zeros(3).lerp_(torch.zeros(2, 3), 0.5);
+// and mixed float dtypes in place are accepted:
+// torch.zeros(3, dtype=torch.float64).addcmul_(torch.ones(3), torch.ones(3),
+//                                              value=0.1) is [0.1] * 3.
+#[test]
+fn formula_output_checks_are_pytorchs() {
+    let z32 = |shape: &[usize]| Tensor::zeros(shape, DType::Float32, opforge::Device::Cpu);
+    let broadcast = "output with shape [3] doesn't match the broadcast shape [2, 3]";
+    let mut x = z32(&[3]);
+    let e = ops::addcmul_(&mut x, &z32(&[2, 3]), &z32(&[3]), Scalar::Int(1)).unwrap_err();
+    assert_eq!(e.to_string(), broadcast);
+    let e = ops::lerp__Scalar(&mut x, &z32(&[2, 3]), Scalar::Float(0.5)).unwrap_err();
+    assert_eq!(e.to_string(), broadcast);
+    let cast = "result type Float can't be cast to the desired output type Long";
+    let mut i = Tensor::zeros(&[3], DType::Int64, opforge::Device::Cpu);
+    let e = ops::addcdiv_(&mut i, &z32(&[3]), &z32(&[3]), Scalar::Int(1)).unwrap_err();
+    assert_eq!(e.to_string(), cast);
+    let e =
+        ops::addcmul_out(&z32(&[3]), &z32(&[3]), &z32(&[3]), Scalar::Int(1), &mut i).unwrap_err();
+    assert_eq!(e.to_string(), cast);
+    let mut d = Tensor::zeros(&[3], DType::Float64, opforge::Device::Cpu);
+    let one = t32(&[1.0; 3], &[3]);
+    ops::addcmul_(&mut d, &one, &one, Scalar::Float(0.1)).unwrap();
+    assert_eq!(d.dtype(), DType::Float64);
+    close(&d, &[0.1; 3], 1e-15);
+    let mut f = z32(&[3]);
+    ops::addcmul_(&mut f, &t64(&[1.0; 3], &[3]), &one, Scalar::Int(1)).unwrap();
+    close(&f, &[1.0; 3], 0.0);
+}

@@ -20,7 +20,7 @@
 //!   (the vector path calls `fmadd`; GCC contracts the scalar one); `addcdiv`
 //!   is `self + value * tensor1 / tensor2`, unfused.
 
-use super::promote::{broadcast_all, check_can_cast, check_output_shape, result_type_tensors};
+use super::promote::{check_can_cast, check_output_shape, result_type_tensors};
 use super::{
     check_alloc, check_out_dtype, common_device, dispatch_error, fmt_shape, index_error,
     resize_output, typemeta_name, wrap_dim,
@@ -749,7 +749,7 @@ pub(crate) fn addc(
         let r = at::add_Tensor(self_, &product, Scalar::Int(1))?;
         return finish(r, into);
     }
-    pointwise(op, &ins, dtype, value, into)
+    pointwise(op, &ins, value, into)
 }
 
 /// `lerp.Scalar(self, end, weight)` into `into`: PyTorch's fused formula.
@@ -765,46 +765,39 @@ pub(crate) fn lerp_scalar(
         typemeta_name(self_.dtype()),
         typemeta_name(end.dtype())
     );
-    pointwise(Formula::Lerp, &[self_, end], self_.dtype(), weight, into)
+    pointwise(Formula::Lerp, &[self_, end], weight, into)
 }
 
-/// `op` over `ins` broadcast, computed in `dtype`: a new tensor (meta without
-/// computing), then written into `self` (in place) or `out` if asked.
-fn pointwise(
-    op: Formula,
-    ins: &[&Tensor],
-    dtype: DType,
-    scalar: Scalar,
-    into: Place<'_>,
-) -> Result<Tensor> {
-    let shapes: Vec<Vec<usize>> = ins.iter().map(|t| t.shape()).collect();
-    let shape = broadcast_all(shapes.iter().map(Vec::as_slice))?;
-    if let Place::Inplace(s) = into {
-        check_output_shape(&s.shape(), &shape)?;
-    }
-    let sizes: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
-    let meta = is_meta(ins.iter().copied());
-    let r = with_float!(dtype, op.kernel_name(), T => {
-        if meta {
-            make::<T>(None, &shape, dtype)
-        } else {
-            check_alloc(&shape, dtype, Device::Cpu)?;
-            let cols = ins
-                .iter()
-                .map(|t| at::expand(t, &sizes, false)?.to_vec::<T>())
-                .collect::<Result<Vec<_>>>()?;
-            let v = T::of(scalar.to_f64());
-            let n = shape.iter().product();
-            let mut xs = Vec::with_capacity(cols.len());
-            let data = memory::try_collect(n, (0..n).map(|i| {
-                xs.clear();
-                xs.extend(cols.iter().map(|c| c[i]));
-                op.apply(&xs, v)
-            }))?;
-            Tensor::from_vec(data, &shape)
+/// `op` over `ins` broadcast, computed in their promoted dtype by the
+/// pointwise loop (`TensorIterator`'s checks and `out=` rules): a new tensor
+/// (meta without computing), or written into `self` (in place) or `out`.
+fn pointwise(op: Formula, ins: &[&Tensor], scalar: Scalar, into: Place<'_>) -> Result<Tensor> {
+    use super::iter::{map2, map3};
+    use super::pointwise::{Dest, Iter, Rule};
+    use super::promote::Operand;
+    let dest = match into {
+        Place::New => Dest::New,
+        Place::Inplace(s) => {
+            debug_assert!(s.is_same(ins[0]), "in place into the first input");
+            Dest::Inplace
         }
-    })?;
-    finish(r, into)
+        Place::Out(o) => Dest::Out(o),
+    };
+    let it = Iter::build(
+        ins.iter().map(|t| Operand::Tensor(t)).collect(),
+        dest,
+        Rule::Promote,
+    )?;
+    if it.is_meta() {
+        return it.finish_meta();
+    }
+    with_float!(it.compute, op.kernel_name(), T => {
+        let v = T::of(scalar.to_f64());
+        match ins.len() {
+            2 => it.run(|[a, b], o| map2(a, b, o, |x: T, y: T| op.apply(&[x, y], v))),
+            _ => it.run(|[a, b, c], o| map3(a, b, c, o, |x: T, y: T, z: T| op.apply(&[x, y, z], v))),
+        }
+    })
 }
 
 /// A pointwise kernel's last step: the new result, or it written into `self`
