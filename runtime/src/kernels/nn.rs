@@ -708,20 +708,26 @@ impl Formula {
         }
     }
 
-    /// One element: `xs` are the tensors' elements in schema order.
-    fn apply<T: Real>(self, xs: &[T], v: T) -> T {
-        match self {
-            Formula::Addcmul => (v * xs[1]).fma(xs[2], xs[0]),
-            Formula::Addcdiv => xs[0] + v * xs[1] / xs[2],
-            Formula::Lerp => {
-                let (s, e) = (xs[0], xs[1]);
-                let d = e - s;
-                if v.abs_() < T::of(0.5) {
-                    v.fma(d, s)
-                } else {
-                    (v - T::ONE).fma(d, e)
-                }
-            }
+    /// `addcmul`'s element: `fma(v * t1, t2, self)`.
+    #[inline(always)]
+    fn addcmul<T: Real>(s: T, t1: T, t2: T, v: T) -> T {
+        (v * t1).fma(t2, s)
+    }
+
+    /// `addcdiv`'s element: `self + v * t1 / t2`.
+    #[inline(always)]
+    fn addcdiv<T: Real>(s: T, t1: T, t2: T, v: T) -> T {
+        s + v * t1 / t2
+    }
+
+    /// `lerp`'s element (weight `w`).
+    #[inline(always)]
+    fn lerp<T: Real>(s: T, e: T, w: T) -> T {
+        let d = e - s;
+        if w.abs_() < T::of(0.5) {
+            w.fma(d, s)
+        } else {
+            (w - T::ONE).fma(d, e)
         }
     }
 }
@@ -793,9 +799,11 @@ fn pointwise(op: Formula, ins: &[&Tensor], scalar: Scalar, into: Place<'_>) -> R
     }
     with_float!(it.compute, op.kernel_name(), T => {
         let v = T::of(scalar.to_f64());
-        match ins.len() {
-            2 => it.run(|[a, b], o| map2(a, b, o, |x: T, y: T| op.apply(&[x, y], v))),
-            _ => it.run(|[a, b, c], o| map3(a, b, c, o, |x: T, y: T, z: T| op.apply(&[x, y, z], v))),
+        // One monomorphic loop per formula (nothing matched per element).
+        match op {
+            Formula::Addcmul => it.run(|[s, a, b], o| map3(s, a, b, o, |x, y, z| Formula::addcmul::<T>(x, y, z, v))),
+            Formula::Addcdiv => it.run(|[s, a, b], o| map3(s, a, b, o, |x, y, z| Formula::addcdiv::<T>(x, y, z, v))),
+            Formula::Lerp => it.run(|[s, e], o| map2(s, e, o, |x, y| Formula::lerp::<T>(x, y, v))),
         }
     })
 }

@@ -1141,7 +1141,33 @@ impl Tensor {
 
     /// The elements in logical order as a `Vec<T>` (converted, allocated as
     /// [`Tensor::to_array`] is).
+    ///
+    /// ```
+    /// use opforge::Tensor;
+    /// let t = Tensor::from_vec(vec![1i64, 2, 3, 4, 5, 6], &[2, 3])?;
+    /// assert_eq!(t.select(0, 1)?.to_vec::<f64>()?, [4.0, 5.0, 6.0]);
+    /// assert_eq!(opforge::ops::t(&t)?.to_vec::<i32>()?, [1, 4, 2, 5, 3, 6]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
     pub fn to_vec<T: IntoBuffer>(&self) -> Result<Vec<T>> {
+        // Contiguous elements: one pass over the slice.
+        let dense = self.with_geometry(|g| {
+            if !is_contiguous_strides(&g.shape, &g.strides) {
+                return None;
+            }
+            let n = numel(&g.shape);
+            let buf = g.storage.read();
+            crate::with_dtype!(self.dtype(), S => {
+                let s = S::slice(&buf)?.get(g.offset..g.offset + n)?;
+                Some(alloc::try_with_capacity(n).map(|mut v: Vec<T>| {
+                    v.extend(s.iter().map(|&x| cast::<S, T>(x)));
+                    v
+                }))
+            })
+        });
+        if let Some(v) = dense {
+            return v;
+        }
         crate::with_dtype!(self.dtype(), S => self.with_view(|v: ArrayViewD<S>| {
             alloc::try_collect(v.len(), v.iter().map(|&x| cast::<S, T>(x)))
         })?)
