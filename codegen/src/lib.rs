@@ -259,23 +259,40 @@ impl Build {
         )
     }
 
+    /// What the build script watches (`cargo:rerun-if-changed`), relative to
+    /// the package directory `dir`: the YAML, the derivatives file and its
+    /// helpers, and `tags.yaml` / `deprecated.yaml` beside the YAML only if
+    /// they exist (Cargo takes a missing path for a changed one, so watching
+    /// one would rerun the generator and recompile the crate on every build).
+    /// To notice one of those two appearing, the YAML's directory is watched
+    /// when it is a directory of its own; beside the package's `Cargo.toml`
+    /// it is not (Cargo scans a watched directory whole, `target/`
+    /// included), and a new `tags.yaml` there is picked up at the next
+    /// change to the YAML.
+    pub fn watched(&self, dir: &Path) -> Vec<PathBuf> {
+        let yaml = dir.join(&self.yaml);
+        let mut paths = vec![yaml.clone()];
+        let beside = ["tags.yaml", "deprecated.yaml"].map(|f| yaml.with_file_name(f));
+        paths.extend(beside.iter().filter(|p| p.exists()).cloned());
+        if let Some(parent) = yaml.parent() {
+            let own = parent != dir && parent != Path::new("");
+            if own && !beside.iter().all(|p| p.exists()) {
+                paths.push(parent.to_path_buf());
+            }
+        }
+        if let Some(d) = &self.derivatives {
+            paths.extend([&d.yaml, &d.helpers].map(|p| dir.join(p)));
+        }
+        paths
+    }
+
     /// Runs in a build script: writes the files, or prints every diagnostic and
     /// exits with status 1.
     pub fn run(self) {
         let dir =
             std::env::var("CARGO_MANIFEST_DIR").map_or_else(|_| PathBuf::new(), PathBuf::from);
-        let yaml = dir.join(&self.yaml);
-        for f in ["tags.yaml", "deprecated.yaml"] {
-            println!(
-                "cargo:rerun-if-changed={}",
-                yaml.with_file_name(f).display()
-            );
-        }
-        println!("cargo:rerun-if-changed={}", yaml.display());
-        if let Some(d) = &self.derivatives {
-            for p in [&d.yaml, &d.helpers] {
-                println!("cargo:rerun-if-changed={}", dir.join(p).display());
-            }
+        for path in self.watched(&dir) {
+            println!("cargo:rerun-if-changed={}", path.display());
         }
         println!(
             "cargo:rustc-env=OPFORGE_SCHEMA_CRATE={}",

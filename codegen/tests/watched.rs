@@ -1,0 +1,56 @@
+//! What a build script watches (`Build::watched`): a missing `tags.yaml` or
+//! `deprecated.yaml` is never watched (Cargo would take it for a changed file
+//! and rerun the generator on every build); a schema directory of its own is,
+//! so that one appearing there is noticed.
+
+use opforge_codegen::Build;
+use std::path::{Path, PathBuf};
+
+/// A fresh directory under the system's temporary directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("opforge-watched-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn touch(p: &Path) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, "").unwrap();
+}
+
+#[test]
+fn beside_the_manifest_only_existing_files_are_watched() {
+    let dir = scratch("root");
+    touch(&dir.join("native_functions.yaml"));
+    let build = Build::new("native_functions.yaml");
+    assert_eq!(build.watched(&dir), [dir.join("native_functions.yaml")]);
+    touch(&dir.join("tags.yaml"));
+    assert_eq!(
+        build.watched(&dir),
+        [dir.join("native_functions.yaml"), dir.join("tags.yaml")]
+    );
+    touch(&dir.join("deprecated.yaml"));
+    assert_eq!(build.watched(&dir).len(), 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_schema_directory_of_its_own_is_watched_until_both_files_exist() {
+    let dir = scratch("own");
+    let yaml = dir.join("schema").join("native_functions.yaml");
+    touch(&yaml);
+    let build = Build::new("schema/native_functions.yaml");
+    assert_eq!(build.watched(&dir), [yaml.clone(), dir.join("schema")]);
+    touch(&dir.join("schema").join("tags.yaml"));
+    touch(&dir.join("schema").join("deprecated.yaml"));
+    assert_eq!(
+        build.watched(&dir),
+        [
+            yaml,
+            dir.join("schema").join("tags.yaml"),
+            dir.join("schema").join("deprecated.yaml")
+        ]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
