@@ -94,6 +94,12 @@ pub use tables::{OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
 /// crate whose build script runs `opforge_codegen::Build` (see the README's
 /// "A crate with its own schema"). It defines a module `generated` with
 /// `OpId`, `OPS`, `sig`, `at`, `ops` and `torch`.
+///
+/// The crate's operators and kernels are registered at link time: a binary
+/// that reaches them only by name ([`library::call`](crate::library::call),
+/// [`dispatcher().find`](crate::dispatch::Dispatcher::find)) must name the
+/// crate once (`use my_ops as _;`), or the linker drops it, registrations
+/// and all (the lookup error then says so).
 #[macro_export]
 macro_rules! include_schema {
     () => {

@@ -577,9 +577,7 @@ fn resolve_among(
         None => {
             let ops = overloads(rest);
             if ops.is_empty() {
-                return Err(Error::Runtime(
-                    format!("'_OpNamespace' '{ns}' object has no attribute '{rest}'").into(),
-                ));
+                return Err(d.no_such_packet(ns, rest));
             }
             let packet: Vec<Overload> = ops.iter().copied().map(overload).collect();
             let r = crate::packet::resolve(&packet_name(rest), &packet, args, kwargs)?;
@@ -588,9 +586,7 @@ fn resolve_among(
         Some((base, name)) => {
             let ops = overloads(base);
             if ops.is_empty() {
-                return Err(Error::Runtime(
-                    format!("'_OpNamespace' '{ns}' object has no attribute '{base}'").into(),
-                ));
+                return Err(d.no_such_packet(ns, base));
             }
             let wanted = if name == "default" { "" } else { name };
             let Some(i) = ops.iter().position(|op| op.schema.overload == wanted) else {
@@ -611,6 +607,12 @@ fn resolve_among(
 /// `torch.ops.<ns>.<name>(*args, **kwargs)`: [`resolve`], then a boxed call
 /// through the dispatcher (so modes, the Python key and every kernel apply).
 /// Returns one value per schema return.
+///
+/// Operators of a crate with its own schema are there only if the binary
+/// links that crate: name it once (`use my_ops as _;`) when nothing else
+/// does. An unknown name fails with PyTorch's message, followed by that
+/// advice when no operator of the namespace is registered, or the nearest
+/// name when one is close.
 ///
 /// ```
 /// use opforge::dispatch::DispatchKey;

@@ -148,9 +148,36 @@ fn overloads_resolve_in_definition_order() -> Result<()> {
     let e = library::call("co_over::g", &[x], &[]).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "'_OpNamespace' 'co_over' object has no attribute 'g'"
+        "'_OpNamespace' 'co_over' object has no attribute 'g'. Did you mean 'f'?"
     );
     Ok(())
+}
+
+// A name in a namespace nobody registered says how to link the crate that
+// defines it; a near name in a known one is suggested (PyTorch's message
+// first, unchanged).
+#[test]
+fn unknown_names_say_what_to_do() {
+    let x = Value::Tensor(Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
+    let e = library::call("co_unlinked::clip_norm", std::slice::from_ref(&x), &[]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "'_OpNamespace' 'co_unlinked' object has no attribute 'clip_norm'. No operator of \
+         namespace 'co_unlinked' is registered: if a crate defines them, name it in this \
+         binary (`use co_unlinked as _;` for a crate called co_unlinked): the linker drops \
+         a crate that nothing names, and its registrations with it"
+    );
+    let e = library::call("aten::sofmax", std::slice::from_ref(&x), &[]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "'_OpNamespace' 'aten' object has no attribute 'sofmax'. Did you mean 'softmax'?"
+    );
+    let e = library::call("aten::sofmax.int", &[x], &[]).unwrap_err();
+    assert!(e.to_string().ends_with("Did you mean 'softmax'?"), "{e}");
+    let e = opforge::overrides::ops("aten")
+        .packet("sofmax")
+        .unwrap_err();
+    assert!(e.to_string().ends_with("Did you mean 'softmax'?"), "{e}");
 }
 
 #[test]

@@ -1196,6 +1196,55 @@ impl Dispatcher {
         builtin
     }
 
+    /// The packet names (`add`, `clip_norm_`, …) of namespace `namespace`,
+    /// built-in and defined at run time, each once.
+    pub fn packet_names(&self, namespace: &str) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = self
+            .builtin
+            .iter()
+            .filter(|op| op.schema.namespace == namespace)
+            .map(|op| op.schema.base)
+            .collect();
+        let dynamic = self.dynamic.read().unwrap_or_else(|e| e.into_inner());
+        names.extend(
+            dynamic
+                .iter()
+                .filter(|op| op.schema.namespace == namespace)
+                .map(|op| op.schema.base),
+        );
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// The error for a packet `ns::name` that does not exist: PyTorch's
+    /// message, then what a Rust user can act on. A namespace no linked crate
+    /// declares says how to link the crate (a crate that nothing in a binary
+    /// names is dropped by the linker, its registrations with it); a known
+    /// namespace gives the nearest name, if one is close.
+    ///
+    /// ```
+    /// use opforge::dispatch::dispatcher;
+    /// let e = dispatcher().no_such_packet("aten", "ad");
+    /// assert!(e.to_string().ends_with("Did you mean 'add'?"));
+    /// let e = dispatcher().no_such_packet("mylib", "clip_norm");
+    /// assert!(e.to_string().contains("use mylib as _;"));
+    /// ```
+    pub fn no_such_packet(&self, ns: &str, name: &str) -> Error {
+        let mut message = format!("'_OpNamespace' '{ns}' object has no attribute '{name}'");
+        let names = self.packet_names(ns);
+        if names.is_empty() {
+            message.push_str(&format!(
+                ". No operator of namespace '{ns}' is registered: if a crate defines them, \
+                 name it in this binary (`use {ns} as _;` for a crate called {ns}): the \
+                 linker drops a crate that nothing names, and its registrations with it"
+            ));
+        } else if let Some(n) = opforge_schema::diag::nearest(name, names.iter().copied()) {
+            message.push_str(&format!(". Did you mean '{n}'?"));
+        }
+        Error::Runtime(message.into())
+    }
+
     /// Registers a kernel used for `key` by every operator that has none of its own
     /// (PyTorch's backend fallback; e.g. the Python key's handler). Returns the
     /// registered kernel (its identity tells it apart from others at that key).

@@ -248,9 +248,7 @@ impl OpPacket {
         interned(&PACKETS, key, || {
             let ops = dispatcher().overloads(ns, name);
             if ops.is_empty() {
-                return Err(Error::Runtime(
-                    format!("'_OpNamespace' '{ns}' object has no attribute '{name}'").into(),
-                ));
+                return Err(dispatcher().no_such_packet(ns, name));
             }
             let overloads: Vec<&'static OpOverload> =
                 ops.iter().map(|op| OpOverload::of(op)).collect();
