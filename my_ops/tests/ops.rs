@@ -92,3 +92,34 @@ fn an_opforge_operator_gets_the_kernel_this_crate_adds() {
     let m = Tensor::zeros(&[2], DType::Float32, Device::Meta);
     assert_eq!(opforge::torch::abs(&m).unwrap().device(), Device::Meta);
 }
+
+// A boxed call whose argument does not convert names the operator, the
+// argument (schema name, position counted from 0 as PyTorch does), what was
+// expected and what was given.
+#[test]
+fn boxed_argument_errors_name_the_operator_and_the_argument() {
+    let scale = dispatcher().find("mylib::scale").unwrap();
+    let e = scale
+        .call_boxed(&[Value::Tensor(t()), Value::Str("yes".into())])
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "mylib::scale: argument 'k' (position 1): expected float, got str: \"yes\""
+    );
+    let e = scale
+        .call_boxed(&[Value::Str("x".into()), Value::Float(1.0)])
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "mylib::scale: argument 'self' (position 0): expected Tensor, got str: \"x\""
+    );
+    let axpy = dispatcher().find("mylib::axpy").unwrap();
+    let e = axpy
+        .call_boxed(&[Value::Tensor(t()), Value::Tensor(t()), Value::Tensor(t())])
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "mylib::axpy: argument 'alpha' (position 2): expected Number, got Tensor: \
+         a torch.float32 tensor of shape [3]"
+    );
+}

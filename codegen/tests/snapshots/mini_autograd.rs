@@ -246,13 +246,25 @@ const _: () = {
             ::std::option::Option::Some(t) => t,
             ::std::option::Option::None => {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                    &args[0usize],
-                )?
+                        &args[0usize],
+                    )
+                    .map_err(|e| ::opforge::__private::argument_error(
+                        _op,
+                        0usize,
+                        &args[0usize],
+                        e,
+                    ))?
             }
         };
         let __a1 = <::core::option::Option<
             ::opforge::DType,
-        > as ::opforge::__private::FromValue>::from_value(&args[1usize])?;
+        > as ::opforge::__private::FromValue>::from_value(&args[1usize])
+            .map_err(|e| ::opforge::__private::argument_error(
+                _op,
+                1usize,
+                &args[1usize],
+                e,
+            ))?;
         let result = __opforge_unboxed(__a0, __a1)?;
         Ok(::opforge::__private::IntoValues::into_values(result))
     }
@@ -336,8 +348,14 @@ const _: () = {
             ::std::option::Option::Some(t) => t,
             ::std::option::Option::None => {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                    &args[0usize],
-                )?
+                        &args[0usize],
+                    )
+                    .map_err(|e| ::opforge::__private::argument_error(
+                        _op,
+                        0usize,
+                        &args[0usize],
+                        e,
+                    ))?
             }
         };
         let result = __opforge_unboxed(__a0)?;
@@ -436,8 +454,14 @@ const _: () = {
             ::std::option::Option::Some(t) => t,
             ::std::option::Option::None => {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                    &args[0usize],
-                )?
+                        &args[0usize],
+                    )
+                    .map_err(|e| ::opforge::__private::argument_error(
+                        _op,
+                        0usize,
+                        &args[0usize],
+                        e,
+                    ))?
             }
         };
         let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
@@ -445,8 +469,14 @@ const _: () = {
             ::std::option::Option::Some(t) => t,
             ::std::option::Option::None => {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                    &args[1usize],
-                )?
+                        &args[1usize],
+                    )
+                    .map_err(|e| ::opforge::__private::argument_error(
+                        _op,
+                        1usize,
+                        &args[1usize],
+                        e,
+                    ))?
             }
         };
         let result = __opforge_unboxed(__a0, __a1)?;
@@ -516,8 +546,14 @@ const _: () = {
             ::std::option::Option::Some(t) => t,
             ::std::option::Option::None => {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                    &args[0usize],
-                )?
+                        &args[0usize],
+                    )
+                    .map_err(|e| ::opforge::__private::argument_error(
+                        _op,
+                        0usize,
+                        &args[0usize],
+                        e,
+                    ))?
             }
         };
         let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
@@ -525,13 +561,25 @@ const _: () = {
             ::std::option::Option::Some(t) => t,
             ::std::option::Option::None => {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                    &args[1usize],
-                )?
+                        &args[1usize],
+                    )
+                    .map_err(|e| ::opforge::__private::argument_error(
+                        _op,
+                        1usize,
+                        &args[1usize],
+                        e,
+                    ))?
             }
         };
         let mut __a2: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
                 &args[2usize],
-            )?
+            )
+            .map_err(|e| ::opforge::__private::argument_error(
+                _op,
+                2usize,
+                &args[2usize],
+                e,
+            ))?
             .clone();
         let result = __opforge_unboxed(__a0, __a1, &mut __a2)?;
         Ok(::opforge::__private::IntoValues::into_values(result))
@@ -637,15 +685,27 @@ const _: () = {
         }
         let mut __a0: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
                 &args[0usize],
-            )?
+            )
+            .map_err(|e| ::opforge::__private::argument_error(
+                _op,
+                0usize,
+                &args[0usize],
+                e,
+            ))?
             .clone();
         let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
         let __a1: &::opforge::Tensor = match &__opforge_wrapped_1 {
             ::std::option::Option::Some(t) => t,
             ::std::option::Option::None => {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                    &args[1usize],
-                )?
+                        &args[1usize],
+                    )
+                    .map_err(|e| ::opforge::__private::argument_error(
+                        _op,
+                        1usize,
+                        &args[1usize],
+                        e,
+                    ))?
             }
         };
         let result = __opforge_unboxed(&mut __a0, __a1)?;
@@ -736,13 +796,25 @@ const _: () = {
             ::std::option::Option::Some(t) => t,
             ::std::option::Option::None => {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                    &args[0usize],
-                )?
+                        &args[0usize],
+                    )
+                    .map_err(|e| ::opforge::__private::argument_error(
+                        _op,
+                        0usize,
+                        &args[0usize],
+                        e,
+                    ))?
             }
         };
         let __a1 = <::core::option::Option<
             ::opforge::DType,
-        > as ::opforge::__private::FromValue>::from_value(&args[1usize])?;
+        > as ::opforge::__private::FromValue>::from_value(&args[1usize])
+            .map_err(|e| ::opforge::__private::argument_error(
+                _op,
+                1usize,
+                &args[1usize],
+                e,
+            ))?;
         let result = __opforge_unboxed(__a0, __a1)?;
         Ok(::opforge::__private::IntoValues::into_values(result))
     }
@@ -847,17 +919,41 @@ const _: () = {
             ::std::option::Option::Some(t) => t,
             ::std::option::Option::None => {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                    &args[0usize],
-                )?
+                        &args[0usize],
+                    )
+                    .map_err(|e| ::opforge::__private::argument_error(
+                        _op,
+                        0usize,
+                        &args[0usize],
+                        e,
+                    ))?
             }
         };
         let __a1 = <::core::option::Option<
             &[i64],
-        > as ::opforge::__private::FromValue>::from_value(&args[1usize])?;
-        let __a2 = <bool as ::opforge::__private::FromValue>::from_value(&args[2usize])?;
+        > as ::opforge::__private::FromValue>::from_value(&args[1usize])
+            .map_err(|e| ::opforge::__private::argument_error(
+                _op,
+                1usize,
+                &args[1usize],
+                e,
+            ))?;
+        let __a2 = <bool as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| ::opforge::__private::argument_error(
+                _op,
+                2usize,
+                &args[2usize],
+                e,
+            ))?;
         let __a3 = <::core::option::Option<
             ::opforge::DType,
-        > as ::opforge::__private::FromValue>::from_value(&args[3usize])?;
+        > as ::opforge::__private::FromValue>::from_value(&args[3usize])
+            .map_err(|e| ::opforge::__private::argument_error(
+                _op,
+                3usize,
+                &args[3usize],
+                e,
+            ))?;
         let result = __opforge_unboxed(__a0, __a1, __a2, __a3)?;
         Ok(::opforge::__private::IntoValues::into_values(result))
     }
