@@ -632,8 +632,42 @@ fn resolve_among(
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn call(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Vec<Value>> {
+    let values = args.iter().chain(kwargs.iter().map(|(_, v)| v));
+    if crate::flags::function_modes_active() || crate::overrides::values_overloaded(values) {
+        return call_offered(name, args, kwargs);
+    }
     let (op, resolved) = resolve(name, args, kwargs)?;
     op.call_boxed(&resolved.bound)
+}
+
+/// [`call`] with a function mode active or a tensor-like argument: as
+/// `torch.ops.<ns>.<name>(…)` does, the handle (the packet, or the overload
+/// when the name has one) is offered to them (`__torch_function__`) before
+/// it resolves and dispatches. A handler's value is returned as the
+/// handle's results: a list is taken apart unless every overload the name
+/// covers has one return.
+fn call_offered(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Vec<Value>> {
+    let (ns, rest) = name.split_once("::").unwrap_or(("aten", name));
+    let space = crate::overrides::ops(ns);
+    let (value, single) = match rest.split_once('.') {
+        None => {
+            let packet = space.packet(rest)?;
+            let single = packet.overloads().iter().all(|o| {
+                packet
+                    .overload(o)
+                    .is_ok_and(|o| o.schema().returns.len() == 1)
+            });
+            (packet.call(args, kwargs)?, single)
+        }
+        Some((base, overload)) => {
+            let o = space.packet(base)?.overload(overload)?;
+            (o.call(args, kwargs)?, o.schema().returns.len() == 1)
+        }
+    };
+    Ok(match value {
+        Value::List(items) if !single => items.to_vec(),
+        v => vec![v],
+    })
 }
 
 /// Items `#[op]` expansions use. Not a public API.

@@ -371,6 +371,53 @@ fn custom_operators_get_modes_subclasses_and_handles_like_built_ins() {
     );
 }
 
+// `library::call` is `torch.ops.<ns>.<name>(…)`: a function mode sees the
+// packet (`aten.abs`) or, with an overload name, the overload
+// (`aten.abs.default`), for a custom operator and a built-in one alike, as
+// PyTorch 2.15's modes do; what the mode returns is the call's result.
+#[test]
+fn library_calls_reach_function_modes() {
+    let log: Log = Default::default();
+    let x = Value::Tensor(t(&[-1.0, 2.0]));
+    {
+        let _f = overrides::push_function_mode(Arc::new(FunctionRecorder(log.clone())));
+        let out = opforge::library::call("ovtest::scale", std::slice::from_ref(&x), &[]).unwrap();
+        assert_eq!(out.len(), 1);
+        let out = opforge::library::call("aten::abs", std::slice::from_ref(&x), &[]).unwrap();
+        let [Value::Tensor(a)] = &out[..] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(a.to_vec::<f32>().unwrap(), [1.0, 2.0]);
+        opforge::library::call("aten::abs.default", std::slice::from_ref(&x), &[]).unwrap();
+        let k = ("k".to_string(), Value::Float(2.0));
+        opforge::library::call("ovtest::scale.default", std::slice::from_ref(&x), &[k]).unwrap();
+        // Two returns come back as two values.
+        let out =
+            opforge::library::call("aten::max.dim", &[x.clone(), Value::Int(0)], &[]).unwrap();
+        assert_eq!(out.len(), 2);
+    }
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "ovtest.scale",
+            "aten.abs",
+            "aten.abs.default",
+            "ovtest.scale.default",
+            "aten.max.dim"
+        ]
+    );
+    // A mode that answers for the operator replaces its result.
+    struct Answer;
+    impl overrides::TorchFunctionMode for Answer {
+        fn torch_function(&self, _: &overrides::FunctionCall<'_>) -> opforge::Result<Handled> {
+            Ok(Handled::Value(Value::Int(7)))
+        }
+    }
+    let _a = overrides::push_function_mode(Arc::new(Answer));
+    let out = opforge::library::call("aten::abs", &[x], &[]).unwrap();
+    assert!(matches!(out[..], [Value::Int(7)]), "{out:?}");
+}
+
 #[test]
 fn numbers_for_tensors_reach_kernels_as_wrapped_numbers_and_handlers_as_numbers() {
     let i = Tensor::from_vec(vec![1i32, 2], &[2]).unwrap();
