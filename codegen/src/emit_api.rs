@@ -673,6 +673,25 @@ pub fn schema_macro(plan: &Plan, opts: &Options) -> String {
             }
         }
     }
+    // A kernel function name the YAML does not have under a key: the names it
+    // has there, for a suggestion.
+    if checked {
+        let mut by_key: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+        for op in &plan.ops {
+            for (key, kernel) in &op.kernels {
+                let func = kernel.rsplit("::").next().unwrap_or(kernel);
+                by_key.entry(key).or_default().push(format!("{func:?}"));
+            }
+        }
+        for (key, mut funcs) in by_key {
+            funcs.sort();
+            funcs.dedup();
+            arms.push(format!(
+                "    (@kernel {key} $func:ident => [$($cb:tt)*] $($p:tt)*) => {{ $($cb)*! {{ unknown {{ names: [{}] }} $($p)* }} }};",
+                funcs.join(", ")
+            ));
+        }
+    }
     let names: Vec<String> = plan
         .ops
         .iter()

@@ -236,13 +236,25 @@ pub fn expand_impl(input: TokenStream) -> TokenStream {
                     errors.on(op, format!("no operator `{name}` in the schema"));
                 }
                 Some(op) => errors.on(op, format!("no operator `{}` in the schema", op.value())),
-                None => errors.at(
-                    payload.key.span(),
-                    format!(
-                        "no {} kernel named `{}` in the crate's native_functions.yaml: name its operator, `#[kernel({}, \"name.overload\")]`",
-                        payload.key, payload.func.sig.ident, payload.key
-                    ),
-                ),
+                // The function-name form: `names` are the kernel functions
+                // the YAML names under this key.
+                None => {
+                    let func = payload.func.sig.ident.to_string();
+                    let hint = match lookup::nearest(&func, names.iter().map(String::as_str)) {
+                        Some(near) => format!("; did you mean `{near}`?"),
+                        None => format!(
+                            ": name its operator, `#[kernel({}, \"name.overload\")]`",
+                            payload.key
+                        ),
+                    };
+                    errors.at(
+                        payload.func.sig.ident.span(),
+                        format!(
+                            "no {} kernel named `{func}` in the crate's native_functions.yaml{hint}",
+                            payload.key
+                        ),
+                    )
+                }
             }
             return errors.tokens();
         }
@@ -887,6 +899,15 @@ mod tests {
             key = CPU, name = _, item = { fn my_neg() {} }
         )));
         assert!(e[0].contains("no CPU kernel named `my_neg` in the crate's native_functions.yaml: name its operator"), "{e:?}");
+        // A function name one edit from a kernel the YAML names there.
+        let e = crate::compile_errors(&expand_impl(quote!(
+            unknown { names: ["soft_step", "scale"] }
+            key = CPU, name = _, item = { fn soft_stpe() {} }
+        )));
+        assert!(
+            e[0].contains("no CPU kernel named `soft_stpe` in the crate's native_functions.yaml; did you mean `soft_step`?"),
+            "{e:?}"
+        );
     }
 
     #[test]

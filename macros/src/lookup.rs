@@ -67,7 +67,9 @@ pub(crate) fn qualified(name: &str) -> String {
 pub(crate) enum Found {
     /// The operator, from a schema file.
     Op(Entry),
-    /// No such operator; every name the lookup knows (for suggestions).
+    /// No such operator; every name the lookup knows (for suggestions): the
+    /// operators' for a name, the kernel functions under the key for a
+    /// function-name (`@kernel`) lookup.
     Unknown(Vec<String>),
 }
 

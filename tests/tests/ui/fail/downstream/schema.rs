@@ -30,4 +30,12 @@ fn axpy_python(y: &Tensor, x: &Tensor, alpha: Scalar) -> Result<Tensor> {
     Ok(y.clone())
 }
 
+// The function-name form, misspelt: the nearest kernel function my_ops's
+// YAML names under that key.
+#[kernel(CPU, schema = my_ops)]
+fn scal(self_: &Tensor, k: f64) -> Result<Tensor> {
+    let _ = k;
+    Ok(self_.clone())
+}
+
 fn main() {}
