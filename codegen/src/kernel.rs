@@ -195,7 +195,7 @@ fn registration_with(
         if want_short.starts_with("&mut ") {
             bindings.push(quote! {
                 let mut #v: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])
-                    .map_err(|e| ::opforge::__private::argument_error(_op, #i, &args[#i], e))?
+                    .map_err(|e| _op.argument_error(#i, &args[#i], e))?
                     .clone();
             });
             boxed_args.push(quote!(&mut #v));
@@ -208,14 +208,14 @@ fn registration_with(
                 let #v: &::opforge::Tensor = match &#w {
                     ::std::option::Option::Some(t) => t,
                     ::std::option::Option::None => <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])
-                        .map_err(|e| ::opforge::__private::argument_error(_op, #i, &args[#i], e))?,
+                        .map_err(|e| _op.argument_error(#i, &args[#i], e))?,
                 };
             });
             boxed_args.push(quote!(#v));
         } else {
             bindings.push(quote! {
                 let #v = <#schema_ty as ::opforge::__private::FromValue>::from_value(&args[#i])
-                    .map_err(|e| ::opforge::__private::argument_error(_op, #i, &args[#i], e))?;
+                    .map_err(|e| _op.argument_error(#i, &args[#i], e))?;
             });
             boxed_args.push(quote!(#v));
         }

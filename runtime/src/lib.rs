@@ -133,36 +133,6 @@ pub mod __private {
     /// aliases (what a view operator's kernel registration calls).
     pub use crate::autograd::views::mark_view;
 
-    /// A boxed kernel adapter's argument `i` that does not convert to its
-    /// parameter's type: the error names the operator, the argument (schema
-    /// name and position, 0-based as PyTorch counts), what was expected and
-    /// what was given.
-    pub fn argument_error(
-        op: &Operator,
-        i: usize,
-        given: &Value,
-        e: crate::error::Error,
-    ) -> crate::error::Error {
-        let name = op.schema.args.get(i).map_or("?", |a| a.name);
-        let value = match given {
-            Value::Tensor(t) => format!("a {} tensor of shape {:?}", t.dtype(), t.shape()),
-            v => {
-                let text = v.to_string();
-                match text.char_indices().nth(60) {
-                    Some((cut, _)) => format!("{}…", &text[..cut]),
-                    None => text,
-                }
-            }
-        };
-        crate::error::Error::Type(
-            format!(
-                "{}: argument '{name}' (position {i}): {e}: {value}",
-                op.qualified_name()
-            )
-            .into(),
-        )
-    }
-
     /// A Python number given for a `Tensor` parameter, as the kernel's wrapped
     /// number (boxed kernel adapters call this for their `Tensor` arguments).
     pub fn wrap_number(v: &Value) -> Option<crate::Tensor> {

@@ -248,23 +248,13 @@ const _: () = {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
                         &args[0usize],
                     )
-                    .map_err(|e| ::opforge::__private::argument_error(
-                        _op,
-                        0usize,
-                        &args[0usize],
-                        e,
-                    ))?
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
             }
         };
         let __a1 = <::core::option::Option<
             ::opforge::DType,
         > as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| ::opforge::__private::argument_error(
-                _op,
-                1usize,
-                &args[1usize],
-                e,
-            ))?;
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
         let result = __opforge_unboxed(__a0, __a1)?;
         Ok(::opforge::__private::IntoValues::into_values(result))
     }
@@ -350,12 +340,7 @@ const _: () = {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
                         &args[0usize],
                     )
-                    .map_err(|e| ::opforge::__private::argument_error(
-                        _op,
-                        0usize,
-                        &args[0usize],
-                        e,
-                    ))?
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
             }
         };
         let result = __opforge_unboxed(__a0)?;
@@ -456,12 +441,7 @@ const _: () = {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
                         &args[0usize],
                     )
-                    .map_err(|e| ::opforge::__private::argument_error(
-                        _op,
-                        0usize,
-                        &args[0usize],
-                        e,
-                    ))?
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
             }
         };
         let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
@@ -471,12 +451,7 @@ const _: () = {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
                         &args[1usize],
                     )
-                    .map_err(|e| ::opforge::__private::argument_error(
-                        _op,
-                        1usize,
-                        &args[1usize],
-                        e,
-                    ))?
+                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
             }
         };
         let result = __opforge_unboxed(__a0, __a1)?;
@@ -548,12 +523,7 @@ const _: () = {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
                         &args[0usize],
                     )
-                    .map_err(|e| ::opforge::__private::argument_error(
-                        _op,
-                        0usize,
-                        &args[0usize],
-                        e,
-                    ))?
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
             }
         };
         let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
@@ -563,23 +533,13 @@ const _: () = {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
                         &args[1usize],
                     )
-                    .map_err(|e| ::opforge::__private::argument_error(
-                        _op,
-                        1usize,
-                        &args[1usize],
-                        e,
-                    ))?
+                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
             }
         };
         let mut __a2: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
                 &args[2usize],
             )
-            .map_err(|e| ::opforge::__private::argument_error(
-                _op,
-                2usize,
-                &args[2usize],
-                e,
-            ))?
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?
             .clone();
         let result = __opforge_unboxed(__a0, __a1, &mut __a2)?;
         Ok(::opforge::__private::IntoValues::into_values(result))
@@ -686,12 +646,7 @@ const _: () = {
         let mut __a0: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
                 &args[0usize],
             )
-            .map_err(|e| ::opforge::__private::argument_error(
-                _op,
-                0usize,
-                &args[0usize],
-                e,
-            ))?
+            .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
             .clone();
         let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
         let __a1: &::opforge::Tensor = match &__opforge_wrapped_1 {
@@ -700,12 +655,7 @@ const _: () = {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
                         &args[1usize],
                     )
-                    .map_err(|e| ::opforge::__private::argument_error(
-                        _op,
-                        1usize,
-                        &args[1usize],
-                        e,
-                    ))?
+                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
             }
         };
         let result = __opforge_unboxed(&mut __a0, __a1)?;
@@ -798,23 +748,13 @@ const _: () = {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
                         &args[0usize],
                     )
-                    .map_err(|e| ::opforge::__private::argument_error(
-                        _op,
-                        0usize,
-                        &args[0usize],
-                        e,
-                    ))?
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
             }
         };
         let __a1 = <::core::option::Option<
             ::opforge::DType,
         > as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| ::opforge::__private::argument_error(
-                _op,
-                1usize,
-                &args[1usize],
-                e,
-            ))?;
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
         let result = __opforge_unboxed(__a0, __a1)?;
         Ok(::opforge::__private::IntoValues::into_values(result))
     }
@@ -921,39 +861,19 @@ const _: () = {
                 <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
                         &args[0usize],
                     )
-                    .map_err(|e| ::opforge::__private::argument_error(
-                        _op,
-                        0usize,
-                        &args[0usize],
-                        e,
-                    ))?
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
             }
         };
         let __a1 = <::core::option::Option<
             &[i64],
         > as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| ::opforge::__private::argument_error(
-                _op,
-                1usize,
-                &args[1usize],
-                e,
-            ))?;
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
         let __a2 = <bool as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| ::opforge::__private::argument_error(
-                _op,
-                2usize,
-                &args[2usize],
-                e,
-            ))?;
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
         let __a3 = <::core::option::Option<
             ::opforge::DType,
         > as ::opforge::__private::FromValue>::from_value(&args[3usize])
-            .map_err(|e| ::opforge::__private::argument_error(
-                _op,
-                3usize,
-                &args[3usize],
-                e,
-            ))?;
+            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
         let result = __opforge_unboxed(__a0, __a1, __a2, __a3)?;
         Ok(::opforge::__private::IntoValues::into_values(result))
     }

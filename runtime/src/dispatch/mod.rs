@@ -760,6 +760,31 @@ impl Operator {
         }))
     }
 
+    /// The error of a boxed kernel adapter whose argument `i` does not
+    /// convert to its parameter's type: it names the operator, the argument
+    /// (schema name and position, 0-based as PyTorch counts), what was
+    /// expected (`e`) and what was given.
+    pub fn argument_error(&self, i: usize, given: &Value, e: Error) -> Error {
+        let name = self.schema.args.get(i).map_or("?", |a| a.name);
+        let value = match given {
+            Value::Tensor(t) => format!("a {} tensor of shape {:?}", t.dtype(), t.shape()),
+            v => {
+                let text = v.to_string();
+                match text.char_indices().nth(60) {
+                    Some((cut, _)) => format!("{}…", &text[..cut]),
+                    None => text,
+                }
+            }
+        };
+        Error::Type(
+            format!(
+                "{}: argument '{name}' (position {i}): {e}: {value}",
+                self.qualified_name()
+            )
+            .into(),
+        )
+    }
+
     /// Calls the operator boxed: dispatches on the key set of `args`.
     pub fn call_boxed(&self, args: &[Value]) -> Result<Vec<Value>> {
         if args.iter().any(|v| matches!(v, Value::List(_))) {
