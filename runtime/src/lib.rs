@@ -100,6 +100,28 @@ pub use tables::{OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
 /// [`dispatcher().find`](crate::dispatch::Dispatcher::find)) must name the
 /// crate once (`use my_ops as _;`), or the linker drops it, registrations
 /// and all (the lookup error then says so).
+///
+/// ```ignore
+/// // build.rs
+/// fn main() {
+///     opforge_codegen::Build::new("native_functions.yaml").run();
+/// }
+///
+/// // src/lib.rs
+/// opforge::include_schema!();
+/// pub mod kernels; // the functions `dispatch:` names, each with #[kernel(KEY)]
+/// pub use generated::{at, ops, sig, torch, OpId, OPS};
+///
+/// // src/kernels/cpu.rs, for `dispatch: CPU: cpu::scale` of
+/// // `mylib::scale(Tensor self, float k=1.0) -> Tensor`
+/// use opforge::{kernel, Result, Tensor};
+/// #[kernel(CPU)]
+/// pub fn scale(self_: &Tensor, k: f64) -> Result<Tensor> {
+///     opforge::ops::mul_Scalar(self_, opforge::Scalar::Float(k))
+/// }
+/// ```
+///
+/// (`my_ops/` in the repository is this, tested.)
 #[macro_export]
 macro_rules! include_schema {
     () => {

@@ -982,6 +982,21 @@ static DISPATCHER: OnceLock<Dispatcher> = OnceLock::new();
 
 /// The dispatcher, built on first use from the generated tables and every
 /// `#[kernel]` registration linked into the program.
+///
+/// ```
+/// use opforge::dispatch::dispatcher;
+/// use opforge::{Tensor, Value};
+/// // Look an operator up by name and call it boxed: one value per argument,
+/// // in schema order; one value per return.
+/// let neg = dispatcher().find("aten::neg").expect("a built-in operator");
+/// let x = Tensor::from_vec(vec![1.0f32, -2.0], &[2])?;
+/// let out = neg.call_boxed(&[Value::Tensor(x)])?;
+/// let [Value::Tensor(y)] = &out[..] else { unreachable!() };
+/// assert_eq!(y.to_vec::<f32>()?, [-1.0, 2.0]);
+/// // A name nobody registered is not found (`library::call` says why).
+/// assert!(dispatcher().find("mylib::clip_norm").is_none());
+/// # Ok::<(), opforge::Error>(())
+/// ```
 pub fn dispatcher() -> &'static Dispatcher {
     DISPATCHER.get_or_init(Dispatcher::build)
 }
