@@ -286,8 +286,8 @@ impl Build {
         paths
     }
 
-    /// Runs in a build script: writes the files, or prints every diagnostic and
-    /// exits with status 1.
+    /// Runs in a build script: writes the files, or reports every diagnostic
+    /// once, as Cargo errors ([`cargo_errors`]), which fail the build.
     pub fn run(self) {
         let dir =
             std::env::var("CARGO_MANIFEST_DIR").map_or_else(|_| PathBuf::new(), PathBuf::from);
@@ -325,13 +325,27 @@ impl Build {
                     }
                 }
             }
-            Err(diags) => {
-                for line in diags.to_string().lines() {
-                    println!("cargo:warning={line}");
-                }
-                eprintln!("{diags}");
-                std::process::exit(1);
-            }
+            Err(diags) => print!("{}", cargo_errors(&diags)),
         }
     }
+}
+
+/// `diags` as build-script directives: one `cargo::error=` per line, so Cargo
+/// prints each diagnostic once, as an error, and fails the build (a script
+/// that printed them as warnings and to stderr, then exited with status 1,
+/// had each shown three times).
+///
+/// ```
+/// use opforge_schema::diag::{Diagnostic, Diagnostics};
+/// let d = Diagnostics(vec![Diagnostic::new("f.yaml", 3, "unknown type `Tensr`")]);
+/// let text = opforge_codegen::cargo_errors(&d);
+/// assert!(text.lines().all(|l| l.starts_with("cargo::error=")), "{text}");
+/// assert_eq!(text.matches("Tensr").count(), 1);
+/// ```
+pub fn cargo_errors(diags: &Diagnostics) -> String {
+    diags
+        .to_string()
+        .lines()
+        .map(|line| format!("cargo::error={line}\n"))
+        .collect()
 }
