@@ -620,6 +620,29 @@ enum Rhs {
     Number(Scalar),
 }
 
+impl Rhs {
+    /// The storage it reads, if it is a tensor's.
+    fn storage(&self) -> Option<&crate::tensor::Storage> {
+        match self {
+            Rhs::Elements(s, _) => Some(s),
+            Rhs::Number(_) => None,
+        }
+    }
+
+    /// Its `n` values in compute type `T`; a tensor's are read from the
+    /// locked buffer `buffer` gives for its storage.
+    fn src<'b, T: Num>(
+        &self,
+        buffer: impl FnOnce(&crate::tensor::Storage) -> Option<&'b crate::tensor::Buffer>,
+        n: usize,
+    ) -> Option<Src<'b, T>> {
+        Some(match self {
+            Rhs::Elements(s, offset) => Src::Slice(T::slice(buffer(s)?)?.get(*offset..offset + n)?),
+            Rhs::Number(x) => Src::Scalar(T::from_scalar(*x)),
+        })
+    }
+}
+
 /// The operands of a [`binary_plain`] call: the left one's storage and
 /// offset, the right one, the shape.
 struct Plain<'a> {
@@ -648,10 +671,7 @@ impl Plain<'_> {
     ) -> Option<Result<Option<Tensor>>> {
         let n = numel(self.shape);
         let (sa, oa) = self.a;
-        let sb = match self.b {
-            Rhs::Elements(sb, _) => Some(sb),
-            Rhs::Number(_) => None,
-        };
+        let sb = self.b.storage();
         if in_place {
             if n > SMALL_IN_PLACE || sb.is_some_and(|sb| sb.ptr_eq(sa)) {
                 return None;
@@ -660,10 +680,7 @@ impl Plain<'_> {
             let mut guards = crate::tensor::StorageLocks::new(&reads, Some(sa));
             let (written, reads) = guards.parts();
             let o = T::slice_mut(written?)?.get_mut(oa..oa + n)?;
-            let y = match self.b {
-                Rhs::Elements(sb, ob) => Src::Slice(T::slice(reads.get(sb)?)?.get(*ob..ob + n)?),
-                Rhs::Number(x) => Src::Scalar(T::from_scalar(*x)),
-            };
+            let y = self.b.src(|s| reads.get(s), n)?;
             let mut old = [T::zero(); IN_PLACE_CHUNK];
             for (k, o) in o.chunks_mut(IN_PLACE_CHUNK).enumerate() {
                 let x = &mut old[..o.len()];
@@ -680,10 +697,7 @@ impl Plain<'_> {
             std::iter::once(sa).chain(sb).collect();
         let guards = crate::tensor::StorageLocks::new(&reads, None);
         let x = T::slice(guards.read(sa)?)?.get(oa..oa + n)?;
-        let y = match self.b {
-            Rhs::Elements(sb, ob) => Src::Slice(T::slice(guards.read(sb)?)?.get(*ob..ob + n)?),
-            Rhs::Number(x) => Src::Scalar(T::from_scalar(*x)),
-        };
+        let y = self.b.src(|s| guards.read(s), n)?;
         Some(new_from_blocks([Src::Slice(x), y], self.shape, &kernel).map(Some))
     }
 }
