@@ -123,3 +123,116 @@ fn boxed_argument_errors_name_the_operator_and_the_argument() {
          a torch.float32 tensor of shape [3]"
     );
 }
+
+// One rule for a number given for a `Tensor`, PyTorch's at each level:
+// - boxed (`Operator::call_boxed`, C++'s `callBoxed`): a number in a `Tensor`
+//   slot is the wrapped-number tensor PyTorch's Python layer makes of it (and
+//   hands back to dispatch callbacks as a number), so every operator takes it;
+// - by name (`library::call`, Python's `torch.ops`): only the operators PyTorch
+//   allow-lists (`add`, `mul`, `div`, …, `aten::` only) take a number there.
+#[test]
+fn a_number_for_a_tensor_follows_pytorchs_rule_at_each_level() {
+    use opforge::library::call;
+    // Boxed: a wrapped number, for opforge's operators and this crate's. A
+    // wrapped float is a double tensor (`torch.ops.aten._to_copy(1.5)` is
+    // float64), which `abs` keeps: a unary operator does not promote.
+    let abs = dispatcher().find("aten::abs").unwrap();
+    let [Value::Tensor(r)] = &abs.call_boxed(&[Value::Float(-1.5)]).unwrap()[..] else {
+        panic!()
+    };
+    assert_eq!(
+        (r.dtype(), r.to_vec::<f64>().unwrap()),
+        (DType::Float64, vec![1.5])
+    );
+    let scale = dispatcher().find("mylib::scale").unwrap();
+    let out = scale
+        .call_boxed(&[
+            Value::Tensor(Tensor::wrapped_number(Scalar::Float(2.0))),
+            Value::Float(0.5),
+        ])
+        .unwrap();
+    let [Value::Tensor(r)] = &out[..] else {
+        panic!()
+    };
+    assert_eq!(r.to_vec::<f32>().unwrap(), [1.0]);
+    // By name: `torch.ops.aten.add.Tensor(1.0, 2.0)` is `tensor(3.)` …
+    let out = call(
+        "aten::add.Tensor",
+        &[Value::Float(1.0), Value::Float(2.0)],
+        &[],
+    )
+    .unwrap();
+    let [Value::Tensor(r)] = &out[..] else {
+        panic!()
+    };
+    assert_eq!(
+        (r.dtype(), r.to_vec::<f32>().unwrap()),
+        (DType::Float32, vec![3.0])
+    );
+    // … while `abs` and a library's operator refuse it, with PyTorch's words.
+    let e = call("aten::abs.default", &[Value::Float(1.5)], &[]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "aten::abs() Expected a value of type 'Tensor' for argument 'self' but instead found \
+         type 'float'.\nPosition: 0\nValue: 1.5\nDeclaration: aten::abs(Tensor self) -> Tensor\n\
+         Cast error details: Unable to cast 1.5 to Tensor"
+    );
+    let e = call("mylib::scale", &[Value::Float(1.0)], &[]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "mylib::scale() Expected a value of type 'Tensor' for argument 'self' but instead found \
+         type 'float'.\nPosition: 0\nValue: 1.0\nDeclaration: mylib::scale(Tensor self, float \
+         k=1.) -> Tensor\nCast error details: Unable to cast 1.0 to Tensor"
+    );
+}
+
+// A value that does not convert, by name: PyTorch's message (operator,
+// argument, position, value, declaration). Its last line is pybind11's text
+// for PyTorch's own operators (the corpora record it); a library's operator
+// says what did not convert to what instead.
+#[test]
+fn by_name_conversion_errors_say_what_did_not_convert() {
+    let x = Value::Tensor(t());
+    let e = opforge::library::call(
+        "mylib::scale",
+        &[x.clone()],
+        &[("k".into(), Value::Str("yes".into()))],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "mylib::scale() Expected a value of type 'float' for argument 'k' but instead found \
+         type 'str'.\nPosition: 1\nValue: 'yes'\nDeclaration: mylib::scale(Tensor self, float \
+         k=1.) -> Tensor\nCast error details: a str does not convert to float"
+    );
+    let e = opforge::library::call(
+        "aten::div.Tensor_mode",
+        &[x.clone(), x],
+        &[("rounding_mode".into(), Value::Int(1))],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "aten::div() Expected a value of type 'Optional[str]' for argument 'rounding_mode' but \
+         instead found type 'int'.\nPosition: 2\nValue: 1\nDeclaration: aten::div.Tensor_mode(\
+         Tensor self, Tensor other, *, str? rounding_mode) -> Tensor\nCast error details: Unable \
+         to cast Python instance of type <class 'int'> to C++ type '?' (#define \
+         PYBIND11_DETAILED_ERROR_MESSAGES or compile in debug mode for details)"
+    );
+    // The declaration is c10's printing of the schema: `int reduction=Mean`
+    // in the YAML is `int reduction=1`, as PyTorch 2.15 prints it.
+    let e = opforge::library::call(
+        "aten::mse_loss.default",
+        &[Value::Tensor(t()), Value::Tensor(t())],
+        &[("reduction".into(), Value::Str("mean".into()))],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "aten::mse_loss() Expected a value of type 'int' for argument 'reduction' but instead \
+         found type 'str'.\nPosition: 2\nValue: 'mean'\nDeclaration: aten::mse_loss(Tensor \
+         self, Tensor target, int reduction=1) -> Tensor\nCast error details: Unable to cast \
+         Python instance of type <class 'str'> to C++ type '?' (#define \
+         PYBIND11_DETAILED_ERROR_MESSAGES or compile in debug mode for details)"
+    );
+}

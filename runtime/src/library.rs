@@ -495,21 +495,6 @@ pub fn register_fake(
     Ok(())
 }
 
-/// The overload text a packet candidate shows: the schema with its namespace.
-fn schema_text(s: &'static crate::tables::OpSchema) -> &'static str {
-    if crate::packet::is_qualified(s) {
-        return s.schema;
-    }
-    static TEXTS: OnceLock<Mutex<HashMap<usize, &'static str>>> = OnceLock::new();
-    let mut texts = TEXTS
-        .get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    texts
-        .entry(s as *const _ as usize)
-        .or_insert_with(|| Box::leak(format!("{}::{}", s.namespace, s.schema).into_boxed_str()))
-}
-
 /// Resolves a schema-level call like `torch.ops.<ns>.<name>(*args, **kwargs)`
 /// against the dispatcher's operators, built in or defined at run time: `name` is
 /// a packet (`myns::foo`: every overload is tried, in definition order) or one
@@ -568,7 +553,7 @@ fn resolve_among(
     };
     let overload = |op: &'static Operator| Overload {
         name: op.schema.name,
-        schema_text: schema_text(op.schema),
+        schema_text: crate::packet::declaration(op.schema),
         op: Some(op.schema),
         dispatcher: true,
     };
@@ -613,6 +598,17 @@ fn resolve_among(
 /// does. An unknown name fails with PyTorch's message, followed by that
 /// advice when no operator of the namespace is registered, or the nearest
 /// name when one is close.
+///
+/// Values convert as `torch.ops` converts Python values, with PyTorch's
+/// messages (operator, argument, position, value, declaration as c10 prints
+/// it). A number for a `Tensor` is accepted only by the operators PyTorch
+/// allow-lists (`aten::add`, `mul`, `div`, `sub`, …): `aten::add.Tensor(1.0,
+/// 2.0)` is `tensor(3.)`, `aten::abs(1.5)` is an error (one level down,
+/// [`Operator::call_boxed`](crate::dispatch::Operator::call_boxed) takes it as
+/// a wrapped number). Where PyTorch's last line is pybind11's text, which
+/// means something only in Python, an operator outside `aten` says what did
+/// not convert to what instead (`Cast error details: a str does not convert
+/// to float`).
 ///
 /// ```
 /// use opforge::dispatch::DispatchKey;

@@ -222,6 +222,11 @@ impl Candidate {
 enum ConvError {
     /// A pybind cast error: the text after `Cast error details: `.
     Cast(String),
+    /// pybind11's generic cast failure, for a value of this Python class: its
+    /// text (`Unable to cast Python instance of type …`) is kept for PyTorch's
+    /// own operators, whose messages the corpora record; a library's operator
+    /// gets a detail a Rust user can act on instead.
+    Pybind(&'static str),
     /// A Python exception: the text after ` Python error details: `.
     Python(String),
     /// An error that is not a schema mismatch: it ends the whole call.
@@ -352,10 +357,14 @@ fn py_class(v: &Value) -> &'static str {
 }
 
 fn cast_fail(v: &Value) -> ConvError {
-    ConvError::Cast(format!(
-        "Unable to cast Python instance of type <class '{}'> to C++ type '?' (#define PYBIND11_DETAILED_ERROR_MESSAGES or compile in debug mode for details)",
-        py_class(v)
-    ))
+    ConvError::Pybind(py_class(v))
+}
+
+/// pybind11's text for a failed cast of a `class` instance (release build).
+fn pybind_text(class: &str) -> String {
+    format!(
+        "Unable to cast Python instance of type <class '{class}'> to C++ type '?' (#define PYBIND11_DETAILED_ERROR_MESSAGES or compile in debug mode for details)"
+    )
 }
 
 fn not_iterable(v: &Value) -> ConvError {
@@ -729,6 +738,15 @@ fn create_stack(
             );
             match e {
                 ConvError::Cast(d) => Mismatch::Schema(format!("{head}\nCast error details: {d}")),
+                ConvError::Pybind(class) if op.starts_with("aten::") => Mismatch::Schema(format!(
+                    "{head}\nCast error details: {}",
+                    pybind_text(class)
+                )),
+                ConvError::Pybind(_) => Mismatch::Schema(format!(
+                    "{head}\nCast error details: a {} does not convert to {}",
+                    friendly_type(v),
+                    p.ty.repr()
+                )),
                 ConvError::Python(d) => {
                     Mismatch::Schema(format!("{head}\n Python error details: {d}"))
                 }
@@ -858,6 +876,28 @@ pub(crate) fn qualified(s: &OpSchema) -> String {
     } else {
         format!("{}::{}", s.namespace, s.schema)
     }
+}
+
+/// The schema's declaration as PyTorch's messages quote it: c10's printing,
+/// with its namespace and the defaults as TorchScript parsed them (`k=1.`,
+/// `reduction=1`; [`opforge_schema::jit`]). Made once per schema.
+pub(crate) fn declaration(s: &'static OpSchema) -> &'static str {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static TEXTS: OnceLock<Mutex<HashMap<usize, &'static str>>> = OnceLock::new();
+    let mut texts = TEXTS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    texts.entry(s as *const _ as usize).or_insert_with(|| {
+        let text = qualified(s);
+        // The text was parsed when the operator was defined; reading it again
+        // cannot fail, and if it ever did the text as written is still right
+        // but for the defaults' spelling.
+        let jit = opforge_schema::schema::parse_schema(&text)
+            .map_or(text, |f| opforge_schema::jit::jit_text(&f));
+        Box::leak(jit.into_boxed_str())
+    })
 }
 
 #[cfg(test)]

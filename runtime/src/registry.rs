@@ -56,8 +56,6 @@ fn packet_key(s: &OpSchema) -> String {
     format!("{}::{}", s.namespace, s.base)
 }
 
-use crate::packet::qualified;
-
 impl Registry {
     /// The data an upper layer derives from this registry once, made by `init`
     /// on first use (the Python-API parsers, `Registry::api_table`).
@@ -95,7 +93,7 @@ impl Registry {
             r.ops.push(s);
             r.packets.entry(packet_key(s)).or_default().push(Overload {
                 name: s.name,
-                schema_text: leak_str(&qualified(s)),
+                schema_text: crate::packet::declaration(s),
                 op: Some(s),
                 dispatcher: true,
             });

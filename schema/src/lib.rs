@@ -26,6 +26,7 @@
 pub mod derivatives;
 pub mod diag;
 pub mod groups;
+pub mod jit;
 pub mod load;
 pub mod model;
 pub mod names;

@@ -786,6 +786,29 @@ impl Operator {
     }
 
     /// Calls the operator boxed: dispatches on the key set of `args`.
+    ///
+    /// This is C++'s `callBoxed`: `args` are already the schema's values, one
+    /// per argument, in order (no keywords, no defaults; see
+    /// [`crate::library::call`] for the Python-level call by name). A number
+    /// in a `Tensor` slot stands for PyTorch's wrapped-number tensor (what
+    /// Python makes of `x + 2`, and hands back to dispatch callbacks as `2`), so
+    /// every operator takes it; the allow-list of operators that accept a
+    /// number for a tensor applies one level up, in `library::call`, as in
+    /// PyTorch. A value that does not convert is an error naming the operator,
+    /// the argument (name and position) and what was given.
+    ///
+    /// ```
+    /// use opforge::{dispatch::dispatcher, Value};
+    /// let abs = dispatcher().find("aten::abs").unwrap();
+    /// let out = abs.call_boxed(&[Value::Float(-1.5)])?;
+    /// assert!(matches!(&out[..], [Value::Tensor(t)] if t.to_vec::<f64>()? == [1.5]));
+    /// let e = abs.call_boxed(&[Value::Str("x".into())]).unwrap_err();
+    /// assert_eq!(
+    ///     e.to_string(),
+    ///     "aten::abs: argument 'self' (position 0): expected Tensor, got str: \"x\""
+    /// );
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
     pub fn call_boxed(&self, args: &[Value]) -> Result<Vec<Value>> {
         if args.iter().any(|v| matches!(v, Value::List(_))) {
             crate::value::check_depth(&self.qualified_name(), args, &[])?;
