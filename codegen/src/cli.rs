@@ -239,6 +239,28 @@ fn describe(plan: &lower::Plan, i: usize) -> String {
         let implicit = if nf.has_dispatch { "" } else { " (implicit)" };
         let _ = writeln!(s, "    {k}: {v}{implicit}");
     }
+    let _ = writeln!(s, "  rust api:      {}", rust_api(op).join(", "));
+    let _ = writeln!(
+        s,
+        "  kernels to write (#[kernel] checks each against the schema):"
+    );
+    for (k, v) in &op.kernels {
+        let (module, func) = match v.rsplit_once("::") {
+            Some((m, f)) => (format!("crate::kernels::{m}"), f),
+            None => ("crate::kernels".to_string(), v.as_str()),
+        };
+        match kernel_signature(f, func) {
+            Ok(sig) => {
+                let _ = writeln!(
+                    s,
+                    "    in {module}:\n      #[kernel({k})]\n      pub fn {sig}"
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(s, "    in {module}: none can be written ({e})");
+            }
+        }
+    }
     if !nf.tags.is_empty() {
         let _ = writeln!(s, "  tags:          {}", nf.tags.join(", "));
     }
@@ -270,6 +292,46 @@ fn describe(plan: &lower::Plan, i: usize) -> String {
         }
     }
     s
+}
+
+/// The Rust names of an operator in the generated API of the crate whose
+/// schema file it is (`Tensor::` methods are opforge's own schema's only).
+fn rust_api(op: &lower::PlannedOp) -> Vec<String> {
+    let mut names = vec![format!("ops::{}", op.ident), format!("at::{}", op.ident)];
+    if op.entry.variants.function {
+        names.push(format!("torch::{}", op.api_name));
+    }
+    if op.entry.variants.method && op.schema().arguments.self_arg().is_some() {
+        names.push(format!(
+            "Tensor::{} (opforge's own schema only)",
+            op.api_name
+        ));
+    }
+    names
+}
+
+/// `name(self_: &Tensor, k: f64) -> Result<Tensor>`: the kernel signature
+/// `#[kernel]` checks against `f`.
+fn kernel_signature(
+    f: &opforge_schema::model::FunctionSchema,
+    name: &str,
+) -> Result<String, crate::rust_types::Unmapped> {
+    use crate::rust_types::{param_type, result_type, show};
+    let params = f
+        .arguments
+        .all
+        .iter()
+        .map(|a| {
+            let ty = param_type(a)?;
+            Ok(format!(
+                "{}: {}",
+                opforge_schema::names::arg_ident(&a.name),
+                show(&ty)
+            ))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let ret = show(&result_type(&f.returns)?);
+    Ok(format!("{name}({}) -> {ret}", params.join(", ")))
 }
 
 fn emit_cmd(file: &Path, dir: &Path) -> Result<String, String> {

@@ -62,6 +62,11 @@ fn show_derives_kind_group_kernels_and_python_api() {
         "CPU: cpu::add_Tensor",
         "group:         add.Tensor (functional), add_.Tensor (inplace), add.out (out)",
         "python api:    torch.add: add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)",
+        "rust api:      ops::add_Tensor, at::add_Tensor, torch::add, Tensor::add (opforge's own schema only)",
+        "  kernels to write (#[kernel] checks each against the schema):\n    \
+         in crate::kernels::cpu:\n      \
+         #[kernel(CPU)]\n      \
+         pub fn add_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor>\n",
     ] {
         assert!(out.contains(want), "missing {want:?} in\n{out}");
     }

@@ -67,6 +67,37 @@ pub mod warnings;
 include!(concat!(env!("OUT_DIR"), "/opforge/kernel_checks.rs"));
 
 pub use error::{Error, Message, Result};
+/// A kernel registered from any crate, here for `mul.Tensor` at the `Python`
+/// key (reached when the key is in the call's key set), checked against the
+/// operator's schema at compile time:
+///
+/// ```
+/// use opforge::dispatch::{DispatchKey, KeySet, LocalKeys};
+/// use opforge::{kernel, Result, Tensor};
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// static CALLS: AtomicUsize = AtomicUsize::new(0);
+///
+/// /// `mul.Tensor` at the Python key: counts, then runs the CPU kernel.
+/// #[kernel(Python, "mul.Tensor")]
+/// fn mul_counted(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+///     CALLS.fetch_add(1, Ordering::Relaxed);
+///     opforge::kernels::cpu::mul_Tensor(self_, other)
+/// }
+///
+/// fn main() -> Result<()> {
+///     let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+///     let _python = LocalKeys::include(KeySet::of(DispatchKey::Python));
+///     assert_eq!((&x * &x)?.to_vec::<f32>()?, [1.0, 4.0]);
+///     assert_eq!(CALLS.load(Ordering::Relaxed), 1);
+///     Ok(())
+/// }
+/// ```
+///
+/// A crate with its own schema writes the kernels its YAML names with the
+/// key only: `#[kernel(CPU)] pub fn scale(self_: &Tensor, k: f64) ->
+/// Result<Tensor>` in `kernels/cpu.rs` for `CPU: cpu::scale`
+/// (`opforge-codegen show FILE NAME` prints the signature to write).
 pub use opforge_macros::kernel;
 pub use opforge_macros::op;
 pub use opforge_macros::{dispatcher, overridable};

@@ -124,15 +124,38 @@ impl std::error::Error for Diagnostics {}
 
 /// The candidate closest to `s`, if it is close enough to be a typo: the same
 /// word in another case, or one within an edit distance (ignoring case) of a
-/// third of its length (at least 1). Ties go to the alphabetically first.
+/// third of its length (at least 1). Ties go to the one sharing the longest
+/// prefix with `s`, then to the alphabetically first.
+///
+/// ```
+/// use opforge_schema::diag::nearest;
+/// assert_eq!(nearest("mull", ["full", "mul", "null"].into_iter()), Some("mul"));
+/// assert_eq!(nearest("Tnesor", ["Tensor", "Scalar"].into_iter()), Some("Tensor"));
+/// assert_eq!(nearest("xyz", ["Tensor"].into_iter()), None);
+/// ```
 pub fn nearest<'a>(s: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let limit = (s.chars().count() / 3).max(1);
     let lower = s.to_lowercase();
+    // Among equally near names, the one sharing the longest prefix
+    // (`mull` → `mul`, not `full`), then the first in order.
+    let prefix = |c: &str| {
+        lower
+            .chars()
+            .zip(c.to_lowercase().chars())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
     candidates
-        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
-        .filter(|(d, _)| *d <= limit)
+        .map(|c| {
+            (
+                edit_distance(&lower, &c.to_lowercase()),
+                std::cmp::Reverse(prefix(c)),
+                c,
+            )
+        })
+        .filter(|(d, _, _)| *d <= limit)
         .min()
-        .map(|(_, c)| c)
+        .map(|(_, _, c)| c)
 }
 
 /// Edit distance over characters, counting an insertion, a deletion, a

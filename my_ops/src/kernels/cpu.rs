@@ -1,16 +1,17 @@
 //! `CPU:` kernels.
 
 use opforge::{kernel, Result, Scalar, Tensor};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// How many times this crate's CPU `abs` kernel ran (tests read it).
-pub static ABS_CALLS: AtomicUsize = AtomicUsize::new(0);
 
 /// `mylib::scale` (CPU): `self * k`.
 #[kernel(CPU)]
 pub fn scale(self_: &Tensor, k: f64) -> Result<Tensor> {
     opforge::at::mul_Scalar(self_, Scalar::Float(k))
 }
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// How many times this crate's CPU `abs` kernel ran (tests read it).
+pub static ABS_CALLS: AtomicUsize = AtomicUsize::new(0);
 
 /// `abs` (CPU): opforge's operator, with a CPU kernel from this crate.
 #[kernel(CPU)]

@@ -741,18 +741,26 @@ impl Operator {
         }
         let local = LocalKeys::get();
         let ks = (keys | local.included) - local.excluded;
-        let key = ks.highest_backend().unwrap_or(DispatchKey::CPU);
+        let available: Vec<String> = self
+            .registered_keys()
+            .iter()
+            .map(|k| k.to_string())
+            .collect();
+        let Some(key) = ks.highest_backend() else {
+            // No backend key: no tensor argument brought one (PyTorch's
+            // `Undefined` dispatch key, and its message for it).
+            return Error::NotImplemented(format!(
+                "There were no tensor arguments to this function (e.g., you passed an empty list of Tensors), but no fallback function is registered for schema {}.  This usually means that this function requires a non-empty list of Tensors, or that you (the operator writer) forgot to register a fallback function.  Available functions are [{}].",
+                self.qualified_name(),
+                available.join(", ")
+            ).into());
+        };
         if key == DispatchKey::Meta && self.defined_at.is_some() {
             return Error::NotImplemented(format!(
                 "{}: attempted to run this operator with Meta tensors, but there was no fake impl or Meta kernel registered. You may have run into this message while using an operator with PT2 compilation APIs (torch.compile/torch.export); in order to use this operator with those APIs you'll need to add a fake impl. Please see the following for next steps:  https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html",
                 self.qualified_name()
             ).into());
         }
-        let available: Vec<String> = self
-            .registered_keys()
-            .iter()
-            .map(|k| k.to_string())
-            .collect();
         Error::NoKernel(Box::new(NoKernel {
             op: self.qualified_name(),
             key,
