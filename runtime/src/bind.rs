@@ -165,7 +165,14 @@ pub fn coerce(t: &Ty, v: Value) -> Result<Value> {
         (Ty::Optional(inner), v) => coerce(inner, v),
         (Ty::Base(b), v) => coerce_base(*b, v),
         (Ty::List(elem, size), v) => coerce_list(elem, *size, v),
-        (Ty::CustomClass(_), v) => Ok(v),
+        (Ty::CustomClass(c), Value::Object(o)) if o.qualified_name() == *c => Ok(Value::Object(o)),
+        (Ty::CustomClass(c), v) => Err(Error::Type(
+            format!(
+                "expected an object of __torch__.torch.classes.{c}, got {}",
+                v.type_name()
+            )
+            .into(),
+        )),
     }
 }
 

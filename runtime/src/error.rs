@@ -47,6 +47,9 @@ pub enum Error {
     /// A value error, worded like PyTorch's `ValueError`.
     #[error("{0}")]
     Value(Message),
+    /// A missing or read-only attribute, worded like PyTorch's `AttributeError`.
+    #[error("{0}")]
+    Attribute(Message),
     /// An operation PyTorch does not implement for these inputs (e.g. a dtype a
     /// kernel has no loop for), like PyTorch's `NotImplementedError`.
     #[error("{0}")]
@@ -68,6 +71,7 @@ impl Error {
             Error::Type(_) => "TypeError",
             Error::Index(_) => "IndexError",
             Error::Value(_) => "ValueError",
+            Error::Attribute(_) => "AttributeError",
             // PyTorch raises "Could not run '...' with arguments from the '...'
             // backend" as a NotImplementedError.
             Error::NotImplemented(_) | Error::NoKernel(_) => "NotImplementedError",

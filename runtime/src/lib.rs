@@ -42,6 +42,7 @@ pub mod argparse;
 pub mod at;
 pub mod autograd;
 pub mod bind;
+pub mod classes;
 pub mod dispatch;
 pub mod dtype;
 pub mod error;
@@ -104,7 +105,7 @@ pub use opforge_macros::{dispatcher, overridable};
 pub use parallel::{get_num_threads, set_num_threads};
 pub use tensor::{
     allocation_limit, huge_pages, set_allocation_limit, set_huge_pages, DType, Device, Generator,
-    Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
+    Layout, MemoryFormat, QScheme, Scalar, ScriptObject, Storage, Stream, Tensor,
 };
 pub use value::Value;
 

@@ -293,6 +293,18 @@ impl Library {
             }
             _ => func.name.namespace = Some(self.namespace.clone()),
         }
+        // As PyTorch's run-time parser, a custom class must be registered.
+        let types = func.arguments.all.iter().map(|a| &a.ty);
+        for t in types.chain(func.returns.iter().map(|r| &r.ty)) {
+            if let opforge_schema::model::Type::CustomClass(c) = t.innermost() {
+                if !crate::classes::is_registered(c) {
+                    return Err(Error::Runtime(
+                        format!("Unknown custom class type {c}. Please ensure it is registered.")
+                            .into(),
+                    ));
+                }
+            }
+        }
         let op = dispatcher().define(crate::tables::op_schema(&func, None), Some(source))?;
         Ok(op.qualified_name())
     }

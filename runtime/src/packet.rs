@@ -460,6 +460,20 @@ fn to_ivalue(v: &Value, t: &JitTy, n: Option<u32>, numbers: bool) -> Result<Valu
     use BaseType as B;
     let b = match t {
         JitTy::Any => return Ok(v.clone()),
+        JitTy::Other(name) if name.starts_with("__torch__.torch.classes.") => {
+            // A custom class: an object of that class.
+            return match v {
+                Value::Object(o) if o.type_name() == name => Ok(v.clone()),
+                Value::Object(o) => Err(ConvError::Cast(format!(
+                    "an object of {} is not a {name}",
+                    o.type_name()
+                ))),
+                other => Err(ConvError::Cast(format!(
+                    "Unable to cast {} to {name}",
+                    py_str(other)
+                ))),
+            };
+        }
         JitTy::Other(name) => {
             return Err(ConvError::Cast(format!(
                 "toIValue() cannot handle converting to type: {name}"

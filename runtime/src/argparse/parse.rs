@@ -586,5 +586,6 @@ pub(crate) fn tag(v: &Value) -> u32 {
         Value::Storage(_) => 19,
         Value::Stream(_) => 20,
         Value::QScheme(_) => 21,
+        Value::Object(_) => 22,
     }
 }

@@ -91,7 +91,7 @@ fn fits(ty: &Ty, v: &Value) -> bool {
             (elem, Value::List(items)) => items.iter().all(|x| fits(elem, x)),
             _ => false,
         },
-        // No value of this runtime is an object of a custom class yet.
+        (Ty::CustomClass(c), Value::Object(o)) => o.qualified_name() == *c,
         (Ty::CustomClass(_), _) => false,
     }
 }

@@ -163,9 +163,11 @@ fn errors_name_the_operator_the_key_and_the_registered_keys() {
         run(&op, &[meta()]),
         "error: Could not run 'test::cpu_only' with arguments from the 'Meta' backend. 'test::cpu_only' is only available for these backends: [CPU]."
     );
-    // No tensor, no backend key: PyTorch's message for its `Undefined` key.
+    // No backend key at all (a boxed call without tensors picks one from its
+    // device arguments, CPU by default, as PyTorch's BackendSelect does):
+    // PyTorch's message for its `Undefined` key.
     assert_eq!(
-        run(&op, &[]),
+        format!("error: {}", op.kernel(KeySet::EMPTY).err().unwrap()),
         "error: There were no tensor arguments to this function (e.g., you passed an empty list of Tensors), but no fallback function is registered for schema test::cpu_only.  This usually means that this function requires a non-empty list of Tensors, or that you (the operator writer) forgot to register a fallback function.  Available functions are [CPU]."
     );
     let e = op.register(DispatchKey::CPU, tag("again")).unwrap_err();

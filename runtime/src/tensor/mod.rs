@@ -26,6 +26,7 @@ mod class;
 mod grad;
 mod locks;
 mod objects;
+mod script_object;
 
 pub use crate::dtype::{DType, Device, Element, Layout, MemoryFormat, Scalar};
 pub use alloc::{
@@ -39,6 +40,7 @@ pub use grad::{
 };
 pub use locks::{Reads, StorageLocks};
 pub use objects::{Generator, QScheme, Stream};
+pub use script_object::{ObjectClass, ScriptObject};
 
 use crate::error::{Error, Result};
 use crate::keys::KeySet;

@@ -39,7 +39,8 @@ pub use typed::{Arg, Args, CallWith, RetValue, Returns};
 use crate::error::{Error, Result};
 use crate::keys::KeySet;
 use crate::tensor::{
-    DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
+    DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, ScriptObject, Storage, Stream,
+    Tensor,
 };
 use opforge_schema::scalar_type::ScalarType;
 use std::fmt;
@@ -119,6 +120,9 @@ pub enum Value {
     Stream(Stream),
     /// A quantization scheme.
     QScheme(QScheme),
+    /// An instance of a custom class (`torch.ScriptObject`; see
+    /// [`crate::classes`]).
+    Object(ScriptObject),
 }
 
 /// The Python name (without `torch.`) of a PyTorch `ScalarType` code
@@ -360,6 +364,7 @@ impl Value {
             Value::Storage(_) => "torch.Storage",
             Value::Stream(_) => "torch.Stream",
             Value::QScheme(_) => "torch.qscheme",
+            Value::Object(_) => "ScriptObject",
         }
     }
 
@@ -453,6 +458,7 @@ impl fmt::Display for Value {
                 None => write!(f, "ScalarType({c})"),
             },
             Value::QScheme(q) => write!(f, "torch.{}", q.name()),
+            Value::Object(o) => write!(f, "{o}"),
             other => write!(f, "{other:?}"),
         }
     }
@@ -572,6 +578,7 @@ to_value!(&Generator, x => Value::Generator((*x).clone()));
 to_value!(&Storage, x => Value::Storage((*x).clone()));
 to_value!(Stream, x => Value::Stream(*x));
 to_value!(QScheme, x => Value::QScheme(*x));
+to_value!(ScriptObject, x => Value::Object(x.clone()));
 
 impl<T: ToValue> ToValue for Option<T> {
     fn to_value(&self) -> Value {

@@ -1,0 +1,515 @@
+//! Custom classes (PyTorch's TorchBind, `torch::class_`): Rust types
+//! registered under `ns::Name`, whose instances are [`ScriptObject`]s —
+//! reference-counted handles that schemas name as
+//! `__torch__.torch.classes.ns.Name` and boxed calls carry as
+//! [`Value::Object`].
+//!
+//! A class has an optional constructor (`__init__`) and methods, each with a
+//! schema generated as PyTorch generates it: the receiver first, the
+//! arguments named `_0, _1, …`, the return named `_0`, no alias annotations
+//! (`push(__torch__.torch.classes.ns.Queue _0, Tensor _1) -> NoneType _0`).
+//! Methods take the value by `&T`: a class whose methods change its state
+//! holds it behind a lock (objects are shared between threads, as PyTorch's
+//! are).
+//!
+//! ```
+//! use opforge::classes::{self, Class};
+//! use opforge::{Tensor, Value};
+//! use std::sync::Mutex;
+//!
+//! struct Counter(Mutex<i64>);
+//!
+//! Class::<Counter>::new("doc_classes", "Counter")
+//!     .init(|start: i64| Counter(Mutex::new(start)))
+//!     .def("add", |c: &Counter, k: i64| {
+//!         let mut n = c.0.lock().unwrap();
+//!         *n += k;
+//!         *n
+//!     })
+//!     .register()?;
+//! let c = classes::instantiate("doc_classes::Counter", &[Value::Int(1)])?;
+//! assert!(matches!(c.call_method("add", &[Value::Int(2)])?, Value::Int(3)));
+//! assert_eq!(
+//!     classes::find("doc_classes::Counter")?.method("add").unwrap().schema(),
+//!     "add(__torch__.torch.classes.doc_classes.Counter _0, int _1) -> int _0"
+//! );
+//! let e = classes::instantiate("doc_classes::Nope", &[]).unwrap_err();
+//! assert_eq!(
+//!     e.to_string(),
+//!     "Tried to instantiate class 'doc_classes.Nope', but it does not exist! \
+//!      Ensure that it is registered via torch::class_"
+//! );
+//! # Ok::<(), opforge::Error>(())
+//! ```
+
+mod types;
+
+pub use types::{ArgType, RetType};
+
+use crate::error::{Error, Result};
+use crate::packet::{self, Overload};
+use crate::tensor::{ObjectClass, ScriptObject};
+use crate::value::Value;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::{OnceLock, RwLock};
+
+/// The prefix of a custom class's type name in schemas.
+pub const TYPE_PREFIX: &str = "__torch__.torch.classes.";
+
+/// Why a boxed method call did not return: an argument of the wrong type
+/// (the caller then binds the call as Python does, for PyTorch's message or
+/// its conversions), or the method's own error.
+pub enum CallError {
+    /// Argument `i` is not of its type.
+    Arg,
+    /// The method failed.
+    Failed(Error),
+}
+
+impl From<Error> for CallError {
+    fn from(e: Error) -> CallError {
+        CallError::Failed(e)
+    }
+}
+
+type CallResult<T> = std::result::Result<T, CallError>;
+type BoxedMethod = Box<dyn Fn(&ScriptObject, &[Value]) -> CallResult<Value> + Send + Sync>;
+type BoxedInit = Box<dyn Fn(&'static ClassDef, &[Value]) -> CallResult<ScriptObject> + Send + Sync>;
+
+/// One method of a class: its name, its generated schema, and the function.
+pub struct Method {
+    name: String,
+    schema: &'static str,
+    /// Arguments after the receiver.
+    arity: usize,
+    call: BoxedMethod,
+}
+
+impl Method {
+    /// The method's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The schema, as PyTorch generates it for a method.
+    pub fn schema(&self) -> &'static str {
+        self.schema
+    }
+}
+
+/// A registered class.
+pub struct ClassDef {
+    qualified: String,
+    type_name: String,
+    rust_type: TypeId,
+    rust_name: &'static str,
+    init: Option<(&'static str, BoxedInit)>,
+    methods: Vec<Method>,
+}
+
+impl std::fmt::Debug for ClassDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ClassDef({} for {})", self.qualified, self.rust_name)
+    }
+}
+
+impl std::fmt::Debug for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Method({})", self.schema)
+    }
+}
+
+impl ObjectClass for ClassDef {
+    fn qualified_name(&self) -> &str {
+        &self.qualified
+    }
+
+    fn type_name(&self) -> &str {
+        &self.type_name
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl ClassDef {
+    /// `ns.Name`.
+    pub fn qualified_name(&self) -> &str {
+        &self.qualified
+    }
+
+    /// `__torch__.torch.classes.ns.Name`.
+    pub fn type_name(&self) -> &str {
+        &self.type_name
+    }
+
+    /// The method called `name`, if the class has one.
+    pub fn method(&self, name: &str) -> Option<&Method> {
+        self.methods.iter().find(|m| m.name == name)
+    }
+
+    /// The methods' names, in registration order (`__init__` first if the
+    /// class has a constructor), as `obj._method_names()` lists them.
+    pub fn method_names(&self) -> Vec<&str> {
+        let init = self.init.as_ref().map(|_| "__init__");
+        init.into_iter()
+            .chain(self.methods.iter().map(|m| m.name.as_str()))
+            .collect()
+    }
+
+    /// The constructor's schema (`__init__(… _0, int _1) -> NoneType _0`).
+    pub fn init_schema(&self) -> Option<&'static str> {
+        self.init.as_ref().map(|(s, _)| *s)
+    }
+
+    /// An object of this class holding `value`: fails unless `T` is the Rust
+    /// type the class was registered with.
+    pub fn wrap<T: Any + Send + Sync>(&'static self, value: T) -> Result<ScriptObject> {
+        if TypeId::of::<T>() != self.rust_type {
+            return Err(Error::Type(
+                format!(
+                    "class '{}' holds a {}, not a {}",
+                    self.qualified,
+                    self.rust_name,
+                    std::any::type_name::<T>()
+                )
+                .into(),
+            ));
+        }
+        Ok(ScriptObject::new(self, value))
+    }
+
+    /// The error for an attribute the class does not have.
+    fn no_attribute(&self, name: &str) -> Error {
+        Error::Attribute(
+            format!(
+                "{} (of Python compilation unit at: 0) does not have a field with name '{name}'",
+                self.type_name
+            )
+            .into(),
+        )
+    }
+}
+
+/// Registers a class: `Class::<T>::new("ns", "Name")`, then its constructor
+/// and methods, then [`Class::register`] (PyTorch's `torch::class_<T>`).
+pub struct Class<T> {
+    def: ClassDef,
+    duplicate: Option<String>,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Any + Send + Sync> Class<T> {
+    /// A class `ns::name` for the Rust type `T`.
+    pub fn new(ns: &str, name: &str) -> Class<T> {
+        let qualified = format!("{ns}.{name}");
+        Class {
+            def: ClassDef {
+                type_name: format!("{TYPE_PREFIX}{qualified}"),
+                qualified,
+                rust_type: TypeId::of::<T>(),
+                rust_name: std::any::type_name::<T>(),
+                init: None,
+                methods: Vec::new(),
+            },
+            duplicate: None,
+            _t: PhantomData,
+        }
+    }
+
+    /// The constructor (`torch::init<Args…>`): a function of the arguments
+    /// that makes the value.
+    pub fn init<A, F: Init<T, A>>(mut self, f: F) -> Class<T> {
+        if self.def.init.is_some() {
+            self.duplicate.get_or_insert_with(|| "__init__".into());
+        }
+        let schema = method_schema(&self.def.type_name, "__init__", &F::arg_types(), "NoneType");
+        let init = f.boxed();
+        self.def.init = Some((
+            schema,
+            Box::new(move |class, args| {
+                let value = init(args)?;
+                Ok(ScriptObject::new(class, value))
+            }),
+        ));
+        self
+    }
+
+    /// A method: a function of the receiver (`&T`) and the arguments.
+    pub fn def<A, F: MethodFn<T, A>>(mut self, name: &str, f: F) -> Class<T> {
+        if self.def.method(name).is_some() || name == "__init__" {
+            self.duplicate.get_or_insert_with(|| name.to_string());
+        }
+        let args = F::arg_types();
+        let schema = method_schema(&self.def.type_name, name, &args, &F::ret_type());
+        let call = f.boxed();
+        self.def.methods.push(Method {
+            name: name.to_string(),
+            schema,
+            arity: args.len(),
+            call: Box::new(move |obj, args| {
+                let this = obj.downcast_ref::<T>().ok_or_else(|| {
+                    Error::Type(format!("a method of another class was called on {obj:?}").into())
+                })?;
+                call(this, args)
+            }),
+        });
+        self
+    }
+
+    /// Registers the class. A class registered twice under one name, or a
+    /// method defined twice, is an error.
+    pub fn register(self) -> Result<&'static ClassDef> {
+        if let Some(name) = self.duplicate {
+            return Err(Error::Runtime(
+                format!(
+                    "method '{name}' of class '{}' is defined twice",
+                    self.def.qualified
+                )
+                .into(),
+            ));
+        }
+        let mut classes = registry().write().unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = classes.get(&self.def.qualified) {
+            return Err(Error::Runtime(
+                format!(
+                    "class '{}' is already registered (for {}); a class is registered once",
+                    self.def.qualified, old.rust_name
+                )
+                .into(),
+            ));
+        }
+        // Classes live as long as the program, as their objects may.
+        let def: &'static ClassDef = Box::leak(Box::new(self.def));
+        classes.insert(def.qualified.clone(), def);
+        Ok(def)
+    }
+}
+
+fn registry() -> &'static RwLock<HashMap<String, &'static ClassDef>> {
+    static CLASSES: OnceLock<RwLock<HashMap<String, &'static ClassDef>>> = OnceLock::new();
+    CLASSES.get_or_init(RwLock::default)
+}
+
+/// `ns::Name`, `ns.Name` or `__torch__.torch.classes.ns.Name` → `ns.Name`.
+fn normalize(name: &str) -> String {
+    name.strip_prefix(TYPE_PREFIX)
+        .unwrap_or(name)
+        .replacen("::", ".", 1)
+}
+
+/// The class registered as `name` (`ns::Name`, `ns.Name` or its type name),
+/// or PyTorch's error for a class that does not exist.
+pub fn find(name: &str) -> Result<&'static ClassDef> {
+    let key = normalize(name);
+    let classes = registry().read().unwrap_or_else(|e| e.into_inner());
+    classes.get(&key).copied().ok_or_else(|| {
+        Error::Runtime(
+            format!(
+                "Tried to instantiate class '{key}', but it does not exist! Ensure that it is registered via torch::class_"
+            )
+            .into(),
+        )
+    })
+}
+
+/// Whether a class is registered as `name`.
+pub fn is_registered(name: &str) -> bool {
+    find(name).is_ok()
+}
+
+/// Makes an object of the class `name` with its constructor
+/// (`torch.classes.ns.Name(*args)`).
+pub fn instantiate(name: &str, args: &[Value]) -> Result<ScriptObject> {
+    instantiate_with(name, args, &[])
+}
+
+/// [`instantiate`] with keyword arguments (`_1=…`), converted and checked as
+/// Python's call is, with PyTorch's messages.
+pub fn instantiate_with(
+    name: &str,
+    args: &[Value],
+    kwargs: &[(String, Value)],
+) -> Result<ScriptObject> {
+    let class = find(name)?;
+    let Some((schema, init)) = &class.init else {
+        return Err(class.no_attribute("__init__"));
+    };
+    // The receiver is the object being made; PyTorch binds a placeholder.
+    let placeholder = ScriptObject::new(class, ());
+    let mut all = Vec::with_capacity(args.len() + 1);
+    all.push(Value::Object(placeholder));
+    all.extend_from_slice(args);
+    let bound = bind("__init__", schema, &all, kwargs)?;
+    finish(init(class, &bound[1..]))
+}
+
+/// The result of a call whose arguments were bound to its schema.
+fn finish<T>(r: CallResult<T>) -> Result<T> {
+    r.map_err(|e| match e {
+        CallError::Failed(e) => e,
+        CallError::Arg => Error::Type("an argument bound to its schema did not convert".into()),
+    })
+}
+
+/// The class of an object, as registered.
+fn class_of(obj: &ScriptObject) -> Result<&'static ClassDef> {
+    obj.class()
+        .as_any()
+        .downcast_ref::<ClassDef>()
+        .ok_or_else(|| Error::Type(format!("{obj:?} is not of a registered class").into()))
+}
+
+/// Binds `args` (the receiver first) to a method's schema with
+/// `torch.ops`' conversions and messages.
+fn bind(
+    method: &str,
+    schema: &'static str,
+    args: &[Value],
+    kwargs: &[(String, Value)],
+) -> Result<Vec<Value>> {
+    let one = [Overload {
+        name: "",
+        schema_text: schema,
+        op: None,
+        dispatcher: false,
+    }];
+    Ok(packet::resolve(method, &one, args, kwargs)?.bound)
+}
+
+impl ScriptObject {
+    /// Calls the method `name` with positional arguments (after the
+    /// receiver), as `obj.name(*args)` does.
+    pub fn call_method(&self, name: &str, args: &[Value]) -> Result<Value> {
+        let class = class_of(self)?;
+        let m = class.method(name).ok_or_else(|| class.no_attribute(name))?;
+        if args.len() == m.arity {
+            match (m.call)(self, args) {
+                Ok(v) => return Ok(v),
+                Err(CallError::Failed(e)) => return Err(e),
+                Err(CallError::Arg) => {}
+            }
+        }
+        // A wrong count or a value that does not convert: PyTorch's message,
+        // from the Python-level binding.
+        self.call_method_with(name, args, &[])
+    }
+
+    /// Calls the method `name` with positional and keyword arguments
+    /// (`_1=…`), converted as Python's call converts them, with PyTorch's
+    /// messages (`push() expected at most 2 argument(s) but received 3
+    /// argument(s). Declaration: …`).
+    pub fn call_method_with(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Result<Value> {
+        let class = class_of(self)?;
+        let m = class.method(name).ok_or_else(|| class.no_attribute(name))?;
+        let mut all = Vec::with_capacity(args.len() + 1);
+        all.push(Value::Object(self.clone()));
+        all.extend_from_slice(args);
+        let bound = bind(name, m.schema, &all, kwargs)?;
+        finish((m.call)(self, &bound[1..]))
+    }
+
+    /// The names of the object's methods (`obj._method_names()`).
+    pub fn method_names(&self) -> Vec<&'static str> {
+        class_of(self)
+            .map(ClassDef::method_names)
+            .unwrap_or_default()
+    }
+}
+
+/// A method's schema, as PyTorch generates it. Made once per method and
+/// kept for the program's life, as its class is.
+fn method_schema(type_name: &str, name: &str, args: &[String], ret: &str) -> &'static str {
+    let mut params = vec![format!("{type_name} _0")];
+    params.extend(
+        args.iter()
+            .enumerate()
+            .map(|(i, t)| format!("{t} _{}", i + 1)),
+    );
+    // A tuple return is parenthesized once more, as c10 prints it.
+    let ret = match ret.starts_with('(') {
+        true => format!("({ret} _0)"),
+        false => format!("{ret} _0"),
+    };
+    let text = format!("{name}({}) -> {ret}", params.join(", "));
+    Box::leak(text.into_boxed_str())
+}
+
+/// A constructor: a function of arguments that makes the class's value.
+pub trait Init<T, A>: Send + Sync + 'static {
+    /// The arguments' schema types.
+    fn arg_types() -> Vec<String>;
+    /// The function over boxed arguments (already bound: one per argument).
+    fn boxed(self) -> Box<dyn Fn(&[Value]) -> CallResult<T> + Send + Sync>;
+}
+
+/// A method: a function of the receiver and arguments.
+pub trait MethodFn<T, A>: Send + Sync + 'static {
+    /// The arguments' schema types (after the receiver).
+    fn arg_types() -> Vec<String>;
+    /// The return's schema type.
+    fn ret_type() -> String;
+    /// The function over boxed arguments (one per argument after the receiver).
+    fn boxed(self) -> Box<dyn Fn(&T, &[Value]) -> CallResult<Value> + Send + Sync>;
+}
+
+macro_rules! arities {
+    ($(($($a:ident $i:tt),*)),* $(,)?) => {$(
+        impl<T, F, $($a: ArgType,)*> Init<T, ($($a,)*)> for F
+        where
+            F: Fn($($a),*) -> T + Send + Sync + 'static,
+        {
+            fn arg_types() -> Vec<String> {
+                vec![$($a::schema_type()),*]
+            }
+
+            #[allow(unused_variables)]
+            fn boxed(self) -> Box<dyn Fn(&[Value]) -> CallResult<T> + Send + Sync> {
+                Box::new(move |args: &[Value]| {
+                    Ok(self($($a::from_arg(&args[$i]).ok_or(CallError::Arg)?),*))
+                })
+            }
+        }
+
+        impl<T, F, R: RetType, $($a: ArgType,)*> MethodFn<T, ($($a,)*)> for F
+        where
+            F: Fn(&T, $($a),*) -> R + Send + Sync + 'static,
+        {
+            fn arg_types() -> Vec<String> {
+                vec![$($a::schema_type()),*]
+            }
+
+            fn ret_type() -> String {
+                R::schema_type()
+            }
+
+            #[allow(unused_variables)]
+            fn boxed(self) -> Box<dyn Fn(&T, &[Value]) -> CallResult<Value> + Send + Sync> {
+                Box::new(move |this: &T, args: &[Value]| {
+                    Ok(self(this, $($a::from_arg(&args[$i]).ok_or(CallError::Arg)?),*).into_ret()?)
+                })
+            }
+        }
+    )*};
+}
+
+arities!(
+    (),
+    (A0 0),
+    (A0 0, A1 1),
+    (A0 0, A1 1, A2 2),
+    (A0 0, A1 1, A2 2, A3 3),
+    (A0 0, A1 1, A2 2, A3 3, A4 4),
+    (A0 0, A1 1, A2 2, A3 3, A4 4, A5 5),
+);
+
+#[cfg(test)]
+mod tests;
