@@ -1,0 +1,202 @@
+//! The seed's `TensorQueue` ("TorchBind custom classes in PT2"), registered
+//! as a custom class, shared between threads, and taken by a custom operator
+//! (`for_each_add_`), as the seed's C++ does.
+
+use opforge::classes::{self, Class, ClassDef};
+use opforge::dispatch::DispatchKey;
+use opforge::library::{self, Library, LibraryKind};
+use opforge::{Result, ScriptObject, Tensor, Value};
+use std::collections::VecDeque;
+use std::sync::{Mutex, OnceLock};
+
+/// The seed's queue: a deque of tensors behind a lock, and an init tensor.
+struct TensorQueue {
+    init: Tensor,
+    queue: Mutex<VecDeque<Tensor>>,
+}
+
+impl TensorQueue {
+    fn new(init: Tensor) -> TensorQueue {
+        TensorQueue {
+            init,
+            queue: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Tensor>> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, x: Tensor) {
+        self.lock().push_back(x);
+    }
+
+    /// Pops the front, or returns the init tensor when empty (the seed's).
+    fn pop(&self) -> Tensor {
+        self.lock().pop_front().unwrap_or_else(|| self.init.clone())
+    }
+
+    fn top(&self) -> Tensor {
+        self.lock()
+            .front()
+            .cloned()
+            .unwrap_or_else(|| self.init.clone())
+    }
+
+    fn size(&self) -> i64 {
+        self.lock().len() as i64
+    }
+
+    fn get_raw_queue(&self) -> Vec<Tensor> {
+        self.lock().iter().cloned().collect()
+    }
+
+    fn clone_queue(&self) -> TensorQueue {
+        TensorQueue {
+            init: self.init.clone(),
+            queue: Mutex::new(self.lock().clone()),
+        }
+    }
+}
+
+fn queue_class() -> &'static ClassDef {
+    static CLASS: OnceLock<&'static ClassDef> = OnceLock::new();
+    CLASS.get_or_init(|| {
+        Class::<TensorQueue>::new("MyCustomClass", "TensorQueue")
+            .init(TensorQueue::new)
+            .def("push", TensorQueue::push)
+            .def("pop", TensorQueue::pop)
+            .def("top", TensorQueue::top)
+            .def("size", TensorQueue::size)
+            .def("get_raw_queue", TensorQueue::get_raw_queue)
+            .def("clone_queue", |q: &TensorQueue| -> Result<ScriptObject> {
+                queue_class().wrap(q.clone_queue())
+            })
+            .register()
+            .expect("registered once")
+    })
+}
+
+fn t(x: f32) -> Tensor {
+    Tensor::from_vec(vec![x, x], &[2]).unwrap()
+}
+
+fn new_queue() -> ScriptObject {
+    queue_class();
+    classes::instantiate("MyCustomClass::TensorQueue", &[Value::Tensor(t(0.0))]).unwrap()
+}
+
+fn size(q: &ScriptObject) -> i64 {
+    match q.call_method("size", &[]).unwrap() {
+        Value::Int(n) => n,
+        v => panic!("{v:?}"),
+    }
+}
+
+#[test]
+fn the_seeds_queue_methods_work_boxed() {
+    let q = new_queue();
+    for i in 0..3 {
+        q.call_method("push", &[Value::Tensor(t(i as f32))])
+            .unwrap();
+    }
+    assert_eq!(size(&q), 3);
+    let Value::Tensor(top) = q.call_method("top", &[]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(top.to_vec::<f32>().unwrap(), [0.0, 0.0]);
+    let copy = match q.call_method("clone_queue", &[]).unwrap() {
+        Value::Object(o) => o,
+        v => panic!("{v:?}"),
+    };
+    assert!(!copy.is_same(&q));
+    q.call_method("pop", &[]).unwrap();
+    assert_eq!((size(&q), size(&copy)), (2, 3));
+    let Value::TensorList(raw) = copy.call_method("get_raw_queue", &[]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(raw.len(), 3);
+    assert_eq!(
+        queue_class().method("get_raw_queue").unwrap().schema(),
+        "get_raw_queue(__torch__.torch.classes.MyCustomClass.TensorQueue _0) -> Tensor[] _0"
+    );
+}
+
+#[test]
+fn threads_share_one_queue() {
+    let q = new_queue();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            let q = q.clone();
+            s.spawn(move || {
+                for i in 0..100 {
+                    q.call_method("push", &[Value::Tensor(t(i as f32))])
+                        .unwrap();
+                    if i % 2 == 0 {
+                        q.call_method("pop", &[]).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(size(&q), 4 * 50);
+}
+
+/// The seed's `for_each_add_`: adds `inc` to every tensor of the queue.
+fn for_each_add(args: &[Value]) -> Result<Vec<Value>> {
+    let [Value::Object(q), Value::Tensor(inc)] = args else {
+        return Err(opforge::Error::Type(format!("{args:?}").into()));
+    };
+    let q = q.downcast_ref::<TensorQueue>().expect("a TensorQueue");
+    for x in q.lock().iter_mut() {
+        opforge::at::add__Tensor(x, inc, opforge::Scalar::Int(1))?;
+    }
+    Ok(vec![])
+}
+
+#[test]
+fn a_custom_operator_takes_the_queue() {
+    queue_class();
+    let lib = Library::new("cc_seed", LibraryKind::Def).unwrap();
+    let e = lib
+        .define("bad(__torch__.torch.classes.cc_seed.Nope q) -> ()")
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Unknown custom class type cc_seed.Nope. Please ensure it is registered."
+    );
+    lib.define(
+        "for_each_add_(__torch__.torch.classes.MyCustomClass.TensorQueue tq, Tensor inc) -> ()",
+    )
+    .unwrap();
+    lib.impl_("for_each_add_", DispatchKey::CPU, for_each_add)
+        .unwrap();
+    let q = new_queue();
+    q.call_method("push", &[Value::Tensor(t(1.0))]).unwrap();
+    let out = library::call(
+        "cc_seed::for_each_add_",
+        &[Value::Object(q.clone()), Value::Tensor(t(10.0))],
+        &[],
+    )
+    .unwrap();
+    assert!(out.is_empty());
+    let Value::Tensor(top) = q.call_method("top", &[]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(top.to_vec::<f32>().unwrap(), [11.0, 11.0]);
+    // Not a queue: PyTorch's message shape, naming the class.
+    let e = library::call(
+        "cc_seed::for_each_add_",
+        &[Value::Tensor(t(1.0)), Value::Tensor(t(1.0))],
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().starts_with(
+            "cc_seed::for_each_add_() Expected a value of type \
+             '__torch__.torch.classes.MyCustomClass.TensorQueue' for argument 'tq' but instead \
+             found type 'Tensor'."
+        ),
+        "{e}"
+    );
+}
