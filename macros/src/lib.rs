@@ -3,6 +3,7 @@
 //!
 //! Use them through the `opforge` crate, which re-exports them.
 
+mod class;
 mod kernel;
 mod lookup;
 mod op;
@@ -188,4 +189,36 @@ pub fn overridable(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn dispatcher(attr: TokenStream, item: TokenStream) -> TokenStream {
     overridable::expand_dispatcher(attr.into(), item.into()).into()
+}
+
+/// Declares a Rust type a custom class (PyTorch's TorchBind `torch::class_`)
+/// named `ns::Name`; `#[methods]` on its impl block registers it. See
+/// `opforge::classes`.
+///
+/// ```ignore
+/// use opforge::{custom_class, methods, Tensor};
+/// use std::sync::Mutex;
+///
+/// #[custom_class("MyCustomClass::TensorQueue")]
+/// pub struct TensorQueue {
+///     queue: Mutex<Vec<Tensor>>,
+/// }
+///
+/// #[methods]
+/// impl TensorQueue {
+///     pub fn new(init: Tensor) -> Self { … }        // __init__
+///     pub fn push(&self, x: Tensor) { … }           // push(… _0, Tensor _1) -> NoneType _0
+///     pub fn size(&self) -> i64 { … }
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn custom_class(attr: TokenStream, item: TokenStream) -> TokenStream {
+    class::expand_class(attr.into(), item.into()).into()
+}
+
+/// Registers a custom class's constructor (`pub fn new`) and methods (every
+/// other `pub fn` taking `&self`) at link time; see [`macro@custom_class`].
+#[proc_macro_attribute]
+pub fn methods(attr: TokenStream, item: TokenStream) -> TokenStream {
+    class::expand_methods(attr.into(), item.into()).into()
 }

@@ -20,5 +20,6 @@
 opforge::include_schema!();
 
 pub mod kernels;
+pub mod queue;
 
 pub use generated::{at, ops, sig, torch, OpId, OPS};

@@ -236,3 +236,32 @@ fn by_name_conversion_errors_say_what_did_not_convert() {
          PYBIND11_DETAILED_ERROR_MESSAGES or compile in debug mode for details)"
     );
 }
+
+// This crate's custom class, declared with #[custom_class] / #[methods]: it
+// is registered at link time, with the schemas PyTorch would generate.
+#[test]
+fn the_crates_custom_class_is_registered_with_its_methods() {
+    use opforge::classes;
+    assert!(classes::registration_errors().is_empty());
+    let class = classes::find("mylib::Queue").unwrap();
+    assert_eq!(
+        class.method_names(),
+        ["__init__", "push", "size", "clone_queue"]
+    );
+    assert_eq!(
+        class.method("clone_queue").unwrap().schema(),
+        "clone_queue(__torch__.torch.classes.mylib.Queue _0) -> __torch__.torch.classes.mylib.Queue _0"
+    );
+    let q = classes::instantiate("mylib::Queue", &[]).unwrap();
+    q.call_method("push", &[Value::Tensor(t())]).unwrap();
+    let Value::Object(copy) = q.call_method("clone_queue", &[]).unwrap() else {
+        panic!()
+    };
+    q.call_method("push", &[Value::Tensor(t())]).unwrap();
+    assert!(matches!(q.call_method("size", &[]).unwrap(), Value::Int(2)));
+    assert!(matches!(
+        copy.call_method("size", &[]).unwrap(),
+        Value::Int(1)
+    ));
+    assert!(copy.downcast_ref::<my_ops::queue::Queue>().is_some());
+}

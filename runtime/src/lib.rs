@@ -101,6 +101,7 @@ pub use error::{Error, Message, Result};
 /// (`opforge-codegen show FILE NAME` prints the signature to write).
 pub use opforge_macros::kernel;
 pub use opforge_macros::op;
+pub use opforge_macros::{custom_class, methods};
 pub use opforge_macros::{dispatcher, overridable};
 pub use parallel::{get_num_threads, set_num_threads};
 pub use tensor::{
@@ -164,6 +165,7 @@ macro_rules! include_schema {
 /// Items the macros' expansions refer to. Not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::classes::{ClassEntry, CLASS_DEFS};
     pub use crate::dispatch::linked::{
         KernelEntry, Library, OperatorDef, KERNELS, LIBRARIES, OPERATOR_DEFS,
     };

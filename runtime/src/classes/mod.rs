@@ -194,12 +194,80 @@ impl ClassDef {
     }
 }
 
+/// A Rust type registered as a custom class by `#[custom_class("ns::Name")]`
+/// (with `#[methods]` on its impl block): its name.
+pub trait CustomClass: Any + Send + Sync {
+    /// `ns::Name`.
+    const NAME: &'static str;
+}
+
+/// An object of `T`'s class holding `value`: what a method returning `Self`
+/// (the seed's `clone_queue`) returns.
+pub fn object<T: CustomClass>(value: T) -> Result<ScriptObject> {
+    find(T::NAME)?.wrap(value)
+}
+
+impl<T: CustomClass> RetType for T {
+    fn schema_type() -> String {
+        format!("{TYPE_PREFIX}{}", normalize(T::NAME))
+    }
+    fn into_ret(self) -> Result<Value> {
+        object(self).map(Value::Object)
+    }
+}
+
+/// A class `#[methods]` registers at link time.
+#[doc(hidden)]
+pub struct ClassEntry {
+    /// Registers the class.
+    pub register: fn() -> Result<&'static ClassDef>,
+    /// Where the `#[methods]` block is.
+    pub file: &'static str,
+    /// Its line.
+    pub line: u32,
+}
+
+/// The classes `#[methods]` blocks register, from every linked crate.
+#[doc(hidden)]
+#[linkme::distributed_slice]
+pub static CLASS_DEFS: [ClassEntry];
+
+/// Registers the link-time classes, once; their errors (a class name
+/// registered twice) are kept and returned by [`registration_errors`].
+fn ensure_linked() -> &'static [Error] {
+    static LINKED: OnceLock<Vec<Error>> = OnceLock::new();
+    LINKED.get_or_init(|| {
+        CLASS_DEFS
+            .iter()
+            .filter_map(|e| {
+                (e.register)().err().map(|err| {
+                    Error::Runtime(format!("{err} (#[methods] at {}:{})", e.file, e.line).into())
+                })
+            })
+            .collect()
+    })
+}
+
+/// Problems registering the classes of `#[methods]` blocks (one class name
+/// registered twice): none in a well-formed program.
+pub fn registration_errors() -> &'static [Error] {
+    ensure_linked()
+}
+
 /// Registers a class: `Class::<T>::new("ns", "Name")`, then its constructor
 /// and methods, then [`Class::register`] (PyTorch's `torch::class_<T>`).
 pub struct Class<T> {
     def: ClassDef,
     duplicate: Option<String>,
     _t: PhantomData<fn() -> T>,
+}
+
+impl<T: CustomClass> Class<T> {
+    /// The class `T` is declared as (`#[custom_class("ns::Name")]`).
+    pub fn of_type() -> Class<T> {
+        let (ns, name) = T::NAME.split_once("::").unwrap_or(("", T::NAME));
+        Class::new(ns, name)
+    }
 }
 
 impl<T: Any + Send + Sync> Class<T> {
@@ -260,9 +328,17 @@ impl<T: Any + Send + Sync> Class<T> {
         self
     }
 
-    /// Registers the class. A class registered twice under one name, or a
-    /// method defined twice, is an error.
+    /// Registers the class. A class registered twice under one name (also
+    /// by a `#[methods]` block), or a method defined twice, is an error.
     pub fn register(self) -> Result<&'static ClassDef> {
+        ensure_linked();
+        self.register_linked()
+    }
+
+    /// [`Class::register`] for a `#[methods]` block (the link-time classes
+    /// are being registered).
+    #[doc(hidden)]
+    pub fn register_linked(self) -> Result<&'static ClassDef> {
         if let Some(name) = self.duplicate {
             return Err(Error::Runtime(
                 format!(
@@ -304,6 +380,7 @@ fn normalize(name: &str) -> String {
 /// The class registered as `name` (`ns::Name`, `ns.Name` or its type name),
 /// or PyTorch's error for a class that does not exist.
 pub fn find(name: &str) -> Result<&'static ClassDef> {
+    ensure_linked();
     let key = normalize(name);
     let classes = registry().read().unwrap_or_else(|e| e.into_inner());
     classes.get(&key).copied().ok_or_else(|| {

@@ -44,6 +44,10 @@
 //!   `train/sgd_momentum_relu_fullbatch` (batch 1,500), median over steps;
 //!   PyTorch's four figures measured the same way in the same run (both on one
 //!   thread).
+//! - custom classes (issue 23 §5): `custom_class_method_ns`, a boxed method
+//!   call (`obj.call_method("add", &[Int])`) on an object whose method locks a
+//!   counter and returns it (`custom_class_method0_ns`: a method without
+//!   arguments, `size`).
 
 use opforge::dispatch::dispatcher;
 use opforge::{Scalar, Tensor, Value};
@@ -177,6 +181,7 @@ fn main() {
     overrides(&a, &b);
     autograd(&a, &b);
     custom_function(&a);
+    custom_class_method();
     training_steps();
     resolve_only();
 }
@@ -224,6 +229,44 @@ fn custom_function(a: &Tensor) {
         [("custom_function_backward_ns", &mut backward)];
     let figures = interleaved(&mut benches);
     println!("custom_function_backward_ns: {:.1}", figures[0]);
+}
+
+/// `custom_class_method_ns` (module docs).
+fn custom_class_method() {
+    use opforge::classes::{self, Class};
+    use std::sync::Mutex;
+    struct Counter(Mutex<i64>);
+    Class::<Counter>::new("bench", "Counter")
+        .init(|| Counter(Mutex::new(0)))
+        .def("add", |c: &Counter, k: i64| {
+            let mut n = c.0.lock().unwrap_or_else(|e| e.into_inner());
+            *n += k;
+            *n
+        })
+        .def("size", |c: &Counter| {
+            *c.0.lock().unwrap_or_else(|e| e.into_inner())
+        })
+        .register()
+        .expect("registered once");
+    let obj = classes::instantiate("bench::Counter", &[]).expect("instantiate");
+    let one = [Value::Int(1)];
+    let mut add = || {
+        black_box(
+            obj.call_method(black_box("add"), black_box(&one))
+                .expect("add"),
+        );
+    };
+    let mut size = || {
+        black_box(obj.call_method(black_box("size"), &[]).expect("size"));
+    };
+    let mut benches: [(&str, &mut dyn FnMut()); 2] = [
+        ("custom_class_method_ns", &mut add),
+        ("custom_class_method0_ns", &mut size),
+    ];
+    let figures = interleaved(&mut benches);
+    for ((name, _), ns) in benches.iter().zip(figures) {
+        println!("{name}: {ns:.1}");
+    }
 }
 
 /// Median microseconds per training step of a recorded run (module docs).
