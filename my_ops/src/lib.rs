@@ -20,6 +20,7 @@
 opforge::include_schema!();
 
 pub mod kernels;
-pub mod queue;
 
 pub use generated::{at, ops, sig, torch, OpId, OPS};
+
+pub mod queue;
