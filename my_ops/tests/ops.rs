@@ -195,7 +195,7 @@ fn by_name_conversion_errors_say_what_did_not_convert() {
     let x = Value::Tensor(t());
     let e = opforge::library::call(
         "mylib::scale",
-        &[x.clone()],
+        std::slice::from_ref(&x),
         &[("k".into(), Value::Str("yes".into()))],
     )
     .unwrap_err();

@@ -96,7 +96,7 @@ fn scalar(ty: &Type, v: &DefaultValue) -> Option<String> {
             _ => return None,
         },
         (BaseType::ScalarType, DefaultValue::Enum(e)) => {
-            (ScalarType::from_name_or_alias(e)?.code() as i64).to_string()
+            ScalarType::from_name_or_alias(e)?.code().to_string()
         }
         (BaseType::MemoryFormat, DefaultValue::Enum(e)) => {
             let codes = ["contiguous_format", "preserve_format", "channels_last"];

@@ -75,6 +75,10 @@ impl From<Error> for CallError {
 }
 
 type CallResult<T> = std::result::Result<T, CallError>;
+/// A constructor over boxed arguments (one per schema argument).
+pub type BoxedArgsFn<T> = Box<dyn Fn(&[Value]) -> CallResult<T> + Send + Sync>;
+/// A method over its receiver and boxed arguments (after the receiver).
+pub type BoxedMethodFn<T> = Box<dyn Fn(&T, &[Value]) -> CallResult<Value> + Send + Sync>;
 type BoxedMethod = Box<dyn Fn(&ScriptObject, &[Value]) -> CallResult<Value> + Send + Sync>;
 type BoxedInit = Box<dyn Fn(&'static ClassDef, &[Value]) -> CallResult<ScriptObject> + Send + Sync>;
 
@@ -525,7 +529,7 @@ pub trait Init<T, A>: Send + Sync + 'static {
     /// The arguments' schema types.
     fn arg_types() -> Vec<String>;
     /// The function over boxed arguments (already bound: one per argument).
-    fn boxed(self) -> Box<dyn Fn(&[Value]) -> CallResult<T> + Send + Sync>;
+    fn boxed(self) -> BoxedArgsFn<T>;
 }
 
 /// A method: a function of the receiver and arguments.
@@ -535,7 +539,7 @@ pub trait MethodFn<T, A>: Send + Sync + 'static {
     /// The return's schema type.
     fn ret_type() -> String;
     /// The function over boxed arguments (one per argument after the receiver).
-    fn boxed(self) -> Box<dyn Fn(&T, &[Value]) -> CallResult<Value> + Send + Sync>;
+    fn boxed(self) -> BoxedMethodFn<T>;
 }
 
 macro_rules! arities {
@@ -549,7 +553,7 @@ macro_rules! arities {
             }
 
             #[allow(unused_variables)]
-            fn boxed(self) -> Box<dyn Fn(&[Value]) -> CallResult<T> + Send + Sync> {
+            fn boxed(self) -> BoxedArgsFn<T> {
                 Box::new(move |args: &[Value]| {
                     Ok(self($($a::from_arg(&args[$i]).ok_or(CallError::Arg)?),*))
                 })
@@ -569,7 +573,7 @@ macro_rules! arities {
             }
 
             #[allow(unused_variables)]
-            fn boxed(self) -> Box<dyn Fn(&T, &[Value]) -> CallResult<Value> + Send + Sync> {
+            fn boxed(self) -> BoxedMethodFn<T> {
                 Box::new(move |this: &T, args: &[Value]| {
                     Ok(self(this, $($a::from_arg(&args[$i]).ok_or(CallError::Arg)?),*).into_ret()?)
                 })
