@@ -75,6 +75,9 @@ impl From<Error> for CallError {
 }
 
 type CallResult<T> = std::result::Result<T, CallError>;
+type SaveFn = Box<dyn Fn(&ScriptObject) -> Result<serde_json::Value> + Send + Sync>;
+type LoadFn =
+    Box<dyn Fn(&'static ClassDef, serde_json::Value) -> Result<ScriptObject> + Send + Sync>;
 /// A constructor over boxed arguments (one per schema argument).
 pub type BoxedArgsFn<T> = Box<dyn Fn(&[Value]) -> CallResult<T> + Send + Sync>;
 /// A method over its receiver and boxed arguments (after the receiver).
@@ -111,6 +114,7 @@ pub struct ClassDef {
     rust_name: &'static str,
     init: Option<(&'static str, BoxedInit)>,
     methods: Vec<Method>,
+    pickle: Option<(SaveFn, LoadFn)>,
 }
 
 impl std::fmt::Debug for ClassDef {
@@ -159,7 +163,12 @@ impl ClassDef {
     /// class has a constructor), as `obj._method_names()` lists them.
     pub fn method_names(&self) -> Vec<&str> {
         let init = self.init.as_ref().map(|_| "__init__");
+        let pickle = match self.pickle {
+            Some(_) => &["__getstate__", "__setstate__"][..],
+            None => &[],
+        };
         init.into_iter()
+            .chain(pickle.iter().copied())
             .chain(self.methods.iter().map(|m| m.name.as_str()))
             .collect()
     }
@@ -286,6 +295,7 @@ impl<T: Any + Send + Sync> Class<T> {
                 rust_name: std::any::type_name::<T>(),
                 init: None,
                 methods: Vec::new(),
+                pickle: None,
             },
             duplicate: None,
             _t: PhantomData,
@@ -329,6 +339,36 @@ impl<T: Any + Send + Sync> Class<T> {
                 call(this, args)
             }),
         });
+        self
+    }
+
+    /// Pickling (`def_pickle`): `get` maps an object's value to a state
+    /// serde can write, `set` makes a value from it again. Objects then save
+    /// and load ([`save`], [`load`]) and deep-copy ([`ScriptObject::deep_copy`]).
+    /// A tensor in the state is saved with its data ([`Tensor`](crate::Tensor)
+    /// implements serde's traits).
+    pub fn def_pickle<S, G, L>(mut self, get: G, set: L) -> Class<T>
+    where
+        S: serde::Serialize + serde::de::DeserializeOwned + 'static,
+        G: Fn(&T) -> S + Send + Sync + 'static,
+        L: Fn(S) -> T + Send + Sync + 'static,
+    {
+        if self.def.pickle.is_some() {
+            self.duplicate.get_or_insert_with(|| "__getstate__".into());
+        }
+        let save: SaveFn = Box::new(move |obj| {
+            let value = obj.downcast_ref::<T>().ok_or_else(|| {
+                Error::Type(format!("the pickler of another class was called on {obj:?}").into())
+            })?;
+            serde_json::to_value(get(value))
+                .map_err(|e| Error::Runtime(format!("__getstate__: {e}").into()))
+        });
+        let load: LoadFn = Box::new(move |class, state| {
+            let state: S = serde_json::from_value(state)
+                .map_err(|e| Error::Runtime(format!("__setstate__: {e}").into()))?;
+            Ok(ScriptObject::new(class, set(state)))
+        });
+        self.def.pickle = Some((save, load));
         self
     }
 
@@ -436,6 +476,60 @@ fn finish<T>(r: CallResult<T>) -> Result<T> {
     })
 }
 
+/// The object as bytes: its class and its pickled state (JSON), for
+/// [`load`] (PyTorch's `torch.save` of a script object, through
+/// `__getstate__`).
+pub fn save(obj: &ScriptObject) -> Result<Vec<u8>> {
+    let class = class_of(obj)?;
+    let state = class.getstate(obj)?;
+    let saved = serde_json::json!({ "class": class.qualified, "state": state });
+    serde_json::to_vec(&saved).map_err(|e| Error::Runtime(e.to_string().into()))
+}
+
+/// An object from [`save`]'s bytes: its class (which must be registered)
+/// makes it from the state (`__setstate__`).
+pub fn load(bytes: &[u8]) -> Result<ScriptObject> {
+    let saved: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| Error::Runtime(format!("not a saved object: {e}").into()))?;
+    let Some(name) = saved["class"].as_str() else {
+        return Err(Error::Runtime("not a saved object: no class".into()));
+    };
+    let class = find(name)?;
+    class.setstate(saved["state"].clone())
+}
+
+impl ClassDef {
+    fn no_getstate(&self, what: &str) -> Error {
+        Error::Runtime(
+            format!(
+                "Tried to {what} object {} which does not have a __getstate__ method defined!",
+                self.type_name
+            )
+            .into(),
+        )
+    }
+
+    fn getstate(&self, obj: &ScriptObject) -> Result<serde_json::Value> {
+        match &self.pickle {
+            Some((save, _)) => save(obj),
+            None => Err(self.no_getstate("serialize")),
+        }
+    }
+
+    fn setstate(&'static self, state: serde_json::Value) -> Result<ScriptObject> {
+        match &self.pickle {
+            Some((_, load)) => load(self, state),
+            None => Err(Error::Runtime(
+                format!(
+                    "Tried to deserialize object {} which does not have a __setstate__ method defined!",
+                    self.type_name
+                )
+                .into(),
+            )),
+        }
+    }
+}
+
 /// The class of an object, as registered.
 fn class_of(obj: &ScriptObject) -> Result<&'static ClassDef> {
     obj.class()
@@ -496,6 +590,17 @@ impl ScriptObject {
         all.extend_from_slice(args);
         let bound = bind(name, m.schema, &all, kwargs)?;
         finish((m.call)(self, &bound[1..]))
+    }
+
+    /// A new object with a copy of this one's state (`copy.deepcopy(obj)`),
+    /// through the class's pickling: tensors in the state are copied.
+    pub fn deep_copy(&self) -> Result<ScriptObject> {
+        let class = class_of(self)?;
+        let state = match &class.pickle {
+            Some((save, _)) => save(self)?,
+            None => return Err(class.no_getstate("deepcopy")),
+        };
+        class.setstate(state)
     }
 
     /// The names of the object's methods (`obj._method_names()`).

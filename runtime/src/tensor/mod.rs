@@ -26,6 +26,7 @@ mod class;
 mod grad;
 mod locks;
 mod objects;
+mod saved_form;
 mod script_object;
 
 pub use crate::dtype::{DType, Device, Element, Layout, MemoryFormat, Scalar};
