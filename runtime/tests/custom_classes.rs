@@ -76,6 +76,13 @@ fn queue_class() -> &'static ClassDef {
             .def("top", TensorQueue::top)
             .def("size", TensorQueue::size)
             .def("get_raw_queue", TensorQueue::get_raw_queue)
+            // The seed's `__obj_flatten__`: the state as (name, value) pairs.
+            .def("__obj_flatten__", |q: &TensorQueue| {
+                vec![
+                    ("init_tensor_".to_string(), Value::Tensor(q.init.clone())),
+                    ("queue_".to_string(), Value::TensorList(q.get_raw_queue())),
+                ]
+            })
             .def("clone_queue", |q: &TensorQueue| -> Result<ScriptObject> {
                 queue_class().wrap(q.clone_queue())
             })
@@ -253,4 +260,58 @@ fn a_class_without_a_pickler_says_so() {
         p.deep_copy().unwrap_err().to_string(),
         "Tried to deepcopy object __torch__.torch.classes.cc_seed.Plain which does not have a __getstate__ method defined!"
     );
+}
+
+#[test]
+fn a_queue_flattens_to_its_state_and_bad_flattenings_are_refused() {
+    let q = new_queue();
+    q.call_method("push", &[Value::Tensor(t(2.0))]).unwrap();
+    let flat = q.flatten().unwrap();
+    let names: Vec<&str> = flat.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["init_tensor_", "queue_"]);
+    assert!(matches!(&flat[1].1, Value::TensorList(ts) if ts.len() == 1));
+    assert_eq!(
+        queue_class().method("__obj_flatten__").unwrap().schema(),
+        "__obj_flatten__(__torch__.torch.classes.MyCustomClass.TensorQueue _0) -> ((str, Any)[] _0)"
+    );
+    // The checks of spec 1.2, each on a class whose flattening is wrong.
+    struct Bad(u8);
+    Class::<Bad>::new("cc_flat", "Bad")
+        .init(|k: i64| Bad(k as u8))
+        .def("__obj_flatten__", |b: &Bad| -> Value {
+            match b.0 {
+                0 => Value::Int(1),
+                1 => Value::List(vec![Value::Int(1)].into()),
+                _ => {
+                    Value::List(vec![Value::List(vec![Value::Int(1), Value::Int(2)].into())].into())
+                }
+            }
+        })
+        .register()
+        .unwrap();
+    let messages: Vec<String> = (0..3)
+        .map(|k| {
+            let b = classes::instantiate("cc_flat::Bad", &[Value::Int(k)]).unwrap();
+            b.flatten().unwrap_err().to_string()
+        })
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "Expect flat x to be a tuple.",
+            "Expect flat x to be a tuple of tuples.",
+            "Expect element of flat x to be a tuple of two elements with first element being a string",
+        ]
+    );
+    // Without the method: the missing attribute, as PyTorch's.
+    struct NoFlat;
+    Class::<NoFlat>::new("cc_flat", "NoFlat")
+        .init(|| NoFlat)
+        .register()
+        .unwrap();
+    let e = classes::instantiate("cc_flat::NoFlat", &[])
+        .unwrap()
+        .flatten()
+        .unwrap_err();
+    assert_eq!(e.python_class(), "AttributeError");
 }

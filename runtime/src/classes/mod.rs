@@ -603,6 +603,34 @@ impl ScriptObject {
         class.setstate(state)
     }
 
+    /// The object's state as `(name, value)` pairs, from its
+    /// `__obj_flatten__` method (the first step of making a traceable
+    /// class's fake, spec 1.2), checked as PyTorch checks it: a tuple of
+    /// `(str, value)` tuples.
+    pub fn flatten(&self) -> Result<Vec<(String, Value)>> {
+        let flat = self.call_method("__obj_flatten__", &[])?;
+        let Value::List(items) = flat else {
+            return Err(Error::Runtime("Expect flat x to be a tuple.".into()));
+        };
+        let mut pairs = Vec::with_capacity(items.len());
+        for item in items.iter() {
+            let Value::List(pair) = item else {
+                return Err(Error::Runtime(
+                    "Expect flat x to be a tuple of tuples.".into(),
+                ));
+            };
+            match &pair[..] {
+                [Value::Str(name), value] => pairs.push((name.clone(), value.clone())),
+                _ => {
+                    return Err(Error::Runtime(
+                        "Expect element of flat x to be a tuple of two elements with first element being a string".into(),
+                    ))
+                }
+            }
+        }
+        Ok(pairs)
+    }
+
     /// The names of the object's methods (`obj._method_names()`).
     pub fn method_names(&self) -> Vec<&'static str> {
         class_of(self)

@@ -81,6 +81,28 @@ impl RetType for Option<Tensor> {
     }
 }
 
+/// Any value (`Any`): what `__obj_flatten__`'s pairs hold.
+impl RetType for Value {
+    fn schema_type() -> String {
+        "Any".into()
+    }
+    fn into_ret(self) -> Result<Value> {
+        Ok(self)
+    }
+}
+
+/// A list of pairs (`__obj_flatten__`'s `(name, value)` pairs): a list of
+/// two-element lists, as tuples are boxed.
+impl<A: RetType, B: RetType> RetType for Vec<(A, B)> {
+    fn schema_type() -> String {
+        format!("({}, {})[]", A::schema_type(), B::schema_type())
+    }
+    fn into_ret(self) -> Result<Value> {
+        let items: Result<Vec<Value>> = self.into_iter().map(|p| p.into_ret()).collect();
+        Ok(Value::List(items?.into()))
+    }
+}
+
 impl RetType for () {
     fn schema_type() -> String {
         "NoneType".into()
