@@ -133,3 +133,11 @@ fn main() -> Result<()> {
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_tour_runs() {
+        super::main().expect("every step of the tour runs");
+    }
+}
