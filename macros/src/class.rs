@@ -17,14 +17,17 @@ use syn::spanned::Spanned;
 
 const USAGE: &str = "expected `#[custom_class(\"ns::Name\")]`, e.g. `#[custom_class(\"MyCustomClass::TensorQueue\")]`";
 
+/// The item unchanged, after the error (so that the error is the only one).
+fn with_error(e: syn::Error, item: TokenStream) -> TokenStream {
+    let e = e.to_compile_error();
+    quote!(#e #item)
+}
+
 /// `#[custom_class("ns::Name")]`.
 pub fn expand_class(attr: TokenStream, item: TokenStream) -> TokenStream {
     let name: syn::LitStr = match syn::parse2(attr) {
         Ok(n) => n,
-        Err(e) => {
-            let e = syn::Error::new(e.span(), USAGE).to_compile_error();
-            return quote!(#e #item);
-        }
+        Err(e) => return with_error(syn::Error::new(e.span(), USAGE), item),
     };
     let valid = name.value().split_once("::").is_some_and(|(ns, n)| {
         let ident =
@@ -32,15 +35,11 @@ pub fn expand_class(attr: TokenStream, item: TokenStream) -> TokenStream {
         ident(ns) && ident(n)
     });
     if !valid {
-        let e = syn::Error::new(name.span(), USAGE).to_compile_error();
-        return quote!(#e #item);
+        return with_error(syn::Error::new(name.span(), USAGE), item);
     }
     let ty: syn::DeriveInput = match syn::parse2(item.clone()) {
         Ok(t) => t,
-        Err(e) => {
-            let e = e.to_compile_error();
-            return quote!(#e #item);
-        }
+        Err(e) => return with_error(e, item),
     };
     let ident = &ty.ident;
     let (imp, tys, wher) = ty.generics.split_for_impl();
@@ -56,23 +55,19 @@ pub fn expand_class(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `#[methods]` on `impl T { … }`.
 pub fn expand_methods(attr: TokenStream, item: TokenStream) -> TokenStream {
     if !attr.is_empty() {
-        let e = syn::Error::new(attr.span(), "`#[methods]` takes no arguments").to_compile_error();
-        return quote!(#e #item);
+        let e = syn::Error::new(attr.span(), "`#[methods]` takes no arguments");
+        return with_error(e, item);
     }
     let block: syn::ItemImpl = match syn::parse2(item.clone()) {
         Ok(b) => b,
-        Err(e) => {
-            let e = e.to_compile_error();
-            return quote!(#e #item);
-        }
+        Err(e) => return with_error(e, item),
     };
     if let Some((_, path, _)) = &block.trait_ {
         let e = syn::Error::new(
             path.span(),
             "`#[methods]` goes on the type's own impl block, not a trait impl",
-        )
-        .to_compile_error();
-        return quote!(#e #item);
+        );
+        return with_error(e, item);
     }
     let ty = &block.self_ty;
     let mut chain = Vec::new();
@@ -142,7 +137,7 @@ mod tests {
             TokenStream::new(),
             quote! {
                 impl Queue {
-                    pub fn new(x: Tensor) -> Self { todo!() }
+                    pub fn new(x: Tensor) -> Self { Queue(x) }
                     pub fn push(&self, x: Tensor) {}
                     fn helper(&self) {}
                     pub fn size(&self) -> i64 { 0 }
@@ -164,7 +159,7 @@ mod tests {
             quote! {
                 impl Queue {
                     pub fn push(&mut self, x: Tensor) {}
-                    pub fn make() -> Self { todo!() }
+                    pub fn make() -> Self { Queue::default() }
                 }
             },
         );
