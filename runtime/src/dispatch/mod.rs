@@ -1044,7 +1044,11 @@ impl Dispatcher {
         let mut dynamic: Vec<&'static Operator> = Vec::new();
         let mut poisoned: Vec<(&'static Operator, Error)> = Vec::new();
         let (libraries, operator_defs, kernels, fallback_entries) = linked::registrations();
-        // The operators of crates with schema files of their own.
+        // The operators of crates with schema files of their own. Each
+        // library is given its operators only once they are resolved (below):
+        // a library's `op` reads them without waiting for the dispatcher, so
+        // another thread must not see them before their kernels are in.
+        let mut library_ops = Vec::new();
         for lib in libraries {
             if lib.is_set() {
                 continue;
@@ -1064,7 +1068,7 @@ impl Dispatcher {
                     }
                 })
                 .collect();
-            lib.set(ops);
+            library_ops.push((lib, ops));
         }
         // The operators defined with `#[op]`.
         for def in operator_defs {
@@ -1130,6 +1134,9 @@ impl Dispatcher {
             op.poison(e);
         }
         PENDING.store(!errors.is_empty(), Ordering::Release);
+        for (lib, ops) in library_ops {
+            lib.set(ops);
+        }
         Dispatcher {
             builtin,
             dynamic: RwLock::new(dynamic),
