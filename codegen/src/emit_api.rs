@@ -135,6 +135,7 @@ pub struct ApiFiles {
 /// The runtime types the typed API names, imported into each of its modules.
 const PRELUDE: &[&str] = &[
     "Tensor",
+    "ScriptObject",
     "Scalar",
     "DType",
     "Layout",

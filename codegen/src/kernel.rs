@@ -6,7 +6,7 @@
 //! ordinary entry of `opforge::__private::KERNELS`.
 
 use crate::rust_types::{fn_pointer_type, param_type, show};
-use opforge_schema::model::{BaseType, FunctionSchema};
+use opforge_schema::model::{BaseType, FunctionSchema, Type};
 use opforge_schema::names::arg_ident;
 use proc_macro2::{TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
@@ -174,7 +174,35 @@ fn registration_with(
         } else {
             quote!(<T: __OpforgeSame<#want_a>>)
         };
-        if check {
+        if let (true, Type::CustomClass(class)) = (check, &a.ty) {
+            // A custom-class argument: the kernel takes `&T` of the class's
+            // Rust type (the value inside the object) or the `&ScriptObject`;
+            // `&T` of another class has no `ClassParam` impl for this key.
+            let qualified = class.replacen('.', "::", 1);
+            let message = literal(&format!(
+                "parameter {} `{}` of `{op}` must be `&T` for the type `#[custom_class(\"{qualified}\")]` is on, or `&ScriptObject`; found `{}`",
+                i + 1,
+                arg_ident(&a.name),
+                show(user_ty)
+            ));
+            let label = literal(&format!("expected a `{qualified}` (schema: `{a}`)"));
+            items.push(quote! {
+            #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+            trait #tr<'a>: Sized {
+                fn __opforge_param(v: &'a ::opforge::ScriptObject) -> ::opforge::Result<Self>;
+            }
+            #[diagnostic::do_not_recommend]
+            impl<'a, T: ::opforge::classes::ClassParam<'a, { ::opforge::classes::class_key(#qualified) }>> #tr<'a> for T {
+                #[inline(always)]
+                fn __opforge_param(v: &'a ::opforge::ScriptObject) -> ::opforge::Result<T> {
+                    <T as ::opforge::classes::ClassParam<'a, { ::opforge::classes::class_key(#qualified) }>>::from_object(v)
+                }
+            }
+            });
+            shim_args.push(quote_spanned! {user_ty.span()=>
+                <#user_ty as #tr<'_>>::__opforge_param(#v)?
+            });
+        } else if check {
             items.push(quote! {
             #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
             trait #tr #generics: Sized {

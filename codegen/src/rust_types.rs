@@ -39,7 +39,7 @@ pub fn dtype_variant(t: ScalarType) -> Option<&'static str> {
 
 fn unmapped(t: &Type) -> Unmapped {
     Unmapped(format!(
-        "the schema type `{t}` has no Rust type (mapped: Tensor, int, SymInt, float, bool, SymBool, str, Scalar, ScalarType, Layout, Device, DeviceIndex, MemoryFormat, Generator, Storage, Stream, their optionals and lists of tensors, ints, floats, bools and Scalars)"
+        "the schema type `{t}` has no Rust type (mapped: Tensor, int, SymInt, float, bool, SymBool, str, Scalar, ScalarType, Layout, Device, DeviceIndex, MemoryFormat, Generator, Storage, Stream, custom classes, their optionals and lists of tensors, ints, floats, bools and Scalars)"
     ))
 }
 
@@ -65,7 +65,9 @@ pub fn value_type(t: &Type) -> Result<syn::Type, Unmapped> {
             Type::Base(BaseType::Scalar) => parse_quote!(&[::opforge::Scalar]),
             _ => return Err(unmapped(t)),
         },
-        Type::CustomClass(_) => return Err(unmapped(t)),
+        // The object; a kernel may take the value inside it instead (`&T` of
+        // the class's Rust type, checked by the registration macros).
+        Type::CustomClass(_) => parse_quote!(&::opforge::ScriptObject),
     })
 }
 
@@ -144,9 +146,10 @@ fn one_return(r: &Return) -> Result<syn::Type, Unmapped> {
         Type::Base(BaseType::QScheme) => parse_quote!(::opforge::QScheme),
         Type::Base(BaseType::Device) => parse_quote!(::opforge::Device),
         Type::Base(BaseType::Layout) => parse_quote!(::opforge::Layout),
+        Type::CustomClass(_) => parse_quote!(::opforge::ScriptObject),
         t => {
             return Err(Unmapped(format!(
-                "the return type `{t}` has no Rust type (mapped: Tensor, Tensor?, Tensor[], int, SymInt, int[], float, bool, SymBool, str, Scalar, ScalarType, QScheme, Device, Layout)"
+                "the return type `{t}` has no Rust type (mapped: Tensor, Tensor?, Tensor[], int, SymInt, int[], float, bool, SymBool, str, Scalar, ScalarType, QScheme, Device, Layout, custom classes)"
             )))
         }
     })

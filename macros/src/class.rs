@@ -49,6 +49,11 @@ pub fn expand_class(attr: TokenStream, item: TokenStream) -> TokenStream {
         impl #imp ::opforge::classes::CustomClass for #ident #tys #wher {
             const NAME: &'static str = #name;
         }
+
+        impl #imp ::opforge::classes::NamedClass<{ ::opforge::classes::class_key(#name) }>
+            for #ident #tys #wher
+        {
+        }
     }
 }
 

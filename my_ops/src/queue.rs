@@ -30,6 +30,15 @@ impl Queue {
         self.lock().len() as i64
     }
 
+    /// Adds `inc` to every tensor it holds, in place (the seed's
+    /// `for_each_add_`).
+    pub fn for_each_add_(&self, inc: Tensor) -> opforge::Result<()> {
+        for x in self.lock().iter_mut() {
+            opforge::at::add__Tensor(x, &inc, opforge::Scalar::Int(1))?;
+        }
+        Ok(())
+    }
+
     /// A new queue with the same tensors.
     pub fn clone_queue(&self) -> Queue {
         Queue {
@@ -39,6 +48,11 @@ impl Queue {
 }
 
 impl Queue {
+    /// The tensor at the front, if any.
+    pub fn first(&self) -> Option<Tensor> {
+        self.lock().first().cloned()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Tensor>> {
         self.items.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -246,7 +246,7 @@ fn the_crates_custom_class_is_registered_with_its_methods() {
     let class = classes::find("mylib::Queue").unwrap();
     assert_eq!(
         class.method_names(),
-        ["__init__", "push", "size", "clone_queue"]
+        ["__init__", "push", "size", "for_each_add_", "clone_queue"]
     );
     assert_eq!(
         class.method("clone_queue").unwrap().schema(),
@@ -264,4 +264,55 @@ fn the_crates_custom_class_is_registered_with_its_methods() {
         Value::Int(1)
     ));
     assert!(copy.downcast_ref::<my_ops::queue::Queue>().is_some());
+}
+
+// An operator of this crate's YAML taking the class
+// (`__torch__.torch.classes.mylib.Queue`): typed, through the API, by name and
+// boxed; its kernel takes `&Queue`, the value inside the object.
+#[test]
+fn an_operator_of_the_yaml_takes_the_crates_custom_class() {
+    use opforge::classes;
+    let q = classes::instantiate("mylib::Queue", &[]).unwrap();
+    q.call_method("push", &[Value::Tensor(t())]).unwrap();
+    let inc = Tensor::from_vec(vec![1.0f32, 1.0, 1.0], &[3]).unwrap();
+    my_ops::at::mylib_for_each_add(&q, &inc).unwrap();
+    my_ops::torch::for_each_add(&q, &inc).unwrap();
+    opforge::library::call(
+        "mylib::for_each_add",
+        &[Value::Object(q.clone()), Value::Tensor(inc.clone())],
+        &[],
+    )
+    .unwrap();
+    let first = q.downcast_ref::<my_ops::queue::Queue>().unwrap().first();
+    assert_eq!(first.unwrap().to_vec::<f32>().unwrap(), [4.0, 1.0, 6.0]);
+    // An object of another class: by name, PyTorch's message; typed, the
+    // kernel's parameter conversion names both classes.
+    classes::Class::<()>::new("mylib_test", "Other")
+        .init(|| ())
+        .register()
+        .unwrap();
+    let other = classes::instantiate("mylib_test::Other", &[]).unwrap();
+    let e = opforge::library::call(
+        "mylib::for_each_add",
+        &[Value::Object(other.clone()), Value::Tensor(inc.clone())],
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().starts_with(
+            "mylib::for_each_add() Expected a value of type \
+             '__torch__.torch.classes.mylib.Queue' for argument 'q' but instead found type \
+             'ScriptObject'."
+        ) && e.to_string().ends_with(
+            "Cast error details: an object of __torch__.torch.classes.mylib_test.Other is not a \
+             __torch__.torch.classes.mylib.Queue"
+        ),
+        "{e}"
+    );
+    let e = my_ops::at::mylib_for_each_add(&other, &inc).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "expected an object of __torch__.torch.classes.mylib.Queue, got an object of \
+         __torch__.torch.classes.mylib_test.Other"
+    );
 }

@@ -180,8 +180,8 @@ pub mod __private {
     pub mod prelude {
         pub use crate::error::Result;
         pub use crate::tensor::{
-            DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream,
-            Tensor,
+            DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, ScriptObject, Storage,
+            Stream, Tensor,
         };
     }
 

@@ -20,3 +20,10 @@ pub fn abs(self_: &Tensor) -> Result<Tensor> {
     let neg = opforge::at::neg(self_)?;
     opforge::at::maximum(self_, &neg)
 }
+
+/// `mylib::for_each_add` (CPU): the schema's `__torch__.torch.classes.mylib.Queue`
+/// argument is taken as the `Queue` inside the object.
+#[kernel(CPU)]
+pub fn for_each_add(q: &crate::queue::Queue, inc: &Tensor) -> Result<()> {
+    q.for_each_add_(inc.clone())
+}

@@ -214,6 +214,74 @@ pub trait CustomClass: Any + Send + Sync {
     const NAME: &'static str;
 }
 
+/// A 128-bit key of a class name (`ns::Name` and `ns.Name` give the same),
+/// computed at compile time: the const parameter of [`NamedClass`], by which a
+/// kernel parameter's Rust type is checked against the class its schema names
+/// (const generics take integers, not strings). FNV-1a.
+///
+/// ```
+/// use opforge::classes::class_key;
+/// assert_eq!(class_key("mylib::Queue"), class_key("mylib.Queue"));
+/// assert_ne!(class_key("mylib::Queue"), class_key("mylib::Queues"));
+/// ```
+pub const fn class_key(name: &str) -> u128 {
+    const PRIME: u128 = 0x0000000001000000000000000000013B;
+    let b = name.as_bytes();
+    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
+    let mut i = 0;
+    while i < b.len() {
+        let c = if b[i] == b':' && i + 1 < b.len() && b[i + 1] == b':' {
+            i += 1;
+            b'.'
+        } else {
+            b[i]
+        };
+        h ^= c as u128;
+        h = h.wrapping_mul(PRIME);
+        i += 1;
+    }
+    h
+}
+
+/// A custom class type whose name has key `K` ([`class_key`]):
+/// `#[custom_class("ns::Name")]` implements it with
+/// `K = class_key("ns::Name")`. A kernel parameter for a schema argument of
+/// type `__torch__.torch.classes.ns.Name` is `&T` for such a `T` (or a
+/// `&ScriptObject` of any class): a `&T` of another class does not compile.
+pub trait NamedClass<const K: u128>: CustomClass {}
+
+/// A kernel parameter for a custom-class argument whose class has key `K`:
+/// `&T` with `T:` [`NamedClass<K>`] (the value inside the object), or
+/// `&ScriptObject` (the object itself). The registration macros convert the
+/// object the dispatcher passes with [`ClassParam::from_object`].
+pub trait ClassParam<'a, const K: u128>: Sized {
+    /// The parameter, from the argument's object.
+    fn from_object(obj: &'a ScriptObject) -> Result<Self>;
+}
+
+impl<'a, const K: u128, T: NamedClass<K>> ClassParam<'a, K> for &'a T {
+    #[inline]
+    fn from_object(obj: &'a ScriptObject) -> Result<&'a T> {
+        obj.downcast_ref::<T>().ok_or_else(|| {
+            Error::Type(
+                format!(
+                    "expected an object of {TYPE_PREFIX}{}, got an object of {}",
+                    normalize(T::NAME),
+                    obj.type_name()
+                )
+                .into(),
+            )
+        })
+    }
+}
+
+impl<'a, const K: u128> ClassParam<'a, K> for &'a ScriptObject {
+    #[inline]
+    fn from_object(obj: &'a ScriptObject) -> Result<&'a ScriptObject> {
+        Ok(obj)
+    }
+}
+
 /// An object of `T`'s class holding `value`: what a method returning `Self`
 /// (the seed's `clone_queue`) returns.
 pub fn object<T: CustomClass>(value: T) -> Result<ScriptObject> {

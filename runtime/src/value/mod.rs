@@ -521,6 +521,7 @@ from_value_copy!(&'a Generator, "torch.Generator", Value::Generator(g) => g);
 from_value_copy!(&'a Storage, "torch.Storage", Value::Storage(s) => s);
 from_value_copy!(Stream, "torch.Stream", Value::Stream(s) => *s);
 from_value_copy!(QScheme, "torch.qscheme", Value::QScheme(q) => *q);
+from_value_copy!(&'a ScriptObject, "ScriptObject", Value::Object(o) => o);
 
 #[cfg(test)]
 mod tests {
@@ -579,6 +580,7 @@ to_value!(&Storage, x => Value::Storage((*x).clone()));
 to_value!(Stream, x => Value::Stream(*x));
 to_value!(QScheme, x => Value::QScheme(*x));
 to_value!(ScriptObject, x => Value::Object(x.clone()));
+to_value!(&ScriptObject, x => Value::Object((*x).clone()));
 
 impl<T: ToValue> ToValue for Option<T> {
     fn to_value(&self) -> Value {

@@ -30,7 +30,8 @@ use super::{mismatch, ToValue, Value};
 use crate::error::{Error, Result};
 use crate::keys::KeySet;
 use crate::tensor::{
-    DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
+    DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, ScriptObject, Storage, Stream,
+    Tensor,
 };
 
 /// One argument of a typed call.
@@ -100,7 +101,8 @@ plain_arg!(
     &[bool],
     &[Scalar],
     &Generator,
-    &Storage
+    &Storage,
+    &ScriptObject
 );
 
 impl Arg for Device {
@@ -362,6 +364,7 @@ ret_value!(Vec<i64>, "tuple of ints", v => Value::IntList(v), Value::IntList(v) 
 ret_value!(Device, "torch.device", d => Value::Device(d), Value::Device(d) => d);
 ret_value!(Layout, "torch.layout", l => Value::Layout(l), Value::Layout(l) => l);
 ret_value!(String, "str", s => Value::Str(s), Value::Str(s) => s);
+ret_value!(ScriptObject, "ScriptObject", o => Value::Object(o), Value::Object(o) => o);
 ret_value!(Option<Tensor>, "Tensor or None", t => t.map_or(Value::None, Value::Tensor), Value::Tensor(t) => Some(t), Value::None => None);
 
 /// All returns of an operator: `()`, one [`RetValue`], or a tuple of them.
