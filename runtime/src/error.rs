@@ -62,6 +62,45 @@ pub enum Error {
     /// `raise_exception: false` these checks return `Ok(false)` instead.
     #[error("{0}")]
     Gradcheck(Message),
+    /// A call fake tensors cannot make ([`crate::fake`]), as PyTorch's fake
+    /// tensor exceptions: which one, and its message (for the operator
+    /// exceptions, the operator as Python prints it: `aten.nonzero.default`).
+    #[error("{1}")]
+    Fake(FakeException, Message),
+}
+
+/// PyTorch's fake tensor exceptions ([`Error::Fake`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FakeException {
+    /// An operator with neither a Meta kernel nor a fake kernel
+    /// (`UnsupportedOperatorException`).
+    UnsupportedOperator,
+    /// An operator whose output shape depends on the data
+    /// (`dynamic_output_shape` tag: `nonzero`, `masked_select`, …;
+    /// `DynamicOutputShapeException`).
+    DynamicOutputShape,
+    /// An operator whose output is the data (`data_dependent_output` tag:
+    /// `_local_scalar_dense`, `item`; `DataDependentOutputException`).
+    DataDependentOutput,
+    /// Fake tensors that claim different devices
+    /// (`FakeTensorDeviceMismatchError`).
+    DeviceMismatch,
+    /// A real tensor in a call under a fake mode that does not allow them
+    /// (PyTorch's `AssertionError`).
+    NonFakeInput,
+}
+
+impl FakeException {
+    /// The Python exception class.
+    pub fn python_class(self) -> &'static str {
+        match self {
+            FakeException::UnsupportedOperator => "UnsupportedOperatorException",
+            FakeException::DynamicOutputShape => "DynamicOutputShapeException",
+            FakeException::DataDependentOutput => "DataDependentOutputException",
+            FakeException::DeviceMismatch => "FakeTensorDeviceMismatchError",
+            FakeException::NonFakeInput => "AssertionError",
+        }
+    }
 }
 
 impl Error {
@@ -76,6 +115,7 @@ impl Error {
             // backend" as a NotImplementedError.
             Error::NotImplemented(_) | Error::NoKernel(_) => "NotImplementedError",
             Error::Gradcheck(_) => "GradcheckError",
+            Error::Fake(kind, _) => kind.python_class(),
             _ => "RuntimeError",
         }
     }

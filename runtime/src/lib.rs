@@ -46,6 +46,7 @@ pub mod classes;
 pub mod dispatch;
 pub mod dtype;
 pub mod error;
+pub mod fake;
 pub mod flags;
 pub mod kernels;
 pub mod keys;

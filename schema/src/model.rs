@@ -961,6 +961,11 @@ macro_rules! runtime_dispatch_keys {
             runtime {
                 /// Picks a backend for calls without tensor arguments (factories).
                 BackendSelect,
+                /// Fake tensors: shapes, dtypes, strides and a device, no data
+                /// (PyTorch's `FakeTensorMode`, a dispatch mode on its `Python`
+                /// key; here a key of its own, below `Python`, so dispatch modes
+                /// see calls on fake tensors as they see calls on real ones).
+                Fake,
                 /// Dispatch-level hooks (`__torch_dispatch__` subclasses and modes).
                 Python,
                 /// Bookkeeping for inplace and view operators.

@@ -23,6 +23,7 @@
 
 pub mod alloc;
 mod class;
+mod fake;
 mod grad;
 mod locks;
 mod objects;
@@ -35,6 +36,7 @@ pub use alloc::{
     set_allocation_limit, set_buffer_cache, set_huge_pages,
 };
 pub use class::TensorClass;
+pub use fake::{python_tuple, FAKE_KEY};
 pub use grad::{
     set_view_history, AutogradMeta, CreationMeta, GradFn, GradHook, GradNode, ViewHistory, ViewOf,
     WeakTensor, AUTOGRAD_KEYS,
@@ -1300,6 +1302,9 @@ impl fmt::Debug for Tensor {
 /// PyTorch-like printing on one line: `tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float32)`.
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_fake() {
+            return self.fmt_fake(f);
+        }
         if let Some(ext) = self.ext() {
             if let Some(r) = ext.class().repr_of(self) {
                 return f.write_str(&r);

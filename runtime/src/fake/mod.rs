@@ -1,0 +1,402 @@
+//! Fake tensors (PyTorch's `FakeTensor` and `FakeTensorMode`): tensors with
+//! the shapes, dtypes, strides and device they claim, and no data. Calls on
+//! them run the operator's Meta kernel (or the fake kernel of a custom
+//! operator, `library::register_fake`) and give fakes back; a program runs on
+//! them to learn its shapes, as tracing does.
+//!
+//! The layer is a dispatch key, `Fake`, and its fallback ([`FAKE_KEY`]):
+//!
+//! - a fake tensor carries the key (beside its claimed device's backend), so
+//!   any call on one comes here, under a mode or not, as PyTorch's fakes
+//!   re-enter their mode;
+//! - a [`FakeTensorMode`] that is entered includes the key for its thread, so
+//!   that factories (`torch::ones`) make fakes, and real tensors are refused
+//!   with PyTorch's message, or converted if the mode allows them
+//!   ([`FakeTensorMode::allow_non_fake_inputs`]); [`FakeTensorMode::from_tensor`]
+//!   converts one explicitly (the same fake for the same tensor);
+//! - the fallback runs the operator below `Fake` on meta tensors over the
+//!   fakes' storages and wraps the results as fakes on the inputs' device;
+//!   a result that is an input (an in-place operator's) is that input.
+//!
+//! Operators tagged `dynamic_output_shape` (`nonzero`) or
+//! `data_dependent_output` (`_local_scalar_dense`) and operators with neither
+//! a Meta nor a fake kernel fail with PyTorch's exceptions
+//! ([`crate::error::FakeException`]).
+//!
+//! ```
+//! use opforge::fake::FakeTensorMode;
+//! use opforge::{torch, Device, Tensor};
+//! let mode = FakeTensorMode::new();
+//! let real = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+//! let x = mode.from_tensor(&real)?;
+//! let _in_mode = mode.enter();
+//! let w = torch::ones(&[3, 4])?; // a factory: a fake
+//! let y = torch::matmul(&x, &w)?;
+//! assert!(y.is_fake());
+//! assert_eq!((y.shape(), y.device()), (vec![2, 4], Device::Cpu));
+//! assert_eq!(y.to_string(), "FakeTensor(..., size=(2, 4))");
+//! assert!(y.to_vec::<f32>().is_err()); // no data
+//! let e = torch::add(&x, &real).unwrap_err(); // a real tensor among fakes
+//! assert!(e.to_string().starts_with("Please convert all Tensors to FakeTensors first"));
+//! # Ok::<(), opforge::Error>(())
+//! ```
+
+use crate::dispatch::linked::{FallbackEntry, FALLBACKS};
+use crate::dispatch::Operator;
+use crate::error::{Error, FakeException, Result};
+use crate::keys::{DispatchKey, KeySet, LocalKeys, LocalKeysGuard};
+use crate::tables::{OpSchema, Ty};
+use crate::tensor::{python_tuple, Device, Tensor};
+use crate::value::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+pub use crate::tensor::FAKE_KEY;
+
+#[linkme::distributed_slice(FALLBACKS)]
+static FAKE_FALLBACK: FallbackEntry = FallbackEntry {
+    key: "Fake",
+    boxed: fake_fallback,
+    typed: None,
+    leaves_alone: None,
+    file: file!(),
+    line: line!(),
+};
+
+/// A fake tensor mode (PyTorch's `FakeTensorMode`): converts real tensors to
+/// fakes ([`FakeTensorMode::from_tensor`]) and, entered
+/// ([`FakeTensorMode::enter`]), makes the thread's calls fake. Clones are the
+/// same mode (they share its conversions).
+#[derive(Clone, Default)]
+pub struct FakeTensorMode(Arc<ModeState>);
+
+#[derive(Default)]
+struct ModeState {
+    allow_non_fake_inputs: bool,
+    /// The fakes of the real tensors converted so far (PyTorch's memo), by
+    /// the real tensor's identity; the real tensor is kept with its fake so
+    /// that its address is not reused while the mode lives.
+    memo: Mutex<HashMap<usize, (Tensor, Tensor)>>,
+}
+
+impl std::fmt::Debug for FakeTensorMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeTensorMode")
+            .field("allow_non_fake_inputs", &self.0.allow_non_fake_inputs)
+            .finish_non_exhaustive()
+    }
+}
+
+thread_local! {
+    /// The modes entered on this thread, innermost last.
+    static MODES: RefCell<Vec<FakeTensorMode>> = const { RefCell::new(Vec::new()) };
+}
+
+impl FakeTensorMode {
+    /// A mode that refuses real tensors in calls (PyTorch's default).
+    pub fn new() -> FakeTensorMode {
+        FakeTensorMode::default()
+    }
+
+    /// A mode that converts real tensors it meets in calls to fakes (PyTorch's
+    /// `FakeTensorMode(allow_non_fake_inputs=True)`).
+    pub fn allowing_non_fake_inputs() -> FakeTensorMode {
+        FakeTensorMode(Arc::new(ModeState {
+            allow_non_fake_inputs: true,
+            ..ModeState::default()
+        }))
+    }
+
+    /// Does the mode convert real tensors it meets in calls?
+    pub fn allow_non_fake_inputs(&self) -> bool {
+        self.0.allow_non_fake_inputs
+    }
+
+    /// Enters the mode on this thread until the guard is dropped: factories
+    /// make fakes, and every call with tensors is fake.
+    pub fn enter(&self) -> FakeModeGuard {
+        MODES.with(|m| m.borrow_mut().push(self.clone()));
+        FakeModeGuard {
+            _keys: LocalKeys::include(FAKE_KEY),
+        }
+    }
+
+    /// The fake of a real tensor: its dtype, sizes, strides, offset, device
+    /// and `requires_grad`, no data (PyTorch's `from_tensor`). The same
+    /// tensor gives the same fake; a fake is returned as it is.
+    pub fn from_tensor(&self, t: &Tensor) -> Result<Tensor> {
+        if t.is_fake() {
+            return Ok(t.clone());
+        }
+        let id = t.identity();
+        let mut memo = self.0.memo.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, fake)) = memo.get(&id) {
+            return Ok(fake.clone());
+        }
+        let fake = t.fake_like();
+        if t.requires_grad() {
+            fake.set_requires_grad(true)?;
+        }
+        memo.insert(id, (t.clone(), fake.clone()));
+        Ok(fake)
+    }
+
+    /// The mode innermost on this thread, if any.
+    pub fn current() -> Option<FakeTensorMode> {
+        MODES.with(|m| m.borrow().last().cloned())
+    }
+}
+
+/// Leaves the mode when dropped ([`FakeTensorMode::enter`]).
+#[must_use = "the mode is left when the guard is dropped"]
+pub struct FakeModeGuard {
+    _keys: LocalKeysGuard,
+}
+
+impl Drop for FakeModeGuard {
+    fn drop(&mut self) {
+        MODES.with(|m| m.borrow_mut().pop());
+    }
+}
+
+/// `aten.add.Tensor`, `fk.noimpl.default`: an overload as Python prints it.
+pub fn overload_name(s: &OpSchema) -> String {
+    let overload = if s.overload.is_empty() {
+        "default"
+    } else {
+        s.overload
+    };
+    format!("{}.{}.{overload}", s.namespace, s.base)
+}
+
+fn fake_error(kind: FakeException, message: String) -> Error {
+    Error::Fake(kind, message.into())
+}
+
+/// What the fallback makes of the inputs: the meta values the kernel runs on,
+/// the fakes behind them (to give back an input a kernel returns), and the
+/// device the results claim.
+struct Inputs {
+    meta: Vec<Value>,
+    fakes: Vec<(Tensor, Tensor)>,
+    device: Option<(Device, bool)>,
+}
+
+impl Inputs {
+    /// The meta tensor of a fake, noting the fake and its device (PyTorch's
+    /// common-device rule: a 0-dim CPU tensor goes with any device; two other
+    /// devices are an error).
+    fn meta_of(&mut self, op: &OpSchema, fake: &Tensor) -> Result<Tensor> {
+        let (d, scalar) = (fake.device(), fake.dim() == 0);
+        match self.device {
+            None => self.device = Some((d, scalar)),
+            Some((c, _)) if c == d => {}
+            Some((_, true)) if !scalar || d != Device::Cpu => self.device = Some((d, scalar)),
+            Some(_) if scalar && d == Device::Cpu => {}
+            Some((c, _)) => {
+                let _ = op;
+                return Err(fake_error(
+                    FakeException::DeviceMismatch,
+                    format!("Expected all tensors to be on the same device, but found at least two devices, {c} and {d}!"),
+                ));
+            }
+        }
+        let meta = fake.meta_of_fake();
+        self.fakes.push((fake.clone(), meta.clone()));
+        Ok(meta)
+    }
+}
+
+/// A real tensor in a call (not a fake, not a Python number given for a
+/// tensor)?
+fn is_real(t: &Tensor) -> bool {
+    !t.is_fake() && !t.is_wrapped_number()
+}
+
+fn has_real(args: &[Value]) -> bool {
+    args.iter().any(|v| match v {
+        Value::Tensor(t) => is_real(t),
+        Value::TensorList(ts) => ts.iter().any(is_real),
+        Value::OptTensorList(ts) => ts.iter().flatten().any(is_real),
+        Value::List(vs) => has_real(vs),
+        _ => false,
+    })
+}
+
+/// PyTorch's `render_call`: the overload and the arguments a dispatch
+/// handler sees, real tensors printed without their data.
+fn render_call(op: &OpSchema, args: &[Value]) -> String {
+    let (args, kwargs) = crate::normalize::normalize(op, args);
+    let mut parts: Vec<String> = args.iter().map(render).collect();
+    parts.extend(kwargs.iter().map(|(k, v)| format!("{k}={}", render(v))));
+    format!("{}({})", overload_name(op), parts.join(", "))
+}
+
+fn render(v: &Value) -> String {
+    fn tensor(t: &Tensor) -> String {
+        if t.is_fake() {
+            return t.to_string();
+        }
+        // PyTorch prints it with `threshold=0, edgeitems=0`.
+        let shape = t.shape();
+        let mut s = String::from("tensor([...]");
+        if shape.len() != 1 || shape[0] == 0 {
+            s.push_str(&format!(", size={}", python_tuple(&shape)));
+        } else {
+            s.push_str(&format!(", size=({},)", shape[0]));
+        }
+        if t.dtype() != crate::tensor::DType::Float32 {
+            s.push_str(&format!(", dtype={}", t.dtype()));
+        }
+        s.push(')');
+        s
+    }
+    match v {
+        Value::Tensor(t) => tensor(t),
+        Value::TensorList(ts) => {
+            format!("[{}]", ts.iter().map(tensor).collect::<Vec<_>>().join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The `Fake` key's fallback: every call on fake tensors, and every call
+/// under an entered mode.
+fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Value>> {
+    let schema = op.schema;
+    if schema.tags.contains(&"dynamic_output_shape") {
+        return Err(fake_error(
+            FakeException::DynamicOutputShape,
+            overload_name(schema),
+        ));
+    }
+    if schema.tags.contains(&"data_dependent_output") {
+        return Err(fake_error(
+            FakeException::DataDependentOutput,
+            overload_name(schema),
+        ));
+    }
+    let mode = FakeTensorMode::current();
+    let converting = mode.as_ref().filter(|m| m.allow_non_fake_inputs());
+    if converting.is_none() && has_real(args) {
+        return Err(fake_error(
+            FakeException::NonFakeInput,
+            format!(
+                "Please convert all Tensors to FakeTensors first or instantiate FakeTensorMode with 'allow_non_fake_inputs'. Found in {}",
+                render_call(schema, args)
+            ),
+        ));
+    }
+    let mut inputs = Inputs {
+        meta: Vec::with_capacity(args.len()),
+        fakes: Vec::new(),
+        device: None,
+    };
+    let fake = |t: &Tensor| -> Result<Tensor> {
+        match converting {
+            Some(m) if is_real(t) => m.from_tensor(t),
+            _ => Ok(t.clone()),
+        }
+    };
+    for v in args {
+        let m = match v {
+            Value::Tensor(t) if t.is_wrapped_number() => Value::Tensor(t.clone()),
+            Value::Tensor(t) => Value::Tensor(inputs.meta_of(schema, &fake(t)?)?),
+            Value::TensorList(ts) => Value::TensorList(
+                ts.iter()
+                    .map(|t| inputs.meta_of(schema, &fake(t)?))
+                    .collect::<Result<_>>()?,
+            ),
+            Value::OptTensorList(ts) => Value::OptTensorList(
+                ts.iter()
+                    .map(|t| match t {
+                        Some(t) => inputs.meta_of(schema, &fake(t)?).map(Some),
+                        None => Ok(None),
+                    })
+                    .collect::<Result<_>>()?,
+            ),
+            other => other.clone(),
+        };
+        inputs.meta.push(m);
+    }
+    // A factory: the device it is asked for is the one its result claims;
+    // its kernel makes a meta tensor.
+    let device = match inputs.device {
+        Some((d, _)) => d,
+        None => {
+            let mut claimed = Device::Cpu;
+            for (a, v) in schema.args.iter().zip(inputs.meta.iter_mut()) {
+                if is_device(&a.ty) {
+                    if let Value::Device(d) = v {
+                        claimed = *d;
+                    }
+                    *v = Value::Device(Device::Meta);
+                }
+            }
+            claimed
+        }
+    };
+    let outs = {
+        let _below = LocalKeys::exclude(FAKE_KEY);
+        let keys = KeySet::of_values(&inputs.meta) | KeySet::for_device(Device::Meta);
+        op.call_with_keys(keys, &inputs.meta)
+            .map_err(|e| unsupported(schema, e))?
+    };
+    // Inputs the kernel wrote may have a new geometry (`resize_`, `t_`).
+    for (a, v) in schema.args.iter().zip(args) {
+        if a.alias.is_some_and(|x| x.is_write) {
+            if let Value::Tensor(t) = v {
+                if let Some((f, m)) = inputs.fakes.iter().find(|(f, _)| f.is_same(t)) {
+                    f.take_geometry_of(m);
+                }
+            }
+        }
+    }
+    let wrap = |m: Tensor| -> Tensor {
+        match inputs.fakes.iter().find(|(_, meta)| meta.is_same(&m)) {
+            Some((f, _)) => f.clone(),
+            None if m.device() == Device::Meta => Tensor::fake_of_meta(&m, device),
+            None => m,
+        }
+    };
+    Ok(outs
+        .into_iter()
+        .map(|v| match v {
+            Value::Tensor(t) => Value::Tensor(wrap(t)),
+            Value::TensorList(ts) => Value::TensorList(ts.into_iter().map(wrap).collect()),
+            Value::OptTensorList(ts) => {
+                Value::OptTensorList(ts.into_iter().map(|t| t.map(wrap)).collect())
+            }
+            other => other,
+        })
+        .collect())
+}
+
+fn is_device(t: &Ty) -> bool {
+    match t {
+        Ty::Base(b) => *b == opforge_schema::model::BaseType::Device,
+        Ty::Optional(inner) => is_device(inner),
+        _ => false,
+    }
+}
+
+/// A missing Meta kernel is PyTorch's `UnsupportedOperatorException`; other
+/// errors are the kernel's own.
+fn unsupported(schema: &OpSchema, e: Error) -> Error {
+    let missing = match &e {
+        Error::NoKernel(n) => n.key == DispatchKey::Meta,
+        Error::NotImplemented(m) => m
+            .as_str()
+            .contains("attempted to run this operator with Meta tensors"),
+        _ => false,
+    };
+    if missing {
+        fake_error(FakeException::UnsupportedOperator, overload_name(schema))
+    } else {
+        e
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,141 @@
+//! Fake tensors as the tensor layer sees them: a tensor with the `Fake`
+//! dispatch key, a dtype, a geometry and the device it claims, over a storage
+//! without data (a meta buffer). What calls on them do is the fake layer's
+//! business (`crate::fake`); here are only the conversions it needs between
+//! a fake and the meta tensor its kernels run on, and the fake's `repr`.
+//!
+//! Reading a fake's data fails as reading any meta buffer does: a fake never
+//! reaches a kernel that reads data, and nothing here can make it.
+
+use super::{Buffer, Geometry, Storage, Tensor, TensorInner};
+use crate::dtype::Device;
+use crate::keys::{DispatchKey, KeySet};
+use std::fmt;
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// The key a fake tensor carries besides its claimed device's backend.
+pub const FAKE_KEY: KeySet = KeySet::of(DispatchKey::Fake);
+
+impl Tensor {
+    /// A number identifying the tensor (not its storage) while it lives: its
+    /// address. Clones of a handle have the same.
+    #[inline]
+    pub fn identity(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
+    /// A fake tensor (made by a fake tensor mode: `opforge::fake`)?
+    #[inline]
+    pub fn is_fake(&self) -> bool {
+        self.key_set().has(DispatchKey::Fake)
+    }
+
+    fn with_keys(&self, device: Device, keys: KeySet, geometry: Geometry) -> Tensor {
+        Tensor(Arc::new(TensorInner {
+            dtype: self.0.dtype,
+            device,
+            keys: AtomicU32::new(keys.bits()),
+            geometry: RwLock::new(geometry),
+            ext: None,
+            autograd: OnceLock::new(),
+            wrapped_number: false,
+            view: None,
+        }))
+    }
+
+    /// A fake tensor with `meta`'s dtype and geometry, over `meta`'s storage
+    /// (no data), claiming `device`: what the fake layer makes of a result of
+    /// a meta kernel. `meta` must be a meta tensor.
+    pub(crate) fn fake_of_meta(meta: &Tensor, device: Device) -> Tensor {
+        debug_assert_eq!(meta.device(), Device::Meta);
+        let keys = KeySet::for_device(device) | FAKE_KEY;
+        meta.with_keys(device, keys, meta.geometry())
+    }
+
+    /// A fake tensor shaped as `self` (dtype, sizes, strides, offset, claimed
+    /// device), over a new storage of as many elements without data: a real
+    /// tensor's fake. Tensors that share a storage get fakes that do not.
+    pub(crate) fn fake_like(&self) -> Tensor {
+        let g = self.geometry();
+        let storage = Storage::new(Buffer::Meta(g.storage.len()));
+        let keys = KeySet::for_device(self.0.device) | FAKE_KEY;
+        self.with_keys(self.0.device, keys, Geometry { storage, ..g })
+    }
+
+    /// The meta tensor a fake's kernels run on: the fake's dtype and
+    /// geometry, over its storage, on the meta device.
+    pub(crate) fn meta_of_fake(&self) -> Tensor {
+        debug_assert!(self.is_fake());
+        self.with_keys(
+            Device::Meta,
+            KeySet::for_device(Device::Meta),
+            self.geometry(),
+        )
+    }
+
+    /// Gives a fake the geometry its meta tensor has after an in-place
+    /// kernel changed it (`resize_`, `t_`, `as_strided_`).
+    pub(crate) fn take_geometry_of(&self, meta: &Tensor) {
+        let g = meta.geometry();
+        *self.0.geometry.write().unwrap_or_else(|e| e.into_inner()) = g;
+    }
+
+    /// A fake's `repr`, as PyTorch prints a `FakeTensor`:
+    /// `FakeTensor(..., size=(2,))`, with the device unless it is the CPU, the
+    /// dtype unless it is the default, and autograd's suffix.
+    pub(crate) fn fmt_fake(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FakeTensor(...")?;
+        if self.device() != Device::Cpu {
+            write!(f, ", device='{}'", self.device())?;
+        }
+        write!(f, ", size={}", python_tuple(&self.shape()))?;
+        if self.dtype() != crate::dtype::DType::Float32 {
+            write!(f, ", dtype={}", self.dtype())?;
+        }
+        write!(f, "{})", self.autograd_suffix())
+    }
+}
+
+/// `(2,)`, `(2, 3)`, `()`: a shape as Python prints a tuple
+/// (`torch.Size`'s repr without the name).
+pub fn python_tuple(shape: &[usize]) -> String {
+    match shape {
+        [one] => format!("({one},)"),
+        dims => format!(
+            "({})",
+            dims.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+
+    #[test]
+    fn a_fake_claims_its_device_and_has_no_data() {
+        let real = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+        let col = real.select(1, 0).unwrap();
+        let fake = col.fake_like();
+        assert!(fake.is_fake() && !real.is_fake());
+        assert_eq!(fake.device(), Device::Cpu);
+        assert_eq!((fake.shape(), fake.strides()), (vec![2], vec![2]));
+        assert_eq!(fake.storage_offset(), 0);
+        assert!(fake.to_vec::<f32>().is_err());
+        assert_eq!(fake.to_string(), "FakeTensor(..., size=(2,))");
+        let meta = fake.meta_of_fake();
+        assert_eq!(meta.device(), Device::Meta);
+        assert!(!meta.is_fake() && meta.shares_storage(&fake));
+        let back = Tensor::fake_of_meta(&meta, Device::Cpu);
+        assert!(back.is_fake() && back.shares_storage(&fake));
+        let i = Tensor::zeros(&[], DType::Int64, Device::Cpu).fake_like();
+        assert_eq!(i.to_string(), "FakeTensor(..., size=(), dtype=torch.int64)");
+        let m = Tensor::zeros(&[1, 3], DType::Float32, Device::Meta).fake_like();
+        assert_eq!(m.to_string(), "FakeTensor(..., device='meta', size=(1, 3))");
+    }
+}
