@@ -46,7 +46,7 @@ use crate::dispatch::Operator;
 use crate::error::{Error, FakeException, Result};
 use crate::keys::{DispatchKey, KeySet, LocalKeys, LocalKeysGuard};
 use crate::tables::{OpSchema, Ty};
-use crate::tensor::{python_tuple, Device, Tensor};
+use crate::tensor::{python_tuple, DType, Device, Scalar, Tensor};
 use crate::value::Value;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -234,19 +234,20 @@ fn render_call(op: &OpSchema, args: &[Value]) -> String {
 }
 
 fn render(v: &Value) -> String {
+    /// PyTorch's `repr` under `printoptions(threshold=0, edgeitems=0)`: no
+    /// elements but a 0-dim tensor's one, the size, the dtype unless it is
+    /// one a literal gets (float32, int64, bool).
     fn tensor(t: &Tensor) -> String {
         if t.is_fake() {
             return t.to_string();
         }
-        // PyTorch prints it with `threshold=0, edgeitems=0`.
         let shape = t.shape();
-        let mut s = String::from("tensor([...]");
-        if shape.len() != 1 || shape[0] == 0 {
-            s.push_str(&format!(", size={}", python_tuple(&shape)));
-        } else {
-            s.push_str(&format!(", size=({},)", shape[0]));
-        }
-        if t.dtype() != crate::tensor::DType::Float32 {
+        let body = match t.item() {
+            Ok(x) if shape.is_empty() => one_element(x),
+            _ => "[...]".to_string(),
+        };
+        let mut s = format!("tensor({body}, size={}", python_tuple(&shape));
+        if !matches!(t.dtype(), DType::Float32 | DType::Int64 | DType::Bool) {
             s.push_str(&format!(", dtype={}", t.dtype()));
         }
         s.push(')');
@@ -258,6 +259,45 @@ fn render(v: &Value) -> String {
             format!("[{}]", ts.iter().map(tensor).collect::<Vec<_>>().join(", "))
         }
         other => other.to_string(),
+    }
+}
+
+/// One element as PyTorch's tensor formatter prints it alone: `2.` for an
+/// integral float, `2.5000` (four decimals), `1.0000e-05` / `1.0000e+09`
+/// beyond 1e8 or below 1e-4, integers and booleans as they are.
+fn one_element(x: Scalar) -> String {
+    let v = match x {
+        Scalar::Float(v) => v,
+        other => return Value::from(other).to_string(),
+    };
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let a = v.abs();
+    let sci = |v: f64| {
+        let s = format!("{v:.4e}");
+        // Rust writes `1.0000e-5`; Python `1.0000e-05`.
+        match s.split_once('e') {
+            Some((m, e)) => {
+                let (sign, digits) = match e.strip_prefix('-') {
+                    Some(d) => ('-', d),
+                    None => ('+', e),
+                };
+                format!("{m}e{sign}{digits:0>2}")
+            }
+            None => s,
+        }
+    };
+    if v.fract() == 0.0 {
+        if a > 1e8 {
+            sci(v)
+        } else {
+            format!("{v:.0}.")
+        }
+    } else if a > 1e8 || a < 1e-4 {
+        sci(v)
+    } else {
+        format!("{v:.4}")
     }
 }
 

@@ -57,3 +57,15 @@ fn a_mode_allowing_real_inputs_converts_them() {
     assert!(s.is_fake());
     assert_eq!(s.device(), Device::Cpu);
 }
+
+#[test]
+fn one_element_prints_as_pytorchs_formatter() {
+    let f = |v: f64| one_element(Scalar::Float(v));
+    assert_eq!(f(2.0), "2.");
+    assert_eq!(f(-2.5), "-2.5000");
+    assert_eq!(f(1e-5), "1.0000e-05");
+    assert_eq!(f(3e9), "3.0000e+09");
+    assert_eq!(f(f64::INFINITY), "inf");
+    assert_eq!(one_element(Scalar::Int(7)), "7");
+    assert_eq!(one_element(Scalar::Bool(true)), "True");
+}
