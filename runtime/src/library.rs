@@ -42,7 +42,7 @@ use crate::packet::Resolved;
 use crate::value::Value;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The kind of a [`Library`] block, PyTorch's `Library(ns, kind)`.
 ///
@@ -499,10 +499,14 @@ pub fn register_fake(
             "register_fake(\"{name}\"): the operator {name} already has an DispatchKey::Meta implementation via a pre-existing torch.library or TORCH_LIBRARY registration. Please either remove that registration or don't call register_fake."
         ).into()));
     }
+    let fake: crate::fake::FakeKernel = Arc::new(fake);
+    let meta = fake.clone();
     op.override_kernel(
         DispatchKey::Meta,
-        Kernel::from_closure(source, move |_, _, args| fake(args)),
+        Kernel::from_closure(source, move |_, _, args| meta(args)),
     )?;
+    // Calls on fake tensors run it on the fakes themselves.
+    crate::fake::set_fake_kernel(op, fake);
     fakes.insert(name);
     Ok(())
 }

@@ -42,8 +42,13 @@
 //! # Ok::<(), opforge::Error>(())
 //! ```
 
+mod fake;
 mod types;
 
+pub use fake::{
+    deregister_fake_class, find_fake_class, has_fake_class, register_fake_class, to_fake_obj,
+    FakeClass, FakeMembers,
+};
 pub use types::{ArgType, RetType};
 
 use crate::error::{Error, Result};
@@ -627,6 +632,9 @@ impl ScriptObject {
     /// Calls the method `name` with positional arguments (after the
     /// receiver), as `obj.name(*args)` does.
     pub fn call_method(&self, name: &str, args: &[Value]) -> Result<Value> {
+        if let Some(r) = self.call_fake_method(name, args, &[]) {
+            return r;
+        }
         let class = class_of(self)?;
         let m = class.method(name).ok_or_else(|| class.no_attribute(name))?;
         if args.len() == m.arity {
@@ -651,6 +659,9 @@ impl ScriptObject {
         args: &[Value],
         kwargs: &[(String, Value)],
     ) -> Result<Value> {
+        if let Some(r) = self.call_fake_method(name, args, kwargs) {
+            return r;
+        }
         let class = class_of(self)?;
         let m = class.method(name).ok_or_else(|| class.no_attribute(name))?;
         let mut all = Vec::with_capacity(args.len() + 1);
@@ -701,6 +712,9 @@ impl ScriptObject {
 
     /// The names of the object's methods (`obj._method_names()`).
     pub fn method_names(&self) -> Vec<&'static str> {
+        if let Some(names) = self.fake_method_names() {
+            return names;
+        }
         class_of(self)
             .map(ClassDef::method_names)
             .unwrap_or_default()

@@ -46,11 +46,11 @@ use crate::dispatch::Operator;
 use crate::error::{Error, FakeException, Result};
 use crate::keys::{DispatchKey, KeySet, LocalKeys, LocalKeysGuard};
 use crate::tables::{OpSchema, Ty};
-use crate::tensor::{python_tuple, DType, Device, Scalar, Tensor};
+use crate::tensor::{python_tuple, DType, Device, Scalar, ScriptObject, Tensor};
 use crate::value::Value;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 pub use crate::tensor::FAKE_KEY;
 
@@ -63,6 +63,30 @@ static FAKE_FALLBACK: FallbackEntry = FallbackEntry {
     file: file!(),
     line: line!(),
 };
+
+/// A custom operator's fake kernel (`library::register_fake`): what a call
+/// on fakes runs instead of the Meta kernel, on the fakes themselves (as
+/// PyTorch runs a fake impl under its mode), so that it may call other
+/// operators and the methods of fake objects.
+pub type FakeKernel = Arc<dyn Fn(&[Value]) -> Result<Vec<Value>> + Send + Sync>;
+
+/// The fake layer's data on an operator: its fake kernel, if any.
+#[derive(Default)]
+struct FakeImpl(RwLock<Option<FakeKernel>>);
+
+/// Sets (or replaces) the fake kernel of `op` ([`FakeKernel`]); the library
+/// calls it for `register_fake`.
+pub fn set_fake_kernel(op: &Operator, kernel: FakeKernel) {
+    let slot = op.layer_data_with(DispatchKey::Fake, || Box::leak(Box::default()));
+    if let Some(FakeImpl(k)) = slot {
+        *k.write().unwrap_or_else(|e| e.into_inner()) = Some(kernel);
+    }
+}
+
+fn fake_kernel(op: &Operator) -> Option<FakeKernel> {
+    let FakeImpl(k) = op.layer_data::<FakeImpl>(DispatchKey::Fake)?;
+    k.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
 
 /// A fake tensor mode (PyTorch's `FakeTensorMode`): converts real tensors to
 /// fakes ([`FakeTensorMode::from_tensor`]) and, entered
@@ -140,6 +164,24 @@ impl FakeTensorMode {
         }
         memo.insert(id, (t.clone(), fake.clone()));
         Ok(fake)
+    }
+
+    /// The fake of a custom-class object (PyTorch's `maybe_to_fake_obj`,
+    /// spec 1.3: [`crate::classes::to_fake_obj`]), its tensors made fakes of
+    /// the same sizes, strides, dtype, device and `requires_grad` (not
+    /// through this mode's conversions: aliasing among them is not kept, as
+    /// in PyTorch).
+    pub fn fake_object(&self, obj: &ScriptObject) -> Result<ScriptObject> {
+        crate::classes::to_fake_obj(obj, &mut |t: &Tensor| {
+            if t.is_fake() {
+                return Ok(t.clone());
+            }
+            let fake = t.fake_like();
+            if t.requires_grad() {
+                fake.set_requires_grad(true)?;
+            }
+            Ok(fake)
+        })
     }
 
     /// The mode innermost on this thread, if any.
@@ -360,6 +402,9 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
         };
         inputs.meta.push(m);
     }
+    if let Some(kernel) = fake_kernel(op) {
+        return run_fake_kernel(&kernel, &inputs, args, converting);
+    }
     // A factory: the device it is asked for is the one its result claims;
     // its kernel makes a meta tensor.
     let device = match inputs.device {
@@ -408,6 +453,52 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
             Value::OptTensorList(ts) => {
                 Value::OptTensorList(ts.into_iter().map(|t| t.map(wrap)).collect())
             }
+            other => other,
+        })
+        .collect())
+}
+
+/// A custom operator's fake kernel, on the fakes (real tensors converted if
+/// the mode allows them), with the fake key included so that what it calls
+/// is fake too; meta tensors it returns become fakes on the inputs' device.
+fn run_fake_kernel(
+    kernel: &FakeKernel,
+    inputs: &Inputs,
+    args: &[Value],
+    converting: Option<&FakeTensorMode>,
+) -> Result<Vec<Value>> {
+    let fake = |t: &Tensor| -> Result<Tensor> {
+        match converting {
+            Some(m) if is_real(t) => m.from_tensor(t),
+            _ => Ok(t.clone()),
+        }
+    };
+    let fakes = args
+        .iter()
+        .map(|v| {
+            Ok(match v {
+                Value::Tensor(t) if !t.is_wrapped_number() => Value::Tensor(fake(t)?),
+                Value::TensorList(ts) => {
+                    Value::TensorList(ts.iter().map(fake).collect::<Result<_>>()?)
+                }
+                other => other.clone(),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let device = inputs.device.map_or(Device::Cpu, |(d, _)| d);
+    let outs = {
+        let _fake = LocalKeys::include(FAKE_KEY);
+        kernel(&fakes)?
+    };
+    let wrap = |t: Tensor| match t.device() {
+        Device::Meta if !t.is_fake() => Tensor::fake_of_meta(&t, device),
+        _ => t,
+    };
+    Ok(outs
+        .into_iter()
+        .map(|v| match v {
+            Value::Tensor(t) => Value::Tensor(wrap(t)),
+            Value::TensorList(ts) => Value::TensorList(ts.into_iter().map(wrap).collect()),
             other => other,
         })
         .collect())

@@ -23,7 +23,10 @@
 //!   thread-local counter) and calls the default (`super().__torch_function__`);
 //!   `function_mode_ns` a pass-through function mode (`return func(*args,
 //!   **kwargs)`); `dispatch_mode_ns` a pass-through dispatch mode (the call
-//!   reaches the `Python` key, the mode calls the operator again). Each line
+//!   reaches the `Python` key, the mode calls the operator again);
+//!   `fake_call_ns` the call on fakes of both tensors under an entered
+//!   `FakeTensorMode` (issue 23 §5: the Meta kernel on meta tensors, the
+//!   result wrapped as a fake). Each line
 //!   gives the median time per call and, as `+N`, what the protocol adds: the
 //!   median over rounds of the difference to the plain call's batch of the same
 //!   round.
@@ -497,6 +500,11 @@ fn overrides(a: &Tensor, b: &Tensor) {
     let add = |x: &Tensor, y: &Tensor| {
         black_box(opforge::ops::add_Tensor(black_box(x), black_box(y), one).expect("add"));
     };
+    let fake_mode = opforge::fake::FakeTensorMode::new();
+    let (fa, fb) = (
+        fake_mode.from_tensor(a).expect("fake"),
+        fake_mode.from_tensor(b).expect("fake"),
+    );
     let function_mode: Arc<dyn TorchFunctionMode> = Arc::new(PassFunction);
     let dispatch_mode: Arc<dyn TorchDispatchMode> = Arc::new(PassDispatch);
     let mut benches: Vec<Batch<'_>> = vec![
@@ -524,6 +532,13 @@ fn overrides(a: &Tensor, b: &Tensor) {
             Box::new(|n| {
                 let _mode = push_dispatch_mode(dispatch_mode.clone());
                 (0..n).for_each(|_| add(a, b))
+            }),
+        ),
+        (
+            "fake_call_ns",
+            Box::new(|n| {
+                let _mode = fake_mode.enter();
+                (0..n).for_each(|_| add(&fa, &fb))
             }),
         ),
     ];

@@ -7,7 +7,7 @@
 //! # instructions per call = (I(20000) - I(10000)) / 10000
 //! ```
 //!
-//! Paths: `direct`, `typed`, `boxed_api`, `subclass_plain`, `subclass_logging`,
+//! Paths: `direct`, `typed`, `boxed_api`, `subclass_plain`, `subclass_logging`, `fake`,
 //! `function_mode`, `dispatch_mode` (as in `overhead`), `autograd_record`
 //! (the typed `add` on inputs that require grad: `autograd_record_ns`) and
 //! `backward` (`add`, `sum`, `backward()`: `backward_ns`), `view` (a typed
@@ -85,6 +85,15 @@ fn main() {
         "dispatch_mode" => {
             let _mode = push_dispatch_mode(Arc::new(PassDispatch));
             (0..n).for_each(|_| add(&a, &b))
+        }
+        "fake" => {
+            let mode = opforge::fake::FakeTensorMode::new();
+            let (fa, fb) = (
+                mode.from_tensor(&a).expect("fake"),
+                mode.from_tensor(&b).expect("fake"),
+            );
+            let _in = mode.enter();
+            (0..n).for_each(|_| add(&fa, &fb))
         }
         "autograd_record" => {
             let (ga, gb) = (a.detach().expect("detach"), b.detach().expect("detach"));

@@ -1,0 +1,331 @@
+//! Fake classes (spec 1.2–1.3): the seed's `TensorQueue` with a fake class,
+//! made fake step by step as PyTorch's `maybe_to_fake_obj` does, and a custom
+//! operator whose fake kernel calls the fake object's method (the seed's
+//! `fake_for_each_add_`).
+
+use opforge::classes::{self, Class, FakeClass, FakeMembers};
+use opforge::dispatch::DispatchKey;
+use opforge::fake::FakeTensorMode;
+use opforge::library::{self, register_fake, Library, LibraryKind};
+use opforge::warnings::catch_warnings;
+use opforge::{Result, Scalar, ScriptObject, Tensor, Value};
+use std::sync::{Mutex, OnceLock};
+
+/// The seed's queue (real).
+struct TensorQueue(Mutex<Vec<Tensor>>);
+
+impl TensorQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Tensor>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The seed's `FakeTensorQueue`: a list of (fake) tensors.
+struct FakeTensorQueue(Mutex<Vec<Tensor>>);
+
+impl FakeTensorQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Tensor>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl FakeClass for FakeTensorQueue {
+    fn unflatten(flat: Vec<(String, Value)>) -> Result<Self> {
+        let mut queue = Vec::new();
+        for (name, v) in flat {
+            if let ("queue", Value::TensorList(ts)) = (name.as_str(), v) {
+                queue = ts;
+            }
+        }
+        Ok(FakeTensorQueue(Mutex::new(queue)))
+    }
+
+    fn members() -> FakeMembers<Self> {
+        FakeMembers::new()
+            .def("push", |q: &FakeTensorQueue, x: Tensor| q.lock().push(x))
+            .def("pop", |q: &FakeTensorQueue| q.lock().remove(0))
+            .def("size", |q: &FakeTensorQueue| q.lock().len() as i64)
+            .def("for_each_add_", |q: &FakeTensorQueue, inc: Tensor| {
+                for x in q.lock().iter_mut() {
+                    opforge::at::add__Tensor(x, &inc, Scalar::Int(1))?;
+                }
+                Ok::<(), opforge::Error>(())
+            })
+    }
+}
+
+fn setup() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        Class::<TensorQueue>::new("fc_seed", "TensorQueue")
+            .init(|| TensorQueue(Mutex::new(Vec::new())))
+            .def_pickle(
+                |q: &TensorQueue| q.lock().clone(),
+                |items: Vec<Tensor>| TensorQueue(Mutex::new(items)),
+            )
+            .def("push", |q: &TensorQueue, x: Tensor| q.lock().push(x))
+            .def("pop", |q: &TensorQueue| q.lock().remove(0))
+            .def("size", |q: &TensorQueue| q.lock().len() as i64)
+            .def("top", |q: &TensorQueue| q.lock()[0].clone())
+            .def("for_each_add_", |q: &TensorQueue, inc: Tensor| {
+                for x in q.lock().iter_mut() {
+                    opforge::at::add__Tensor(x, &inc, Scalar::Int(1))?;
+                }
+                Ok::<(), opforge::Error>(())
+            })
+            .def("__obj_flatten__", |q: &TensorQueue| {
+                vec![("queue".to_string(), Value::TensorList(q.lock().clone()))]
+            })
+            .register()
+            .unwrap();
+        classes::register_fake_class::<FakeTensorQueue>("fc_seed::TensorQueue").unwrap();
+        let lib = Library::new("fc_seed", LibraryKind::Def).unwrap();
+        lib.define(
+            "for_each_add_(__torch__.torch.classes.fc_seed.TensorQueue tq, Tensor inc) -> ()",
+        )
+        .unwrap();
+        lib.impl_("for_each_add_", DispatchKey::CPU, |args: &[Value]| {
+            let [Value::Object(q), inc] = args else {
+                unreachable!()
+            };
+            q.call_method("for_each_add_", &[inc.clone()])?;
+            Ok(vec![])
+        })
+        .unwrap();
+        // The seed's `fake_for_each_add_`: the fake object's method.
+        register_fake("fc_seed::for_each_add_", |args: &[Value]| {
+            let [Value::Object(q), inc] = args else {
+                unreachable!()
+            };
+            q.call_method("for_each_add_", &[inc.clone()])?;
+            Ok(vec![])
+        })
+        .unwrap();
+        std::mem::forget(lib);
+    });
+}
+
+fn queue_of(items: &[Tensor]) -> ScriptObject {
+    setup();
+    let q = classes::instantiate("fc_seed::TensorQueue", &[]).unwrap();
+    for t in items {
+        q.call_method("push", &[Value::Tensor(t.clone())]).unwrap();
+    }
+    q
+}
+
+fn t(v: f32, n: usize) -> Tensor {
+    Tensor::from_vec(vec![v; n], &[n]).unwrap()
+}
+
+#[test]
+fn a_queue_becomes_a_fake_with_fake_tensors_and_its_methods() {
+    let a = Tensor::from_vec(vec![1.0f32; 6], &[2, 3]).unwrap();
+    let col = a.t().unwrap();
+    col.set_requires_grad(false).unwrap();
+    let real = queue_of(&[col.clone(), t(2.0, 4)]);
+    let mode = FakeTensorMode::new();
+    let (fake, warnings) = catch_warnings(|| mode.fake_object(&real).unwrap());
+    // `top` is not implemented by the fake: PyTorch's log line, as a warning.
+    assert_eq!(
+        warnings,
+        [format!(
+            "fake object of {real} doesn't implement method top."
+        )]
+    );
+    assert!(fake.is_fake_object() && !real.is_fake_object());
+    assert_eq!(
+        fake.type_name(),
+        "__torch__.torch.classes.fc_seed.TensorQueue"
+    );
+    assert_eq!(
+        fake.method_names(),
+        ["push", "pop", "size", "for_each_add_"]
+    );
+    let inner = fake.fake_ref::<FakeTensorQueue>().unwrap();
+    let first = inner.lock()[0].clone();
+    assert!(first.is_fake());
+    assert_eq!(
+        (first.shape(), first.strides()),
+        (col.shape(), col.strides())
+    );
+    // The real object is a deep copy.
+    let copy = fake.real_object().unwrap();
+    assert!(!copy.is_same(&real));
+    assert!(matches!(
+        copy.call_method("size", &[]).unwrap(),
+        Value::Int(2)
+    ));
+    // Methods run on the fake state, bound with the real schemas.
+    fake.call_method(
+        "push",
+        &[Value::Tensor(mode.from_tensor(&t(0.0, 5)).unwrap())],
+    )
+    .unwrap();
+    assert!(matches!(
+        fake.call_method("size", &[]).unwrap(),
+        Value::Int(3)
+    ));
+    assert!(matches!(
+        real.call_method("size", &[]).unwrap(),
+        Value::Int(2)
+    ));
+    let e = fake.call_method("push", &[Value::Int(1)]).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("push() Expected a value of type 'Tensor'"),
+        "{e}"
+    );
+    let e = fake.call_method("top", &[]).unwrap_err();
+    assert!(e
+        .to_string()
+        .starts_with("Tried to call __getattr__ with attr 'top' on a FakeScriptObject"));
+}
+
+#[test]
+fn setting_an_attribute_of_a_fake_object_is_pytorchs_error() {
+    let fake = FakeTensorMode::new().fake_object(&queue_of(&[])).unwrap();
+    let e = fake.setattr("queue", Value::Int(1)).unwrap_err();
+    assert_eq!(e.python_class(), "AttributeError");
+    assert_eq!(
+        e.to_string(),
+        "Tried to call __setattr__ with attr 'queue' on a FakeScriptObject, implying that you \
+         are calling this inside of a fake kernel. The fake kernel should not depend on the \
+         contents of the OpaqueObject at all, so we're erroring out. If you need \
+         thisfunctionality, consider creating a custom TorchBind Object instead(but note that \
+         this is more difficult)."
+    );
+    let e = fake.getattr("queue").unwrap_err();
+    assert!(e.to_string().starts_with(
+        "Tried to call __getattr__ with attr 'queue' on a FakeScriptObject, implying that you are calling this inside of a fake kernel."
+    ));
+}
+
+#[test]
+fn the_custom_operators_fake_kernel_calls_the_fake_objects_method() {
+    let real = queue_of(&[t(1.0, 2), t(2.0, 3)]);
+    let mode = FakeTensorMode::new();
+    let fake = mode.fake_object(&real).unwrap();
+    let inc = mode.from_tensor(&t(10.0, 1)).unwrap();
+    let out = library::call(
+        "fc_seed::for_each_add_",
+        &[Value::Object(fake.clone()), Value::Tensor(inc.clone())],
+        &[],
+    )
+    .unwrap();
+    assert!(out.is_empty());
+    // The real queue is untouched; the eager call changes it.
+    let Value::Tensor(top) = real.call_method("top", &[]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(top.to_vec::<f32>().unwrap(), [1.0, 1.0]);
+    library::call(
+        "fc_seed::for_each_add_",
+        &[Value::Object(real.clone()), Value::Tensor(t(10.0, 1))],
+        &[],
+    )
+    .unwrap();
+    let Value::Tensor(top) = real.call_method("top", &[]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(top.to_vec::<f32>().unwrap(), [11.0, 11.0]);
+}
+
+/// A class without a fake class, with a `tracing_mode`, with a bad flatten.
+#[test]
+fn fakification_follows_the_spec_at_each_step() {
+    setup();
+    struct Plain;
+    Class::<Plain>::new("fc_steps", "NoFake")
+        .init(|| Plain)
+        .def("__obj_flatten__", |_: &Plain| Vec::<(String, Value)>::new())
+        .register()
+        .unwrap();
+    Class::<Plain>::new("fc_steps", "Real")
+        .init(|| Plain)
+        .def("tracing_mode", |_: &Plain| "real".to_string())
+        .register()
+        .unwrap();
+    Class::<Plain>::new("fc_steps", "Odd")
+        .init(|| Plain)
+        .def("tracing_mode", |_: &Plain| "maybe".to_string())
+        .register()
+        .unwrap();
+    Class::<Plain>::new("fc_steps", "BadFlat")
+        .init(|| Plain)
+        .def("__obj_flatten__", |_: &Plain| 3i64)
+        .register()
+        .unwrap();
+    let mode = FakeTensorMode::new();
+    let obj = |name: &str| classes::instantiate(&format!("fc_steps::{name}"), &[]).unwrap();
+    // 1. tracing_mode() == "real": the real object.
+    let real = obj("Real");
+    assert!(mode.fake_object(&real).unwrap().is_same(&real));
+    let e = mode.fake_object(&obj("Odd")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "tracing_mode can be either real or fake but got \"maybe\""
+    );
+    // 2. the flattened state is checked.
+    let e = mode.fake_object(&obj("BadFlat")).unwrap_err();
+    assert_eq!(e.to_string(), "Expect flat x to be a tuple.");
+    // 4. no fake class: PyTorch's message, with its leading space.
+    let e = mode.fake_object(&obj("NoFake")).unwrap_err();
+    assert!(e.to_string().starts_with(
+        " ScriptObject's __torch__.torch.classes.fc_steps.NoFake haven't registered a fake class. \
+         Please use register_fake_class(fc_steps::NoFake) to annotate a fake class for the script obj."
+    ), "{e}");
+    // Registration: the class must exist; again replaces, with a warning.
+    let e = classes::register_fake_class::<FakeTensorQueue>("fc_steps::Nope").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Tried to instantiate class 'fc_steps.Nope', but it does not exist! Ensure that it is \
+         registered via torch::class_"
+    );
+    let ((), w) = catch_warnings(|| {
+        classes::register_fake_class::<FakeTensorQueue>("fc_steps::NoFake").unwrap();
+        classes::register_fake_class::<FakeTensorQueue>("fc_steps::NoFake").unwrap();
+    });
+    assert_eq!(w.len(), 1);
+    assert!(w[0].starts_with(
+        "__torch__.torch.classes.fc_steps.NoFake is already registered. Previous fake class is overridden with  "
+    ));
+    assert!(classes::has_fake_class(
+        "__torch__.torch.classes.fc_steps.NoFake"
+    ));
+    assert!(classes::deregister_fake_class("fc_steps::NoFake"));
+    let (gone, w) = catch_warnings(|| classes::deregister_fake_class("fc_steps::NoFake"));
+    assert!(!gone);
+    assert_eq!(
+        w,
+        ["Cannot deregister __torch__.torch.classes.fc_steps.NoFake. Please use register_fake_class to register it first. Or do you dereigster it twice?"]
+    );
+}
+
+/// A fake class with a constant where the real class has a method.
+#[test]
+fn a_constant_named_as_a_method_is_an_error() {
+    setup();
+    struct Sized3;
+    Class::<Sized3>::new("fc_const", "S")
+        .init(|| Sized3)
+        .def("size", |_: &Sized3| 3i64)
+        .def("__obj_flatten__", |_: &Sized3| {
+            Vec::<(String, Value)>::new()
+        })
+        .register()
+        .unwrap();
+    struct FakeS;
+    impl FakeClass for FakeS {
+        fn unflatten(_: Vec<(String, Value)>) -> Result<Self> {
+            Ok(FakeS)
+        }
+        fn members() -> FakeMembers<Self> {
+            FakeMembers::new().attr("size", Value::Int(3))
+        }
+    }
+    classes::register_fake_class::<FakeS>("fc_const::S").unwrap();
+    let s = classes::instantiate("fc_const::S", &[]).unwrap();
+    let e = FakeTensorMode::new().fake_object(&s).unwrap_err();
+    assert_eq!(e.to_string(), "Expect size to be a callable but got 3.");
+}
