@@ -67,6 +67,10 @@ pub enum Error {
     /// exceptions, the operator as Python prints it: `aten.nonzero.default`).
     #[error("{1}")]
     Fake(FakeException, Message),
+    /// A failed [`crate::opcheck::opcheck`]: which test family failed and
+    /// why, as PyTorch's `OpCheckError`.
+    #[error("{0}")]
+    OpCheck(Message),
 }
 
 /// PyTorch's fake tensor exceptions ([`Error::Fake`]).
@@ -116,6 +120,7 @@ impl Error {
             Error::NotImplemented(_) | Error::NoKernel(_) => "NotImplementedError",
             Error::Gradcheck(_) => "GradcheckError",
             Error::Fake(kind, _) => kind.python_class(),
+            Error::OpCheck(_) => "OpCheckError",
             _ => "RuntimeError",
         }
     }

@@ -53,6 +53,7 @@ pub mod keys;
 pub mod library;
 pub mod nn;
 pub mod normalize;
+pub mod opcheck;
 pub mod operators;
 pub mod optim;
 pub mod overrides;

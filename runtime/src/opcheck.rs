@@ -1,0 +1,491 @@
+//! `opcheck` (PyTorch's `torch.library.opcheck`): runs one call of an
+//! operator under each of PyTorch's test families and reports the first that
+//! fails, in PyTorch's words.
+//!
+//! - `test_schema` (PyTorch's `SchemaCheckMode`): the schema's mutation and
+//!   alias annotations against what the kernel did: an input written
+//!   without `(a!)`, an output sharing an input's storage without the
+//!   input's alias set, an input returned as it is by an operator that does
+//!   not write it, two outputs sharing storage;
+//! - `test_autograd_registration`: an operator without an Autograd (or
+//!   CompositeImplicitAutograd) kernel whose outputs require grad, which
+//!   means autograd was done at a backend key;
+//! - `test_faketensor` (PyTorch's `CrossRefFakeMode`): the call on fakes
+//!   against the real call: number of returns, then per tensor output
+//!   `requires_grad`, storage offset, shape, dtype, device and strides, and
+//!   whether outputs alias inputs (or are inputs, or alias each other) alike.
+//!
+//! PyTorch's fourth default family (`test_aot_dispatch_dynamic`) needs graph
+//! capture, which comes with tracing.
+//!
+//! ```
+//! use opforge::dispatch::DispatchKey;
+//! use opforge::library::{Library, LibraryKind};
+//! use opforge::opcheck::{opcheck, TestUtil};
+//! use opforge::{Scalar, Tensor, Value};
+//! let lib = Library::new("doc_opcheck", LibraryKind::Def)?;
+//! lib.define("bump(Tensor x) -> Tensor")?; // no `(a!)`, but the kernel writes x
+//! lib.impl_("bump", DispatchKey::CPU, |args: &[Value]| {
+//!     let Value::Tensor(x) = &args[0] else { unreachable!() };
+//!     let mut x = x.clone();
+//!     x.fill_scalar_(Scalar::Int(0))?;
+//!     Ok(vec![Value::Tensor(x.deep_clone()?)])
+//! })?;
+//! let x = Value::Tensor(Tensor::from_vec(vec![1.0f32, 2.0], &[2])?);
+//! let e = opcheck("doc_opcheck::bump", &[x], &[TestUtil::Schema]).unwrap_err();
+//! assert_eq!(
+//!     e.to_string(),
+//!     "opcheck(op, ...): test_schema failed with Argument x is not defined as mutable \
+//!      but was mutated (scroll up for stack trace)"
+//! );
+//! # Ok::<(), opforge::Error>(())
+//! ```
+
+use crate::dispatch::{dispatcher, Operator};
+use crate::error::{Error, FakeException, Result};
+use crate::fake::{overload_name, FakeTensorMode};
+use crate::keys::{DispatchKey, KeySet};
+use crate::tensor::Tensor;
+use crate::value::Value;
+
+/// One of PyTorch's opcheck test families.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestUtil {
+    /// `test_schema`.
+    Schema,
+    /// `test_autograd_registration`.
+    AutogradRegistration,
+    /// `test_faketensor`.
+    FakeTensor,
+}
+
+impl TestUtil {
+    /// The families `opcheck` runs by default (PyTorch's, but for the
+    /// tracing one).
+    pub const DEFAULT: [TestUtil; 3] = [
+        TestUtil::Schema,
+        TestUtil::AutogradRegistration,
+        TestUtil::FakeTensor,
+    ];
+
+    /// PyTorch's name (`test_schema`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TestUtil::Schema => "test_schema",
+            TestUtil::AutogradRegistration => "test_autograd_registration",
+            TestUtil::FakeTensor => "test_faketensor",
+        }
+    }
+}
+
+/// Runs `utils` on one call of the operator `name` (`ns::name.overload`)
+/// with `args` (one value per schema argument); the first failure is an
+/// [`Error::OpCheck`] naming the family and why, as PyTorch's
+/// `OpCheckError` does.
+pub fn opcheck(name: &str, args: &[Value], utils: &[TestUtil]) -> Result<()> {
+    let op = find(name)?;
+    for (util, r) in opcheck_results(op, args, utils) {
+        if let Err(e) = r {
+            return Err(Error::OpCheck(
+                format!(
+                    "opcheck(op, ...): {} failed with {e} (scroll up for stack trace)",
+                    util.name()
+                )
+                .into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn find(name: &str) -> Result<&'static Operator> {
+    let name = name.strip_suffix(".default").unwrap_or(name);
+    dispatcher()
+        .find(name)
+        .ok_or_else(|| Error::UnknownOp(name.to_string().into()))
+}
+
+/// Every family's result, failures included (PyTorch's
+/// `raise_exception=False`).
+pub fn opcheck_results(
+    op: &'static Operator,
+    args: &[Value],
+    utils: &[TestUtil],
+) -> Vec<(TestUtil, Result<()>)> {
+    utils
+        .iter()
+        .map(|&u| {
+            let r = match u {
+                TestUtil::Schema => schema_check(op, args),
+                TestUtil::AutogradRegistration => autograd_registration_check(op, args),
+                TestUtil::FakeTensor => fake_check(op, args),
+            };
+            (u, r)
+        })
+        .collect()
+}
+
+/// The tensors of a value, in order.
+fn tensors(v: &Value) -> Vec<&Tensor> {
+    match v {
+        Value::Tensor(t) => vec![t],
+        Value::TensorList(ts) => ts.iter().collect(),
+        Value::OptTensorList(ts) => ts.iter().flatten().collect(),
+        Value::List(vs) => vs.iter().flat_map(tensors).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A copy of a value's tensors (data and metadata), to compare after.
+fn snapshot(v: &Value) -> Result<Vec<(Tensor, Vec<usize>, Vec<usize>, usize)>> {
+    tensors(v)
+        .into_iter()
+        .map(|t| {
+            let copy = if t.is_fake() || t.device() == crate::tensor::Device::Meta {
+                t.clone()
+            } else {
+                t.deep_clone()?
+            };
+            Ok((copy, t.shape(), t.strides(), t.storage_offset()))
+        })
+        .collect()
+}
+
+/// Did the tensor change: its metadata or (for real tensors) any element
+/// (NaN equal to NaN)?
+fn mutated(t: &Tensor, before: &(Tensor, Vec<usize>, Vec<usize>, usize)) -> bool {
+    let (copy, shape, strides, offset) = before;
+    if t.shape() != *shape || t.strides() != *strides || t.storage_offset() != *offset {
+        return true;
+    }
+    if copy.is_same(t) {
+        return false;
+    }
+    crate::with_dtype!(t.dtype(), S => match (t.to_vec::<S>(), copy.to_vec::<S>()) {
+        #[allow(clippy::eq_op)]
+        (Ok(a), Ok(b)) => a.iter().zip(&b).any(|(x, y)| x != y && (x == x || y == y)),
+        _ => false,
+    })
+}
+
+fn aliased(a: &Value, b: &Value) -> bool {
+    let (xs, ys) = (tensors(a), tensors(b));
+    xs.iter().any(|x| ys.iter().any(|y| x.shares_storage(y)))
+}
+
+/// PyTorch's `SchemaCheckMode` for one call.
+fn schema_check(op: &'static Operator, args: &[Value]) -> Result<()> {
+    let s = op.schema;
+    let before = args.iter().map(snapshot).collect::<Result<Vec<_>>>()?;
+    let outs = op.call_boxed(args)?;
+    for (i, (a, v)) in s.args.iter().zip(args).enumerate() {
+        let writes = a.alias.is_some_and(|x| x.is_write);
+        for (j, out) in outs.iter().enumerate() {
+            if aliased(out, v) {
+                let may_alias = match (s.returns.get(j).and_then(|r| r.alias), a.alias) {
+                    (Some(r), Some(x)) => r.set == x.set || r.set == "*" || x.set == "*",
+                    _ => false,
+                };
+                if !may_alias && !matches!(s.name, "_unsafe_view" | "unsafe_split") {
+                    return Err(Error::Runtime(
+                        format!(
+                            "Argument {} is not defined to alias output but was aliasing",
+                            a.name
+                        )
+                        .into(),
+                    ));
+                }
+            }
+            if let (Value::Tensor(o), Value::Tensor(t)) = (out, v) {
+                if o.is_same(t) && !writes {
+                    return Err(Error::Runtime(
+                        format!(
+                            "Dispatcher operators below autograd are not allowed to directly return inputs.\nHowever, we found that `outputs[{j}] is {}",
+                            a.name
+                        )
+                        .into(),
+                    ));
+                }
+            }
+        }
+        let changed = tensors(v)
+            .into_iter()
+            .zip(&before[i])
+            .any(|(t, b)| mutated(t, b));
+        if changed && !writes {
+            return Err(Error::Runtime(
+                format!(
+                    "Argument {} is not defined as mutable but was mutated",
+                    a.name
+                )
+                .into(),
+            ));
+        }
+    }
+    for i in 0..outs.len() {
+        for j in i + 1..outs.len() {
+            if aliased(&outs[i], &outs[j]) {
+                let may_alias = match (
+                    s.returns.get(i).and_then(|r| r.alias),
+                    s.returns.get(j).and_then(|r| r.alias),
+                ) {
+                    (Some(x), Some(y)) => x.set == y.set || x.set == "*" || y.set == "*",
+                    _ => false,
+                };
+                if !may_alias {
+                    return Err(Error::Runtime(
+                        format!("Outputs {i} and {j} alias unexpectedly").into(),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// PyTorch's `autograd_registration_check`.
+fn autograd_registration_check(op: &'static Operator, args: &[Value]) -> Result<()> {
+    let all: Vec<&Tensor> = args.iter().flat_map(tensors).collect();
+    if !all.iter().any(|t| t.requires_grad()) {
+        return Err(Error::Runtime(
+            "autograd_registration_check: no inputs have requires_grad=True so we are unable to actually perform this test. Please pass inputs that do require grad.".into(),
+        ));
+    }
+    let keys = op.registered_keys();
+    let yaml = |k: &str| op.schema.kernel(k).is_some();
+    if keys.contains(&DispatchKey::Autograd)
+        || keys.contains(&DispatchKey::CompositeImplicitAutograd)
+        || yaml("Autograd")
+        || yaml("CompositeImplicitAutograd")
+    {
+        return Ok(());
+    }
+    // The backend kernel, without the autograd fallback (PyTorch's fallback
+    // mode "nothing"): what it returns requires grad only if it recorded
+    // autograd itself.
+    let below = KeySet::of_values(args).below(DispatchKey::ADInplaceOrView);
+    let outs = op.call_with_keys(crate::dispatch::typed::with_backend(below), args)?;
+    let is_input = |t: &Tensor| all.iter().any(|a| a.is_same(t));
+    if outs
+        .iter()
+        .flat_map(tensors)
+        .any(|t| t.requires_grad() && !is_input(t))
+    {
+        return Err(Error::Runtime(format!(
+            "{}: at least one output of this operator has requires_grad=True but the operator does not have an autograd kernel defined at an autograd key (e.g. DispatchKey::Autograd). This could mean that you have incorrectly registered an autograd kernel to a non-Autograd DispatchKey, which may lead to silently incorrect results. If your operator consists of regular PyTorch operations, consider not using an operator at all or registering your operator as CompositeImplicitAutograd. If you have an autograd.Function registered to a backend (CPU/CUDA/XPU) key, the correct location for it is the Autograd key.",
+            op.qualified_name()
+        ).into()));
+    }
+    Ok(())
+}
+
+/// A fake of every tensor and object among `args` (objects of classes
+/// without a fake class stay real).
+fn fakes_of(mode: &FakeTensorMode, args: &[Value]) -> Result<Vec<Value>> {
+    args.iter()
+        .map(|v| {
+            Ok(match v {
+                Value::Tensor(t) if !t.is_wrapped_number() => Value::Tensor(mode.from_tensor(t)?),
+                Value::TensorList(ts) => Value::TensorList(
+                    ts.iter()
+                        .map(|t| mode.from_tensor(t))
+                        .collect::<Result<_>>()?,
+                ),
+                Value::OptTensorList(ts) => Value::OptTensorList(
+                    ts.iter()
+                        .map(|t| t.as_ref().map(|t| mode.from_tensor(t)).transpose())
+                        .collect::<Result<_>>()?,
+                ),
+                Value::Object(o) if crate::classes::has_fake_class(o.type_name()) => {
+                    Value::Object(mode.fake_object(o)?)
+                }
+                other => other.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Real copies of the tensors among `args` (the real call must not see
+/// what the others did to them).
+fn copies_of(args: &[Value]) -> Result<Vec<Value>> {
+    let copy = |t: &Tensor| -> Result<Tensor> {
+        let c = t.deep_clone()?;
+        if t.requires_grad() {
+            c.set_requires_grad(true)?;
+        }
+        Ok(c)
+    };
+    args.iter()
+        .map(|v| {
+            Ok(match v {
+                Value::Tensor(t) if !t.is_wrapped_number() => Value::Tensor(copy(t)?),
+                Value::TensorList(ts) => {
+                    Value::TensorList(ts.iter().map(copy).collect::<Result<_>>()?)
+                }
+                other => other.clone(),
+            })
+        })
+        .collect()
+}
+
+/// `torch.Size([2, 3])`.
+fn size(t: &Tensor) -> String {
+    format!(
+        "torch.Size([{}])",
+        t.shape()
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+fn mismatch(msg: String) -> Error {
+    Error::Runtime(msg.into())
+}
+
+/// PyTorch's `compare_tensor_meta` (and `_check_fake_real_tensors`) of a
+/// real output and its fake.
+fn compare_meta(real: &Tensor, fake: &Tensor, context: &str) -> Result<()> {
+    if real.requires_grad() != fake.requires_grad() {
+        return Err(mismatch(format!(
+            "{context} mismatched requires_grad-ness of outputs. This usually means that you have added autograd support for your operator at a dispatch key other than Autograd, which will lead to problems"
+        )));
+    }
+    if real.storage_offset() != fake.storage_offset() {
+        return Err(mismatch(format!("{context} mismatched storage offset")));
+    }
+    if real.shape() != fake.shape() {
+        return Err(mismatch(format!(
+            "Shapes {} and {} are not equal!",
+            size(real),
+            size(fake)
+        )));
+    }
+    if real.dtype() != fake.dtype() {
+        return Err(mismatch(format!(
+            "Dtypes {} and {} are not equal!",
+            real.dtype(),
+            fake.dtype()
+        )));
+    }
+    if real.device() != fake.device() {
+        return Err(mismatch(format!(
+            "Devices {} and {} are not equal!",
+            real.device(),
+            fake.device()
+        )));
+    }
+    // Strides of dimensions of size 1 (or of empty tensors) do not matter.
+    if real.numel() > 0 {
+        let shape = real.shape();
+        for (idx, ((a, b), n)) in real
+            .strides()
+            .iter()
+            .zip(fake.strides())
+            .zip(&shape)
+            .enumerate()
+        {
+            if *n > 1 && *a != b {
+                let tuple = |s: Vec<usize>| crate::tensor::python_tuple(&s);
+                return Err(mismatch(format!(
+                    "Stride mismatch! Strides are {} and {} (mismatched at {idx})!",
+                    tuple(real.strides()),
+                    tuple(fake.strides())
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// PyTorch's aliasing facts of one call: do outputs alias inputs, are
+/// outputs inputs, do outputs alias each other?
+fn alias_info(outs: &[Value], args: &[Value]) -> (bool, bool, bool) {
+    let outs: Vec<&Tensor> = outs.iter().flat_map(tensors).collect();
+    let ins: Vec<&Tensor> = args.iter().flat_map(tensors).collect();
+    let alias = outs.iter().any(|o| ins.iter().any(|i| o.shares_storage(i)));
+    let same = outs.iter().any(|o| ins.iter().any(|i| o.is_same(i)));
+    let each = outs
+        .iter()
+        .enumerate()
+        .any(|(k, o)| outs[k + 1..].iter().any(|p| o.shares_storage(p)));
+    (alias, same, each)
+}
+
+/// PyTorch's `CrossRefFakeMode` for one call.
+fn fake_check(op: &'static Operator, args: &[Value]) -> Result<()> {
+    let mode = FakeTensorMode::new();
+    let fake_args = fakes_of(&mode, args)?;
+    let fake_r = match op.call_boxed(&fake_args) {
+        Ok(r) => r,
+        // Shapes that depend on the data have nothing to compare.
+        Err(Error::Fake(
+            FakeException::DynamicOutputShape | FakeException::DataDependentOutput,
+            _,
+        )) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let real_args = copies_of(args)?;
+    let r = op.call_boxed(&real_args)?;
+    let context = format!(
+        "When comparing the output of {} on FakeTensor and concrete Tensors, found",
+        overload_name(op.schema)
+    );
+    let (rf, ff): (Vec<&Tensor>, Vec<&Tensor>) = (
+        r.iter().flat_map(tensors).collect(),
+        fake_r.iter().flat_map(tensors).collect(),
+    );
+    if r.len() != fake_r.len() {
+        return Err(mismatch(format!(
+            "{context} mismatch in number of returns {} != {}",
+            fake_r.len(),
+            r.len()
+        )));
+    }
+    let (ra, rs, re) = alias_info(&r, &real_args);
+    let (fa, fs, fe) = alias_info(&fake_r, &fake_args);
+    for (what, f, r) in [
+        ("outputs_alias_inputs", fa, ra),
+        ("outputs_are_inputs", fs, rs),
+        ("outputs_alias_each_other", fe, re),
+    ] {
+        if f != r {
+            let f = if f { "True" } else { "False" };
+            let r = if r { "True" } else { "False" };
+            return Err(mismatch(format!(
+                "{context} mismatch in {what} check {f} != {r}"
+            )));
+        }
+    }
+    if rf.len() != ff.len() {
+        return Err(mismatch(format!(
+            "{context} mismatched number of tensor outputs"
+        )));
+    }
+    for (idx, (real, fake)) in rf.iter().zip(&ff).enumerate() {
+        if let Err(e) = compare_meta(real, fake, &context) {
+            return Err(mismatch(if rf.len() == 1 {
+                format!("{context} mismatched tensor metadata: {e}")
+            } else {
+                format!("{context} mismatched tensor metadata for output[{idx}]: {e}")
+            }));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_print_as_torch_size() {
+        let t = Tensor::zeros(
+            &[2, 3],
+            crate::tensor::DType::Float32,
+            crate::tensor::Device::Cpu,
+        );
+        assert_eq!(size(&t), "torch.Size([2, 3])");
+    }
+}
