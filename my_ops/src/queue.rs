@@ -1,8 +1,12 @@
 //! A custom class of this crate (`mylib::Queue`), declared with
 //! `#[custom_class]` and registered with `#[methods]`: the seed's
-//! `TensorQueue`, reduced to what the tests use.
+//! `TensorQueue`, reduced to what the tests use, made traceable as the seed
+//! makes it: `__obj_flatten__`, a fake class ([`FakeQueue`]) and a fake
+//! kernel for the operator taking it (`mylib::for_each_add`), registered by
+//! [`register_fakes`].
 
-use opforge::{custom_class, methods, Tensor};
+use opforge::classes::{self, FakeClass, FakeMembers};
+use opforge::{custom_class, methods, Tensor, Value};
 use std::sync::Mutex;
 
 /// A queue of tensors, shared between threads (its state is behind a lock).
@@ -39,6 +43,11 @@ impl Queue {
         Ok(())
     }
 
+    /// The state as `(name, value)` pairs (the seed's `__obj_flatten__`).
+    pub fn __obj_flatten__(&self) -> Vec<(String, Value)> {
+        vec![("queue".to_string(), Value::TensorList(self.lock().clone()))]
+    }
+
     /// A new queue with the same tensors.
     pub fn clone_queue(&self) -> Queue {
         Queue {
@@ -62,4 +71,55 @@ impl Default for Queue {
     fn default() -> Self {
         Queue::new()
     }
+}
+
+/// The fake of a [`Queue`] (the seed's `FakeTensorQueue`): its tensors, fakes.
+pub struct FakeQueue(Mutex<Vec<Tensor>>);
+
+impl FakeQueue {
+    /// The fake tensors it holds.
+    pub fn items(&self) -> Vec<Tensor> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl FakeClass for FakeQueue {
+    fn unflatten(flat: Vec<(String, Value)>) -> opforge::Result<Self> {
+        let items = flat
+            .into_iter()
+            .find_map(|(k, v)| match (k.as_str(), v) {
+                ("queue", Value::TensorList(ts)) => Some(ts),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Ok(FakeQueue(Mutex::new(items)))
+    }
+
+    fn members() -> FakeMembers<Self> {
+        FakeMembers::new()
+            .def("push", |q: &FakeQueue, x: Tensor| {
+                q.0.lock().unwrap_or_else(|e| e.into_inner()).push(x)
+            })
+            .def("size", |q: &FakeQueue| q.items().len() as i64)
+            .def("for_each_add_", |q: &FakeQueue, inc: Tensor| {
+                for x in q.0.lock().unwrap_or_else(|e| e.into_inner()).iter_mut() {
+                    opforge::at::add__Tensor(x, &inc, opforge::Scalar::Int(1))?;
+                }
+                Ok::<(), opforge::Error>(())
+            })
+    }
+}
+
+/// Registers [`FakeQueue`] as `mylib::Queue`'s fake class and the fake
+/// kernel of `mylib::for_each_add` (the seed's `fake_for_each_add_`: the
+/// fake object's method), as the seed's Python does after loading the
+/// library. Registering again replaces both.
+pub fn register_fakes() -> opforge::Result<()> {
+    classes::register_fake_class::<FakeQueue>("mylib::Queue")?;
+    opforge::library::register_fake("mylib::for_each_add", |args: &[Value]| {
+        if let [Value::Object(q), inc] = args {
+            q.call_method("for_each_add_", std::slice::from_ref(inc))?;
+        }
+        Ok(vec![])
+    })
 }

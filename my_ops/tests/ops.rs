@@ -246,7 +246,14 @@ fn the_crates_custom_class_is_registered_with_its_methods() {
     let class = classes::find("mylib::Queue").unwrap();
     assert_eq!(
         class.method_names(),
-        ["__init__", "push", "size", "for_each_add_", "clone_queue"]
+        [
+            "__init__",
+            "push",
+            "size",
+            "for_each_add_",
+            "__obj_flatten__",
+            "clone_queue"
+        ]
     );
     assert_eq!(
         class.method("clone_queue").unwrap().schema(),
@@ -315,4 +322,46 @@ fn an_operator_of_the_yaml_takes_the_crates_custom_class() {
         "expected an object of __torch__.torch.classes.mylib.Queue, got an object of \
          __torch__.torch.classes.mylib_test.Other"
     );
+}
+
+// opcheck over this crate's operators, the one taking the class included
+// (its fake class and fake kernel registered as the seed registers them).
+#[test]
+fn opcheck_passes_for_the_crates_operators() {
+    use opforge::classes;
+    use opforge::opcheck::{opcheck, TestUtil};
+    my_ops::queue::register_fakes().unwrap();
+    let q = classes::instantiate("mylib::Queue", &[]).unwrap();
+    q.call_method("push", &[Value::Tensor(t())]).unwrap();
+    let w = t();
+    w.set_requires_grad(true).unwrap();
+    let all = [TestUtil::Schema, TestUtil::FakeTensor];
+    opcheck(
+        "mylib::scale",
+        &[Value::Tensor(t()), Value::Float(2.0)],
+        &all,
+    )
+    .unwrap();
+    opcheck(
+        "mylib::axpy",
+        &[Value::Tensor(t()), Value::Tensor(t()), Value::Int(2)],
+        &all,
+    )
+    .unwrap();
+    opcheck("aten::abs", &[Value::Tensor(w)], &TestUtil::DEFAULT).unwrap();
+    opcheck(
+        "mylib::for_each_add",
+        &[Value::Object(q.clone()), Value::Tensor(t())],
+        &all,
+    )
+    .unwrap();
+    // The fake kernel ran on the fake queue; the real queue changed by the
+    // two real calls (test_schema's, and test_faketensor's, which copies the
+    // tensor arguments but passes the object as it is).
+    let first = q
+        .downcast_ref::<my_ops::queue::Queue>()
+        .unwrap()
+        .first()
+        .unwrap();
+    assert_eq!(first.to_vec::<f32>().unwrap(), [3.0, -6.0, 9.0]);
 }

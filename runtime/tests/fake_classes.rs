@@ -329,3 +329,17 @@ fn a_constant_named_as_a_method_is_an_error() {
     let e = FakeTensorMode::new().fake_object(&s).unwrap_err();
     assert_eq!(e.to_string(), "Expect size to be a callable but got 3.");
 }
+
+/// opcheck over the seed's operator: its schema, and its fake kernel (on the
+/// fake queue) against the real call.
+#[test]
+fn opcheck_passes_for_the_seeds_operator() {
+    use opforge::opcheck::{opcheck, TestUtil};
+    let q = queue_of(&[t(1.0, 2)]);
+    opcheck(
+        "fc_seed::for_each_add_",
+        &[Value::Object(q), Value::Tensor(t(1.0, 1))],
+        &[TestUtil::Schema, TestUtil::FakeTensor],
+    )
+    .unwrap();
+}

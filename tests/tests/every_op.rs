@@ -170,3 +170,33 @@ fn every_operator_runs_on_cpu_and_meta() {
         failures.join("\n")
     );
 }
+
+/// `opcheck`'s schema and fake tensor families pass for every operator of
+/// the YAML, on the same arguments: the alias annotations say what the
+/// kernels do, and the Meta kernels' strides, offsets and aliasing are the
+/// CPU kernels' (an `out=` overload's `out` is made the right shape first).
+#[test]
+fn opcheck_passes_for_every_operator() {
+    use opforge::opcheck::{opcheck, TestUtil};
+    let mut failures = Vec::new();
+    for schema in OPS.iter() {
+        let mut args: Vec<Value> = schema
+            .args
+            .iter()
+            .map(|a| arg(schema.name, a, Device::Cpu))
+            .collect();
+        if let Some(i) = schema.args.iter().position(|a| a.name == "device") {
+            args[i] = Value::Device(Device::Cpu);
+        }
+        let name = format!("{}::{}", schema.namespace, schema.name);
+        if let Err(e) = opcheck(&name, &args, &[TestUtil::Schema, TestUtil::FakeTensor]) {
+            failures.push(format!("{name}: {e}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
