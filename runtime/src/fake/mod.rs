@@ -48,6 +48,7 @@ use crate::keys::{DispatchKey, KeySet, LocalKeys, LocalKeysGuard};
 use crate::tables::{OpSchema, Ty};
 use crate::tensor::{python_tuple, DType, Device, Scalar, ScriptObject, Tensor};
 use crate::value::Value;
+use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -220,8 +221,8 @@ fn fake_error(kind: FakeException, message: String) -> Error {
 /// the fakes behind them (to give back an input a kernel returns), and the
 /// device the results claim.
 struct Inputs {
-    meta: Vec<Value>,
-    fakes: Vec<(Tensor, Tensor)>,
+    meta: SmallVec<[Value; 4]>,
+    fakes: SmallVec<[(Tensor, Tensor); 3]>,
     device: Option<(Device, bool)>,
 }
 
@@ -359,8 +360,18 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
             overload_name(schema),
         ));
     }
-    let mode = FakeTensorMode::current();
-    let converting = mode.as_ref().filter(|m| m.allow_non_fake_inputs());
+    // The mode is cloned only when it converts real tensors.
+    let mode = if has_real(args) {
+        MODES.with(|m| {
+            m.borrow()
+                .last()
+                .filter(|m| m.allow_non_fake_inputs())
+                .cloned()
+        })
+    } else {
+        None
+    };
+    let converting = mode.as_ref();
     if converting.is_none() && has_real(args) {
         return Err(fake_error(
             FakeException::NonFakeInput,
@@ -371,8 +382,8 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
         ));
     }
     let mut inputs = Inputs {
-        meta: Vec::with_capacity(args.len()),
-        fakes: Vec::new(),
+        meta: SmallVec::with_capacity(args.len()),
+        fakes: SmallVec::new(),
         device: None,
     };
     let fake = |t: &Tensor| -> Result<Tensor> {
@@ -441,7 +452,7 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
     let wrap = |m: Tensor| -> Tensor {
         match inputs.fakes.iter().find(|(_, meta)| meta.is_same(&m)) {
             Some((f, _)) => f.clone(),
-            None if m.device() == Device::Meta => Tensor::fake_of_meta(&m, device),
+            None if m.device() == Device::Meta => m.into_fake(device),
             None => m,
         }
     };

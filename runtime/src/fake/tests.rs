@@ -69,3 +69,25 @@ fn one_element_prints_as_pytorchs_formatter() {
     assert_eq!(one_element(Scalar::Int(7)), "7");
     assert_eq!(one_element(Scalar::Bool(true)), "True");
 }
+
+#[test]
+fn a_fakes_meta_twin_follows_its_geometry() {
+    use crate::tensor::Geometry;
+    let mode = FakeTensorMode::new();
+    let f = mode
+        .from_tensor(&Tensor::from_vec(vec![1.0f32; 6], &[2, 3]).unwrap())
+        .unwrap();
+    assert_eq!(at::neg(&f).unwrap().shape(), [2, 3]);
+    let twin = f.meta_of_fake();
+    assert!(twin.is_same(&f.meta_of_fake())); // kept
+                                              // The fake's geometry changed directly: its calls see the new one.
+    f.set_geometry(Geometry {
+        storage: f.storage(),
+        shape: [3, 2].as_slice().into(),
+        strides: [2, 1].as_slice().into(),
+        offset: 0,
+    })
+    .unwrap();
+    assert_eq!(at::neg(&f).unwrap().shape(), [3, 2]);
+    assert!(!twin.is_same(&f.meta_of_fake()));
+}

@@ -41,6 +41,7 @@ impl Tensor {
             autograd: OnceLock::new(),
             wrapped_number: false,
             view: None,
+            fake_twin: OnceLock::new(),
         }))
     }
 
@@ -51,6 +52,21 @@ impl Tensor {
         debug_assert_eq!(meta.device(), Device::Meta);
         let keys = KeySet::for_device(device) | FAKE_KEY;
         meta.with_keys(device, keys, meta.geometry())
+    }
+
+    /// [`Tensor::fake_of_meta`] of a meta tensor given by value: in place
+    /// when this is its only handle (a kernel's fresh result, the common
+    /// case), without a new allocation.
+    pub(crate) fn into_fake(mut self, device: Device) -> Tensor {
+        let keys = KeySet::for_device(device) | FAKE_KEY;
+        if let Some(inner) = Arc::get_mut(&mut self.0) {
+            if inner.ext.is_none() && inner.view.is_none() && inner.autograd.get().is_none() {
+                inner.device = device;
+                *inner.keys.get_mut() = keys.bits();
+                return self;
+            }
+        }
+        Tensor::fake_of_meta(&self, device)
     }
 
     /// A fake tensor shaped as `self` (dtype, sizes, strides, offset, claimed
@@ -64,14 +80,33 @@ impl Tensor {
     }
 
     /// The meta tensor a fake's kernels run on: the fake's dtype and
-    /// geometry, over its storage, on the meta device.
+    /// geometry, over its storage, on the meta device. Made once and kept
+    /// (the twin), so that a call on fakes allocates only its results; a
+    /// fake whose geometry was changed other than through its twin gets a
+    /// fresh one for the call.
     pub(crate) fn meta_of_fake(&self) -> Tensor {
         debug_assert!(self.is_fake());
-        self.with_keys(
-            Device::Meta,
-            KeySet::for_device(Device::Meta),
-            self.geometry(),
-        )
+        let fresh = || {
+            self.with_keys(
+                Device::Meta,
+                KeySet::for_device(Device::Meta),
+                self.geometry(),
+            )
+        };
+        let twin = self.0.fake_twin.get_or_init(fresh);
+        let same = self.with_geometry(|a| {
+            twin.with_geometry(|b| {
+                a.storage.ptr_eq(&b.storage)
+                    && a.shape == b.shape
+                    && a.strides == b.strides
+                    && a.offset == b.offset
+            })
+        });
+        if same {
+            twin.clone()
+        } else {
+            fresh()
+        }
     }
 
     /// Gives a fake the geometry its meta tensor has after an in-place

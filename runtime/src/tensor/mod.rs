@@ -590,6 +590,10 @@ struct TensorInner {
     /// storage it views ([`grad::ViewOf`]); set once, on a fresh result.
     /// Boxed: one word in every tensor, the rest only in views.
     view: Option<Box<grad::ViewOf>>,
+    /// A fake tensor's meta twin (`fake.rs`): a meta tensor over its storage
+    /// that the Meta kernels of its calls run on, made on its first call;
+    /// empty for every other tensor.
+    fake_twin: OnceLock<Tensor>,
 }
 
 /// What makes a tensor more than a plain tensor: its class (a tensor subclass or a
@@ -686,6 +690,7 @@ impl Tensor {
             autograd: OnceLock::new(),
             wrapped_number: false,
             view: None,
+            fake_twin: OnceLock::new(),
         }))
     }
 
@@ -699,6 +704,7 @@ impl Tensor {
             autograd: OnceLock::new(),
             wrapped_number: false,
             view: None,
+            fake_twin: OnceLock::new(),
         }))
     }
 
@@ -750,6 +756,7 @@ impl Tensor {
             autograd: OnceLock::new(),
             wrapped_number: self.0.wrapped_number,
             view: None,
+            fake_twin: OnceLock::new(),
         }))
     }
 
