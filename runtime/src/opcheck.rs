@@ -136,8 +136,12 @@ fn tensors(v: &Value) -> Vec<&Tensor> {
     }
 }
 
+/// A tensor as it was before the call: a copy of its data (the tensor
+/// itself for fakes and meta tensors), its sizes, strides and offset.
+type Before = (Tensor, Vec<usize>, Vec<usize>, usize);
+
 /// A copy of a value's tensors (data and metadata), to compare after.
-fn snapshot(v: &Value) -> Result<Vec<(Tensor, Vec<usize>, Vec<usize>, usize)>> {
+fn snapshot(v: &Value) -> Result<Vec<Before>> {
     tensors(v)
         .into_iter()
         .map(|t| {
@@ -153,7 +157,7 @@ fn snapshot(v: &Value) -> Result<Vec<(Tensor, Vec<usize>, Vec<usize>, usize)>> {
 
 /// Did the tensor change: its metadata or (for real tensors) any element
 /// (NaN equal to NaN)?
-fn mutated(t: &Tensor, before: &(Tensor, Vec<usize>, Vec<usize>, usize)) -> bool {
+fn mutated(t: &Tensor, before: &Before) -> bool {
     let (copy, shape, strides, offset) = before;
     if t.shape() != *shape || t.strides() != *strides || t.storage_offset() != *offset {
         return true;

@@ -88,7 +88,7 @@ fn setup() {
             let [Value::Object(q), inc] = args else {
                 unreachable!()
             };
-            q.call_method("for_each_add_", &[inc.clone()])?;
+            q.call_method("for_each_add_", std::slice::from_ref(inc))?;
             Ok(vec![])
         })
         .unwrap();
@@ -97,7 +97,7 @@ fn setup() {
             let [Value::Object(q), inc] = args else {
                 unreachable!()
             };
-            q.call_method("for_each_add_", &[inc.clone()])?;
+            q.call_method("for_each_add_", std::slice::from_ref(inc))?;
             Ok(vec![])
         })
         .unwrap();

@@ -133,7 +133,7 @@ fn an_operator_without_meta_or_fake_kernel_is_unsupported() {
     .unwrap();
     let mode = FakeTensorMode::new();
     let f = Value::Tensor(mode.from_tensor(&real(&[3])).unwrap());
-    let e = library::call("fk::noimpl", &[f.clone()], &[]).unwrap_err();
+    let e = library::call("fk::noimpl", std::slice::from_ref(&f), &[]).unwrap_err();
     assert_eq!(kind(&e), Some(FakeException::UnsupportedOperator));
     assert_eq!(
         format!("{}: {e}", e.python_class()),

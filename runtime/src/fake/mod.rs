@@ -337,7 +337,7 @@ fn one_element(x: Scalar) -> String {
         } else {
             format!("{v:.0}.")
         }
-    } else if a > 1e8 || a < 1e-4 {
+    } else if !(1e-4..=1e8).contains(&a) {
         sci(v)
     } else {
         format!("{v:.4}")
