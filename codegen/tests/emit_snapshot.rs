@@ -36,16 +36,18 @@ fn mini_tables_snapshot() {
 /// and line, never a skipped entry or a `()` placeholder.
 #[test]
 fn unmapped_types_are_errors_with_file_and_line() {
-    let src = "- func: good(Tensor self) -> Tensor\n\n- func: mylib::scale(Tensor x, complex c=0) -> Tensor\n\n- func: mylib::cfg(Tensor x, __torch__.torch.classes.mylib.Cfg cfg) -> Tensor\n";
+    let src = "- func: good(Tensor self) -> Tensor\n\n- func: mylib::scale(Tensor x, complex c=0) -> Tensor\n\n- func: mylib::named(Tensor x, Dimname d) -> Tensor\n\n- func: mylib::cfg(Tensor x, __torch__.torch.classes.mylib.Cfg cfg) -> Tensor\n";
     let file = load::load_str("bad.yaml", src).unwrap();
     let plan = lower::lower(&file, &[]).unwrap();
     let e = emit_api::api(&plan, &mini_options())
         .unwrap_err()
         .to_string();
     assert!(
-        e.starts_with("bad.yaml:5: cfg: no Rust signature: argument `__torch__.torch.classes.mylib.Cfg cfg`: the schema type `__torch__.torch.classes.mylib.Cfg` has no Rust type"),
+        e.starts_with("bad.yaml:5: named: no Rust signature: argument `Dimname d`: the schema type `Dimname` has no Rust type"),
         "{e}"
     );
+    // A custom class has one (`&ScriptObject`; kernels take `&T`).
+    assert!(!e.contains("cfg"), "{e}");
     assert!(
         e.contains("bad.yaml:3: scale: no Rust signature: argument `complex c=0`"),
         "{e}"
