@@ -300,24 +300,17 @@ fn autograd_registration_check(op: &'static Operator, args: &[Value]) -> Result<
 /// without a fake class stay real).
 fn fakes_of(mode: &FakeTensorMode, args: &[Value]) -> Result<Vec<Value>> {
     args.iter()
-        .map(|v| {
-            Ok(match v {
-                Value::Tensor(t) if !t.is_wrapped_number() => Value::Tensor(mode.from_tensor(t)?),
-                Value::TensorList(ts) => Value::TensorList(
-                    ts.iter()
-                        .map(|t| mode.from_tensor(t))
-                        .collect::<Result<_>>()?,
-                ),
-                Value::OptTensorList(ts) => Value::OptTensorList(
-                    ts.iter()
-                        .map(|t| t.as_ref().map(|t| mode.from_tensor(t)).transpose())
-                        .collect::<Result<_>>()?,
-                ),
-                Value::Object(o) if crate::classes::has_fake_class(o.type_name()) => {
-                    Value::Object(mode.fake_object(o)?)
+        .map(|v| match v {
+            Value::Object(o) if crate::classes::has_fake_class(o.type_name()) => {
+                Ok(Value::Object(mode.fake_object(o)?))
+            }
+            v => v.try_map_tensors(&mut |t| {
+                if t.is_wrapped_number() {
+                    Ok(t.clone())
+                } else {
+                    mode.from_tensor(t)
                 }
-                other => other.clone(),
-            })
+            }),
         })
         .collect()
 }
@@ -325,21 +318,17 @@ fn fakes_of(mode: &FakeTensorMode, args: &[Value]) -> Result<Vec<Value>> {
 /// Real copies of the tensors among `args` (the real call must not see
 /// what the others did to them).
 fn copies_of(args: &[Value]) -> Result<Vec<Value>> {
-    let copy = |t: &Tensor| -> Result<Tensor> {
-        let c = t.deep_clone()?;
-        if t.requires_grad() {
-            c.set_requires_grad(true)?;
-        }
-        Ok(c)
-    };
     args.iter()
         .map(|v| {
-            Ok(match v {
-                Value::Tensor(t) if !t.is_wrapped_number() => Value::Tensor(copy(t)?),
-                Value::TensorList(ts) => {
-                    Value::TensorList(ts.iter().map(copy).collect::<Result<_>>()?)
+            v.try_map_tensors(&mut |t| {
+                if t.is_wrapped_number() {
+                    return Ok(t.clone());
                 }
-                other => other.clone(),
+                let c = t.deep_clone()?;
+                if t.requires_grad() {
+                    c.set_requires_grad(true)?;
+                }
+                Ok(c)
             })
         })
         .collect()

@@ -292,7 +292,7 @@ pub fn to_fake_obj(
     };
     let fake_flat = flat
         .into_iter()
-        .map(|(k, v)| Ok((k, fakify_value(v, fakify)?)))
+        .map(|(k, v)| Ok((k, v.try_map_tensors(fakify)?)))
         .collect::<Result<Vec<_>>>()?;
     let def = fake_class_of(obj)?;
     let wrapped = (def.unflatten)(fake_flat)?;
@@ -343,28 +343,6 @@ pub fn to_fake_obj(
             methods,
         },
     ))
-}
-
-fn fakify_value(v: Value, fakify: &mut dyn FnMut(&Tensor) -> Result<Tensor>) -> Result<Value> {
-    Ok(match v {
-        Value::Tensor(t) => Value::Tensor(fakify(&t)?),
-        Value::TensorList(ts) => {
-            Value::TensorList(ts.iter().map(&mut *fakify).collect::<Result<_>>()?)
-        }
-        Value::OptTensorList(ts) => Value::OptTensorList(
-            ts.iter()
-                .map(|t| t.as_ref().map(&mut *fakify).transpose())
-                .collect::<Result<_>>()?,
-        ),
-        Value::List(vs) => Value::List(
-            vs.into_vec()
-                .into_iter()
-                .map(|v| fakify_value(v, fakify))
-                .collect::<Result<Vec<_>>>()?
-                .into(),
-        ),
-        other => other,
-    })
 }
 
 fn state(obj: &ScriptObject) -> Option<(&'static FakeClassDef, &FakeState)> {

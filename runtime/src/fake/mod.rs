@@ -361,7 +361,8 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
         ));
     }
     // The mode is cloned only when it converts real tensors.
-    let mode = if has_real(args) {
+    let real = has_real(args);
+    let mode = if real {
         MODES.with(|m| {
             m.borrow()
                 .last()
@@ -372,7 +373,7 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
         None
     };
     let converting = mode.as_ref();
-    if converting.is_none() && has_real(args) {
+    if converting.is_none() && real {
         return Err(fake_error(
             FakeException::NonFakeInput,
             format!(
@@ -393,28 +394,23 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
         }
     };
     for v in args {
-        let m = match v {
-            Value::Tensor(t) if t.is_wrapped_number() => Value::Tensor(t.clone()),
-            Value::Tensor(t) => Value::Tensor(inputs.meta_of(schema, &fake(t)?)?),
-            Value::TensorList(ts) => Value::TensorList(
-                ts.iter()
-                    .map(|t| inputs.meta_of(schema, &fake(t)?))
-                    .collect::<Result<_>>()?,
-            ),
-            Value::OptTensorList(ts) => Value::OptTensorList(
-                ts.iter()
-                    .map(|t| match t {
-                        Some(t) => inputs.meta_of(schema, &fake(t)?).map(Some),
-                        None => Ok(None),
-                    })
-                    .collect::<Result<_>>()?,
-            ),
-            other => other.clone(),
-        };
+        let m = v.try_map_tensors(&mut |t| match t.is_wrapped_number() {
+            true => Ok(t.clone()),
+            false => inputs.meta_of(schema, &fake(t)?),
+        })?;
         inputs.meta.push(m);
     }
     if let Some(kernel) = fake_kernel(op) {
-        return run_fake_kernel(&kernel, &inputs, args, converting);
+        let fakes = args
+            .iter()
+            .map(|v| {
+                v.try_map_tensors(&mut |t| match t.is_wrapped_number() {
+                    true => Ok(t.clone()),
+                    false => fake(t),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        return run_fake_kernel(&kernel, &inputs, &fakes);
     }
     // A factory: the device it is asked for is the one its result claims;
     // its kernel makes a meta tensor.
@@ -449,70 +445,43 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
             }
         }
     }
-    let wrap = |m: Tensor| -> Tensor {
+    Ok(map_tensors(outs, |m| {
         match inputs.fakes.iter().find(|(_, meta)| meta.is_same(&m)) {
             Some((f, _)) => f.clone(),
             None if m.device() == Device::Meta => m.into_fake(device),
             None => m,
         }
-    };
-    Ok(outs
-        .into_iter()
+    }))
+}
+
+/// Results with every tensor replaced by `f` of it.
+fn map_tensors(outs: Vec<Value>, mut f: impl FnMut(Tensor) -> Tensor) -> Vec<Value> {
+    outs.into_iter()
         .map(|v| match v {
-            Value::Tensor(t) => Value::Tensor(wrap(t)),
-            Value::TensorList(ts) => Value::TensorList(ts.into_iter().map(wrap).collect()),
+            Value::Tensor(t) => Value::Tensor(f(t)),
+            Value::TensorList(ts) => Value::TensorList(ts.into_iter().map(&mut f).collect()),
             Value::OptTensorList(ts) => {
-                Value::OptTensorList(ts.into_iter().map(|t| t.map(wrap)).collect())
+                Value::OptTensorList(ts.into_iter().map(|t| t.map(&mut f)).collect())
             }
             other => other,
         })
-        .collect())
+        .collect()
 }
 
-/// A custom operator's fake kernel, on the fakes (real tensors converted if
-/// the mode allows them), with the fake key included so that what it calls
-/// is fake too; meta tensors it returns become fakes on the inputs' device.
-fn run_fake_kernel(
-    kernel: &FakeKernel,
-    inputs: &Inputs,
-    args: &[Value],
-    converting: Option<&FakeTensorMode>,
-) -> Result<Vec<Value>> {
-    let fake = |t: &Tensor| -> Result<Tensor> {
-        match converting {
-            Some(m) if is_real(t) => m.from_tensor(t),
-            _ => Ok(t.clone()),
-        }
-    };
-    let fakes = args
-        .iter()
-        .map(|v| {
-            Ok(match v {
-                Value::Tensor(t) if !t.is_wrapped_number() => Value::Tensor(fake(t)?),
-                Value::TensorList(ts) => {
-                    Value::TensorList(ts.iter().map(fake).collect::<Result<_>>()?)
-                }
-                other => other.clone(),
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+/// A custom operator's fake kernel, on the fakes (real tensors already
+/// converted if the mode allows them), with the fake key included so that
+/// what it calls is fake too; meta tensors it returns become fakes on the
+/// inputs' device.
+fn run_fake_kernel(kernel: &FakeKernel, inputs: &Inputs, fakes: &[Value]) -> Result<Vec<Value>> {
     let device = inputs.device.map_or(Device::Cpu, |(d, _)| d);
     let outs = {
         let _fake = LocalKeys::include(FAKE_KEY);
-        kernel(&fakes)?
+        kernel(fakes)?
     };
-    let wrap = |t: Tensor| match t.device() {
+    Ok(map_tensors(outs, |t| match t.device() {
         Device::Meta if !t.is_fake() => Tensor::fake_of_meta(&t, device),
         _ => t,
-    };
-    Ok(outs
-        .into_iter()
-        .map(|v| match v {
-            Value::Tensor(t) => Value::Tensor(wrap(t)),
-            Value::TensorList(ts) => Value::TensorList(ts.into_iter().map(wrap).collect()),
-            other => other,
-        })
-        .collect())
+    }))
 }
 
 fn is_device(t: &Ty) -> bool {

@@ -7,12 +7,11 @@
 //! Reading a fake's data fails as reading any meta buffer does: a fake never
 //! reaches a kernel that reads data, and nothing here can make it.
 
-use super::{Buffer, Geometry, Storage, Tensor, TensorInner};
+use super::{Buffer, Geometry, Storage, Tensor};
 use crate::dtype::Device;
 use crate::keys::{DispatchKey, KeySet};
 use std::fmt;
-use std::sync::atomic::AtomicU32;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::Arc;
 
 /// The key a fake tensor carries besides its claimed device's backend.
 pub const FAKE_KEY: KeySet = KeySet::of(DispatchKey::Fake);
@@ -32,17 +31,7 @@ impl Tensor {
     }
 
     fn with_keys(&self, device: Device, keys: KeySet, geometry: Geometry) -> Tensor {
-        Tensor(Arc::new(TensorInner {
-            dtype: self.0.dtype,
-            device,
-            keys: AtomicU32::new(keys.bits()),
-            geometry: RwLock::new(geometry),
-            ext: None,
-            autograd: OnceLock::new(),
-            wrapped_number: false,
-            view: None,
-            fake_twin: OnceLock::new(),
-        }))
+        Tensor::with_geometry_and_keys(self.0.dtype, device, keys, geometry)
     }
 
     /// A fake tensor with `meta`'s dtype and geometry, over `meta`'s storage

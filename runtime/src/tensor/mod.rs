@@ -681,10 +681,20 @@ pub struct Tensor(Arc<TensorInner>);
 
 impl Tensor {
     fn from_geometry(dtype: DType, device: Device, geometry: Geometry) -> Tensor {
+        Tensor::with_geometry_and_keys(dtype, device, class_keys(device, None), geometry)
+    }
+
+    /// A plain tensor with these dispatch keys (a fake's include `Fake`).
+    fn with_geometry_and_keys(
+        dtype: DType,
+        device: Device,
+        keys: KeySet,
+        geometry: Geometry,
+    ) -> Tensor {
         Tensor(Arc::new(TensorInner {
             dtype,
             device,
-            keys: AtomicU32::new(class_keys(device, None).bits()),
+            keys: AtomicU32::new(keys.bits()),
             geometry: RwLock::new(geometry),
             ext: None,
             autograd: OnceLock::new(),

@@ -322,6 +322,29 @@ pub fn check_depth(what: &str, args: &[Value], kwargs: &[(String, Value)]) -> Re
 }
 
 impl Value {
+    /// The value with every tensor inside (lists' elements included, nested
+    /// lists too) replaced by `f` of it; the first error stops.
+    pub fn try_map_tensors(&self, f: &mut dyn FnMut(&Tensor) -> Result<Tensor>) -> Result<Value> {
+        Ok(match self {
+            Value::Tensor(t) => Value::Tensor(f(t)?),
+            Value::TensorList(ts) => {
+                Value::TensorList(ts.iter().map(&mut *f).collect::<Result<_>>()?)
+            }
+            Value::OptTensorList(ts) => Value::OptTensorList(
+                ts.iter()
+                    .map(|t| t.as_ref().map(&mut *f).transpose())
+                    .collect::<Result<_>>()?,
+            ),
+            Value::List(vs) => Value::List(
+                vs.iter()
+                    .map(|v| v.try_map_tensors(f))
+                    .collect::<Result<Vec<_>>>()?
+                    .into(),
+            ),
+            other => other.clone(),
+        })
+    }
+
     /// How deep lists nest in the value: 0 for a non-list, 1 for a flat list
     /// (computed without recursion).
     pub fn depth(&self) -> usize {
