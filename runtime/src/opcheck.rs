@@ -45,7 +45,7 @@ use crate::dispatch::{dispatcher, Operator};
 use crate::error::{Error, FakeException, Result};
 use crate::fake::{overload_name, FakeTensorMode};
 use crate::keys::{DispatchKey, KeySet};
-use crate::tensor::Tensor;
+use crate::tensor::{torch_size, Tensor};
 use crate::value::Value;
 
 /// One of PyTorch's opcheck test families.
@@ -334,18 +334,6 @@ fn copies_of(args: &[Value]) -> Result<Vec<Value>> {
         .collect()
 }
 
-/// `torch.Size([2, 3])`.
-fn size(t: &Tensor) -> String {
-    format!(
-        "torch.Size([{}])",
-        t.shape()
-            .iter()
-            .map(usize::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
-}
-
 fn mismatch(msg: String) -> Error {
     Error::Runtime(msg.into())
 }
@@ -364,8 +352,8 @@ fn compare_meta(real: &Tensor, fake: &Tensor, context: &str) -> Result<()> {
     if real.shape() != fake.shape() {
         return Err(mismatch(format!(
             "Shapes {} and {} are not equal!",
-            size(real),
-            size(fake)
+            torch_size(&real.shape()),
+            torch_size(&fake.shape())
         )));
     }
     if real.dtype() != fake.dtype() {
@@ -492,6 +480,6 @@ mod tests {
             crate::tensor::DType::Float32,
             crate::tensor::Device::Cpu,
         );
-        assert_eq!(size(&t), "torch.Size([2, 3])");
+        assert_eq!(torch_size(&t.shape()), "torch.Size([2, 3])");
     }
 }

@@ -18,6 +18,7 @@ use super::node::gradient_edge;
 use super::node::{lock, BackwardCtx, Edge, Grads, Kind, Node};
 use crate::dtype::{MemoryFormat, Scalar};
 use crate::error::{Error, Result};
+use crate::tensor::torch_size;
 use crate::tensor::Tensor;
 use smallvec::SmallVec;
 use std::collections::{BinaryHeap, HashMap};
@@ -26,11 +27,6 @@ use std::sync::Arc;
 
 fn runtime(m: impl Into<String>) -> Error {
     Error::Runtime(m.into().into())
-}
-
-fn torch_size(t: &Tensor) -> String {
-    let s: Vec<String> = t.shape().iter().map(|d| d.to_string()).collect();
-    format!("torch.Size([{}])", s.join(", "))
 }
 
 fn node_id(n: &Arc<Node>) -> usize {
@@ -406,8 +402,8 @@ fn make_roots(outputs: &[Tensor], grads: &[Option<Tensor>]) -> Result<Roots> {
                 if g.shape() != out.shape() {
                     return Err(runtime(format!(
                         "Mismatch in shape: grad_output[{i}] has a shape of {} and output[{i}] has a shape of {}.",
-                        torch_size(&g),
-                        torch_size(out)
+                        torch_size(&g.shape()),
+                        torch_size(&out.shape())
                     )));
                 }
                 made.push(Some(g));

@@ -39,7 +39,7 @@
 use super::engine::grad;
 use crate::dtype::Scalar;
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{torch_size, DType, Tensor};
 
 /// The options of [`gradcheck`], with PyTorch's defaults ([`Default`]); set
 /// them with the builder methods of the same names:
@@ -293,12 +293,6 @@ impl GradgradcheckOptions {
 
 fn fail(msg: impl Into<String>) -> Error {
     Error::Gradcheck(msg.into().into())
-}
-
-/// `torch.Size([2, 3])`.
-fn torch_size(shape: &[usize]) -> String {
-    let s: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    format!("torch.Size([{}])", s.join(", "))
 }
 
 fn values(t: &Tensor) -> Result<Vec<f64>> {

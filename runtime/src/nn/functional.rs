@@ -5,7 +5,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops;
-use crate::tensor::Tensor;
+use crate::tensor::{torch_size, Tensor};
 
 /// How a loss reduces its per-element values (PyTorch's `reduction=`; the
 /// operators take its integer code, `at::Reduction`).
@@ -111,9 +111,4 @@ pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result
 /// Class indices to one-hot rows (`int64`); `num_classes` -1 infers it.
 pub fn one_hot(tensor: &Tensor, num_classes: i64) -> Result<Tensor> {
     ops::one_hot(tensor, num_classes)
-}
-
-fn torch_size(shape: &[usize]) -> String {
-    let parts: Vec<String> = shape.iter().map(ToString::to_string).collect();
-    format!("torch.Size([{}])", parts.join(", "))
 }

@@ -6,7 +6,7 @@
 
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
+use crate::tensor::{torch_size, Tensor};
 use std::fmt;
 
 /// A module's parameters, buffers and children, by name, in registration
@@ -141,12 +141,6 @@ impl ModuleCore {
     pub fn is_training(&self) -> bool {
         self.training
     }
-}
-
-/// PyTorch's `torch.Size([2, 3])`.
-fn torch_size(shape: &[usize]) -> String {
-    let parts: Vec<String> = shape.iter().map(ToString::to_string).collect();
-    format!("torch.Size([{}])", parts.join(", "))
 }
 
 /// What [`Module::load_state_dict`] found (PyTorch's `_IncompatibleKeys`):

@@ -1316,6 +1316,12 @@ impl fmt::Debug for Tensor {
     }
 }
 
+/// PyTorch's `torch.Size([2, 3])` of a shape, as its messages print it.
+pub fn torch_size(shape: &[usize]) -> String {
+    let parts: Vec<String> = shape.iter().map(ToString::to_string).collect();
+    format!("torch.Size([{}])", parts.join(", "))
+}
+
 /// PyTorch-like printing on one line: `tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float32)`.
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
