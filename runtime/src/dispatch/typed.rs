@@ -95,7 +95,7 @@ where
                             Some(a) => a,
                             None => {
                                 let a = slot.take()?;
-                                let mut vs = Vec::new();
+                                let mut vs = Vec::with_capacity(A::LEN);
                                 a.to_values(&mut vs);
                                 stash = Some(vs);
                                 a
@@ -116,7 +116,7 @@ where
             };
         return R::from_value(fallback(op, arg_keys, &mut typed)?);
     }
-    let mut values = Vec::new();
+    let mut values = Vec::with_capacity(A::LEN);
     args.to_values(&mut values);
     R::from_values(op.call_with_keys(with_backend(arg_keys), &values)?)
 }

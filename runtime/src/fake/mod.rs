@@ -217,20 +217,71 @@ fn fake_error(kind: FakeException, message: String) -> Error {
     Error::Fake(kind, message.into())
 }
 
-/// What the fallback makes of the inputs: the meta values the kernel runs on,
-/// the fakes behind them (to give back an input a kernel returns), and the
-/// device the results claim.
-struct Inputs {
+/// What the fallback makes of the inputs: the meta values the kernel runs on
+/// (one per argument, in order), each input tensor with the identity of its
+/// meta tensor (to give back an input a kernel returns), the meta tensors'
+/// keys, and the device the results claim.
+struct Inputs<'a> {
     meta: SmallVec<[Value; 4]>,
-    fakes: SmallVec<[(Tensor, Tensor); 3]>,
+    tensors: SmallVec<[(&'a Tensor, usize); 4]>,
+    keys: KeySet,
     device: Option<(Device, bool)>,
+    /// Two devices met: an error once every input is known not to be a
+    /// real tensor refused (PyTorch checks those first).
+    mismatch: Option<Error>,
+    /// The mode converting real tensors, looked up at the first one.
+    converting: Option<Option<FakeTensorMode>>,
 }
 
-impl Inputs {
-    /// The meta tensor of a fake, noting the fake and its device (PyTorch's
-    /// common-device rule: a 0-dim CPU tensor goes with any device; two other
-    /// devices are an error).
-    fn meta_of(&mut self, op: &OpSchema, fake: &Tensor) -> Result<Tensor> {
+impl<'a> Inputs<'a> {
+    /// The fake of an input: itself, or a real tensor's fake if the mode
+    /// converts real tensors (`None` if it does not).
+    fn fake(&mut self, t: &Tensor) -> Option<Result<Tensor>> {
+        self.fake_if_real(t).unwrap_or_else(|| Some(Ok(t.clone())))
+    }
+
+    /// [`Inputs::fake`] of a real tensor; `None` for a fake.
+    fn fake_if_real(&mut self, t: &Tensor) -> Option<Option<Result<Tensor>>> {
+        if !is_real(t) {
+            return None;
+        }
+        let mode = self.converting.get_or_insert_with(|| {
+            MODES.with(|m| {
+                m.borrow()
+                    .last()
+                    .filter(|m| m.allow_non_fake_inputs())
+                    .cloned()
+            })
+        });
+        Some(mode.as_ref().map(|m| m.from_tensor(t)))
+    }
+
+    /// The meta tensor of an input (a fake, or a real tensor the mode
+    /// converts), noting its device (PyTorch's common-device rule: a 0-dim
+    /// CPU tensor goes with any device; two other devices are an error). A
+    /// Python number given for a tensor stays as it is.
+    fn meta_of(&mut self, op: &OpSchema, args: &[Value], t: &'a Tensor) -> Result<Tensor> {
+        if t.is_wrapped_number() {
+            self.keys = self.keys | t.key_set();
+            return Ok(t.clone());
+        }
+        let converted;
+        let fake = match self.fake_if_real(t) {
+            None => t,
+            Some(Some(fake)) => {
+                converted = fake?;
+                &converted
+            }
+            Some(None) => {
+                return Err(fake_error(
+                    FakeException::NonFakeInput,
+                    format!(
+                        "Please convert all Tensors to FakeTensors first or instantiate FakeTensorMode with 'allow_non_fake_inputs'. Found in {}",
+                        render_call(op, args)
+                    ),
+                ))
+            }
+        };
         let (d, scalar) = (fake.device(), fake.dim() == 0);
         match self.device {
             None => self.device = Some((d, scalar)),
@@ -238,16 +289,23 @@ impl Inputs {
             Some((_, true)) if !scalar || d != Device::Cpu => self.device = Some((d, scalar)),
             Some(_) if scalar && d == Device::Cpu => {}
             Some((c, _)) => {
-                let _ = op;
-                return Err(fake_error(
+                self.mismatch.get_or_insert_with(|| fake_error(
                     FakeException::DeviceMismatch,
                     format!("Expected all tensors to be on the same device, but found at least two devices, {c} and {d}!"),
                 ));
             }
         }
         let meta = fake.meta_of_fake();
-        self.fakes.push((fake.clone(), meta.clone()));
+        self.keys = self.keys | meta.key_set();
+        self.tensors.push((t, meta.identity()));
         Ok(meta)
+    }
+
+    /// The input whose meta tensor a kernel returned, as a fake.
+    fn input_of(&mut self, meta: &Tensor) -> Option<Tensor> {
+        let id = meta.identity();
+        let &(t, _) = self.tensors.iter().find(|(_, m)| *m == id)?;
+        self.fake(t).and_then(Result::ok)
     }
 }
 
@@ -255,16 +313,6 @@ impl Inputs {
 /// tensor)?
 fn is_real(t: &Tensor) -> bool {
     !t.is_fake() && !t.is_wrapped_number()
-}
-
-fn has_real(args: &[Value]) -> bool {
-    args.iter().any(|v| match v {
-        Value::Tensor(t) => is_real(t),
-        Value::TensorList(ts) => ts.iter().any(is_real),
-        Value::OptTensorList(ts) => ts.iter().flatten().any(is_real),
-        Value::List(vs) => has_real(vs),
-        _ => false,
-    })
 }
 
 /// PyTorch's `render_call`: the overload and the arguments a dispatch
@@ -360,45 +408,20 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
             overload_name(schema),
         ));
     }
-    // The mode is cloned only when it converts real tensors.
-    let real = has_real(args);
-    let mode = if real {
-        MODES.with(|m| {
-            m.borrow()
-                .last()
-                .filter(|m| m.allow_non_fake_inputs())
-                .cloned()
-        })
-    } else {
-        None
-    };
-    let converting = mode.as_ref();
-    if converting.is_none() && real {
-        return Err(fake_error(
-            FakeException::NonFakeInput,
-            format!(
-                "Please convert all Tensors to FakeTensors first or instantiate FakeTensorMode with 'allow_non_fake_inputs'. Found in {}",
-                render_call(schema, args)
-            ),
-        ));
-    }
     let mut inputs = Inputs {
         meta: SmallVec::with_capacity(args.len()),
-        fakes: SmallVec::new(),
+        tensors: SmallVec::new(),
+        keys: KeySet::EMPTY,
         device: None,
-    };
-    let fake = |t: &Tensor| -> Result<Tensor> {
-        match converting {
-            Some(m) if is_real(t) => m.from_tensor(t),
-            _ => Ok(t.clone()),
-        }
+        mismatch: None,
+        converting: None,
     };
     for v in args {
-        let m = v.try_map_tensors(&mut |t| match t.is_wrapped_number() {
-            true => Ok(t.clone()),
-            false => inputs.meta_of(schema, &fake(t)?),
-        })?;
+        let m = v.try_map_tensors(&mut |t| inputs.meta_of(schema, args, t))?;
         inputs.meta.push(m);
+    }
+    if let Some(e) = inputs.mismatch.take() {
+        return Err(e);
     }
     if let Some(kernel) = fake_kernel(op) {
         let fakes = args
@@ -406,7 +429,8 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
             .map(|v| {
                 v.try_map_tensors(&mut |t| match t.is_wrapped_number() {
                     true => Ok(t.clone()),
-                    false => fake(t),
+                    // Every real tensor was converted for its meta tensor.
+                    false => inputs.fake(t).unwrap_or_else(|| Ok(t.clone())),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -431,26 +455,25 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
     };
     let outs = {
         let _below = LocalKeys::exclude(FAKE_KEY);
-        let keys = KeySet::of_values(&inputs.meta) | KeySet::for_device(Device::Meta);
+        let keys = inputs.keys | KeySet::for_device(Device::Meta);
         op.call_with_keys(keys, &inputs.meta)
             .map_err(|e| unsupported(schema, e))?
     };
     // Inputs the kernel wrote may have a new geometry (`resize_`, `t_`).
-    for (a, v) in schema.args.iter().zip(args) {
-        if a.alias.is_some_and(|x| x.is_write) {
-            if let Value::Tensor(t) = v {
-                if let Some((f, m)) = inputs.fakes.iter().find(|(f, _)| f.is_same(t)) {
-                    f.take_geometry_of(m);
-                }
+    let meta = std::mem::take(&mut inputs.meta);
+    for ((a, v), m) in schema.args.iter().zip(args).zip(&meta) {
+        if let (true, Value::Tensor(t), Value::Tensor(m)) =
+            (a.alias.is_some_and(|x| x.is_write), v, m)
+        {
+            if let Some(Ok(fake)) = inputs.fake(t) {
+                fake.take_geometry_of(m);
             }
         }
     }
-    Ok(map_tensors(outs, |m| {
-        match inputs.fakes.iter().find(|(_, meta)| meta.is_same(&m)) {
-            Some((f, _)) => f.clone(),
-            None if m.device() == Device::Meta => m.into_fake(device),
-            None => m,
-        }
+    Ok(map_tensors(outs, |m| match inputs.input_of(&m) {
+        Some(input) => input,
+        None if m.device() == Device::Meta => m.into_fake(device),
+        None => m,
     }))
 }
 

@@ -56,6 +56,14 @@ fn a_mode_allowing_real_inputs_converts_them() {
     let s = at::add_Tensor(&r, &r, Scalar::Int(1)).unwrap();
     assert!(s.is_fake());
     assert_eq!(s.device(), Device::Cpu);
+    // Once: an in-place call on the real tensor gives back its fake, and the
+    // real tensor is left as it was.
+    let fake = mode.from_tensor(&r).unwrap();
+    let mut w = r.clone();
+    let out = at::add__Scalar(&mut w, Scalar::Int(1), Scalar::Int(1)).unwrap();
+    assert!(out.is_same(&fake));
+    drop(_g);
+    assert_eq!(r.to_vec::<f32>().unwrap(), real().to_vec::<f32>().unwrap());
 }
 
 #[test]

@@ -11,6 +11,7 @@ use super::{Buffer, Geometry, Storage, Tensor};
 use crate::dtype::Device;
 use crate::keys::{DispatchKey, KeySet};
 use std::fmt;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The key a fake tensor carries besides its claimed device's backend.
@@ -70,39 +71,36 @@ impl Tensor {
 
     /// The meta tensor a fake's kernels run on: the fake's dtype and
     /// geometry, over its storage, on the meta device. Made once and kept
-    /// (the twin), so that a call on fakes allocates only its results; a
-    /// fake whose geometry was changed other than through its twin gets a
-    /// fresh one for the call.
+    /// (the twin), so that a call on fakes allocates only its results. The
+    /// twin stands for the fake while neither geometry was replaced since it
+    /// was made (two counters read, no lock taken); otherwise the call gets
+    /// a fresh one.
     pub(crate) fn meta_of_fake(&self) -> Tensor {
         debug_assert!(self.is_fake());
+        let changes = |t: &Tensor| t.0.geometry_changes.load(Ordering::Acquire);
         let fresh = || {
-            self.with_keys(
+            // Counted before the geometry is read: a change in between makes
+            // the twin stale, never a stale twin current.
+            let n = changes(self);
+            let twin = self.with_keys(
                 Device::Meta,
                 KeySet::for_device(Device::Meta),
                 self.geometry(),
-            )
+            );
+            (twin, n)
         };
-        let twin = self.0.fake_twin.get_or_init(fresh);
-        let same = self.with_geometry(|a| {
-            twin.with_geometry(|b| {
-                a.storage.ptr_eq(&b.storage)
-                    && a.shape == b.shape
-                    && a.strides == b.strides
-                    && a.offset == b.offset
-            })
-        });
-        if same {
+        let (twin, made_at) = self.0.fake_twin.get_or_init(fresh);
+        if changes(self) == *made_at && changes(twin) == 0 {
             twin.clone()
         } else {
-            fresh()
+            fresh().0
         }
     }
 
     /// Gives a fake the geometry its meta tensor has after an in-place
     /// kernel changed it (`resize_`, `t_`, `as_strided_`).
     pub(crate) fn take_geometry_of(&self, meta: &Tensor) {
-        let g = meta.geometry();
-        *self.0.geometry.write().unwrap_or_else(|e| e.into_inner()) = g;
+        self.replace_geometry(meta.geometry());
     }
 
     /// A fake's `repr`, as PyTorch prints a `FakeTensor`:

@@ -578,6 +578,9 @@ struct TensorInner {
     /// `ADInplaceOrView` while it requires grad (`grad.rs` keeps them so).
     keys: AtomicU32,
     geometry: RwLock<Geometry>,
+    /// How many times the geometry was replaced in place (`set_geometry`):
+    /// what a fake's meta twin is checked against (`fake.rs`).
+    geometry_changes: AtomicU32,
     /// Set for tensor subclasses, wrappers and duck tensor-likes.
     ext: Option<Arc<Ext>>,
     /// Autograd's record of the tensor, absent until autograd needs one
@@ -592,8 +595,9 @@ struct TensorInner {
     view: Option<Box<grad::ViewOf>>,
     /// A fake tensor's meta twin (`fake.rs`): a meta tensor over its storage
     /// that the Meta kernels of its calls run on, made on its first call;
-    /// empty for every other tensor.
-    fake_twin: OnceLock<Tensor>,
+    /// empty for every other tensor. With it, the fake's
+    /// `geometry_changes` when it was made.
+    fake_twin: OnceLock<(Tensor, u32)>,
 }
 
 /// What makes a tensor more than a plain tensor: its class (a tensor subclass or a
@@ -696,6 +700,7 @@ impl Tensor {
             device,
             keys: AtomicU32::new(keys.bits()),
             geometry: RwLock::new(geometry),
+            geometry_changes: AtomicU32::new(0),
             ext: None,
             autograd: OnceLock::new(),
             wrapped_number: false,
@@ -710,6 +715,7 @@ impl Tensor {
             device,
             keys: AtomicU32::new(class_keys(device, Some(&ext)).bits()),
             geometry: RwLock::new(geometry),
+            geometry_changes: AtomicU32::new(0),
             ext: Some(Arc::new(ext)),
             autograd: OnceLock::new(),
             wrapped_number: false,
@@ -762,6 +768,7 @@ impl Tensor {
             device: self.0.device,
             keys: AtomicU32::new(keys.bits()),
             geometry: RwLock::new(self.geometry()),
+            geometry_changes: AtomicU32::new(0),
             ext: Some(ext),
             autograd: OnceLock::new(),
             wrapped_number: self.0.wrapped_number,
@@ -1045,8 +1052,15 @@ impl Tensor {
     /// extent overflows) is refused, as by [`Tensor::as_strided`].
     pub fn set_geometry(&self, geometry: Geometry) -> Result<()> {
         geometry.validate(self.dtype().itemsize())?;
-        *self.0.geometry.write().unwrap_or_else(|e| e.into_inner()) = geometry;
+        self.replace_geometry(geometry);
         Ok(())
+    }
+
+    /// Replaces the geometry in place, counting the change.
+    pub(crate) fn replace_geometry(&self, geometry: Geometry) {
+        let mut g = self.0.geometry.write().unwrap_or_else(|e| e.into_inner());
+        *g = geometry;
+        self.0.geometry_changes.fetch_add(1, Ordering::Release);
     }
 
     /// Resizes in place to `shape` with contiguous strides, keeping the storage if

@@ -324,7 +324,10 @@ pub fn check_depth(what: &str, args: &[Value], kwargs: &[(String, Value)]) -> Re
 impl Value {
     /// The value with every tensor inside (lists' elements included, nested
     /// lists too) replaced by `f` of it; the first error stops.
-    pub fn try_map_tensors(&self, f: &mut dyn FnMut(&Tensor) -> Result<Tensor>) -> Result<Value> {
+    pub fn try_map_tensors<'a>(
+        &'a self,
+        f: &mut dyn FnMut(&'a Tensor) -> Result<Tensor>,
+    ) -> Result<Value> {
         Ok(match self {
             Value::Tensor(t) => Value::Tensor(f(t)?),
             Value::TensorList(ts) => {

@@ -219,6 +219,9 @@ pub trait Args: Sized {
     /// Does the schema have a tensor-like argument?
     const TENSOR_LIKE: bool;
 
+    /// How many arguments (boxed, as many values).
+    const LEN: usize;
+
     /// The dispatch keys of the call: those of its tensors, or for a call whose
     /// schema has no tensor argument, the backend of its `Device` argument
     /// (CPU if there is none or it is `None`).
@@ -249,6 +252,7 @@ macro_rules! tuple_args {
     ($(($($a:ident $i:tt),*))*) => {$(
         impl<$($a: Arg),*> Args for ($($a,)*) {
             const TENSOR_LIKE: bool = false $(|| $a::TENSOR_LIKE)*;
+            const LEN: usize = <[&str]>::len(&[$(stringify!($a)),*]);
 
             #[inline(always)]
             #[allow(unused_mut, unused_variables)]
