@@ -212,6 +212,7 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStre
     let mut diags = Vec::new();
     let mut sigs = Vec::new();
     let mut ats = Vec::new();
+    let mut callers = Vec::new();
     let mut ops = Vec::new();
     let mut funcs = Vec::new();
     let mut methods = Vec::new();
@@ -229,6 +230,7 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStre
         let doc = format!(" `{f}`");
         sigs.push(quote!(#[doc = #doc] pub type #id = #fn_ty;));
         ats.push(at_fn(op, &sig, opts));
+        callers.push(typed_caller(op, &sig, opts));
         ops.push(op_handle_fn(op, &sig, opts));
         if op.entry.variants.function {
             funcs.push(convenience(op, &sig, false, opts));
@@ -291,6 +293,14 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStre
     } else {
         quote!()
     };
+    let n_callers = callers.len();
+    let caller_ids = plan.ops.iter().map(|op| ident(&op.ident));
+    // From `typed_callers`, one module below the `at` file's.
+    let tables_up = if opts.runtime {
+        quote!(crate::tables::)
+    } else {
+        quote!(super::super::)
+    };
     let at = quote! {
         #[allow(unused_imports)]
         use ::opforge::__private::prelude::*;
@@ -306,6 +316,32 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStre
         }
 
         #(#ats)*
+
+        /// Each operator's typed call (above) from boxed arguments, in `OpId`
+        /// order: what `opcheck`'s typed-call family compares with the boxed
+        /// call.
+        #[doc(hidden)]
+        #[allow(non_snake_case, unused_mut)]
+        pub mod typed_callers {
+            #[allow(unused_imports)]
+            use ::opforge::__private::prelude::*;
+            use ::opforge::__private::IntoValues;
+            use ::opforge::__private::Operator;
+            use ::opforge::__private::TypedCaller;
+            use ::opforge::__private::Value;
+
+            #(#callers)*
+
+            /// The callers, in `OpId` order.
+            pub static TABLE: [TypedCaller; #n_callers] = [#(#caller_ids),*];
+
+            #[::opforge::__private::linkme::distributed_slice(::opforge::__private::TYPED_APIS)]
+            #[linkme(crate = ::opforge::__private::linkme)]
+            static __OPFORGE_TYPED_API: ::opforge::__private::TypedApi = ::opforge::__private::TypedApi {
+                ops: &#tables_up OPS,
+                calls: &TABLE,
+            };
+        }
     };
     let api = quote! {
         /// Every operator overload, with every argument, dispatched; as the
@@ -361,6 +397,35 @@ fn at_fn(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
         };
         quote!(::opforge::__private::call::<sig::#id, _, _>(operator(#tables OpId::#id), (#(#args,)*)))
     })
+}
+
+/// `typed_callers::<ident>`: the `at::` call with boxed arguments, each
+/// unboxed as a kernel's boxed adapter unboxes it.
+fn typed_caller(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
+    let id = ident(&op.ident);
+    // `typed_callers` is a module inside the `at` file's.
+    let at = if opts.runtime {
+        quote!(crate::at::)
+    } else {
+        quote!(super::)
+    };
+    let n = sig.params.len();
+    let (bindings, args): (Vec<_>, Vec<_>) = sig
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, t)| crate::kernel::unbox_arg(i, t))
+        .unzip();
+    let arity = format!("{}: expected {n} arguments, got {{}}", op.schema().name);
+    quote! {
+        pub fn #id(_op: &Operator, args: &[Value]) -> Result<::std::vec::Vec<Value>> {
+            if args.len() != #n {
+                return Err(::opforge::Error::Runtime(format!(#arity, args.len()).into()));
+            }
+            #(#bindings)*
+            Ok(IntoValues::into_values(#at #id(#(#args),*)?))
+        }
+    }
 }
 
 /// An exact form (`at::`, `ops::`): every argument, documented by its schema.

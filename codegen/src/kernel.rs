@@ -102,6 +102,42 @@ pub fn view_input(key: &str, schema: &FunctionSchema) -> Option<usize> {
     })
 }
 
+/// How a boxed adapter gets argument `i` of Rust type `schema_ty` (the
+/// schema's, [`param_type`]) from `args: &[Value]`: a statement binding it,
+/// and the expression passing it on. A `&mut Tensor` is a new handle on the
+/// value's tensor; a number given for a `&Tensor` (allow-listed operators)
+/// becomes a wrapped-number tensor; a value of the wrong type is the
+/// operator's (`_op`'s) argument error.
+pub fn unbox_arg(i: usize, schema_ty: &syn::Type) -> (TokenStream, TokenStream) {
+    let want_short = show(schema_ty);
+    let v = format_ident!("__a{}", i);
+    if want_short.starts_with("&mut ") {
+        let binding = quote! {
+            let mut #v: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])
+                .map_err(|e| _op.argument_error(#i, &args[#i], e))?
+                .clone();
+        };
+        (binding, quote!(&mut #v))
+    } else if want_short == "&Tensor" {
+        let w = format_ident!("__opforge_wrapped_{}", i);
+        let binding = quote! {
+            let #w = ::opforge::__private::wrap_number(&args[#i]);
+            let #v: &::opforge::Tensor = match &#w {
+                ::std::option::Option::Some(t) => t,
+                ::std::option::Option::None => <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])
+                    .map_err(|e| _op.argument_error(#i, &args[#i], e))?,
+            };
+        };
+        (binding, quote!(#v))
+    } else {
+        let binding = quote! {
+            let #v = <#schema_ty as ::opforge::__private::FromValue>::from_value(&args[#i])
+                .map_err(|e| _op.argument_error(#i, &args[#i], e))?;
+        };
+        (binding, quote!(#v))
+    }
+}
+
 fn registration_with(
     key: &str,
     name: &str,
@@ -220,33 +256,9 @@ fn registration_with(
                 <#user_ty as #tr #use_generics>::__opforge_param(#v)
             });
         }
-        if want_short.starts_with("&mut ") {
-            bindings.push(quote! {
-                let mut #v: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])
-                    .map_err(|e| _op.argument_error(#i, &args[#i], e))?
-                    .clone();
-            });
-            boxed_args.push(quote!(&mut #v));
-        } else if want_short == "&Tensor" {
-            // A number given for a tensor (allow-listed operators) reaches the
-            // kernel as a wrapped-number tensor.
-            let w = format_ident!("__opforge_wrapped_{}", i);
-            bindings.push(quote! {
-                let #w = ::opforge::__private::wrap_number(&args[#i]);
-                let #v: &::opforge::Tensor = match &#w {
-                    ::std::option::Option::Some(t) => t,
-                    ::std::option::Option::None => <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])
-                        .map_err(|e| _op.argument_error(#i, &args[#i], e))?,
-                };
-            });
-            boxed_args.push(quote!(#v));
-        } else {
-            bindings.push(quote! {
-                let #v = <#schema_ty as ::opforge::__private::FromValue>::from_value(&args[#i])
-                    .map_err(|e| _op.argument_error(#i, &args[#i], e))?;
-            });
-            boxed_args.push(quote!(#v));
-        }
+        let (binding, arg) = unbox_arg(i, &schema_ty);
+        bindings.push(binding);
+        boxed_args.push(arg);
     }
     let ret_short = show(&ret);
     let ret_ty = ret;

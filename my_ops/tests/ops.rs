@@ -335,7 +335,7 @@ fn opcheck_passes_for_the_crates_operators() {
     q.call_method("push", &[Value::Tensor(t())]).unwrap();
     let w = t();
     w.set_requires_grad(true).unwrap();
-    let all = [TestUtil::Schema, TestUtil::FakeTensor];
+    let all = [TestUtil::Schema, TestUtil::FakeTensor, TestUtil::TypedCall];
     opcheck(
         "mylib::scale",
         &[Value::Tensor(t()), Value::Float(2.0)],
@@ -356,12 +356,12 @@ fn opcheck_passes_for_the_crates_operators() {
     )
     .unwrap();
     // The fake kernel ran on the fake queue; the real queue changed by the
-    // two real calls (test_schema's, and test_faketensor's, which copies the
-    // tensor arguments but passes the object as it is).
+    // four real calls (test_schema's, test_faketensor's and test_typed_call's
+    // two, which copy the tensor arguments but pass the object as it is).
     let first = q
         .downcast_ref::<my_ops::queue::Queue>()
         .unwrap()
         .first()
         .unwrap();
-    assert_eq!(first.to_vec::<f32>().unwrap(), [3.0, -6.0, 9.0]);
+    assert_eq!(first.to_vec::<f32>().unwrap(), [5.0, -10.0, 15.0]);
 }

@@ -63,6 +63,7 @@ pub mod random;
 pub mod registry;
 pub mod tables;
 pub mod tensor;
+pub mod trace;
 pub mod value;
 pub mod warnings;
 
@@ -169,7 +170,8 @@ macro_rules! include_schema {
 pub mod __private {
     pub use crate::classes::{ClassEntry, CLASS_DEFS};
     pub use crate::dispatch::linked::{
-        KernelEntry, Library, OperatorDef, KERNELS, LIBRARIES, OPERATOR_DEFS,
+        KernelEntry, Library, OperatorDef, TypedApi, TypedCaller, KERNELS, LIBRARIES,
+        OPERATOR_DEFS, TYPED_APIS,
     };
     pub use crate::dispatch::typed::call;
     pub use crate::dispatch::{dispatcher, Kernel, KeySet, Operator, Unboxed};

@@ -15,6 +15,17 @@
 //!   `requires_grad`, storage offset, shape, dtype, device and strides, and
 //!   whether outputs alias inputs (or are inputs, or alias each other) alike.
 //!
+//! - `test_typed_call` (ours: PyTorch's C++ has no second calling
+//!   convention to test): the call through the operator's generated typed
+//!   API (`at::<op>`, its arguments unboxed as a kernel's boxed adapter
+//!   unboxes them) against the boxed call, each on its own copy of the
+//!   inputs: the same error, or the same returns (tensors' sizes, strides,
+//!   dtype, device, `requires_grad` and elements; other values equal), the
+//!   same aliasing, and the inputs written alike. Elements are not compared
+//!   for operators tagged `nondeterministic_seeded`. An operator defined at
+//!   run time (`Library::define`) has no typed API: there is nothing to
+//!   compare, and the family passes.
+//!
 //! PyTorch's fourth default family (`test_aot_dispatch_dynamic`) needs graph
 //! capture, which comes with tracing.
 //!
@@ -57,15 +68,18 @@ pub enum TestUtil {
     AutogradRegistration,
     /// `test_faketensor`.
     FakeTensor,
+    /// `test_typed_call`: the typed API against the boxed call.
+    TypedCall,
 }
 
 impl TestUtil {
-    /// The families `opcheck` runs by default (PyTorch's, but for the
-    /// tracing one).
-    pub const DEFAULT: [TestUtil; 3] = [
+    /// The families `opcheck` runs by default: PyTorch's (but for the
+    /// tracing one), then the typed-call one.
+    pub const DEFAULT: [TestUtil; 4] = [
         TestUtil::Schema,
         TestUtil::AutogradRegistration,
         TestUtil::FakeTensor,
+        TestUtil::TypedCall,
     ];
 
     /// PyTorch's name (`test_schema`).
@@ -74,6 +88,7 @@ impl TestUtil {
             TestUtil::Schema => "test_schema",
             TestUtil::AutogradRegistration => "test_autograd_registration",
             TestUtil::FakeTensor => "test_faketensor",
+            TestUtil::TypedCall => "test_typed_call",
         }
     }
 }
@@ -119,6 +134,7 @@ pub fn opcheck_results(
                 TestUtil::Schema => schema_check(op, args),
                 TestUtil::AutogradRegistration => autograd_registration_check(op, args),
                 TestUtil::FakeTensor => fake_check(op, args),
+                TestUtil::TypedCall => typed_check(op, args),
             };
             (u, r)
         })
@@ -165,10 +181,16 @@ fn mutated(t: &Tensor, before: &Before) -> bool {
     if copy.is_same(t) {
         return false;
     }
-    crate::with_dtype!(t.dtype(), S => match (t.to_vec::<S>(), copy.to_vec::<S>()) {
+    !same_elements(t, copy)
+}
+
+/// Do two tensors of one shape and dtype hold the same elements (NaN equal
+/// to NaN)? Tensors without data (fakes, meta tensors) do.
+fn same_elements(a: &Tensor, b: &Tensor) -> bool {
+    crate::with_dtype!(a.dtype(), S => match (a.to_vec::<S>(), b.to_vec::<S>()) {
         #[allow(clippy::eq_op)]
-        (Ok(a), Ok(b)) => a.iter().zip(&b).any(|(x, y)| x != y && (x == x || y == y)),
-        _ => false,
+        (Ok(a), Ok(b)) => a.iter().zip(&b).all(|(x, y)| x == y || (x != x && y != y)),
+        _ => true,
     })
 }
 
@@ -467,6 +489,97 @@ fn fake_check(op: &'static Operator, args: &[Value]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The typed API against the boxed call (see the module's documentation).
+fn typed_check(op: &'static Operator, args: &[Value]) -> Result<()> {
+    let Some(typed) = crate::dispatch::typed_caller(op.schema) else {
+        return Ok(());
+    };
+    let (boxed_args, typed_args) = (copies_of(args)?, copies_of(args)?);
+    let (boxed, typed) = (op.call_boxed(&boxed_args), typed(op, &typed_args));
+    let (boxed, typed) = match (boxed, typed) {
+        (Ok(b), Ok(t)) => (b, t),
+        (Err(b), Err(t)) if b.to_string() == t.to_string() => return Ok(()),
+        (b, t) => {
+            let show = |r: &Result<Vec<Value>>| match r {
+                Ok(_) => "returned".to_string(),
+                Err(e) => format!("failed with {e}"),
+            };
+            return Err(mismatch(format!(
+                "the boxed call {} but the typed call {}",
+                show(&b),
+                show(&t)
+            )));
+        }
+    };
+    let data = !op.schema.tags.contains(&"nondeterministic_seeded");
+    if boxed.len() != typed.len() {
+        return Err(mismatch(format!(
+            "mismatch in number of returns {} (boxed) != {} (typed)",
+            boxed.len(),
+            typed.len()
+        )));
+    }
+    for (i, (b, t)) in boxed.iter().zip(&typed).enumerate() {
+        if let Some(why) = value_difference(b, t, data) {
+            return Err(mismatch(format!("output[{i}] differs: {why}")));
+        }
+    }
+    if alias_info(&boxed, &boxed_args) != alias_info(&typed, &typed_args) {
+        return Err(mismatch(
+            "the outputs alias the inputs (or each other) differently".into(),
+        ));
+    }
+    for ((a, b), t) in op.schema.args.iter().zip(&boxed_args).zip(&typed_args) {
+        if let Some(why) = value_difference(b, t, data) {
+            return Err(mismatch(format!(
+                "argument {} differs after the calls: {why}",
+                a.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// How the boxed call's value `b` differs from the typed call's `t`, if it
+/// does.
+fn value_difference(b: &Value, t: &Value, data: bool) -> Option<String> {
+    if std::mem::discriminant(b) != std::mem::discriminant(t) {
+        return Some(format!(
+            "{} (boxed) and {} (typed)",
+            b.type_name(),
+            t.type_name()
+        ));
+    }
+    let (bs, ts) = (tensors(b), tensors(t));
+    if bs.is_empty() && ts.is_empty() {
+        let (b, t) = (b.to_string(), t.to_string());
+        return (b != t).then(|| format!("{b} (boxed) != {t} (typed)"));
+    }
+    if bs.len() != ts.len() {
+        return Some(format!(
+            "{} tensors (boxed) != {} (typed)",
+            bs.len(),
+            ts.len()
+        ));
+    }
+    bs.iter().zip(&ts).find_map(|(b, t)| {
+        let meta = |x: &Tensor| {
+            (
+                x.shape(),
+                x.strides(),
+                x.storage_offset(),
+                x.dtype(),
+                x.device(),
+                x.requires_grad(),
+            )
+        };
+        if meta(b) != meta(t) {
+            return Some(format!("{:?} (boxed) != {:?} (typed)", meta(b), meta(t)));
+        }
+        (data && !same_elements(b, t)).then(|| "different elements".to_string())
+    })
 }
 
 #[cfg(test)]

@@ -11,6 +11,9 @@
 //! - [`training`]: replaying PyTorch's recorded training runs
 //!   (`train_runs.jsonl` with `digits.csv.gz`) with `opforge::nn` and
 //!   `opforge::optim` (the `training` binary and test).
+//! - [`traces`]: replaying recorded traces (`trace_calls.jsonl`: programs
+//!   of API calls and PyTorch's `make_fx` graphs) under `opforge::trace`
+//!   (the `traces` binary and test).
 //! - [`conformance`]: replaying the recorded argument-parsing corpora
 //!   (`ops_calls.jsonl`, `api_calls.jsonl`) and comparing normalized arguments.
 
@@ -18,6 +21,7 @@ pub mod conformance;
 pub mod gradchecks;
 pub mod gradients;
 pub mod numeric;
+pub mod traces;
 pub mod training;
 
 use std::path::{Path, PathBuf};

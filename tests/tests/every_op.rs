@@ -171,10 +171,12 @@ fn every_operator_runs_on_cpu_and_meta() {
     );
 }
 
-/// `opcheck`'s schema and fake tensor families pass for every operator of
-/// the YAML, on the same arguments: the alias annotations say what the
-/// kernels do, and the Meta kernels' strides, offsets and aliasing are the
-/// CPU kernels' (an `out=` overload's `out` is made the right shape first).
+/// `opcheck`'s schema, fake tensor and typed-call families pass for every
+/// operator of the YAML, on the same arguments: the alias annotations say
+/// what the kernels do, the Meta kernels' strides, offsets and aliasing are
+/// the CPU kernels' (an `out=` overload's `out` is made the right shape
+/// first), and the typed API (which every operator has) computes what the
+/// boxed call computes.
 #[test]
 fn opcheck_passes_for_every_operator() {
     use opforge::opcheck::{opcheck, TestUtil};
@@ -189,7 +191,12 @@ fn opcheck_passes_for_every_operator() {
             args[i] = Value::Device(Device::Cpu);
         }
         let name = format!("{}::{}", schema.namespace, schema.name);
-        if let Err(e) = opcheck(&name, &args, &[TestUtil::Schema, TestUtil::FakeTensor]) {
+        assert!(
+            opforge::dispatch::typed_caller(schema).is_some(),
+            "{name} has no typed caller"
+        );
+        let utils = [TestUtil::Schema, TestUtil::FakeTensor, TestUtil::TypedCall];
+        if let Err(e) = opcheck(&name, &args, &utils) {
             failures.push(format!("{name}: {e}"));
         }
     }

@@ -313,3 +313,501 @@ pub fn mylib_scale(
         _,
     >(operator(super::OpId::mylib_scale), (x, k, weights, generator, s))
 }
+/// Each operator's typed call (above) from boxed arguments, in `OpId`
+/// order: what `opcheck`'s typed-call family compares with the boxed
+/// call.
+#[doc(hidden)]
+#[allow(non_snake_case, unused_mut)]
+pub mod typed_callers {
+    #[allow(unused_imports)]
+    use ::opforge::__private::prelude::*;
+    use ::opforge::__private::IntoValues;
+    use ::opforge::__private::Operator;
+    use ::opforge::__private::TypedCaller;
+    use ::opforge::__private::Value;
+    pub fn _foreach_add__List(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 3usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!(
+                        "_foreach_add_.List: expected 3 arguments, got {}", args.len()
+                    )
+                        .into(),
+                ),
+            );
+        }
+        let __a0 = <&[Tensor] as ::opforge::__private::FromValue>::from_value(
+                &args[0usize],
+            )
+            .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?;
+        let __a1 = <&[Tensor] as ::opforge::__private::FromValue>::from_value(
+                &args[1usize],
+            )
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
+        let __a2 = <Scalar as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
+        Ok(IntoValues::into_values(super::_foreach_add__List(__a0, __a1, __a2)?))
+    }
+    pub fn add_Tensor(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 3usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("add.Tensor: expected 3 arguments, got {}", args.len())
+                        .into(),
+                ),
+            );
+        }
+        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
+        let __a0: &Tensor = match &__opforge_wrapped_0 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
+            }
+        };
+        let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
+        let __a1: &Tensor = match &__opforge_wrapped_1 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[1usize])
+                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
+            }
+        };
+        let __a2 = <Scalar as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
+        Ok(IntoValues::into_values(super::add_Tensor(__a0, __a1, __a2)?))
+    }
+    pub fn add_out(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 4usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("add.out: expected 4 arguments, got {}", args.len()).into(),
+                ),
+            );
+        }
+        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
+        let __a0: &Tensor = match &__opforge_wrapped_0 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
+            }
+        };
+        let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
+        let __a1: &Tensor = match &__opforge_wrapped_1 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[1usize])
+                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
+            }
+        };
+        let __a2 = <Scalar as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
+        let mut __a3: Tensor = <&Tensor as ::opforge::__private::FromValue>::from_value(
+                &args[3usize],
+            )
+            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?
+            .clone();
+        Ok(IntoValues::into_values(super::add_out(__a0, __a1, __a2, &mut __a3)?))
+    }
+    pub fn add__Tensor(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 3usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("add_.Tensor: expected 3 arguments, got {}", args.len())
+                        .into(),
+                ),
+            );
+        }
+        let mut __a0: Tensor = <&Tensor as ::opforge::__private::FromValue>::from_value(
+                &args[0usize],
+            )
+            .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
+            .clone();
+        let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
+        let __a1: &Tensor = match &__opforge_wrapped_1 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[1usize])
+                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
+            }
+        };
+        let __a2 = <Scalar as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
+        Ok(IntoValues::into_values(super::add__Tensor(&mut __a0, __a1, __a2)?))
+    }
+    pub fn avg_pool2d(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 7usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("avg_pool2d: expected 7 arguments, got {}", args.len())
+                        .into(),
+                ),
+            );
+        }
+        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
+        let __a0: &Tensor = match &__opforge_wrapped_0 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
+            }
+        };
+        let __a1 = <&[i64] as ::opforge::__private::FromValue>::from_value(&args[1usize])
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
+        let __a2 = <&[i64] as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
+        let __a3 = <&[i64] as ::opforge::__private::FromValue>::from_value(&args[3usize])
+            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
+        let __a4 = <bool as ::opforge::__private::FromValue>::from_value(&args[4usize])
+            .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
+        let __a5 = <bool as ::opforge::__private::FromValue>::from_value(&args[5usize])
+            .map_err(|e| _op.argument_error(5usize, &args[5usize], e))?;
+        let __a6 = <Option<
+            i64,
+        > as ::opforge::__private::FromValue>::from_value(&args[6usize])
+            .map_err(|e| _op.argument_error(6usize, &args[6usize], e))?;
+        Ok(
+            IntoValues::into_values(
+                super::avg_pool2d(__a0, __a1, __a2, __a3, __a4, __a5, __a6)?,
+            ),
+        )
+    }
+    pub fn chunk(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 3usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("chunk: expected 3 arguments, got {}", args.len()).into(),
+                ),
+            );
+        }
+        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
+        let __a0: &Tensor = match &__opforge_wrapped_0 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
+            }
+        };
+        let __a1 = <i64 as ::opforge::__private::FromValue>::from_value(&args[1usize])
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
+        let __a2 = <i64 as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
+        Ok(IntoValues::into_values(super::chunk(__a0, __a1, __a2)?))
+    }
+    pub fn gelu(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 2usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("gelu: expected 2 arguments, got {}", args.len()).into(),
+                ),
+            );
+        }
+        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
+        let __a0: &Tensor = match &__opforge_wrapped_0 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
+            }
+        };
+        let __a1 = <&str as ::opforge::__private::FromValue>::from_value(&args[1usize])
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
+        Ok(IntoValues::into_values(super::gelu(__a0, __a1)?))
+    }
+    pub fn index_Tensor(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 2usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("index.Tensor: expected 2 arguments, got {}", args.len())
+                        .into(),
+                ),
+            );
+        }
+        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
+        let __a0: &Tensor = match &__opforge_wrapped_0 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
+            }
+        };
+        let __a1 = <&[Option<
+            Tensor,
+        >] as ::opforge::__private::FromValue>::from_value(&args[1usize])
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
+        Ok(IntoValues::into_values(super::index_Tensor(__a0, __a1)?))
+    }
+    pub fn max_dim(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 3usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("max.dim: expected 3 arguments, got {}", args.len()).into(),
+                ),
+            );
+        }
+        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
+        let __a0: &Tensor = match &__opforge_wrapped_0 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
+            }
+        };
+        let __a1 = <i64 as ::opforge::__private::FromValue>::from_value(&args[1usize])
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
+        let __a2 = <bool as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
+        Ok(IntoValues::into_values(super::max_dim(__a0, __a1, __a2)?))
+    }
+    pub fn nll_loss(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 5usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("nll_loss: expected 5 arguments, got {}", args.len()).into(),
+                ),
+            );
+        }
+        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
+        let __a0: &Tensor = match &__opforge_wrapped_0 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
+            }
+        };
+        let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
+        let __a1: &Tensor = match &__opforge_wrapped_1 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[1usize])
+                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
+            }
+        };
+        let __a2 = <Option<
+            &Tensor,
+        > as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
+        let __a3 = <i64 as ::opforge::__private::FromValue>::from_value(&args[3usize])
+            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
+        let __a4 = <i64 as ::opforge::__private::FromValue>::from_value(&args[4usize])
+            .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
+        Ok(IntoValues::into_values(super::nll_loss(__a0, __a1, __a2, __a3, __a4)?))
+    }
+    pub fn norm_ScalarOpt_dim(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 4usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!(
+                        "norm.ScalarOpt_dim: expected 4 arguments, got {}", args.len()
+                    )
+                        .into(),
+                ),
+            );
+        }
+        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
+        let __a0: &Tensor = match &__opforge_wrapped_0 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
+            }
+        };
+        let __a1 = <Option<
+            Scalar,
+        > as ::opforge::__private::FromValue>::from_value(&args[1usize])
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
+        let __a2 = <&[i64] as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
+        let __a3 = <bool as ::opforge::__private::FromValue>::from_value(&args[3usize])
+            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
+        Ok(IntoValues::into_values(super::norm_ScalarOpt_dim(__a0, __a1, __a2, __a3)?))
+    }
+    pub fn randint(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 7usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("randint: expected 7 arguments, got {}", args.len()).into(),
+                ),
+            );
+        }
+        let __a0 = <i64 as ::opforge::__private::FromValue>::from_value(&args[0usize])
+            .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?;
+        let __a1 = <&[i64] as ::opforge::__private::FromValue>::from_value(&args[1usize])
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
+        let __a2 = <Option<
+            &Generator,
+        > as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
+        let __a3 = <Option<
+            DType,
+        > as ::opforge::__private::FromValue>::from_value(&args[3usize])
+            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
+        let __a4 = <Option<
+            Layout,
+        > as ::opforge::__private::FromValue>::from_value(&args[4usize])
+            .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
+        let __a5 = <Option<
+            Device,
+        > as ::opforge::__private::FromValue>::from_value(&args[5usize])
+            .map_err(|e| _op.argument_error(5usize, &args[5usize], e))?;
+        let __a6 = <Option<
+            bool,
+        > as ::opforge::__private::FromValue>::from_value(&args[6usize])
+            .map_err(|e| _op.argument_error(6usize, &args[6usize], e))?;
+        Ok(
+            IntoValues::into_values(
+                super::randint(__a0, __a1, __a2, __a3, __a4, __a5, __a6)?,
+            ),
+        )
+    }
+    pub fn to_dtype(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 5usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("to.dtype: expected 5 arguments, got {}", args.len()).into(),
+                ),
+            );
+        }
+        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
+        let __a0: &Tensor = match &__opforge_wrapped_0 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
+            }
+        };
+        let __a1 = <DType as ::opforge::__private::FromValue>::from_value(&args[1usize])
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
+        let __a2 = <bool as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
+        let __a3 = <bool as ::opforge::__private::FromValue>::from_value(&args[3usize])
+            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
+        let __a4 = <Option<
+            MemoryFormat,
+        > as ::opforge::__private::FromValue>::from_value(&args[4usize])
+            .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
+        Ok(IntoValues::into_values(super::to_dtype(__a0, __a1, __a2, __a3, __a4)?))
+    }
+    pub fn where_self(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 3usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("where.self: expected 3 arguments, got {}", args.len())
+                        .into(),
+                ),
+            );
+        }
+        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
+        let __a0: &Tensor = match &__opforge_wrapped_0 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
+            }
+        };
+        let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
+        let __a1: &Tensor = match &__opforge_wrapped_1 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[1usize])
+                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
+            }
+        };
+        let __opforge_wrapped_2 = ::opforge::__private::wrap_number(&args[2usize]);
+        let __a2: &Tensor = match &__opforge_wrapped_2 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[2usize])
+                    .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?
+            }
+        };
+        Ok(IntoValues::into_values(super::where_self(__a0, __a1, __a2)?))
+    }
+    pub fn zeros(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 5usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("zeros: expected 5 arguments, got {}", args.len()).into(),
+                ),
+            );
+        }
+        let __a0 = <&[i64] as ::opforge::__private::FromValue>::from_value(&args[0usize])
+            .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?;
+        let __a1 = <Option<
+            DType,
+        > as ::opforge::__private::FromValue>::from_value(&args[1usize])
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
+        let __a2 = <Option<
+            Layout,
+        > as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
+        let __a3 = <Option<
+            Device,
+        > as ::opforge::__private::FromValue>::from_value(&args[3usize])
+            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
+        let __a4 = <Option<
+            bool,
+        > as ::opforge::__private::FromValue>::from_value(&args[4usize])
+            .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
+        Ok(IntoValues::into_values(super::zeros(__a0, __a1, __a2, __a3, __a4)?))
+    }
+    pub fn mylib_scale(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        if args.len() != 5usize {
+            return Err(
+                ::opforge::Error::Runtime(
+                    format!("mylib::scale: expected 5 arguments, got {}", args.len())
+                        .into(),
+                ),
+            );
+        }
+        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
+        let __a0: &Tensor = match &__opforge_wrapped_0 {
+            ::std::option::Option::Some(t) => t,
+            ::std::option::Option::None => {
+                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
+                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
+            }
+        };
+        let __a1 = <f64 as ::opforge::__private::FromValue>::from_value(&args[1usize])
+            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
+        let __a2 = <Option<
+            &[f64],
+        > as ::opforge::__private::FromValue>::from_value(&args[2usize])
+            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
+        let __a3 = <Option<
+            &Generator,
+        > as ::opforge::__private::FromValue>::from_value(&args[3usize])
+            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
+        let __a4 = <Option<
+            Stream,
+        > as ::opforge::__private::FromValue>::from_value(&args[4usize])
+            .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
+        Ok(IntoValues::into_values(super::mylib_scale(__a0, __a1, __a2, __a3, __a4)?))
+    }
+    /// The callers, in `OpId` order.
+    pub static TABLE: [TypedCaller; 16usize] = [
+        _foreach_add__List,
+        add_Tensor,
+        add_out,
+        add__Tensor,
+        avg_pool2d,
+        chunk,
+        gelu,
+        index_Tensor,
+        max_dim,
+        nll_loss,
+        norm_ScalarOpt_dim,
+        randint,
+        to_dtype,
+        where_self,
+        zeros,
+        mylib_scale,
+    ];
+    #[::opforge::__private::linkme::distributed_slice(::opforge::__private::TYPED_APIS)]
+    #[linkme(crate = ::opforge::__private::linkme)]
+    static __OPFORGE_TYPED_API: ::opforge::__private::TypedApi = ::opforge::__private::TypedApi {
+        ops: &super::super::OPS,
+        calls: &TABLE,
+    };
+}

@@ -400,6 +400,28 @@ pub struct ApiTable {
 /// The public name of a derived binding: `torch.nn.functional.x` for nn, the
 /// submodule functions without their prefix (`torch.linalg.linalg_det` →
 /// also reachable as `torch.linalg.det`).
+/// Tensor methods PyTorch writes by hand (`python_variable_methods.cpp`)
+/// for schema entries that get no generated binding
+/// (`SKIP_PYTHON_BINDINGS`): their parser signatures, each with the overload
+/// it calls. `Tensor.to`'s device forms call overloads this YAML does not
+/// have yet: only its dtype form is bound.
+const MANUAL_BINDINGS: &[(&str, &[(&str, &str)])] = &[
+    (
+        "Tensor.contiguous",
+        &[(
+            "contiguous(*, MemoryFormat memory_format=contiguous_format)",
+            "contiguous",
+        )],
+    ),
+    (
+        "Tensor.to",
+        &[(
+            "to(ScalarType dtype, bool non_blocking=False, bool copy=False, *, MemoryFormat? memory_format=None)",
+            "to.dtype",
+        )],
+    ),
+];
+
 fn aliases(name: &str) -> Vec<String> {
     let mut out = vec![name.to_string()];
     for (module, prefix) in [
@@ -461,6 +483,26 @@ impl ApiTable {
                 })
                 .collect();
             table.insert(ApiBinding::new(b.name.to_string(), parser, targets));
+        }
+        for (name, signatures) in MANUAL_BINDINGS {
+            let texts: Vec<&str> = signatures.iter().map(|(text, _)| *text).collect();
+            let Ok(parser) = PythonArgParser::new(&texts) else {
+                continue;
+            };
+            let targets = signatures
+                .iter()
+                .map(|(_, op)| {
+                    let id = crate::OpId::from_name(op);
+                    SigTarget {
+                        functional: Some(op.to_string()),
+                        out: None,
+                        deprecated_call: None,
+                        deprecated_out_call: None,
+                        ids: (id, None),
+                    }
+                })
+                .collect();
+            table.insert(ApiBinding::new(name.to_string(), parser, targets));
         }
         table
     }

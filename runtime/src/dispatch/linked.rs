@@ -138,6 +138,37 @@ pub static FALLBACKS: [FallbackEntry];
 #[linkme::distributed_slice]
 pub static LIBRARIES: [&'static Library];
 
+/// A call of an operator's typed API (`at::<op>`) with boxed arguments: each
+/// unboxed to the type the typed API takes, the result boxed again. What
+/// `opcheck`'s typed-call family compares with the boxed call.
+pub type TypedCaller = fn(
+    op: &super::Operator,
+    args: &[crate::value::Value],
+) -> crate::error::Result<Vec<crate::value::Value>>;
+
+/// A generated typed API's callers: one per operator of `ops` (a generated
+/// `OPS` table), in its order.
+pub struct TypedApi {
+    /// The operators' schemas.
+    pub ops: &'static [crate::tables::OpSchema],
+    /// Their callers, in the same order.
+    pub calls: &'static [TypedCaller],
+}
+
+/// Every generated typed API linked into the program (the runtime's and each
+/// crate's with a schema file of its own).
+#[linkme::distributed_slice]
+pub static TYPED_APIS: [TypedApi];
+
+/// The typed API's caller of the operator with this schema, if a generated
+/// typed API has it (an operator defined at run time has none).
+pub fn typed_caller(schema: &'static crate::tables::OpSchema) -> Option<TypedCaller> {
+    typed_apis().iter().find_map(|api| {
+        let i = api.ops.iter().position(|s| std::ptr::eq(s, schema))?;
+        api.calls.get(i).copied()
+    })
+}
+
 /// The link-time registrations the dispatcher reads when it is built: the
 /// [`LIBRARIES`], [`OPERATOR_DEFS`], [`KERNELS`] and [`FALLBACKS`] of the
 /// program.
@@ -159,5 +190,18 @@ pub(crate) fn registrations() -> (
     #[cfg(miri)]
     {
         (&[], &[], &[], &[])
+    }
+}
+
+/// The [`TYPED_APIS`] of the program (none under Miri, as for
+/// [`registrations`]).
+fn typed_apis() -> &'static [TypedApi] {
+    #[cfg(not(miri))]
+    {
+        &TYPED_APIS
+    }
+    #[cfg(miri)]
+    {
+        &[]
     }
 }

@@ -25,6 +25,7 @@ pub(crate) mod linked;
 mod returns;
 pub mod typed;
 
+pub use linked::{typed_caller, TypedCaller};
 use linked::{KernelEntry, Library};
 
 pub use crate::keys::{DispatchKey, KeySet, LocalKeys, RUNTIME_KEYS};

@@ -1,0 +1,57 @@
+//! `opcheck`'s typed-call family catches a kernel whose boxed entry and typed
+//! entry disagree. The registration here is written by hand (the macros
+//! never emit such a pair): a CPU kernel for `mylib::axpy` whose typed entry
+//! computes `x + alpha * y` and whose boxed entry computes `2 * x`. In its
+//! own test binary, so that no other test sees it.
+
+use opforge::__private::{linkme, KernelEntry, KeySet, Operator, Unboxed, Value, KERNELS};
+use opforge::opcheck::{opcheck, TestUtil};
+use opforge::{Scalar, Tensor};
+
+fn axpy_typed(x: &Tensor, y: &Tensor, alpha: Scalar) -> opforge::Result<Tensor> {
+    let ay = opforge::torch::mul(y, &Tensor::scalar(alpha.to_f64() as f32))?;
+    opforge::torch::add(x, &ay)
+}
+
+fn axpy_boxed(_op: &Operator, _keys: KeySet, args: &[Value]) -> opforge::Result<Vec<Value>> {
+    let Value::Tensor(x) = &args[0] else {
+        unreachable!("the dispatcher checked the arguments")
+    };
+    Ok(vec![Value::Tensor(opforge::torch::add(x, x)?)])
+}
+
+fn axpy_unboxed() -> Unboxed {
+    let f: my_ops::generated::sig::mylib_axpy = axpy_typed;
+    Unboxed::new(f)
+}
+
+#[linkme::distributed_slice(KERNELS)]
+#[linkme(crate = opforge::__private::linkme)]
+static DISAGREEING: KernelEntry = KernelEntry {
+    op: "mylib::axpy",
+    key: "CPU",
+    schema: "mylib::axpy(Tensor x, Tensor y, *, Scalar alpha=1) -> Tensor",
+    boxed: axpy_boxed,
+    unboxed: axpy_unboxed,
+    file: file!(),
+    line: line!(),
+};
+
+#[test]
+fn a_boxed_entry_that_disagrees_with_the_typed_one_fails_test_typed_call() {
+    let t = |v: [f32; 2]| Value::Tensor(Tensor::from_vec(v.to_vec(), &[2]).unwrap());
+    let args = [t([1.0, 2.0]), t([10.0, 20.0]), Value::Int(1)];
+    // The other families see nothing wrong.
+    opcheck(
+        "mylib::axpy",
+        &args,
+        &[TestUtil::Schema, TestUtil::FakeTensor],
+    )
+    .unwrap();
+    let e = opcheck("mylib::axpy", &args, &[TestUtil::TypedCall]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "opcheck(op, ...): test_typed_call failed with output[0] differs: different \
+         elements (scroll up for stack trace)"
+    );
+}

@@ -1,0 +1,582 @@
+//! A captured graph: FX's `Graph` of `placeholder`, `call_function` and
+//! `output` nodes, named as FX names them, printed as FX prints a
+//! `GraphModule`'s code, and re-executed by an interpreter.
+
+use crate::dispatch::Operator;
+use crate::error::{Error, Result};
+use crate::overrides::OpOverload;
+use crate::value::Value;
+use std::collections::HashMap;
+use std::fmt;
+
+/// A node's position in its graph.
+pub type NodeId = usize;
+
+/// An argument of a node: another node's value, a constant (a number, a
+/// dtype, `None`, …; non-tensor results of the traced program are burned in
+/// as constants), or a list of arguments (a `Tensor[]` of nodes).
+#[derive(Clone, Debug)]
+pub enum Arg {
+    /// The value of an earlier node.
+    Node(NodeId),
+    /// A constant.
+    Const(Value),
+    /// A list (Python's `[a, b]`).
+    List(Vec<Arg>),
+}
+
+/// What a `call_function` node calls.
+#[derive(Clone, Copy, Debug)]
+pub enum Target {
+    /// An operator overload (`aten.add.Tensor`).
+    Op(&'static Operator),
+    /// Python's `operator.getitem`: element `i` of a node's tuple of results.
+    GetItem,
+}
+
+impl Target {
+    /// As PyTorch's graphs print the target (`aten.add.Tensor`,
+    /// `<built-in function getitem>`).
+    pub fn name(&self) -> String {
+        match self {
+            Target::Op(op) => crate::fake::overload_name(op.schema),
+            Target::GetItem => "<built-in function getitem>".into(),
+        }
+    }
+
+    /// The name FX derives a node's name from (`add`, `getitem`).
+    fn base_name(&self) -> &'static str {
+        match self {
+            Target::Op(op) => op.schema.base,
+            Target::GetItem => "getitem",
+        }
+    }
+}
+
+/// One node of a graph.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// Its name, unique in the graph (`arg0_1`, `add`, `sum_1`).
+    pub name: String,
+    /// What it is.
+    pub kind: NodeKind,
+}
+
+/// A node's kind (FX's `op`).
+#[derive(Clone, Debug)]
+pub enum NodeKind {
+    /// An input of the graph, in order.
+    Placeholder,
+    /// A call, with the arguments a dispatch handler sees (normalized:
+    /// positional, then keyword-only ones that differ from their defaults).
+    CallFunction {
+        /// What it calls.
+        target: Target,
+        /// Positional arguments.
+        args: Vec<Arg>,
+        /// Keyword arguments.
+        kwargs: Vec<(String, Arg)>,
+    },
+    /// The graph's results.
+    Output(Vec<Arg>),
+}
+
+impl NodeKind {
+    /// FX's `op` (`placeholder`, `call_function`, `output`).
+    pub fn op(&self) -> &'static str {
+        match self {
+            NodeKind::Placeholder => "placeholder",
+            NodeKind::CallFunction { .. } => "call_function",
+            NodeKind::Output(_) => "output",
+        }
+    }
+}
+
+/// A captured program: placeholders, calls, one output node.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    nodes: Vec<Node>,
+    names: Namespace,
+}
+
+impl Graph {
+    /// Its nodes, in order.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// The `call_function` nodes' targets, in order (`aten.sin.default`, …).
+    pub fn targets(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter_map(|n| match &n.kind {
+                NodeKind::CallFunction { target, .. } => Some(target.name()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Appends a placeholder named `name` (FX's `arg0_1` style).
+    pub(crate) fn placeholder(&mut self, name: &str) -> NodeId {
+        let name = self.names.create(name);
+        self.push(name, NodeKind::Placeholder)
+    }
+
+    /// Appends a call.
+    pub(crate) fn call(
+        &mut self,
+        target: Target,
+        args: Vec<Arg>,
+        kwargs: Vec<(String, Arg)>,
+    ) -> NodeId {
+        let name = self.names.create(target.base_name());
+        self.push(
+            name,
+            NodeKind::CallFunction {
+                target,
+                args,
+                kwargs,
+            },
+        )
+    }
+
+    /// Appends the output node.
+    pub(crate) fn output(&mut self, results: Vec<Arg>) -> NodeId {
+        self.push("output".into(), NodeKind::Output(results))
+    }
+
+    fn push(&mut self, name: String, kind: NodeKind) -> NodeId {
+        self.nodes.push(Node { name, kind });
+        self.nodes.len() - 1
+    }
+
+    /// Runs the graph on `inputs` (one per placeholder): each call made as
+    /// the recorded one was, through the dispatcher; the output node's values.
+    pub fn run(&self, inputs: &[Value]) -> Result<Vec<Value>> {
+        let placeholders = self
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::Placeholder))
+            .count();
+        if inputs.len() != placeholders {
+            return Err(Error::Runtime(
+                format!(
+                    "the graph takes {placeholders} inputs, {} were given",
+                    inputs.len()
+                )
+                .into(),
+            ));
+        }
+        let mut env: Vec<Option<Value>> = Vec::with_capacity(self.nodes.len());
+        let mut inputs = inputs.iter();
+        for node in &self.nodes {
+            let v = match &node.kind {
+                NodeKind::Placeholder => inputs.next().cloned(),
+                NodeKind::CallFunction {
+                    target,
+                    args,
+                    kwargs,
+                } => {
+                    let args = args
+                        .iter()
+                        .map(|a| load(&env, a))
+                        .collect::<Result<Vec<_>>>()?;
+                    let kwargs = kwargs
+                        .iter()
+                        .map(|(k, a)| Ok((k.clone(), load(&env, a)?)))
+                        .collect::<Result<Vec<_>>>()?;
+                    Some(match target {
+                        Target::Op(op) => OpOverload::of(op).call_unchecked(&args, &kwargs)?,
+                        Target::GetItem => getitem(&args)?,
+                    })
+                }
+                NodeKind::Output(results) => {
+                    return results.iter().map(|a| load(&env, a)).collect();
+                }
+            };
+            env.push(v);
+        }
+        Err(Error::Runtime("the graph has no output node".into()))
+    }
+
+    /// For each node, the nodes whose last use it is, in the order its
+    /// arguments name them (what FX's `x = None` lines list).
+    fn last_uses(&self) -> Vec<Vec<NodeId>> {
+        let mut last: HashMap<NodeId, NodeId> = HashMap::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            for_each_use(&n.kind, &mut |u| {
+                last.insert(u, i);
+            });
+        }
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let mut freed = Vec::new();
+                for_each_use(&n.kind, &mut |u| {
+                    if last.get(&u) == Some(&i) && !freed.contains(&u) {
+                        freed.push(u);
+                    }
+                });
+                freed
+            })
+            .collect()
+    }
+}
+
+/// Calls `f` on every node an argument list refers to.
+fn for_each_use(kind: &NodeKind, f: &mut dyn FnMut(NodeId)) {
+    fn arg(a: &Arg, f: &mut dyn FnMut(NodeId)) {
+        match a {
+            Arg::Node(n) => f(*n),
+            Arg::List(items) => items.iter().for_each(|a| arg(a, f)),
+            Arg::Const(_) => {}
+        }
+    }
+    match kind {
+        NodeKind::Placeholder => {}
+        NodeKind::CallFunction { args, kwargs, .. } => {
+            args.iter().for_each(|a| arg(a, f));
+            kwargs.iter().for_each(|(_, a)| arg(a, f));
+        }
+        NodeKind::Output(results) => results.iter().for_each(|a| arg(a, f)),
+    }
+}
+
+/// An argument's value in the interpreter's environment.
+fn load(env: &[Option<Value>], a: &Arg) -> Result<Value> {
+    match a {
+        Arg::Node(n) => env.get(*n).cloned().flatten().ok_or_else(|| {
+            Error::Runtime(format!("node {n} is used before it is computed").into())
+        }),
+        Arg::Const(v) => Ok(v.clone()),
+        Arg::List(items) => {
+            let vs = items
+                .iter()
+                .map(|a| load(env, a))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(list_value(vs))
+        }
+    }
+}
+
+/// A list of values as a call takes it: a `Tensor[]` of tensors, otherwise
+/// a generic list.
+fn list_value(vs: Vec<Value>) -> Value {
+    if !vs.is_empty() && vs.iter().all(|v| matches!(v, Value::Tensor(_))) {
+        Value::TensorList(
+            vs.into_iter()
+                .filter_map(|v| match v {
+                    Value::Tensor(t) => Some(t),
+                    _ => None,
+                })
+                .collect(),
+        )
+    } else {
+        Value::List(vs.into())
+    }
+}
+
+/// `operator.getitem(results, i)`.
+fn getitem(args: &[Value]) -> Result<Value> {
+    let (Some(seq), Some(Value::Int(i))) = (args.first(), args.get(1)) else {
+        return Err(Error::Runtime(
+            "getitem takes a sequence and an index".into(),
+        ));
+    };
+    let items = crate::normalize::list_items(seq).ok_or_else(|| {
+        Error::Type(format!("'{}' object is not subscriptable", seq.type_name()).into())
+    })?;
+    let n = items.len() as i64;
+    let j = if *i < 0 { i + n } else { *i };
+    usize::try_from(j)
+        .ok()
+        .and_then(|j| items.get(j).cloned())
+        .ok_or_else(|| Error::Index("tuple index out of range".into()))
+}
+
+/// FX's names: a node is named after its target; a name already taken, a
+/// Python keyword or a builtin gets `_1`, `_2`, … (`sum` → `sum_1`).
+#[derive(Clone, Debug, Default)]
+struct Namespace {
+    used: std::collections::HashSet<String>,
+    counts: HashMap<String, usize>,
+}
+
+impl Namespace {
+    fn create(&mut self, candidate: &str) -> String {
+        let mut candidate: String = candidate
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if candidate.is_empty() || candidate.starts_with(|c: char| c.is_ascii_digit()) {
+            candidate.insert(0, '_');
+        }
+        // `name_3`: base `name`, number 3.
+        let (base, num) = match candidate.rsplit_once('_') {
+            Some((b, n))
+                if !b.is_empty() && !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()) =>
+            {
+                (b.to_string(), n.parse::<usize>().ok())
+            }
+            _ => (candidate.clone(), None),
+        };
+        let mut num = num.unwrap_or_else(|| self.counts.get(&base).copied().unwrap_or(0));
+        while self.used.contains(&candidate) || is_python_reserved(&candidate) {
+            num += 1;
+            candidate = format!("{base}_{num}");
+        }
+        self.used.insert(candidate.clone());
+        self.counts.insert(base, num);
+        candidate
+    }
+}
+
+/// Python's keywords and the builtins FX does not shadow.
+fn is_python_reserved(name: &str) -> bool {
+    const RESERVED: &[&str] = &[
+        "False",
+        "None",
+        "True",
+        "and",
+        "as",
+        "assert",
+        "async",
+        "await",
+        "break",
+        "class",
+        "continue",
+        "def",
+        "del",
+        "elif",
+        "else",
+        "except",
+        "finally",
+        "for",
+        "from",
+        "global",
+        "if",
+        "import",
+        "in",
+        "is",
+        "lambda",
+        "nonlocal",
+        "not",
+        "or",
+        "pass",
+        "raise",
+        "return",
+        "try",
+        "while",
+        "with",
+        "yield",
+        "abs",
+        "all",
+        "any",
+        "ascii",
+        "bin",
+        "bool",
+        "bytes",
+        "callable",
+        "chr",
+        "compile",
+        "complex",
+        "copyright",
+        "credits",
+        "delattr",
+        "dict",
+        "dir",
+        "divmod",
+        "enumerate",
+        "eval",
+        "exec",
+        "exit",
+        "filter",
+        "float",
+        "format",
+        "frozenset",
+        "getattr",
+        "globals",
+        "hasattr",
+        "hash",
+        "help",
+        "hex",
+        "id",
+        "input",
+        "int",
+        "isinstance",
+        "issubclass",
+        "iter",
+        "len",
+        "license",
+        "list",
+        "locals",
+        "map",
+        "max",
+        "memoryview",
+        "min",
+        "next",
+        "object",
+        "oct",
+        "open",
+        "ord",
+        "pow",
+        "print",
+        "property",
+        "quit",
+        "range",
+        "repr",
+        "reversed",
+        "round",
+        "set",
+        "setattr",
+        "slice",
+        "sorted",
+        "staticmethod",
+        "str",
+        "sum",
+        "super",
+        "tuple",
+        "type",
+        "vars",
+        "zip",
+        // FX's own globals in generated code.
+        "self",
+        "torch",
+        "device",
+        "inf",
+        "nan",
+        "math",
+        "fx_pytree",
+        "pytree",
+    ];
+    RESERVED.contains(&name)
+}
+
+impl fmt::Display for Graph {
+    /// The graph as FX prints a `GraphModule`'s code:
+    ///
+    /// ```text
+    /// def forward(self, arg0_1, arg1_1):
+    ///     add = torch.ops.aten.add.Tensor(arg0_1, arg1_1);  arg0_1 = arg1_1 = None
+    ///     return (add,)
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
+        let placeholders: Vec<&str> = self
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::Placeholder))
+            .map(|n| n.name.as_str())
+            .collect();
+        let mut params = vec!["self"];
+        params.extend(&placeholders);
+        writeln!(f, "def forward({}):", params.join(", "))?;
+        let last = self.last_uses();
+        for (i, node) in self.nodes.iter().enumerate() {
+            let freed = || {
+                let freed: Vec<&str> = last[i].iter().map(|&u| names[u]).collect();
+                if freed.is_empty() {
+                    String::new()
+                } else {
+                    format!(";  {} = None", freed.join(" = "))
+                }
+            };
+            match &node.kind {
+                NodeKind::Placeholder => {}
+                NodeKind::CallFunction {
+                    target: Target::GetItem,
+                    args,
+                    ..
+                } => {
+                    let shown: Vec<String> = args.iter().map(|a| show(a, &names)).collect();
+                    let index = shown.get(1).map_or("", String::as_str);
+                    let seq = shown.first().map_or("", String::as_str);
+                    writeln!(f, "    {} = {seq}[{index}]{}", node.name, freed())?;
+                }
+                NodeKind::CallFunction {
+                    target: Target::Op(op),
+                    args,
+                    kwargs,
+                } => {
+                    let mut parts: Vec<String> = args.iter().map(|a| show(a, &names)).collect();
+                    parts.extend(
+                        kwargs
+                            .iter()
+                            .map(|(k, a)| format!("{k} = {}", show(a, &names))),
+                    );
+                    writeln!(
+                        f,
+                        "    {} = torch.ops.{}({}){}",
+                        node.name,
+                        crate::fake::overload_name(op.schema),
+                        parts.join(", "),
+                        freed()
+                    )?;
+                }
+                NodeKind::Output(results) => {
+                    let shown: Vec<String> = results.iter().map(|a| show(a, &names)).collect();
+                    let tuple = match shown.as_slice() {
+                        [one] => format!("({one},)"),
+                        many => format!("({})", many.join(", ")),
+                    };
+                    writeln!(f, "    return {tuple}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An argument as Python code.
+fn show(a: &Arg, names: &[&str]) -> String {
+    match a {
+        Arg::Node(n) => names.get(*n).copied().unwrap_or("?").to_string(),
+        Arg::List(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(|a| show(a, names))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Arg::Const(v) => python_literal(v),
+    }
+}
+
+/// A constant as FX prints it (`2`, `0.5`, `True`, `[2, 3]`, `torch.float64`,
+/// `device(type='cpu')`, `torch.contiguous_format`, `None`).
+pub(crate) fn python_literal(v: &Value) -> String {
+    match v {
+        Value::Device(d) => format!("device(type='{d}')"),
+        Value::DType(d) => d.to_string(),
+        Value::MemoryFormat(m) => format!("torch.{}", memory_format_name(*m)),
+        other => match crate::normalize::list_items(other) {
+            Some(items) => format!(
+                "[{}]",
+                items
+                    .iter()
+                    .map(python_literal)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => other.to_string(),
+        },
+    }
+}
+
+fn memory_format_name(m: crate::tensor::MemoryFormat) -> &'static str {
+    use crate::tensor::MemoryFormat as M;
+    match m {
+        M::Contiguous => "contiguous_format",
+        M::Preserve => "preserve_format",
+        M::ChannelsLast => "channels_last",
+        M::ChannelsLast3d => "channels_last_3d",
+    }
+}

@@ -1,0 +1,153 @@
+//! Graph capture (`opforge::trace`) through the public API: what is
+//! recorded (decomposed composites, in-place calls taking over their
+//! tensor's node, several results read through `getitem`, constants), FX's
+//! names and code, re-execution, fake tracing and errors.
+
+use opforge::trace::{trace, Arg, NodeKind, TracingMode};
+use opforge::{torch, DType, Scalar, Tensor, Value};
+
+fn t(v: &[f32], shape: &[usize]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), shape).unwrap()
+}
+
+fn tensor(v: &Value) -> &Tensor {
+    v.as_tensor().expect("a tensor")
+}
+
+#[test]
+fn composites_are_recorded_decomposed_and_results_re_execute() {
+    let (a, b) = (
+        t(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]),
+        t(&[1.0, 0.0, 0.0, 1.0, 1.0, 1.0], &[3, 2]),
+    );
+    let f = |v: &[Value]| {
+        let y = torch::matmul(tensor(&v[0]), tensor(&v[1]))?;
+        Ok(vec![Value::Tensor(torch::relu(&y)?)])
+    };
+    let g = trace(
+        f,
+        &[Value::Tensor(a.clone()), Value::Tensor(b.clone())],
+        TracingMode::Real,
+    )
+    .unwrap();
+    assert_eq!(g.targets(), ["aten.mm.default", "aten.relu.default"]);
+    let names: Vec<&str> = g.nodes().iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["arg0_1", "arg1_1", "mm", "relu", "output"]);
+    let out = g
+        .run(&[Value::Tensor(a.clone()), Value::Tensor(b.clone())])
+        .unwrap();
+    let want = f(&[Value::Tensor(a), Value::Tensor(b)]).unwrap();
+    assert_eq!(
+        tensor(&out[0]).to_vec::<f32>().unwrap(),
+        tensor(&want[0]).to_vec::<f32>().unwrap()
+    );
+}
+
+#[test]
+fn an_in_place_call_is_its_tensors_node_from_then_on() {
+    let x = t(&[0.5, -1.0, 2.0], &[3]);
+    let g = trace(
+        |v| {
+            let mut a = torch::clone_tensor(tensor(&v[0]))?;
+            a.add_scalar_(Scalar::Float(2.0))?;
+            let s = a.sum()?;
+            Ok(vec![Value::Tensor(a), Value::Tensor(s)])
+        },
+        &[Value::Tensor(x)],
+        TracingMode::Real,
+    )
+    .unwrap();
+    assert_eq!(
+        g.targets(),
+        ["aten.clone.default", "aten.add_.Scalar", "aten.sum.default"]
+    );
+    // `sum` reads the tensor `add_` wrote: the `add_` node (2), not `clone`.
+    let NodeKind::CallFunction { args, .. } = &g.nodes()[3].kind else {
+        panic!("not a call")
+    };
+    assert!(matches!(args[0], Arg::Node(2)));
+    // `sum` is a Python builtin: FX names the node `sum_1`.
+    assert_eq!(
+        g.to_string(),
+        "def forward(self, arg0_1):\n    \
+         clone = torch.ops.aten.clone.default(arg0_1);  arg0_1 = None\n    \
+         add_ = torch.ops.aten.add_.Scalar(clone, 2.0);  clone = None\n    \
+         sum_1 = torch.ops.aten.sum.default(add_)\n    \
+         return (add_, sum_1)\n"
+    );
+}
+
+#[test]
+fn several_results_are_read_through_getitem() {
+    let x = t(&[3.0, 1.0, 2.0, 0.0, 5.0, 4.0], &[2, 3]);
+    let g = trace(
+        |v| {
+            let (values, _indices) = torch::max(tensor(&v[0]), 1)?;
+            Ok(vec![Value::Tensor(values)])
+        },
+        &[Value::Tensor(x.clone())],
+        TracingMode::Real,
+    )
+    .unwrap();
+    assert_eq!(
+        g.targets(),
+        [
+            "aten.max.dim",
+            "<built-in function getitem>",
+            "<built-in function getitem>"
+        ]
+    );
+    assert!(g.to_string().contains("getitem = max_1[0]"), "{g}");
+    let out = g.run(&[Value::Tensor(x)]).unwrap();
+    assert_eq!(tensor(&out[0]).to_vec::<f32>().unwrap(), [3.0, 5.0]);
+}
+
+#[test]
+fn fake_tracing_computes_nothing_and_records_the_same_graph() {
+    let x = t(&[1.0, 2.0], &[2]);
+    let f = |v: &[Value]| {
+        let y = torch::exp(tensor(&v[0]))?;
+        assert!(y.is_fake());
+        Ok(vec![Value::Tensor(y.to(DType::Float64)?)])
+    };
+    let g = trace(f, &[Value::Tensor(x.clone())], TracingMode::Fake).unwrap();
+    assert_eq!(g.targets(), ["aten.exp.default", "aten._to_copy.default"]);
+    let out = g.run(&[Value::Tensor(x)]).unwrap();
+    assert_eq!(tensor(&out[0]).dtype(), DType::Float64);
+    assert!(!tensor(&out[0]).is_fake());
+}
+
+#[test]
+fn an_error_while_tracing_is_the_traces() {
+    let (a, b) = (t(&[1.0, 2.0, 3.0], &[3]), t(&[1.0, 2.0], &[2]));
+    let e = trace(
+        |v| {
+            Ok(vec![Value::Tensor(torch::add(
+                tensor(&v[0]),
+                tensor(&v[1]),
+            )?)])
+        },
+        &[Value::Tensor(a), Value::Tensor(b)],
+        TracingMode::Real,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0"
+    );
+}
+
+#[test]
+fn a_graph_refuses_the_wrong_number_of_inputs() {
+    let g = trace(
+        |v| Ok(vec![v[0].clone()]),
+        &[Value::Tensor(t(&[1.0], &[1]))],
+        TracingMode::Real,
+    )
+    .unwrap();
+    assert!(g.targets().is_empty());
+    assert_eq!(
+        g.run(&[]).unwrap_err().to_string(),
+        "the graph takes 1 inputs, 0 were given"
+    );
+}
