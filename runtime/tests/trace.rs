@@ -151,3 +151,52 @@ fn a_graph_refuses_the_wrong_number_of_inputs() {
         "the graph takes 1 inputs, 0 were given"
     );
 }
+
+#[test]
+fn matmul_decomposes_as_pytorchs_and_an_in_place_view_works_on_fakes() {
+    let (v, m) = (
+        t(&[1.0, 2.0], &[2]),
+        t(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]),
+    );
+    let f = |x: &[Value]| {
+        Ok(vec![Value::Tensor(torch::matmul(
+            tensor(&x[0]),
+            tensor(&x[1]),
+        )?)])
+    };
+    let inputs = [Value::Tensor(v.clone()), Value::Tensor(m.clone())];
+    for mode in [TracingMode::Real, TracingMode::Fake] {
+        let g = trace(f, &inputs, mode).unwrap();
+        assert_eq!(
+            g.targets(),
+            [
+                "aten.unsqueeze.default",
+                "aten.mm.default",
+                "aten.squeeze_.dim"
+            ],
+            "{}",
+            mode.name()
+        );
+        let out = g.run(&inputs).unwrap();
+        assert_eq!(tensor(&out[0]).to_vec::<f32>().unwrap(), [9.0, 12.0, 15.0]);
+    }
+    // On fakes, `squeeze_` changed the fake's geometry through its meta twin.
+    let mode = opforge::fake::FakeTensorMode::new();
+    let (fv, fm) = (mode.from_tensor(&v).unwrap(), mode.from_tensor(&m).unwrap());
+    assert_eq!(torch::matmul(&fv, &fm).unwrap().shape(), [3]);
+    // Two vectors: `dot`; a matrix and a vector: `mv`.
+    let g = trace(
+        |x| {
+            let a = torch::matmul(tensor(&x[0]), tensor(&x[0]))?;
+            let b = torch::matmul(tensor(&x[1]), &torch::ones(&[3])?)?;
+            Ok(vec![Value::Tensor(a), Value::Tensor(b)])
+        },
+        &inputs,
+        TracingMode::Real,
+    )
+    .unwrap();
+    assert_eq!(
+        g.targets(),
+        ["aten.dot.default", "aten.ones.default", "aten.mv.default"]
+    );
+}

@@ -98,6 +98,22 @@ const OVERRIDES: &[(&str, &[(&str, Arg)])] = &[
         &[("self", Arg::Shape(&[2, 3])), ("mat2", Arg::Shape(&[3, 2]))],
     ),
     (
+        "dot",
+        &[("self", Arg::Shape(&[3])), ("tensor", Arg::Shape(&[3]))],
+    ),
+    (
+        "mv",
+        &[("self", Arg::Shape(&[2, 3])), ("vec", Arg::Shape(&[3]))],
+    ),
+    (
+        "_unsafe_view",
+        &[("self", Arg::Shape(&[2, 3])), ("size", Arg::Ints(&[3, 2]))],
+    ),
+    (
+        "squeeze_.dim",
+        &[("self", Arg::Shape(&[2, 1, 3])), ("dim", Arg::Int(1))],
+    ),
+    (
         "clamp",
         &[
             (

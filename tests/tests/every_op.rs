@@ -86,6 +86,13 @@ fn arg(op: &str, a: &ArgSchema, device: Device) -> Value {
         ("end", _) => Value::Int(4),
         ("step", _) => Value::Int(1),
         ("start", _) => Value::Int(0),
+        // Vectors.
+        ("self" | "tensor", Ty::Base(BaseType::Tensor)) if op == "dot" => {
+            Value::Tensor(Tensor::zeros(&[2], DType::Float32, device))
+        }
+        ("vec", Ty::Base(BaseType::Tensor)) => {
+            Value::Tensor(Tensor::zeros(&[2], DType::Float32, device))
+        }
         // Batches of matrices.
         ("self" | "mat2", Ty::Base(BaseType::Tensor)) if op.starts_with("bmm") => {
             let m = tensor(DType::Float32, device);

@@ -395,6 +395,12 @@ macro_rules! backend_kernels {
             linalg::mm(self_, mat2, Some(out))
         }
 
+        #[doc = concat!("`dot` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+            linalg::dot(self_, tensor)
+        }
+
         #[doc = concat!("`bmm` (", stringify!($key), ").")]
         #[$crate::kernel($key)]
         pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {

@@ -237,6 +237,29 @@ pub fn squeeze_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
     views::squeeze_dim(self_, dim)
 }
 
+/// `squeeze_.dim(self, dim)`: `self` itself, its dimension `dim` removed if
+/// it has size 1 (its geometry changed in place).
+#[kernel(CompositeExplicitAutograd)]
+pub fn squeeze__dim(self_: &mut Tensor, dim: i64) -> Result<Tensor> {
+    let squeezed = views::squeeze_dim(self_, dim)?;
+    self_.set_geometry(squeezed.geometry())?;
+    Ok(self_.clone())
+}
+
+/// `_unsafe_view(self, size)`: `view`'s result, not recorded as a view of
+/// `self` (what a composite returns when the tensor it viewed was its own
+/// intermediate).
+#[kernel(CompositeExplicitAutograd)]
+pub fn _unsafe_view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    views::view(self_, size)
+}
+
+/// `mv(self, vec)`.
+#[kernel(CompositeExplicitAutograd)]
+pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    linalg::mv(self_, vec)
+}
+
 /// `t(self)`.
 #[kernel(CompositeExplicitAutograd)]
 pub fn t(self_: &Tensor) -> Result<Tensor> {

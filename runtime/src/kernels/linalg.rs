@@ -354,7 +354,13 @@ fn mt(t: &Tensor) -> Result<Tensor> {
 }
 
 /// `dot` for two vectors, as `mm([1, n], [n, 1])`.
-fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    crate::ensure!(
+        a.dim() == 1 && b.dim() == 1,
+        "1D tensors expected, but got {}D and {}D tensors",
+        a.dim(),
+        b.dim()
+    );
     crate::ensure!(
         a.dtype() == b.dtype(),
         "dot : expected both vectors to have same dtype, but found {} and {}",
@@ -374,7 +380,13 @@ fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 /// `mv` for a matrix and a vector, as `mm([n, m], [m, 1])`.
-fn mv(mat: &Tensor, vec: &Tensor) -> Result<Tensor> {
+pub(crate) fn mv(mat: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    crate::ensure!(
+        mat.dim() == 2 && vec.dim() == 1,
+        "vector + matrix @ vector expected, got 1, {}, {}",
+        mat.dim(),
+        vec.dim()
+    );
     let (ms, vs) = (mat.shape(), vec.shape());
     crate::ensure!(
         ms[1] == vs[0],
@@ -388,16 +400,24 @@ fn mv(mat: &Tensor, vec: &Tensor) -> Result<Tensor> {
     ops::squeeze_dim(&r, 1)
 }
 
-/// Whether `_matmul_impl` folds the batch dimensions of the larger operand into
-/// an `mm`/`mv` (no autograd here, so only the layout matters).
-fn should_fold(t1: &Tensor, t2: &Tensor) -> Result<bool> {
+/// Whether `_matmul_impl` folds the batch dimensions of the larger operand
+/// into an `mm`/`mv` (PyTorch's `should_fold`): when the smaller operand
+/// requires grad (a `bmm` would make its gradient through a large
+/// intermediate), or when the fold is a view.
+fn should_fold(t1: &Tensor, t2: &Tensor, has_out: bool) -> Result<bool> {
     let larger = t1.dim() >= t2.dim();
-    let (big, small_dim) = if larger {
-        (t1.clone(), t2.dim())
+    let (big, small) = if larger {
+        (t1.clone(), t2)
     } else {
-        (mt(t2)?, t1.dim())
+        (mt(t2)?, t1)
     };
-    if !(big.dim() >= 3 && small_dim <= 2) || t1.dim() == 2 {
+    if !(big.dim() >= 3 && small.dim() <= 2) {
+        return Ok(false);
+    }
+    if small.requires_grad() && !has_out {
+        return Ok(true);
+    }
+    if t1.dim() == 2 {
         return Ok(false);
     }
     if big.numel() == 0 {
@@ -407,22 +427,28 @@ fn should_fold(t1: &Tensor, t2: &Tensor) -> Result<bool> {
     Ok((0..shape.len() - 2).all(|i| strides[i + 1].checked_mul(shape[i + 1]) == Some(strides[i])))
 }
 
-/// `matmul(self, other)`, into `out` if given.
+/// `matmul(self, other)`, into `out` if given: PyTorch's `_matmul_impl`,
+/// call for call (so that a trace records the operators PyTorch's does:
+/// `dot`, `mv`, `mm` and `squeeze_`, a folded `mm`/`mv` or a `bmm` read
+/// through `_unsafe_view`). With `out`, the result is computed as without
+/// it and copied.
 pub(crate) fn matmul(t1: &Tensor, t2: &Tensor, out: Option<&Tensor>) -> Result<Tensor> {
     let (d1, d2) = (t1.dim(), t2.dim());
     crate::ensure!(
         d1 != 0 && d2 != 0,
         "both arguments to matmul need to be at least 1D, but they are {d1}D and {d2}D"
     );
+    let has_out = out.is_some();
     let result = if d1 == 1 && d2 == 1 {
-        dot(t1, t2)?
+        ops::dot(t1, t2)?
     } else if d1 == 2 && d2 == 1 {
-        mv(t1, t2)?
+        ops::mv(t1, t2)?
     } else if d1 == 1 && d2 == 2 {
-        ops::squeeze_dim(&ops::mm(&ops::unsqueeze(t1, 0)?, t2)?, 0)?
+        let mut r = ops::mm(&ops::unsqueeze(t1, 0)?, t2)?;
+        ops::squeeze__dim(&mut r, 0)?
     } else if d1 == 2 && d2 == 2 {
         ops::mm(t1, t2)?
-    } else if should_fold(t1, t2)? {
+    } else if should_fold(t1, t2, has_out)? {
         let transpose = d2 > d1;
         let a = if transpose { mt(t2)? } else { t1.clone() };
         let b = if !transpose {
@@ -441,17 +467,27 @@ pub(crate) fn matmul(t1: &Tensor, t2: &Tensor, out: Option<&Tensor>) -> Result<T
         }
         let a_folded = ops::reshape(&a, &to_i64(&[folded, sizes[sizes.len() - 1]]))?;
         if b_matrix {
-            let r = ops::view(&ops::mm(&a_folded, &b)?, &to_i64(&out_shape))?;
+            let r = ops::_unsafe_view(&ops::mm(&a_folded, &b)?, &to_i64(&out_shape))?;
             if transpose {
                 ops::contiguous(&mt(&r)?)?
             } else {
                 r
             }
         } else {
-            ops::view(&mv(&a_folded, &b)?, &to_i64(&out_shape))?
+            ops::_unsafe_view(&ops::mv(&a_folded, &b)?, &to_i64(&out_shape))?
         }
     } else {
         let (s1, s2) = (t1.shape(), t2.shape());
+        // A batch of one on the side that requires grad is squeezed away
+        // (PyTorch: the fold's gradient is cheaper than a broadcast bmm's).
+        if d1 == 3 && d2 == 3 && s1[0] != s2[0] {
+            if s1[0] == 1 && t1.requires_grad() {
+                return matmul(&ops::squeeze_dim(t1, 0)?, t2, out);
+            }
+            if s2[0] == 1 && t2.requires_grad() {
+                return matmul(t1, &ops::squeeze_dim(t2, 0)?, out);
+            }
+        }
         let n = if d1 > 1 { s1[d1 - 2] } else { 1 };
         let m1 = s1[d1 - 1];
         let m2 = if d2 > 1 { s2[d2 - 2] } else { s2[0] };
@@ -483,7 +519,7 @@ pub(crate) fn matmul(t1: &Tensor, t2: &Tensor, out: Option<&Tensor>) -> Result<T
         } else {
             r
         };
-        ops::view(&r, &to_i64(&out_shape))?
+        ops::_unsafe_view(&r, &to_i64(&out_shape))?
     };
     match out {
         None => Ok(result),

@@ -28,6 +28,26 @@ pub(crate) fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     op::mm(self_, mat2)
 }
 
+/// `aten::dot`
+pub(crate) fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+    op::dot(self_, tensor)
+}
+
+/// `aten::mv`
+pub(crate) fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    op::mv(self_, vec)
+}
+
+/// `aten::_unsafe_view`
+pub(crate) fn _unsafe_view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    op::_unsafe_view(self_, size)
+}
+
+/// `aten::squeeze_.dim`
+pub(crate) fn squeeze__dim(self_: &mut Tensor, dim: i64) -> Result<Tensor> {
+    op::squeeze__dim(self_, dim)
+}
+
 /// `aten::bmm`
 pub(crate) fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     op::bmm(self_, mat2)
