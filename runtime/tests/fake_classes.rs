@@ -343,3 +343,61 @@ fn opcheck_passes_for_the_seeds_operator() {
     )
     .unwrap();
 }
+
+/// The seed's `Mod` (push `cos`, push `sin`, pop minus size), traced: method
+/// calls are `call_torchbind` nodes, the size is burned in as a constant,
+/// and the graph re-executes on a fresh queue to the eager result; traced on
+/// fakes, the queue is the fake object and nothing is computed.
+#[test]
+fn the_seeds_program_traces_with_call_torchbind() {
+    use opforge::trace::{trace, TracingMode};
+    setup();
+    let program = |v: &[Value]| -> Result<Vec<Value>> {
+        let (Value::Object(tq), Value::Tensor(x)) = (&v[0], &v[1]) else {
+            unreachable!()
+        };
+        tq.call_method("push", &[Value::Tensor(opforge::torch::cos(x)?)])?;
+        tq.call_method("push", &[Value::Tensor(opforge::torch::sin(x)?)])?;
+        let Value::Tensor(popped) = tq.call_method("pop", &[])? else {
+            unreachable!()
+        };
+        let Value::Int(size) = tq.call_method("size", &[])? else {
+            unreachable!()
+        };
+        let n = Tensor::wrapped_number(Scalar::Int(size));
+        let r = opforge::at::sub_Tensor(&popped, &n, Scalar::Int(1))?;
+        Ok(vec![Value::Tensor(r), v[0].clone()])
+    };
+    let x = Tensor::from_vec(vec![0.5f32, 1.0], &[2]).unwrap();
+    let queue = || classes::instantiate("fc_seed::TensorQueue", &[]).unwrap();
+    for mode in [TracingMode::Real, TracingMode::Fake] {
+        let inputs = [Value::Object(queue()), Value::Tensor(x.clone())];
+        let g = trace(program, &inputs, mode).unwrap();
+        assert_eq!(
+            g.to_string(),
+            "def forward(self, arg0_1, arg1_1):\n    \
+             cos = torch.ops.aten.cos.default(arg1_1)\n    \
+             call_torchbind = torch.ops.higher_order.call_torchbind(arg0_1, 'push', cos);  cos = None\n    \
+             sin = torch.ops.aten.sin.default(arg1_1);  arg1_1 = None\n    \
+             call_torchbind_1 = torch.ops.higher_order.call_torchbind(arg0_1, 'push', sin);  sin = None\n    \
+             call_torchbind_2 = torch.ops.higher_order.call_torchbind(arg0_1, 'pop')\n    \
+             call_torchbind_3 = torch.ops.higher_order.call_torchbind(arg0_1, 'size')\n    \
+             sub = torch.ops.aten.sub.Tensor(call_torchbind_2, 1);  call_torchbind_2 = None\n    \
+             return (sub, arg0_1)\n",
+            "{}",
+            mode.name()
+        );
+        // Re-executed on a fresh queue: the eager result, and the queue
+        // holds the `sin` left after the pop.
+        let q = queue();
+        let out = g
+            .run(&[Value::Object(q.clone()), Value::Tensor(x.clone())])
+            .unwrap();
+        let eager = program(&[Value::Object(queue()), Value::Tensor(x.clone())]).unwrap();
+        let (Value::Tensor(a), Value::Tensor(b)) = (&out[0], &eager[0]) else {
+            unreachable!()
+        };
+        assert_eq!(a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+        assert_eq!(q.call_method("size", &[]).unwrap().to_string(), "1");
+    }
+}

@@ -43,12 +43,14 @@
 //! ```
 
 mod fake;
+mod observe;
 mod types;
 
 pub use fake::{
     deregister_fake_class, find_fake_class, has_fake_class, register_fake_class, to_fake_obj,
     FakeClass, FakeMembers,
 };
+pub use observe::{intercept_methods, InterceptGuard, MethodInterceptor};
 pub use types::{ArgType, RetType};
 
 use crate::error::{Error, Result};
@@ -632,6 +634,15 @@ impl ScriptObject {
     /// Calls the method `name` with positional arguments (after the
     /// receiver), as `obj.name(*args)` does.
     pub fn call_method(&self, name: &str, args: &[Value]) -> Result<Value> {
+        let call = || self.call_method_here(name, args);
+        match observe::intercepted(self, name, args, &[], &call) {
+            Some(r) => r,
+            None => call(),
+        }
+    }
+
+    /// [`ScriptObject::call_method`] without the thread's interceptor.
+    fn call_method_here(&self, name: &str, args: &[Value]) -> Result<Value> {
         if let Some(r) = self.call_fake_method(name, args, &[]) {
             return r;
         }
@@ -646,7 +657,7 @@ impl ScriptObject {
         }
         // A wrong count or a value that does not convert: PyTorch's message,
         // from the Python-level binding.
-        self.call_method_with(name, args, &[])
+        self.call_method_with_here(name, args, &[])
     }
 
     /// Calls the method `name` with positional and keyword arguments
@@ -654,6 +665,20 @@ impl ScriptObject {
     /// messages (`push() expected at most 2 argument(s) but received 3
     /// argument(s). Declaration: …`).
     pub fn call_method_with(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Result<Value> {
+        let call = || self.call_method_with_here(name, args, kwargs);
+        match observe::intercepted(self, name, args, kwargs, &call) {
+            Some(r) => r,
+            None => call(),
+        }
+    }
+
+    /// [`ScriptObject::call_method_with`] without the thread's interceptor.
+    fn call_method_with_here(
         &self,
         name: &str,
         args: &[Value],

@@ -102,6 +102,26 @@ fn with_top_mode<T>(f: impl FnOnce(&dyn TorchDispatchMode) -> T) -> Option<T> {
     Some(f(mode))
 }
 
+/// Runs `f` with this thread's dispatch modes off (PyTorch's
+/// `_disable_current_modes`), then puts them back.
+pub fn with_dispatch_modes_off<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(Vec<Mode>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            for m in self.0.drain(..) {
+                push(m);
+            }
+        }
+    }
+    let mut off = Vec::new();
+    while let Some(m) = pop() {
+        off.push(m);
+    }
+    off.reverse();
+    let _restore = Restore(off);
+    f()
+}
+
 /// The dispatch modes on this thread's stack, bottom first.
 pub fn dispatch_mode_stack() -> Vec<Arc<dyn TorchDispatchMode>> {
     MODES.with(|m| m.borrow().clone())

@@ -63,7 +63,8 @@ pub use crate::flags::function_modes_active;
 pub use api_call::call_dispatch;
 pub use class::{Class, ClassBuilder, TorchDispatchFn, TorchFunctionFn};
 pub use dispatch::{
-    dispatch_mode_stack, push_dispatch_mode, DispatchCall, DispatchModeGuard, TorchDispatchMode,
+    dispatch_mode_stack, push_dispatch_mode, with_dispatch_modes_off, DispatchCall,
+    DispatchModeGuard, TorchDispatchMode,
 };
 pub use func::{is_tensor_method_or_property, resolve_name, ExternalFn, Func};
 pub use handles::{ops, OpNamespace, OpOverload, OpPacket};

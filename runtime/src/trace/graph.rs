@@ -5,6 +5,7 @@
 use crate::dispatch::Operator;
 use crate::error::{Error, Result};
 use crate::overrides::OpOverload;
+use crate::value::typed::one_value;
 use crate::value::Value;
 use std::collections::HashMap;
 use std::fmt;
@@ -32,6 +33,9 @@ pub enum Target {
     Op(&'static Operator),
     /// Python's `operator.getitem`: element `i` of a node's tuple of results.
     GetItem,
+    /// `torch.ops.higher_order.call_torchbind(obj, method, *args)`: a method
+    /// call on a custom-class object.
+    CallTorchbind,
 }
 
 impl Target {
@@ -41,6 +45,7 @@ impl Target {
         match self {
             Target::Op(op) => crate::fake::overload_name(op.schema),
             Target::GetItem => "<built-in function getitem>".into(),
+            Target::CallTorchbind => "call_torchbind".into(),
         }
     }
 
@@ -49,6 +54,7 @@ impl Target {
         match self {
             Target::Op(op) => op.schema.base,
             Target::GetItem => "getitem",
+            Target::CallTorchbind => "call_torchbind",
         }
     }
 }
@@ -97,6 +103,54 @@ impl NodeKind {
 pub struct Graph {
     nodes: Vec<Node>,
     names: Namespace,
+    /// Each operator call bound to its schema once, for [`Graph::run`]
+    /// (made at the first run).
+    plan: std::sync::OnceLock<Vec<Option<Vec<Slot>>>>,
+}
+
+/// One schema argument of a planned call: a constant bound and converted
+/// once, or an argument read from the nodes at each run.
+#[derive(Clone, Debug)]
+enum Slot {
+    Fixed(Value),
+    Load(Arg),
+}
+
+/// Does an argument refer to a node?
+fn has_node(a: &Arg) -> bool {
+    match a {
+        Arg::Node(_) => true,
+        Arg::List(items) => items.iter().any(has_node),
+        Arg::Const(_) => false,
+    }
+}
+
+/// A call's arguments bound to its operator's schema: one slot per schema
+/// argument, defaults filled in, constants converted to the schema's types;
+/// `None` if they do not bind (the call then binds at each run, and says
+/// why it fails).
+fn plan_call(op: &Operator, args: &[Arg], kwargs: &[(String, Arg)]) -> Option<Vec<Slot>> {
+    let schema = op.schema;
+    let mut slots: Vec<Option<&Arg>> = vec![None; schema.args.len()];
+    for (i, a) in args.iter().enumerate() {
+        *slots.get_mut(i)? = Some(a);
+    }
+    for (k, a) in kwargs {
+        let i = schema.args.iter().position(|s| s.name == k)?;
+        slots[i] = Some(a);
+    }
+    slots
+        .into_iter()
+        .zip(schema.args)
+        .map(|(a, s)| match a {
+            Some(a) if has_node(a) => Some(Slot::Load(a.clone())),
+            Some(a) => {
+                let v = load(&[], a).ok()?;
+                crate::bind::coerce(&s.ty, v).ok().map(Slot::Fixed)
+            }
+            None => crate::bind::default_value(s).map(Slot::Fixed),
+        })
+        .collect()
 }
 
 impl Graph {
@@ -167,9 +221,42 @@ impl Graph {
                 .into(),
             ));
         }
+        let plan = self.plan.get_or_init(|| {
+            self.nodes
+                .iter()
+                .map(|n| match &n.kind {
+                    NodeKind::CallFunction {
+                        target: Target::Op(op),
+                        args,
+                        kwargs,
+                    } => plan_call(op, args, kwargs),
+                    _ => None,
+                })
+                .collect()
+        });
         let mut env: Vec<Option<Value>> = Vec::with_capacity(self.nodes.len());
+        // One buffer for every planned call's arguments.
+        let mut values: Vec<Value> = Vec::new();
         let mut inputs = inputs.iter();
-        for node in &self.nodes {
+        for (node, planned) in self.nodes.iter().zip(plan) {
+            if let (
+                NodeKind::CallFunction {
+                    target: Target::Op(op),
+                    ..
+                },
+                Some(slots),
+            ) = (&node.kind, planned)
+            {
+                values.clear();
+                for slot in slots {
+                    values.push(match slot {
+                        Slot::Fixed(v) => v.clone(),
+                        Slot::Load(a) => load(&env, a)?,
+                    });
+                }
+                env.push(Some(one_value(op.call_boxed(&values)?)));
+                continue;
+            }
             let v = match &node.kind {
                 NodeKind::Placeholder => inputs.next().cloned(),
                 NodeKind::CallFunction {
@@ -188,6 +275,7 @@ impl Graph {
                     Some(match target {
                         Target::Op(op) => OpOverload::of(op).call_unchecked(&args, &kwargs)?,
                         Target::GetItem => getitem(&args)?,
+                        Target::CallTorchbind => call_torchbind(&args, &kwargs)?,
                     })
                 }
                 NodeKind::Output(results) => {
@@ -274,6 +362,18 @@ fn list_value(vs: Vec<Value>) -> Value {
         )
     } else {
         Value::List(vs.into())
+    }
+}
+
+/// `call_torchbind(obj, method, *args, **kwargs)`: the method call.
+fn call_torchbind(args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
+    match args {
+        [Value::Object(obj), Value::Str(method), rest @ ..] => {
+            obj.call_method_with(method, rest, kwargs)
+        }
+        _ => Err(Error::Runtime(
+            "call_torchbind takes an object, a method name and the method's arguments".into(),
+        )),
     }
 }
 
@@ -501,10 +601,16 @@ impl fmt::Display for Graph {
                     writeln!(f, "    {} = {seq}[{index}]{}", node.name, freed())?;
                 }
                 NodeKind::CallFunction {
-                    target: Target::Op(op),
+                    target,
                     args,
                     kwargs,
                 } => {
+                    let callee = match target {
+                        Target::Op(op) => {
+                            format!("torch.ops.{}", crate::fake::overload_name(op.schema))
+                        }
+                        _ => "torch.ops.higher_order.call_torchbind".to_string(),
+                    };
                     let mut parts: Vec<String> = args.iter().map(|a| show(a, &names)).collect();
                     parts.extend(
                         kwargs
@@ -513,9 +619,8 @@ impl fmt::Display for Graph {
                     );
                     writeln!(
                         f,
-                        "    {} = torch.ops.{}({}){}",
+                        "    {} = {callee}({}){}",
                         node.name,
-                        crate::fake::overload_name(op.schema),
                         parts.join(", "),
                         freed()
                     )?;
@@ -557,6 +662,7 @@ pub(crate) fn python_literal(v: &Value) -> String {
         Value::Device(d) => format!("device(type='{d}')"),
         Value::DType(d) => d.to_string(),
         Value::MemoryFormat(m) => format!("torch.{}", memory_format_name(*m)),
+        Value::Str(s) => format!("'{s}'"),
         other => match crate::normalize::list_items(other) {
             Some(items) => format!(
                 "[{}]",

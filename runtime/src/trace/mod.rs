@@ -49,12 +49,16 @@ mod graph;
 
 pub use graph::{Arg, Graph, Node, NodeId, NodeKind, Target};
 
+use crate::classes::intercept_methods;
 use crate::error::Result;
 use crate::fake::FakeTensorMode;
-use crate::overrides::{push_dispatch_mode, DispatchCall, Handled, TorchDispatchMode};
-use crate::tensor::Tensor;
+use crate::overrides::{
+    push_dispatch_mode, with_dispatch_modes_off, DispatchCall, Handled, TorchDispatchMode,
+};
+use crate::tensor::{ScriptObject, Tensor};
 use crate::value::Value;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 /// What a trace runs the program on (PyTorch's `make_fx(tracing_mode=…)`).
@@ -92,10 +96,15 @@ pub fn trace(
         TracingMode::Fake => Some(FakeTensorMode::new()),
         TracingMode::Real => None,
     };
+    // Fake tracing: tensors become fakes, objects fake objects (spec 1.3:
+    // an object whose class has no fake class is an error).
     let inputs = match &fake {
         Some(m) => inputs
             .iter()
-            .map(|v| v.try_map_tensors(&mut |t| m.from_tensor(t)))
+            .map(|v| match v {
+                Value::Object(o) => Ok(Value::Object(m.fake_object(o)?)),
+                v => v.try_map_tensors(&mut |t| m.from_tensor(t)),
+            })
             .collect::<Result<Vec<_>>>()?,
         None => inputs.to_vec(),
     };
@@ -104,14 +113,28 @@ pub fn trace(
         let mut st = tracer.lock();
         for (i, v) in inputs.iter().enumerate() {
             let node = st.graph.placeholder(&format!("arg{i}_1"));
-            if let Value::Tensor(t) = v {
-                st.track(t, node);
+            match v {
+                Value::Tensor(t) => st.track(t, node),
+                Value::Object(o) => {
+                    st.objects.insert(o.address(), (o.clone(), node));
+                }
+                _ => {}
             }
         }
     }
     let results = {
         let _fake = fake.as_ref().map(FakeTensorMode::enter);
         let _mode = push_dispatch_mode(tracer.clone());
+        let recorder = tracer.clone();
+        let _methods = intercept_methods(Rc::new(move |obj, method, args, kwargs, call| {
+            // The method runs untraced (what it calls is its own business),
+            // and is recorded as one `call_torchbind` node.
+            let out = with_dispatch_modes_off(call)?;
+            recorder
+                .lock()
+                .record_method(obj, method, args, kwargs, &out);
+            Ok(out)
+        }));
         f(&inputs)?
     };
     let mut st = tracer.lock();
@@ -136,6 +159,8 @@ struct State {
     /// The node each tracked tensor is, by identity; the tensor is kept so
     /// that its identity is not reused while the trace runs.
     tensors: HashMap<usize, (Tensor, NodeId)>,
+    /// The placeholder each object input is, by address (kept alive too).
+    objects: HashMap<usize, (ScriptObject, NodeId)>,
 }
 
 impl State {
@@ -161,6 +186,10 @@ impl State {
             Value::List(vs) if vs.iter().any(|v| matches!(v, Value::Tensor(_))) => {
                 Arg::List(vs.iter().map(|v| self.arg(v)).collect())
             }
+            Value::Object(o) => match self.objects.get(&o.address()) {
+                Some((_, n)) => Arg::Node(*n),
+                None => Arg::Const(v.clone()),
+            },
             Value::Tensor(t) => Arg::Const(
                 t.item()
                     .map(Value::from)
@@ -194,6 +223,33 @@ impl State {
                     self.track_result(item, g);
                 }
             }
+        }
+    }
+
+    /// Records a method call on an object as `call_torchbind(obj, method,
+    /// *args, **kwargs)`; a tensor it returns is that node's. Other results
+    /// are not nodes: where the program uses them they are constants (PyTorch
+    /// burns them in).
+    fn record_method(
+        &mut self,
+        obj: &ScriptObject,
+        method: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        out: &Value,
+    ) {
+        let mut all = vec![
+            self.arg(&Value::Object(obj.clone())),
+            Arg::Const(Value::Str(method.to_string())),
+        ];
+        all.extend(args.iter().map(|v| self.arg(v)));
+        let kwargs = kwargs
+            .iter()
+            .map(|(k, v)| (k.clone(), self.arg(v)))
+            .collect();
+        let node = self.graph.call(Target::CallTorchbind, all, kwargs);
+        if let Value::Tensor(t) = out {
+            self.track(t, node);
         }
     }
 

@@ -51,6 +51,12 @@
 //!   call (`obj.call_method("add", &[Int])`) on an object whose method locks a
 //!   counter and returns it (`custom_class_method0_ns`: a method without
 //!   arguments, `size`).
+//! - graph capture (issue 24 §6): a program of 30 typed calls (`sin`, `add`,
+//!   `mul` in turn on a 1-element tensor) run eagerly, traced, and its graph
+//!   re-executed, interleaved: `trace_ns_per_node`, a whole `trace` (the
+//!   calls included) per recorded node, and what it adds over the eager
+//!   program per node; `replay_ns_per_node`, `Graph::run` over the eager
+//!   program, per node.
 
 use opforge::dispatch::dispatcher;
 use opforge::{Scalar, Tensor, Value};
@@ -185,6 +191,7 @@ fn main() {
     autograd(&a, &b);
     custom_function(&a);
     custom_class_method();
+    tracing(&a);
     training_steps();
     resolve_only();
 }
@@ -270,6 +277,70 @@ fn custom_class_method() {
     for ((name, _), ns) in benches.iter().zip(figures) {
         println!("{name}: {ns:.1}");
     }
+}
+
+/// `trace_ns_per_node` and `replay_ns_per_node` (module docs).
+fn tracing(a: &Tensor) {
+    use opforge::trace::{trace, TracingMode};
+    const CALLS: usize = 30;
+    fn program(v: &[Value]) -> opforge::Result<Vec<Value>> {
+        let x = v[0].as_tensor().expect("a tensor");
+        let mut y = x.clone();
+        for i in 0..CALLS {
+            y = match i % 3 {
+                0 => opforge::ops::sin(&y)?,
+                1 => opforge::ops::add_Tensor(&y, x, Scalar::Int(1))?,
+                _ => opforge::ops::mul_Tensor(&y, x)?,
+            };
+        }
+        Ok(vec![Value::Tensor(y)])
+    }
+    // A batch runs one program per `SCALE` calls of the others' batches.
+    const SCALE: usize = 100;
+    let inputs = [Value::Tensor(a.clone())];
+    let graph = trace(program, &inputs, TracingMode::Real).expect("trace");
+    assert_eq!(graph.targets().len(), CALLS);
+    let mut benches: Vec<Batch<'_>> = vec![
+        (
+            "eager",
+            Box::new(|n| {
+                (0..n / SCALE).for_each(|_| {
+                    black_box(program(black_box(&inputs)).expect("eager"));
+                })
+            }),
+        ),
+        (
+            "trace",
+            Box::new(|n| {
+                (0..n / SCALE).for_each(|_| {
+                    black_box(
+                        trace(program, black_box(&inputs), TracingMode::Real).expect("trace"),
+                    );
+                })
+            }),
+        ),
+        (
+            "replay",
+            Box::new(|n| {
+                (0..n / SCALE).for_each(|_| {
+                    black_box(graph.run(black_box(&inputs)).expect("run"));
+                })
+            }),
+        ),
+    ];
+    let samples = interleaved_samples(&mut benches, ROUNDS);
+    let per_node = |x: f64| x * SCALE as f64 / CALLS as f64;
+    println!(
+        "trace_ns_per_node: {:.1} (+{:.1} over the eager program's {:.1} per call)",
+        per_node(median(samples[1].clone())),
+        per_node(paired_difference(&samples[1], &samples[0])),
+        per_node(median(samples[0].clone()))
+    );
+    println!(
+        "replay_ns_per_node: +{:.1} (graph run {:.1} per node)",
+        per_node(paired_difference(&samples[2], &samples[0])),
+        per_node(median(samples[2].clone()))
+    );
 }
 
 /// Median microseconds per training step of a recorded run (module docs).

@@ -1,0 +1,81 @@
+//! Method calls seen from a layer above: graph capture stands between a
+//! program and its objects' methods (PyTorch records each call as
+//! `call_torchbind`). One interceptor per thread, installed for a guard's
+//! lifetime; it is off while it runs, so that what a method itself calls
+//! is not seen again.
+
+use crate::error::Result;
+use crate::tensor::ScriptObject;
+use crate::value::Value;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// What stands between method calls and the methods: given the object, the
+/// method's name, its positional and keyword arguments, and the call itself
+/// (to make, or not), the method's result.
+pub type MethodInterceptor = Rc<
+    dyn Fn(
+        &ScriptObject,
+        &str,
+        &[Value],
+        &[(String, Value)],
+        &dyn Fn() -> Result<Value>,
+    ) -> Result<Value>,
+>;
+
+thread_local! {
+    static INTERCEPTOR: RefCell<Option<MethodInterceptor>> = const { RefCell::new(None) };
+}
+
+/// Routes this thread's method calls on objects through `f` until the guard
+/// is dropped (the previous interceptor, if any, comes back then).
+pub fn intercept_methods(f: MethodInterceptor) -> InterceptGuard {
+    let prev = INTERCEPTOR.with(|i| i.borrow_mut().replace(f));
+    InterceptGuard {
+        prev: Some(prev),
+        _not_send: std::marker::PhantomData,
+    }
+}
+
+/// Restores the previous interceptor when dropped ([`intercept_methods`]).
+#[must_use = "the interceptor is removed when the guard is dropped"]
+pub struct InterceptGuard {
+    prev: Option<Option<MethodInterceptor>>,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for InterceptGuard {
+    fn drop(&mut self) {
+        if let Some(prev) = self.prev.take() {
+            INTERCEPTOR.with(|i| *i.borrow_mut() = prev);
+        }
+    }
+}
+
+/// The call through the thread's interceptor, if one is installed (it is
+/// off while it runs); `None` if there is none.
+pub(crate) fn intercepted(
+    obj: &ScriptObject,
+    name: &str,
+    args: &[Value],
+    kwargs: &[(String, Value)],
+    call: &dyn Fn() -> Result<Value>,
+) -> Option<Result<Value>> {
+    let f = INTERCEPTOR.with(|i| i.borrow_mut().take())?;
+    struct Restore(Option<MethodInterceptor>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let f = self.0.take();
+            INTERCEPTOR.with(|i| {
+                let mut slot = i.borrow_mut();
+                // A guard dropped inside the call removed or replaced it.
+                if slot.is_none() {
+                    *slot = f;
+                }
+            });
+        }
+    }
+    let restore = Restore(Some(f));
+    let f = restore.0.as_ref()?;
+    Some(f(obj, name, args, kwargs, call))
+}
