@@ -242,13 +242,7 @@ fn compare_args(
     theirs: &[Json],
     position: &HashMap<&str, usize>,
 ) -> Result<(), String> {
-    if ours.len() != theirs.len() {
-        return Err(format!(
-            "{} arguments, PyTorch has {}",
-            ours.len(),
-            theirs.len()
-        ));
-    }
+    same_count("arguments", ours.len(), theirs.len())?;
     for (k, (a, j)) in ours.iter().zip(theirs).enumerate() {
         compare_arg(a, j, position).map_err(|e| format!("argument {k}: {e}"))?;
     }
@@ -295,15 +289,18 @@ fn compare_arg(a: &Arg, j: &Json, position: &HashMap<&str, usize>) -> Result<(),
     }
 }
 
+/// `what` counted alike here and in PyTorch's record.
+fn same_count(what: &str, ours: usize, theirs: usize) -> Result<(), String> {
+    if ours == theirs {
+        Ok(())
+    } else {
+        Err(format!("{ours} {what}, PyTorch has {theirs}"))
+    }
+}
+
 /// The re-executed graph's results against the recorded eager ones.
 fn compare_results(ours: &[Value], want: &[Json]) -> Result<(), String> {
-    if ours.len() != want.len() {
-        return Err(format!(
-            "{} results, PyTorch has {}",
-            ours.len(),
-            want.len()
-        ));
-    }
+    same_count("results", ours.len(), want.len())?;
     for (i, (v, w)) in ours.iter().zip(want).enumerate() {
         let Some(t) = w.get("tensor").and_then(Json::as_object) else {
             continue;

@@ -194,6 +194,12 @@ impl Graph {
         )
     }
 
+    /// Appends `getitem(of, i)`: result `i` of a node with several.
+    pub(crate) fn getitem(&mut self, of: NodeId, i: usize) -> NodeId {
+        let index = Arg::Const(Value::Int(i as i64));
+        self.call(Target::GetItem, vec![Arg::Node(of), index], Vec::new())
+    }
+
     /// Appends the output node.
     pub(crate) fn output(&mut self, results: Vec<Arg>) -> NodeId {
         self.push("output".into(), NodeKind::Output(results))
@@ -661,7 +667,7 @@ pub(crate) fn python_literal(v: &Value) -> String {
     match v {
         Value::Device(d) => format!("device(type='{d}')"),
         Value::DType(d) => d.to_string(),
-        Value::MemoryFormat(m) => format!("torch.{}", memory_format_name(*m)),
+        Value::MemoryFormat(m) => format!("torch.{}", m.name()),
         Value::Str(s) => format!("'{s}'"),
         other => match crate::normalize::list_items(other) {
             Some(items) => format!(
@@ -674,15 +680,5 @@ pub(crate) fn python_literal(v: &Value) -> String {
             ),
             None => other.to_string(),
         },
-    }
-}
-
-fn memory_format_name(m: crate::tensor::MemoryFormat) -> &'static str {
-    use crate::tensor::MemoryFormat as M;
-    match m {
-        M::Contiguous => "contiguous_format",
-        M::Preserve => "preserve_format",
-        M::ChannelsLast => "channels_last",
-        M::ChannelsLast3d => "channels_last_3d",
     }
 }

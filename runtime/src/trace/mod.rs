@@ -215,11 +215,7 @@ impl State {
             _ => {
                 let items = crate::normalize::list_items(out).unwrap_or_default();
                 for (i, item) in items.iter().enumerate() {
-                    let g = self.graph.call(
-                        Target::GetItem,
-                        vec![Arg::Node(node), Arg::Const(Value::Int(i as i64))],
-                        Vec::new(),
-                    );
+                    let g = self.graph.getitem(node, i);
                     self.track_result(item, g);
                 }
             }
@@ -260,11 +256,7 @@ impl State {
                 // A `Tensor[]` result is one node; its elements are read
                 // through `getitem` nodes.
                 for (i, t) in ts.iter().enumerate() {
-                    let g = self.graph.call(
-                        Target::GetItem,
-                        vec![Arg::Node(node), Arg::Const(Value::Int(i as i64))],
-                        Vec::new(),
-                    );
+                    let g = self.graph.getitem(node, i);
                     self.track(t, g);
                 }
             }
