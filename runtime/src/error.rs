@@ -71,6 +71,12 @@ pub enum Error {
     /// why, as PyTorch's `OpCheckError`.
     #[error("{0}")]
     OpCheck(Message),
+    /// A failed internal check PyTorch makes with Python's `assert`
+    /// (`AssertionError`): `with_effects` refusing an operator with alias
+    /// annotations (`Ops with aliasing is not supported`), a wrong count of
+    /// results.
+    #[error("{0}")]
+    Assertion(Message),
 }
 
 /// PyTorch's fake tensor exceptions ([`Error::Fake`]).
@@ -115,6 +121,7 @@ impl Error {
             Error::Index(_) => "IndexError",
             Error::Value(_) => "ValueError",
             Error::Attribute(_) => "AttributeError",
+            Error::Assertion(_) => "AssertionError",
             // PyTorch raises "Could not run '...' with arguments from the '...'
             // backend" as a NotImplementedError.
             Error::NotImplemented(_) | Error::NoKernel(_) => "NotImplementedError",

@@ -48,6 +48,7 @@ pub mod dtype;
 pub mod error;
 pub mod fake;
 pub mod flags;
+pub mod functionalize;
 pub mod kernels;
 pub mod keys;
 pub mod library;

@@ -968,6 +968,10 @@ macro_rules! runtime_dispatch_keys {
                 Fake,
                 /// Dispatch-level hooks (`__torch_dispatch__` subclasses and modes).
                 Python,
+                /// Functionalization: in-place operators and views rewritten to
+                /// functional ones (`opforge::functionalize`), above `Python`
+                /// so that dispatch modes see the functional calls.
+                Functionalize,
                 /// Bookkeeping for inplace and view operators.
                 ADInplaceOrView,
                 /// Autograd.

@@ -9,6 +9,7 @@
 use crate::conformance::{decode, enc_eq, encode, Tensors};
 use crate::numeric::build_tensor;
 use opforge::argparse::ApiTable;
+use opforge::functionalize::functionalize;
 use opforge::overrides::call_dispatch;
 use opforge::trace::{trace, Arg, Graph, NodeKind, TracingMode};
 use opforge::{Tensor, Value};
@@ -168,14 +169,36 @@ pub fn run(case: &Case) -> Result<(), String> {
             )),
         };
     }
-    let graph = traced.map_err(|e| format!("tracing failed: {e}"))?;
-    compare_graph(&graph, expect["graph"].as_array().ok_or("no graph")?)
-        .map_err(|e| format!("graph: {e}\n{graph}"))?;
-    let replayed = graph
-        .run(&fresh()?)
-        .map_err(|e| format!("re-executing the graph failed: {e}"))?;
     let want = expect["results"].as_array().ok_or("no results")?;
-    compare_results(&replayed, want)
+    let graph = traced.map_err(|e| format!("tracing failed: {e}"))?;
+    check(
+        &graph,
+        expect["graph"].as_array().ok_or("no graph")?,
+        &fresh()?,
+        want,
+    )
+    .map_err(|e| format!("graph: {e}"))?;
+    // The same program functionalized, as PyTorch's `make_fx(functionalize(f))`.
+    if let Some(fg) = expect.get("functional_graph").and_then(Json::as_array) {
+        let graph = trace(
+            functionalize(|v: &[Value]| program(case, v)),
+            &fresh()?,
+            TracingMode::Real,
+        )
+        .map_err(|e| format!("tracing the functionalized program failed: {e}"))?;
+        check(&graph, fg, &fresh()?, want).map_err(|e| format!("functional graph: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A graph against PyTorch's, then re-executed on `inputs` against the
+/// recorded results.
+fn check(graph: &Graph, nodes: &[Json], inputs: &[Value], want: &[Json]) -> Result<(), String> {
+    compare_graph(graph, nodes).map_err(|e| format!("{e}\n{graph}"))?;
+    let replayed = graph
+        .run(inputs)
+        .map_err(|e| format!("re-executing the graph failed: {e}\n{graph}"))?;
+    compare_results(&replayed, want).map_err(|e| format!("{e}\n{graph}"))
 }
 
 /// PyTorch's nodes against ours, position by position.

@@ -677,6 +677,17 @@ impl ScriptObject {
         }
     }
 
+    /// [`ScriptObject::call_method_with`] without the thread's interceptor:
+    /// what a layer that intercepts method calls runs in the end.
+    pub(crate) fn call_method_direct(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Result<Value> {
+        self.call_method_with_here(name, args, kwargs)
+    }
+
     /// [`ScriptObject::call_method_with`] without the thread's interceptor.
     fn call_method_with_here(
         &self,

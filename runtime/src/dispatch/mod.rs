@@ -12,8 +12,9 @@
 //! concrete slots as PyTorch resolves them: an explicit kernel for a key wins, then
 //! CompositeExplicitAutogradNonFunctional, CompositeExplicitAutograd, and
 //! CompositeImplicitAutograd for backends; CompositeImplicitAutograd also fills
-//! `Autograd` and `Python` when no backend kernel exists, so such an operator
-//! decomposes above the Python key (whether or not its tensors require grad).
+//! `Autograd`, `Functionalize` and `Python` when no backend kernel exists, so
+//! such an operator decomposes above those keys (whether or not its tensors
+//! require grad).
 //!
 //! Kernel slots are atomics: registration (at any time, from any thread) rebuilds
 //! an operator's slots and publishes them; a typed call reads one slot with one
@@ -649,11 +650,15 @@ impl Operator {
             let direct = get(key);
             let resolved = if key.is_backend() {
                 direct.or(cea).or(cia)
-            } else if key == DispatchKey::Autograd || key == DispatchKey::Python {
-                // A decomposition runs above the `Python` key even for
-                // tensors without the `Autograd` key (every PyTorch tensor has
-                // it; here only those that require grad): handlers see the
-                // operators it decomposes into, as in PyTorch.
+            } else if matches!(
+                key,
+                DispatchKey::Autograd | DispatchKey::Functionalize | DispatchKey::Python
+            ) {
+                // A decomposition runs above the `Python` and `Functionalize`
+                // keys even for tensors without the `Autograd` key (every
+                // PyTorch tensor has it; here only those that require grad):
+                // handlers and functionalization see the operators it
+                // decomposes into, as in PyTorch.
                 direct.or(if has_backend { None } else { cia })
             } else {
                 direct

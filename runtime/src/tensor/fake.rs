@@ -50,7 +50,11 @@ impl Tensor {
     pub(crate) fn into_fake(mut self, device: Device) -> Tensor {
         let keys = KeySet::for_device(device) | FAKE_KEY;
         if let Some(inner) = Arc::get_mut(&mut self.0) {
-            if inner.ext.is_none() && inner.view.is_none() && inner.autograd.get().is_none() {
+            if inner.ext.is_none()
+                && inner.view.is_none()
+                && inner.wrapped.is_none()
+                && inner.autograd.get().is_none()
+            {
                 inner.device = device;
                 *inner.keys.get_mut() = keys.bits();
                 return self;
@@ -67,6 +71,16 @@ impl Tensor {
         let storage = Storage::new(Buffer::Meta(g.storage.len()));
         let keys = KeySet::for_device(self.0.device) | FAKE_KEY;
         self.with_keys(self.0.device, keys, Geometry { storage, ..g })
+    }
+
+    /// A meta tensor shaped as `self` (dtype, sizes, strides, offset), over
+    /// a new storage of as many elements without data: what a layer runs a
+    /// Meta kernel on to learn a call's errors and shapes without computing.
+    pub(crate) fn meta_like(&self) -> Tensor {
+        let g = self.geometry();
+        let storage = Storage::new(Buffer::Meta(g.storage.len()));
+        let keys = KeySet::for_device(Device::Meta);
+        self.with_keys(Device::Meta, keys, Geometry { storage, ..g })
     }
 
     /// The meta tensor a fake's kernels run on: the fake's dtype and

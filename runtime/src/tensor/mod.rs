@@ -29,6 +29,7 @@ mod locks;
 mod objects;
 mod saved_form;
 mod script_object;
+mod wrapper;
 
 pub use crate::dtype::{DType, Device, Element, Layout, MemoryFormat, Scalar};
 pub use alloc::{
@@ -44,6 +45,7 @@ pub use grad::{
 pub use locks::{Reads, StorageLocks};
 pub use objects::{Generator, QScheme, Stream};
 pub use script_object::{ObjectClass, ScriptObject};
+pub use wrapper::FUNCTIONALIZE_KEY;
 
 use crate::error::{Error, Result};
 use crate::keys::KeySet;
@@ -598,6 +600,10 @@ struct TensorInner {
     /// empty for every other tensor. With it, the fake's
     /// `geometry_changes` when it was made.
     fake_twin: OnceLock<(Tensor, u32)>,
+    /// A wrapper's layer state (`wrapper.rs`): what the dispatch layer that
+    /// made the tensor keeps behind it (a functional tensor's value, storage
+    /// and views); set once, at construction.
+    wrapped: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// What makes a tensor more than a plain tensor: its class (a tensor subclass or a
@@ -706,6 +712,7 @@ impl Tensor {
             wrapped_number: false,
             view: None,
             fake_twin: OnceLock::new(),
+            wrapped: None,
         }))
     }
 
@@ -721,6 +728,7 @@ impl Tensor {
             wrapped_number: false,
             view: None,
             fake_twin: OnceLock::new(),
+            wrapped: None,
         }))
     }
 
@@ -774,6 +782,7 @@ impl Tensor {
             wrapped_number: self.0.wrapped_number,
             view: None,
             fake_twin: OnceLock::new(),
+            wrapped: None,
         }))
     }
 

@@ -4,6 +4,7 @@
 
 use crate::dispatch::Operator;
 use crate::error::{Error, Result};
+use crate::functionalize::{new_token, with_effects, EffectTarget};
 use crate::overrides::OpOverload;
 use crate::value::typed::one_value;
 use crate::value::Value;
@@ -36,6 +37,31 @@ pub enum Target {
     /// `torch.ops.higher_order.call_torchbind(obj, method, *args)`: a method
     /// call on a custom-class object.
     CallTorchbind,
+    /// `torch.ops.higher_order.with_effects(token, target, *args)`: an
+    /// effectful call threading the effect token
+    /// ([`crate::functionalize::with_effects`]); its results are the new
+    /// token, then the target's.
+    WithEffects(Effectful),
+}
+
+/// What a `with_effects` node runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Effectful {
+    /// An operator overload taking a custom-class object.
+    Op(&'static Operator),
+    /// A method call (`call_torchbind`): the node's arguments after the
+    /// token are the object, the method's name, then the method's.
+    CallTorchbind,
+}
+
+impl Effectful {
+    /// As PyTorch prints it inside `with_effects(…)`.
+    fn callee(&self) -> String {
+        match self {
+            Effectful::Op(op) => format!("torch.ops.{}", crate::fake::overload_name(op.schema)),
+            Effectful::CallTorchbind => "torch.ops.higher_order.call_torchbind".into(),
+        }
+    }
 }
 
 impl Target {
@@ -46,6 +72,7 @@ impl Target {
             Target::Op(op) => crate::fake::overload_name(op.schema),
             Target::GetItem => "<built-in function getitem>".into(),
             Target::CallTorchbind => "call_torchbind".into(),
+            Target::WithEffects(_) => "with_effects".into(),
         }
     }
 
@@ -55,6 +82,7 @@ impl Target {
             Target::Op(op) => op.schema.base,
             Target::GetItem => "getitem",
             Target::CallTorchbind => "call_torchbind",
+            Target::WithEffects(_) => "with_effects",
         }
     }
 }
@@ -103,6 +131,9 @@ impl NodeKind {
 pub struct Graph {
     nodes: Vec<Node>,
     names: Namespace,
+    /// How many effect tokens the graph threads: its first placeholders
+    /// and its first outputs ([`Graph::run`] supplies and drops them).
+    tokens: usize,
     /// Each operator call bound to its schema once, for [`Graph::run`]
     /// (made at the first run).
     plan: std::sync::OnceLock<Vec<Option<Vec<Slot>>>>,
@@ -176,6 +207,44 @@ impl Graph {
         self.push(name, NodeKind::Placeholder)
     }
 
+    /// The number of effect tokens the graph takes and returns (before its
+    /// other inputs and results).
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+
+    /// Puts an effect token's placeholder (`token`) before every other
+    /// node; every reference to a node moves up by one. Its id is 0.
+    pub(crate) fn prepend_token(&mut self) -> NodeId {
+        fn shift(a: &mut Arg) {
+            match a {
+                Arg::Node(n) => *n += 1,
+                Arg::List(items) => items.iter_mut().for_each(shift),
+                Arg::Const(_) => {}
+            }
+        }
+        for n in &mut self.nodes {
+            match &mut n.kind {
+                NodeKind::Placeholder => {}
+                NodeKind::CallFunction { args, kwargs, .. } => {
+                    args.iter_mut().for_each(shift);
+                    kwargs.iter_mut().for_each(|(_, a)| shift(a));
+                }
+                NodeKind::Output(results) => results.iter_mut().for_each(shift),
+            }
+        }
+        let name = self.names.create("token");
+        self.nodes.insert(
+            0,
+            Node {
+                name,
+                kind: NodeKind::Placeholder,
+            },
+        );
+        self.tokens += 1;
+        0
+    }
+
     /// Appends a call.
     pub(crate) fn call(
         &mut self,
@@ -218,15 +287,17 @@ impl Graph {
             .iter()
             .filter(|n| matches!(n.kind, NodeKind::Placeholder))
             .count();
-        if inputs.len() != placeholders {
+        let wanted = placeholders - self.tokens;
+        if inputs.len() != wanted {
             return Err(Error::Runtime(
                 format!(
-                    "the graph takes {placeholders} inputs, {} were given",
+                    "the graph takes {wanted} inputs, {} were given",
                     inputs.len()
                 )
                 .into(),
             ));
         }
+        let mut tokens = self.tokens;
         let plan = self.plan.get_or_init(|| {
             self.nodes
                 .iter()
@@ -264,6 +335,10 @@ impl Graph {
                 continue;
             }
             let v = match &node.kind {
+                NodeKind::Placeholder if tokens > 0 => {
+                    tokens -= 1;
+                    Some(Value::Tensor(new_token()?))
+                }
                 NodeKind::Placeholder => inputs.next().cloned(),
                 NodeKind::CallFunction {
                     target,
@@ -282,10 +357,15 @@ impl Graph {
                         Target::Op(op) => OpOverload::of(op).call_unchecked(&args, &kwargs)?,
                         Target::GetItem => getitem(&args)?,
                         Target::CallTorchbind => call_torchbind(&args, &kwargs)?,
+                        Target::WithEffects(e) => run_with_effects(e, &args, &kwargs)?,
                     })
                 }
                 NodeKind::Output(results) => {
-                    return results.iter().map(|a| load(&env, a)).collect();
+                    return results
+                        .iter()
+                        .skip(self.tokens)
+                        .map(|a| load(&env, a))
+                        .collect();
                 }
             };
             env.push(v);
@@ -381,6 +461,23 @@ fn call_torchbind(args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
             "call_torchbind takes an object, a method name and the method's arguments".into(),
         )),
     }
+}
+
+/// `with_effects(token, target, *args, **kwargs)`: the new token, then the
+/// target's results.
+fn run_with_effects(e: &Effectful, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
+    let bad = || Error::Runtime("with_effects takes a token, then its target's arguments".into());
+    let (Some(Value::Tensor(token)), rest) = (args.first(), args.get(1..).unwrap_or(&[])) else {
+        return Err(bad());
+    };
+    let outs = match (e, rest) {
+        (Effectful::Op(op), _) => with_effects(token, EffectTarget::Op(op), rest, kwargs)?,
+        (Effectful::CallTorchbind, [Value::Object(obj), Value::Str(name), margs @ ..]) => {
+            with_effects(token, EffectTarget::Method { obj, name }, margs, kwargs)?
+        }
+        _ => return Err(bad()),
+    };
+    Ok(Value::List(outs.into()))
 }
 
 /// `operator.getitem(results, i)`.
@@ -615,9 +712,14 @@ impl fmt::Display for Graph {
                         Target::Op(op) => {
                             format!("torch.ops.{}", crate::fake::overload_name(op.schema))
                         }
+                        Target::WithEffects(_) => "torch.ops.higher_order.with_effects".to_string(),
                         _ => "torch.ops.higher_order.call_torchbind".to_string(),
                     };
                     let mut parts: Vec<String> = args.iter().map(|a| show(a, &names)).collect();
+                    if let Target::WithEffects(e) = target {
+                        // The target is the second argument, after the token.
+                        parts.insert(parts.len().min(1), e.callee());
+                    }
                     parts.extend(
                         kwargs
                             .iter()

@@ -47,11 +47,12 @@
 
 mod graph;
 
-pub use graph::{Arg, Graph, Node, NodeId, NodeKind, Target};
+pub use graph::{Arg, Effectful, Graph, Node, NodeId, NodeKind, Target};
 
 use crate::classes::intercept_methods;
 use crate::error::Result;
 use crate::fake::FakeTensorMode;
+use crate::functionalize::{observe_effects, EffectCall, EffectTarget};
 use crate::overrides::{
     push_dispatch_mode, with_dispatch_modes_off, DispatchCall, Handled, TorchDispatchMode,
 };
@@ -135,10 +136,19 @@ pub fn trace(
                 .record_method(obj, method, args, kwargs, &out);
             Ok(out)
         }));
+        let recorder = tracer.clone();
+        let _effects = observe_effects(Rc::new(move |call, run| {
+            // Recorded as one `with_effects` node; what it runs is not traced.
+            let out = with_dispatch_modes_off(run)?;
+            recorder.lock().record_effect(call, &out);
+            Ok(out)
+        }));
         f(&inputs)?
     };
     let mut st = tracer.lock();
-    let outs = results.iter().map(|v| st.arg(v)).collect();
+    // The last effect token is the graph's first result.
+    let mut outs: Vec<Arg> = st.last_token.map(Arg::Node).into_iter().collect();
+    outs.extend(results.iter().map(|v| st.arg(v)));
     st.graph.output(outs);
     Ok(std::mem::take(&mut st.graph))
 }
@@ -161,6 +171,9 @@ struct State {
     tensors: HashMap<usize, (Tensor, NodeId)>,
     /// The placeholder each object input is, by address (kept alive too).
     objects: HashMap<usize, (ScriptObject, NodeId)>,
+    /// The node of the latest effect token (a `with_effects` node's first
+    /// result), if the program made effectful calls.
+    last_token: Option<NodeId>,
 }
 
 impl State {
@@ -246,6 +259,57 @@ impl State {
         let node = self.graph.call(Target::CallTorchbind, all, kwargs);
         if let Value::Tensor(t) = out {
             self.track(t, node);
+        }
+    }
+
+    /// Records an effectful call (functionalization's `with_effects`): a
+    /// token the trace has not seen is a new input, placed first; the new
+    /// token and each tensor result are read through `getitem` nodes.
+    fn record_effect(&mut self, call: &EffectCall<'_>, out: &[Value]) {
+        if !self.tensors.contains_key(&call.token.identity()) {
+            self.graph.prepend_token();
+            for (_, n) in self.tensors.values_mut() {
+                *n += 1;
+            }
+            for (_, n) in self.objects.values_mut() {
+                *n += 1;
+            }
+            if let Some(n) = &mut self.last_token {
+                *n += 1;
+            }
+            self.track(call.token, 0);
+        }
+        let mut args = vec![self.arg(&Value::Tensor(call.token.clone()))];
+        let target = match call.target {
+            EffectTarget::Op(op) => {
+                let s = op.schema;
+                let name = format!("{}::{}", s.namespace, s.name);
+                match crate::dispatch::dispatcher().find(&name) {
+                    Some(op) => Effectful::Op(op),
+                    None => return,
+                }
+            }
+            EffectTarget::Method { obj, name } => {
+                args.push(self.arg(&Value::Object(obj.clone())));
+                args.push(Arg::Const(Value::Str(name.to_string())));
+                Effectful::CallTorchbind
+            }
+        };
+        args.extend(call.args.iter().map(|v| self.arg(v)));
+        let kwargs = call
+            .kwargs
+            .iter()
+            .map(|(k, v)| (k.clone(), self.arg(v)))
+            .collect();
+        let node = self.graph.call(Target::WithEffects(target), args, kwargs);
+        for (i, v) in out.iter().enumerate() {
+            if let Value::Tensor(t) = v {
+                let g = self.graph.getitem(node, i);
+                self.track(t, g);
+                if i == 0 {
+                    self.last_token = Some(g);
+                }
+            }
         }
     }
 

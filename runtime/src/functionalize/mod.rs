@@ -1,0 +1,456 @@
+//! Functionalization (PyTorch's `torch.func.functionalize(f,
+//! remove="mutations_and_views")`): a program's in-place operators and
+//! views become functional ones, so that what runs below the layer (and
+//! what a graph captures) never writes a tensor or aliases one.
+//!
+//! The layer is a dispatch key, `Functionalize` (above `Python`, so that
+//! dispatch modes and graph capture see the functional calls), and its
+//! fallback. [`functionalize`] wraps the program's tensor inputs as
+//! functional tensors (each stands for a plain value, see `tensor.rs`), and
+//! every call on them comes here:
+//!
+//! - a view (`select`) runs as its `*_copy` operator (`select_copy`), and
+//!   its result remembers the view step;
+//! - an in-place operator (`sin_`) or an `out=` one runs as its functional
+//!   variant (`sin`); the result becomes the written tensor's value, and a
+//!   write through a view is put back into the view's base by the view's
+//!   inverse (`select_scatter`, `slice_scatter`, …) when the base, or
+//!   another view of it, is next used;
+//! - an in-place view (`t_`, `squeeze_`) adds a view step to its tensor;
+//! - an operator taking a custom-class object, and a method call on an
+//!   object, is made as `with_effects(token, …)` ([`effects`](self#effects)),
+//!   the token threaded from call to call;
+//! - anything else runs on the values, and its results are wrapped.
+//!
+//! When the program returns, its results are unwrapped, and an input that
+//! was written gets its new value by one `copy_`, outside the layer.
+//!
+//! PyTorch's caveat holds: a tensor handed to an object's method and then
+//! written in place is not tracked (the object keeps the value it was given;
+//! the program's tensor now stands for a new one).
+//!
+//! ```
+//! use opforge::functionalize::functionalize;
+//! use opforge::{Scalar, Tensor, Value};
+//! let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+//! let f = functionalize(|v: &[Value]| {
+//!     let x = v[0].as_tensor().expect("a tensor");
+//!     let mut row = x.select(0, 1)?; // a view of the input
+//!     row.mul_scalar_(Scalar::Float(10.0))?; // written through the view
+//!     Ok(vec![Value::Tensor(x.sum()?)])
+//! });
+//! let out = f(&[Value::Tensor(x.clone())])?;
+//! assert_eq!(out[0].as_tensor().unwrap().to_vec::<f32>()?, vec![73.0]);
+//! // The input was written back.
+//! assert_eq!(x.to_vec::<f32>()?, vec![1.0, 2.0, 30.0, 40.0]);
+//! # Ok::<(), opforge::Error>(())
+//! ```
+//!
+//! # Effects
+//!
+//! See [`with_effects`] and [`observe_effects`].
+
+mod calls;
+mod effects;
+mod tensor;
+mod views;
+
+pub use effects::{
+    has_effects, new_token, observe_effects, with_effects, EffectCall, EffectObserver,
+    EffectTarget, ObserveGuard,
+};
+pub use tensor::is_functional;
+
+use crate::classes::{intercept_methods, InterceptGuard};
+use crate::dispatch::linked::{FallbackEntry, FALLBACKS};
+use crate::dispatch::Operator;
+use crate::error::{Error, Result};
+use crate::keys::{KeySet, LocalKeys, LocalKeysGuard};
+use crate::tables::SchemaKind;
+use crate::tensor::{Tensor, FAKE_KEY, FUNCTIONALIZE_KEY};
+use crate::value::Value;
+use calls::{call_below, operator};
+use smallvec::SmallVec;
+use std::cell::RefCell;
+use std::rc::Rc;
+use views::ViewMeta;
+
+#[linkme::distributed_slice(FALLBACKS)]
+static FUNCTIONALIZE_FALLBACK: FallbackEntry = FallbackEntry {
+    key: "Functionalize",
+    boxed: fallback,
+    typed: None,
+    leaves_alone: None,
+    file: file!(),
+    line: line!(),
+};
+
+/// One functionalized program running on this thread: its effect token.
+struct Session {
+    token: Option<Tensor>,
+}
+
+thread_local! {
+    static SESSIONS: RefCell<Vec<Session>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `f` functionalized: called with inputs, it runs `f` on functional
+/// tensors standing for them and returns `f`'s results as plain tensors; an
+/// input `f` wrote is written once at the end, by `copy_`. Factories called
+/// inside `f` make functional tensors too (the layer's key is on for the
+/// thread while `f` runs).
+pub fn functionalize<F>(f: F) -> impl FnOnce(&[Value]) -> Result<Vec<Value>>
+where
+    F: FnOnce(&[Value]) -> Result<Vec<Value>>,
+{
+    move |inputs| run(f, inputs)
+}
+
+fn run(f: impl FnOnce(&[Value]) -> Result<Vec<Value>>, inputs: &[Value]) -> Result<Vec<Value>> {
+    let wrapped = inputs
+        .iter()
+        .map(|v| v.try_map_tensors(&mut |t| Ok(tensor::wrap(t.clone()))))
+        .collect::<Result<Vec<_>>>()?;
+    let outs = {
+        let _session = SessionGuard::enter();
+        let outs = f(&wrapped)?;
+        let outs = outs
+            .iter()
+            .map(|v| v.try_map_tensors(&mut tensor::synced_value))
+            .collect::<Result<Vec<_>>>()?;
+        for w in &wrapped {
+            w.try_map_tensors(&mut |t| {
+                tensor::sync(t)?;
+                Ok(t.clone())
+            })?;
+        }
+        outs
+    };
+    // Inputs written inside: their new values, copied in outside the layer.
+    let copy = operator("aten::copy_")?;
+    for (input, w) in inputs.iter().zip(&wrapped) {
+        let (mut originals, mut news) = (Vec::new(), Vec::new());
+        input.for_each_tensor(&mut |t| originals.push(t.clone()));
+        w.for_each_tensor(&mut |t| news.push(tensor::value(t)));
+        for (original, new) in originals.iter().zip(news) {
+            if !new.is_same(original) {
+                let args = [
+                    Value::Tensor(original.clone()),
+                    Value::Tensor(new),
+                    Value::Bool(false),
+                ];
+                copy.call_boxed(&args)?;
+            }
+        }
+    }
+    Ok(outs)
+}
+
+/// A session on the thread: its key included, method calls intercepted.
+struct SessionGuard {
+    _keys: LocalKeysGuard,
+    _methods: InterceptGuard,
+}
+
+impl SessionGuard {
+    fn enter() -> SessionGuard {
+        SESSIONS.with(|s| s.borrow_mut().push(Session { token: None }));
+        SessionGuard {
+            _keys: LocalKeys::include(FUNCTIONALIZE_KEY),
+            _methods: intercept_methods(Rc::new(|obj, name, args, kwargs, _call| {
+                let args = unwrap_all(args)?;
+                let kwargs = kwargs
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), unwrap(v)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let outs = effectful(EffectTarget::Method { obj, name }, &args, &kwargs)?;
+                let out = outs.into_iter().next().unwrap_or(Value::None);
+                wrap_results(vec![out]).map(|mut v| v.remove(0))
+            })),
+        }
+    }
+}
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        SESSIONS.with(|s| s.borrow_mut().pop());
+    }
+}
+
+/// An effectful call below the layer, threading the session's token (a
+/// call outside any session gets a token of its own).
+fn effectful(
+    target: EffectTarget<'_>,
+    args: &[Value],
+    kwargs: &[(String, Value)],
+) -> Result<Vec<Value>> {
+    let token = SESSIONS.with(|s| s.borrow().last().and_then(|s| s.token.clone()));
+    let token = match token {
+        Some(t) => t,
+        None => new_token()?,
+    };
+    let (next, outs) = {
+        let _below = LocalKeys::exclude(FUNCTIONALIZE_KEY);
+        effects::run(&token, target, args, kwargs)?
+    };
+    SESSIONS.with(|s| {
+        if let Some(top) = s.borrow_mut().last_mut() {
+            top.token = Some(next);
+        }
+    });
+    Ok(outs)
+}
+
+/// A value with each functional tensor replaced by its up-to-date value.
+fn unwrap(v: &Value) -> Result<Value> {
+    v.try_map_tensors(&mut tensor::synced_value)
+}
+
+fn unwrap_all(args: &[Value]) -> Result<Vec<Value>> {
+    args.iter().map(unwrap).collect()
+}
+
+/// Results with each tensor wrapped as a new functional tensor.
+fn wrap_results(outs: Vec<Value>) -> Result<Vec<Value>> {
+    outs.iter()
+        .map(|v| v.try_map_tensors(&mut |t| Ok(tensor::wrap(t.clone()))))
+        .collect()
+}
+
+/// The `Functionalize` key's fallback: every call on functional tensors,
+/// and every call inside a session.
+fn fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Value>> {
+    let s = op.schema;
+    if has_effects(s) {
+        let plain = unwrap_all(args)?;
+        let outs = effectful(EffectTarget::Op(op), &plain, &[])?;
+        return wrap_results(outs);
+    }
+    let writes: SmallVec<[usize; 2]> = s
+        .args
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.alias.is_some_and(|x| x.is_write))
+        .map(|(i, _)| i)
+        .collect();
+    if writes.is_empty() {
+        if s.returns.iter().any(|r| r.alias.is_some()) {
+            return view(op, args);
+        }
+        return functional(op, args);
+    }
+    if s.tags.contains(&"inplace_view") {
+        if let Some(v) = view_of_inplace_view(op) {
+            return inplace_view(op, v, args);
+        }
+    }
+    mutation(op, args, &writes)
+}
+
+/// A call that neither writes nor aliases: on the values, results wrapped
+/// (unless tensors came in and none was functional: then it is not the
+/// layer's, and its results stay plain; a factory's are wrapped).
+fn functional(op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    let (mut any_tensor, mut any_functional) = (false, false);
+    let plain = args
+        .iter()
+        .map(|v| {
+            v.try_map_tensors(&mut |t| {
+                any_tensor = true;
+                any_functional |= is_functional(t);
+                tensor::synced_value(t)
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let outs = call_below(op, &plain)?;
+    if any_tensor && !any_functional {
+        return Ok(outs);
+    }
+    wrap_results(outs)
+}
+
+/// A view: its `*_copy` operator on the (not brought up to date) value,
+/// each result a functional view remembering the step.
+fn view(op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    let Some(Value::Tensor(base)) = args.first() else {
+        return functional(op, args);
+    };
+    if !is_functional(base) {
+        return call_below(op, args);
+    }
+    let plain: Vec<Value> = args
+        .iter()
+        .map(|v| v.try_map_tensors(&mut |t| Ok(tensor::value(t))))
+        .collect::<Result<_>>()?;
+    let outs = call_below(views::copy_variant(op.schema)?, &plain)?;
+    let rest = &plain[1..];
+    let mut i = 0;
+    let wrapped = outs
+        .iter()
+        .map(|v| {
+            v.try_map_tensors(&mut |t| {
+                let meta = ViewMeta::new(op.schema, rest, i);
+                i += 1;
+                Ok(tensor::wrap_view(t.clone(), base, meta))
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(wrapped)
+}
+
+/// The view operator an in-place view is (`squeeze_.dim` → `squeeze.dim`),
+/// if it has one.
+fn view_of_inplace_view(op: &Operator) -> Option<&'static Operator> {
+    let s = op.schema;
+    let base = s.base.strip_suffix('_')?;
+    let name = match s.overload {
+        "" => format!("{}::{base}", s.namespace),
+        o => format!("{}::{base}.{o}", s.namespace),
+    };
+    operator(&name).ok()
+}
+
+/// An in-place view (`t_`): the step added to the tensor's views.
+fn inplace_view(op: &Operator, view_op: &'static Operator, args: &[Value]) -> Result<Vec<Value>> {
+    let Some(Value::Tensor(t)) = args.first() else {
+        return call_below(op, args);
+    };
+    if !is_functional(t) {
+        return call_below(op, args);
+    }
+    let rest: Vec<Value> = args[1..].iter().map(unwrap).collect::<Result<_>>()?;
+    tensor::mutate_view_meta(t, ViewMeta::new(view_op.schema, &rest, 0))?;
+    Ok(vec![Value::Tensor(t.clone())])
+}
+
+/// PyTorch's refusal to write a plain tensor from functional ones.
+const MIXED_WRITE: &str = "mutating a non-functional tensor with a functional tensor is not allowed. Please ensure that all of your inputs are wrapped inside of a functionalize() call.";
+
+/// A call that writes some of its arguments: its functional variant on the
+/// values, whose results become the written tensors' values.
+fn mutation(op: &Operator, args: &[Value], writes: &[usize]) -> Result<Vec<Value>> {
+    let s = op.schema;
+    let mut any_functional = false;
+    for v in args {
+        v.for_each_tensor(&mut |t| any_functional |= is_functional(t));
+    }
+    let mut all_written_functional = true;
+    for &i in writes {
+        args[i].for_each_tensor(&mut |t| all_written_functional &= is_functional(t));
+    }
+    if !all_written_functional {
+        if any_functional {
+            return Err(Error::Runtime(MIXED_WRITE.into()));
+        }
+        return call_below(op, args);
+    }
+    let plain = unwrap_all(args)?;
+    check_on_meta(op, &plain)?;
+    let fop = functional_variant(op)?;
+    let fargs: Vec<Value> = plain
+        .iter()
+        .zip(s.args)
+        .filter(|(_, a)| !a.is_out)
+        .map(|(v, _)| v.clone())
+        .collect();
+    let outs = call_below(fop, &fargs)?;
+    // Which results are the written arguments' new values: an in-place or
+    // out= variant's are all of them; a mutable one's functional variant
+    // returns its own results, then the written arguments'.
+    let (kept, news) = match s.kind {
+        SchemaKind::Mutable => outs.split_at(outs.len().saturating_sub(writes.len())),
+        _ => (&outs[..0], &outs[..]),
+    };
+    let mut written: Vec<&Tensor> = Vec::new();
+    for &i in writes {
+        args[i].for_each_tensor(&mut |t| written.push(t));
+    }
+    let mut new_values: Vec<Tensor> = Vec::new();
+    for v in news {
+        v.for_each_tensor(&mut |t| new_values.push(t.clone()));
+    }
+    if new_values.len() != written.len() {
+        return Err(Error::Runtime(
+            format!(
+                "functionalization: {} wrote {} tensors but its functional variant {} gave {}",
+                op.qualified_name(),
+                written.len(),
+                fop.qualified_name(),
+                new_values.len()
+            )
+            .into(),
+        ));
+    }
+    for (t, new) in written.iter().zip(new_values) {
+        tensor::replace(t, new);
+        tensor::commit_update(t);
+        tensor::sync(t)?;
+    }
+    if s.kind == SchemaKind::Mutable {
+        return wrap_results(kept.to_vec());
+    }
+    Ok(written
+        .into_iter()
+        .map(|t| Value::Tensor(t.clone()))
+        .collect())
+}
+
+/// Runs the writing call on meta tensors shaped as the values, for its
+/// errors (a write that would broadcast `self`, a dtype it cannot take):
+/// the functional variant would not raise them (PyTorch does the same).
+fn check_on_meta(op: &Operator, plain: &[Value]) -> Result<()> {
+    let mut any = false;
+    let metas = plain
+        .iter()
+        .map(|v| {
+            v.try_map_tensors(&mut |t| {
+                if t.is_wrapped_number() {
+                    return Ok(t.clone());
+                }
+                any = true;
+                Ok(t.meta_like())
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if !any {
+        return Ok(());
+    }
+    crate::overrides::with_dispatch_modes_off(|| {
+        let _below = LocalKeys::exclude(FUNCTIONALIZE_KEY | FAKE_KEY);
+        op.call_boxed(&metas).map(drop)
+    })
+}
+
+/// The functional variant of a writing operator: `add_.Tensor` →
+/// `add.Tensor`; an `out=` or mutable operator's from its group.
+fn functional_variant(op: &Operator) -> Result<&'static Operator> {
+    let s = op.schema;
+    let found = match s.kind {
+        SchemaKind::Inplace => {
+            let base = s.base.strip_suffix('_').unwrap_or(s.base);
+            let name = match s.overload {
+                "" => format!("{}::{base}", s.namespace),
+                o => format!("{}::{base}.{o}", s.namespace),
+            };
+            operator(&name).ok()
+        }
+        _ => crate::OpId::from_name(s.name)
+            .filter(|_| s.namespace == "aten")
+            .and_then(|id| {
+                crate::GROUPS
+                    .iter()
+                    .find(|g| g.out == Some(id) || g.mutable == Some(id))
+                    .and_then(|g| g.functional)
+            })
+            .map(|id| crate::dispatch::dispatcher().op(id)),
+    };
+    found.ok_or_else(|| {
+        Error::Runtime(
+            format!(
+                "functionalization: {} writes its arguments and has no functional variant",
+                op.qualified_name()
+            )
+            .into(),
+        )
+    })
+}

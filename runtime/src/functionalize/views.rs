@@ -1,0 +1,224 @@
+//! Views under functionalization (PyTorch's `ViewMeta` and
+//! `FunctionalInverses`): a functional tensor that is a view remembers each
+//! view operator between it and its storage's base, with the operator's
+//! other arguments. Replayed forward, a view is its `*_copy` operator (a
+//! new tensor, never an alias: `select` → `select_copy`); replayed in
+//! reverse, a written view is put back into its base by the view's inverse
+//! (`select` → `select_scatter`, `t` → `t_copy`, `view` → `view_copy` to the
+//! base's sizes, …), as PyTorch's functionalization does with views removed.
+
+use super::calls::{call_below, operator, tensor_below};
+use crate::dispatch::Operator;
+use crate::error::{Error, Result};
+use crate::tables::OpSchema;
+use crate::tensor::Tensor;
+use crate::value::Value;
+
+/// One view step: the view operator, its arguments after `self`, and which
+/// of its results this is (for views with several, `unbind`).
+#[derive(Clone, Debug)]
+pub(super) struct ViewMeta {
+    view: &'static OpSchema,
+    args: Vec<Value>,
+    out_index: usize,
+}
+
+/// The `*_copy` operator of a view operator (`select.int` →
+/// `select_copy.int`): what PyTorch generates for every view.
+pub(super) fn copy_variant(view: &OpSchema) -> Result<&'static Operator> {
+    let s = view;
+    let name = match s.overload {
+        "" => format!("{}::{}_copy", s.namespace, s.base),
+        o => format!("{}::{}_copy.{o}", s.namespace, s.base),
+    };
+    operator(&name)
+}
+
+impl ViewMeta {
+    /// The step `view(self, *args)`, result `out_index`.
+    pub(super) fn new(view: &'static OpSchema, args: &[Value], out_index: usize) -> ViewMeta {
+        ViewMeta {
+            view,
+            args: args.to_vec(),
+            out_index,
+        }
+    }
+
+    /// The view of `base` as a new tensor: `<view>_copy(base, *args)`.
+    pub(super) fn forward(&self, base: &Tensor) -> Result<Tensor> {
+        let op = copy_variant(self.view)?;
+        let mut all = Vec::with_capacity(self.args.len() + 1);
+        all.push(Value::Tensor(base.clone()));
+        all.extend_from_slice(&self.args);
+        let outs = call_below(op, &all)?;
+        let one = match outs.as_slice() {
+            [Value::TensorList(ts)] => ts.get(self.out_index).cloned(),
+            [Value::Tensor(t)] if self.out_index == 0 => Some(t.clone()),
+            many => many
+                .get(self.out_index)
+                .and_then(|v| v.as_tensor().cloned()),
+        };
+        one.ok_or_else(|| {
+            Error::Runtime(
+                format!(
+                    "functionalization: {} gave no tensor result {}",
+                    op.qualified_name(),
+                    self.out_index
+                )
+                .into(),
+            )
+        })
+    }
+
+    /// `base` with this view of it replaced by `mutated` (the view's
+    /// inverse, never a view: PyTorch's `InverseReturnMode::NeverView`).
+    pub(super) fn reverse(&self, base: &Tensor, mutated: &Tensor) -> Result<Tensor> {
+        let s = self.view;
+        let m = || Value::Tensor(mutated.clone());
+        let b = || Value::Tensor(base.clone());
+        let arg = |i: usize| self.args.get(i).cloned().unwrap_or(Value::None);
+        let sizes = || Value::IntList(base.shape().iter().map(|&n| n as i64).collect());
+        if s.namespace != "aten" {
+            return Err(no_inverse(self.view));
+        }
+        match s.name {
+            "select.int" => tensor_below("aten::select_scatter", &[b(), m(), arg(0), arg(1)]),
+            "slice.Tensor" => tensor_below(
+                "aten::slice_scatter",
+                &[b(), m(), arg(0), arg(1), arg(2), arg(3)],
+            ),
+            "diagonal" => tensor_below(
+                "aten::diagonal_scatter",
+                &[b(), m(), arg(0), arg(1), arg(2)],
+            ),
+            "as_strided" => tensor_below(
+                "aten::as_strided_scatter",
+                &[b(), m(), arg(0), arg(1), arg(2)],
+            ),
+            "unbind.int" => tensor_below(
+                "aten::select_scatter",
+                &[b(), m(), arg(0), Value::Int(self.out_index as i64)],
+            ),
+            "transpose.int" => tensor_below("aten::transpose_copy.int", &[m(), arg(0), arg(1)]),
+            "t" => tensor_below("aten::t_copy", &[m()]),
+            "permute" => {
+                let dims = int_list(&arg(0));
+                let mut inverse = vec![0i64; dims.len()];
+                for (i, &d) in dims.iter().enumerate() {
+                    inverse[wrap_dim(d, dims.len())] = i as i64;
+                }
+                tensor_below("aten::permute_copy", &[m(), Value::IntList(inverse)])
+            }
+            "view" | "_unsafe_view" => tensor_below("aten::view_copy", &[m(), sizes()]),
+            "unsqueeze" => tensor_below("aten::squeeze_copy.dim", &[m(), arg(0)]),
+            "squeeze.dim" => unsqueeze_to(mutated, &[int(&arg(0))], &base.shape()),
+            "squeeze" => {
+                let all: Vec<i64> = (0..base.dim() as i64).collect();
+                unsqueeze_to(mutated, &all, &base.shape())
+            }
+            "expand" => {
+                // base + sum_to(mutated - base, base's sizes), never a view.
+                let diff = tensor_below("aten::sub.Tensor", &[m(), b(), Value::Int(1)])?;
+                let summed = sum_to(&diff, &base.shape())?;
+                tensor_below(
+                    "aten::add.Tensor",
+                    &[b(), Value::Tensor(summed), Value::Int(1)],
+                )
+            }
+            "detach" | "alias" => Ok(mutated.clone()),
+            _ => Err(no_inverse(self.view)),
+        }
+    }
+}
+
+fn no_inverse(view: &OpSchema) -> Error {
+    Error::Runtime(
+        format!(
+            "functionalization: the view operator {}::{} has no inverse, so a write through its result cannot be put back into its base",
+            view.namespace, view.name
+        )
+        .into(),
+    )
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        _ => 0,
+    }
+}
+
+fn int_list(v: &Value) -> Vec<i64> {
+    match v {
+        Value::IntList(l) => l.to_vec(),
+        Value::List(items) => items.iter().map(int).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn wrap_dim(d: i64, n: usize) -> usize {
+    if d < 0 {
+        (d + n as i64).max(0) as usize
+    } else {
+        d as usize
+    }
+}
+
+/// PyTorch's `unsqueeze_copy_to`: `t` with a dimension put back at each of
+/// `dims` (wrapped against `sizes`) where `sizes` has a 1.
+fn unsqueeze_to(t: &Tensor, dims: &[i64], sizes: &[usize]) -> Result<Tensor> {
+    if sizes.is_empty() {
+        return Ok(t.clone());
+    }
+    let mut wanted: Vec<usize> = dims.iter().map(|&d| wrap_dim(d, sizes.len())).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut result = t.clone();
+    for d in wanted {
+        if sizes.get(d) == Some(&1) {
+            result = tensor_below(
+                "aten::unsqueeze_copy",
+                &[Value::Tensor(result), Value::Int(d as i64)],
+            )?;
+        }
+    }
+    Ok(result)
+}
+
+/// PyTorch's `sum_to(t, shape, always_return_non_view=true)`: `t` summed
+/// over its leading dimensions and over those where `shape` has a 1, as a
+/// new tensor.
+fn sum_to(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let sizes = t.shape();
+    if shape.is_empty() {
+        return tensor_below("aten::sum", &[Value::Tensor(t.clone()), Value::None]);
+    }
+    let leading = sizes.len().saturating_sub(shape.len());
+    let mut dims: Vec<i64> = (0..leading as i64).collect();
+    for (i, &n) in sizes.iter().enumerate().skip(leading) {
+        if shape[i - leading] == 1 && n != 1 {
+            dims.push(i as i64);
+        }
+    }
+    let mut t = t.clone();
+    if !dims.is_empty() {
+        t = tensor_below(
+            "aten::sum.dim_IntList",
+            &[
+                Value::Tensor(t),
+                Value::IntList(dims),
+                Value::Bool(true),
+                Value::None,
+            ],
+        )?;
+    }
+    if leading > 0 {
+        let shape: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
+        tensor_below(
+            "aten::view_copy",
+            &[Value::Tensor(t), Value::IntList(shape)],
+        )
+    } else {
+        tensor_below("aten::clone", &[Value::Tensor(t), Value::None])
+    }
+}

@@ -1,0 +1,96 @@
+//! Wrapper tensors as the tensor layer sees them: a tensor a dispatch layer
+//! made to stand for another (functionalization's functional tensors,
+//! `crate::functionalize`). It has the wrapped value's dtype, device and
+//! geometry over a storage without data, carries the layer's dispatch key
+//! beside its device's backend (so every call on it reaches the layer), and
+//! keeps the layer's state behind it, recovered by type.
+//!
+//! Reading a wrapper's data fails as reading any meta buffer does: the layer
+//! unwraps it before a kernel sees it.
+
+use super::{Buffer, Geometry, Storage, Tensor, TensorInner};
+use crate::keys::{DispatchKey, KeySet};
+use std::any::Any;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// The key a functional tensor carries besides its device's backend.
+pub const FUNCTIONALIZE_KEY: KeySet = KeySet::of(DispatchKey::Functionalize);
+
+/// `value`'s geometry over a new storage without data, of as many elements.
+fn shadow_geometry(value: &Tensor) -> Geometry {
+    let g = value.geometry();
+    let storage = Storage::new(Buffer::Meta(g.storage.len()));
+    Geometry { storage, ..g }
+}
+
+impl Tensor {
+    /// A wrapper standing for `value`: its dtype, device and geometry (over
+    /// a storage without data), the dispatch keys of its device plus `keys`,
+    /// and `state`, the layer's data ([`Tensor::wrapper_state`]).
+    pub(crate) fn layer_wrapper(
+        value: &Tensor,
+        keys: KeySet,
+        state: Arc<dyn Any + Send + Sync>,
+    ) -> Tensor {
+        let device = value.device();
+        Tensor(Arc::new(TensorInner {
+            dtype: value.dtype(),
+            device,
+            keys: AtomicU32::new((KeySet::for_device(device) | keys).bits()),
+            geometry: RwLock::new(shadow_geometry(value)),
+            geometry_changes: AtomicU32::new(0),
+            ext: None,
+            autograd: OnceLock::new(),
+            wrapped_number: false,
+            view: None,
+            fake_twin: OnceLock::new(),
+            wrapped: Some(state),
+        }))
+    }
+
+    /// The layer state of a wrapper, if this is one and its state is a `T`.
+    #[inline]
+    pub(crate) fn wrapper_state<T: Any>(&self) -> Option<&T> {
+        self.0.wrapped.as_deref()?.downcast_ref()
+    }
+
+    /// Gives a wrapper the geometry of the value it now stands for (after
+    /// the layer replaced the value).
+    pub(crate) fn mirror_geometry(&self, value: &Tensor) {
+        let same = {
+            let (g, v) = (self.geometry(), value.geometry());
+            g.shape == v.shape
+                && g.strides == v.strides
+                && g.offset == v.offset
+                && g.storage.len() >= v.storage.len()
+        };
+        if !same {
+            self.replace_geometry(shadow_geometry(value));
+        }
+        debug_assert!(self.0.geometry_changes.load(Ordering::Relaxed) < u32::MAX);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::Device;
+
+    #[test]
+    fn a_wrapper_mirrors_its_value_and_keeps_its_state() {
+        let v = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+        let w = Tensor::layer_wrapper(&v, FUNCTIONALIZE_KEY, Arc::new(7u8));
+        assert_eq!((w.shape(), w.strides()), (vec![2, 3], vec![3, 1]));
+        assert!(w.key_set().has(DispatchKey::Functionalize));
+        assert_eq!(w.device(), Device::Cpu);
+        assert_eq!(w.wrapper_state::<u8>(), Some(&7));
+        assert_eq!(w.wrapper_state::<u16>(), None);
+        assert_eq!(v.wrapper_state::<u8>(), None);
+        // No data behind it.
+        assert!(w.to_vec::<f32>().is_err());
+        let t = v.as_strided(&[3, 2], &[1, 3], 0).unwrap();
+        w.mirror_geometry(&t);
+        assert_eq!((w.shape(), w.strides()), (vec![3, 2], vec![1, 3]));
+    }
+}
