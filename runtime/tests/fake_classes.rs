@@ -401,3 +401,186 @@ fn the_seeds_program_traces_with_call_torchbind() {
         assert_eq!(q.call_method("size", &[]).unwrap().to_string(), "1");
     }
 }
+
+/// The seed's `ForEachAdd` functionalized (as `torch.export` does): the
+/// operator taking the queue is made through `with_effects`, the token a
+/// graph input and the new token a graph output; re-executed, the graph
+/// adds to every element of a fresh 10-element queue.
+#[test]
+fn the_seeds_for_each_add_traces_with_effect_tokens() {
+    use opforge::functionalize::functionalize;
+    use opforge::trace::{trace, TracingMode};
+    setup();
+    let program = |v: &[Value]| -> Result<Vec<Value>> {
+        library::call("fc_seed::for_each_add_", &[v[0].clone(), v[1].clone()], &[])?;
+        Ok(vec![v[0].clone()])
+    };
+    // Ten tensors (not ten handles of one).
+    let zeros = || (0..10).map(|_| t(0.0, 1)).collect::<Vec<_>>();
+    for mode in [TracingMode::Real, TracingMode::Fake] {
+        let inputs = [Value::Object(queue_of(&zeros())), Value::Tensor(t(1.0, 1))];
+        let g = trace(functionalize(program), &inputs, mode).unwrap();
+        assert_eq!(
+            g.to_string(),
+            "def forward(self, token, arg0_1, arg1_1):\n    \
+             with_effects = torch.ops.higher_order.with_effects(token, torch.ops.fc_seed.for_each_add_.default, arg0_1, arg1_1);  token = arg1_1 = None\n    \
+             getitem = with_effects[0];  with_effects = None\n    \
+             return (getitem, arg0_1)\n",
+            "{}",
+            mode.name()
+        );
+        assert_eq!(g.tokens(), 1);
+        let q = queue_of(&zeros());
+        let out = g
+            .run(&[Value::Object(q.clone()), Value::Tensor(t(1.0, 1))])
+            .unwrap();
+        assert!(matches!(&out[..], [Value::Object(o)] if o.address() == q.address()));
+        assert_eq!(q.call_method("size", &[]).unwrap().to_string(), "10");
+        let Value::Tensor(top) = q.call_method("top", &[]).unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(top.to_vec::<f32>().unwrap(), vec![1.0]);
+    }
+}
+
+/// Method calls on the queue, functionalized: each is
+/// `with_effects(token, call_torchbind, …)`, the token threaded through
+/// them in program order.
+#[test]
+fn method_calls_thread_the_token_through_call_torchbind() {
+    use opforge::functionalize::functionalize;
+    use opforge::trace::{trace, TracingMode};
+    setup();
+    let program = |v: &[Value]| -> Result<Vec<Value>> {
+        let (Value::Object(tq), Value::Tensor(x)) = (&v[0], &v[1]) else {
+            unreachable!()
+        };
+        tq.call_method("push", &[Value::Tensor(opforge::torch::cos(x)?)])?;
+        tq.call_method("push", &[Value::Tensor(opforge::torch::sin(x)?)])?;
+        let popped = tq.call_method("pop", &[])?;
+        Ok(vec![popped])
+    };
+    let x = Tensor::from_vec(vec![0.5f32, 1.0], &[2]).unwrap();
+    let inputs = [Value::Object(queue_of(&[])), Value::Tensor(x.clone())];
+    let g = trace(functionalize(program), &inputs, TracingMode::Fake).unwrap();
+    assert_eq!(
+        g.to_string(),
+        "def forward(self, token, arg0_1, arg1_1):\n    \
+         cos = torch.ops.aten.cos.default(arg1_1)\n    \
+         with_effects = torch.ops.higher_order.with_effects(token, torch.ops.higher_order.call_torchbind, arg0_1, 'push', cos);  token = cos = None\n    \
+         getitem = with_effects[0];  with_effects = None\n    \
+         sin = torch.ops.aten.sin.default(arg1_1);  arg1_1 = None\n    \
+         with_effects_1 = torch.ops.higher_order.with_effects(getitem, torch.ops.higher_order.call_torchbind, arg0_1, 'push', sin);  getitem = sin = None\n    \
+         getitem_1 = with_effects_1[0];  with_effects_1 = None\n    \
+         with_effects_2 = torch.ops.higher_order.with_effects(getitem_1, torch.ops.higher_order.call_torchbind, arg0_1, 'pop');  getitem_1 = arg0_1 = None\n    \
+         getitem_2 = with_effects_2[0]\n    \
+         getitem_3 = with_effects_2[1];  with_effects_2 = None\n    \
+         return (getitem_2, getitem_3)\n"
+    );
+    let q = queue_of(&[]);
+    let out = g
+        .run(&[Value::Object(q.clone()), Value::Tensor(x.clone())])
+        .unwrap();
+    let want = opforge::torch::cos(&x).unwrap();
+    assert_eq!(
+        out[0].as_tensor().unwrap().to_vec::<f32>().unwrap(),
+        want.to_vec::<f32>().unwrap()
+    );
+    assert_eq!(q.call_method("size", &[]).unwrap().to_string(), "1");
+}
+
+/// `with_effects` refuses an operator with alias annotations, and counts
+/// the results it is given against the operator's schema (PyTorch's
+/// assertions; an operator's own kernel is counted before, so a layer
+/// observing the call is what can get it wrong).
+#[test]
+fn with_effects_refuses_aliasing_and_checks_result_counts() {
+    use opforge::functionalize::{functionalize, new_token, observe_effects};
+    setup();
+    let lib = Library::new("fc_eff", LibraryKind::Def).unwrap();
+    lib.define(
+        "alias_push(__torch__.torch.classes.fc_seed.TensorQueue tq, Tensor(a!) x) -> Tensor(a!)",
+    )
+    .unwrap();
+    lib.impl_("alias_push", DispatchKey::CPU, |args: &[Value]| {
+        Ok(vec![args[1].clone()])
+    })
+    .unwrap();
+    let q = Value::Object(queue_of(&[]));
+    let x = Value::Tensor(t(1.0, 2));
+    let e = functionalize(|v: &[Value]| library::call("fc_eff::alias_push", v, &[]))(&[
+        q.clone(),
+        x.clone(),
+    ])
+    .unwrap_err();
+    assert_eq!(
+        (e.python_class(), e.to_string().as_str()),
+        ("AssertionError", "Ops with aliasing is not supported")
+    );
+    let counts = [
+        (0, "expected no outputs but got 2"),
+        (1, "expected 1 output but got 2"),
+        (3, "expected 3 outputs but got 2"),
+    ];
+    for (want, message) in counts {
+        let _wrong = observe_effects(std::rc::Rc::new(move |_, _| {
+            Ok(vec![
+                Value::Tensor(new_token()?),
+                Value::Int(1),
+                Value::Int(2),
+            ])
+        }));
+        let returns = match want {
+            0 => "()".to_string(),
+            1 => "Tensor".to_string(),
+            n => format!("({})", vec!["Tensor"; n].join(", ")),
+        };
+        let name = format!("counted{want}");
+        lib.define(&format!(
+            "{name}(__torch__.torch.classes.fc_seed.TensorQueue tq) -> {returns}"
+        ))
+        .unwrap();
+        lib.impl_(&name, DispatchKey::CPU, |_: &[Value]| Ok(vec![]))
+            .unwrap();
+        let e = functionalize(|v: &[Value]| library::call(&format!("fc_eff::{name}"), v, &[]))(
+            std::slice::from_ref(&q),
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.python_class(), e.to_string()),
+            ("AssertionError", message.to_string())
+        );
+    }
+    std::mem::forget(lib);
+}
+
+/// The seed's caveat: a tensor pushed into an object, then written in
+/// place, is not tracked. Functionalized, the object keeps the value it was
+/// given (PyTorch's graph pops the unwritten tensor), where eagerly it pops
+/// the written one.
+#[test]
+fn a_tensor_written_after_entering_an_object_is_not_tracked() {
+    use opforge::functionalize::functionalize;
+    setup();
+    let program = |v: &[Value]| -> Result<Vec<Value>> {
+        let (Value::Object(tq), Value::Tensor(a)) = (&v[0], &v[1]) else {
+            unreachable!()
+        };
+        tq.call_method("push", &[Value::Tensor(a.clone())])?;
+        let mut a = a.clone();
+        a.sin_()?;
+        let Value::Tensor(b) = tq.call_method("pop", &[])? else {
+            unreachable!()
+        };
+        Ok(vec![Value::Tensor(opforge::torch::add(&a, &b)?)])
+    };
+    let x = || Tensor::from_vec(vec![0.5f32, 1.0], &[2]).unwrap();
+    let eager = program(&[Value::Object(queue_of(&[])), Value::Tensor(x())]).unwrap();
+    let func = functionalize(program)(&[Value::Object(queue_of(&[])), Value::Tensor(x())]).unwrap();
+    let sin = opforge::torch::sin(&x()).unwrap();
+    let twice = opforge::torch::add(&sin, &sin).unwrap();
+    let once = opforge::torch::add(&sin, &x()).unwrap();
+    let vals = |v: &Value| v.as_tensor().unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(vals(&eager[0]), twice.to_vec::<f32>().unwrap());
+    assert_eq!(vals(&func[0]), once.to_vec::<f32>().unwrap());
+}
