@@ -430,6 +430,10 @@ fn the_seeds_for_each_add_traces_with_effect_tokens() {
             mode.name()
         );
         assert_eq!(g.tokens(), 1);
+        // Saved and loaded, it is the same graph.
+        let text = serde_json::to_string(&g).unwrap();
+        let g: opforge::trace::Graph = serde_json::from_str(&text).unwrap();
+        assert_eq!(g.tokens(), 1);
         let q = queue_of(&zeros());
         let out = g
             .run(&[Value::Object(q.clone()), Value::Tensor(t(1.0, 1))])
@@ -583,4 +587,43 @@ fn a_tensor_written_after_entering_an_object_is_not_tracked() {
     let vals = |v: &Value| v.as_tensor().unwrap().to_vec::<f32>().unwrap();
     assert_eq!(vals(&eager[0]), twice.to_vec::<f32>().unwrap());
     assert_eq!(vals(&func[0]), once.to_vec::<f32>().unwrap());
+}
+
+/// An object the program uses without taking it as an input is a constant
+/// of the graph; saved, it goes through its class's pickling, and the
+/// loaded graph runs on the object made from that state.
+#[test]
+fn a_saved_graph_keeps_a_constant_object_through_its_pickling() {
+    use opforge::trace::{trace, Graph, TracingMode};
+    let q = queue_of(&[t(1.0, 2)]);
+    let program = |v: &[Value]| -> Result<Vec<Value>> {
+        q.call_method("push", &[v[0].clone()])?;
+        Ok(vec![q.call_method("pop", &[])?])
+    };
+    let g = trace(program, &[Value::Tensor(t(5.0, 2))], TracingMode::Real).unwrap();
+    let text = serde_json::to_string(&g).unwrap();
+    assert!(text.contains("\"object\""), "{text}");
+    let back: Graph = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.targets(), g.targets());
+    // One object, used twice.
+    let printed = back.to_string();
+    let objects: Vec<&str> = printed.matches("object at 0x").collect();
+    assert_eq!(objects.len(), 2);
+    let at = |i: usize| {
+        printed
+            .match_indices("object at 0x")
+            .nth(i)
+            .map(|(p, _)| &printed[p..p + 26])
+    };
+    assert_eq!(at(0), at(1));
+    // The saved queue held [1, 1] then [5, 5] (state when saved): the pop
+    // gives the first.
+    let out = back.run(&[Value::Tensor(t(7.0, 2))]).unwrap();
+    assert_eq!(
+        out[0].as_tensor().unwrap().to_vec::<f32>().unwrap(),
+        vec![5.0, 5.0]
+    );
+    let bad = text.replace("fc_seed.TensorQueue", "fc_seed.NoSuchQueue");
+    let e = serde_json::from_str::<Graph>(&bad).unwrap_err().to_string();
+    assert!(e.contains("NoSuchQueue"), "{e}");
 }

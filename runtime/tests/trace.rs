@@ -200,3 +200,53 @@ fn matmul_decomposes_as_pytorchs_and_an_in_place_view_works_on_fakes() {
         ["aten.dot.default", "aten.ones.default", "aten.mv.default"]
     );
 }
+
+/// A graph saved as JSON and loaded back prints and re-executes as the
+/// one it was saved from: constants of every kind (numbers, lists, dtypes,
+/// a constant tensor, non-finite floats) come back.
+#[test]
+fn a_saved_graph_loads_back_and_re_executes() {
+    use opforge::trace::Graph;
+    let w = t(&[0.5, -1.0, 2.0], &[3]);
+    let f = |v: &[Value]| {
+        let x = tensor(&v[0]);
+        let y = torch::add(&torch::mul(x, &w)?, x)?;
+        let z = opforge::ops::clamp(
+            &y,
+            Some(Scalar::Float(f64::NEG_INFINITY)),
+            Some(Scalar::Float(1.5)),
+        )?;
+        let s = opforge::ops::sum_dim_IntList(&z.to(DType::Float64)?, Some(&[0]), true, None)?;
+        Ok(vec![Value::Tensor(z), Value::Tensor(s)])
+    };
+    let x = t(&[1.0, 2.0, 3.0], &[3]);
+    let g = trace(f, &[Value::Tensor(x.clone())], TracingMode::Real).unwrap();
+    let text = serde_json::to_string(&g).unwrap();
+    let back: Graph = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.to_string(), g.to_string());
+    let (a, b) = (
+        g.run(&[Value::Tensor(x.clone())]).unwrap(),
+        back.run(&[Value::Tensor(x.clone())]).unwrap(),
+    );
+    for (a, b) in a.iter().zip(&b) {
+        assert_eq!(
+            tensor(a).to_vec::<f64>().unwrap(),
+            tensor(b).to_vec::<f64>().unwrap()
+        );
+    }
+    // A saved graph naming an operator or a class the program lacks.
+    let unknown = text.replacen("aten::mul.Tensor", "aten::no_such_op", 1);
+    let e = serde_json::from_str::<Graph>(&unknown)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("aten::no_such_op"), "{e}");
+    let mut j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    j["objects"] = serde_json::json!([{"class": "nowhere::Queue", "state": []}]);
+    let e = Graph::from_json(&j).unwrap_err().to_string();
+    assert!(e.contains("nowhere.Queue"), "{e}");
+    // A reference to a later node is refused.
+    j["objects"] = serde_json::json!([]);
+    j["nodes"][1]["args"][1] = serde_json::json!({"node": 5});
+    let e = Graph::from_json(&j).unwrap_err().to_string();
+    assert!(e.contains("not before it"), "{e}");
+}

@@ -201,6 +201,54 @@ impl Graph {
             .collect()
     }
 
+    /// A graph of `nodes` (as saved), checked: unique names, every
+    /// reference to an earlier node that is not the output, one output
+    /// node and last, placeholders first, no more tokens than placeholders.
+    pub(crate) fn from_parts(nodes: Vec<Node>, tokens: usize) -> Result<Graph> {
+        let bad = |m: String| Error::Runtime(format!("not a valid graph: {m}").into());
+        let mut names = Namespace::default();
+        let mut placeholders = 0;
+        for (i, n) in nodes.iter().enumerate() {
+            if !names.used.insert(n.name.clone()) {
+                return Err(bad(format!("two nodes are named {}", n.name)));
+            }
+            let mut wrong = None;
+            for_each_use(&n.kind, &mut |u| {
+                if u >= i || matches!(nodes[u].kind, NodeKind::Output(_)) {
+                    wrong.get_or_insert(u);
+                }
+            });
+            if let Some(u) = wrong {
+                return Err(bad(format!(
+                    "node {} refers to node {u}, which is not before it",
+                    n.name
+                )));
+            }
+            match n.kind {
+                NodeKind::Placeholder if placeholders != i => {
+                    return Err(bad(format!("placeholder {} after other nodes", n.name)));
+                }
+                NodeKind::Placeholder => placeholders += 1,
+                NodeKind::Output(_) if i + 1 != nodes.len() => {
+                    return Err(bad("the output node is not the last".into()));
+                }
+                _ => {}
+            }
+        }
+        if !matches!(nodes.last().map(|n| &n.kind), Some(NodeKind::Output(_))) {
+            return Err(bad("no output node".into()));
+        }
+        if tokens > placeholders {
+            return Err(bad(format!("{tokens} tokens but {placeholders} inputs")));
+        }
+        Ok(Graph {
+            nodes,
+            names,
+            tokens,
+            plan: Default::default(),
+        })
+    }
+
     /// Appends a placeholder named `name` (FX's `arg0_1` style).
     pub(crate) fn placeholder(&mut self, name: &str) -> NodeId {
         let name = self.names.create(name);

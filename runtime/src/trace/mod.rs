@@ -46,6 +46,7 @@
 //! ```
 
 mod graph;
+mod saved;
 
 pub use graph::{Arg, Effectful, Graph, Node, NodeId, NodeKind, Target};
 

@@ -1,0 +1,433 @@
+//! Saving a captured graph: [`Graph`] through serde, in a JSON form that a
+//! loaded graph re-executes from.
+//!
+//! ```text
+//! {"format": "opforge.graph", "version": 1, "tokens": 0, "objects": [],
+//!  "nodes": [
+//!    {"name": "arg0_1", "op": "placeholder"},
+//!    {"name": "add", "op": "call_function", "target": "aten::add.Tensor",
+//!     "args": [{"node": 0}, {"int": 1}], "kwargs": [["alpha", {"float": 0.5}]]},
+//!    {"name": "getitem", "op": "call_function", "target": "getitem", "args": [...]},
+//!    {"name": "call_torchbind", "op": "call_function", "target": "call_torchbind", ...},
+//!    {"name": "with_effects", "op": "call_function",
+//!     "target": {"with_effects": "mylib::push.default" | "call_torchbind"}, ...},
+//!    {"name": "output", "op": "output", "args": [{"node": 1}]}]}
+//! ```
+//!
+//! - A target is an operator's qualified name (`ns::name.overload`, the
+//!   default overload without one), `getitem`, `call_torchbind`, or
+//!   `{"with_effects": target}`.
+//! - An argument is `{"node": i}` (node `i`'s value), `{"args": [...]}` (a
+//!   list of arguments), or a constant: `null`, `{"bool": b}`,
+//!   `{"int": i}`, `{"float": x}` (`"inf"`, `"-inf"`, `"nan"` for the
+//!   non-finite), `{"str": s}`, `{"ints": [...]}`, `{"floats": [...]}`,
+//!   `{"bools": [...]}`, `{"list": [constants]}`, `{"dtype": "float32"}`,
+//!   `{"device": "cpu"}`, `{"layout": "strided"}`,
+//!   `{"memory_format": "contiguous_format"}`, `{"tensor": saved tensor}`
+//!   (`crate::tensor`'s saved form: elements exactly), or `{"object": i}`,
+//!   the graph's `i`-th object.
+//! - `objects` holds each custom-class object the graph uses as a constant
+//!   once (so that two uses stay one object), saved through its class's
+//!   pickling (`crate::classes::save`: its class and state).
+//! - `tokens` is how many effect tokens lead the inputs and outputs.
+//!
+//! Loading resolves every operator and class: one the program does not
+//! have is an error naming it.
+
+use super::graph::{Arg, Effectful, Graph, Node, NodeKind, Target};
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Device, Layout, MemoryFormat, ScriptObject, Tensor};
+use crate::value::Value;
+use serde::{de, ser, Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{json, Map, Value as Json};
+
+const FORMAT: &str = "opforge.graph";
+const VERSION: u64 = 1;
+
+fn bad(what: impl Into<String>) -> Error {
+    Error::Runtime(format!("not a saved graph: {}", what.into()).into())
+}
+
+impl Graph {
+    /// The graph's saved form (see the module docs of `trace::saved`).
+    pub fn to_json(&self) -> Result<Json> {
+        let mut objects = Objects::default();
+        let nodes = self
+            .nodes()
+            .iter()
+            .map(|n| node_json(n, &mut objects))
+            .collect::<Result<Vec<_>>>()?;
+        let saved = objects
+            .list
+            .iter()
+            .map(|o| {
+                let bytes = crate::classes::save(o)?;
+                serde_json::from_slice(&bytes).map_err(|e| Error::Runtime(e.to_string().into()))
+            })
+            .collect::<Result<Vec<Json>>>()?;
+        Ok(json!({
+            "format": FORMAT,
+            "version": VERSION,
+            "tokens": self.tokens(),
+            "objects": saved,
+            "nodes": nodes,
+        }))
+    }
+
+    /// A graph from its saved form. An operator or a custom class the
+    /// program does not have is an error naming it.
+    pub fn from_json(v: &Json) -> Result<Graph> {
+        if v["format"].as_str() != Some(FORMAT) {
+            return Err(bad(format!("`format` is not \"{FORMAT}\"")));
+        }
+        if v["version"].as_u64() != Some(VERSION) {
+            return Err(bad(format!(
+                "version {} (this program reads version {VERSION})",
+                v["version"]
+            )));
+        }
+        let tokens = v["tokens"].as_u64().ok_or_else(|| bad("no `tokens`"))? as usize;
+        let objects = match &v["objects"] {
+            Json::Null => Vec::new(),
+            Json::Array(saved) => saved
+                .iter()
+                .map(|o| {
+                    let bytes =
+                        serde_json::to_vec(o).map_err(|e| Error::Runtime(e.to_string().into()))?;
+                    crate::classes::load(&bytes)
+                })
+                .collect::<Result<Vec<_>>>()?,
+            _ => return Err(bad("`objects` is not a list")),
+        };
+        let nodes = v["nodes"].as_array().ok_or_else(|| bad("no `nodes`"))?;
+        let nodes = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| node_from(n, i, &objects))
+            .collect::<Result<Vec<_>>>()?;
+        Graph::from_parts(nodes, tokens)
+    }
+}
+
+/// The objects a graph uses as constants, each once, by address.
+#[derive(Default)]
+struct Objects {
+    list: Vec<ScriptObject>,
+}
+
+impl Objects {
+    fn index(&mut self, o: &ScriptObject) -> usize {
+        match self.list.iter().position(|x| x.is_same(o)) {
+            Some(i) => i,
+            None => {
+                self.list.push(o.clone());
+                self.list.len() - 1
+            }
+        }
+    }
+}
+
+fn node_json(n: &Node, objects: &mut Objects) -> Result<Json> {
+    Ok(match &n.kind {
+        NodeKind::Placeholder => json!({"name": n.name, "op": "placeholder"}),
+        NodeKind::CallFunction {
+            target,
+            args,
+            kwargs,
+        } => {
+            let target = match target {
+                Target::Op(op) => json!(qualified(op.schema)),
+                Target::GetItem => json!("getitem"),
+                Target::CallTorchbind => json!("call_torchbind"),
+                Target::WithEffects(Effectful::Op(op)) => {
+                    json!({"with_effects": qualified(op.schema)})
+                }
+                Target::WithEffects(Effectful::CallTorchbind) => {
+                    json!({"with_effects": "call_torchbind"})
+                }
+            };
+            let kwargs = kwargs
+                .iter()
+                .map(|(k, a)| Ok(json!([k, arg_json(a, objects)?])))
+                .collect::<Result<Vec<_>>>()?;
+            json!({
+                "name": n.name,
+                "op": "call_function",
+                "target": target,
+                "args": args.iter().map(|a| arg_json(a, objects)).collect::<Result<Vec<_>>>()?,
+                "kwargs": kwargs,
+            })
+        }
+        NodeKind::Output(results) => json!({
+            "name": n.name,
+            "op": "output",
+            "args": results.iter().map(|a| arg_json(a, objects)).collect::<Result<Vec<_>>>()?,
+        }),
+    })
+}
+
+fn qualified(s: &crate::tables::OpSchema) -> String {
+    format!("{}::{}", s.namespace, s.name)
+}
+
+fn arg_json(a: &Arg, objects: &mut Objects) -> Result<Json> {
+    Ok(match a {
+        Arg::Node(n) => json!({ "node": n }),
+        Arg::List(items) => {
+            let items = items
+                .iter()
+                .map(|a| arg_json(a, objects))
+                .collect::<Result<Vec<_>>>()?;
+            json!({ "args": items })
+        }
+        Arg::Const(v) => value_json(v, objects)?,
+    })
+}
+
+fn float_json(x: f64) -> Json {
+    if x.is_finite() {
+        json!(x)
+    } else if x.is_nan() {
+        json!("nan")
+    } else if x > 0.0 {
+        json!("inf")
+    } else {
+        json!("-inf")
+    }
+}
+
+fn value_json(v: &Value, objects: &mut Objects) -> Result<Json> {
+    let tagged = |k: &str, v: Json| {
+        let mut m = Map::new();
+        m.insert(k.to_string(), v);
+        Json::Object(m)
+    };
+    Ok(match v {
+        Value::None => Json::Null,
+        Value::Bool(b) => tagged("bool", json!(b)),
+        Value::Int(i) => tagged("int", json!(i)),
+        Value::Float(x) => tagged("float", float_json(*x)),
+        Value::Str(s) => tagged("str", json!(s)),
+        Value::IntList(xs) => tagged("ints", json!(xs)),
+        Value::FloatList(xs) => tagged(
+            "floats",
+            Json::Array(xs.iter().map(|&x| float_json(x)).collect()),
+        ),
+        Value::BoolList(xs) => tagged("bools", json!(xs)),
+        Value::DType(d) => tagged("dtype", json!(d.name())),
+        Value::Device(d) => tagged("device", json!(d.name())),
+        Value::Layout(Layout::Strided) => tagged("layout", json!("strided")),
+        Value::MemoryFormat(m) => tagged("memory_format", json!(m.name())),
+        Value::Tensor(t) => tagged(
+            "tensor",
+            serde_json::to_value(t)
+                .map_err(|e| Error::Runtime(format!("saving a constant tensor: {e}").into()))?,
+        ),
+        Value::Object(o) => tagged("object", json!(objects.index(o))),
+        Value::ScalarList(_) | Value::TensorList(_) | Value::OptTensorList(_) | Value::List(_) => {
+            let items = crate::normalize::list_items(v).unwrap_or_default();
+            tagged(
+                "list",
+                Json::Array(
+                    items
+                        .iter()
+                        .map(|v| value_json(v, objects))
+                        .collect::<Result<_>>()?,
+                ),
+            )
+        }
+        other => {
+            return Err(Error::Runtime(
+                format!(
+                    "a graph constant of type {} cannot be saved",
+                    other.type_name()
+                )
+                .into(),
+            ))
+        }
+    })
+}
+
+fn node_from(n: &Json, i: usize, objects: &[ScriptObject]) -> Result<Node> {
+    let name = n["name"]
+        .as_str()
+        .ok_or_else(|| bad(format!("node {i} has no `name`")))?
+        .to_string();
+    let args = || -> Result<Vec<Arg>> {
+        n["args"]
+            .as_array()
+            .ok_or_else(|| bad(format!("node {name} has no `args`")))?
+            .iter()
+            .map(|a| arg_from(a, objects))
+            .collect()
+    };
+    let kind = match n["op"].as_str() {
+        Some("placeholder") => NodeKind::Placeholder,
+        Some("output") => NodeKind::Output(args()?),
+        Some("call_function") => {
+            let target = match &n["target"] {
+                Json::String(s) if s == "getitem" => Target::GetItem,
+                Json::String(s) if s == "call_torchbind" => Target::CallTorchbind,
+                Json::String(s) => Target::Op(operator(s)?),
+                Json::Object(m) => match m.get("with_effects") {
+                    Some(Json::String(s)) if s == "call_torchbind" => {
+                        Target::WithEffects(Effectful::CallTorchbind)
+                    }
+                    Some(Json::String(s)) => Target::WithEffects(Effectful::Op(operator(s)?)),
+                    _ => return Err(bad(format!("node {name} has an unknown target"))),
+                },
+                _ => return Err(bad(format!("node {name} has no `target`"))),
+            };
+            let kwargs = match &n["kwargs"] {
+                Json::Null => Vec::new(),
+                Json::Array(pairs) => pairs
+                    .iter()
+                    .map(|p| match (p[0].as_str(), p.get(1)) {
+                        (Some(k), Some(a)) => Ok((k.to_string(), arg_from(a, objects)?)),
+                        _ => Err(bad(format!("node {name} has a malformed keyword argument"))),
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+                _ => return Err(bad(format!("node {name}'s `kwargs` is not a list"))),
+            };
+            NodeKind::CallFunction {
+                target,
+                args: args()?,
+                kwargs,
+            }
+        }
+        other => return Err(bad(format!("node {name} has op {other:?}"))),
+    };
+    Ok(Node { name, kind })
+}
+
+/// The operator a saved graph names: one the program does not have is an
+/// error naming it.
+fn operator(name: &str) -> Result<&'static crate::dispatch::Operator> {
+    crate::dispatch::dispatcher().find(name).ok_or_else(|| {
+        Error::UnknownOp(
+            format!("{name} (named by a saved graph; is the crate that defines it linked?)").into(),
+        )
+    })
+}
+
+fn arg_from(j: &Json, objects: &[ScriptObject]) -> Result<Arg> {
+    if let Json::Object(m) = j {
+        if let Some(n) = m.get("node") {
+            let n = n
+                .as_u64()
+                .ok_or_else(|| bad("a `node` that is not an index"))?;
+            return Ok(Arg::Node(n as usize));
+        }
+        if let Some(Json::Array(items)) = m.get("args") {
+            return Ok(Arg::List(
+                items
+                    .iter()
+                    .map(|a| arg_from(a, objects))
+                    .collect::<Result<_>>()?,
+            ));
+        }
+    }
+    Ok(Arg::Const(value_from(j, objects)?))
+}
+
+fn float_from(j: &Json) -> Result<f64> {
+    match j {
+        Json::String(s) if s == "nan" => Ok(f64::NAN),
+        Json::String(s) if s == "inf" => Ok(f64::INFINITY),
+        Json::String(s) if s == "-inf" => Ok(f64::NEG_INFINITY),
+        other => other
+            .as_f64()
+            .ok_or_else(|| bad(format!("{other} is not a float"))),
+    }
+}
+
+fn value_from(j: &Json, objects: &[ScriptObject]) -> Result<Value> {
+    let Json::Object(m) = j else {
+        return match j {
+            Json::Null => Ok(Value::None),
+            other => Err(bad(format!("{other} is not a saved value"))),
+        };
+    };
+    let (Some((k, v)), 1) = (m.iter().next(), m.len()) else {
+        return Err(bad(format!("{j} is not a saved value")));
+    };
+    let ints = |v: &Json| -> Result<Vec<i64>> {
+        v.as_array()
+            .and_then(|xs| xs.iter().map(Json::as_i64).collect())
+            .ok_or_else(|| bad(format!("{v} is not a list of ints")))
+    };
+    Ok(match k.as_str() {
+        "bool" => Value::Bool(v.as_bool().ok_or_else(|| bad("a bool that is not one"))?),
+        "int" => Value::Int(v.as_i64().ok_or_else(|| bad("an int that is not one"))?),
+        "float" => Value::Float(float_from(v)?),
+        "str" => Value::Str(
+            v.as_str()
+                .ok_or_else(|| bad("a str that is not one"))?
+                .to_string(),
+        ),
+        "ints" => Value::IntList(ints(v)?),
+        "floats" => Value::FloatList(
+            v.as_array()
+                .ok_or_else(|| bad("floats that are not a list"))?
+                .iter()
+                .map(float_from)
+                .collect::<Result<_>>()?,
+        ),
+        "bools" => Value::BoolList(
+            v.as_array()
+                .and_then(|xs| xs.iter().map(Json::as_bool).collect())
+                .ok_or_else(|| bad("bools that are not a list of bools"))?,
+        ),
+        "dtype" => Value::DType(
+            v.as_str()
+                .and_then(DType::from_name)
+                .ok_or_else(|| bad(format!("unknown dtype {v}")))?,
+        ),
+        "device" => Value::Device(
+            v.as_str()
+                .and_then(Device::from_name)
+                .ok_or_else(|| bad(format!("unknown device {v}")))?,
+        ),
+        "layout" if v == "strided" => Value::Layout(Layout::Strided),
+        "memory_format" => Value::MemoryFormat(
+            v.as_str()
+                .and_then(MemoryFormat::from_name)
+                .ok_or_else(|| bad(format!("unknown memory format {v}")))?,
+        ),
+        "tensor" => Value::Tensor(
+            serde_json::from_value::<Tensor>(v.clone())
+                .map_err(|e| bad(format!("a constant tensor: {e}")))?,
+        ),
+        "object" => Value::Object(
+            v.as_u64()
+                .and_then(|i| objects.get(i as usize))
+                .cloned()
+                .ok_or_else(|| bad(format!("object {v} is not among the graph's objects")))?,
+        ),
+        "list" => {
+            let items = v
+                .as_array()
+                .ok_or_else(|| bad("a list that is not one"))?
+                .iter()
+                .map(|v| value_from(v, objects))
+                .collect::<Result<Vec<_>>>()?;
+            Value::List(items.into())
+        }
+        other => return Err(bad(format!("unknown value kind `{other}`"))),
+    })
+}
+
+impl Serialize for Graph {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.to_json()
+            .map_err(|e| <S::Error as ser::Error>::custom(e.to_string()))?
+            .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Graph {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Graph, D::Error> {
+        let v = Json::deserialize(d)?;
+        Graph::from_json(&v).map_err(|e| <D::Error as de::Error>::custom(e.to_string()))
+    }
+}
