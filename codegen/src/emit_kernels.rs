@@ -272,7 +272,10 @@ fn out(op: &PlannedOp, functional: &PlannedOp, ps: &[Param]) -> Result<TokenStre
     let outs: &[Argument] = o.arguments.out();
     if outs.len() != f.returns.len()
         || o.returns.len() != outs.len()
-        || !f.returns.iter().all(|r| r.ty == Type::Base(BaseType::Tensor))
+        || !f
+            .returns
+            .iter()
+            .all(|r| r.ty == Type::Base(BaseType::Tensor))
     {
         return Err(format!(
             "`{}`: the generator writes out= kernels for functional operators returning only `Tensor`s, one `out` each (`{}` returns `{}`)",
@@ -336,16 +339,20 @@ fn view_copy(op: &PlannedOp, view: &PlannedOp, ps: &[Param]) -> Result<TokenStre
     let (c, v) = (op.schema(), view.schema());
     let args = call_args(c, v, ps, &|_| None)?;
     let callee = at(view);
-    let contiguous = quote!(::core::option::Option::Some(::opforge::MemoryFormat::Contiguous));
+    let contiguous = quote!(::core::option::Option::Some(
+        ::opforge::MemoryFormat::Contiguous
+    ));
     match v.returns.as_slice() {
         [r] if r.ty == Type::Base(BaseType::Tensor) => Ok(quote! {
             let __output = #callee(#(#args),*)?;
             ::opforge::at::clone(&__output, #contiguous)
         }),
-        [r] if matches!(&r.ty, Type::List { elem, .. } if elem.is_base(BaseType::Tensor)) => Ok(quote! {
-            let __output = #callee(#(#args),*)?;
-            __output.iter().map(|t| ::opforge::at::clone(t, #contiguous)).collect()
-        }),
+        [r] if matches!(&r.ty, Type::List { elem, .. } if elem.is_base(BaseType::Tensor)) => {
+            Ok(quote! {
+                let __output = #callee(#(#args),*)?;
+                __output.iter().map(|t| ::opforge::at::clone(t, #contiguous)).collect()
+            })
+        }
         _ => Err(format!(
             "`{}`'s view `{}` returns `{}`: the generator copies one `Tensor` or a `Tensor[]`",
             op.entry.name(),
@@ -356,5 +363,67 @@ fn view_copy(op: &PlannedOp, view: &PlannedOp, ps: &[Param]) -> Result<TokenStre
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const YAML: &str = "
+- func: transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)
+  dispatch:
+    CompositeExplicitAutograd: composite::transpose_int
+- func: zero_(Tensor(a!) self) -> Tensor(a!)
+  dispatch:
+    CPU: cpu::zero_
+  autogen: zero, zero.out
+- func: transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor
+  dispatch:
+    CompositeExplicitAutogradNonFunctional: composite::transpose_copy_int
+  tags: view_copy
+  autogen: transpose_copy.int_out
+";
+
+    fn emitted(yaml: &str) -> Result<String, Diagnostics> {
+        let file = opforge_schema::load::load_str("f.yaml", yaml).unwrap();
+        let plan = crate::lower::lower(&file, &[]).unwrap();
+        kernels(&plan)
+    }
+
+    #[test]
+    fn autogen_and_view_copy_kernels_are_written() {
+        let text = emitted(YAML).unwrap();
+        let flat: String = text.split_whitespace().collect();
+        for part in [
+            // zero: zero_ on a clone of self.
+            "pubfnzero(self_:&::opforge::Tensor)",
+            "letmutself_clone=::opforge::at::clone(self_,::core::option::Option::None)?;",
+            "::opforge::at::zero_(&mutself_clone)?;Ok(self_clone)",
+            // zero.out: zero, then resize and copy into out.
+            "let__tmp=::opforge::at::zero(self_)?;crate::kernels::resize_out_helper(out,&__tmp)?;crate::kernels::copy_arg(out,&__tmp)?;Ok(out.clone())",
+            // transpose_copy.int: the view, then a contiguous clone.
+            "let__output=::opforge::at::transpose_int(self_,dim0,dim1)?;::opforge::at::clone(&__output,",
+            "::core::option::Option::Some(::opforge::MemoryFormat::Contiguous)",
+            "pubconst__opforge_CompositeExplicitAutogradNonFunctional_kernel_of_transpose_copy_int:()=();",
+            "op:\"transpose_copy.int_out\",key:\"CompositeExplicitAutograd\"",
+        ] {
+            assert!(flat.contains(part), "{part} not in\n{text}");
+        }
+    }
+
+    #[test]
+    fn a_view_copy_without_its_view_is_an_error_at_its_line() {
+        let yaml = YAML.replacen(
+            "transpose.int(Tensor(a) self",
+            "transposed.int(Tensor(a) self",
+            1,
+        );
+        let e = emitted(&yaml).unwrap_err().to_string();
+        assert!(
+            e.contains("f.yaml:9:")
+                && e.contains("`transpose_copy.int` is tagged `view_copy`, but there is no view operator `aten::transpose.int` to call"),
+            "{e}"
+        );
     }
 }

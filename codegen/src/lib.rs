@@ -149,7 +149,10 @@ pub fn emit_all(plan: &lower::Plan, opts: &Options) -> Result<Files, Diagnostics
         file_name(plan.file)
     );
     Ok(vec![
-        ("schema_macro.rs".to_string(), emit_api::schema_macro(plan, opts)),
+        (
+            "schema_macro.rs".to_string(),
+            emit_api::schema_macro(plan, opts),
+        ),
         ("tables.rs".into(), emit::tables(plan)),
         ("at.rs".into(), api.at),
         ("api.rs".into(), api.api),

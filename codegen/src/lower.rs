@@ -7,7 +7,7 @@
 //! conversion of [`opforge_schema::tables::op_schema`]. Nothing is dropped: a
 //! binding of an operator the plan does not have is a [`Skip`] with a reason.
 //!
-//! The functions `autogen:` adds ([`generated_functions`], torchgen's
+//! The functions `autogen:` adds ([`generated_entries`], torchgen's
 //! `add_generated_native_functions`) are operators like the file's entries,
 //! each with a CompositeExplicitAutograd kernel `composite::<ident>` the
 //! generator writes ([`Generated`]); so is the kernel of a `*_copy` entry
@@ -19,8 +19,8 @@ use opforge_schema::load::SchemaFile;
 use opforge_schema::model::{FunctionSchema, NativeFunction, SchemaKind};
 use opforge_schema::names::{api_names_of, op_ident};
 use opforge_schema::overrides::{overridable, Overridable};
-use opforge_schema::python::{derive_bindings, generated_functions, Binding, DeprecatedEntry};
-use opforge_schema::tables::{op_schema, OpSchema};
+use opforge_schema::python::{derive_bindings, Binding, DeprecatedEntry};
+use opforge_schema::tables::{generated_entries, op_schema, OpSchema};
 use std::collections::HashMap;
 
 pub use opforge_schema::names::{arg_ident, RUST_KEYWORDS};
@@ -172,16 +172,8 @@ pub fn lower<'a>(
     // (`composite::<ident>`). Leaked like the table entries: a plan lives as
     // long as the build that makes it.
     let generated: &'static [NativeFunction] = Box::leak(
-        generated_functions(&file.entries)
+        generated_entries(&file.entries)
             .map_err(whole)?
-            .into_iter()
-            .map(|mut nf| {
-                for row in &mut nf.dispatch {
-                    row.kernel = format!("composite::{}", op_ident(&nf.func.name));
-                }
-                nf
-            })
-            .collect::<Vec<_>>()
             .into_boxed_slice(),
     );
     let all: Vec<&NativeFunction> = file.entries.iter().chain(generated).collect();

@@ -2,7 +2,11 @@
 //!
 //! - CompositeExplicitAutograd (`composite::<ident>` in `dispatch:`): views,
 //!   factories, `copy_`, `clone`, the `.Scalar` overloads and a few
-//!   decompositions (`abs`, `stack`, `sum`).
+//!   decompositions (`abs`, `stack`, `sum`); CompositeExplicitAutogradNonFunctional:
+//!   `copy`, `select_scatter`, `slice_scatter`.
+//! - Generated (included at the end from the generator's `kernels.rs`): the
+//!   functional and out= variants `autogen:` adds (`zero`, `clone_out`) and
+//!   the `view_copy` operators (`transpose_copy_int`).
 //! - CompositeImplicitAutograd (entries without `dispatch:`): `matmul`,
 //!   `matmul.out`, `reshape`, `contiguous`, `to.dtype`, written only in terms of
 //!   other operators called through `kernels::ops`.
