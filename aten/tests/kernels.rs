@@ -25,7 +25,9 @@ fn every_entry_is_an_operator_with_a_typed_api() {
         "{:?}",
         dispatcher().registration_errors()
     );
-    assert_eq!(opforge_aten::OPS.len(), 2590);
+    // PyTorch 2.15's 2,590 entries and the 520 functions their `autogen:`
+    // lines add.
+    assert_eq!(opforge_aten::OPS.len(), 2590 + 520);
     for id in opforge_aten::OpId::ALL {
         let op = opforge_aten::generated::operator(id);
         assert_eq!(op.schema.name, id.schema().name);

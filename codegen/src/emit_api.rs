@@ -523,8 +523,13 @@ fn op_handle_fn(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
 }
 
 /// The Python-API callable a convenience form is (`torch.add`, `Tensor.add`,
-/// `torch.nn.functional.gelu`).
+/// `torch.nn.functional.gelu`); none (empty, as for `ops::`) for a function
+/// `autogen:` adds, which PyTorch binds in C++ only (torchgen's
+/// `should_generate_py_binding`: `generated` without `view_copy`).
 fn api_name(op: &PlannedOp, method: bool) -> String {
+    if op.entry.has_tag("generated") && !op.entry.has_tag("view_copy") {
+        return String::new();
+    }
     let base = op.schema().name.name.to_string();
     if method {
         return format!("Tensor.{base}");

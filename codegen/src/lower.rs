@@ -5,17 +5,22 @@
 //! names follow the rules of [`opforge_schema::names`] (exact forms, convenience
 //! names from the schema), and each operator's runtime table entry is the one
 //! conversion of [`opforge_schema::tables::op_schema`]. Nothing is dropped: a
-//! binding of an operator the file does not have (PyTorch's `autogen`) is a
-//! [`Skip`] with a reason.
+//! binding of an operator the plan does not have is a [`Skip`] with a reason.
+//!
+//! The functions `autogen:` adds ([`generated_entries`], torchgen's
+//! `add_generated_native_functions`) are operators like the file's entries,
+//! each with a CompositeExplicitAutograd kernel `composite::<ident>` the
+//! generator writes ([`Generated`]); so is the kernel of a `*_copy` entry
+//! tagged `view_copy` (torchgen's `gen_composite_view_copy_kernel`).
 
 use opforge_schema::diag::{Diagnostic, Diagnostics};
 use opforge_schema::groups::{group, OperatorGroup};
 use opforge_schema::load::SchemaFile;
-use opforge_schema::model::{FunctionSchema, NativeFunction};
-use opforge_schema::names::{api_names, op_ident};
+use opforge_schema::model::{FunctionSchema, NativeFunction, SchemaKind};
+use opforge_schema::names::{api_names_of, op_ident};
 use opforge_schema::overrides::{overridable, Overridable};
 use opforge_schema::python::{derive_bindings, Binding, DeprecatedEntry};
-use opforge_schema::tables::{op_schema, OpSchema};
+use opforge_schema::tables::{generated_entries, op_schema, OpSchema};
 use std::collections::HashMap;
 
 pub use opforge_schema::names::{arg_ident, RUST_KEYWORDS};
@@ -46,6 +51,43 @@ pub struct PlannedOp<'a> {
     pub kernels: Vec<(String, String)>,
     /// The runtime's table entry (the one model → table conversion).
     pub table: &'static OpSchema,
+    /// The kernel the generator writes for it, if it writes one.
+    pub generated: Option<Generated>,
+}
+
+/// A kernel the generator writes (torchgen's `gen_composite_functional_kernel`,
+/// `gen_composite_out_kernel`, `gen_composite_view_copy_kernel`); indices are
+/// into [`Plan::ops`]. Registered at the first `dispatch:` row of the operator
+/// (`CompositeExplicitAutograd: composite::zero` for a function `autogen:`
+/// adds, the entry's own row for a `view_copy` one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Generated {
+    /// A functional variant `autogen:` adds (`zero`): clones the arguments
+    /// `target` (the in-place or mutable variant, `zero_`) writes, calls it on
+    /// the clones, and returns its results that alias no argument, then the
+    /// clones.
+    Functional {
+        /// The operator it calls.
+        target: usize,
+    },
+    /// An out= variant `autogen:` adds (`clone.out`): calls the functional
+    /// variant, resizes each `out` to its result (`resize_out_helper`), copies
+    /// the result in (`copy_arg`: dtype and device must agree) and returns
+    /// the `out`s.
+    Out {
+        /// The functional operator it calls.
+        functional: usize,
+    },
+    /// A `view_copy` operator (`transpose_copy.int`): calls its view
+    /// (`transpose.int`), then returns a contiguous clone of the result (of
+    /// each element for `Tensor[]`).
+    ViewCopy {
+        /// The view operator it calls.
+        view: usize,
+    },
+    /// The generator should write the kernel but cannot; why. Emitting
+    /// kernels reports it at the operator's line.
+    Unsupported(String),
 }
 
 impl PlannedOp<'_> {
@@ -126,10 +168,26 @@ pub fn lower<'a>(
             file.entries.len()
         )));
     }
-    let names = api_names(&file.entries).map_err(whole)?;
-    let mut order: Vec<(&NativeFunction, String)> = file.entries.iter().zip(names).collect();
+    // The functions `autogen:` adds, kernels named by the file's convention
+    // (`composite::<ident>`). Leaked like the table entries: a plan lives as
+    // long as the build that makes it.
+    let generated: &'static [NativeFunction] = Box::leak(
+        generated_entries(&file.entries)
+            .map_err(whole)?
+            .into_boxed_slice(),
+    );
+    let all: Vec<&NativeFunction> = file.entries.iter().chain(generated).collect();
+    if all.len() > MAX_OPERATORS {
+        return Err(whole(format!(
+            "{} operators with the {} `autogen:` adds: a schema file holds at most {MAX_OPERATORS} (`OpId` is a `u16`); split it into several crates",
+            all.len(),
+            generated.len()
+        )));
+    }
+    let names = api_names_of(&all).map_err(whole)?;
+    let mut order: Vec<(&NativeFunction, String)> = all.into_iter().zip(names).collect();
     order.sort_by_cached_key(|(nf, _)| sort_key(nf));
-    let ops: Vec<PlannedOp> = order
+    let mut ops: Vec<PlannedOp> = order
         .into_iter()
         .map(|(entry, api_name)| PlannedOp {
             entry,
@@ -137,6 +195,7 @@ pub fn lower<'a>(
             api_name,
             kernels: opforge_schema::tables::kernel_rows(entry),
             table: op_schema(&entry.func, Some(entry)),
+            generated: None,
         })
         .collect();
     // Two operators with one Rust identifier (`foo.bar` and `foo_bar`).
@@ -167,10 +226,16 @@ pub fn lower<'a>(
     }
     // Group in id order so that group member indices are op indices.
     let groups = group(ops.iter().map(|o| o.entry)).map_err(whole)?;
+    let plans: Vec<Option<Generated>> = (0..ops.len())
+        .map(|i| generated_kernel(&ops, &groups, i))
+        .collect();
+    for (op, g) in ops.iter_mut().zip(plans) {
+        op.generated = g;
+    }
     let bindings = derive_bindings(&file.entries, deprecated).map_err(whole)?;
     let overridable = overridable(&bindings).map_err(whole)?;
-    // Signatures whose operators are generated by autogen (not in this file) have no
-    // `OpId`; that is recorded, not hidden.
+    // Signatures whose operators the plan does not have get no `OpId`; that is
+    // recorded, not hidden.
     let mut skips = Vec::new();
     for b in &bindings {
         for src in &b.sources {
@@ -179,7 +244,7 @@ pub fn lower<'a>(
                 if find_in(&ops, n).is_none() {
                     skips.push(Skip {
                         op: n.clone(),
-                        reason: format!("`{}` binds it, but it is generated by autogen, not an entry of the file: no OpId", b.name),
+                        reason: format!("`{}` binds it, but it is neither an entry of the file nor added by `autogen:`: no OpId", b.name),
                     });
                 }
             }
@@ -194,5 +259,62 @@ pub fn lower<'a>(
         skips,
         bindings,
         overridable,
+    })
+}
+
+/// The kernel the generator writes for operator `i`, if any: a function
+/// `autogen:` added (tagged `generated`) and a `*_copy` entry tagged
+/// `view_copy` whose view (the name without `_copy`, same overload) the plan
+/// has. Entries tagged `view_copy` under another name (`slice_scatter`) have
+/// kernels of their own.
+fn generated_kernel(ops: &[PlannedOp], groups: &[OperatorGroup], i: usize) -> Option<Generated> {
+    let f = ops[i].entry;
+    let name = &f.func.name;
+    if f.has_tag("generated") {
+        let g = groups.iter().find(|g| g.members().any(|m| m == i))?;
+        let written = |m: Option<usize>| m.filter(|&m| !ops[m].entry.has_tag("generated"));
+        return Some(match f.func.kind() {
+            SchemaKind::Functional => match written(g.inplace).or(written(g.mutable)) {
+                Some(target) => Generated::Functional { target },
+                None => Generated::Unsupported(format!(
+                    "`{}` is a functional variant `autogen:` adds, but its group has no written in-place or mutable variant to call",
+                    f.name()
+                )),
+            },
+            SchemaKind::Out => match g.functional {
+                Some(functional) => Generated::Out { functional },
+                None => Generated::Unsupported(format!(
+                    "`{}` is an out= variant `autogen:` adds, but its group has no functional variant to call",
+                    f.name()
+                )),
+            },
+            k => Generated::Unsupported(format!(
+                "`{}` is a {k} variant `autogen:` adds: the generator writes kernels for functional and out= variants only",
+                f.name()
+            )),
+        });
+    }
+    if !f.has_tag("view_copy") {
+        return None;
+    }
+    let base = name.name.base.strip_suffix("_copy")?;
+    if name.name.inplace || f.func.kind() != SchemaKind::Functional {
+        return Some(Generated::Unsupported(format!(
+            "`{}` is tagged `view_copy`, but only a functional `*_copy` operator gets a generated kernel",
+            f.name()
+        )));
+    }
+    let view = if name.overload.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}.{}", name.overload)
+    };
+    let view = format!("{}::{view}", name.namespace());
+    Some(match find_in(ops, &view) {
+        Some(view) => Generated::ViewCopy { view },
+        None => Generated::Unsupported(format!(
+            "`{}` is tagged `view_copy`, but there is no view operator `{view}` to call",
+            f.name()
+        )),
     })
 }

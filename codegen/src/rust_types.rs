@@ -182,7 +182,7 @@ pub fn result_type(rets: &[Return]) -> Result<syn::Type, Unmapped> {
 }
 
 /// The most arguments a Rust signature has (the typed API's tuples).
-pub const MAX_ARGS: usize = 24;
+pub const MAX_ARGS: usize = 32;
 
 /// The function-pointer type of a kernel for `f`:
 /// `fn(&Tensor, &Tensor, Scalar) -> Result<Tensor>`. Fails naming the first

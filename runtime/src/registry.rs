@@ -10,8 +10,9 @@
 //!
 //! Overload packets (`aten::add` → `add.Tensor`, `add.Scalar`, …) are in YAML order
 //! unless [`Registry::with_overload_order`] reads the registration order PyTorch
-//! uses (`aten_overloads.jsonl`), which also brings the generated (`autogen`)
-//! overloads and the TorchScript-only ones (`"dispatcher": false`).
+//! uses (`aten_overloads.jsonl`), which also brings the TorchScript-only
+//! overloads (`"dispatcher": false`). The functions a file's `autogen:` lines
+//! add are operators of the registry, as they are of the generated tables.
 
 pub use crate::tables::op_schema;
 use crate::tables::{leak_str, OpSchema};
@@ -86,7 +87,11 @@ impl Registry {
                 })?,
             ..Registry::default()
         };
-        for nf in loaded.entries {
+        // The file's entries, then the functions its `autogen:` lines add (as
+        // the generator adds them to the runtime's own tables).
+        let generated = opforge_schema::tables::generated_entries(&loaded.entries)
+            .map_err(|e| Diagnostics(vec![opforge_schema::diag::Diagnostic::new(file, 0, e)]))?;
+        for nf in loaded.entries.into_iter().chain(generated) {
             let s = op_schema(&nf.func, Some(&nf));
             let key = format!("{}::{}", s.namespace, s.name);
             r.by_name.insert(key.clone(), r.ops.len());
@@ -171,8 +176,9 @@ impl Registry {
         Ok(self)
     }
 
-    /// Every dispatcher operator: the file's entries in file order, then those only
-    /// the overload order added (autogen'd ones).
+    /// Every dispatcher operator: the file's entries in file order, the
+    /// functions its `autogen:` lines add, then those only the overload order
+    /// added.
     pub fn ops(&self) -> &[&'static OpSchema] {
         &self.ops
     }

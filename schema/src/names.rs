@@ -230,12 +230,24 @@ fn overload_suffix(overload: &str) -> String {
 /// Names two entries would share fall back to the exact form ([`op_ident`]).
 /// Fails if grouping does (two variants of one kind with one signature).
 pub fn api_names(entries: &[NativeFunction]) -> Result<Vec<String>, String> {
-    let groups = group(entries)?;
+    api_names_of(&entries.iter().collect::<Vec<_>>())
+}
+
+/// [`api_names`] of entries held by reference (a file's entries and the
+/// functions `autogen:` adds to them). A functional variant named with
+/// `_functional` (`normal_functional`, PyTorch's name for a functional variant
+/// it cannot give the plain name) names only itself: its in-place variant keeps
+/// the name it would have without it (`normal_`).
+pub fn api_names_of(entries: &[&NativeFunction]) -> Result<Vec<String>, String> {
+    let groups = group(entries.iter().copied())?;
     let mut functional_of: Vec<Option<usize>> = vec![None; entries.len()];
     let mut out_of_group: Vec<Option<usize>> = vec![None; entries.len()];
     for g in &groups {
+        let functional = g
+            .functional
+            .filter(|&f| !entries[f].func.name.name.functional_overload);
         for m in g.members() {
-            functional_of[m] = g.functional;
+            functional_of[m] = functional;
             out_of_group[m] = g.out;
         }
     }

@@ -335,6 +335,23 @@ pub fn kernel_rows(nf: &NativeFunction) -> Vec<(String, String)> {
     ks
 }
 
+/// The functions `autogen:` adds to `entries`
+/// ([`crate::python::generated_functions`]), each with its one kernel
+/// (CompositeExplicitAutograd) named by the runtime's path convention,
+/// `composite::<ident>` (`composite::zero`, `composite::clone_out`): what the
+/// generator makes operators of, and a run-time registry too, so that the two
+/// agree.
+pub fn generated_entries(entries: &[NativeFunction]) -> Result<Vec<NativeFunction>, String> {
+    let mut generated = crate::python::generated_functions(entries)?;
+    for nf in &mut generated {
+        let ident = crate::names::op_ident(&nf.func.name);
+        for row in &mut nf.dispatch {
+            row.kernel = format!("composite::{ident}");
+        }
+    }
+    Ok(generated)
+}
+
 /// Converts a schema (and, if there is one, the YAML entry it came from: variants,
 /// dispatch table, tags, line) into a leaked [`OpSchema`]. This is the one place the
 /// model becomes the runtime's tables; the generated `OPS` agree with it (tested).

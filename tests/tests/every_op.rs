@@ -3,7 +3,9 @@
 //! Arguments are made from the schema: a value per type, a few per parameter
 //! name where the operator needs a particular one (a permutation for `dims`, a
 //! bool `condition`, an int64 `index`, batches of matrices for `bmm`, class
-//! indices for the losses' `target` and `one_hot`).
+//! indices for the losses' `target` and `one_hot`), and for a `*_scatter`
+//! operator's `src` the view it is written into (`select_scatter`'s is
+//! `select.int` of its `self`, `dim` and `index`).
 
 use opforge::dispatch::dispatcher;
 use opforge::tables::{ArgSchema, BaseType, Ty};
@@ -131,6 +133,50 @@ fn out_dtype(op: &str) -> DType {
     }
 }
 
+/// The arguments of operator `schema` on `device`, by [`arg`], a `*_scatter`
+/// operator's `src` made by its view ([`scatter_src`]).
+fn args(schema: &opforge::tables::OpSchema, device: Device) -> Vec<Value> {
+    let mut args: Vec<Value> = schema
+        .args
+        .iter()
+        .map(|a| arg(schema.name, a, device))
+        .collect();
+    // Factories take their device from the `device` argument.
+    if let Some(i) = schema.args.iter().position(|a| a.name == "device") {
+        args[i] = Value::Device(device);
+    }
+    if let Some(i) = schema.args.iter().position(|a| a.name == "src") {
+        if let Some(src) = scatter_src(schema, &args) {
+            args[i] = src;
+        }
+    }
+    args
+}
+
+/// For `<view>_scatter` (and its out= variant): the view operator `<view>.*`
+/// whose arguments are all arguments of the scatter, called on them: the
+/// shape `src` must have.
+fn scatter_src(schema: &opforge::tables::OpSchema, args: &[Value]) -> Option<Value> {
+    let base = schema.name.split('.').next()?.strip_suffix("_scatter")?;
+    let view = OPS.iter().find(|v| {
+        v.name.split('.').next() == Some(base)
+            && v.returns.iter().any(|r| r.alias.is_some())
+            && v.args
+                .iter()
+                .all(|a| schema.args.iter().any(|s| s.name == a.name))
+    })?;
+    let values: Vec<Value> = view
+        .args
+        .iter()
+        .map(|a| {
+            let i = schema.args.iter().position(|s| s.name == a.name)?;
+            Some(args[i].clone())
+        })
+        .collect::<Option<_>>()?;
+    let op = dispatcher().find(view.name)?;
+    op.call_boxed(&values).ok()?.into_iter().next()
+}
+
 fn shapes(vs: &[Value]) -> Vec<(Vec<usize>, DType)> {
     vs.iter()
         .flat_map(|v| match v {
@@ -150,15 +196,7 @@ fn every_operator_runs_on_cpu_and_meta() {
             .expect("every schema is an operator");
         let mut results = Vec::new();
         for device in [Device::Cpu, Device::Meta] {
-            let mut args: Vec<Value> = schema
-                .args
-                .iter()
-                .map(|a| arg(schema.name, a, device))
-                .collect();
-            // Factories take their device from the `device` argument.
-            if let Some(i) = schema.args.iter().position(|a| a.name == "device") {
-                args[i] = Value::Device(device);
-            }
+            let args = args(schema, device);
             match op.call_boxed(&args) {
                 Ok(r) => results.push(shapes(&r)),
                 Err(e) => failures.push(format!("{} on {device}: {e}", schema.name)),
@@ -189,14 +227,7 @@ fn opcheck_passes_for_every_operator() {
     use opforge::opcheck::{opcheck, TestUtil};
     let mut failures = Vec::new();
     for schema in OPS.iter() {
-        let mut args: Vec<Value> = schema
-            .args
-            .iter()
-            .map(|a| arg(schema.name, a, Device::Cpu))
-            .collect();
-        if let Some(i) = schema.args.iter().position(|a| a.name == "device") {
-            args[i] = Value::Device(Device::Cpu);
-        }
+        let args = args(schema, Device::Cpu);
         let name = format!("{}::{}", schema.namespace, schema.name);
         assert!(
             opforge::dispatch::typed_caller(schema).is_some(),

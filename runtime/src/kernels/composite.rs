@@ -2,7 +2,11 @@
 //!
 //! - CompositeExplicitAutograd (`composite::<ident>` in `dispatch:`): views,
 //!   factories, `copy_`, `clone`, the `.Scalar` overloads and a few
-//!   decompositions (`abs`, `stack`, `sum`).
+//!   decompositions (`abs`, `stack`, `sum`); CompositeExplicitAutogradNonFunctional:
+//!   `copy`, `select_scatter`, `slice_scatter`.
+//! - Generated (included at the end from the generator's `kernels.rs`): the
+//!   functional and out= variants `autogen:` adds (`zero`, `clone_out`) and
+//!   the `view_copy` operators (`transpose_copy_int`).
 //! - CompositeImplicitAutograd (entries without `dispatch:`): `matmul`,
 //!   `matmul.out`, `reshape`, `contiguous`, `to.dtype`, written only in terms of
 //!   other operators called through `kernels::ops`.
@@ -160,6 +164,15 @@ pub fn copy_(self_: &mut Tensor, src: &Tensor, non_blocking: bool) -> Result<Ten
     copy::copy_(self_, src)
 }
 
+/// `copy(self, src, non_blocking)`: a clone of `self` (its strides kept where
+/// it is dense, `clone_preserve_strides` in PyTorch) with `src` copied in.
+#[kernel(CompositeExplicitAutogradNonFunctional)]
+pub fn copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+    let _ = non_blocking;
+    let r = ops::clone(self_, None)?;
+    ops::copy_(&r, src)
+}
+
 /// `expand(self, size)`.
 #[kernel(CompositeExplicitAutograd)]
 pub fn expand(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
@@ -229,6 +242,61 @@ pub fn slice_Tensor(
     step: i64,
 ) -> Result<Tensor> {
     views::slice(self_, dim, start, end, step)
+}
+
+/// PyTorch's check of a `*_scatter` operator's `src` against the view of
+/// `self` it is written into.
+fn check_scatter_src(view: &Tensor, src: &Tensor) -> Result<()> {
+    crate::ensure!(
+        view.shape() == src.shape(),
+        "expected src to have a size equal to the slice of self. src size = {}, slice size = {}",
+        super::fmt_shape(&src.shape()),
+        super::fmt_shape(&view.shape())
+    );
+    Ok(())
+}
+
+/// `select_scatter(self, src, dim, index)`: a clone of `self` whose
+/// `select(dim, index)` is `src` (PyTorch's `select_scatter_symint`).
+#[kernel(CompositeExplicitAutogradNonFunctional)]
+pub fn select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    let output = ops::clone(self_, None)?;
+    let view = ops::select_int(&output, dim, index)?;
+    check_scatter_src(&view, src)?;
+    ops::copy_(&view, src)?;
+    Ok(output)
+}
+
+/// `slice_scatter(self, src, dim, start, end, step)`: a clone of `self`
+/// whose `slice(dim, start, end, step)` is `src`.
+#[kernel(CompositeExplicitAutogradNonFunctional)]
+pub fn slice_scatter(
+    self_: &Tensor,
+    src: &Tensor,
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Result<Tensor> {
+    let output = ops::clone(self_, None)?;
+    let view = ops::slice_Tensor(&output, dim, start, end, step)?;
+    check_scatter_src(&view, src)?;
+    ops::copy_(&view, src)?;
+    Ok(output)
+}
+
+/// `normal_functional(self, mean, std, generator)`: `self.clone().normal_(...)`
+/// (PyTorch's hand-written functional variant of `normal_`, which it cannot
+/// name `normal`).
+#[kernel(CompositeExplicitAutograd)]
+pub fn normal_functional(
+    self_: &Tensor,
+    mean: f64,
+    std: f64,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    let r = ops::clone(self_, None)?;
+    ops::normal_(&r, mean, std, generator)
 }
 
 /// `squeeze.dim(self, dim)`.
@@ -1009,3 +1077,9 @@ pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
     let hits = crate::at::eq_Tensor(&ops::unsqueeze(self_, -1)?, &classes)?;
     crate::at::_to_copy(&hits, Some(DType::Int64), None, None, None, false, None)
 }
+
+// ---- Generated -----------------------------------------------------------------
+
+// The kernels the generator writes (`autogen:` functional and out= variants,
+// `view_copy` operators): `opforge_codegen::emit_kernels`.
+include!(concat!(env!("OUT_DIR"), "/opforge/kernels.rs"));

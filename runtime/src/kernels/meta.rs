@@ -74,3 +74,10 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 }
 
 super::sampling::random_factories!(Meta, Meta);
+
+/// `copy(self, src, non_blocking)` (PyTorch's `copy_meta`): the composite
+/// kernel, on meta tensors.
+#[kernel(Meta)]
+pub fn copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+    super::composite::copy(self_, src, non_blocking)
+}

@@ -194,6 +194,41 @@ pub(crate) fn resize_output(out: &Tensor, shape: &[usize]) -> Result<()> {
     Ok(())
 }
 
+/// torchgen's `resize_out_helper` (what a generated out= kernel calls before
+/// copying its result into `out`): `at::native::resize_output` to the
+/// result's shape, with PyTorch's warning when an `out` with elements is
+/// resized.
+pub(crate) fn resize_out_helper(out: &Tensor, result: &Tensor) -> Result<()> {
+    let shape = result.shape();
+    if out.shape() != shape && out.numel() != 0 {
+        crate::warnings::warn(&format!(
+            "An output with one or more elements was resized since it had shape {}, which does not match the required output shape {}. This behavior is deprecated, and in a future PyTorch release outputs will not be resized unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
+            fmt_shape(&out.shape()),
+            fmt_shape(&shape)
+        ));
+    }
+    resize_output(out, &shape)
+}
+
+/// torchgen's `copy_arg` (a generated out= kernel's copy of its result into
+/// `out`): dtype and device must be the result's, then `out.copy_(result)`.
+pub(crate) fn copy_arg(out: &Tensor, result: &Tensor) -> Result<()> {
+    crate::ensure!(
+        out.dtype() == result.dtype(),
+        "Expected out tensor to have dtype {}, but got {} instead",
+        typemeta_name(result.dtype()),
+        typemeta_name(out.dtype())
+    );
+    crate::ensure!(
+        out.device() == result.device(),
+        "Expected out tensor to have device {}, but got {} instead",
+        result.device(),
+        out.device()
+    );
+    ops::copy_(out, result)?;
+    Ok(())
+}
+
 /// For structured `out=` kernels whose output dtype is fixed:
 /// `Expected out tensor to have dtype float, but got long int instead`.
 pub(crate) fn check_out_dtype(out: &Tensor, want: DType) -> Result<()> {

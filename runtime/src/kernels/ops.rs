@@ -199,3 +199,29 @@ pub(crate) fn zeros_like(
 ) -> Result<Tensor> {
     op::zeros_like(self_, dtype, layout, device, pin_memory, memory_format)
 }
+
+/// `aten::select.int`
+pub(crate) fn select_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    op::select_int(self_, dim, index)
+}
+
+/// `aten::slice.Tensor`
+pub(crate) fn slice_Tensor(
+    self_: &Tensor,
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Result<Tensor> {
+    op::slice_Tensor(self_, dim, start, end, step)
+}
+
+/// `aten::normal_`
+pub(crate) fn normal_(
+    self_: &Tensor,
+    mean: f64,
+    std: f64,
+    generator: Option<&crate::tensor::Generator>,
+) -> Result<Tensor> {
+    op::normal_(&mut self_.clone(), mean, std, generator)
+}
