@@ -12,9 +12,10 @@
 //! concrete slots as PyTorch resolves them: an explicit kernel for a key wins, then
 //! CompositeExplicitAutogradNonFunctional, CompositeExplicitAutograd, and
 //! CompositeImplicitAutograd for backends; CompositeImplicitAutograd also fills
-//! `Autograd`, `Functionalize` and `Python` when no backend kernel exists, so
-//! such an operator decomposes above those keys (whether or not its tensors
-//! require grad).
+//! `Autograd` and `Python` when no backend kernel exists, so such an operator
+//! decomposes above the Python key (whether or not its tensors require grad),
+//! and `Functionalize` for an operator with alias annotations (a composite
+//! view or in-place operator: functionalization must see what it does).
 //!
 //! Kernel slots are atomics: registration (at any time, from any thread) rebuilds
 //! an operator's slots and publishes them; a typed call reads one slot with one
@@ -650,16 +651,20 @@ impl Operator {
             let direct = get(key);
             let resolved = if key.is_backend() {
                 direct.or(cea).or(cia)
-            } else if matches!(
-                key,
-                DispatchKey::Autograd | DispatchKey::Functionalize | DispatchKey::Python
-            ) {
-                // A decomposition runs above the `Python` and `Functionalize`
-                // keys even for tensors without the `Autograd` key (every
-                // PyTorch tensor has it; here only those that require grad):
-                // handlers and functionalization see the operators it
-                // decomposes into, as in PyTorch.
+            } else if key == DispatchKey::Autograd || key == DispatchKey::Python {
+                // A decomposition runs above the `Python` key even for
+                // tensors without the `Autograd` key (every PyTorch tensor has
+                // it; here only those that require grad): handlers see the
+                // operators it decomposes into, as in PyTorch.
                 direct.or(if has_backend { None } else { cia })
+            } else if key == DispatchKey::Functionalize {
+                // Functionalization decomposes only the composites that view
+                // or write (`reshape`, `to`): their aliasing is what it must
+                // see. Others run below it on plain values, as PyTorch
+                // registers only those decompositions at its key.
+                let aliasing = self.schema.args.iter().any(|a| a.alias.is_some())
+                    || self.schema.returns.iter().any(|r| r.alias.is_some());
+                direct.or(if has_backend || !aliasing { None } else { cia })
             } else {
                 direct
             };

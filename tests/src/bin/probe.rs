@@ -16,7 +16,9 @@
 //! Function on an input that requires grad: `custom_function_ns`) and
 //! `custom_function_backward` (`apply`, `sum`, `backward()`), `train_step`
 //! and `train_step_fullbatch` (one step of the runs behind `train_step_us`
-//! and `train_step_fullbatch_us`, one thread).
+//! and `train_step_fullbatch_us`, one thread), `replay` and `replay_eager`
+//! (the 30-call program of `replay_ns_per_node`, re-executed from its graph
+//! or run eagerly: per node, divide by 30).
 
 use opforge::overrides::{push_dispatch_mode, push_function_mode, Class};
 use opforge::{Scalar, Tensor, Value};
@@ -153,6 +155,33 @@ fn main() {
             let m = Tensor::from_vec(vec![1.0f32; 6], &[2, 3]).expect("tensor");
             (0..n).for_each(|_| {
                 black_box(opforge::ops::select_int(black_box(&m), 0, 1).expect("select"));
+            })
+        }
+        "replay" | "replay_eager" => {
+            // The `overhead` program of 30 calls (sin, add, mul in turn):
+            // re-executed from its graph, or run eagerly; per call, divide
+            // by 30.
+            fn program(v: &[Value]) -> opforge::Result<Vec<Value>> {
+                let x = v[0].as_tensor().expect("a tensor");
+                let mut y = x.clone();
+                for i in 0..30 {
+                    y = match i % 3 {
+                        0 => opforge::ops::sin(&y)?,
+                        1 => opforge::ops::add_Tensor(&y, x, Scalar::Int(1))?,
+                        _ => opforge::ops::mul_Tensor(&y, x)?,
+                    };
+                }
+                Ok(vec![Value::Tensor(y)])
+            }
+            let inputs = [Value::Tensor(a.clone())];
+            let graph = opforge::trace::trace(program, &inputs, opforge::trace::TracingMode::Real)
+                .expect("trace");
+            let replay = path == "replay";
+            (0..n).for_each(|_| {
+                black_box(match replay {
+                    true => graph.run(black_box(&inputs)).expect("run"),
+                    false => program(black_box(&inputs)).expect("eager"),
+                });
             })
         }
         other => {
