@@ -377,11 +377,11 @@ fn the_seeds_program_traces_with_call_torchbind() {
             g.to_string(),
             "def forward(self, arg0_1, arg1_1):\n    \
              cos = torch.ops.aten.cos.default(arg1_1)\n    \
-             call_torchbind = torch.ops.higher_order.call_torchbind(arg0_1, 'push', cos);  cos = None\n    \
+             call_torchbind = torch.ops.higher_order.call_torchbind(arg0_1, 'push', cos);  cos = call_torchbind = None\n    \
              sin = torch.ops.aten.sin.default(arg1_1);  arg1_1 = None\n    \
-             call_torchbind_1 = torch.ops.higher_order.call_torchbind(arg0_1, 'push', sin);  sin = None\n    \
+             call_torchbind_1 = torch.ops.higher_order.call_torchbind(arg0_1, 'push', sin);  sin = call_torchbind_1 = None\n    \
              call_torchbind_2 = torch.ops.higher_order.call_torchbind(arg0_1, 'pop')\n    \
-             call_torchbind_3 = torch.ops.higher_order.call_torchbind(arg0_1, 'size')\n    \
+             call_torchbind_3 = torch.ops.higher_order.call_torchbind(arg0_1, 'size');  call_torchbind_3 = None\n    \
              sub = torch.ops.aten.sub.Tensor(call_torchbind_2, 1);  call_torchbind_2 = None\n    \
              return (sub, arg0_1)\n",
             "{}",

@@ -422,7 +422,9 @@ impl Graph {
     }
 
     /// For each node, the nodes whose last use it is, in the order its
-    /// arguments name them (what FX's `x = None` lines list).
+    /// arguments name them, then the node itself if nothing uses it (what
+    /// FX's `x = None` lines list: a call whose value is unused is freed
+    /// right away).
     fn last_uses(&self) -> Vec<Vec<NodeId>> {
         let mut last: HashMap<NodeId, NodeId> = HashMap::new();
         for (i, n) in self.nodes.iter().enumerate() {
@@ -440,6 +442,9 @@ impl Graph {
                         freed.push(u);
                     }
                 });
+                if matches!(n.kind, NodeKind::CallFunction { .. }) && !last.contains_key(&i) {
+                    freed.push(i);
+                }
                 freed
             })
             .collect()
