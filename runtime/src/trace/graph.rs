@@ -136,7 +136,17 @@ pub struct Graph {
     tokens: usize,
     /// Each operator call bound to its schema once, for [`Graph::run`]
     /// (made at the first run).
-    plan: std::sync::OnceLock<Vec<Option<Vec<Slot>>>>,
+    plan: std::sync::OnceLock<Vec<Option<Planned>>>,
+}
+
+/// An operator call bound once: its arguments' slots, and the generated
+/// typed caller of the operator if it has one (the typed API with the
+/// arguments unboxed: the dispatcher's unboxed fast path), else `None` (a
+/// boxed call).
+#[derive(Clone, Debug)]
+struct Planned {
+    slots: Vec<Slot>,
+    typed: Option<crate::dispatch::TypedCaller>,
 }
 
 /// One schema argument of a planned call: a constant bound and converted
@@ -354,7 +364,10 @@ impl Graph {
                         target: Target::Op(op),
                         args,
                         kwargs,
-                    } => plan_call(op, args, kwargs),
+                    } => plan_call(op, args, kwargs).map(|slots| Planned {
+                        slots,
+                        typed: crate::dispatch::typed_caller(op.schema),
+                    }),
                     _ => None,
                 })
                 .collect()
@@ -369,17 +382,21 @@ impl Graph {
                     target: Target::Op(op),
                     ..
                 },
-                Some(slots),
+                Some(planned),
             ) = (&node.kind, planned)
             {
                 values.clear();
-                for slot in slots {
+                for slot in &planned.slots {
                     values.push(match slot {
                         Slot::Fixed(v) => v.clone(),
                         Slot::Load(a) => load(&env, a)?,
                     });
                 }
-                env.push(Some(one_value(op.call_boxed(&values)?)));
+                let outs = match planned.typed {
+                    Some(call) => call(op, &values)?,
+                    None => op.call_boxed(&values)?,
+                };
+                env.push(Some(one_value(outs)));
                 continue;
             }
             let v = match &node.kind {
