@@ -325,8 +325,8 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStre
         pub mod typed_callers {
             #[allow(unused_imports)]
             use ::opforge::__private::prelude::*;
-            use ::opforge::__private::IntoValues;
             use ::opforge::__private::Operator;
+            use ::opforge::__private::Returns;
             use ::opforge::__private::TypedCaller;
             use ::opforge::__private::Value;
 
@@ -400,7 +400,8 @@ fn at_fn(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
 }
 
 /// `typed_callers::<ident>`: the `at::` call with boxed arguments, each
-/// unboxed as a kernel's boxed adapter unboxes it.
+/// unboxed as a kernel's boxed adapter unboxes it; the results as one value
+/// (`Returns::into_value`: the value of a single result, a list otherwise).
 fn typed_caller(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
     let id = ident(&op.ident);
     // `typed_callers` is a module inside the `at` file's.
@@ -418,12 +419,12 @@ fn typed_caller(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
         .unzip();
     let arity = format!("{}: expected {n} arguments, got {{}}", op.schema().name);
     quote! {
-        pub fn #id(_op: &Operator, args: &[Value]) -> Result<::std::vec::Vec<Value>> {
+        pub fn #id(_op: &Operator, args: &[Value]) -> Result<Value> {
             if args.len() != #n {
                 return Err(::opforge::Error::Runtime(format!(#arity, args.len()).into()));
             }
             #(#bindings)*
-            Ok(IntoValues::into_values(#at #id(#(#args),*)?))
+            Ok(Returns::into_value(#at #id(#(#args),*)?))
         }
     }
 }

@@ -321,11 +321,11 @@ pub fn mylib_scale(
 pub mod typed_callers {
     #[allow(unused_imports)]
     use ::opforge::__private::prelude::*;
-    use ::opforge::__private::IntoValues;
     use ::opforge::__private::Operator;
+    use ::opforge::__private::Returns;
     use ::opforge::__private::TypedCaller;
     use ::opforge::__private::Value;
-    pub fn _foreach_add__List(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn _foreach_add__List(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 3usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -346,9 +346,9 @@ pub mod typed_callers {
             .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
         let __a2 = <Scalar as ::opforge::__private::FromValue>::from_value(&args[2usize])
             .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        Ok(IntoValues::into_values(super::_foreach_add__List(__a0, __a1, __a2)?))
+        Ok(Returns::into_value(super::_foreach_add__List(__a0, __a1, __a2)?))
     }
-    pub fn add_Tensor(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn add_Tensor(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 3usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -375,9 +375,9 @@ pub mod typed_callers {
         };
         let __a2 = <Scalar as ::opforge::__private::FromValue>::from_value(&args[2usize])
             .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        Ok(IntoValues::into_values(super::add_Tensor(__a0, __a1, __a2)?))
+        Ok(Returns::into_value(super::add_Tensor(__a0, __a1, __a2)?))
     }
-    pub fn add_out(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn add_out(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 4usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -408,9 +408,9 @@ pub mod typed_callers {
             )
             .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?
             .clone();
-        Ok(IntoValues::into_values(super::add_out(__a0, __a1, __a2, &mut __a3)?))
+        Ok(Returns::into_value(super::add_out(__a0, __a1, __a2, &mut __a3)?))
     }
-    pub fn add__Tensor(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn add__Tensor(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 3usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -434,9 +434,9 @@ pub mod typed_callers {
         };
         let __a2 = <Scalar as ::opforge::__private::FromValue>::from_value(&args[2usize])
             .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        Ok(IntoValues::into_values(super::add__Tensor(&mut __a0, __a1, __a2)?))
+        Ok(Returns::into_value(super::add__Tensor(&mut __a0, __a1, __a2)?))
     }
-    pub fn avg_pool2d(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn avg_pool2d(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 7usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -468,12 +468,12 @@ pub mod typed_callers {
         > as ::opforge::__private::FromValue>::from_value(&args[6usize])
             .map_err(|e| _op.argument_error(6usize, &args[6usize], e))?;
         Ok(
-            IntoValues::into_values(
+            Returns::into_value(
                 super::avg_pool2d(__a0, __a1, __a2, __a3, __a4, __a5, __a6)?,
             ),
         )
     }
-    pub fn chunk(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn chunk(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 3usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -493,9 +493,9 @@ pub mod typed_callers {
             .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
         let __a2 = <i64 as ::opforge::__private::FromValue>::from_value(&args[2usize])
             .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        Ok(IntoValues::into_values(super::chunk(__a0, __a1, __a2)?))
+        Ok(Returns::into_value(super::chunk(__a0, __a1, __a2)?))
     }
-    pub fn gelu(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn gelu(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 2usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -513,9 +513,9 @@ pub mod typed_callers {
         };
         let __a1 = <&str as ::opforge::__private::FromValue>::from_value(&args[1usize])
             .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        Ok(IntoValues::into_values(super::gelu(__a0, __a1)?))
+        Ok(Returns::into_value(super::gelu(__a0, __a1)?))
     }
-    pub fn index_Tensor(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn index_Tensor(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 2usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -536,9 +536,9 @@ pub mod typed_callers {
             Tensor,
         >] as ::opforge::__private::FromValue>::from_value(&args[1usize])
             .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        Ok(IntoValues::into_values(super::index_Tensor(__a0, __a1)?))
+        Ok(Returns::into_value(super::index_Tensor(__a0, __a1)?))
     }
-    pub fn max_dim(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn max_dim(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 3usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -558,9 +558,9 @@ pub mod typed_callers {
             .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
         let __a2 = <bool as ::opforge::__private::FromValue>::from_value(&args[2usize])
             .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        Ok(IntoValues::into_values(super::max_dim(__a0, __a1, __a2)?))
+        Ok(Returns::into_value(super::max_dim(__a0, __a1, __a2)?))
     }
-    pub fn nll_loss(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn nll_loss(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 5usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -592,9 +592,9 @@ pub mod typed_callers {
             .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
         let __a4 = <i64 as ::opforge::__private::FromValue>::from_value(&args[4usize])
             .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
-        Ok(IntoValues::into_values(super::nll_loss(__a0, __a1, __a2, __a3, __a4)?))
+        Ok(Returns::into_value(super::nll_loss(__a0, __a1, __a2, __a3, __a4)?))
     }
-    pub fn norm_ScalarOpt_dim(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn norm_ScalarOpt_dim(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 4usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -621,9 +621,9 @@ pub mod typed_callers {
             .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
         let __a3 = <bool as ::opforge::__private::FromValue>::from_value(&args[3usize])
             .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
-        Ok(IntoValues::into_values(super::norm_ScalarOpt_dim(__a0, __a1, __a2, __a3)?))
+        Ok(Returns::into_value(super::norm_ScalarOpt_dim(__a0, __a1, __a2, __a3)?))
     }
-    pub fn randint(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn randint(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 7usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -656,12 +656,12 @@ pub mod typed_callers {
         > as ::opforge::__private::FromValue>::from_value(&args[6usize])
             .map_err(|e| _op.argument_error(6usize, &args[6usize], e))?;
         Ok(
-            IntoValues::into_values(
+            Returns::into_value(
                 super::randint(__a0, __a1, __a2, __a3, __a4, __a5, __a6)?,
             ),
         )
     }
-    pub fn to_dtype(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn to_dtype(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 5usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -687,9 +687,9 @@ pub mod typed_callers {
             MemoryFormat,
         > as ::opforge::__private::FromValue>::from_value(&args[4usize])
             .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
-        Ok(IntoValues::into_values(super::to_dtype(__a0, __a1, __a2, __a3, __a4)?))
+        Ok(Returns::into_value(super::to_dtype(__a0, __a1, __a2, __a3, __a4)?))
     }
-    pub fn where_self(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn where_self(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 3usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -722,9 +722,9 @@ pub mod typed_callers {
                     .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?
             }
         };
-        Ok(IntoValues::into_values(super::where_self(__a0, __a1, __a2)?))
+        Ok(Returns::into_value(super::where_self(__a0, __a1, __a2)?))
     }
-    pub fn zeros(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn zeros(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 5usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -750,9 +750,9 @@ pub mod typed_callers {
             bool,
         > as ::opforge::__private::FromValue>::from_value(&args[4usize])
             .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
-        Ok(IntoValues::into_values(super::zeros(__a0, __a1, __a2, __a3, __a4)?))
+        Ok(Returns::into_value(super::zeros(__a0, __a1, __a2, __a3, __a4)?))
     }
-    pub fn mylib_scale(_op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    pub fn mylib_scale(_op: &Operator, args: &[Value]) -> Result<Value> {
         if args.len() != 5usize {
             return Err(
                 ::opforge::Error::Runtime(
@@ -783,7 +783,7 @@ pub mod typed_callers {
             Stream,
         > as ::opforge::__private::FromValue>::from_value(&args[4usize])
             .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
-        Ok(IntoValues::into_values(super::mylib_scale(__a0, __a1, __a2, __a3, __a4)?))
+        Ok(Returns::into_value(super::mylib_scale(__a0, __a1, __a2, __a3, __a4)?))
     }
     /// The callers, in `OpId` order.
     pub static TABLE: [TypedCaller; 16usize] = [

@@ -139,12 +139,14 @@ pub static FALLBACKS: [FallbackEntry];
 pub static LIBRARIES: [&'static Library];
 
 /// A call of an operator's typed API (`at::<op>`) with boxed arguments: each
-/// unboxed to the type the typed API takes, the result boxed again. What
-/// `opcheck`'s typed-call family compares with the boxed call.
+/// unboxed to the type the typed API takes, the results boxed again as one
+/// value (a single result's value, a list for several: [`crate::value::Returns::into_value`]).
+/// What `opcheck`'s typed-call family compares with the boxed call, and what
+/// a captured graph's interpreter calls.
 pub type TypedCaller = fn(
     op: &super::Operator,
     args: &[crate::value::Value],
-) -> crate::error::Result<Vec<crate::value::Value>>;
+) -> crate::error::Result<crate::value::Value>;
 
 /// A generated typed API's callers: one per operator of `ops` (a generated
 /// `OPS` table), in its order.

@@ -392,11 +392,11 @@ impl Graph {
                         Slot::Load(a) => load(&env, a)?,
                     });
                 }
-                let outs = match planned.typed {
+                let out = match planned.typed {
                     Some(call) => call(op, &values)?,
-                    None => op.call_boxed(&values)?,
+                    None => one_value(op.call_boxed(&values)?),
                 };
-                env.push(Some(one_value(outs)));
+                env.push(Some(out));
                 continue;
             }
             let v = match &node.kind {

@@ -16,6 +16,13 @@
 //! - [`TracingMode::Fake`] runs the program on fakes of the inputs
 //!   (`crate::fake`), so nothing is computed; [`TracingMode::Real`] on the
 //!   inputs themselves.
+//! - Method calls on custom-class objects are `call_torchbind` nodes; with
+//!   a functionalized program (`trace(crate::functionalize::functionalize(f),
+//!   …)`, PyTorch's `make_fx(functionalize(f))`), effectful calls are
+//!   `with_effects` nodes threading the effect token, which becomes the
+//!   graph's first input and first output ([`Graph::tokens`]).
+//! - A graph saves to a documented JSON form and loads back (`saved.rs`,
+//!   [`Graph::to_json`], serde).
 //!
 //! ```
 //! use opforge::trace::{trace, TracingMode};

@@ -417,7 +417,7 @@ fn count(want: usize, got: usize) -> Error {
 impl<T: RetValue> Returns for T {
     #[inline]
     fn into_values(self) -> Vec<Value> {
-        vec![self.into_value()]
+        vec![RetValue::into_value(self)]
     }
     fn from_values(mut vs: Vec<Value>) -> Result<Self> {
         match vs.len() {
