@@ -134,9 +134,17 @@ pub struct Graph {
     /// How many effect tokens the graph threads: its first placeholders
     /// and its first outputs ([`Graph::run`] supplies and drops them).
     tokens: usize,
-    /// Each operator call bound to its schema once, for [`Graph::run`]
-    /// (made at the first run).
-    plan: std::sync::OnceLock<Vec<Option<Planned>>>,
+    /// How [`Graph::run`] runs the graph (made at its first run).
+    plan: std::sync::OnceLock<Plan>,
+}
+
+/// What [`Graph::run`] works out once: each operator call bound to its
+/// schema, the values each node is the last use of, the inputs' count.
+#[derive(Clone, Debug)]
+struct Plan {
+    calls: Vec<Option<Planned>>,
+    frees: Vec<Vec<NodeId>>,
+    placeholders: usize,
 }
 
 /// An operator call bound once: its arguments' slots, and the generated
@@ -340,24 +348,9 @@ impl Graph {
     /// Runs the graph on `inputs` (one per placeholder): each call made as
     /// the recorded one was, through the dispatcher; the output node's values.
     pub fn run(&self, inputs: &[Value]) -> Result<Vec<Value>> {
-        let placeholders = self
-            .nodes
-            .iter()
-            .filter(|n| matches!(n.kind, NodeKind::Placeholder))
-            .count();
-        let wanted = placeholders - self.tokens;
-        if inputs.len() != wanted {
-            return Err(Error::Runtime(
-                format!(
-                    "the graph takes {wanted} inputs, {} were given",
-                    inputs.len()
-                )
-                .into(),
-            ));
-        }
-        let mut tokens = self.tokens;
-        let plan = self.plan.get_or_init(|| {
-            self.nodes
+        let plan = self.plan.get_or_init(|| Plan {
+            calls: self
+                .nodes
                 .iter()
                 .map(|n| match &n.kind {
                     NodeKind::CallFunction {
@@ -370,46 +363,64 @@ impl Graph {
                     }),
                     _ => None,
                 })
-                .collect()
+                .collect(),
+            frees: self.last_uses(),
+            placeholders: self
+                .nodes
+                .iter()
+                .filter(|n| matches!(n.kind, NodeKind::Placeholder))
+                .count(),
         });
+        let wanted = plan.placeholders - self.tokens;
+        if inputs.len() != wanted {
+            return Err(Error::Runtime(
+                format!(
+                    "the graph takes {wanted} inputs, {} were given",
+                    inputs.len()
+                )
+                .into(),
+            ));
+        }
+        let mut tokens = self.tokens;
         let mut env: Vec<Option<Value>> = Vec::with_capacity(self.nodes.len());
         // One buffer for every planned call's arguments.
         let mut values: Vec<Value> = Vec::new();
         let mut inputs = inputs.iter();
-        for (node, planned) in self.nodes.iter().zip(plan) {
-            if let (
-                NodeKind::CallFunction {
-                    target: Target::Op(op),
-                    ..
-                },
-                Some(planned),
-            ) = (&node.kind, planned)
-            {
-                values.clear();
-                for slot in &planned.slots {
-                    values.push(match slot {
-                        Slot::Fixed(v) => v.clone(),
-                        Slot::Load(a) => load(&env, a)?,
-                    });
+        for ((node, planned), frees) in self.nodes.iter().zip(&plan.calls).zip(&plan.frees) {
+            let v = match (&node.kind, planned) {
+                (
+                    NodeKind::CallFunction {
+                        target: Target::Op(op),
+                        ..
+                    },
+                    Some(planned),
+                ) => {
+                    for slot in &planned.slots {
+                        values.push(match slot {
+                            Slot::Fixed(v) => v.clone(),
+                            Slot::Load(a) => load(&env, a)?,
+                        });
+                    }
+                    let out = match planned.typed {
+                        Some(call) => call(op, &values),
+                        None => op.call_boxed(&values).map(one_value),
+                    };
+                    values.clear();
+                    Some(out?)
                 }
-                let out = match planned.typed {
-                    Some(call) => call(op, &values)?,
-                    None => one_value(op.call_boxed(&values)?),
-                };
-                env.push(Some(out));
-                continue;
-            }
-            let v = match &node.kind {
-                NodeKind::Placeholder if tokens > 0 => {
+                (NodeKind::Placeholder, _) if tokens > 0 => {
                     tokens -= 1;
                     Some(Value::Tensor(new_token()?))
                 }
-                NodeKind::Placeholder => inputs.next().cloned(),
-                NodeKind::CallFunction {
-                    target,
-                    args,
-                    kwargs,
-                } => {
+                (NodeKind::Placeholder, _) => inputs.next().cloned(),
+                (
+                    NodeKind::CallFunction {
+                        target,
+                        args,
+                        kwargs,
+                    },
+                    _,
+                ) => {
                     let args = args
                         .iter()
                         .map(|a| load(&env, a))
@@ -425,7 +436,7 @@ impl Graph {
                         Target::WithEffects(e) => run_with_effects(e, &args, &kwargs)?,
                     })
                 }
-                NodeKind::Output(results) => {
+                (NodeKind::Output(results), _) => {
                     return results
                         .iter()
                         .skip(self.tokens)
@@ -434,6 +445,11 @@ impl Graph {
                 }
             };
             env.push(v);
+            // Values past their last use are dropped now (FX's `x = None`),
+            // so that a tensor is freed, and its memory reused, as eagerly.
+            for &u in frees {
+                env[u] = None;
+            }
         }
         Err(Error::Runtime("the graph has no output node".into()))
     }
