@@ -49,6 +49,7 @@ pub mod error;
 pub mod fake;
 pub mod flags;
 pub mod functionalize;
+pub mod hooks;
 pub mod kernels;
 pub mod keys;
 pub mod library;

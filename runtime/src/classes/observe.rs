@@ -5,6 +5,7 @@
 //! is not seen again.
 
 use crate::error::Result;
+use crate::hooks;
 use crate::tensor::ScriptObject;
 use crate::value::Value;
 use std::cell::RefCell;
@@ -30,27 +31,11 @@ thread_local! {
 /// Routes this thread's method calls on objects through `f` until the guard
 /// is dropped (the previous interceptor, if any, comes back then).
 pub fn intercept_methods(f: MethodInterceptor) -> InterceptGuard {
-    let prev = INTERCEPTOR.with(|i| i.borrow_mut().replace(f));
-    InterceptGuard {
-        prev: Some(prev),
-        _not_send: std::marker::PhantomData,
-    }
+    hooks::install(&INTERCEPTOR, f)
 }
 
 /// Restores the previous interceptor when dropped ([`intercept_methods`]).
-#[must_use = "the interceptor is removed when the guard is dropped"]
-pub struct InterceptGuard {
-    prev: Option<Option<MethodInterceptor>>,
-    _not_send: std::marker::PhantomData<*const ()>,
-}
-
-impl Drop for InterceptGuard {
-    fn drop(&mut self) {
-        if let Some(prev) = self.prev.take() {
-            INTERCEPTOR.with(|i| *i.borrow_mut() = prev);
-        }
-    }
-}
+pub type InterceptGuard = hooks::HookGuard<MethodInterceptor>;
 
 /// The call through the thread's interceptor, if one is installed (it is
 /// off while it runs); `None` if there is none.
@@ -61,21 +46,5 @@ pub(crate) fn intercepted(
     kwargs: &[(String, Value)],
     call: &dyn Fn() -> Result<Value>,
 ) -> Option<Result<Value>> {
-    let f = INTERCEPTOR.with(|i| i.borrow_mut().take())?;
-    struct Restore(Option<MethodInterceptor>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let f = self.0.take();
-            INTERCEPTOR.with(|i| {
-                let mut slot = i.borrow_mut();
-                // A guard dropped inside the call removed or replaced it.
-                if slot.is_none() {
-                    *slot = f;
-                }
-            });
-        }
-    }
-    let restore = Restore(Some(f));
-    let f = restore.0.as_ref()?;
-    Some(f(obj, name, args, kwargs, call))
+    hooks::with_hook(&INTERCEPTOR, |f| f(obj, name, args, kwargs, call))
 }

@@ -11,6 +11,7 @@
 
 use crate::dispatch::Operator;
 use crate::error::{Error, Result};
+use crate::hooks;
 use crate::tables::{OpSchema, Ty};
 use crate::tensor::{ScriptObject, Tensor};
 use crate::value::Value;
@@ -77,29 +78,13 @@ thread_local! {
 }
 
 /// Routes this thread's effectful calls through `f` until the guard is
-/// dropped (the previous observer comes back then).
+/// dropped (the previous observer comes back then; `crate::hooks`).
 pub fn observe_effects(f: EffectObserver) -> ObserveGuard {
-    let prev = OBSERVER.with(|o| o.borrow_mut().replace(f));
-    ObserveGuard {
-        prev: Some(prev),
-        _not_send: std::marker::PhantomData,
-    }
+    hooks::install(&OBSERVER, f)
 }
 
 /// Restores the previous observer when dropped ([`observe_effects`]).
-#[must_use = "the observer is removed when the guard is dropped"]
-pub struct ObserveGuard {
-    prev: Option<Option<EffectObserver>>,
-    _not_send: std::marker::PhantomData<*const ()>,
-}
-
-impl Drop for ObserveGuard {
-    fn drop(&mut self) {
-        if let Some(prev) = self.prev.take() {
-            OBSERVER.with(|o| *o.borrow_mut() = prev);
-        }
-    }
-}
+pub type ObserveGuard = hooks::HookGuard<EffectObserver>;
 
 /// A new token: an empty float tensor (`torch.tensor([])`).
 pub fn new_token() -> Result<Tensor> {
@@ -178,27 +163,8 @@ pub(super) fn run(
         kwargs,
     };
     let make = || with_effects(token, target, args, kwargs);
-    let observer = OBSERVER.with(|o| o.borrow_mut().take());
-    let results = match observer {
-        Some(f) => {
-            struct Restore(Option<EffectObserver>);
-            impl Drop for Restore {
-                fn drop(&mut self) {
-                    let f = self.0.take();
-                    OBSERVER.with(|o| {
-                        let mut slot = o.borrow_mut();
-                        if slot.is_none() {
-                            *slot = f;
-                        }
-                    });
-                }
-            }
-            let restore = Restore(Some(f));
-            match restore.0.as_ref() {
-                Some(f) => f(&call, &make)?,
-                None => make()?,
-            }
-        }
+    let results = match hooks::with_hook(&OBSERVER, |f| f(&call, &make)) {
+        Some(r) => r?,
         None => make()?,
     };
     let mut results = results.into_iter();

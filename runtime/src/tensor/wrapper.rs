@@ -8,11 +8,11 @@
 //! Reading a wrapper's data fails as reading any meta buffer does: the layer
 //! unwraps it before a kernel sees it.
 
-use super::{Buffer, Geometry, Storage, Tensor, TensorInner};
+use super::{Buffer, Geometry, Storage, Tensor};
 use crate::keys::{DispatchKey, KeySet};
 use std::any::Any;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// The key a functional tensor carries besides its device's backend.
 pub const FUNCTIONALIZE_KEY: KeySet = KeySet::of(DispatchKey::Functionalize);
@@ -34,19 +34,18 @@ impl Tensor {
         state: Arc<dyn Any + Send + Sync>,
     ) -> Tensor {
         let device = value.device();
-        Tensor(Arc::new(TensorInner {
-            dtype: value.dtype(),
+        let mut t = Tensor::with_geometry_and_keys(
+            value.dtype(),
             device,
-            keys: AtomicU32::new((KeySet::for_device(device) | keys).bits()),
-            geometry: RwLock::new(shadow_geometry(value)),
-            geometry_changes: AtomicU32::new(0),
-            ext: None,
-            autograd: OnceLock::new(),
-            wrapped_number: false,
-            view: None,
-            fake_twin: OnceLock::new(),
-            wrapped: Some(state),
-        }))
+            KeySet::for_device(device) | keys,
+            shadow_geometry(value),
+        );
+        if let Some(inner) = Arc::get_mut(&mut t.0) {
+            // A fresh tensor: its only handle.
+            inner.wrapped = Some(state);
+        }
+        debug_assert!(t.0.wrapped.is_some());
+        t
     }
 
     /// The layer state of a wrapper, if this is one and its state is a `T`.
