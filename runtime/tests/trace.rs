@@ -250,3 +250,28 @@ fn a_saved_graph_loads_back_and_re_executes() {
     let e = Graph::from_json(&j).unwrap_err().to_string();
     assert!(e.contains("not before it"), "{e}");
 }
+
+/// A value is moved into the call that uses it last (the interpreter's
+/// plan): a node read twice by that call, or inside a list, still reaches
+/// every reader; inputs are the caller's and stay; a graph runs again.
+#[test]
+fn a_value_read_twice_by_its_last_call_reaches_both_and_graphs_rerun() {
+    let x = t(&[0.5, -1.0, 2.0], &[3]);
+    let f = |v: &[Value]| {
+        let x = tensor(&v[0]);
+        let y = torch::sin(x)?;
+        let z = torch::add(&y, &y)?; // y's last use, twice
+        let c = torch::cat(&[z.clone(), z.clone()])?; // z's, in a list
+        let w = torch::mul(&c, &c)?;
+        let xx = torch::cat(&[x.clone(), x.clone()])?;
+        Ok(vec![Value::Tensor(torch::add(&w, &xx)?)])
+    };
+    let inputs = [Value::Tensor(x.clone())];
+    let g = trace(f, &inputs, TracingMode::Real).unwrap();
+    let want = tensor(&f(&inputs).unwrap()[0]).to_vec::<f32>().unwrap();
+    for _ in 0..2 {
+        let out = g.run(&inputs).unwrap();
+        assert_eq!(tensor(&out[0]).to_vec::<f32>().unwrap(), want);
+    }
+    assert_eq!(x.to_vec::<f32>().unwrap(), [0.5, -1.0, 2.0]);
+}

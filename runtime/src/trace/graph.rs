@@ -158,11 +158,53 @@ struct Planned {
 }
 
 /// One schema argument of a planned call: a constant bound and converted
-/// once, or an argument read from the nodes at each run.
+/// once, a node's value (moved out of the environment at its last use,
+/// cloned before), or a list read from the nodes at each run.
 #[derive(Clone, Debug)]
 enum Slot {
     Fixed(Value),
+    Node(NodeId),
+    Take(NodeId),
     Load(Arg),
+}
+
+impl Slot {
+    /// Its value for this run, from the environment `env`.
+    fn value(&self, env: &mut [Option<Value>]) -> Result<Value> {
+        let missing =
+            |n: NodeId| Error::Runtime(format!("node {n} is used before it is computed").into());
+        match self {
+            Slot::Fixed(v) => Ok(v.clone()),
+            Slot::Node(n) => env.get(*n).cloned().flatten().ok_or_else(|| missing(*n)),
+            Slot::Take(n) => env
+                .get_mut(*n)
+                .and_then(Option::take)
+                .ok_or_else(|| missing(*n)),
+            Slot::Load(a) => load(env, a),
+        }
+    }
+}
+
+/// Moves into the call the values whose last use it is: for each node of
+/// `frees` that a plain slot reads and no list slot does, its last slot
+/// takes it (so the environment never clones and drops it), and it leaves
+/// `frees`.
+fn take_last_uses(slots: &mut [Slot], frees: &mut Vec<NodeId>) {
+    frees.retain(|&u| {
+        let in_list = slots
+            .iter()
+            .any(|s| matches!(s, Slot::Load(a) if refers_to(a, u)));
+        let last = slots
+            .iter()
+            .rposition(|s| matches!(s, Slot::Node(n) if *n == u));
+        match last {
+            Some(i) if !in_list => {
+                slots[i] = Slot::Take(u);
+                false
+            }
+            _ => true,
+        }
+    });
 }
 
 /// Does an argument refer to a node?
@@ -192,6 +234,7 @@ fn plan_call(op: &Operator, args: &[Arg], kwargs: &[(String, Arg)]) -> Option<Ve
         .into_iter()
         .zip(schema.args)
         .map(|(a, s)| match a {
+            Some(Arg::Node(n)) => Some(Slot::Node(*n)),
             Some(a) if has_node(a) => Some(Slot::Load(a.clone())),
             Some(a) => {
                 let v = load(&[], a).ok()?;
@@ -348,29 +391,7 @@ impl Graph {
     /// Runs the graph on `inputs` (one per placeholder): each call made as
     /// the recorded one was, through the dispatcher; the output node's values.
     pub fn run(&self, inputs: &[Value]) -> Result<Vec<Value>> {
-        let plan = self.plan.get_or_init(|| Plan {
-            calls: self
-                .nodes
-                .iter()
-                .map(|n| match &n.kind {
-                    NodeKind::CallFunction {
-                        target: Target::Op(op),
-                        args,
-                        kwargs,
-                    } => plan_call(op, args, kwargs).map(|slots| Planned {
-                        slots,
-                        typed: crate::dispatch::typed_caller(op.schema),
-                    }),
-                    _ => None,
-                })
-                .collect(),
-            frees: self.last_uses(),
-            placeholders: self
-                .nodes
-                .iter()
-                .filter(|n| matches!(n.kind, NodeKind::Placeholder))
-                .count(),
-        });
+        let plan = self.plan.get_or_init(|| self.plan());
         let wanted = plan.placeholders - self.tokens;
         if inputs.len() != wanted {
             return Err(Error::Runtime(
@@ -396,10 +417,7 @@ impl Graph {
                     Some(planned),
                 ) => {
                     for slot in &planned.slots {
-                        values.push(match slot {
-                            Slot::Fixed(v) => v.clone(),
-                            Slot::Load(a) => load(&env, a)?,
-                        });
+                        values.push(slot.value(&mut env)?);
                     }
                     let out = match planned.typed {
                         Some(call) => call(op, &values),
@@ -454,6 +472,41 @@ impl Graph {
         Err(Error::Runtime("the graph has no output node".into()))
     }
 
+    /// How [`Graph::run`] runs this graph: each operator call bound to its
+    /// schema, with the values it is the last use of moved into it; what
+    /// each node frees besides.
+    fn plan(&self) -> Plan {
+        let mut frees = self.last_uses();
+        let calls = self
+            .nodes
+            .iter()
+            .zip(&mut frees)
+            .map(|(n, frees)| match &n.kind {
+                NodeKind::CallFunction {
+                    target: Target::Op(op),
+                    args,
+                    kwargs,
+                } => plan_call(op, args, kwargs).map(|mut slots| {
+                    take_last_uses(&mut slots, frees);
+                    Planned {
+                        slots,
+                        typed: crate::dispatch::typed_caller(op.schema),
+                    }
+                }),
+                _ => None,
+            })
+            .collect();
+        Plan {
+            calls,
+            frees,
+            placeholders: self
+                .nodes
+                .iter()
+                .filter(|n| matches!(n.kind, NodeKind::Placeholder))
+                .count(),
+        }
+    }
+
     /// For each node, the nodes whose last use it is, in the order its
     /// arguments name them, then the node itself if nothing uses it (what
     /// FX's `x = None` lines list: a call whose value is unused is freed
@@ -484,15 +537,25 @@ impl Graph {
     }
 }
 
+/// Calls `f` on every node an argument refers to.
+fn arg_uses(a: &Arg, f: &mut dyn FnMut(NodeId)) {
+    match a {
+        Arg::Node(n) => f(*n),
+        Arg::List(items) => items.iter().for_each(|a| arg_uses(a, f)),
+        Arg::Const(_) => {}
+    }
+}
+
+/// Does `a` refer to node `u`?
+fn refers_to(a: &Arg, u: NodeId) -> bool {
+    let mut hit = false;
+    arg_uses(a, &mut |n| hit |= n == u);
+    hit
+}
+
 /// Calls `f` on every node an argument list refers to.
 fn for_each_use(kind: &NodeKind, f: &mut dyn FnMut(NodeId)) {
-    fn arg(a: &Arg, f: &mut dyn FnMut(NodeId)) {
-        match a {
-            Arg::Node(n) => f(*n),
-            Arg::List(items) => items.iter().for_each(|a| arg(a, f)),
-            Arg::Const(_) => {}
-        }
-    }
+    let arg = arg_uses;
     match kind {
         NodeKind::Placeholder => {}
         NodeKind::CallFunction { args, kwargs, .. } => {
