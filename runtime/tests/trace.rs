@@ -275,3 +275,24 @@ fn a_value_read_twice_by_its_last_call_reaches_both_and_graphs_rerun() {
     }
     assert_eq!(x.to_vec::<f32>().unwrap(), [0.5, -1.0, 2.0]);
 }
+
+/// A value read twice by a call that is not its last (lent to the call and
+/// put back, the first read a copy), then read again by later calls.
+#[test]
+fn a_value_read_twice_before_its_last_use_stays_for_later_calls() {
+    let x = t(&[0.5, -1.0, 2.0], &[3]);
+    let f = |v: &[Value]| {
+        let x = tensor(&v[0]);
+        let y = torch::sin(x)?;
+        let z = torch::mul(&y, &y)?; // not y's last use
+        let w = torch::add(&z, &y)?;
+        Ok(vec![Value::Tensor(torch::mul(&w, x)?)])
+    };
+    let inputs = [Value::Tensor(x.clone())];
+    let g = trace(f, &inputs, TracingMode::Real).unwrap();
+    let want = tensor(&f(&inputs).unwrap()[0]).to_vec::<f32>().unwrap();
+    for _ in 0..2 {
+        let out = g.run(&inputs).unwrap();
+        assert_eq!(tensor(&out[0]).to_vec::<f32>().unwrap(), want);
+    }
+}

@@ -158,12 +158,15 @@ struct Planned {
 }
 
 /// One schema argument of a planned call: a constant bound and converted
-/// once, a node's value (moved out of the environment at its last use,
-/// cloned before), or a list read from the nodes at each run.
+/// once, a node's value, or a list read from the nodes at each run. A node's
+/// value is moved into the call, not cloned: at its last use for good
+/// (`Take`), before it for the call's length (`Lend`: put back after); a
+/// node the call reads more than once is cloned for its earlier slots.
 #[derive(Clone, Debug)]
 enum Slot {
     Fixed(Value),
     Node(NodeId),
+    Lend(NodeId),
     Take(NodeId),
     Load(Arg),
 }
@@ -176,7 +179,7 @@ impl Slot {
         match self {
             Slot::Fixed(v) => Ok(v.clone()),
             Slot::Node(n) => env.get(*n).cloned().flatten().ok_or_else(|| missing(*n)),
-            Slot::Take(n) => env
+            Slot::Lend(n) | Slot::Take(n) => env
                 .get_mut(*n)
                 .and_then(Option::take)
                 .ok_or_else(|| missing(*n)),
@@ -185,26 +188,37 @@ impl Slot {
     }
 }
 
-/// Moves into the call the values whose last use it is: for each node of
-/// `frees` that a plain slot reads and no list slot does, its last slot
-/// takes it (so the environment never clones and drops it), and it leaves
-/// `frees`.
-fn take_last_uses(slots: &mut [Slot], frees: &mut Vec<NodeId>) {
-    frees.retain(|&u| {
+/// Moves node values into the call instead of cloning them: for each node
+/// a plain slot reads and no list slot does, its last slot takes it if the
+/// call is its last use (it then leaves `frees`), or lends it otherwise.
+fn move_node_values(slots: &mut [Slot], frees: &mut Vec<NodeId>) {
+    let mut nodes: Vec<NodeId> = slots
+        .iter()
+        .filter_map(|s| match s {
+            Slot::Node(n) => Some(*n),
+            _ => None,
+        })
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    for u in nodes {
         let in_list = slots
             .iter()
             .any(|s| matches!(s, Slot::Load(a) if refers_to(a, u)));
         let last = slots
             .iter()
             .rposition(|s| matches!(s, Slot::Node(n) if *n == u));
-        match last {
-            Some(i) if !in_list => {
-                slots[i] = Slot::Take(u);
-                false
+        let Some(last) = last.filter(|_| !in_list) else {
+            continue;
+        };
+        slots[last] = match frees.iter().position(|&f| f == u) {
+            Some(i) => {
+                frees.remove(i);
+                Slot::Take(u)
             }
-            _ => true,
-        }
-    });
+            None => Slot::Lend(u),
+        };
+    }
 }
 
 /// Does an argument refer to a node?
@@ -423,7 +437,12 @@ impl Graph {
                         Some(call) => call(op, &values),
                         None => op.call_boxed(&values).map(one_value),
                     };
-                    values.clear();
+                    // Lent values go back; the others are dropped.
+                    for (slot, v) in planned.slots.iter().zip(values.drain(..)) {
+                        if let Slot::Lend(n) = slot {
+                            env[*n] = Some(v);
+                        }
+                    }
                     Some(out?)
                 }
                 (NodeKind::Placeholder, _) if tokens > 0 => {
@@ -487,7 +506,7 @@ impl Graph {
                     args,
                     kwargs,
                 } => plan_call(op, args, kwargs).map(|mut slots| {
-                    take_last_uses(&mut slots, frees);
+                    move_node_values(&mut slots, frees);
                     Planned {
                         slots,
                         typed: crate::dispatch::typed_caller(op.schema),
