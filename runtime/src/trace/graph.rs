@@ -154,6 +154,8 @@ struct Plan {
 #[derive(Clone, Debug)]
 struct Planned {
     slots: Vec<Slot>,
+    /// The `Lend` slots: (slot, node), to put back after the call.
+    lends: Vec<(usize, NodeId)>,
     typed: Option<crate::dispatch::TypedCaller>,
 }
 
@@ -438,11 +440,10 @@ impl Graph {
                         None => op.call_boxed(&values).map(one_value),
                     };
                     // Lent values go back; the others are dropped.
-                    for (slot, v) in planned.slots.iter().zip(values.drain(..)) {
-                        if let Slot::Lend(n) = slot {
-                            env[*n] = Some(v);
-                        }
+                    for &(i, n) in &planned.lends {
+                        env[n] = Some(std::mem::replace(&mut values[i], Value::None));
                     }
+                    values.clear();
                     Some(out?)
                 }
                 (NodeKind::Placeholder, _) if tokens > 0 => {
@@ -507,8 +508,15 @@ impl Graph {
                     kwargs,
                 } => plan_call(op, args, kwargs).map(|mut slots| {
                     move_node_values(&mut slots, frees);
+                    let lends = (slots.iter().enumerate())
+                        .filter_map(|(i, s)| match s {
+                            Slot::Lend(n) => Some((i, *n)),
+                            _ => None,
+                        })
+                        .collect();
                     Planned {
                         slots,
+                        lends,
                         typed: crate::dispatch::typed_caller(op.schema),
                     }
                 }),
