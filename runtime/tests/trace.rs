@@ -251,12 +251,25 @@ fn a_saved_graph_loads_back_and_re_executes() {
     assert!(e.contains("not before it"), "{e}");
 }
 
+/// Traces `f` on `x`, then runs the graph twice: each run gives what `f`
+/// gives eagerly, and `x` is left as it was.
+fn replays_as_eager(f: impl Fn(&[Value]) -> opforge::Result<Vec<Value>>, x: &Tensor) {
+    let before = x.to_vec::<f32>().unwrap();
+    let inputs = [Value::Tensor(x.clone())];
+    let g = trace(&f, &inputs, TracingMode::Real).unwrap();
+    let want = tensor(&f(&inputs).unwrap()[0]).to_vec::<f32>().unwrap();
+    for _ in 0..2 {
+        let out = g.run(&inputs).unwrap();
+        assert_eq!(tensor(&out[0]).to_vec::<f32>().unwrap(), want);
+    }
+    assert_eq!(x.to_vec::<f32>().unwrap(), before);
+}
+
 /// A value is moved into the call that uses it last (the interpreter's
 /// plan): a node read twice by that call, or inside a list, still reaches
 /// every reader; inputs are the caller's and stay; a graph runs again.
 #[test]
 fn a_value_read_twice_by_its_last_call_reaches_both_and_graphs_rerun() {
-    let x = t(&[0.5, -1.0, 2.0], &[3]);
     let f = |v: &[Value]| {
         let x = tensor(&v[0]);
         let y = torch::sin(x)?;
@@ -266,21 +279,13 @@ fn a_value_read_twice_by_its_last_call_reaches_both_and_graphs_rerun() {
         let xx = torch::cat(&[x.clone(), x.clone()])?;
         Ok(vec![Value::Tensor(torch::add(&w, &xx)?)])
     };
-    let inputs = [Value::Tensor(x.clone())];
-    let g = trace(f, &inputs, TracingMode::Real).unwrap();
-    let want = tensor(&f(&inputs).unwrap()[0]).to_vec::<f32>().unwrap();
-    for _ in 0..2 {
-        let out = g.run(&inputs).unwrap();
-        assert_eq!(tensor(&out[0]).to_vec::<f32>().unwrap(), want);
-    }
-    assert_eq!(x.to_vec::<f32>().unwrap(), [0.5, -1.0, 2.0]);
+    replays_as_eager(f, &t(&[0.5, -1.0, 2.0], &[3]));
 }
 
 /// A value read twice by a call that is not its last (lent to the call and
 /// put back, the first read a copy), then read again by later calls.
 #[test]
 fn a_value_read_twice_before_its_last_use_stays_for_later_calls() {
-    let x = t(&[0.5, -1.0, 2.0], &[3]);
     let f = |v: &[Value]| {
         let x = tensor(&v[0]);
         let y = torch::sin(x)?;
@@ -288,11 +293,5 @@ fn a_value_read_twice_before_its_last_use_stays_for_later_calls() {
         let w = torch::add(&z, &y)?;
         Ok(vec![Value::Tensor(torch::mul(&w, x)?)])
     };
-    let inputs = [Value::Tensor(x.clone())];
-    let g = trace(f, &inputs, TracingMode::Real).unwrap();
-    let want = tensor(&f(&inputs).unwrap()[0]).to_vec::<f32>().unwrap();
-    for _ in 0..2 {
-        let out = g.run(&inputs).unwrap();
-        assert_eq!(tensor(&out[0]).to_vec::<f32>().unwrap(), want);
-    }
+    replays_as_eager(f, &t(&[0.5, -1.0, 2.0], &[3]));
 }
