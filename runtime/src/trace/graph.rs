@@ -193,7 +193,9 @@ impl Slot {
 /// Moves node values into the call instead of cloning them: for each node
 /// a plain slot reads and no list slot does, its last slot takes it if the
 /// call is its last use (it then leaves `frees`), or lends it otherwise.
-fn move_node_values(slots: &mut [Slot], frees: &mut Vec<NodeId>) {
+/// Returns the lends, (slot, node).
+fn move_node_values(slots: &mut [Slot], frees: &mut Vec<NodeId>) -> Vec<(usize, NodeId)> {
+    let mut lends = Vec::new();
     let mut nodes: Vec<NodeId> = slots
         .iter()
         .filter_map(|s| match s {
@@ -218,18 +220,20 @@ fn move_node_values(slots: &mut [Slot], frees: &mut Vec<NodeId>) {
                 frees.remove(i);
                 Slot::Take(u)
             }
-            None => Slot::Lend(u),
+            None => {
+                lends.push((last, u));
+                Slot::Lend(u)
+            }
         };
     }
+    lends
 }
 
 /// Does an argument refer to a node?
 fn has_node(a: &Arg) -> bool {
-    match a {
-        Arg::Node(_) => true,
-        Arg::List(items) => items.iter().any(has_node),
-        Arg::Const(_) => false,
-    }
+    let mut hit = false;
+    arg_uses(a, &mut |_| hit = true);
+    hit
 }
 
 /// A call's arguments bound to its operator's schema: one slot per schema
@@ -507,13 +511,7 @@ impl Graph {
                     args,
                     kwargs,
                 } => plan_call(op, args, kwargs).map(|mut slots| {
-                    move_node_values(&mut slots, frees);
-                    let lends = (slots.iter().enumerate())
-                        .filter_map(|(i, s)| match s {
-                            Slot::Lend(n) => Some((i, *n)),
-                            _ => None,
-                        })
-                        .collect();
+                    let lends = move_node_values(&mut slots, frees);
                     Planned {
                         slots,
                         lends,
@@ -582,14 +580,13 @@ fn refers_to(a: &Arg, u: NodeId) -> bool {
 
 /// Calls `f` on every node an argument list refers to.
 fn for_each_use(kind: &NodeKind, f: &mut dyn FnMut(NodeId)) {
-    let arg = arg_uses;
     match kind {
         NodeKind::Placeholder => {}
         NodeKind::CallFunction { args, kwargs, .. } => {
-            args.iter().for_each(|a| arg(a, f));
-            kwargs.iter().for_each(|(_, a)| arg(a, f));
+            args.iter().for_each(|a| arg_uses(a, f));
+            kwargs.iter().for_each(|(_, a)| arg_uses(a, f));
         }
-        NodeKind::Output(results) => results.iter().for_each(|a| arg(a, f)),
+        NodeKind::Output(results) => results.iter().for_each(|a| arg_uses(a, f)),
     }
 }
 
