@@ -27,7 +27,7 @@
 use crate::derivatives::{CheckedFile, CheckedSet, Saved, SavedKind};
 use crate::lower::Plan;
 use crate::rust_types::{param_type, result_type, show};
-use opforge_schema::derivatives::{Body, DerivativesFile, Direction};
+use opforge_schema::derivatives::{Body, DerivativesFile, Differentiability, Direction};
 use opforge_schema::diag::{Diagnostic, Diagnostics};
 use opforge_schema::model::{FunctionSchema, SchemaKind};
 use opforge_schema::names::arg_ident;
@@ -345,7 +345,23 @@ pub fn autograd_tokens(
         };
         let Some(i) = plan.find(op) else { continue };
         let planned = &plan.ops[i];
-        match kernel(planned.schema(), &planned.ident, op, name, set) {
+        let written = d.entries[entry]
+            .output_differentiability
+            .as_ref()
+            .map(|o| &o.value);
+        let flags = match written {
+            Some(Differentiability::Flags(v)) => Some(v.as_slice()),
+            _ => None,
+        };
+        // With a condition (`_to_copy`'s `!dtype || isDifferentiableType(*dtype)`),
+        // an output of another dtype simply gets no history.
+        let conditional = matches!(written, Some(Differentiability::Condition(_)));
+        let outputs = differentiable_outputs(planned.schema(), flags);
+        let outputs = Outputs {
+            history: &outputs,
+            conditional,
+        };
+        match kernel(planned.schema(), &planned.ident, op, name, set, outputs) {
             Ok(t) => items.push(t),
             Err(m) => diags.push(diag(e.line, op, m)),
         }
@@ -490,6 +506,82 @@ fn node(
     })
 }
 
+/// The outputs that get the node as their history, by position in the
+/// returns (torchgen's `gen_differentiable_outputs`): those
+/// `output_differentiability:` marks, else the tensor outputs, of which only
+/// the first when the formulas read the single `grad` (the only form the
+/// generator takes): `nll_loss_forward`'s `total_weight` has no history.
+fn differentiable_outputs(schema: &FunctionSchema, flags: Option<&[bool]>) -> Vec<usize> {
+    let tensors = schema
+        .returns
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.ty.is_tensor_like())
+        .map(|(i, _)| i);
+    match flags {
+        Some(v) => tensors
+            .filter(|&i| v.get(i).copied().unwrap_or(false))
+            .collect(),
+        None => tensors.take(1).collect(),
+    }
+}
+
+/// torchgen's `emit_check_no_requires_grad`: each tensor argument without a
+/// formula (not marked `non_differentiable`, not named `output`) is refused
+/// while it requires grad in grad mode, with PyTorch's message naming the
+/// function (`name`, `name_` in place, `name_out` for out=).
+fn no_requires_grad_checks(
+    schema: &FunctionSchema,
+    set: &CheckedSet,
+    params: &[syn::Ident],
+    types: &[syn::Type],
+) -> TokenStream {
+    let base = schema.name.name.to_string();
+    let function = match schema.kind() {
+        SchemaKind::Out => format!("{base}_out"),
+        _ => base,
+    };
+    let non_differentiable = |n: &str| {
+        set.formulas
+            .iter()
+            .any(|f| f.body == Body::NonDifferentiable && f.names.iter().any(|m| m == n))
+    };
+    let checks = schema
+        .arguments
+        .all
+        .iter()
+        .zip(params.iter().zip(types))
+        .filter(|(a, _)| {
+            a.ty.is_tensor_like()
+                && a.name != "output"
+                && !set.differentiable.contains(&a.name)
+                && !non_differentiable(&a.name)
+        })
+        .filter_map(|(a, (p, t))| {
+            let name = &a.name;
+            let each = match show(t).as_str() {
+                "&Tensor" | "&mut Tensor" => quote!(::core::iter::once(&*#p)),
+                "Option<&Tensor>" => quote!(#p.into_iter()),
+                "&[Tensor]" => quote!(#p.iter()),
+                _ => return None,
+            };
+            Some(quote! {
+                ::opforge::autograd::check_no_requires_grad(#each, #name, #function)?;
+            })
+        });
+    quote!(#(#checks)*)
+}
+
+/// Which outputs of a kernel get its node as their history.
+#[derive(Clone, Copy)]
+struct Outputs<'a> {
+    /// Their positions in the returns ([`differentiable_outputs`]).
+    history: &'a [usize],
+    /// Only those of a differentiable dtype (`output_differentiability:` is
+    /// a condition); otherwise another dtype is PyTorch's error.
+    conditional: bool,
+}
+
 /// The Autograd kernel of one operator.
 fn kernel(
     schema: &FunctionSchema,
@@ -497,6 +589,7 @@ fn kernel(
     op: &str,
     node_name: &str,
     set: &CheckedSet,
+    outputs: Outputs<'_>,
 ) -> std::result::Result<TokenStream, String> {
     let kind = schema.kind();
     let args = &schema.arguments.all;
@@ -609,12 +702,29 @@ fn kernel(
                     })
                     .collect()
             };
+            // A saved output is saved as the node's own (by its number among
+            // the differentiable outputs), or, without a history, as an input.
             let post = fields.iter().filter_map(|f| {
                 let i = &f.ident;
                 let o = &outs[f.output?];
-                let nr = f.output? as u32;
-                Some(quote!(#i: saver.output(#o, #nr)?,))
+                Some(
+                    match outputs.history.iter().position(|&k| Some(k) == f.output) {
+                        Some(nr) => {
+                            let nr = nr as u32;
+                            quote!(#i: saver.output(#o, #nr)?,)
+                        }
+                        None => quote!(#i: ::opforge::autograd::SavedTensor::input(#o),),
+                    },
+                )
             });
+            let history: Vec<&TokenStream> = outputs.history.iter().map(|&k| &outs[k]).collect();
+            let dtype_check = match outputs.conditional {
+                true => TokenStream::new(),
+                false => {
+                    quote!(::opforge::autograd::check_differentiable_outputs(&[#(#history),*])?;)
+                }
+            };
+            let checks = no_requires_grad_checks(schema, set, &params, &types);
             let node_ty = format_ident!("{}", node_name);
             let fw = Forward {
                 schema,
@@ -629,6 +739,7 @@ fn kernel(
             };
             let (fw_pre, fw_post) = fw.code()?;
             quote! {
+                #checks
                 #gather
                 let rec = #begin;
                 let pre = match rec.is_some() {
@@ -641,7 +752,8 @@ fn kernel(
                     ::opforge::at::#at_fn(#(#call_args),*)?
                 };
                 if let (Some(rec), Some((__inputs, #counts_field #(#pre_idents,)*))) = (rec, pre) {
-                    rec.finish(#node_name, &[#(#outs),*], |saver| {
+                    #dtype_check
+                    rec.finish(#node_name, &[#(#history),*], |saver| {
                         Ok(#node_ty { __inputs, #counts_field #(#pre_idents,)* #(#post)* })
                     })?;
                 }

@@ -298,7 +298,9 @@ fn double_backward(
 }
 
 /// `torch.func.jvp`: the call again, on dual tensors (leaf, tangent) at a new
-/// forward level; one output tangent per differentiable output.
+/// forward level; one output tangent per floating-point output, zeros for an
+/// output that carries none (`nll_loss_forward`'s `total_weight`), as
+/// `torch.func.jvp` gives.
 fn jvp(case: &Case, leaves: &[Leaf], tangents: &[Json]) -> opforge::Result<Vec<Option<Tensor>>> {
     let tangents = tensors(tangents).map_err(fail)?;
     let op = opforge::dispatch::dispatcher()
@@ -319,12 +321,14 @@ fn jvp(case: &Case, leaves: &[Leaf], tangents: &[Json]) -> opforge::Result<Vec<O
         }
     }
     let outs = op.call_boxed(&args)?;
-    Ok(outs
-        .iter()
+    outs.iter()
         .flat_map(output_tensors)
         .filter(|t| t.dtype().is_floating_point())
-        .map(|t| forward_ad::unpack_dual(&t).tangent)
-        .collect())
+        .map(|t| match forward_ad::unpack_dual(&t).tangent {
+            Some(tangent) => Ok(Some(tangent)),
+            None => opforge::at::zeros_like(&t, None, None, None, None, None).map(Some),
+        })
+        .collect()
 }
 
 fn fail(msg: String) -> Error {

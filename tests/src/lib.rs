@@ -44,6 +44,12 @@ pub fn corpus(file: &str) -> PathBuf {
     data_dir().join("conformance").join(file)
 }
 
+/// A corpus of our own recording, of a shared corpus's format
+/// (`tests/data/recorded/README.md`: `grad_calls.jsonl`, `train_runs.jsonl`).
+pub fn recorded(file: &str) -> PathBuf {
+    data_dir().join("recorded").join(file)
+}
+
 /// A replay binary's one argument, `--corpus FILE` (else the repository's
 /// sample `default`, a file of [`corpus`]); anything else prints the usage
 /// and gives the exit code to return.

@@ -218,6 +218,27 @@ fn gradients_match_pytorchs_corpus() {
     );
 }
 
+/// More cases of the sample's kind, recorded from PyTorch 2.15 by
+/// `tests/record/grad_calls.py` (`tests/data/recorded/README.md`): the
+/// sample's overloads at other shapes and options, and every other overload
+/// `runtime/derivatives.yaml` covers: 100% too.
+#[test]
+fn gradients_match_our_own_recordings() {
+    let cases = gradients::load(&opforge_tests::recorded("grad_calls.jsonl")).unwrap();
+    assert!(cases.len() >= 440, "only {} cases", cases.len());
+    let overloads: std::collections::BTreeSet<&str> =
+        cases.iter().map(|c| c.call.overload.as_str()).collect();
+    assert!(overloads.len() >= 100, "only {} overloads", overloads.len());
+    let report = gradients::replay(&cases);
+    assert!(
+        report.failed == 0,
+        "{} of {} cases fail:\n{}",
+        report.failed,
+        cases.len(),
+        report.failures.join("\n")
+    );
+}
+
 /// A case whose recorded gradient is wrong fails (the runner can fail).
 #[test]
 fn the_runner_reports_a_wrong_gradient() {

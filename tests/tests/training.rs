@@ -20,3 +20,21 @@ fn every_recorded_training_run_is_reproduced() {
         report.failures.join("\n")
     );
 }
+
+/// More runs of the README's kinds, recorded from PyTorch 2.15 by
+/// `tests/record/train_runs.py`: the losses, optimizer options, dtypes and
+/// batch sizes the sample does not have (`tests/data/recorded/README.md`).
+#[test]
+fn more_recorded_training_runs_are_reproduced() {
+    let runs = training::load(&opforge_tests::recorded("train_runs.jsonl")).unwrap();
+    let data = training::digits_data().unwrap();
+    assert!(runs.len() >= 8);
+    let report = training::replay(&runs, &data);
+    assert!(
+        report.failures.is_empty(),
+        "{} passed, {} failed:\n{}",
+        report.passed,
+        report.failed,
+        report.failures.join("\n")
+    );
+}

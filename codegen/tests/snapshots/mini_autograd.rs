@@ -189,6 +189,7 @@ fn __opforge_autograd__to_copy(
         ::opforge::at::_to_copy(self_, dtype)?
     };
     if let (Some(rec), Some((__inputs, self_dtype))) = (rec, pre) {
+        ::opforge::autograd::check_differentiable_outputs(&[&out])?;
         rec.finish(
             "ToCopyBackward0",
             &[&out],
@@ -285,6 +286,7 @@ fn __opforge_autograd_exp(
         ::opforge::at::exp(self_)?
     };
     if let (Some(rec), Some((__inputs,))) = (rec, pre) {
+        ::opforge::autograd::check_differentiable_outputs(&[&out])?;
         rec.finish(
             "ExpBackward0",
             &[&out],
@@ -380,6 +382,7 @@ fn __opforge_autograd_mul_Tensor(
         ::opforge::at::mul_Tensor(self_, other)?
     };
     if let (Some(rec), Some((__inputs, other, self_))) = (rec, pre) {
+        ::opforge::autograd::check_differentiable_outputs(&[&out])?;
         rec.finish(
             "MulBackward0",
             &[&out],
@@ -589,6 +592,7 @@ fn __opforge_autograd_mul__Tensor(
         ::opforge::at::mul__Tensor(self_, other)?
     };
     if let (Some(rec), Some((__inputs, other, self_))) = (rec, pre) {
+        ::opforge::autograd::check_differentiable_outputs(&[&out])?;
         rec.finish(
             "MulBackward0",
             &[&out],
@@ -689,6 +693,7 @@ fn __opforge_autograd_sum(
         ::opforge::at::sum(self_, dtype)?
     };
     if let (Some(rec), Some((__inputs, self_sizes))) = (rec, pre) {
+        ::opforge::autograd::check_differentiable_outputs(&[&out])?;
         rec.finish(
             "SumBackward0",
             &[&out],
@@ -795,6 +800,7 @@ fn __opforge_autograd_sum_dim_IntList(
         ::opforge::at::sum_dim_IntList(self_, dim, keepdim, dtype)?
     };
     if let (Some(rec), Some((__inputs, self_sizes, dim, keepdim))) = (rec, pre) {
+        ::opforge::autograd::check_differentiable_outputs(&[&out])?;
         rec.finish(
             "SumBackward1",
             &[&out],

@@ -406,6 +406,15 @@ fn make_roots(outputs: &[Tensor], grads: &[Option<Tensor>]) -> Result<Roots> {
                         torch_size(&out.shape())
                     )));
                 }
+                // The engine's first `validate_outputs`: a gradient of
+                // another dtype is cast to the output's before the pass (a
+                // float32 gradient of a float64 output is summed in float64).
+                let g = match g.dtype() == out.dtype() {
+                    true => g,
+                    false => {
+                        crate::at::_to_copy(&g, Some(out.dtype()), None, None, None, false, None)?
+                    }
+                };
                 made.push(Some(g));
             }
             None if out.requires_grad() => {
@@ -519,7 +528,7 @@ pub fn grad(
     allow_unused: bool,
 ) -> Result<Vec<Option<Tensor>>> {
     if inputs.is_empty() {
-        return Err(runtime("grad requires non-empty inputs."));
+        return Err(runtime("`inputs` argument to `grad()` cannot be empty."));
     }
     let roots = make_roots(outputs, grad_outputs)?;
     let targets = target_edges(inputs)?;

@@ -411,7 +411,9 @@ pub fn index_select_backward(
         crate::tensor::MemoryFormat::Contiguous,
     )?;
     let mut shape = gt.sizes();
-    let flat = at::reshape(&gt, &[-1, k])?;
+    // Rows counted, not inferred: an empty index leaves nothing to infer from.
+    let rows: i64 = shape[..n - 1].iter().product();
+    let flat = at::reshape(&gt, &[rows, k])?;
     let r = at::mm(&flat, &onehot)?;
     shape[n - 1] = m;
     at::transpose_int(&at::reshape(&r, &shape)?, d, last)
@@ -523,12 +525,16 @@ pub fn prod_backward(grad: &Tensor, input: &Tensor, result: &Tensor) -> Result<T
     }
     match count_zeros(input)? {
         0 => at::mul_Tensor(grad, &at::div_Tensor(result, input)?),
-        1 => {
+        // Two zeros or more: the gradient is zero, but its own gradient
+        // (recorded when grad mode is on, `create_graph`) is not.
+        n if n > 1 && !super::mode::is_grad_enabled() => {
+            at::zeros_like(input, None, None, None, None, None)
+        }
+        _ => {
             let flat = at::reshape(input, &[-1])?;
             let g = prod_safe_zeros_backward(grad, &flat, 0)?;
             at::reshape(&g, &input.sizes())
         }
-        _ => at::zeros_like(input, None, None, None, None, None),
     }
 }
 

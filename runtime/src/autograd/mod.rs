@@ -64,5 +64,8 @@ pub use mode::{
 pub use node::{
     accumulator, gradient_edge, live_nodes, Backward, BackwardCtx, Edge, Edges, Grads, Node,
 };
-pub use record::{check_out, record, Recording, Saver, LEAF_INPLACE};
+pub use record::{
+    check_differentiable_outputs, check_no_requires_grad, check_out, record, Recording, Saver,
+    LEAF_INPLACE,
+};
 pub use saved::{SavedTensor, BACKWARD_TWICE};

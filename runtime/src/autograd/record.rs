@@ -205,6 +205,38 @@ pub fn check_out(name: &str, tensors: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// Refuses to give a history to an output whose dtype autograd does not
+/// differentiate (an integer `sum(dtype=int64)` of a tensor that requires
+/// grad), with PyTorch's message from its `set_history`: what a generated
+/// Autograd kernel checks before it records, for an operator whose outputs
+/// are differentiable whatever their dtype (not `_to_copy`, whose
+/// `output_differentiability:` is a condition on it).
+pub fn check_differentiable_outputs(outputs: &[&Tensor]) -> Result<()> {
+    match outputs.iter().find(|t| !t.dtype().is_floating_point()) {
+        Some(t) => Err(Error::Runtime(
+            format!("Autograd not support dtype: {}", t.dtype().c10_name()).into(),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Refuses, while grad mode is on, a tensor that requires grad given for an
+/// argument `function` has no formula for (PyTorch's `check_no_requires_grad`,
+/// which the generated Autograd kernels call first): `tensors` are the
+/// argument's (one, none for an absent `Tensor?`, each of a `Tensor[]`).
+pub fn check_no_requires_grad<'a>(
+    mut tensors: impl Iterator<Item = &'a Tensor>,
+    name: &str,
+    function: &str,
+) -> Result<()> {
+    if is_grad_enabled() && tensors.any(Tensor::requires_grad) {
+        return Err(Error::Runtime(
+            format!("The function '{function}' is not differentiable with respect to argument '{name}'. This input cannot have requires_grad True.").into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Records a functional call after the fact: [`Recording::begin`] on `inputs`
 /// then [`Recording::finish`]. `None` when nothing was recorded.
 pub fn record<B: Backward>(

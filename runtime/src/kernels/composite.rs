@@ -157,6 +157,18 @@ pub fn arange_out(end: Scalar, out: &mut Tensor) -> Result<Tensor> {
     factory::arange(Scalar::Int(0), end, Scalar::Int(1), None, None, Some(out))
 }
 
+/// Fills `r`, a result this kernel just made, with in-place operators, and
+/// returns what `fill` returns: those writes leave `r` at the version it was
+/// made with ([`crate::tensor::Storage::restore_version`]), as PyTorch's
+/// fresh results are at version 0 whatever filled them.
+fn fresh(r: Tensor, fill: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    let storage = r.storage();
+    let version = storage.version();
+    let out = fill(&r)?;
+    storage.restore_version(version);
+    Ok(out)
+}
+
 /// `copy_(self, src)`: broadcasts `src` into `self`, converting the dtype.
 #[kernel(CompositeExplicitAutograd)]
 pub fn copy_(self_: &mut Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
@@ -169,8 +181,7 @@ pub fn copy_(self_: &mut Tensor, src: &Tensor, non_blocking: bool) -> Result<Ten
 #[kernel(CompositeExplicitAutogradNonFunctional)]
 pub fn copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
     let _ = non_blocking;
-    let r = ops::clone(self_, None)?;
-    ops::copy_(&r, src)
+    fresh(ops::clone(self_, None)?, |r| ops::copy_(r, src))
 }
 
 /// `expand(self, size)`.
@@ -260,11 +271,12 @@ fn check_scatter_src(view: &Tensor, src: &Tensor) -> Result<()> {
 /// `select(dim, index)` is `src` (PyTorch's `select_scatter_symint`).
 #[kernel(CompositeExplicitAutogradNonFunctional)]
 pub fn select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-    let output = ops::clone(self_, None)?;
-    let view = ops::select_int(&output, dim, index)?;
-    check_scatter_src(&view, src)?;
-    ops::copy_(&view, src)?;
-    Ok(output)
+    fresh(ops::clone(self_, None)?, |output| {
+        let view = ops::select_int(output, dim, index)?;
+        check_scatter_src(&view, src)?;
+        ops::copy_(&view, src)?;
+        Ok(output.clone())
+    })
 }
 
 /// `slice_scatter(self, src, dim, start, end, step)`: a clone of `self`
@@ -278,11 +290,12 @@ pub fn slice_scatter(
     end: Option<i64>,
     step: i64,
 ) -> Result<Tensor> {
-    let output = ops::clone(self_, None)?;
-    let view = ops::slice_Tensor(&output, dim, start, end, step)?;
-    check_scatter_src(&view, src)?;
-    ops::copy_(&view, src)?;
-    Ok(output)
+    fresh(ops::clone(self_, None)?, |output| {
+        let view = ops::slice_Tensor(output, dim, start, end, step)?;
+        check_scatter_src(&view, src)?;
+        ops::copy_(&view, src)?;
+        Ok(output.clone())
+    })
 }
 
 /// `normal_functional(self, mean, std, generator)`: `self.clone().normal_(...)`
@@ -403,7 +416,7 @@ pub fn sum(self_: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
 pub fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
     let strides = like_strides(self_, memory_format)?;
     let r = ops::empty_strided(&self_.shape(), &strides, self_.dtype(), self_.device())?;
-    ops::copy_(&r, self_)
+    fresh(r, |r| ops::copy_(r, self_))
 }
 
 /// The geometry, dtype and device `empty_like(self, dtype, layout, device,
@@ -446,8 +459,8 @@ pub fn ones_like(
 ) -> Result<Tensor> {
     let (shape, strides, dtype, device) =
         like(self_, dtype, layout, device, pin_memory, memory_format)?;
-    let mut r = ops::empty_strided(&shape, &strides, dtype, device)?;
-    ops::fill__Scalar(&mut r, Scalar::Int(1))
+    let r = ops::empty_strided(&shape, &strides, dtype, device)?;
+    fresh(r, |r| ops::fill__Scalar(&mut r.clone(), Scalar::Int(1)))
 }
 
 /// `zeros_like(self, ...)`: `empty_like(...)` (zero-filled here).
@@ -545,15 +558,15 @@ pub fn randn_like_generator(
 /// `value`.
 #[kernel(CompositeExplicitAutograd)]
 pub fn fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
-    let mut out = Tensor::try_zeros(&self_.shape(), self_.dtype(), self_.device())?;
-    crate::at::fill__Scalar(&mut out, value)
+    let out = Tensor::try_zeros(&self_.shape(), self_.dtype(), self_.device())?;
+    fresh(out, |out| crate::at::fill__Scalar(&mut out.clone(), value))
 }
 
 /// `fill.Tensor(self, value)`: likewise with a 0-dim tensor's value.
 #[kernel(CompositeExplicitAutograd)]
 pub fn fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
-    let mut out = Tensor::try_zeros(&self_.shape(), self_.dtype(), self_.device())?;
-    crate::at::fill__Tensor(&mut out, value)
+    let out = Tensor::try_zeros(&self_.shape(), self_.dtype(), self_.device())?;
+    fresh(out, |out| crate::at::fill__Tensor(&mut out.clone(), value))
 }
 
 /// `detach(self)`: a new view of `self`'s storage with the same geometry and
@@ -680,7 +693,7 @@ pub fn _to_copy(
         }
     }
     let r = ops::empty_strided(&shape, &new_strides, dtype, device)?;
-    ops::copy_(&r, self_)
+    fresh(r, |r| ops::copy_(r, self_))
 }
 
 /// `matmul(self, other)`.

@@ -336,9 +336,16 @@ pub(crate) fn slice_as<S: Element, T: Element>(x: &[S]) -> Option<&[T]> {
 /// pairwise too (a binary counter of partial sums, no recursion): the cascade
 /// summation PyTorch's `sum` uses, with the same error growth (logarithmic in
 /// the length). Each block is summed at the CPU's best vector width.
+///
+/// A run shorter than one of PyTorch's AVX2 vectors (32 bytes: 7 float32 or
+/// 3 float64 elements at most) is summed as PyTorch's scalar `row_sum` sums
+/// it ([`short_sum`]): the order shows when float32 values cancel.
 #[inline(always)]
 pub(crate) fn cascade_sum<T: Num>(x: &[T]) -> T {
     const BLOCK: usize = 4096;
+    if x.len() < 32 / std::mem::size_of::<T>().max(1) {
+        return short_sum(x);
+    }
     if x.len() <= BLOCK {
         return block_sum(x);
     }
@@ -362,6 +369,24 @@ pub(crate) fn cascade_sum<T: Num>(x: &[T]) -> T {
         acc = sums[i].add(acc);
     }
     acc
+}
+
+/// PyTorch's scalar `row_sum`: four running sums over the groups of four
+/// elements (`s[k]` takes the elements at `k` modulo 4), the elements past
+/// the last whole group added to `s[0]`, then `((s[0] + s[1]) + s[2]) +
+/// s[3]`; three elements are `(x0 + x1) + x2`.
+fn short_sum<T: Num>(x: &[T]) -> T {
+    let mut s = [T::zero(); 4];
+    let mut groups = x.chunks_exact(4);
+    for g in &mut groups {
+        for k in 0..4 {
+            s[k] = s[k].add(g[k]);
+        }
+    }
+    for &v in groups.remainder() {
+        s[0] = s[0].add(v);
+    }
+    s[0].add(s[1]).add(s[2]).add(s[3])
 }
 
 /// The number of running sums of [`block_sum`].

@@ -275,6 +275,15 @@ impl Storage {
         self.0.version.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Sets the count back to `version`, what it was when a kernel made the
+    /// storage: the kernel's own writes while filling a result nothing else
+    /// holds yet are not in-place writes anyone can observe (PyTorch's
+    /// kernels write their fresh results below the layer that counts, so a
+    /// fresh result is at version 0).
+    pub(crate) fn restore_version(&self, version: u64) {
+        self.0.version.store(version, Ordering::Release);
+    }
+
     /// A number identifying the storage while it lives (its address): the
     /// order in which a kernel holding several storages' locks at once takes
     /// them, so that two such kernels never wait on each other in a cycle.
