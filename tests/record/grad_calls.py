@@ -4,6 +4,10 @@ tests/data/recorded/grad_calls.jsonl. Needs PyTorch (2.15 made the file);
 the tests only read the file.
 
     cd tests/record && python grad_calls.py ../data/recorded/grad_calls.jsonl
+    python grad_calls.py ../data/recorded/grad_calls_2.jsonl grad_cases_2 20250917 200
+
+(arguments: the output, the module of cases, the seed of the values, the
+first case number).
 """
 import json
 import math
@@ -314,14 +318,18 @@ def record(case, number):
 
 
 def main():
-    from grad_cases import CASES
+    import importlib
     outp = sys.argv[1] if len(sys.argv) > 1 else "extra.jsonl"
+    module = sys.argv[2] if len(sys.argv) > 2 else "grad_cases"
+    GEN.manual_seed(int(sys.argv[3]) if len(sys.argv) > 3 else 20240615)
+    first = int(sys.argv[4]) if len(sys.argv) > 4 else 100
+    CASES = importlib.import_module(module).CASES
     counters = {}
     n_err = 0
     with open(outp, "w") as fh:
         for c in CASES():
             counters[c.overload] = counters.get(c.overload, 0) + 1
-            r = record(c, 100 + counters[c.overload])
+            r = record(c, first + counters[c.overload])
             if "error" in r["expect"]:
                 n_err += 1
             fh.write(json.dumps(r) + "\n")

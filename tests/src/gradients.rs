@@ -187,6 +187,11 @@ fn make_leaves(
             .and_then(Json::as_str)
             .unwrap_or_default()
             .to_string();
+        // One leaf per tensor: a tensor given twice (`mul(t0, t0)`) is one
+        // leaf, with one gradient, tangent and weight.
+        if leaves.iter().any(|l: &Leaf| l.id == id) {
+            continue;
+        }
         let t = inputs
             .get(&id)
             .ok_or_else(|| format!("no input {id}"))?

@@ -219,16 +219,18 @@ fn gradients_match_pytorchs_corpus() {
 }
 
 /// More cases of the sample's kind, recorded from PyTorch 2.15 by
-/// `tests/record/grad_calls.py` (`tests/data/recorded/README.md`): the
-/// sample's overloads at other shapes and options, and every other overload
-/// `runtime/derivatives.yaml` covers: 100% too.
+/// `tests/record/grad_calls.py` in two batches (`tests/data/recorded/README.md`):
+/// the sample's overloads at other shapes and options, every other overload
+/// `runtime/derivatives.yaml` covers, composites, in-place and out= forms,
+/// non-finite values: 100% too.
 #[test]
 fn gradients_match_our_own_recordings() {
-    let cases = gradients::load(&opforge_tests::recorded("grad_calls.jsonl")).unwrap();
-    assert!(cases.len() >= 440, "only {} cases", cases.len());
+    let mut cases = gradients::load(&opforge_tests::recorded("grad_calls.jsonl")).unwrap();
+    cases.extend(gradients::load(&opforge_tests::recorded("grad_calls_2.jsonl")).unwrap());
+    assert!(cases.len() >= 990, "only {} cases", cases.len());
     let overloads: std::collections::BTreeSet<&str> =
         cases.iter().map(|c| c.call.overload.as_str()).collect();
-    assert!(overloads.len() >= 100, "only {} overloads", overloads.len());
+    assert!(overloads.len() >= 200, "only {} overloads", overloads.len());
     let report = gradients::replay(&cases);
     assert!(
         report.failed == 0,

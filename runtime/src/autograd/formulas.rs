@@ -23,7 +23,7 @@ pub type InputMeta = (Dims, DType);
 pub type InputMetas = SmallVec<[InputMeta; 2]>;
 
 fn meta_of(t: &Tensor) -> InputMeta {
-    (t.with_geometry(|g| g.shape.clone()), t.dtype())
+    (t.with_geometry(|g| Dims::from_slice(&g.shape)), t.dtype())
 }
 
 /// The metadata of a call's differentiable inputs.
@@ -414,9 +414,26 @@ pub fn index_select_backward(
     // Rows counted, not inferred: an empty index leaves nothing to infer from.
     let rows: i64 = shape[..n - 1].iter().product();
     let flat = at::reshape(&gt, &[rows, k])?;
-    let r = at::mm(&flat, &onehot)?;
+    let r = match all_finite(&flat)? {
+        true => at::mm(&flat, &onehot)?,
+        // An infinite or NaN gradient reaches only its own index, as
+        // PyTorch's `index_add` puts it (the product with the one-hot
+        // matrix would make `inf * 0` a NaN everywhere else).
+        false => {
+            let mask = at::ne_Scalar(&onehot, Scalar::Int(0))?;
+            let spread = at::where_self(&mask, &at::unsqueeze(&flat, 2)?, &zero(&flat)?)?;
+            at::sum_dim_IntList(&spread, Some(&[1]), false, None)?
+        }
+    };
     shape[n - 1] = m;
     at::transpose_int(&at::reshape(&r, &shape)?, d, last)
+}
+
+/// Whether every element of `t` is finite (`t * 0` sums to 0, not NaN).
+fn all_finite(t: &Tensor) -> Result<bool> {
+    let _off = super::mode::no_grad();
+    let z = at::sum(&at::mul_Scalar(t, Scalar::Int(0))?, Some(DType::Float64))?;
+    Ok(z.to_vec::<f64>()?.first().is_none_or(|v| v.is_finite()))
 }
 
 /// `maximum` / `minimum` (`max`: which) for one input (`for_self`): the
@@ -562,50 +579,34 @@ pub fn prod_dim_backward(
 
 /// `grad` times the product of the other elements along `dim`, for each
 /// element, without dividing (PyTorch's `prod_safe_zeros_backward`, which
-/// takes exclusive cumulative products): built from products of the slices
-/// before and after each position, so it stays differentiable.
+/// takes exclusive cumulative products): the product of the slices before
+/// and after each position, placed side by side with `cat` (not spread with
+/// a 0/1 mask, whose `inf * 0` would make NaNs of the other positions), so
+/// it stays differentiable.
 fn prod_safe_zeros_backward(grad: &Tensor, input: &Tensor, dim: i64) -> Result<Tensor> {
     let n = input.shape()[dim as usize] as i64;
-    let mut mask_shape = vec![1usize; input.dim()];
-    mask_shape[dim as usize] = n as usize;
-    let mut acc: Option<Tensor> = None;
+    if n == 0 {
+        return at::zeros_like(input, None, None, None, None, None);
+    }
+    let part = |start: i64, end: i64| -> Result<Option<Tensor>> {
+        if start >= end {
+            return Ok(None);
+        }
+        let s = at::slice_Tensor(input, dim, Some(start), Some(end), 1)?;
+        at::prod_dim_int(&s, dim, true, None).map(Some)
+    };
+    let mut pieces = Vec::with_capacity(n as usize);
     for i in 0..n {
-        let part = |start: i64, end: i64| -> Result<Option<Tensor>> {
-            if start >= end {
-                return Ok(None);
-            }
-            let s = at::slice_Tensor(input, dim, Some(start), Some(end), 1)?;
-            at::prod_dim_int(&s, dim, true, None).map(Some)
-        };
-        let piece = match (part(0, i)?, part(i + 1, n)?) {
+        pieces.push(match (part(0, i)?, part(i + 1, n)?) {
             (Some(a), Some(b)) => at::mul_Tensor(&a, &b)?,
             (Some(a), None) | (None, Some(a)) => a,
             (None, None) => {
                 let s = at::slice_Tensor(input, dim, Some(0), Some(1), 1)?;
                 at::ones_like(&s, None, None, None, None, None)?
             }
-        };
-        let mut one_hot = vec![0.0f64; n as usize];
-        one_hot[i as usize] = 1.0;
-        let mask = at::_to_copy(
-            &Tensor::from_vec(one_hot, &mask_shape)?,
-            Some(input.dtype()),
-            None,
-            None,
-            None,
-            false,
-            None,
-        )?;
-        let placed = at::mul_Tensor(&piece, &mask)?;
-        acc = Some(match acc {
-            None => placed,
-            Some(a) => at::add_Tensor(&a, &placed, Scalar::Int(1))?,
         });
     }
-    match acc {
-        Some(a) => at::mul_Tensor(grad, &a),
-        None => at::zeros_like(input, None, None, None, None, None),
-    }
+    at::mul_Tensor(grad, &at::cat(&pieces, dim)?)
 }
 
 /// `div.Tensor_mode`'s gradient for `self`: zeros with a rounding mode (the

@@ -196,6 +196,15 @@ fn level_entered() -> Option<u64> {
 /// none), and the view's tangent is that place, as PyTorch keeps a view's
 /// forward gradient a view of its base's.
 pub fn set_tangent_in_place(t: &Tensor, tangent: Tensor) -> Result<()> {
+    // Written into the tensor's own tangent, it has the tensor's dtype (a
+    // float64 `other` does not make a float32 `self`'s tangent float64).
+    let tangent = match tangent.dtype() == t.dtype() || !t.dtype().is_floating_point() {
+        true => tangent,
+        false => {
+            let _off = suspend();
+            crate::at::_to_copy(&tangent, Some(t.dtype()), None, None, None, false, None)?
+        }
+    };
     let Some(view) = t.view_of() else {
         return set_tangent(t, tangent);
     };

@@ -47,16 +47,18 @@ pub fn sgn(self_: &Tensor) -> Result<Tensor> {
     ops::sub_Tensor(&pos, &neg, Scalar::Int(1))
 }
 
-/// `threshold_backward`: `grad_output` where `self > threshold`, 0 elsewhere
-/// (relu's gradient, 0 at the threshold itself).
+/// `threshold_backward`: 0 where `self <= threshold`, `grad_output`
+/// elsewhere (relu's gradient, 0 at the threshold itself).
 #[kernel(CompositeExplicitAutograd)]
 pub fn threshold_backward(
     grad_output: &Tensor,
     self_: &Tensor,
     threshold: Scalar,
 ) -> Result<Tensor> {
+    // Zero where `self <= threshold`, as PyTorch writes it: a NaN input
+    // passes its gradient on.
     let zero = ops::zeros_like(grad_output, None, None, None, None, None)?;
-    ops::where_self(&ops::gt_Scalar(self_, threshold)?, grad_output, &zero)
+    ops::where_self(&ops::le_Scalar(self_, threshold)?, &zero, grad_output)
 }
 
 /// `abs_`: `abs.out(self, out=self)`.
@@ -705,6 +707,9 @@ pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// `matmul.out(self, other, out)`.
 #[kernel(CompositeImplicitAutograd)]
 pub fn matmul_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+    // PyTorch's refusal comes from the out= kernels its decomposition calls,
+    // in `matmul`'s name; this one computes without them.
+    crate::autograd::check_out("matmul", &[self_, other, out])?;
     linalg::matmul(self_, other, Some(out))
 }
 
@@ -875,7 +880,9 @@ pub fn cross_entropy_loss(
     label_smoothing: f64,
 ) -> Result<Tensor> {
     let class_dim = if self_.dim() == 1 { 0 } else { 1 };
-    let input = crate::at::log_softmax_int(self_, class_dim, Some(self_.dtype()))?;
+    // Taken after each branch's checks, as PyTorch orders them (a 0-dim
+    // input with a 0-dim integer target is refused for its target first).
+    let log_probs = || crate::at::log_softmax_int(self_, class_dim, Some(self_.dtype()));
     if self_.sizes() == target.sizes() {
         crate::ensure!(
             target.dtype().is_floating_point(),
@@ -886,6 +893,7 @@ pub fn cross_entropy_loss(
             (0.0..=1.0).contains(&label_smoothing),
             "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
         );
+        let input = log_probs()?;
         let n_classes = self_.sizes()[class_dim as usize];
         let target = if label_smoothing > 0.0 {
             let kept = crate::at::mul_Scalar(target, Scalar::Float(1.0 - label_smoothing))?;
@@ -933,9 +941,9 @@ pub fn cross_entropy_loss(
             ignore_index,
             label_smoothing,
         };
-        return smoothing.loss(&input, target, weight, reduction);
+        return smoothing.loss(&log_probs()?, target, weight, reduction);
     }
-    crate::at::nll_loss_nd(&input, target, weight, reduction, ignore_index)
+    crate::at::nll_loss_nd(&log_probs()?, target, weight, reduction, ignore_index)
 }
 
 /// PyTorch's `cross_entropy_loss_label_smoothing` for class-index targets:

@@ -20,7 +20,7 @@
 //!   (the vector path calls `fmadd`; GCC contracts the scalar one); `addcdiv`
 //!   is `self + value * tensor1 / tensor2`, unfused.
 
-use super::promote::{check_can_cast, check_output_shape, result_type_tensors};
+use super::promote::{check_can_cast, result_type_tensors};
 use super::{
     check_alloc, check_out_dtype, common_device, dispatch_error, fmt_shape, index_error,
     resize_output, typemeta_name, wrap_dim,
@@ -665,7 +665,13 @@ pub(crate) fn addmm(
     );
     let shape = [a[0] as i64, b[1] as i64];
     if let Place::Inplace(_) = into {
-        check_output_shape(&self_.shape(), &[a[0], b[1]])?;
+        // A structured kernel's in-place check (PyTorch's `check_inplace`).
+        crate::ensure!(
+            self_.shape() == [a[0], b[1]],
+            "Bad in-place call: input tensor size {} and output tensor size {} should match",
+            fmt_shape(&self_.shape()),
+            fmt_shape(&[a[0], b[1]])
+        );
     }
     let expanded = at::expand(self_, &shape, false)?;
     let mut product = at::mm(mat1, mat2)?;
@@ -747,8 +753,13 @@ pub(crate) fn addc(
 ) -> Result<Tensor> {
     let ins = [self_, tensor1, tensor2];
     let dtype = result_type_tensors(ins);
-    if op == Formula::Addcdiv && !dtype.is_floating_point() {
-        crate::bail!("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.");
+    // PyTorch asks this of the two divided tensors alone (a float `self`
+    // does not make integer division of its arguments acceptable).
+    if op == Formula::Addcdiv
+        && tensor1.dtype().is_integral(true)
+        && tensor2.dtype().is_integral(true)
+    {
+        crate::bail!("Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.");
     }
     if op == Formula::Addcmul && dtype.is_integral(false) {
         // Integers: `self + value * t1 * t2` in the integer type (nothing to

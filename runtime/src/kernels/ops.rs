@@ -169,6 +169,11 @@ pub(crate) fn gt_Scalar(self_: &Tensor, other: crate::tensor::Scalar) -> Result<
     op::gt_Scalar(self_, other)
 }
 
+/// `aten::le.Scalar`
+pub(crate) fn le_Scalar(self_: &Tensor, other: crate::tensor::Scalar) -> Result<Tensor> {
+    op::le_Scalar(self_, other)
+}
+
 /// `aten::lt.Scalar`
 pub(crate) fn lt_Scalar(self_: &Tensor, other: crate::tensor::Scalar) -> Result<Tensor> {
     op::lt_Scalar(self_, other)
