@@ -434,7 +434,7 @@ struct Meta {
 impl Meta {
     fn of(t: &Tensor) -> Meta {
         Meta {
-            shape: t.with_geometry(|g| g.shape.iter().copied().collect()),
+            shape: t.with_geometry(|g| SmallVec::from_slice(&g.shape)),
             dtype: t.dtype(),
             device: t.device(),
         }
@@ -578,6 +578,14 @@ impl<F: Function> Backward for FunctionBackward<F> {
         for s in self.ctx.saved.iter_mut().flatten() {
             s.release();
         }
+    }
+
+    /// Tensors live only in what `save_for_backward` kept and, perhaps, in
+    /// the Function's own state: a state without drop glue owns none (a
+    /// `Tensor` has a destructor), so the node of a Function that saved
+    /// nothing and keeps such a state is dropped on the spot.
+    fn owns_tensors(&self) -> bool {
+        self.ctx.saved.iter().any(Option::is_some) || std::mem::needs_drop::<F::State>()
     }
 }
 

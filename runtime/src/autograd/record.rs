@@ -68,11 +68,18 @@ impl Recording {
     /// mode is on and one of them requires grad; `None` otherwise (then the
     /// kernel only redispatches, and its results have no history).
     pub fn begin(inputs: &[&Tensor]) -> Option<Recording> {
-        if !is_grad_enabled() || !inputs.iter().any(|t| t.requires_grad()) {
+        if !is_grad_enabled() {
+            return None;
+        }
+        // One pass: an input with an edge requires grad. Only when none has
+        // one is `requires_grad` asked (a view made in no-grad mode of a base
+        // that requires grad has no edge but requires grad).
+        let edges: Edges = inputs.iter().map(|t| gradient_edge(t)).collect();
+        if edges.iter().all(Option::is_none) && !inputs.iter().any(|t| t.requires_grad()) {
             return None;
         }
         Some(Recording {
-            edges: inputs.iter().map(|t| gradient_edge(t)).collect(),
+            edges,
             view_target: None,
         })
     }

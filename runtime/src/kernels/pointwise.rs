@@ -37,7 +37,7 @@ fn broadcast_operands(ops: &[Operand<'_>]) -> Result<crate::tensor::Dims> {
         };
         acc = Some(t.with_geometry(|g| -> Result<crate::tensor::Dims> {
             Ok(match acc.take() {
-                None => g.shape.clone(),
+                None => crate::tensor::Dims::from_slice(&g.shape),
                 Some(a) if a == g.shape => a,
                 Some(a) => broadcast_shapes(&a, &g.shape)?.into_iter().collect(),
             })
@@ -315,8 +315,13 @@ fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
 /// written once into fresh capacity (`_to_copy`'s fast path).
 pub(crate) fn convert_contiguous(self_: &Tensor, dtype: DType) -> Result<Option<Tensor>> {
     let Some((storage, offset, shape)) = self_.with_geometry(|g| {
-        crate::tensor::is_contiguous_strides(&g.shape, &g.strides)
-            .then(|| (g.storage.clone(), g.offset, g.shape.clone()))
+        crate::tensor::is_contiguous_strides(&g.shape, &g.strides).then(|| {
+            (
+                g.storage.clone(),
+                g.offset,
+                crate::tensor::Dims::from_slice(&g.shape),
+            )
+        })
     }) else {
         return Ok(None);
     };
@@ -574,8 +579,15 @@ fn binary_plain(
         return None;
     }
     let contiguous = |g: &Geometry| crate::tensor::is_contiguous_strides(&g.shape, &g.strides);
-    let (sa, oa, shape) =
-        a.with_geometry(|g| contiguous(g).then(|| (g.storage.clone(), g.offset, g.shape.clone())))?;
+    let (sa, oa, shape) = a.with_geometry(|g| {
+        contiguous(g).then(|| {
+            (
+                g.storage.clone(),
+                g.offset,
+                crate::tensor::Dims::from_slice(&g.shape),
+            )
+        })
+    })?;
     let rhs = if b.is_wrapped_number() {
         let number = b.with_geometry(|g| match &*g.storage.read() {
             crate::tensor::Buffer::F64(v) if dtype.is_floating_point() => {
@@ -693,9 +705,15 @@ impl Plain<'_> {
             }
             return Some(Ok(None));
         }
-        let reads: smallvec::SmallVec<[&crate::tensor::Storage; 2]> =
-            std::iter::once(sa).chain(sb).collect();
-        let guards = crate::tensor::StorageLocks::new(&reads, None);
+        let both;
+        let reads: &[&crate::tensor::Storage] = match sb {
+            Some(sb) => {
+                both = [sa, sb];
+                &both
+            }
+            None => std::slice::from_ref(&sa),
+        };
+        let guards = crate::tensor::StorageLocks::new(reads, None);
         let x = T::slice(guards.read(sa)?)?.get(oa..oa + n)?;
         let y = self.b.src(|s| guards.read(s), n)?;
         Some(new_from_blocks([Src::Slice(x), y], self.shape, &kernel).map(Some))

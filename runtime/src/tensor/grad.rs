@@ -263,13 +263,13 @@ impl Tensor {
     /// Autograd's record of this tensor, if autograd made one.
     #[inline]
     pub fn autograd_meta(&self) -> Option<&AutogradMeta> {
-        self.0.autograd.get().map(|m| &**m)
+        self.0.autograd.get()
     }
 
     /// Autograd's record of this tensor, made empty if there is none yet
     /// (making it changes nothing about the tensor's calls).
     pub fn autograd_meta_or_default(&self) -> &AutogradMeta {
-        self.0.autograd.get_or_init(Default::default)
+        self.0.autograd.get_or_init(Box::default)
     }
 
     /// Does the tensor require grad: a leaf marked so, a result with a

@@ -323,7 +323,7 @@ impl Storage {
 pub type Dims = smallvec::SmallVec<[usize; 5]>;
 
 /// Where a tensor's elements are in its storage.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Geometry {
     /// The storage.
     pub storage: Storage,
@@ -333,6 +333,19 @@ pub struct Geometry {
     pub strides: Dims,
     /// Offset of element `[0, 0, …]`, in elements.
     pub offset: usize,
+}
+
+impl Clone for Geometry {
+    /// Sizes and strides copied as slices ([`Dims::from_slice`]): `SmallVec`'s
+    /// own `clone` collects them element by element, several times the cost.
+    fn clone(&self) -> Geometry {
+        Geometry {
+            storage: self.storage.clone(),
+            shape: Dims::from_slice(&self.shape),
+            strides: Dims::from_slice(&self.strides),
+            offset: self.offset,
+        }
+    }
 }
 
 impl Geometry {
@@ -596,7 +609,7 @@ struct TensorInner {
     ext: Option<Arc<Ext>>,
     /// Autograd's record of the tensor, absent until autograd needs one
     /// ([`AutogradMeta`]); it does not make a tensor non-plain.
-    autograd: OnceLock<Box<AutogradMeta>>,
+    autograd: once_cell::race::OnceBox<AutogradMeta>,
     /// A Python number given for a `Tensor` parameter (PyTorch's
     /// `is_wrapped_number`): it promotes as a number, not as a 0-dim tensor.
     wrapped_number: bool,
@@ -717,7 +730,7 @@ impl Tensor {
             geometry: RwLock::new(geometry),
             geometry_changes: AtomicU32::new(0),
             ext: None,
-            autograd: OnceLock::new(),
+            autograd: once_cell::race::OnceBox::new(),
             wrapped_number: false,
             view: None,
             fake_twin: OnceLock::new(),
@@ -733,7 +746,7 @@ impl Tensor {
             geometry: RwLock::new(geometry),
             geometry_changes: AtomicU32::new(0),
             ext: Some(Arc::new(ext)),
-            autograd: OnceLock::new(),
+            autograd: once_cell::race::OnceBox::new(),
             wrapped_number: false,
             view: None,
             fake_twin: OnceLock::new(),
@@ -787,7 +800,7 @@ impl Tensor {
             geometry: RwLock::new(self.geometry()),
             geometry_changes: AtomicU32::new(0),
             ext: Some(ext),
-            autograd: OnceLock::new(),
+            autograd: once_cell::race::OnceBox::new(),
             wrapped_number: self.0.wrapped_number,
             view: None,
             fake_twin: OnceLock::new(),
