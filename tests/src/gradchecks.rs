@@ -132,6 +132,25 @@ const OVERRIDES: &[(&str, &[(&str, Arg)])] = &[
         ],
     ),
     (
+        "slice_scatter",
+        &[
+            ("self", Arg::Shape(&[4, 3])),
+            ("src", Arg::Shape(&[2, 3])),
+            ("dim", Arg::Int(0)),
+            ("start", Arg::Int(1)),
+            ("end", Arg::Int(3)),
+        ],
+    ),
+    (
+        "select_scatter",
+        &[
+            ("self", Arg::Shape(&[2, 3])),
+            ("src", Arg::Shape(&[3])),
+            ("dim", Arg::Int(0)),
+            ("index", Arg::Int(1)),
+        ],
+    ),
+    (
         "index_select",
         &[
             ("self", Arg::Shape(&[3, 4])),

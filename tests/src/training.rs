@@ -151,9 +151,20 @@ impl Run {
     }
 }
 
-/// Reads a corpus of runs (one JSON object per line).
+/// Reads a corpus of runs (one JSON object per line; gzipped when its name
+/// ends in `.gz`).
 pub fn load(path: &Path) -> Result<Vec<Run>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let text = match path.extension().is_some_and(|e| e == "gz") {
+        true => {
+            let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut text = String::new();
+            GzDecoder::new(file)
+                .read_to_string(&mut text)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            text
+        }
+        false => std::fs::read_to_string(path).map_err(|e| e.to_string())?,
+    };
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .enumerate()

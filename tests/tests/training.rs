@@ -38,3 +38,21 @@ fn more_recorded_training_runs_are_reproduced() {
         report.failures.join("\n")
     );
 }
+
+/// Forty runs drawn at random from the README's lists (depth, widths,
+/// activations, bias or not, loss, optimizer and its options, dtype, batch
+/// size from 1 to 1,500), recorded by `tests/record/train_runs_random.py`.
+#[test]
+fn randomly_drawn_training_runs_are_reproduced() {
+    let runs = training::load(&opforge_tests::recorded("train_runs_random.jsonl.gz")).unwrap();
+    let data = training::digits_data().unwrap();
+    assert!(runs.len() >= 40);
+    let report = training::replay(&runs, &data);
+    assert!(
+        report.failures.is_empty(),
+        "{} passed, {} failed:\n{}",
+        report.passed,
+        report.failed,
+        report.failures.join("\n")
+    );
+}
