@@ -109,6 +109,8 @@ enum FieldKind {
     TensorList,
     /// A value, cloned out.
     Value,
+    /// Sizes (`x.sizes()`): kept inline (`formulas::Sizes`), read as a slice.
+    Sizes,
 }
 
 impl FieldKind {
@@ -129,6 +131,7 @@ impl FieldKind {
                     .collect::<::opforge::Result<_>>()?;
             },
             FieldKind::Value => quote!(let #i = self.#i.clone();),
+            FieldKind::Sizes => quote!(let #i: &[i64] = &self.#i;),
         }
     }
 
@@ -140,8 +143,16 @@ impl FieldKind {
                 if let ::core::option::Option::Some(s) = &mut self.#i { s.release(); }
             },
             FieldKind::TensorList => quote!(self.#i.iter_mut().for_each(|s| s.release());),
-            FieldKind::Value => TokenStream::new(),
+            FieldKind::Value | FieldKind::Sizes => TokenStream::new(),
         }
+    }
+
+    /// Whether it holds tensors (and through them, perhaps, other graphs).
+    fn owns_tensors(self) -> bool {
+        matches!(
+            self,
+            FieldKind::Tensor | FieldKind::OptionalTensor | FieldKind::TensorList
+        )
     }
 }
 
@@ -272,6 +283,15 @@ fn field(s: &Saved, schema: &FunctionSchema, inplace: bool) -> std::result::Resu
                     None,
                     FieldKind::Value,
                 )
+            } else if matches!(method, "sizes" | "sym_sizes") {
+                // Inline up to five dimensions: recording allocates nothing
+                // for them, and `apply` reads them in place.
+                (
+                    quote!(Sizes),
+                    Some(quote!(sizes_of(&#of))),
+                    None,
+                    FieldKind::Sizes,
+                )
             } else {
                 (ty, Some(quote!(#of.#call())), None, FieldKind::Value)
             }
@@ -390,7 +410,7 @@ fn node(
         quote!(#i: #t,)
     });
     let releases = fields.iter().map(|f| f.kind.release(&f.ident));
-    let owns_tensors = fields.iter().any(|f| f.kind != FieldKind::Value);
+    let owns_tensors = fields.iter().any(|f| f.kind.owns_tensors());
     let kinds = input_kinds(schema, set)?;
     // With a `Tensor?` or `Tensor[]` input, the node keeps how many inputs
     // each differentiable argument became (`__counts`).

@@ -81,7 +81,9 @@ fn nodes_are_named_by_torchgens_rule_and_save_what_formulas_use() {
         "pubstructToCopyBackward0{",
         // Saved: whole tensors, properties, values, outputs.
         "other:::opforge::autograd::SavedTensor,self_:::opforge::autograd::SavedTensor,",
-        "self_sizes:::std::vec::Vec<i64>,",
+        // Sizes inline (no allocation for five dimensions), read as a slice.
+        "self_sizes:Sizes,",
+        "letself_sizes:&[i64]=&self.self_sizes;",
         "dim:::core::option::Option<::std::vec::Vec<i64>>,",
         "self_dtype:::opforge::DType,",
         "result:::opforge::autograd::SavedTensor,",

@@ -46,7 +46,7 @@ impl ::opforge::autograd::Backward for MulBackward0 {
 /// Generated from `derivatives.yaml`.
 pub struct SumBackward0 {
     __inputs: InputMetas,
-    self_sizes: ::std::vec::Vec<i64>,
+    self_sizes: Sizes,
 }
 impl ::opforge::autograd::Backward for SumBackward0 {
     #[allow(unused_variables)]
@@ -60,7 +60,7 @@ impl ::opforge::autograd::Backward for SumBackward0 {
             return Ok(out);
         };
         if ctx.needs_input_grad(0usize) {
-            let self_sizes = self.self_sizes.clone();
+            let self_sizes: &[i64] = &self.self_sizes;
             let g: ::opforge::Result<::opforge::Tensor> = {
                 at::expand(&grad, &self_sizes, false)
             };
@@ -77,7 +77,7 @@ impl ::opforge::autograd::Backward for SumBackward0 {
 /// Generated from `derivatives.yaml`.
 pub struct SumBackward1 {
     __inputs: InputMetas,
-    self_sizes: ::std::vec::Vec<i64>,
+    self_sizes: Sizes,
     dim: ::core::option::Option<::std::vec::Vec<i64>>,
     keepdim: bool,
 }
@@ -93,7 +93,7 @@ impl ::opforge::autograd::Backward for SumBackward1 {
             return Ok(out);
         };
         if ctx.needs_input_grad(0usize) {
-            let self_sizes = self.self_sizes.clone();
+            let self_sizes: &[i64] = &self.self_sizes;
             let dim = self.dim.clone();
             let keepdim = self.keepdim.clone();
             let g: ::opforge::Result<::opforge::Tensor> = {
@@ -684,7 +684,7 @@ fn __opforge_autograd_sum(
 ) -> ::opforge::Result<::opforge::Tensor> {
     let rec = ::opforge::autograd::Recording::begin(&[self_]);
     let pre = match rec.is_some() {
-        true => Some((input_meta(&[self_]), self_.sizes())),
+        true => Some((input_meta(&[self_]), sizes_of(&self_))),
         false => None,
     };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
@@ -787,7 +787,7 @@ fn __opforge_autograd_sum_dim_IntList(
         true => {
             Some((
                 input_meta(&[self_]),
-                self_.sizes(),
+                sizes_of(&self_),
                 dim.map(<[i64]>::to_vec),
                 keepdim.clone(),
             ))

@@ -26,6 +26,15 @@ fn meta_of(t: &Tensor) -> InputMeta {
     (t.with_geometry(|g| Dims::from_slice(&g.shape)), t.dtype())
 }
 
+/// A tensor's sizes as a node keeps them (`self.sizes()` in a formula):
+/// inline up to five dimensions.
+pub type Sizes = SmallVec<[i64; 5]>;
+
+/// `t.sizes()` as a [`Sizes`] (no allocation for five dimensions or fewer).
+pub fn sizes_of(t: &Tensor) -> Sizes {
+    t.with_geometry(|g| g.shape.iter().map(|&d| d as i64).collect())
+}
+
 /// The metadata of a call's differentiable inputs.
 pub fn input_meta(inputs: &[&Tensor]) -> InputMetas {
     inputs.iter().map(|t| meta_of(t)).collect()

@@ -103,7 +103,9 @@ impl Tensor {
             );
             (twin, n)
         };
-        let (twin, made_at) = self.0.fake_twin.get_or_init(fresh);
+        // Two threads asking at once may both make one; the first kept is
+        // every caller's (either would do: both are the fake's geometry).
+        let (twin, made_at) = self.0.fake_twin.get_or_init(|| Box::new(fresh()));
         if changes(self) == *made_at && changes(twin) == 0 {
             twin.clone()
         } else {

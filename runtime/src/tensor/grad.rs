@@ -341,10 +341,18 @@ impl Tensor {
             v.attr_version
                 .store(self.storage_version(), Ordering::Release);
         }
-        if grad_fn.is_some() || self.autograd_meta().is_some() {
+        let has_history = grad_fn.is_some();
+        if has_history || self.autograd_meta().is_some() {
             *lock(&self.autograd_meta_or_default().grad_fn) = grad_fn;
         }
-        self.update_autograd_keys();
+        match has_history {
+            // A history means it requires grad: nothing else to ask.
+            true => {
+                let keys = self.key_set() | AUTOGRAD_KEYS;
+                self.0.keys.store(keys.bits(), Ordering::Relaxed);
+            }
+            false => self.update_autograd_keys(),
+        }
     }
 
     /// The view's base and how it was made, if this tensor is the result of a

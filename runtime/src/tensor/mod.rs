@@ -52,7 +52,7 @@ use crate::keys::KeySet;
 use ndarray::{ArrayD, ArrayViewD, IxDyn, ShapeBuilder};
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 /// Element data of one storage, one variant per dtype.
 #[derive(Clone, Debug, PartialEq)]
@@ -621,7 +621,7 @@ struct TensorInner {
     /// that the Meta kernels of its calls run on, made on its first call;
     /// empty for every other tensor. With it, the fake's
     /// `geometry_changes` when it was made.
-    fake_twin: OnceLock<(Tensor, u32)>,
+    fake_twin: once_cell::race::OnceBox<(Tensor, u32)>,
     /// A wrapper's layer state (`wrapper.rs`): what the dispatch layer that
     /// made the tensor keeps behind it (a functional tensor's value, storage
     /// and views); set once, at construction.
@@ -733,7 +733,7 @@ impl Tensor {
             autograd: once_cell::race::OnceBox::new(),
             wrapped_number: false,
             view: None,
-            fake_twin: OnceLock::new(),
+            fake_twin: once_cell::race::OnceBox::new(),
             wrapped: None,
         }))
     }
@@ -749,7 +749,7 @@ impl Tensor {
             autograd: once_cell::race::OnceBox::new(),
             wrapped_number: false,
             view: None,
-            fake_twin: OnceLock::new(),
+            fake_twin: once_cell::race::OnceBox::new(),
             wrapped: None,
         }))
     }
@@ -803,7 +803,7 @@ impl Tensor {
             autograd: once_cell::race::OnceBox::new(),
             wrapped_number: self.0.wrapped_number,
             view: None,
-            fake_twin: OnceLock::new(),
+            fake_twin: once_cell::race::OnceBox::new(),
             wrapped: None,
         }))
     }
