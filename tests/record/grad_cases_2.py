@@ -1,13 +1,8 @@
 """The second batch of cases tests/record/grad_calls.py records (see there):
 overloads and situations the first batch (grad_cases.py) does not have."""
 import torch
-from grad_calls import Case, T, F, F32, I, B
-
-f32, f64, i64 = torch.float32, torch.float64, torch.int64
-
-
-def C(*a, **k):
-    return Case(*a, **k)
+from grad_calls import T, F, F32, I, B
+from grad_cases import C, f32, f64, i64
 
 
 def CASES():

@@ -4,13 +4,14 @@
 //! `cargo run --release -p opforge-tests --bin training`.
 
 use opforge_tests::training;
+use std::path::Path;
 
-#[test]
-fn every_recorded_training_run_is_reproduced() {
-    let runs = training::load(&opforge_tests::corpus("train_runs.jsonl")).unwrap();
+/// Replays every run of `corpus` (at least `at_least` of them): all pass.
+fn reproduces(corpus: &Path, at_least: usize) {
+    let runs = training::load(corpus).unwrap();
     let data = training::digits_data().unwrap();
     assert_eq!(data.len(), 1797);
-    assert!(runs.len() >= 5);
+    assert!(runs.len() >= at_least, "only {} runs", runs.len());
     let report = training::replay(&runs, &data);
     assert!(
         report.failures.is_empty(),
@@ -19,6 +20,11 @@ fn every_recorded_training_run_is_reproduced() {
         report.failed,
         report.failures.join("\n")
     );
+}
+
+#[test]
+fn every_recorded_training_run_is_reproduced() {
+    reproduces(&opforge_tests::corpus("train_runs.jsonl"), 5);
 }
 
 /// More runs of the README's kinds, recorded from PyTorch 2.15 by
@@ -26,17 +32,7 @@ fn every_recorded_training_run_is_reproduced() {
 /// batch sizes the sample does not have (`tests/data/recorded/README.md`).
 #[test]
 fn more_recorded_training_runs_are_reproduced() {
-    let runs = training::load(&opforge_tests::recorded("train_runs.jsonl")).unwrap();
-    let data = training::digits_data().unwrap();
-    assert!(runs.len() >= 8);
-    let report = training::replay(&runs, &data);
-    assert!(
-        report.failures.is_empty(),
-        "{} passed, {} failed:\n{}",
-        report.passed,
-        report.failed,
-        report.failures.join("\n")
-    );
+    reproduces(&opforge_tests::recorded("train_runs.jsonl"), 8);
 }
 
 /// Forty runs drawn at random from the README's lists (depth, widths,
@@ -44,15 +40,5 @@ fn more_recorded_training_runs_are_reproduced() {
 /// size from 1 to 1,500), recorded by `tests/record/train_runs_random.py`.
 #[test]
 fn randomly_drawn_training_runs_are_reproduced() {
-    let runs = training::load(&opforge_tests::recorded("train_runs_random.jsonl.gz")).unwrap();
-    let data = training::digits_data().unwrap();
-    assert!(runs.len() >= 40);
-    let report = training::replay(&runs, &data);
-    assert!(
-        report.failures.is_empty(),
-        "{} passed, {} failed:\n{}",
-        report.passed,
-        report.failed,
-        report.failures.join("\n")
-    );
+    reproduces(&opforge_tests::recorded("train_runs_random.jsonl.gz"), 40);
 }
