@@ -409,12 +409,7 @@ fn make_roots(outputs: &[Tensor], grads: &[Option<Tensor>]) -> Result<Roots> {
                 // The engine's first `validate_outputs`: a gradient of
                 // another dtype is cast to the output's before the pass (a
                 // float32 gradient of a float64 output is summed in float64).
-                let g = match g.dtype() == out.dtype() {
-                    true => g,
-                    false => {
-                        crate::at::_to_copy(&g, Some(out.dtype()), None, None, None, false, None)?
-                    }
-                };
+                let g = super::formulas::cast_to(g, out.dtype())?;
                 made.push(Some(g));
             }
             None if out.requires_grad() => {

@@ -26,6 +26,15 @@ fn meta_of(t: &Tensor) -> InputMeta {
     (t.with_geometry(|g| Dims::from_slice(&g.shape)), t.dtype())
 }
 
+/// `t` in `dtype`: itself when it is already, else a copy (`_to_copy`), the
+/// one cast of a gradient or tangent to the dtype it must have.
+pub(crate) fn cast_to(t: Tensor, dtype: DType) -> Result<Tensor> {
+    match t.dtype() == dtype {
+        true => Ok(t),
+        false => at::_to_copy(&t, Some(dtype), None, None, None, false, None),
+    }
+}
+
 /// A tensor's sizes as a node keeps them (`self.sizes()` in a formula):
 /// inline up to five dimensions.
 pub type Sizes = SmallVec<[i64; 5]>;
@@ -61,7 +70,7 @@ pub fn reduce_to_inputs(grads: &mut [Option<Tensor>], meta: &[InputMeta]) -> Res
             *t = sum_to(t, &sizes)?;
         }
         if t.dtype() != *dtype {
-            *t = at::_to_copy(t, Some(*dtype), None, None, None, false, None)?;
+            *t = cast_to(t.clone(), *dtype)?;
         }
     }
     Ok(())

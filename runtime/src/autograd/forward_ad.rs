@@ -198,12 +198,12 @@ fn level_entered() -> Option<u64> {
 pub fn set_tangent_in_place(t: &Tensor, tangent: Tensor) -> Result<()> {
     // Written into the tensor's own tangent, it has the tensor's dtype (a
     // float64 `other` does not make a float32 `self`'s tangent float64).
-    let tangent = match tangent.dtype() == t.dtype() || !t.dtype().is_floating_point() {
-        true => tangent,
-        false => {
+    let tangent = match t.dtype().is_floating_point() && tangent.dtype() != t.dtype() {
+        true => {
             let _off = suspend();
-            crate::at::_to_copy(&tangent, Some(t.dtype()), None, None, None, false, None)?
+            super::formulas::cast_to(tangent, t.dtype())?
         }
+        false => tangent,
     };
     let Some(view) = t.view_of() else {
         return set_tangent(t, tangent);

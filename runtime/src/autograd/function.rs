@@ -525,10 +525,7 @@ impl<F: Function> FunctionBackward<F> {
                 let sizes: Vec<i64> = meta.shape.iter().map(|&d| d as i64).collect();
                 g = super::formulas::sum_to(&g, &sizes)?;
             }
-            if g.dtype() != meta.dtype {
-                g = at::_to_copy(&g, Some(meta.dtype), None, None, None, false, None)?;
-            }
-            out.push(Some(g));
+            out.push(Some(super::formulas::cast_to(g, meta.dtype)?));
         }
         Ok(out)
     }
