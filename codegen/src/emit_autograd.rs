@@ -4,8 +4,9 @@
 //! Per entry with a differentiable argument, a node type named as PyTorch
 //! names it ([`node_names`]: `MulBackward0`) holding what the entry's
 //! formulas need saved, and its `Backward` impl: each wanted input's gradient
-//! from its formula, then the engine-like reduction to each input's shape and
-//! dtype (`formulas::reduce_to_inputs`), and `release` of the saved tensors.
+//! from its formula (the engine checks each against the input's sizes and
+//! dtype, as PyTorch's `validate_outputs`), and `release` of the saved
+//! tensors.
 //! Per operator that gets formulas (the entry's own and, by torchgen's rules,
 //! its in-place and out= variants), an Autograd kernel registered through
 //! [`crate::kernel::generated_registration`] (the registration without the
@@ -494,7 +495,6 @@ fn node(
     Ok(quote! {
         /// Generated from `derivatives.yaml`.
         pub struct #ty {
-            __inputs: InputMetas,
             #counts_decl
             #(#decls)*
         }
@@ -511,7 +511,6 @@ fn node(
                     return Ok(out);
                 };
                 #(#blocks)*
-                reduce_to_inputs(&mut out, &self.__inputs)?;
                 Ok(out)
             }
 
@@ -693,12 +692,9 @@ fn kernel(
             } else {
                 quote!(::opforge::autograd::Recording::begin(&[#(#inputs),*]))
             };
-            let (meta, counts_field) = match general {
-                true => (
-                    quote!(input_meta_optional(&__ins), ::std::vec![#(#counts),*]),
-                    quote!(__counts,),
-                ),
-                false => (quote!(input_meta(&[#(#inputs),*])), TokenStream::new()),
+            let (counts_value, counts_field) = match general {
+                true => (quote!(::std::vec![#(#counts),*],), quote!(__counts,)),
+                false => (TokenStream::new(), TokenStream::new()),
             };
             let fields = set
                 .saved
@@ -763,7 +759,7 @@ fn kernel(
                 #gather
                 let rec = #begin;
                 let pre = match rec.is_some() {
-                    true => Some((#meta, #(#pre_takes,)*)),
+                    true => Some((#counts_value #(#pre_takes,)*)),
                     false => None,
                 };
                 #fw_pre
@@ -771,10 +767,10 @@ fn kernel(
                     let _below = ::opforge::autograd::below_autograd();
                     ::opforge::at::#at_fn(#(#call_args),*)?
                 };
-                if let (Some(rec), Some((__inputs, #counts_field #(#pre_idents,)*))) = (rec, pre) {
+                if let (Some(rec), Some((#counts_field #(#pre_idents,)*))) = (rec, pre) {
                     #dtype_check
                     rec.finish(#node_name, &[#(#history),*], |saver| {
-                        Ok(#node_ty { __inputs, #counts_field #(#pre_idents,)* #(#post)* })
+                        Ok(#node_ty { #counts_field #(#pre_idents,)* #(#post)* })
                     })?;
                 }
                 #fw_post

@@ -674,3 +674,47 @@ fn a_gradient_laid_out_unlike_its_leaf_is_copied_into_grad() {
         assert_eq!(t.grad().unwrap().strides(), vec![1]);
     }
 }
+
+#[test]
+fn the_engine_checks_every_gradient_against_the_input_it_reaches() {
+    let _s = serial();
+    // A node whose backward returns what it was built with, whatever the
+    // shapes: the engine sums a gradient that expands to its input back to
+    // it, casts it to the input's dtype, and refuses any other shape with
+    // PyTorch's message (its `validate_outputs`).
+    struct Returns(Option<Tensor>);
+    impl Backward for Returns {
+        fn apply(&mut self, _: Grads, _: &BackwardCtx) -> Result<Grads> {
+            Ok(Grads::from_elem(self.0.take(), 1))
+        }
+        fn release(&mut self) {}
+    }
+    let run = |w: &Tensor, g: Tensor| {
+        let out = Tensor::zeros(&[], DType::Float32, Device::Cpu);
+        let rec = Recording::begin(&[w]).unwrap();
+        rec.finish("ReturnsBackward", &[&out], |_| Ok(Returns(Some(g))))
+            .unwrap();
+        out.backward()
+    };
+    let w = leaf(vec![1.0, 2.0]);
+    let g = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2]).unwrap();
+    run(&w, g).unwrap();
+    let got = w.grad().unwrap();
+    assert_eq!(got.dtype(), DType::Float32, "cast to the leaf's dtype");
+    assert_eq!(
+        got.to_vec::<f32>().unwrap(),
+        vec![9.0, 12.0],
+        "summed to [2]"
+    );
+    let wrong = Tensor::from_vec(vec![1.0f32; 3], &[3]).unwrap();
+    assert_eq!(
+        run(&w, wrong).unwrap_err().to_string(),
+        "Function ReturnsBackward returned an invalid gradient at index 0 - got [3] but expected shape compatible with [2]"
+    );
+    // Through a node with a history: checked against the output it made.
+    let x = leaf(vec![1.0, 2.0]);
+    let y = mul(&x, &two());
+    let wrong = Tensor::from_vec(vec![1.0f32; 4], &[2, 2]).unwrap();
+    run(&y, wrong).unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![4.0, 4.0]);
+}

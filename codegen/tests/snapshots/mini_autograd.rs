@@ -3,7 +3,6 @@
 
 /// Generated from `derivatives.yaml`.
 pub struct MulBackward0 {
-    __inputs: InputMetas,
     other: ::opforge::autograd::SavedTensor,
     self_: ::opforge::autograd::SavedTensor,
 }
@@ -32,7 +31,6 @@ impl ::opforge::autograd::Backward for MulBackward0 {
             };
             out[1usize] = ::core::option::Option::Some(g?);
         }
-        reduce_to_inputs(&mut out, &self.__inputs)?;
         Ok(out)
     }
     fn release(&mut self) {
@@ -45,7 +43,6 @@ impl ::opforge::autograd::Backward for MulBackward0 {
 }
 /// Generated from `derivatives.yaml`.
 pub struct SumBackward0 {
-    __inputs: InputMetas,
     self_sizes: Sizes,
 }
 impl ::opforge::autograd::Backward for SumBackward0 {
@@ -66,7 +63,6 @@ impl ::opforge::autograd::Backward for SumBackward0 {
             };
             out[0usize] = ::core::option::Option::Some(g?);
         }
-        reduce_to_inputs(&mut out, &self.__inputs)?;
         Ok(out)
     }
     fn release(&mut self) {}
@@ -76,7 +72,6 @@ impl ::opforge::autograd::Backward for SumBackward0 {
 }
 /// Generated from `derivatives.yaml`.
 pub struct SumBackward1 {
-    __inputs: InputMetas,
     self_sizes: Sizes,
     dim: ::core::option::Option<::std::vec::Vec<i64>>,
     keepdim: bool,
@@ -101,7 +96,6 @@ impl ::opforge::autograd::Backward for SumBackward1 {
             };
             out[0usize] = ::core::option::Option::Some(g?);
         }
-        reduce_to_inputs(&mut out, &self.__inputs)?;
         Ok(out)
     }
     fn release(&mut self) {}
@@ -111,7 +105,6 @@ impl ::opforge::autograd::Backward for SumBackward1 {
 }
 /// Generated from `derivatives.yaml`.
 pub struct ExpBackward0 {
-    __inputs: InputMetas,
     result: ::opforge::autograd::SavedTensor,
 }
 impl ::opforge::autograd::Backward for ExpBackward0 {
@@ -132,7 +125,6 @@ impl ::opforge::autograd::Backward for ExpBackward0 {
             };
             out[0usize] = ::core::option::Option::Some(g?);
         }
-        reduce_to_inputs(&mut out, &self.__inputs)?;
         Ok(out)
     }
     fn release(&mut self) {
@@ -144,7 +136,6 @@ impl ::opforge::autograd::Backward for ExpBackward0 {
 }
 /// Generated from `derivatives.yaml`.
 pub struct ToCopyBackward0 {
-    __inputs: InputMetas,
     self_dtype: ::opforge::DType,
 }
 impl ::opforge::autograd::Backward for ToCopyBackward0 {
@@ -165,7 +156,6 @@ impl ::opforge::autograd::Backward for ToCopyBackward0 {
             };
             out[0usize] = ::core::option::Option::Some(g?);
         }
-        reduce_to_inputs(&mut out, &self.__inputs)?;
         Ok(out)
     }
     fn release(&mut self) {}
@@ -180,7 +170,7 @@ fn __opforge_autograd__to_copy(
 ) -> ::opforge::Result<::opforge::Tensor> {
     let rec = ::opforge::autograd::Recording::begin(&[self_]);
     let pre = match rec.is_some() {
-        true => Some((input_meta(&[self_]), self_.dtype())),
+        true => Some((self_.dtype(),)),
         false => None,
     };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
@@ -188,17 +178,12 @@ fn __opforge_autograd__to_copy(
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::_to_copy(self_, dtype)?
     };
-    if let (Some(rec), Some((__inputs, self_dtype))) = (rec, pre) {
+    if let (Some(rec), Some((self_dtype,))) = (rec, pre) {
         ::opforge::autograd::check_differentiable_outputs(&[&out])?;
         rec.finish(
             "ToCopyBackward0",
             &[&out],
-            |saver| {
-                Ok(ToCopyBackward0 {
-                    __inputs,
-                    self_dtype,
-                })
-            },
+            |saver| { Ok(ToCopyBackward0 { self_dtype }) },
         )?;
     }
     if __fw.is_some() {
@@ -277,7 +262,7 @@ fn __opforge_autograd_exp(
 ) -> ::opforge::Result<::opforge::Tensor> {
     let rec = ::opforge::autograd::Recording::begin(&[self_]);
     let pre = match rec.is_some() {
-        true => Some((input_meta(&[self_]),)),
+        true => Some(()),
         false => None,
     };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
@@ -285,14 +270,13 @@ fn __opforge_autograd_exp(
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::exp(self_)?
     };
-    if let (Some(rec), Some((__inputs,))) = (rec, pre) {
+    if let (Some(rec), Some(())) = (rec, pre) {
         ::opforge::autograd::check_differentiable_outputs(&[&out])?;
         rec.finish(
             "ExpBackward0",
             &[&out],
             |saver| {
                 Ok(ExpBackward0 {
-                    __inputs,
                     result: saver.output(&out, 0u32)?,
                 })
             },
@@ -369,7 +353,6 @@ fn __opforge_autograd_mul_Tensor(
     let pre = match rec.is_some() {
         true => {
             Some((
-                input_meta(&[self_, other]),
                 ::opforge::autograd::SavedTensor::input(other),
                 ::opforge::autograd::SavedTensor::input(self_),
             ))
@@ -381,18 +364,12 @@ fn __opforge_autograd_mul_Tensor(
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::mul_Tensor(self_, other)?
     };
-    if let (Some(rec), Some((__inputs, other, self_))) = (rec, pre) {
+    if let (Some(rec), Some((other, self_))) = (rec, pre) {
         ::opforge::autograd::check_differentiable_outputs(&[&out])?;
         rec.finish(
             "MulBackward0",
             &[&out],
-            |saver| {
-                Ok(MulBackward0 {
-                    __inputs,
-                    other,
-                    self_,
-                })
-            },
+            |saver| { Ok(MulBackward0 { other, self_ }) },
         )?;
     }
     if __fw.is_some() {
@@ -568,7 +545,6 @@ fn __opforge_autograd_mul__Tensor(
     let pre = match rec.is_some() {
         true => {
             Some((
-                input_meta(&[&*self_, other]),
                 ::opforge::autograd::SavedTensor::input(other),
                 ::opforge::autograd::SavedTensor::input(
                     &::opforge::at::clone(self_, None)?,
@@ -591,18 +567,12 @@ fn __opforge_autograd_mul__Tensor(
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::mul__Tensor(self_, other)?
     };
-    if let (Some(rec), Some((__inputs, other, self_))) = (rec, pre) {
+    if let (Some(rec), Some((other, self_))) = (rec, pre) {
         ::opforge::autograd::check_differentiable_outputs(&[&out])?;
         rec.finish(
             "MulBackward0",
             &[&out],
-            |saver| {
-                Ok(MulBackward0 {
-                    __inputs,
-                    other,
-                    self_,
-                })
-            },
+            |saver| { Ok(MulBackward0 { other, self_ }) },
         )?;
     }
     if __fw.is_some() {
@@ -684,7 +654,7 @@ fn __opforge_autograd_sum(
 ) -> ::opforge::Result<::opforge::Tensor> {
     let rec = ::opforge::autograd::Recording::begin(&[self_]);
     let pre = match rec.is_some() {
-        true => Some((input_meta(&[self_]), sizes_of(&self_))),
+        true => Some((sizes_of(&self_),)),
         false => None,
     };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
@@ -692,17 +662,12 @@ fn __opforge_autograd_sum(
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::sum(self_, dtype)?
     };
-    if let (Some(rec), Some((__inputs, self_sizes))) = (rec, pre) {
+    if let (Some(rec), Some((self_sizes,))) = (rec, pre) {
         ::opforge::autograd::check_differentiable_outputs(&[&out])?;
         rec.finish(
             "SumBackward0",
             &[&out],
-            |saver| {
-                Ok(SumBackward0 {
-                    __inputs,
-                    self_sizes,
-                })
-            },
+            |saver| { Ok(SumBackward0 { self_sizes }) },
         )?;
     }
     if __fw.is_some() {
@@ -784,14 +749,7 @@ fn __opforge_autograd_sum_dim_IntList(
 ) -> ::opforge::Result<::opforge::Tensor> {
     let rec = ::opforge::autograd::Recording::begin(&[self_]);
     let pre = match rec.is_some() {
-        true => {
-            Some((
-                input_meta(&[self_]),
-                sizes_of(&self_),
-                dim.map(<[i64]>::to_vec),
-                keepdim.clone(),
-            ))
-        }
+        true => Some((sizes_of(&self_), dim.map(<[i64]>::to_vec), keepdim.clone())),
         false => None,
     };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
@@ -799,14 +757,13 @@ fn __opforge_autograd_sum_dim_IntList(
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::sum_dim_IntList(self_, dim, keepdim, dtype)?
     };
-    if let (Some(rec), Some((__inputs, self_sizes, dim, keepdim))) = (rec, pre) {
+    if let (Some(rec), Some((self_sizes, dim, keepdim))) = (rec, pre) {
         ::opforge::autograd::check_differentiable_outputs(&[&out])?;
         rec.finish(
             "SumBackward1",
             &[&out],
             |saver| {
                 Ok(SumBackward1 {
-                    __inputs,
                     self_sizes,
                     dim,
                     keepdim,

@@ -366,12 +366,20 @@ fn run(
                 outputs.len()
             )));
         }
-        for ((j, e), g) in edges.iter().copied().zip(node.next_edges()).zip(outputs) {
+        for (index, ((j, e), g)) in edges
+            .iter()
+            .copied()
+            .zip(node.next_edges())
+            .zip(outputs)
+            .enumerate()
+        {
             let (Some(j), Some(e)) = (j, e) else { continue };
             if !infos[j].active() {
                 continue;
             }
             if let Some(g) = g {
+                // PyTorch's `validate_outputs`: against the receiving input.
+                let g = e.node.check_gradient(e.input_nr, g, node.name(), index)?;
                 if let Some(slot) = infos[j].buffer.get_mut(e.input_nr as usize) {
                     add_into(slot, g)?;
                 }

@@ -1,6 +1,6 @@
 //! The helpers `runtime/derivatives.yaml`'s formulas call (PyTorch's
 //! `torch/csrc/autograd/FunctionsManual.cpp`, the part our operators need),
-//! and what every generated node shares ([`InputMeta`], [`reduce_to_inputs`]).
+//! and what generated nodes share ([`Sizes`], [`cast_to`]).
 //!
 //! Every `pub fn` here is a name a formula may use: the build reads this
 //! file's `pub fn` names and gives them to the formula checker as its helpers.
@@ -10,21 +10,8 @@
 
 use crate::at;
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Dims, Scalar, Tensor};
+use crate::tensor::{DType, Scalar, Tensor};
 use smallvec::SmallVec;
-
-/// What the engine checks a gradient against (PyTorch's `InputMetadata`):
-/// an input's sizes and dtype, taken when the node is recorded (the sizes
-/// inline up to five dimensions, as the tensor keeps them).
-pub type InputMeta = (Dims, DType);
-
-/// The [`InputMeta`] of a node's inputs: inline up to two, so a node of a
-/// unary or binary call keeps them without allocating.
-pub type InputMetas = SmallVec<[InputMeta; 2]>;
-
-fn meta_of(t: &Tensor) -> InputMeta {
-    (t.with_geometry(|g| Dims::from_slice(&g.shape)), t.dtype())
-}
 
 /// `t` in `dtype`: itself when it is already, else a copy (`_to_copy`), the
 /// one cast of a gradient or tangent to the dtype it must have.
@@ -42,38 +29,6 @@ pub type Sizes = SmallVec<[i64; 5]>;
 /// `t.sizes()` as a [`Sizes`] (no allocation for five dimensions or fewer).
 pub fn sizes_of(t: &Tensor) -> Sizes {
     t.with_geometry(|g| g.shape.iter().map(|&d| d as i64).collect())
-}
-
-/// The metadata of a call's differentiable inputs.
-pub fn input_meta(inputs: &[&Tensor]) -> InputMetas {
-    inputs.iter().map(|t| meta_of(t)).collect()
-}
-
-/// [`input_meta`] of inputs that may be absent (an absent one gets no
-/// gradient; its entry is never read).
-pub fn input_meta_optional(inputs: &[Option<&Tensor>]) -> InputMetas {
-    inputs
-        .iter()
-        .map(|t| t.map_or((Dims::new(), DType::Float32), meta_of))
-        .collect()
-}
-
-/// PyTorch's `validate_outputs`: a gradient whose shape broadcasts to its
-/// input's is summed back to it (`sum_to`), and one of another floating dtype
-/// is cast to the input's. Every generated node calls this on what its
-/// formulas computed.
-pub fn reduce_to_inputs(grads: &mut [Option<Tensor>], meta: &[InputMeta]) -> Result<()> {
-    for (g, (dims, dtype)) in grads.iter_mut().zip(meta) {
-        let Some(t) = g.as_mut() else { continue };
-        if !t.with_geometry(|g| g.shape == *dims) {
-            let sizes: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
-            *t = sum_to(t, &sizes)?;
-        }
-        if t.dtype() != *dtype {
-            *t = cast_to(t.clone(), *dtype)?;
-        }
-    }
-    Ok(())
 }
 
 /// The error of a formula written `not_implemented("name")`, in PyTorch's

@@ -64,7 +64,7 @@
 
 use super::forward_ad;
 use super::mode::{is_grad_enabled, no_grad};
-use super::node::{gradient_edge, Backward, BackwardCtx, Edges, Grads, Kind, Node};
+use super::node::{gradient_edge, Backward, BackwardCtx, Edges, Grads, InputMeta, Kind, Node};
 use super::record::{record, set_history, Saver};
 use super::saved::SavedTensor;
 use crate::at;
@@ -450,33 +450,17 @@ impl Meta {
 struct FunctionBackward<F: Function> {
     ctx: FunctionCtx<F::State>,
     name: &'static str,
-    /// Per argument of `apply`: its metadata if it is a tensor.
-    inputs: SmallVec<[Option<Meta>; 2]>,
+    /// Per argument of `apply`: is it a tensor?
+    inputs: SmallVec<[bool; 4]>,
     /// Per output: its metadata if it is a tensor.
     outputs: SmallVec<[Option<Meta>; 1]>,
     _f: PhantomData<fn() -> F>,
 }
 
-fn sizes_text(shape: &[usize]) -> String {
-    let parts: Vec<String> = shape.iter().map(ToString::to_string).collect();
-    format!("[{}]", parts.join(", "))
-}
-
-/// Can a tensor of shape `from` be expanded to `to` (every dimension of
-/// `from`, aligned right, equal or 1)?
-fn expandable(from: &[usize], to: &[usize]) -> bool {
-    from.len() <= to.len()
-        && from
-            .iter()
-            .rev()
-            .zip(to.iter().rev())
-            .all(|(&f, &t)| f == t || f == 1)
-}
-
 impl<F: Function> FunctionBackward<F> {
-    /// Checks the user's gradients (count, non-tensor positions, shapes) and
-    /// keeps one per tensor input, each reduced to its input's shape and cast
-    /// to its dtype (PyTorch's `validate_outputs`).
+    /// Checks the user's gradients (count, non-tensor positions) and keeps
+    /// one per tensor input (the engine checks their sizes and dtypes against
+    /// the inputs', as for every node).
     fn validate(&self, grads: Vec<Option<Tensor>>) -> Result<Grads> {
         let n = self.inputs.len();
         if grads.len() < n || grads[n..].iter().any(Option::is_some) {
@@ -490,8 +474,8 @@ impl<F: Function> FunctionBackward<F> {
             ));
         }
         let mut out = Grads::new();
-        for (i, (g, meta)) in grads.into_iter().zip(&self.inputs).enumerate() {
-            let Some(meta) = meta else {
+        for (i, (g, is_tensor)) in grads.into_iter().zip(&self.inputs).enumerate() {
+            if !*is_tensor {
                 if g.is_some() {
                     return Err(Error::Runtime(
                         format!(
@@ -504,28 +488,7 @@ impl<F: Function> FunctionBackward<F> {
                 }
                 continue;
             };
-            let Some(mut g) = g else {
-                out.push(None);
-                continue;
-            };
-            let shape = g.shape();
-            if shape[..] != meta.shape[..] {
-                if !expandable(&meta.shape, &shape) {
-                    return Err(Error::Runtime(
-                        format!(
-                            "Function {} returned an invalid gradient at index {} - got {} but expected shape compatible with {}",
-                            self.name,
-                            out.len(),
-                            sizes_text(&shape),
-                            sizes_text(&meta.shape)
-                        )
-                        .into(),
-                    ));
-                }
-                let sizes: Vec<i64> = meta.shape.iter().map(|&d| d as i64).collect();
-                g = super::formulas::sum_to(&g, &sizes)?;
-            }
-            out.push(Some(super::formulas::cast_to(g, meta.dtype)?));
+            out.push(g);
         }
         Ok(out)
     }
@@ -767,9 +730,13 @@ fn attach<F: Function>(
     let name = node_name::<F>();
     let edges: Edges = inputs.iter().flatten().map(gradient_edge).collect();
     let to_save = ctx.to_save.take().unwrap_or_default();
-    let input_meta = inputs.iter().map(|t| t.as_ref().map(Meta::of)).collect();
-    let output_meta = finals.iter().map(|t| t.as_ref().map(Meta::of)).collect();
-    let num_outputs = u32::try_from(finals.len()).unwrap_or(u32::MAX);
+    let is_tensor = inputs.iter().map(Option::is_some).collect();
+    let output_meta: SmallVec<[Option<Meta>; 1]> =
+        finals.iter().map(|t| t.as_ref().map(Meta::of)).collect();
+    let node_meta = finals
+        .iter()
+        .map(|t| t.as_ref().map(InputMeta::of))
+        .collect();
     let mut made: Result<()> = Ok(());
     let node = Arc::new_cyclic(|weak: &Weak<Node>| {
         let saver = Saver::new(weak);
@@ -799,13 +766,13 @@ fn attach<F: Function>(
         let backward: Box<dyn Backward> = Box::new(FunctionBackward::<F> {
             ctx,
             name,
-            inputs: input_meta,
+            inputs: is_tensor,
             outputs: output_meta,
             _f: PhantomData,
         });
         Node::new(
             Cow::Borrowed(name),
-            num_outputs,
+            node_meta,
             edges,
             Kind::Function(Mutex::new(backward)),
         )

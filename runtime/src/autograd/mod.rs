@@ -62,7 +62,8 @@ pub use mode::{
     set_grad_enabled, GradModeGuard,
 };
 pub use node::{
-    accumulator, gradient_edge, live_nodes, Backward, BackwardCtx, Edge, Edges, Grads, Node,
+    accumulator, gradient_edge, live_nodes, Backward, BackwardCtx, Edge, Edges, Grads, InputMeta,
+    InputMetas, Node,
 };
 pub use record::{
     check_differentiable_outputs, check_no_requires_grad, check_out, record, Recording, Saver,

@@ -16,8 +16,9 @@
 //! node (a saved output is kept without its history, a retained gradient's
 //! tensor weakly), so a graph is freed when its last output is dropped.
 
-use crate::error::Result;
-use crate::tensor::{GradFn, GradHook, GradNode, Tensor, WeakTensor};
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Dims, GradFn, GradHook, GradNode, Tensor, WeakTensor};
+use once_cell::race::OnceBox;
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -70,6 +71,34 @@ pub type Edges = SmallVec<[Option<Edge>; 2]>;
 /// differentiable input out (`None`: no gradient). Inline up to two, so a
 /// unary or binary node's backward allocates no list.
 pub type Grads = SmallVec<[Option<Tensor>; 2]>;
+
+/// What the engine checks a gradient arriving at a node's input against
+/// (PyTorch's `InputMetadata`): the sizes and dtype of the forward output the
+/// input stands for, taken when the node is recorded (the sizes inline up to
+/// five dimensions, as a tensor keeps them). A leaf's accumulator reads its
+/// leaf's instead.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputMeta {
+    /// The forward output's sizes.
+    pub shape: Dims,
+    /// The forward output's dtype.
+    pub dtype: DType,
+}
+
+impl InputMeta {
+    /// `t`'s sizes and dtype.
+    pub fn of(t: &Tensor) -> InputMeta {
+        InputMeta {
+            shape: t.with_geometry(|g| Dims::from_slice(&g.shape)),
+            dtype: t.dtype(),
+        }
+    }
+}
+
+/// A node's [`InputMeta`]s, one per input (forward output; `None` for an
+/// output that is not a tensor, which no gradient reaches): inline for one,
+/// so a node of a single-output call keeps it without allocating.
+pub type InputMetas = SmallVec<[Option<InputMeta>; 1]>;
 
 /// What a backward computation learns about the call it serves.
 #[derive(Debug)]
@@ -125,20 +154,29 @@ pub(crate) enum Kind {
 pub struct Node {
     name: Cow<'static, str>,
     sequence_nr: u64,
-    num_inputs: u32,
+    /// One per input (forward output); empty for an accumulator.
+    input_meta: InputMetas,
     next_edges: Edges,
     pub(crate) kind: Kind,
+    /// Hooks and retained gradients, made when the first is added (most
+    /// nodes have none: one null word, and nothing to lock in backward).
+    extras: OnceBox<Mutex<Extras>>,
+}
+
+/// What a node keeps of the tensors it made, beyond their history.
+#[derive(Default)]
+struct Extras {
     /// Hooks on the gradient arriving at an input (a non-leaf tensor's
     /// `register_hook`): `(input, hook)` in registration order.
-    pre_hooks: Mutex<Vec<(u32, GradHook)>>,
+    pre_hooks: Vec<(u32, GradHook)>,
     /// Non-leaf tensors that keep their gradient (`retain_grad`), weakly.
-    retained: Mutex<Vec<(u32, WeakTensor)>>,
+    retained: Vec<(u32, WeakTensor)>,
 }
 
 impl Node {
     pub(crate) fn new(
         name: Cow<'static, str>,
-        num_inputs: u32,
+        input_meta: InputMetas,
         next_edges: Edges,
         kind: Kind,
     ) -> Node {
@@ -152,11 +190,10 @@ impl Node {
         Node {
             name,
             sequence_nr,
-            num_inputs,
+            input_meta,
             next_edges,
             kind,
-            pre_hooks: Mutex::new(Vec::new()),
-            retained: Mutex::new(Vec::new()),
+            extras: OnceBox::new(),
         }
     }
 
@@ -164,7 +201,7 @@ impl Node {
     pub(crate) fn accumulate(leaf: &Tensor) -> Node {
         Node::new(
             "AccumulateGrad".into(),
-            1,
+            InputMetas::new(),
             Edges::new(),
             Kind::Accumulate(leaf.downgrade()),
         )
@@ -183,9 +220,94 @@ impl Node {
 
     /// How many gradients the node receives (the forward call's outputs).
     pub fn num_inputs(&self) -> usize {
-        self.num_inputs as usize
+        match self.kind {
+            Kind::Accumulate(_) => 1,
+            Kind::Function(_) => self.input_meta.len(),
+        }
     }
 
+    /// The sizes and dtype of input `nr` (forward output `nr`); `None` for
+    /// an accumulator (its leaf has them), an output that is not a tensor, or
+    /// past the last input.
+    pub fn input_meta(&self, nr: usize) -> Option<&InputMeta> {
+        self.input_meta.get(nr).and_then(Option::as_ref)
+    }
+
+    /// PyTorch's `validate_outputs` for a gradient `grad` arriving at input
+    /// `input_nr` (sent as output `index` of the node `from`): a gradient
+    /// whose sizes expand to the input's is summed back to them (`sum_to`),
+    /// one of another dtype cast to the input's; other sizes are an error
+    /// with PyTorch's message. An accumulator checks against its leaf as it
+    /// is now (a leaf no handle reaches any more takes nothing).
+    pub(crate) fn check_gradient(
+        &self,
+        input_nr: u32,
+        grad: Tensor,
+        from: &str,
+        index: usize,
+    ) -> Result<Tensor> {
+        let leaf;
+        let (shape, dtype): (&[usize], DType) = match &self.kind {
+            Kind::Function(_) => match self.input_meta(input_nr as usize) {
+                Some(m) => (&m.shape, m.dtype),
+                None => return Ok(grad),
+            },
+            Kind::Accumulate(t) => match t.upgrade() {
+                Some(t) => {
+                    leaf = t;
+                    return leaf
+                        .with_geometry(|g| conform(grad, &g.shape, leaf.dtype(), from, index));
+                }
+                None => return Ok(grad),
+            },
+        };
+        conform(grad, shape, dtype, from, index)
+    }
+}
+
+/// Sums `grad` back to `shape` and casts it to `dtype` (see
+/// [`Node::check_gradient`]).
+pub(crate) fn conform(
+    grad: Tensor,
+    shape: &[usize],
+    dtype: DType,
+    from: &str,
+    index: usize,
+) -> Result<Tensor> {
+    let grad = match grad.with_geometry(|g| g.shape[..] == *shape) {
+        true => grad,
+        false => {
+            let got = grad.shape();
+            let expandable = shape.len() <= got.len()
+                && shape
+                    .iter()
+                    .rev()
+                    .zip(got.iter().rev())
+                    .all(|(&s, &g)| s == g || s == 1);
+            if !expandable {
+                return Err(Error::Runtime(
+                    format!(
+                        "Function {from} returned an invalid gradient at index {index} - got {} but expected shape compatible with {}",
+                        sizes_text(&got),
+                        sizes_text(shape)
+                    )
+                    .into(),
+                ));
+            }
+            let sizes: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+            super::formulas::sum_to(&grad, &sizes)?
+        }
+    };
+    super::formulas::cast_to(grad, dtype)
+}
+
+/// Sizes as PyTorch's messages print them (`[2, 3]`).
+fn sizes_text(shape: &[usize]) -> String {
+    let parts: Vec<String> = shape.iter().map(ToString::to_string).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+impl Node {
     /// Where the node's gradients go, one per differentiable input of the
     /// forward call (`None`: that input does not require grad).
     pub fn next_edges(&self) -> &[Option<Edge>] {
@@ -205,29 +327,45 @@ impl Node {
         }
     }
 
+    fn extras(&self) -> MutexGuard<'_, Extras> {
+        lock(self.extras.get_or_init(Box::default))
+    }
+
     /// Adds a hook on the gradient arriving at input `input`.
     pub(crate) fn add_pre_hook(&self, input: u32, hook: GradHook) -> usize {
-        let mut hooks = lock(&self.pre_hooks);
+        let hooks = &mut self.extras().pre_hooks;
         hooks.push((input, hook));
         hooks.len() - 1
     }
 
+    /// The hooks on the node's inputs, in registration order.
     pub(crate) fn pre_hooks(&self) -> Vec<(u32, GradHook)> {
-        lock(&self.pre_hooks).clone()
+        match self.extras.get() {
+            Some(e) => lock(e).pre_hooks.clone(),
+            None => Vec::new(),
+        }
     }
 
     /// Keeps the gradient arriving at `input` in `tensor`'s `.grad`.
     pub(crate) fn add_retained(&self, input: u32, tensor: WeakTensor) {
-        lock(&self.retained).push((input, tensor));
+        self.extras().retained.push((input, tensor));
     }
 
     /// Stops keeping `tensor`'s gradient here (its history moved on).
     pub(crate) fn remove_retained(&self, tensor: &Tensor) {
-        lock(&self.retained).retain(|(_, t)| !t.upgrade().is_some_and(|t| t.is_same(tensor)));
+        if let Some(e) = self.extras.get() {
+            lock(e)
+                .retained
+                .retain(|(_, t)| !t.upgrade().is_some_and(|t| t.is_same(tensor)));
+        }
     }
 
+    /// The tensors keeping the gradients arriving here, weakly.
     pub(crate) fn retained(&self) -> Vec<(u32, WeakTensor)> {
-        lock(&self.retained).clone()
+        match self.extras.get() {
+            Some(e) => lock(e).retained.clone(),
+            None => Vec::new(),
+        }
     }
 
     /// A tensor's history pointing at output `output_nr` of this node.

@@ -24,7 +24,7 @@
 
 use super::mode::is_grad_enabled;
 use super::node::gradient_edge;
-use super::node::{Backward, Edges, Kind, Node};
+use super::node::{Backward, Edges, InputMeta, Kind, Node};
 use super::saved::SavedTensor;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -144,7 +144,7 @@ impl Recording {
         let name = name.into();
         let view_target = self.view_target;
         let mut made: Result<()> = Ok(());
-        let num_outputs = u32::try_from(outputs.len()).unwrap_or(u32::MAX);
+        let input_meta = outputs.iter().map(|t| Some(InputMeta::of(t))).collect();
         let node = Arc::new_cyclic(|weak| {
             let backward: Box<dyn Backward> = match make(&Saver { node: weak }) {
                 Ok(b) => Box::new(b),
@@ -155,7 +155,7 @@ impl Recording {
             };
             Node::new(
                 name,
-                num_outputs,
+                input_meta,
                 self.edges,
                 Kind::Function(std::sync::Mutex::new(backward)),
             )

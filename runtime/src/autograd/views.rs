@@ -24,7 +24,8 @@
 
 use super::mode::{below_autograd, is_grad_enabled, is_inference_mode_enabled};
 use super::node::{
-    gradient_edge, lock, short_name, Backward, BackwardCtx, Edge, Edges, Grads, Kind, Node,
+    conform, gradient_edge, lock, short_name, Backward, BackwardCtx, Edge, Edges, Grads, InputMeta,
+    Kind, Node,
 };
 use crate::at;
 use crate::error::{Error, Result};
@@ -129,6 +130,7 @@ pub(crate) fn rebase(view: &Tensor, v: &ViewOf, node: &Arc<Node>) -> Result<()> 
     edges.extend(node.next_edges().iter().skip(1).cloned());
     let copy = one_output_node(
         "CopySlices",
+        InputMeta::of(base),
         edges,
         CopySlices {
             base: Geom::of(base),
@@ -153,15 +155,28 @@ pub(crate) fn rebase(view: &Tensor, v: &ViewOf, node: &Arc<Node>) -> Result<()> 
 /// tensor layer for stale views ([`crate::tensor::set_view_history`]).
 fn view_history(view: &Tensor, base: &Tensor) -> Option<GradFn> {
     let edge = gradient_edge(base)?;
-    let node = view_grad_node(Route::Gather, Some(edge), Geom::of(base), Geom::of(view));
+    let meta = InputMeta::of(view);
+    let node = view_grad_node(
+        Route::Gather,
+        meta,
+        Some(edge),
+        Geom::of(base),
+        Geom::of(view),
+    );
     Some(node.grad_fn(0))
 }
 
-/// A node for one forward output, sending gradients along `edges`.
-fn one_output_node(name: &'static str, edges: Edges, backward: impl Backward) -> Arc<Node> {
+/// A node for one forward output (`meta` its sizes and dtype), sending
+/// gradients along `edges`.
+fn one_output_node(
+    name: &'static str,
+    meta: InputMeta,
+    edges: Edges,
+    backward: impl Backward,
+) -> Arc<Node> {
     Arc::new(Node::new(
         name.into(),
-        1,
+        smallvec::smallvec![Some(meta)],
         edges,
         Kind::Function(Mutex::new(Box::new(backward))),
     ))
@@ -312,13 +327,20 @@ impl Route {
 /// A gather is PyTorch's `AsStridedBackward0` (a view taken as its geometry
 /// in its base, as a regenerated view's history is), a scatter
 /// `AsStridedScatterBackward0`.
-fn view_grad_node(made_by: Route, edge: Option<Edge>, base: Geom, view: Geom) -> Arc<Node> {
+fn view_grad_node(
+    made_by: Route,
+    meta: InputMeta,
+    edge: Option<Edge>,
+    base: Geom,
+    view: Geom,
+) -> Arc<Node> {
     let (name, backward) = match made_by {
         Route::Gather => ("AsStridedBackward0", Route::Scatter),
         Route::Scatter => ("AsStridedScatterBackward0", Route::Gather),
     };
     one_output_node(
         name,
+        meta,
         smallvec::smallvec![edge],
         ViewGrad {
             route: backward,
@@ -332,7 +354,8 @@ fn view_grad_node(made_by: Route, edge: Option<Edge>, base: Geom, view: Geom) ->
 /// grad and grad mode is on (the routines compute below autograd).
 fn record_route(made_by: Route, g: &Tensor, out: &Tensor, base: &Geom, view: &Geom) {
     if is_grad_enabled() && g.requires_grad() {
-        let node = view_grad_node(made_by, gradient_edge(g), base.clone(), view.clone());
+        let meta = InputMeta::of(out);
+        let node = view_grad_node(made_by, meta, gradient_edge(g), base.clone(), view.clone());
         out.set_grad_fn(Some(node.grad_fn(0)));
     }
 }
@@ -393,8 +416,16 @@ impl Backward for CopySlices {
         )?;
         let mut res = res.into_iter();
         let one = Scalar::Int(1);
+        // The operation's gradient for the view's old value, as the engine
+        // would check it (the view's sizes, the written dtype).
+        let r = match (res.next().flatten(), self.inner.input_meta(0)) {
+            (Some(r), Some(m)) => {
+                Some(conform(r, &self.view.shape, m.dtype, self.inner.name(), 0)?)
+            }
+            (r, _) => r,
+        };
         // g + scatter(r - g|view): g outside the view, r inside it.
-        let base_grad = match res.next().flatten() {
+        let base_grad = match r {
             Some(r) => at::add_Tensor(
                 &g,
                 &scatter(&at::sub_Tensor(&r, &slice, one)?, &self.base, &self.view)?,
