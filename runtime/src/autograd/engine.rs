@@ -96,6 +96,39 @@ impl NodeIndex {
     }
 }
 
+/// The nodes ready to run, `(sequence number, index)`, the greatest first: a
+/// short inline list scanned for its greatest (a step's graph rarely has
+/// more than a few nodes ready at once, and then the pass allocates no heap),
+/// a binary heap once it grows past [`READY_INLINE`].
+#[derive(Default)]
+struct Ready {
+    few: SmallVec<[(u64, usize); READY_INLINE]>,
+    /// In use while not empty; `few` is empty meanwhile.
+    many: BinaryHeap<(u64, usize)>,
+}
+
+/// Ready nodes [`Ready`] keeps inline.
+const READY_INLINE: usize = 8;
+
+impl Ready {
+    fn push(&mut self, item: (u64, usize)) {
+        if self.many.is_empty() && self.few.len() < READY_INLINE {
+            self.few.push(item);
+            return;
+        }
+        self.many.extend(self.few.drain(..));
+        self.many.push(item);
+    }
+
+    fn pop(&mut self) -> Option<(u64, usize)> {
+        if let Some(top) = self.many.pop() {
+            return Some(top);
+        }
+        let at = (0..self.few.len()).max_by_key(|&k| self.few[k])?;
+        Some(self.few.swap_remove(at))
+    }
+}
+
 /// `slot += g`: the first gradient is kept, later ones added.
 fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
     *slot = Some(match slot.take() {
@@ -296,12 +329,12 @@ fn run(
             add_into(slot, g)?;
         }
     }
-    let mut ready: BinaryHeap<(u64, usize)> = infos
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| n.seeded && n.deps == 0)
-        .map(|(i, n)| (n.node.sequence_nr(), i))
-        .collect();
+    let mut ready = Ready::default();
+    for (i, n) in infos.iter().enumerate() {
+        if n.seeded && n.deps == 0 {
+            ready.push((n.node.sequence_nr(), i));
+        }
+    }
 
     let mut captured: Vec<Option<Tensor>> = vec![None; targets.map_or(0, <[Edge]>::len)];
     while let Some((_, i)) = ready.pop() {
@@ -557,6 +590,31 @@ pub fn grad(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ready_nodes_come_out_greatest_first_as_from_a_heap() {
+        // Pushes and pops interleaved, past the inline list and back.
+        let mut ready = Ready::default();
+        let mut heap = BinaryHeap::new();
+        let mut x: u64 = 7;
+        for step in 0..400 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let push = step % 7 < 4 || step > 300 && step % 3 == 0;
+            if push {
+                let item = (x >> 58, step);
+                ready.push(item);
+                heap.push(item);
+            } else {
+                assert_eq!(ready.pop(), heap.pop(), "step {step}");
+            }
+        }
+        while let Some(top) = heap.pop() {
+            assert_eq!(ready.pop(), Some(top));
+        }
+        assert_eq!(ready.pop(), None);
+    }
 
     #[test]
     fn the_node_index_finds_every_node_past_the_small_table() {

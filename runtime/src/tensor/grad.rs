@@ -154,6 +154,9 @@ pub struct AutogradMeta {
     retains_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
     grad_fn: Mutex<Option<GradFn>>,
+    /// Whether `grad_fn` holds a history (written under its lock), so that
+    /// asking a leaf for its history locks nothing.
+    has_grad_fn: AtomicBool,
     hooks: Mutex<Vec<GradHook>>,
     /// A leaf's gradient accumulator (PyTorch's `AccumulateGrad`), made on
     /// first use and kept for the leaf's life; the accumulator holds the leaf
@@ -196,7 +199,22 @@ impl AutogradMeta {
 
     /// The history, if the tensor has one.
     pub fn grad_fn(&self) -> Option<GradFn> {
-        lock(&self.grad_fn).clone()
+        match self.has_grad_fn() {
+            true => lock(&self.grad_fn).clone(),
+            false => None,
+        }
+    }
+
+    fn has_grad_fn(&self) -> bool {
+        self.has_grad_fn.load(Ordering::Acquire)
+    }
+
+    fn replace_grad_fn(&self, grad_fn: Option<GradFn>) {
+        let mut slot = lock(&self.grad_fn);
+        self.has_grad_fn.store(grad_fn.is_some(), Ordering::Release);
+        // The old history is dropped after the lock is released.
+        let _old = std::mem::replace(&mut *slot, grad_fn);
+        drop(slot);
     }
 
     /// The gradient hooks, in registration order.
@@ -294,7 +312,7 @@ impl Tensor {
             self.refresh_view_history(v);
         }
         self.autograd_meta()
-            .is_some_and(|m| m.requires_grad_flag() || lock(&m.grad_fn).is_some())
+            .is_some_and(|m| m.requires_grad_flag() || m.has_grad_fn())
             || self.0.view.as_ref().is_some_and(|v| v.base.requires_grad())
     }
 
@@ -343,7 +361,7 @@ impl Tensor {
         }
         let has_history = grad_fn.is_some();
         if has_history || self.autograd_meta().is_some() {
-            *lock(&self.autograd_meta_or_default().grad_fn) = grad_fn;
+            self.autograd_meta_or_default().replace_grad_fn(grad_fn);
         }
         match has_history {
             // A history means it requires grad: nothing else to ask.
@@ -408,16 +426,14 @@ impl Tensor {
         if v.attr_version.load(Ordering::Acquire) == current {
             return;
         }
-        let has_history = self
-            .autograd_meta()
-            .is_some_and(|m| lock(&m.grad_fn).is_some());
+        let has_history = self.autograd_meta().is_some_and(AutogradMeta::has_grad_fn);
         if !has_history && !v.base.requires_grad() {
             return;
         }
         v.attr_version.store(current, Ordering::Release);
         if let Some(make) = VIEW_HISTORY.get() {
             if let Some(g) = make(self, &v.base) {
-                *lock(&self.autograd_meta_or_default().grad_fn) = Some(g);
+                self.autograd_meta_or_default().replace_grad_fn(Some(g));
                 self.update_autograd_keys();
             }
         }
