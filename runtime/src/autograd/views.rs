@@ -75,7 +75,7 @@ pub fn mark_view(op: &str, input: &Tensor, out: &mut Tensor) {
 pub fn check_inplace_view(view: &Tensor, v: &ViewOf) -> Result<()> {
     let creation = v.creation();
     if creation == CreationMeta::InCustomFunction {
-        let prefix = match view.autograd_meta().and_then(|m| m.grad_fn()) {
+        let prefix = match view.stored_grad_fn() {
             Some(g) => format!("Output {} of {}", g.output_nr, short_name(&g.node.name())),
             None => "A view".to_string(),
         };
@@ -85,7 +85,7 @@ pub fn check_inplace_view(view: &Tensor, v: &ViewOf) -> Result<()> {
     }
     if creation != CreationMeta::Default {
         // The history the view has now, not one made afresh.
-        let grad_fn = view.autograd_meta().and_then(|m| m.grad_fn());
+        let grad_fn = view.stored_grad_fn();
         let prefix = match &grad_fn {
             Some(g) => format!(
                 "Output {} of {} is a view of a view which was created in",

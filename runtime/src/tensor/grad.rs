@@ -13,6 +13,7 @@
 use super::{Tensor, TensorInner};
 use crate::error::Result;
 use crate::keys::{DispatchKey, KeySet};
+use once_cell::race::OnceBox;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
@@ -147,21 +148,53 @@ pub fn set_view_history(f: ViewHistory) {
     let _ = VIEW_HISTORY.set(f);
 }
 
+/// A tensor's history slot, kept in the tensor itself rather than in its
+/// [`AutogradMeta`]: a result an Autograd kernel records gets its history
+/// without a second allocation (PyTorch keeps `grad_fn` in its
+/// `AutogradMeta`, allocated for every result that requires grad).
+#[derive(Default)]
+pub(crate) struct History {
+    slot: Mutex<Option<GradFn>>,
+    /// Whether `slot` holds a history (written under its lock): asking a
+    /// tensor without one (every leaf) locks nothing.
+    set: AtomicBool,
+}
+
+impl History {
+    fn get(&self) -> Option<GradFn> {
+        match self.is_set() {
+            true => lock(&self.slot).clone(),
+            false => None,
+        }
+    }
+
+    fn is_set(&self) -> bool {
+        self.set.load(Ordering::Acquire)
+    }
+
+    fn replace(&self, grad_fn: Option<GradFn>) {
+        let mut slot = lock(&self.slot);
+        self.set.store(grad_fn.is_some(), Ordering::Release);
+        let old = std::mem::replace(&mut *slot, grad_fn);
+        // The old history (perhaps the last handle to a graph) is dropped
+        // after the lock is released.
+        drop(slot);
+        drop(old);
+    }
+}
+
 /// What autograd records about one tensor (see the module docs).
 #[derive(Default)]
 pub struct AutogradMeta {
     requires_grad: AtomicBool,
     retains_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
-    grad_fn: Mutex<Option<GradFn>>,
-    /// Whether `grad_fn` holds a history (written under its lock), so that
-    /// asking a leaf for its history locks nothing.
-    has_grad_fn: AtomicBool,
     hooks: Mutex<Vec<GradHook>>,
     /// A leaf's gradient accumulator (PyTorch's `AccumulateGrad`), made on
-    /// first use and kept for the leaf's life; the accumulator holds the leaf
-    /// only weakly, so no cycle forms.
-    accumulator: Mutex<Option<Arc<dyn GradNode>>>,
+    /// first use and kept for the leaf's life (also while it stops requiring
+    /// grad: PyTorch too hands out the one that lives); the accumulator holds
+    /// the leaf only weakly, so no cycle forms. Read without a lock.
+    accumulator: OnceBox<Arc<dyn GradNode>>,
     /// Forward mode's tangent and the level it belongs to (PyTorch's
     /// `fw_grad`; one level at a time, see `autograd::forward_ad`).
     tangent: Mutex<Option<(u64, Tensor)>>,
@@ -197,26 +230,6 @@ impl AutogradMeta {
         *lock(&self.grad) = grad;
     }
 
-    /// The history, if the tensor has one.
-    pub fn grad_fn(&self) -> Option<GradFn> {
-        match self.has_grad_fn() {
-            true => lock(&self.grad_fn).clone(),
-            false => None,
-        }
-    }
-
-    fn has_grad_fn(&self) -> bool {
-        self.has_grad_fn.load(Ordering::Acquire)
-    }
-
-    fn replace_grad_fn(&self, grad_fn: Option<GradFn>) {
-        let mut slot = lock(&self.grad_fn);
-        self.has_grad_fn.store(grad_fn.is_some(), Ordering::Release);
-        // The old history is dropped after the lock is released.
-        let _old = std::mem::replace(&mut *slot, grad_fn);
-        drop(slot);
-    }
-
     /// The gradient hooks, in registration order.
     pub fn hooks(&self) -> Vec<GradHook> {
         lock(&self.hooks).clone()
@@ -238,15 +251,10 @@ impl AutogradMeta {
     }
 
     /// A leaf's gradient accumulator, the one `make` returns the first time
-    /// (see the field). Atomic: two threads asking at once get the same node.
+    /// (see the field). Atomic: two threads asking at once get the same node
+    /// (the one whose node is installed first; the other's is dropped).
     pub fn accumulator_or(&self, make: impl FnOnce() -> Arc<dyn GradNode>) -> Arc<dyn GradNode> {
-        lock(&self.accumulator).get_or_insert_with(make).clone()
-    }
-
-    /// Forgets the accumulator (the tensor stopped requiring grad; graphs
-    /// that reach it keep it).
-    pub fn clear_accumulator(&self) {
-        *lock(&self.accumulator) = None;
+        self.accumulator.get_or_init(|| Box::new(make())).clone()
     }
 }
 
@@ -272,7 +280,6 @@ impl std::fmt::Debug for AutogradMeta {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AutogradMeta")
             .field("requires_grad", &self.requires_grad_flag())
-            .field("grad_fn", &self.grad_fn())
             .finish_non_exhaustive()
     }
 }
@@ -312,7 +319,8 @@ impl Tensor {
             self.refresh_view_history(v);
         }
         self.autograd_meta()
-            .is_some_and(|m| m.requires_grad_flag() || m.has_grad_fn())
+            .is_some_and(AutogradMeta::requires_grad_flag)
+            || self.0.history.is_set()
             || self.0.view.as_ref().is_some_and(|v| v.base.requires_grad())
     }
 
@@ -333,9 +341,6 @@ impl Tensor {
         if on || self.autograd_meta().is_some() {
             let meta = self.autograd_meta_or_default();
             meta.requires_grad.store(on, Ordering::Relaxed);
-            if !on {
-                meta.clear_accumulator();
-            }
         }
         self.update_autograd_keys();
         Ok(())
@@ -348,7 +353,12 @@ impl Tensor {
         if let Some(v) = &self.0.view {
             self.refresh_view_history(v);
         }
-        self.autograd_meta().and_then(AutogradMeta::grad_fn)
+        self.0.history.get()
+    }
+
+    /// The history as it is stored, without making a stale view's afresh.
+    pub(crate) fn stored_grad_fn(&self) -> Option<GradFn> {
+        self.0.history.get()
     }
 
     /// Sets or clears the tensor's history: what an Autograd kernel does to the
@@ -360,9 +370,7 @@ impl Tensor {
                 .store(self.storage_version(), Ordering::Release);
         }
         let has_history = grad_fn.is_some();
-        if has_history || self.autograd_meta().is_some() {
-            self.autograd_meta_or_default().replace_grad_fn(grad_fn);
-        }
+        self.0.history.replace(grad_fn);
         match has_history {
             // A history means it requires grad: nothing else to ask.
             true => {
@@ -426,14 +434,14 @@ impl Tensor {
         if v.attr_version.load(Ordering::Acquire) == current {
             return;
         }
-        let has_history = self.autograd_meta().is_some_and(AutogradMeta::has_grad_fn);
+        let has_history = self.0.history.is_set();
         if !has_history && !v.base.requires_grad() {
             return;
         }
         v.attr_version.store(current, Ordering::Release);
         if let Some(make) = VIEW_HISTORY.get() {
             if let Some(g) = make(self, &v.base) {
-                self.autograd_meta_or_default().replace_grad_fn(Some(g));
+                self.0.history.replace(Some(g));
                 self.update_autograd_keys();
             }
         }

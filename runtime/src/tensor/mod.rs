@@ -610,6 +610,8 @@ struct TensorInner {
     /// Autograd's record of the tensor, absent until autograd needs one
     /// ([`AutogradMeta`]); it does not make a tensor non-plain.
     autograd: once_cell::race::OnceBox<AutogradMeta>,
+    /// The tensor's history (`grad_fn`), if an Autograd kernel recorded it.
+    history: grad::History,
     /// A Python number given for a `Tensor` parameter (PyTorch's
     /// `is_wrapped_number`): it promotes as a number, not as a 0-dim tensor.
     wrapped_number: bool,
@@ -731,6 +733,7 @@ impl Tensor {
             geometry_changes: AtomicU32::new(0),
             ext: None,
             autograd: once_cell::race::OnceBox::new(),
+            history: grad::History::default(),
             wrapped_number: false,
             view: None,
             fake_twin: once_cell::race::OnceBox::new(),
@@ -747,6 +750,7 @@ impl Tensor {
             geometry_changes: AtomicU32::new(0),
             ext: Some(Arc::new(ext)),
             autograd: once_cell::race::OnceBox::new(),
+            history: grad::History::default(),
             wrapped_number: false,
             view: None,
             fake_twin: once_cell::race::OnceBox::new(),
@@ -801,6 +805,7 @@ impl Tensor {
             geometry_changes: AtomicU32::new(0),
             ext: Some(ext),
             autograd: once_cell::race::OnceBox::new(),
+            history: grad::History::default(),
             wrapped_number: self.0.wrapped_number,
             view: None,
             fake_twin: once_cell::race::OnceBox::new(),
