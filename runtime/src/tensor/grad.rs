@@ -152,18 +152,19 @@ pub fn set_view_history(f: ViewHistory) {
 /// [`AutogradMeta`]: a result an Autograd kernel records gets its history
 /// without a second allocation (PyTorch keeps `grad_fn` in its
 /// `AutogradMeta`, allocated for every result that requires grad).
-#[derive(Default)]
-pub(crate) struct History {
-    slot: Mutex<Option<GradFn>>,
-    /// Whether `slot` holds a history (written under its lock): asking a
-    /// tensor without one (every leaf) locks nothing.
-    set: AtomicBool,
+///
+/// Two fields of the tensor: the slot, and whether it holds a history (a
+/// flag written under the slot's lock, kept beside the tensor's other small
+/// fields, so that asking a tensor without one, every leaf, locks nothing).
+pub(crate) struct History<'a> {
+    slot: &'a Mutex<Option<GradFn>>,
+    set: &'a AtomicBool,
 }
 
-impl History {
+impl History<'_> {
     fn get(&self) -> Option<GradFn> {
         match self.is_set() {
-            true => lock(&self.slot).clone(),
+            true => lock(self.slot).clone(),
             false => None,
         }
     }
@@ -173,7 +174,7 @@ impl History {
     }
 
     fn replace(&self, grad_fn: Option<GradFn>) {
-        let mut slot = lock(&self.slot);
+        let mut slot = lock(self.slot);
         self.set.store(grad_fn.is_some(), Ordering::Release);
         let old = std::mem::replace(&mut *slot, grad_fn);
         // The old history (perhaps the last handle to a graph) is dropped
@@ -285,6 +286,13 @@ impl std::fmt::Debug for AutogradMeta {
 }
 
 impl Tensor {
+    fn history(&self) -> History<'_> {
+        History {
+            slot: &self.0.history,
+            set: &self.0.has_history,
+        }
+    }
+
     /// Autograd's record of this tensor, if autograd made one.
     #[inline]
     pub fn autograd_meta(&self) -> Option<&AutogradMeta> {
@@ -320,7 +328,7 @@ impl Tensor {
         }
         self.autograd_meta()
             .is_some_and(AutogradMeta::requires_grad_flag)
-            || self.0.history.is_set()
+            || self.history().is_set()
             || self.0.view.as_ref().is_some_and(|v| v.base.requires_grad())
     }
 
@@ -353,12 +361,12 @@ impl Tensor {
         if let Some(v) = &self.0.view {
             self.refresh_view_history(v);
         }
-        self.0.history.get()
+        self.history().get()
     }
 
     /// The history as it is stored, without making a stale view's afresh.
     pub(crate) fn stored_grad_fn(&self) -> Option<GradFn> {
-        self.0.history.get()
+        self.history().get()
     }
 
     /// Sets or clears the tensor's history: what an Autograd kernel does to the
@@ -370,7 +378,7 @@ impl Tensor {
                 .store(self.storage_version(), Ordering::Release);
         }
         let has_history = grad_fn.is_some();
-        self.0.history.replace(grad_fn);
+        self.history().replace(grad_fn);
         match has_history {
             // A history means it requires grad: nothing else to ask.
             true => {
@@ -434,14 +442,14 @@ impl Tensor {
         if v.attr_version.load(Ordering::Acquire) == current {
             return;
         }
-        let has_history = self.0.history.is_set();
+        let has_history = self.history().is_set();
         if !has_history && !v.base.requires_grad() {
             return;
         }
         v.attr_version.store(current, Ordering::Release);
         if let Some(make) = VIEW_HISTORY.get() {
             if let Some(g) = make(self, &v.base) {
-                self.0.history.replace(Some(g));
+                self.history().replace(Some(g));
                 self.update_autograd_keys();
             }
         }

@@ -610,8 +610,10 @@ struct TensorInner {
     /// Autograd's record of the tensor, absent until autograd needs one
     /// ([`AutogradMeta`]); it does not make a tensor non-plain.
     autograd: once_cell::race::OnceBox<AutogradMeta>,
-    /// The tensor's history (`grad_fn`), if an Autograd kernel recorded it.
-    history: grad::History,
+    /// The tensor's history (`grad_fn`), if an Autograd kernel recorded it,
+    /// and whether it has one ([`grad::History`]).
+    history: std::sync::Mutex<Option<GradFn>>,
+    has_history: std::sync::atomic::AtomicBool,
     /// A Python number given for a `Tensor` parameter (PyTorch's
     /// `is_wrapped_number`): it promotes as a number, not as a 0-dim tensor.
     wrapped_number: bool,
@@ -733,7 +735,8 @@ impl Tensor {
             geometry_changes: AtomicU32::new(0),
             ext: None,
             autograd: once_cell::race::OnceBox::new(),
-            history: grad::History::default(),
+            history: std::sync::Mutex::new(None),
+            has_history: std::sync::atomic::AtomicBool::new(false),
             wrapped_number: false,
             view: None,
             fake_twin: once_cell::race::OnceBox::new(),
@@ -750,7 +753,8 @@ impl Tensor {
             geometry_changes: AtomicU32::new(0),
             ext: Some(Arc::new(ext)),
             autograd: once_cell::race::OnceBox::new(),
-            history: grad::History::default(),
+            history: std::sync::Mutex::new(None),
+            has_history: std::sync::atomic::AtomicBool::new(false),
             wrapped_number: false,
             view: None,
             fake_twin: once_cell::race::OnceBox::new(),
@@ -805,7 +809,8 @@ impl Tensor {
             geometry_changes: AtomicU32::new(0),
             ext: Some(ext),
             autograd: once_cell::race::OnceBox::new(),
-            history: grad::History::default(),
+            history: std::sync::Mutex::new(None),
+            has_history: std::sync::atomic::AtomicBool::new(false),
             wrapped_number: self.0.wrapped_number,
             view: None,
             fake_twin: once_cell::race::OnceBox::new(),
