@@ -718,3 +718,31 @@ fn the_engine_checks_every_gradient_against_the_input_it_reaches() {
     run(&y, wrong).unwrap();
     assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![4.0, 4.0]);
 }
+
+#[test]
+fn a_leaf_keeps_its_accumulator_while_it_stops_requiring_grad() {
+    let _s = serial();
+    let w = leaf(vec![1.0, 2.0]);
+    // A graph recorded before the leaf stops requiring grad still sends it
+    // its gradient (as PyTorch's, whose graph holds the accumulator).
+    let old = sum(&mul(&w, &two()));
+    w.set_requires_grad(false).unwrap();
+    assert!(!w.requires_grad());
+    assert!(!sum(&mul(&w, &two())).requires_grad(), "nothing recorded");
+    old.backward().unwrap();
+    assert_eq!(grad_of(&w), vec![2.0, 2.0]);
+    // Requiring grad again: the same accumulator, gradients add up.
+    w.set_requires_grad(true).unwrap();
+    let a = mul(&w, &two());
+    let b = mul(&w, &two());
+    let (ea, eb) = (a.grad_fn().unwrap(), b.grad_fn().unwrap());
+    let next = |g: &opforge::tensor::GradFn| {
+        autograd::Node::of(g).unwrap().next_edges()[0]
+            .clone()
+            .unwrap()
+            .node
+    };
+    assert!(Arc::ptr_eq(&next(&ea), &next(&eb)), "one accumulator");
+    sum(&a).backward().unwrap();
+    assert_eq!(grad_of(&w), vec![4.0, 4.0]);
+}
