@@ -22,11 +22,17 @@ use once_cell::race::OnceBox;
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
-static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The next node's sequence number on this thread (PyTorch's
+    /// `at::sequence_number` is per thread too): nodes made on one thread
+    /// run latest-first; numbering needs no atomic read-modify-write.
+    static SEQUENCE: Cell<u64> = const { Cell::new(0) };
+}
 
 /// How many graph nodes are alive in the process (a debugging and testing
 /// figure: a loop that builds and drops graphs must keep it flat).
@@ -185,7 +191,11 @@ impl Node {
             // Accumulators run as soon as they are ready (PyTorch gives them
             // the highest sequence number).
             Kind::Accumulate(_) => u64::MAX,
-            Kind::Function(_) => SEQUENCE.fetch_add(1, Ordering::Relaxed),
+            Kind::Function(_) => SEQUENCE.with(|s| {
+                let n = s.get();
+                s.set(n + 1);
+                n
+            }),
         };
         Node {
             name,
@@ -212,8 +222,8 @@ impl Node {
         &self.name
     }
 
-    /// Creation order: a later node runs before an earlier one when both are
-    /// ready.
+    /// Creation order on the thread that made the node: a later node runs
+    /// before an earlier one when both are ready.
     pub fn sequence_nr(&self) -> u64 {
         self.sequence_nr
     }
