@@ -1,6 +1,6 @@
 //! The helpers `runtime/derivatives.yaml`'s formulas call (PyTorch's
 //! `torch/csrc/autograd/FunctionsManual.cpp`, the part our operators need),
-//! and what generated nodes share ([`Sizes`], [`cast_to`]).
+//! and what generated nodes share ([`Sizes`], [`sizes_of`]).
 //!
 //! Every `pub fn` here is a name a formula may use: the build reads this
 //! file's `pub fn` names and gives them to the formula checker as its helpers.
