@@ -746,3 +746,24 @@ fn a_leaf_keeps_its_accumulator_while_it_stops_requiring_grad() {
     sum(&a).backward().unwrap();
     assert_eq!(grad_of(&w), vec![4.0, 4.0]);
 }
+
+#[test]
+fn live_nodes_counts_nodes_made_and_dropped_on_other_threads() {
+    let _s = serial();
+    let start = live_nodes();
+    let w = leaf(vec![1.0, 2.0]);
+    // Made here, dropped on a thread that then ends.
+    let y = sum(&mul(&w, &two()));
+    assert_eq!(live_nodes(), start + 3, "mul, sum, w's accumulator");
+    std::thread::spawn(move || drop(y)).join().unwrap();
+    assert_eq!(live_nodes(), start + 1);
+    // Made on a thread that ends, dropped here.
+    let w2 = w.clone();
+    let y = std::thread::spawn(move || sum(&mul(&w2, &two())))
+        .join()
+        .unwrap();
+    assert_eq!(live_nodes(), start + 3);
+    drop(y);
+    drop(w);
+    assert_eq!(live_nodes(), start);
+}
