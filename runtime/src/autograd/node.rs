@@ -22,60 +22,12 @@ use once_cell::race::OnceBox;
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Every thread's count of nodes made minus nodes dropped on it (negative
-/// when it drops nodes another thread made), summed by [`live_nodes`], with
-/// what threads that ended left in `ended`. Only its own thread writes a
-/// count, with a plain load and store: making or dropping a node does no
-/// atomic read-modify-write for the figure.
-static COUNTS: Mutex<Counts> = Mutex::new(Counts {
-    threads: Vec::new(),
-    ended: 0,
-});
-
-struct Counts {
-    threads: Vec<Arc<AtomicIsize>>,
-    ended: isize,
-}
-
-/// A thread's count, registered on its first node and folded into `ended`
-/// when the thread ends (under the registry's lock, so that a sum counts it
-/// once).
-struct ThreadCount(Arc<AtomicIsize>);
-
-impl ThreadCount {
-    fn new() -> ThreadCount {
-        let c = Arc::new(AtomicIsize::new(0));
-        lock(&COUNTS).threads.push(c.clone());
-        ThreadCount(c)
-    }
-}
-
-impl Drop for ThreadCount {
-    fn drop(&mut self) {
-        let mut counts = lock(&COUNTS);
-        counts.ended += self.0.load(Ordering::Relaxed);
-        counts.threads.retain(|c| !Arc::ptr_eq(c, &self.0));
-    }
-}
-
-/// Adds `delta` to this thread's count of live nodes (to the ended threads'
-/// while this one is being torn down).
-fn count_live(delta: isize) {
-    let counted = COUNT.try_with(|c| {
-        let c = &c.0;
-        c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
-    });
-    if counted.is_err() {
-        lock(&COUNTS).ended += delta;
-    }
-}
+static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
-    static COUNT: ThreadCount = ThreadCount::new();
-
     /// The next node's sequence number on this thread (PyTorch's
     /// `at::sequence_number` is per thread too): nodes made on one thread
     /// run latest-first; numbering needs no atomic read-modify-write.
@@ -85,13 +37,7 @@ thread_local! {
 /// How many graph nodes are alive in the process (a debugging and testing
 /// figure: a loop that builds and drops graphs must keep it flat).
 pub fn live_nodes() -> usize {
-    let counts = lock(&COUNTS);
-    let threads: isize = counts
-        .threads
-        .iter()
-        .map(|c| c.load(Ordering::Relaxed))
-        .sum();
-    usize::try_from(threads + counts.ended).unwrap_or(0)
+    LIVE.load(Ordering::Relaxed)
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -240,7 +186,7 @@ impl Node {
         next_edges: Edges,
         kind: Kind,
     ) -> Node {
-        count_live(1);
+        LIVE.fetch_add(1, Ordering::Relaxed);
         let sequence_nr = match kind {
             // Accumulators run as soon as they are ready (PyTorch gives them
             // the highest sequence number).
@@ -490,7 +436,7 @@ impl Drop for Node {
     /// So the outermost drop on a thread takes what each node owns and drops
     /// it in a loop; a node dropped meanwhile hands its parts to that loop.
     fn drop(&mut self) {
-        count_live(-1);
+        LIVE.fetch_sub(1, Ordering::Relaxed);
         // The common case: nothing this node owns is dropped with it but its
         // backward's plain fields (the accumulators of leaves, say, are held
         // by their leaves). Another thread dropping one of those next nodes
