@@ -307,7 +307,13 @@ fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
     // wrote each block in full (its `Written` token); the capacity is at
     // least `n`.
     unsafe { out.set_len(n) };
-    Tensor::from_vec(out, shape)
+    // `n` elements for `shape`: nothing for `from_vec` to check.
+    Ok(Tensor::from_buffer(
+        R::into_buffer(out),
+        shape,
+        R::DTYPE,
+        crate::tensor::Device::Cpu,
+    ))
 }
 
 /// `self_` converted to `dtype` as a new contiguous tensor, element by element
@@ -599,7 +605,8 @@ fn binary_plain(
         Rhs::Number(number)
     } else if b.dtype() == dtype {
         b.with_geometry(|g| {
-            (contiguous(g) && g.shape == shape).then(|| Rhs::Elements(g.storage.clone(), g.offset))
+            (contiguous(g) && same_dims(&g.shape, &shape))
+                .then(|| Rhs::Elements(g.storage.clone(), g.offset))
         })?
     } else {
         return None;
@@ -653,6 +660,12 @@ impl Rhs {
             Rhs::Number(x) => Src::Scalar(T::from_scalar(*x)),
         })
     }
+}
+
+/// Equal sizes, compared element by element (a one- or two-dimensional
+/// shape is compared in a few instructions, not through a `memcmp` call).
+fn same_dims(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// The operands of a [`binary_plain`] call: the left one's storage and

@@ -320,7 +320,10 @@ impl Storage {
 
 /// Sizes or strides: inline up to five dimensions, so the geometry of most
 /// tensors allocates nothing.
-pub type Dims = smallvec::SmallVec<[usize; 5]>;
+pub type Dims = smallvec::SmallVec<[usize; DIMS_INLINE]>;
+
+/// Dimensions [`Dims`] keeps inline.
+const DIMS_INLINE: usize = 5;
 
 /// Where a tensor's elements are in its storage.
 #[derive(Debug)]
@@ -479,13 +482,26 @@ pub fn is_contiguous_strides(shape: &[usize], strides: &[usize]) -> bool {
 
 /// Contiguous (row-major) strides for `shape`, inline.
 pub fn contiguous_dims(shape: &[usize]) -> Dims {
-    let mut strides: Dims = smallvec::smallvec![0; shape.len()];
+    let mut inline = [0usize; DIMS_INLINE];
+    let mut strides = match inline.get_mut(..shape.len()) {
+        // Filled on the stack and moved in (no element-by-element push).
+        Some(s) => {
+            fill_contiguous_strides(shape, s);
+            return Dims::from_buf_and_len(inline, shape.len());
+        }
+        None => Dims::from_elem(0, shape.len()),
+    };
+    fill_contiguous_strides(shape, &mut strides);
+    strides
+}
+
+/// Row-major strides of `shape` into `strides` (as long as `shape`).
+fn fill_contiguous_strides(shape: &[usize], strides: &mut [usize]) {
     let mut acc = 1usize;
-    for (i, &n) in shape.iter().enumerate().rev() {
-        strides[i] = acc;
+    for (s, &n) in strides.iter_mut().zip(shape).rev() {
+        *s = acc;
         acc = acc.saturating_mul(n.max(1));
     }
-    strides
 }
 
 /// Contiguous (row-major) strides for `shape`.
@@ -1540,6 +1556,22 @@ impl crate::keys::KeySet {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn contiguous_dims_inline_and_spilled_agree_with_the_vec_form() {
+        for shape in [
+            &[][..],
+            &[3],
+            &[2, 0, 4],
+            &[2, 3, 4, 5, 6],
+            &[2, 1, 3, 1, 2, 2],
+            &[1, 2, 3, 4, 5, 6, 7],
+        ] {
+            let d = super::contiguous_dims(shape);
+            assert_eq!(&d[..], &super::contiguous_strides(shape)[..], "{shape:?}");
+            assert_eq!(d.spilled(), shape.len() > 5, "{shape:?}");
+        }
+    }
+
     use super::*;
 
     struct Dummy(&'static str);
