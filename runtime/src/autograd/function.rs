@@ -422,27 +422,26 @@ pub trait Function: Sized + 'static {
     }
 }
 
-/// What the node keeps of a tensor: to check and reduce a gradient
-/// (inputs), or to make zeros of (outputs).
+/// What the node keeps of an output: to make zeros of (materialized
+/// gradients).
 #[derive(Clone, Debug)]
 struct Meta {
-    shape: SmallVec<[usize; 4]>,
-    dtype: DType,
+    /// Sizes and dtype, as the node keeps them for the engine.
+    meta: InputMeta,
     device: Device,
 }
 
 impl Meta {
     fn of(t: &Tensor) -> Meta {
         Meta {
-            shape: t.with_geometry(|g| SmallVec::from_slice(&g.shape)),
-            dtype: t.dtype(),
+            meta: InputMeta::of(t),
             device: t.device(),
         }
     }
 
     fn zeros(&self) -> Result<Tensor> {
-        let sizes: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
-        at::zeros(&sizes, Some(self.dtype), None, Some(self.device), None)
+        let sizes: Vec<i64> = self.meta.shape.iter().map(|&d| d as i64).collect();
+        at::zeros(&sizes, Some(self.meta.dtype), None, Some(self.device), None)
     }
 }
 
@@ -733,9 +732,10 @@ fn attach<F: Function>(
     let is_tensor = inputs.iter().map(Option::is_some).collect();
     let output_meta: SmallVec<[Option<Meta>; 1]> =
         finals.iter().map(|t| t.as_ref().map(Meta::of)).collect();
-    let node_meta = finals
+    // The node's copy for the engine (no second read of each output).
+    let node_meta = output_meta
         .iter()
-        .map(|t| t.as_ref().map(InputMeta::of))
+        .map(|m| m.as_ref().map(|m| m.meta.clone()))
         .collect();
     let mut made: Result<()> = Ok(());
     let node = Arc::new_cyclic(|weak: &Weak<Node>| {

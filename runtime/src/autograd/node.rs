@@ -297,9 +297,7 @@ pub(crate) fn conform(
             if !expandable {
                 return Err(Error::Runtime(
                     format!(
-                        "Function {from} returned an invalid gradient at index {index} - got {} but expected shape compatible with {}",
-                        sizes_text(&got),
-                        sizes_text(shape)
+                        "Function {from} returned an invalid gradient at index {index} - got {got:?} but expected shape compatible with {shape:?}"
                     )
                     .into(),
                 ));
@@ -309,12 +307,6 @@ pub(crate) fn conform(
         }
     };
     super::formulas::cast_to(grad, dtype)
-}
-
-/// Sizes as PyTorch's messages print them (`[2, 3]`).
-fn sizes_text(shape: &[usize]) -> String {
-    let parts: Vec<String> = shape.iter().map(ToString::to_string).collect();
-    format!("[{}]", parts.join(", "))
 }
 
 impl Node {

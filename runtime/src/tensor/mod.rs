@@ -507,11 +507,7 @@ fn fill_contiguous_strides(shape: &[usize], strides: &mut [usize]) {
 /// Contiguous (row-major) strides for `shape`.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
-    let mut acc = 1usize;
-    for (i, &n) in shape.iter().enumerate().rev() {
-        strides[i] = acc;
-        acc = acc.saturating_mul(n.max(1));
-    }
+    fill_contiguous_strides(shape, &mut strides);
     strides
 }
 
