@@ -579,6 +579,73 @@ fn a_long_graph_is_dropped_without_deep_recursion() {
         .unwrap();
 }
 
+/// A graph held together only by what nodes saved (no edge between them):
+/// a saved tensor's history, and a custom Function's state holding a tensor,
+/// are handed to the dropping loop too, not dropped recursively.
+#[test]
+fn a_chain_held_by_saved_tensors_and_function_state_is_dropped_without_deep_recursion() {
+    let _s = serial();
+    let start = live_nodes();
+    /// Saves the previous link, which is not one of its inputs.
+    struct Keeps(SavedTensor);
+    impl Backward for Keeps {
+        fn apply(&mut self, _: Grads, _: &BackwardCtx) -> Result<Grads> {
+            Ok(Grads::from_elem(None, 1))
+        }
+        fn release(&mut self) {
+            self.0.release();
+        }
+    }
+    /// Keeps the previous link in its state (PyTorch's `ctx.prev = prev`).
+    struct Link;
+    impl autograd::Function for Link {
+        // A `Vec<Tensor>` is a plain value, not an input: no edge to `prev`.
+        type Args = (Tensor, Vec<Tensor>);
+        type Output = Tensor;
+        type State = Vec<Tensor>;
+        fn forward_with_ctx(
+            ctx: &mut autograd::FunctionCtx<Vec<Tensor>>,
+            (w, prev): &(Tensor, Vec<Tensor>),
+        ) -> Result<Tensor> {
+            ctx.state = prev.clone();
+            at::mul_Tensor(w, &two())
+        }
+    }
+    // One chain of each kind (each alone: a chain mixing them would be
+    // dropped without deep recursion even if one kind were dropped in place).
+    for by_state in [false, true] {
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                let w = leaf(vec![1.0]);
+                let mut prev = mul(&w, &two());
+                for _ in 0..20_000 {
+                    prev = match by_state {
+                        false => {
+                            let out = mul(&w, &two());
+                            let rec = Recording::begin(&[&w]).unwrap();
+                            let kept = SavedTensor::input(&prev);
+                            rec.finish("KeepsBackward", &[&out], |_| Ok(Keeps(kept)))
+                                .unwrap();
+                            out
+                        }
+                        true => {
+                            <Link as autograd::Function>::apply((w.clone(), vec![prev])).unwrap()
+                        }
+                    };
+                }
+                assert!(live_nodes() >= start + 20_000);
+                drop(prev);
+                assert_eq!(live_nodes(), start + 1, "w's accumulator lives with w");
+                drop(w);
+                assert_eq!(live_nodes(), start);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+}
+
 #[test]
 fn backward_on_separate_graphs_in_threads_matches_one_thread() {
     let _s = serial();
@@ -736,12 +803,7 @@ fn a_leaf_keeps_its_accumulator_while_it_stops_requiring_grad() {
     let a = mul(&w, &two());
     let b = mul(&w, &two());
     let (ea, eb) = (a.grad_fn().unwrap(), b.grad_fn().unwrap());
-    let next = |g: &opforge::tensor::GradFn| {
-        autograd::Node::of(g).unwrap().next_edges()[0]
-            .clone()
-            .unwrap()
-            .node
-    };
+    let next = |g: &opforge::tensor::GradFn| g.node.next_edges()[0].clone().unwrap().node;
     assert!(Arc::ptr_eq(&next(&ea), &next(&eb)), "one accumulator");
     sum(&a).backward().unwrap();
     assert_eq!(grad_of(&w), vec![4.0, 4.0]);

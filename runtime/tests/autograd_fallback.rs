@@ -9,7 +9,7 @@
 use opforge::autograd::fallback::{
     missing_autograd_warning, NOT_IMPLEMENTED, WARN_NOT_IMPLEMENTED,
 };
-use opforge::autograd::{no_grad, Node, LEAF_INPLACE};
+use opforge::autograd::{no_grad, LEAF_INPLACE};
 use opforge::dispatch::{DispatchKey, Kernel};
 use opforge::library::{self, Library, LibraryKind};
 use opforge::warnings::catch_warnings;
@@ -29,7 +29,7 @@ fn name(t: &Tensor) -> String {
 }
 
 fn next_names(t: &Tensor) -> Vec<String> {
-    let node = Node::of(&t.grad_fn().unwrap()).unwrap();
+    let node = t.grad_fn().unwrap().node;
     node.next_edges()
         .iter()
         .map(|e| {

@@ -15,7 +15,7 @@
 
 use super::mode::set_grad_enabled;
 use super::node::gradient_edge;
-use super::node::{lock, BackwardCtx, Edge, Grads, Kind, Node};
+use super::node::{check_gradient, BackwardCtx, Edge, Grads, Node};
 use crate::dtype::{MemoryFormat, Scalar};
 use crate::error::{Error, Result};
 use crate::tensor::torch_size;
@@ -368,28 +368,29 @@ fn run(
         }
 
         let edges = next(i);
-        let outputs = match &node.kind {
-            Kind::Accumulate(leaf) => {
-                // A leaf no handle reaches any more has no `.grad` to read.
-                if let (Some(g), Some(leaf)) = (grads.into_iter().next().flatten(), leaf.upgrade())
-                {
-                    let g = run_tensor_hooks(&leaf, g)?;
-                    accumulate_grad(&leaf, g, create_graph)?;
-                }
-                continue;
+        if let Some(leaf) = node.accumulates() {
+            // A leaf no handle reaches any more has no `.grad` to read.
+            if let (Some(g), Some(leaf)) = (grads.into_iter().next().flatten(), leaf.upgrade()) {
+                let g = run_tensor_hooks(&leaf, g)?;
+                accumulate_grad(&leaf, g, create_graph)?;
             }
-            Kind::Function(backward) => {
-                let needed: SmallVec<[bool; 4]> = edges
-                    .iter()
-                    .map(|j| j.is_some_and(|j| infos[j].active()))
-                    .collect();
-                let mut b = lock(backward);
-                let out = b.apply(grads, &BackwardCtx { needed: &needed })?;
-                if !keep_graph {
-                    b.release();
-                }
-                out
+            continue;
+        }
+        let outputs = {
+            let needed: SmallVec<[bool; 4]> = edges
+                .iter()
+                .map(|j| j.is_some_and(|j| infos[j].active()))
+                .collect();
+            let mut b = node.backward();
+            let ctx = BackwardCtx {
+                needed: &needed,
+                input_meta: node.input_metas(),
+            };
+            let out = b.apply(grads, &ctx)?;
+            if !keep_graph {
+                b.release();
             }
+            out
         };
         if outputs.len() != edges.len() {
             return Err(runtime(format!(
@@ -412,7 +413,7 @@ fn run(
             }
             if let Some(g) = g {
                 // PyTorch's `validate_outputs`: against the receiving input.
-                let g = e.node.check_gradient(e.input_nr, g, node.name(), index)?;
+                let g = check_gradient(&e.node, e.input_nr, g, node.name(), index)?;
                 if let Some(slot) = infos[j].buffer.get_mut(e.input_nr as usize) {
                     add_into(slot, g)?;
                 }

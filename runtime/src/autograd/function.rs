@@ -64,7 +64,9 @@
 
 use super::forward_ad;
 use super::mode::{is_grad_enabled, no_grad};
-use super::node::{gradient_edge, Backward, BackwardCtx, Edges, Grads, InputMeta, Kind, Node};
+use super::node::{
+    gradient_edge, Backward, BackwardCtx, Edges, Grads, InputMeta, InputMetas, Node,
+};
 use super::record::{record, set_history, Saver};
 use super::saved::SavedTensor;
 use crate::at;
@@ -74,8 +76,9 @@ use crate::tensor::{CreationMeta, Tensor};
 use smallvec::{smallvec, SmallVec};
 use std::any::TypeId;
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, RwLock, Weak};
 
 /// PyTorch's message for a Function without `backward`.
 pub const NO_BACKWARD: &str = "You must implement either the backward or vjp method for your custom autograd.Function to use it with backward mode AD.";
@@ -422,27 +425,10 @@ pub trait Function: Sized + 'static {
     }
 }
 
-/// What the node keeps of an output: to make zeros of (materialized
-/// gradients).
-#[derive(Clone, Debug)]
-struct Meta {
-    /// Sizes and dtype, as the node keeps them for the engine.
-    meta: InputMeta,
-    device: Device,
-}
-
-impl Meta {
-    fn of(t: &Tensor) -> Meta {
-        Meta {
-            meta: InputMeta::of(t),
-            device: t.device(),
-        }
-    }
-
-    fn zeros(&self) -> Result<Tensor> {
-        let sizes: Vec<i64> = self.meta.shape.iter().map(|&d| d as i64).collect();
-        at::zeros(&sizes, Some(self.meta.dtype), None, Some(self.device), None)
-    }
+/// Zeros of an output's sizes, dtype and device (a materialized gradient).
+fn zeros(meta: &InputMeta) -> Result<Tensor> {
+    let sizes: Vec<i64> = meta.shape.iter().map(|&d| d as i64).collect();
+    at::zeros(&sizes, Some(meta.dtype), None, Some(meta.device), None)
 }
 
 /// The node's backward: the Function's, with PyTorch's checks around it.
@@ -451,8 +437,6 @@ struct FunctionBackward<F: Function> {
     name: &'static str,
     /// Per argument of `apply`: is it a tensor?
     inputs: SmallVec<[bool; 4]>,
-    /// Per output: its metadata if it is a tensor.
-    outputs: SmallVec<[Option<Meta>; 1]>,
     _f: PhantomData<fn() -> F>,
 }
 
@@ -494,12 +478,12 @@ impl<F: Function> FunctionBackward<F> {
 }
 
 impl<F: Function> Backward for FunctionBackward<F> {
-    fn apply(&mut self, grads: Grads, _: &BackwardCtx) -> Result<Grads> {
-        let mut incoming: Vec<Option<Tensor>> = Vec::with_capacity(self.outputs.len());
-        for (g, meta) in grads.into_iter().zip(&self.outputs) {
-            incoming.push(match (g, meta) {
+    fn apply(&mut self, grads: Grads, ctx: &BackwardCtx) -> Result<Grads> {
+        let mut incoming: Vec<Option<Tensor>> = Vec::with_capacity(grads.len());
+        for (i, g) in grads.into_iter().enumerate() {
+            incoming.push(match (g, ctx.input_meta(i)) {
                 (Some(g), _) => Some(g),
-                (None, Some(meta)) if self.ctx.materialize_grads => Some(meta.zeros()?),
+                (None, Some(meta)) if self.ctx.materialize_grads => Some(zeros(meta)?),
                 (None, _) => None,
             });
         }
@@ -543,6 +527,15 @@ impl<F: Function> Backward for FunctionBackward<F> {
     /// the Function's own state: a state without drop glue owns none (a
     /// `Tensor` has a destructor), so the node of a Function that saved
     /// nothing and keeps such a state is dropped on the spot.
+    /// The saved tensors, and the Function's state, which may hold tensors
+    /// too (PyTorch's `ctx.x = x`).
+    fn before_drop(&mut self) {
+        self.release();
+        if std::mem::needs_drop::<F::State>() {
+            super::node::drop_boxed_later(Box::new(std::mem::take(&mut self.ctx.state)));
+        }
+    }
+
     fn owns_tensors(&self) -> bool {
         self.ctx.saved.iter().any(Option::is_some) || std::mem::needs_drop::<F::State>()
     }
@@ -564,26 +557,43 @@ impl Backward for OnceDifferentiableError {
 }
 
 /// `<Name>Backward` for `F`, made once per Function type (a recorded call
-/// then allocates no name).
+/// then allocates no name), and remembered on each thread for the type it
+/// was last asked for (a loop applying one Function locks nothing).
 fn node_name<F: Function>() -> &'static str {
+    thread_local! {
+        static LAST: Cell<Option<(TypeId, &'static str)>> = const { Cell::new(None) };
+    }
     static NAMES: RwLock<Vec<(TypeId, &'static str)>> = RwLock::new(Vec::new());
     let id = TypeId::of::<F>();
+    if let Ok(Some((t, name))) = LAST.try_with(Cell::get) {
+        if t == id {
+            return name;
+        }
+    }
     let found = NAMES
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
         .find(|(t, _)| *t == id)
         .map(|(_, n)| *n);
-    if let Some(name) = found {
-        return name;
-    }
-    let mut names = NAMES.write().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, n)) = names.iter().find(|(t, _)| *t == id) {
-        return n;
-    }
-    // One leaked string per Function type, for the life of the process.
-    let name: &'static str = Box::leak(format!("{}Backward", F::name()).into_boxed_str());
-    names.push((id, name));
+    let name = match found {
+        Some(name) => name,
+        None => {
+            let mut names = NAMES.write().unwrap_or_else(|e| e.into_inner());
+            match names.iter().find(|(t, _)| *t == id) {
+                Some((_, n)) => n,
+                None => {
+                    // One leaked string per Function type, for the life of
+                    // the process.
+                    let name: &'static str =
+                        Box::leak(format!("{}Backward", F::name()).into_boxed_str());
+                    names.push((id, name));
+                    name
+                }
+            }
+        }
+    };
+    let _ = LAST.try_with(|l| l.set(Some((id, name))));
     name
 }
 
@@ -593,17 +603,17 @@ fn position(list: &[Tensor], t: &Tensor) -> bool {
 
 /// [`Function::apply`]: see there.
 pub fn apply<F: Function>(args: F::Args) -> Result<F::Output> {
-    let inputs: Slots<Tensor> = args.tensors().into_iter().map(|t| t.cloned()).collect();
-    let needs: SmallVec<[bool; 4]> = inputs
-        .iter()
-        .map(|t| t.as_ref().is_some_and(Tensor::requires_grad))
-        .collect();
+    let inputs: Slots<&Tensor> = args.tensors();
+    let mut needs: SmallVec<[bool; 4]> = SmallVec::with_capacity(inputs.len());
+    for t in &inputs {
+        needs.push(t.is_some_and(Tensor::requires_grad));
+    }
     let executable = is_grad_enabled() && needs.iter().any(|&b| b);
     // The inputs' tangents, if forward mode is on and one has any.
     let tangents: Slots<Tensor> = match forward_ad::current_level() {
         Some(_) => inputs
             .iter()
-            .map(|t| t.as_ref().and_then(forward_ad::tangent))
+            .map(|t| t.and_then(forward_ad::tangent))
             .collect(),
         None => Slots::new(),
     };
@@ -615,24 +625,24 @@ pub fn apply<F: Function>(args: F::Args) -> Result<F::Output> {
         let _fw = forward_ad::suspend();
         F::forward_with_ctx(&mut ctx, &args)?
     };
-    drop(args);
 
     // Dirty inputs must be returned.
-    let returned: Slots<Tensor> = output.tensors().into_iter().map(|t| t.cloned()).collect();
-    for d in &ctx.dirty {
-        if !returned.iter().flatten().any(|o| o.is_same(d)) {
-            return Err(Error::Runtime(DIRTY_NOT_RETURNED.into()));
+    if !ctx.dirty.is_empty() {
+        let returned = output.tensors();
+        for d in &ctx.dirty {
+            if !returned.iter().flatten().any(|o| o.is_same(d)) {
+                return Err(Error::Runtime(DIRTY_NOT_RETURNED.into()));
+            }
         }
     }
 
     // An input returned as-is (and not modified) becomes a view of it, so
-    // that the Function's history does not replace the input's.
-    let mut finals: Slots<Tensor> = Slots::with_capacity(returned.len());
-    for slot in output.tensors_mut() {
-        let Some(t) = slot else {
-            finals.push(None);
-            continue;
-        };
+    // that the Function's history does not replace the input's; the tensor
+    // forward returned is kept (`originals`, by output) for `attach`, which
+    // recognizes a saved output by it.
+    let mut originals: Slots<Tensor> = Slots::new();
+    for (nr, slot) in output.tensors_mut().into_iter().enumerate() {
+        let Some(t) = slot else { continue };
         let is_input = inputs.iter().flatten().any(|i| i.is_same(t));
         if is_input && !position(&ctx.dirty, t) {
             let mut alias = super::saved::shallow_detach(t)?;
@@ -641,28 +651,32 @@ pub fn apply<F: Function>(args: F::Args) -> Result<F::Output> {
                 false => CreationMeta::NoGradMode,
             };
             alias.mark_view(t, creation);
-            *t = alias;
+            if originals.len() <= nr {
+                originals.resize(nr + 1, None);
+            }
+            originals[nr] = Some(std::mem::replace(t, alias));
         }
-        finals.push(Some(t.clone()));
     }
 
+    let finals: Slots<&Tensor> = output.tensors();
     if forward_mode {
         run_jvp::<F>(&mut ctx, &inputs, tangents, &finals)?;
     }
     if executable {
-        attach::<F>(ctx, &inputs, &returned, &finals)?;
+        attach::<F>(ctx, &inputs, &originals, &finals)?;
     }
+    drop(finals);
     Ok(output)
 }
 
-/// Forward mode: the Function's `jvp` on the inputs' tangents (zeros for
-/// inputs without one, unless materialization is off), each output given the
-/// tangent returned for it.
+/// Forward mode through the Function: its `jvp` given the inputs' tangents
+/// (zeros for an input without one, unless materializing is off), each
+/// differentiable output given the tangent `jvp` returns for it.
 fn run_jvp<F: Function>(
     ctx: &mut FunctionCtx<F::State>,
-    inputs: &[Option<Tensor>],
+    inputs: &[Option<&Tensor>],
     tangents: Slots<Tensor>,
-    outputs: &[Option<Tensor>],
+    outputs: &[Option<&Tensor>],
 ) -> Result<()> {
     let _fw = forward_ad::suspend();
     let mut given = Vec::with_capacity(tangents.len());
@@ -701,45 +715,57 @@ fn run_jvp<F: Function>(
 /// `_wrap_outputs`): dirty inputs are rebased onto it, non-differentiable and
 /// integer outputs get none, views made inside forward are marked so that an
 /// in-place write to them is refused. Saved tensors that are outputs are kept
-/// without their history (no cycle).
+/// without their history (no cycle). `originals` holds, by output, the
+/// tensor forward returned where `apply` replaced it with a view.
 fn attach<F: Function>(
     mut ctx: FunctionCtx<F::State>,
-    inputs: &[Option<Tensor>],
-    returned: &[Option<Tensor>],
-    finals: &[Option<Tensor>],
+    inputs: &[Option<&Tensor>],
+    originals: &[Option<Tensor>],
+    finals: &[Option<&Tensor>],
 ) -> Result<()> {
     let dirty = std::mem::take(&mut ctx.dirty);
     let non_differentiable = std::mem::take(&mut ctx.non_differentiable);
-    let first_input = inputs.iter().flatten().next();
-    for (nr, out) in finals.iter().enumerate() {
-        let Some(out) = out.as_ref().filter(|o| position(&dirty, o)) else {
-            continue;
-        };
-        if out.is_leaf() && out.requires_grad() {
-            return Err(Error::Runtime(DIRTY_LEAF.into()));
-        }
-        let first = first_input.is_some_and(|f| f.is_same(out));
-        if out.view_of().is_some() && (nr != 0 || finals.len() != 1 || !first) {
-            return Err(Error::NotImplemented(
-                "a custom Function that modifies a view in place is supported when the view is its first tensor argument and its only output".into(),
-            ));
+    if !dirty.is_empty() {
+        let first_input = inputs.iter().flatten().next();
+        for (nr, out) in finals.iter().enumerate() {
+            let Some(out) = out.filter(|o| position(&dirty, o)) else {
+                continue;
+            };
+            if out.is_leaf() && out.requires_grad() {
+                return Err(Error::Runtime(DIRTY_LEAF.into()));
+            }
+            let first = first_input.is_some_and(|f| f.is_same(out));
+            if out.view_of().is_some() && (nr != 0 || finals.len() != 1 || !first) {
+                return Err(Error::NotImplemented(
+                    "a custom Function that modifies a view in place is supported when the view is its first tensor argument and its only output".into(),
+                ));
+            }
         }
     }
 
     let name = node_name::<F>();
-    let edges: Edges = inputs.iter().flatten().map(gradient_edge).collect();
+    let mut edges = Edges::with_capacity(inputs.len());
+    let mut is_tensor: SmallVec<[bool; 4]> = SmallVec::with_capacity(inputs.len());
+    for t in inputs {
+        is_tensor.push(t.is_some());
+        if let Some(t) = t {
+            edges.push(gradient_edge(t));
+        }
+    }
     let to_save = ctx.to_save.take().unwrap_or_default();
-    let is_tensor = inputs.iter().map(Option::is_some).collect();
-    let output_meta: SmallVec<[Option<Meta>; 1]> =
-        finals.iter().map(|t| t.as_ref().map(Meta::of)).collect();
-    // The node's copy for the engine (no second read of each output).
-    let node_meta = output_meta
-        .iter()
-        .map(|m| m.as_ref().map(|m| m.meta.clone()))
-        .collect();
+    let node_meta = match finals {
+        [one] => InputMetas::from_buf([one.map(InputMeta::of)]),
+        _ => finals.iter().map(|t| t.map(InputMeta::of)).collect(),
+    };
+    // What forward returned as output `nr`.
+    let returned = |nr: usize| match originals.get(nr) {
+        Some(Some(t)) => Some(t),
+        _ => finals[nr],
+    };
     let mut made: Result<()> = Ok(());
-    let node = Arc::new_cyclic(|weak: &Weak<Node>| {
-        let saver = Saver::new(weak);
+    let node = Arc::new_cyclic(|weak: &Weak<Node<FunctionBackward<F>>>| {
+        let weak = || -> Weak<Node> { weak.clone() as Weak<_> };
+        let saver = Saver::new(&weak);
         let mut saved = Vec::with_capacity(to_save.len());
         for t in &to_save {
             let Some(t) = t else {
@@ -748,10 +774,8 @@ fn attach<F: Function>(
             };
             // An output is saved as one (without its history); anything
             // else as an input.
-            let nr = returned
-                .iter()
-                .position(|o| o.as_ref().is_some_and(|o| o.is_same(t)));
-            match nr.and_then(|nr| finals[nr].as_ref().map(|f| (nr, f))) {
+            let nr = (0..finals.len()).find(|&nr| returned(nr).is_some_and(|o| o.is_same(t)));
+            match nr.and_then(|nr| finals[nr].map(|f| (nr, f))) {
                 Some((nr, f)) => match saver.output(f, nr as u32) {
                     Ok(s) => saved.push(Some(s)),
                     Err(e) => {
@@ -763,26 +787,21 @@ fn attach<F: Function>(
             }
         }
         ctx.saved = saved;
-        let backward: Box<dyn Backward> = Box::new(FunctionBackward::<F> {
+        let backward = FunctionBackward::<F> {
             ctx,
             name,
             inputs: is_tensor,
-            outputs: output_meta,
             _f: PhantomData,
-        });
-        Node::new(
-            Cow::Borrowed(name),
-            node_meta,
-            edges,
-            Kind::Function(Mutex::new(backward)),
-        )
+        };
+        Node::new(Cow::Borrowed(name), node_meta, edges, backward)
     });
     made?;
+    let node: Arc<Node> = node;
     for (nr, out) in finals.iter().enumerate() {
-        let Some(out) = out else { continue };
+        let Some(out) = *out else { continue };
         if position(&dirty, out) {
             let written_view = out.view_of().is_some();
-            set_history(out, &node, nr as u32, written_view)?;
+            set_history(out, node.clone(), nr as u32, written_view)?;
             continue;
         }
         if !out.dtype().is_floating_point() || position(&non_differentiable, out) {
@@ -791,7 +810,7 @@ fn attach<F: Function>(
         if let Some(v) = out.view_of() {
             v.set_creation(CreationMeta::InCustomFunction);
         }
-        set_history(out, &node, nr as u32, false)?;
+        set_history(out, node.clone(), nr as u32, false)?;
     }
     Ok(())
 }

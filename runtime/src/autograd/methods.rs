@@ -3,7 +3,6 @@
 //! opforge::autograd::TensorAutograd`.
 
 use super::engine::backward;
-use super::node::Node;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use std::sync::Arc;
@@ -79,10 +78,8 @@ impl TensorAutograd for Tensor {
         if meta.retains_grad() {
             return Ok(());
         }
-        if let Some(node) = Node::of(&g) {
-            meta.set_retains_grad(true);
-            node.add_retained(g.output_nr, self.downgrade());
-        }
+        meta.set_retains_grad(true);
+        g.node.add_retained(g.output_nr, self.downgrade());
         Ok(())
     }
 
@@ -101,9 +98,7 @@ impl TensorAutograd for Tensor {
                 self.autograd_meta_or_default().add_hook(hook);
             }
             Some(g) => {
-                if let Some(node) = Node::of(&g) {
-                    node.add_pre_hook(g.output_nr, hook);
-                }
+                g.node.add_pre_hook(g.output_nr, hook);
             }
         }
         Ok(())

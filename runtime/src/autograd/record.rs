@@ -24,10 +24,10 @@
 
 use super::mode::is_grad_enabled;
 use super::node::gradient_edge;
-use super::node::{Backward, Edges, InputMeta, Kind, Node};
+use super::node::{Backward, BackwardCtx, Edges, Grads, InputMeta, InputMetas, Node};
 use super::saved::SavedTensor;
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
+use crate::tensor::{GradFn, Tensor};
 use std::borrow::Cow;
 use std::sync::{Arc, Weak};
 
@@ -47,19 +47,21 @@ pub struct Recording {
 /// Given to the function that makes a node's [`Backward`]: saves the node's
 /// own outputs (an input is saved with [`SavedTensor::input`]).
 pub struct Saver<'a> {
-    node: &'a Weak<Node>,
+    /// A weak handle to the node being made (from `Arc::new_cyclic`'s, asked
+    /// for only by a backward that saves an output).
+    node: &'a dyn Fn() -> Weak<Node>,
 }
 
 impl<'a> Saver<'a> {
-    /// A saver for the node being made (`Arc::new_cyclic`'s weak handle).
-    pub(crate) fn new(node: &'a Weak<Node>) -> Saver<'a> {
+    /// A saver for the node being made.
+    pub(crate) fn new(node: &'a dyn Fn() -> Weak<Node>) -> Saver<'a> {
         Saver { node }
     }
 
     /// Saves output `output_nr` of the node being made (kept without its
     /// history; see [`SavedTensor`]).
     pub fn output(&self, t: &Tensor, output_nr: u32) -> Result<SavedTensor> {
-        SavedTensor::output(t, self.node.clone(), output_nr)
+        SavedTensor::output(t, (self.node)(), output_nr)
     }
 }
 
@@ -74,8 +76,14 @@ impl Recording {
         // One pass: an input with an edge requires grad. Only when none has
         // one is `requires_grad` asked (a view made in no-grad mode of a base
         // that requires grad has no edge but requires grad).
-        let edges: Edges = inputs.iter().map(|t| gradient_edge(t)).collect();
-        if edges.iter().all(Option::is_none) && !inputs.iter().any(|t| t.requires_grad()) {
+        let mut edges = Edges::with_capacity(inputs.len());
+        let mut any = false;
+        for t in inputs {
+            let e = gradient_edge(t);
+            any |= e.is_some();
+            edges.push(e);
+        }
+        if !any && !inputs.iter().any(|t| t.requires_grad()) {
             return None;
         }
         Some(Recording {
@@ -134,41 +142,50 @@ impl Recording {
 
     /// Makes the node `name` (PyTorch's name, `MulBackward0`) with the
     /// backward `make` returns, and gives each floating-point output the
-    /// history (node, output number). Returns the node.
+    /// history (node, output number): the outputs hold the node.
     pub fn finish<B: Backward>(
         self,
         name: impl Into<Cow<'static, str>>,
         outputs: &[&Tensor],
         make: impl FnOnce(&Saver) -> Result<B>,
-    ) -> Result<Arc<Node>> {
+    ) -> Result<()> {
         let name = name.into();
         let view_target = self.view_target;
         let mut made: Result<()> = Ok(());
-        let input_meta = outputs.iter().map(|t| Some(InputMeta::of(t))).collect();
-        let node = Arc::new_cyclic(|weak| {
-            let backward: Box<dyn Backward> = match make(&Saver { node: weak }) {
-                Ok(b) => Box::new(b),
+        let input_meta = match outputs {
+            [one] => InputMetas::from_buf([Some(InputMeta::of(one))]),
+            _ => outputs.iter().map(|t| Some(InputMeta::of(t))).collect(),
+        };
+        // The node and its backward in one allocation.
+        let node = Arc::new_cyclic(|weak: &Weak<Node<Made<B>>>| {
+            let weak = || -> Weak<Node> { weak.clone() as Weak<_> };
+            let backward = match make(&Saver::new(&weak)) {
+                Ok(b) => Some(b),
                 Err(e) => {
                     made = Err(e);
-                    Box::new(Failed)
+                    None
                 }
             };
-            Node::new(
-                name,
-                input_meta,
-                self.edges,
-                Kind::Function(std::sync::Mutex::new(backward)),
-            )
+            Node::new(name, input_meta, self.edges, Made(backward))
         });
         made?;
+        // The last output to get the history takes this handle.
+        let last = outputs.iter().rposition(|t| t.dtype().is_floating_point());
+        let mut node: Option<Arc<Node>> = Some(node);
         for (nr, out) in outputs.iter().enumerate() {
             if !out.dtype().is_floating_point() {
                 continue;
             }
             let written_view = view_target.as_ref().is_some_and(|t| out.is_same(t));
-            set_history(out, &node, nr as u32, written_view)?;
+            let handle = match Some(nr) == last {
+                true => node.take(),
+                false => node.clone(),
+            };
+            if let Some(handle) = handle {
+                set_history(out, handle, nr as u32, written_view)?;
+            }
         }
-        Ok(node)
+        Ok(())
     }
 }
 
@@ -179,23 +196,26 @@ impl Recording {
 /// PyTorch moves its retains-grad hook).
 pub(crate) fn set_history(
     out: &Tensor,
-    node: &Arc<Node>,
+    node: Arc<Node>,
     nr: u32,
     written_view: bool,
 ) -> Result<()> {
     if written_view {
         if let Some(v) = out.view_of() {
-            return super::views::rebase(out, v, node);
+            return super::views::rebase(out, v, &node);
         }
     }
     let retained = out.autograd_meta().is_some_and(|m| m.retains_grad());
     if retained {
-        if let Some(old) = out.grad_fn().as_ref().and_then(Node::of) {
-            old.remove_retained(out);
+        if let Some(old) = out.grad_fn() {
+            old.node.remove_retained(out);
         }
         node.add_retained(nr, out.downgrade());
     }
-    out.set_grad_fn(Some(node.grad_fn(nr)));
+    out.set_grad_fn(Some(GradFn {
+        node,
+        output_nr: nr,
+    }));
     Ok(())
 }
 
@@ -245,33 +265,46 @@ pub fn check_no_requires_grad<'a>(
 }
 
 /// Records a functional call after the fact: [`Recording::begin`] on `inputs`
-/// then [`Recording::finish`]. `None` when nothing was recorded.
+/// then [`Recording::finish`]. `false` when nothing was recorded.
 pub fn record<B: Backward>(
     name: impl Into<Cow<'static, str>>,
     inputs: &[&Tensor],
     outputs: &[&Tensor],
     make: impl FnOnce(&Saver) -> Result<B>,
-) -> Result<Option<Arc<Node>>> {
+) -> Result<bool> {
     match Recording::begin(inputs) {
-        Some(rec) => rec.finish(name, outputs, make).map(Some),
-        None => Ok(None),
+        Some(rec) => rec.finish(name, outputs, make).map(|()| true),
+        None => Ok(false),
     }
 }
 
-/// Stands in for a backward whose making failed (the node is dropped with
-/// the error; this never runs).
-struct Failed;
+/// A node's backward as [`Recording::finish`] makes it: `None` if making it
+/// failed (the node is then dropped with the error, and never runs).
+pub(crate) struct Made<B>(pub(crate) Option<B>);
 
-impl Backward for Failed {
-    fn apply(
-        &mut self,
-        _: super::node::Grads,
-        _: &super::node::BackwardCtx,
-    ) -> Result<super::node::Grads> {
-        Err(Error::Runtime(
-            "this node's backward could not be made".into(),
-        ))
+impl<B: Backward> Backward for Made<B> {
+    fn apply(&mut self, grads: Grads, ctx: &BackwardCtx) -> Result<Grads> {
+        match &mut self.0 {
+            Some(b) => b.apply(grads, ctx),
+            None => Err(Error::Runtime(
+                "this node's backward could not be made".into(),
+            )),
+        }
     }
 
-    fn release(&mut self) {}
+    fn release(&mut self) {
+        if let Some(b) = &mut self.0 {
+            b.release();
+        }
+    }
+
+    fn before_drop(&mut self) {
+        if let Some(b) = &mut self.0 {
+            b.before_drop();
+        }
+    }
+
+    fn owns_tensors(&self) -> bool {
+        self.0.as_ref().is_some_and(B::owns_tensors)
+    }
 }

@@ -85,7 +85,7 @@ impl SavedTensor {
                     .map(|n| (n.name().to_string(), o.output_nr)),
                 None => data
                     .grad_fn()
-                    .map(|g| (g.node.name().into_owned(), g.output_nr)),
+                    .map(|g| (g.node.name().to_string(), g.output_nr)),
             };
             return Err(Error::Runtime(
                 modified_message(data, history, current, self.version).into(),
@@ -104,7 +104,11 @@ impl SavedTensor {
     /// Frees the saved tensor; a later [`SavedTensor::unpack`] fails with
     /// [`BACKWARD_TWICE`].
     pub fn release(&mut self) {
-        self.data = None;
+        if let Some(t) = self.data.take() {
+            // Perhaps the last handle to a graph: dropped by the loop of a
+            // node's drop under way rather than recursively.
+            crate::tensor::drop_tensor_later(t);
+        }
         self.released = true;
     }
 

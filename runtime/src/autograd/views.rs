@@ -24,14 +24,13 @@
 
 use super::mode::{below_autograd, is_grad_enabled, is_inference_mode_enabled};
 use super::node::{
-    conform, gradient_edge, lock, short_name, Backward, BackwardCtx, Edge, Edges, Grads, InputMeta,
-    Kind, Node,
+    conform, gradient_edge, short_name, Backward, BackwardCtx, Edge, Edges, Grads, InputMeta, Node,
 };
 use crate::at;
 use crate::error::{Error, Result};
 use crate::tensor::{last_offset, set_view_history, CreationMeta, GradFn, Tensor, ViewOf};
 use crate::Scalar;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The view operators whose result is not a differentiable view: `detach`
 /// (PyTorch writes its ADInplaceOrView kernel by hand, with
@@ -140,8 +139,8 @@ pub(crate) fn rebase(view: &Tensor, v: &ViewOf, node: &Arc<Node>) -> Result<()> 
     );
     // A base that keeps its gradient keeps it from its new history on.
     if base.autograd_meta().is_some_and(|m| m.retains_grad()) {
-        if let Some(old) = base.grad_fn().as_ref().and_then(Node::of) {
-            old.remove_retained(base);
+        if let Some(old) = base.grad_fn() {
+            old.node.remove_retained(base);
         }
         copy.add_retained(0, base.downgrade());
     }
@@ -178,7 +177,7 @@ fn one_output_node(
         name.into(),
         smallvec::smallvec![Some(meta)],
         edges,
-        Kind::Function(Mutex::new(Box::new(backward))),
+        backward,
     ))
 }
 
@@ -400,19 +399,22 @@ impl Backward for CopySlices {
         let Some(g) = grads.into_iter().next().flatten() else {
             return Ok(smallvec::smallvec![None; n]);
         };
-        let Kind::Function(inner) = &self.inner.kind else {
+        if self.inner.is_accumulator() {
             return Err(Error::Runtime(
                 "CopySlices wraps an operation's node, not an accumulator".into(),
             ));
-        };
+        }
         let slice = gather(&g, &self.base, &self.view)?;
         // The operation's gradient for the view is always needed: it is the
         // base's, inside the view.
         let mut needed: Vec<bool> = (0..n).map(|i| ctx.needs_input_grad(i)).collect();
         needed[0] = true;
-        let res = lock(inner).apply(
+        let res = self.inner.backward().apply(
             smallvec::smallvec![Some(slice.clone())],
-            &BackwardCtx { needed: &needed },
+            &BackwardCtx {
+                needed: &needed,
+                input_meta: self.inner.input_metas(),
+            },
         )?;
         let mut res = res.into_iter();
         let one = Scalar::Int(1);
@@ -441,10 +443,12 @@ impl Backward for CopySlices {
     }
 
     fn release(&mut self) {
-        if let Kind::Function(inner) = &self.inner.kind {
-            lock(inner).release();
-        }
+        self.inner.backward().release();
     }
+
+    /// Nothing to hand over: the wrapped node, if this was its last holder,
+    /// hands over its own tensors when it is dropped (one level deeper).
+    fn before_drop(&mut self) {}
 }
 
 #[cfg(test)]

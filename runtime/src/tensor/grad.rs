@@ -10,6 +10,7 @@
 //! node holds what it saved. Nothing here points back from a node to a tensor
 //! that holds it, so a graph is freed when its last output is dropped.
 
+use super::graph::Node;
 use super::{Tensor, TensorInner};
 use crate::error::Result;
 use crate::keys::{DispatchKey, KeySet};
@@ -21,26 +22,12 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 pub const AUTOGRAD_KEYS: KeySet =
     KeySet::of(DispatchKey::Autograd).with(DispatchKey::ADInplaceOrView);
 
-/// A node of the autograd graph as the tensor layer sees it: what a tensor's
-/// `grad_fn` is. The autograd layer implements it for its nodes.
-pub trait GradNode: Send + Sync + 'static {
-    /// The node's name, as PyTorch prints it (`MulBackward0`).
-    fn name(&self) -> std::borrow::Cow<'_, str>;
-
-    /// The node itself, for the autograd layer to recover its concrete type.
-    fn as_any(&self) -> &dyn std::any::Any;
-
-    /// The shared node itself, for the autograd layer to recover its concrete
-    /// type as an `Arc` (`Arc::downcast`).
-    fn into_any_arc(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
-}
-
 /// A tensor's history: the node that computed it and which of that node's
 /// outputs it is (PyTorch's `grad_fn` and `output_nr`).
 #[derive(Clone)]
 pub struct GradFn {
     /// The node.
-    pub node: Arc<dyn GradNode>,
+    pub node: Arc<Node>,
     /// Which of the node's outputs the tensor is.
     pub output_nr: u32,
 }
@@ -195,7 +182,7 @@ pub struct AutogradMeta {
     /// first use and kept for the leaf's life (also while it stops requiring
     /// grad: PyTorch too hands out the one that lives); the accumulator holds
     /// the leaf only weakly, so no cycle forms. Read without a lock.
-    accumulator: OnceBox<Arc<dyn GradNode>>,
+    accumulator: OnceBox<Arc<Node>>,
     /// Forward mode's tangent and the level it belongs to (PyTorch's
     /// `fw_grad`; one level at a time, see `autograd::forward_ad`).
     tangent: Mutex<Option<(u64, Tensor)>>,
@@ -254,8 +241,8 @@ impl AutogradMeta {
     /// A leaf's gradient accumulator, the one `make` returns the first time
     /// (see the field). Atomic: two threads asking at once get the same node
     /// (the one whose node is installed first; the other's is dropped).
-    pub fn accumulator_or(&self, make: impl FnOnce() -> Arc<dyn GradNode>) -> Arc<dyn GradNode> {
-        self.accumulator.get_or_init(|| Box::new(make())).clone()
+    pub fn accumulator_or(&self, make: impl FnOnce() -> Arc<Node>) -> &Arc<Node> {
+        self.accumulator.get_or_init(|| Box::new(make()))
     }
 }
 
@@ -532,17 +519,16 @@ mod tests {
     use super::*;
     use crate::dtype::{DType, Device};
 
-    struct Node(&'static str);
-    impl GradNode for Node {
-        fn name(&self) -> std::borrow::Cow<'_, str> {
-            self.0.into()
+    struct Mul;
+    impl super::super::graph::Backward for Mul {
+        fn apply(
+            &mut self,
+            grads: super::super::graph::Grads,
+            _: &super::super::graph::BackwardCtx,
+        ) -> Result<super::super::graph::Grads> {
+            Ok(grads)
         }
-        fn as_any(&self) -> &dyn std::any::Any {
-            self
-        }
-        fn into_any_arc(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
-            self
-        }
+        fn release(&mut self) {}
     }
 
     #[test]
@@ -563,13 +549,18 @@ mod tests {
         // A result with a history requires grad, and cannot be told otherwise.
         let r = Tensor::zeros(&[2], DType::Float64, Device::Meta);
         r.set_grad_fn(Some(GradFn {
-            node: Arc::new(Node("MulBackward0")),
+            node: Arc::new(Node::new(
+                "MulBackward0".into(),
+                Default::default(),
+                Default::default(),
+                Mul,
+            )),
             output_nr: 0,
         }));
         assert!(r.requires_grad() && !r.is_leaf());
         assert!(r.key_set().has(DispatchKey::Autograd));
         assert_eq!(
-            r.grad_fn().map(|g| g.node.name().into_owned()).as_deref(),
+            r.grad_fn().map(|g| g.node.name().to_string()).as_deref(),
             Some("MulBackward0")
         );
         assert!(r.set_requires_grad(false).is_err());

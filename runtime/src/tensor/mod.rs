@@ -25,6 +25,7 @@ pub mod alloc;
 mod class;
 mod fake;
 mod grad;
+mod graph;
 mod locks;
 mod objects;
 mod saved_form;
@@ -39,8 +40,12 @@ pub use alloc::{
 pub use class::TensorClass;
 pub use fake::{python_tuple, FAKE_KEY};
 pub use grad::{
-    set_view_history, AutogradMeta, CreationMeta, GradFn, GradHook, GradNode, ViewHistory, ViewOf,
+    set_view_history, AutogradMeta, CreationMeta, GradFn, GradHook, ViewHistory, ViewOf,
     WeakTensor, AUTOGRAD_KEYS,
+};
+pub use graph::{
+    drop_boxed_later, drop_tensor_later, live_nodes, Backward, BackwardCtx, Edge, Edges, Grads,
+    InputMeta, InputMetas, Node,
 };
 pub use locks::{Reads, StorageLocks};
 pub use objects::{Generator, QScheme, Stream};
