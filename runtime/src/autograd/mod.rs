@@ -8,9 +8,9 @@
 //!
 //! - [`mode`]: thread-local grad mode and its guards ([`no_grad`],
 //!   [`enable_grad`], [`set_grad_enabled`], [`inference_mode`]).
-//! - [`node`]: [`Node`] (implements [`crate::tensor::GradNode`]), [`Edge`],
-//!   the [`Backward`] trait a node's computation implements, accumulators for
-//!   leaves, [`live_nodes`].
+//! - [`node`]: [`Node`], [`Edge`] and the [`Backward`] trait a node's
+//!   computation implements (the graph's data, from the tensor layer: a
+//!   tensor's history is a node), accumulators for leaves, [`live_nodes`].
 //! - [`saved`]: [`SavedTensor`], checked against the storage's version on
 //!   unpack, released after a backward without `retain_graph`.
 //! - [`record`](mod@record): [`Recording`] (begin / finish around an Autograd kernel's

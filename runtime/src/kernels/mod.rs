@@ -119,7 +119,7 @@ pub(crate) fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
 }
 
 /// Checks factory sizes: `Trying to create tensor with negative dimension -1: [2, -1]`.
-pub(crate) fn check_sizes(size: &[i64]) -> Result<Vec<usize>> {
+pub(crate) fn check_sizes(size: &[i64]) -> Result<crate::tensor::Dims> {
     if let Some(&d) = size.iter().find(|&&d| d < 0) {
         crate::bail!(
             "Trying to create tensor with negative dimension {d}: {}",

@@ -82,9 +82,13 @@ const CHUNK: usize = 16_384;
 /// One dimension: size and stride.
 type Dim = (usize, usize);
 
+/// Dimensions of a reduction's plan, inline up to five (as a tensor keeps
+/// its sizes): planning a small reduction allocates nothing.
+type PlanDims = smallvec::SmallVec<[Dim; 5]>;
+
 /// Coalesces adjacent dimensions (outer first) that step through memory as one.
-fn merge(dims: &mut Vec<Dim>) {
-    dims.retain(|&(n, _)| n != 1);
+fn merge(dims: &mut PlanDims) {
+    dims.retain(|&mut (n, _)| n != 1);
     let mut i = 0;
     while i + 1 < dims.len() {
         let ((n0, s0), (n1, s1)) = (dims[i], dims[i + 1]);
@@ -113,7 +117,7 @@ pub(crate) fn reduce_lanes<T: IntoBuffer, R: Reducer<T>>(
     reducer: &R,
 ) -> Result<Vec<R::Acc>> {
     let g = t.geometry();
-    let dims = |keep: bool| -> Vec<Dim> {
+    let dims = |keep: bool| -> PlanDims {
         (0..g.shape.len())
             .filter(|&d| mask[d] != keep)
             .map(|d| (g.shape[d], g.strides[d]))
@@ -121,7 +125,7 @@ pub(crate) fn reduce_lanes<T: IntoBuffer, R: Reducer<T>>(
     };
     let kept = dims(true);
     let mut lane = dims(false);
-    let out_n = numel(&kept.iter().map(|d| d.0).collect::<Vec<_>>());
+    let out_n = numel(&kept.iter().map(|d| d.0).collect::<crate::tensor::Dims>());
     let lane_n: usize = lane.iter().map(|d| d.0).product();
     let init = reducer.init();
     let mut out = memory::try_filled(out_n, init)?;

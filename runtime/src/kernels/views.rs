@@ -4,7 +4,8 @@
 
 use super::{fmt_ints, fmt_shape, index_error, wrap_dim};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Tensor, MAX_GEOMETRY};
+use crate::tensor::{DType, Dims, Tensor, DIMS_INLINE, MAX_GEOMETRY};
+use smallvec::SmallVec;
 
 /// `a * b` for a view's geometry: an error naming the operator when the
 /// product leaves PyTorch's `int64` geometry (which would wrap there).
@@ -200,7 +201,11 @@ fn legacy_type_name(d: DType) -> &'static str {
 
 /// `expand(self, size)`: size-1 dimensions (and new leading ones) get stride 0.
 pub(crate) fn expand(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
-    let (shape, strides) = (self_.shape(), self_.strides());
+    // Sizes and strides inline up to five dimensions: an expand (what the
+    // backward of every reduction and broadcast calls) allocates only its
+    // result.
+    let (shape, strides, offset) =
+        self_.with_geometry(|g| (g.shape.clone(), g.strides.clone(), g.offset));
     let (ndim, tdim) = (size.len(), shape.len());
     crate::ensure!(
         ndim >= tdim,
@@ -209,8 +214,8 @@ pub(crate) fn expand(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
         fmt_shape(&shape),
         fmt_ints(size)
     );
-    let mut es = vec![0i64; ndim];
-    let mut est = vec![0i64; ndim];
+    let mut es: SmallVec<[i64; DIMS_INLINE]> = SmallVec::from_elem(0, ndim);
+    let mut est: SmallVec<[i64; DIMS_INLINE]> = SmallVec::from_elem(0, ndim);
     if tdim == 0 {
         es.copy_from_slice(size);
     } else {
@@ -248,8 +253,8 @@ pub(crate) fn expand(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
         }
     }
     let new_shape = super::check_sizes(&es)?;
-    let new_strides: Vec<usize> = est.iter().map(|&s| s.max(0) as usize).collect();
-    self_.as_strided(&new_shape, &new_strides, self_.storage_offset())
+    let new_strides: Dims = est.iter().map(|&s| s.max(0) as usize).collect();
+    self_.as_strided(&new_shape, &new_strides, offset)
 }
 
 /// `select(self, dim, index)`.

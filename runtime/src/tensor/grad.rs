@@ -10,7 +10,7 @@
 //! node holds what it saved. Nothing here points back from a node to a tensor
 //! that holds it, so a graph is freed when its last output is dropped.
 
-use super::graph::Node;
+use super::graph::{GradFn, GradHook, Node};
 use super::{Tensor, TensorInner};
 use crate::error::Result;
 use crate::keys::{DispatchKey, KeySet};
@@ -21,26 +21,6 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 /// The keys a tensor has while it requires grad, and only then.
 pub const AUTOGRAD_KEYS: KeySet =
     KeySet::of(DispatchKey::Autograd).with(DispatchKey::ADInplaceOrView);
-
-/// A tensor's history: the node that computed it and which of that node's
-/// outputs it is (PyTorch's `grad_fn` and `output_nr`).
-#[derive(Clone)]
-pub struct GradFn {
-    /// The node.
-    pub node: Arc<Node>,
-    /// Which of the node's outputs the tensor is.
-    pub output_nr: u32,
-}
-
-impl std::fmt::Debug for GradFn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "<{} output {}>", self.node.name(), self.output_nr)
-    }
-}
-
-/// A hook on a tensor's gradient (`register_hook`): it sees the gradient and
-/// may return a replacement.
-pub type GradHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 
 /// How a view came to be, for PyTorch's checks of an in-place write through
 /// it (its `CreationMeta`).
@@ -519,13 +499,11 @@ mod tests {
     use super::*;
     use crate::dtype::{DType, Device};
 
+    use crate::tensor::{Backward, BackwardCtx, Grads};
+
     struct Mul;
-    impl super::super::graph::Backward for Mul {
-        fn apply(
-            &mut self,
-            grads: super::super::graph::Grads,
-            _: &super::super::graph::BackwardCtx,
-        ) -> Result<super::super::graph::Grads> {
+    impl Backward for Mul {
+        fn apply(&mut self, grads: Grads, _: &BackwardCtx) -> Result<Grads> {
             Ok(grads)
         }
         fn release(&mut self) {}

@@ -23,8 +23,7 @@
 //! tensor weakly), so a graph is freed when its last output is dropped — by a
 //! loop, not by recursion (`Drop for Node`, [`drop_tensor_later`]).
 
-use super::grad::GradHook;
-use super::{DType, Device, Dims, GradFn, Tensor, WeakTensor};
+use super::{DType, Device, Dims, Tensor, WeakTensor};
 use crate::error::{Error, Result};
 use once_cell::race::OnceBox;
 use smallvec::SmallVec;
@@ -51,6 +50,26 @@ pub fn live_nodes() -> usize {
 fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// A tensor's history: the node that computed it and which of that node's
+/// outputs it is (PyTorch's `grad_fn` and `output_nr`).
+#[derive(Clone)]
+pub struct GradFn {
+    /// The node.
+    pub node: Arc<Node>,
+    /// Which of the node's outputs the tensor is.
+    pub output_nr: u32,
+}
+
+impl std::fmt::Debug for GradFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} output {}>", self.node.name(), self.output_nr)
+    }
+}
+
+/// A hook on a tensor's gradient (`register_hook`): it sees the gradient and
+/// may return a replacement.
+pub type GradHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 
 /// Where a gradient goes: the node that receives it and which of its inputs
 /// (the forward output number) it arrives at.

@@ -40,12 +40,11 @@ pub use alloc::{
 pub use class::TensorClass;
 pub use fake::{python_tuple, FAKE_KEY};
 pub use grad::{
-    set_view_history, AutogradMeta, CreationMeta, GradFn, GradHook, ViewHistory, ViewOf,
-    WeakTensor, AUTOGRAD_KEYS,
+    set_view_history, AutogradMeta, CreationMeta, ViewHistory, ViewOf, WeakTensor, AUTOGRAD_KEYS,
 };
 pub use graph::{
-    drop_boxed_later, drop_tensor_later, live_nodes, Backward, BackwardCtx, Edge, Edges, Grads,
-    InputMeta, InputMetas, Node,
+    drop_boxed_later, drop_tensor_later, live_nodes, Backward, BackwardCtx, Edge, Edges, GradFn,
+    GradHook, Grads, InputMeta, InputMetas, Node,
 };
 pub use locks::{Reads, StorageLocks};
 pub use objects::{Generator, QScheme, Stream};
@@ -328,7 +327,7 @@ impl Storage {
 pub type Dims = smallvec::SmallVec<[usize; DIMS_INLINE]>;
 
 /// Dimensions [`Dims`] keeps inline.
-const DIMS_INLINE: usize = 5;
+pub(crate) const DIMS_INLINE: usize = 5;
 
 /// Where a tensor's elements are in its storage.
 #[derive(Debug)]
