@@ -3,7 +3,7 @@
 //! (`tensor/graph.rs`), since a tensor's history points at a node; this
 //! module adds what needs the layers above the tensor: a leaf's
 //! [`accumulator`], a tensor's [`gradient_edge`], and the engine's check of a
-//! gradient against the input it reaches ([`check_gradient`], which sums and
+//! gradient against the input it reaches (`check_gradient`, which sums and
 //! casts with `at`).
 
 use crate::error::{Error, Result};

@@ -75,7 +75,7 @@ pub fn check_inplace_view(view: &Tensor, v: &ViewOf) -> Result<()> {
     let creation = v.creation();
     if creation == CreationMeta::InCustomFunction {
         let prefix = match view.stored_grad_fn() {
-            Some(g) => format!("Output {} of {}", g.output_nr, short_name(&g.node.name())),
+            Some(g) => format!("Output {} of {}", g.output_nr, short_name(g.node.name())),
             None => "A view".to_string(),
         };
         return Err(Error::Runtime(
@@ -89,7 +89,7 @@ pub fn check_inplace_view(view: &Tensor, v: &ViewOf) -> Result<()> {
             Some(g) => format!(
                 "Output {} of {} is a view of a view which was created in",
                 g.output_nr,
-                short_name(&g.node.name())
+                short_name(g.node.name())
             ),
             None => "A view was created in".to_string(),
         };
