@@ -554,22 +554,23 @@ fn graphs_are_freed_and_a_training_loop_keeps_memory_flat() {
     assert_eq!(live_nodes(), start);
 }
 
-#[test]
-fn a_long_graph_is_dropped_without_deep_recursion() {
-    let _s = serial();
+/// Builds a chain of 20,000 nodes from a leaf on a thread with a small stack
+/// (`build` returns its last tensor), then drops it: dropping that many
+/// nodes recursively would overflow the stack. Every node goes with the
+/// chain but the leaf's accumulator, which goes with the leaf.
+fn drop_a_chain_on_a_small_stack(build: impl FnOnce(&Tensor) -> Tensor + Send + 'static) {
     let start = live_nodes();
-    // A small stack: dropping 20,000 nodes recursively (through edges and
-    // through the saved inputs' histories) would overflow it.
     std::thread::Builder::new()
         .stack_size(256 * 1024)
         .spawn(move || {
             let w = leaf(vec![1.0]);
-            let mut y = mul(&w, &w);
-            for _ in 0..20_000 {
-                y = mul(&y, &w);
-            }
-            assert_eq!(live_nodes(), start + 20_002);
-            drop(y);
+            let last = build(&w);
+            assert_eq!(
+                live_nodes(),
+                start + 20_002,
+                "the chain and w's accumulator"
+            );
+            drop(last);
             assert_eq!(live_nodes(), start + 1, "w's accumulator lives with w");
             drop(w);
             assert_eq!(live_nodes(), start);
@@ -579,13 +580,25 @@ fn a_long_graph_is_dropped_without_deep_recursion() {
         .unwrap();
 }
 
+#[test]
+fn a_long_graph_is_dropped_without_deep_recursion() {
+    let _s = serial();
+    // Held together through edges and through the saved inputs' histories.
+    drop_a_chain_on_a_small_stack(|w| {
+        let mut y = mul(w, w);
+        for _ in 0..20_000 {
+            y = mul(&y, w);
+        }
+        y
+    });
+}
+
 /// A graph held together only by what nodes saved (no edge between them):
 /// a saved tensor's history, and a custom Function's state holding a tensor,
 /// are handed to the dropping loop too, not dropped recursively.
 #[test]
 fn a_chain_held_by_saved_tensors_and_function_state_is_dropped_without_deep_recursion() {
     let _s = serial();
-    let start = live_nodes();
     /// Saves the previous link, which is not one of its inputs.
     struct Keeps(SavedTensor);
     impl Backward for Keeps {
@@ -611,39 +624,27 @@ fn a_chain_held_by_saved_tensors_and_function_state_is_dropped_without_deep_recu
             at::mul_Tensor(w, &two())
         }
     }
-    // One chain of each kind (each alone: a chain mixing them would be
-    // dropped without deep recursion even if one kind were dropped in place).
-    for by_state in [false, true] {
-        std::thread::Builder::new()
-            .stack_size(256 * 1024)
-            .spawn(move || {
-                let w = leaf(vec![1.0]);
-                let mut prev = mul(&w, &two());
-                for _ in 0..20_000 {
-                    prev = match by_state {
-                        false => {
-                            let out = mul(&w, &two());
-                            let rec = Recording::begin(&[&w]).unwrap();
-                            let kept = SavedTensor::input(&prev);
-                            rec.finish("KeepsBackward", &[&out], |_| Ok(Keeps(kept)))
-                                .unwrap();
-                            out
-                        }
-                        true => {
-                            <Link as autograd::Function>::apply((w.clone(), vec![prev])).unwrap()
-                        }
-                    };
-                }
-                assert!(live_nodes() >= start + 20_000);
-                drop(prev);
-                assert_eq!(live_nodes(), start + 1, "w's accumulator lives with w");
-                drop(w);
-                assert_eq!(live_nodes(), start);
-            })
-            .unwrap()
-            .join()
-            .unwrap();
-    }
+    // One chain of each kind (a chain mixing them would be dropped without
+    // deep recursion even if one kind were dropped in place).
+    drop_a_chain_on_a_small_stack(|w| {
+        let mut prev = mul(w, &two());
+        for _ in 0..20_000 {
+            let out = mul(w, &two());
+            let rec = Recording::begin(&[w]).unwrap();
+            let kept = SavedTensor::input(&prev);
+            rec.finish("KeepsBackward", &[&out], |_| Ok(Keeps(kept)))
+                .unwrap();
+            prev = out;
+        }
+        prev
+    });
+    drop_a_chain_on_a_small_stack(|w| {
+        let mut prev = mul(w, &two());
+        for _ in 0..20_000 {
+            prev = <Link as autograd::Function>::apply((w.clone(), vec![prev])).unwrap();
+        }
+        prev
+    });
 }
 
 #[test]
