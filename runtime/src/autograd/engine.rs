@@ -197,8 +197,9 @@ fn retain_grad(t: &Tensor, grad: &Tensor) -> Result<()> {
 /// A pass's roots: each an edge and the gradient sent along it.
 type Roots = SmallVec<[(Edge, Tensor); 1]>;
 
-struct Info {
-    node: Arc<Node>,
+struct Info<'a> {
+    /// Borrowed from the roots' edges, which hold the graph for the pass.
+    node: &'a Arc<Node>,
     /// Gradients still to arrive before the node can run.
     deps: usize,
     /// Runs (is on a path to a wanted gradient, or everything runs).
@@ -209,7 +210,7 @@ struct Info {
     seeded: bool,
 }
 
-impl Info {
+impl Info<'_> {
     fn active(&self) -> bool {
         self.needed || self.target
     }
@@ -227,32 +228,48 @@ fn run(
 ) -> Result<Vec<Option<Tensor>>> {
     let _mode = set_grad_enabled(create_graph);
 
+    // The roots' edges hold the graph for the whole pass (a node's edges
+    // never change while it lives), so the engine's table borrows every node
+    // from them: no reference count is touched per node.
+    let (root_edges, root_grads): (SmallVec<[Edge; 1]>, SmallVec<[Tensor; 1]>) =
+        roots.into_iter().unzip();
+
     // The reachable nodes.
     let mut index = NodeIndex::default();
-    let mut infos: SmallVec<[Info; 8]> = SmallVec::new();
-    let mut stack: SmallVec<[Arc<Node>; 8]> = SmallVec::new();
+    let mut infos: SmallVec<[Info<'_>; 8]> = SmallVec::new();
+    let mut stack: SmallVec<[&Arc<Node>; 8]> = SmallVec::new();
     {
-        let mut visit = |n: &Arc<Node>,
-                         infos: &mut SmallVec<[Info; 8]>,
-                         stack: &mut SmallVec<[Arc<Node>; 8]>| {
-            if index.insert(node_id(n), infos.len()) {
+        // Adds `n` to the table unless it is there; `true` if it was not.
+        fn visit<'a>(
+            n: &'a Arc<Node>,
+            index: &mut NodeIndex,
+            infos: &mut SmallVec<[Info<'a>; 8]>,
+            needed: bool,
+        ) -> bool {
+            let fresh = index.insert(node_id(n), infos.len());
+            if fresh {
                 infos.push(Info {
-                    node: n.clone(),
+                    node: n,
                     deps: 0,
-                    needed: targets.is_none(),
+                    needed,
                     target: false,
                     buffer: Grads::from_elem(None, n.num_inputs()),
                     seeded: false,
                 });
-                stack.push(n.clone());
             }
-        };
-        for (e, _) in &roots {
-            visit(&e.node, &mut infos, &mut stack);
+            fresh
+        }
+        let needed = targets.is_none();
+        for e in &root_edges {
+            if visit(&e.node, &mut index, &mut infos, needed) {
+                stack.push(&e.node);
+            }
         }
         while let Some(n) = stack.pop() {
             for e in n.next_edges().iter().flatten() {
-                visit(&e.node, &mut infos, &mut stack);
+                if visit(&e.node, &mut index, &mut infos, needed) {
+                    stack.push(&e.node);
+                }
             }
         }
     }
@@ -319,7 +336,7 @@ fn run(
     }
 
     // The roots' gradients.
-    for (e, g) in roots {
+    for (e, g) in root_edges.iter().zip(root_grads) {
         let Some(i) = idx(&e.node) else { continue };
         if !infos[i].active() {
             continue;
@@ -338,27 +355,30 @@ fn run(
 
     let mut captured: Vec<Option<Tensor>> = vec![None; targets.map_or(0, <[Edge]>::len)];
     while let Some((_, i)) = ready.pop() {
-        let node = infos[i].node.clone();
+        let node = infos[i].node;
         let mut grads = std::mem::take(&mut infos[i].buffer);
 
-        // Hooks on the gradients arriving here, then retained gradients.
-        for (input, hook) in node.pre_hooks() {
-            if let Some(g) = grads.get_mut(input as usize) {
-                if let Some(cur) = g.as_ref() {
-                    if let Some(new) = hook(cur)? {
-                        *g = Some(new);
+        // Hooks on the gradients arriving here, then retained gradients
+        // (most nodes have neither).
+        if node.has_extras() {
+            for (input, hook) in node.pre_hooks() {
+                if let Some(g) = grads.get_mut(input as usize) {
+                    if let Some(cur) = g.as_ref() {
+                        if let Some(new) = hook(cur)? {
+                            *g = Some(new);
+                        }
                     }
                 }
             }
-        }
-        for (input, t) in node.retained() {
-            if let (Some(Some(g)), Some(t)) = (grads.get(input as usize), t.upgrade()) {
-                retain_grad(&t, g)?;
+            for (input, t) in node.retained() {
+                if let (Some(Some(g)), Some(t)) = (grads.get(input as usize), t.upgrade()) {
+                    retain_grad(&t, g)?;
+                }
             }
         }
         if let Some(targets) = targets {
             for (k, t) in targets.iter().enumerate() {
-                if Arc::ptr_eq(&t.node, &node) {
+                if Arc::ptr_eq(&t.node, node) {
                     captured[k] = grads.get(t.input_nr as usize).cloned().flatten();
                 }
             }

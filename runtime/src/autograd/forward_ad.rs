@@ -126,10 +126,16 @@ pub fn tangent(t: &Tensor) -> Option<Tensor> {
 /// in force or no input carries a tangent (nothing to propagate); otherwise
 /// one tangent per input, zeros for an input without one (torchgen's
 /// `_efficientzerotensor`).
+#[inline]
 pub fn tangents_of(inputs: &[&Tensor]) -> Result<Option<Vec<Tensor>>> {
+    // The common case, forward mode off, without a call.
     if current_level().is_none() {
         return Ok(None);
     }
+    tangents_of_present(inputs)
+}
+
+fn tangents_of_present(inputs: &[&Tensor]) -> Result<Option<Vec<Tensor>>> {
     let present: Vec<Option<&Tensor>> = inputs.iter().copied().map(Some).collect();
     // Every input is present, so every tangent is `Some`.
     Ok(tangents_of_optional(&present)?.map(|ts| ts.into_iter().flatten().collect()))

@@ -102,11 +102,9 @@ pub fn gradient_edge(t: &Tensor) -> Option<Edge> {
     }
     // A leaf the user marked (a view that requires grad only through its
     // base, made in no-grad mode, has neither history nor accumulator).
-    if t.autograd_meta().is_some_and(|m| m.requires_grad_flag()) {
-        return Some(Edge {
-            node: accumulator(t),
-            input_nr: 0,
-        });
-    }
-    None
+    let meta = t.autograd_meta().filter(|m| m.requires_grad_flag())?;
+    Some(Edge {
+        node: meta.accumulator_or(|| Node::accumulator_of(t)).clone(),
+        input_nr: 0,
+    })
 }

@@ -158,6 +158,9 @@ pub struct AutogradMeta {
     retains_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
     hooks: Mutex<Vec<GradHook>>,
+    /// Whether `hooks` ever held one (set under its lock), so that a leaf
+    /// without hooks, nearly every one, locks nothing in backward.
+    has_hooks: AtomicBool,
     /// A leaf's gradient accumulator (PyTorch's `AccumulateGrad`), made on
     /// first use and kept for the leaf's life (also while it stops requiring
     /// grad: PyTorch too hands out the one that lives); the accumulator holds
@@ -200,6 +203,9 @@ impl AutogradMeta {
 
     /// The gradient hooks, in registration order.
     pub fn hooks(&self) -> Vec<GradHook> {
+        if !self.has_hooks.load(Ordering::Acquire) {
+            return Vec::new();
+        }
         lock(&self.hooks).clone()
     }
 
@@ -207,6 +213,7 @@ impl AutogradMeta {
     pub fn add_hook(&self, hook: GradHook) -> usize {
         let mut hooks = lock(&self.hooks);
         hooks.push(hook);
+        self.has_hooks.store(true, Ordering::Release);
         hooks.len() - 1
     }
 

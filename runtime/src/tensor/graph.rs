@@ -361,6 +361,12 @@ impl<B: ?Sized + Backward> Node<B> {
         lock(&self.backward)
     }
 
+    /// Has a hook or a retained gradient ever been added here?
+    #[inline]
+    pub(crate) fn has_extras(&self) -> bool {
+        self.extras.get().is_some()
+    }
+
     fn extras(&self) -> MutexGuard<'_, Extras> {
         lock(self.extras.get_or_init(Box::default))
     }
