@@ -727,13 +727,26 @@ fn kernel(
                     match outputs.history.iter().position(|&k| Some(k) == f.output) {
                         Some(nr) => {
                             let nr = nr as u32;
-                            quote!(#i: saver.output(#o, #nr)?,)
+                            quote!(#i: saver.output(#nr)?,)
                         }
                         None => quote!(#i: ::opforge::autograd::SavedTensor::input(#o),),
                     },
                 )
             });
             let history: Vec<&TokenStream> = outputs.history.iter().map(|&k| &outs[k]).collect();
+            // `finish` borrows the kernel's own results mutably: a fresh one
+            // gets its history without locking.
+            let history_mut: Vec<TokenStream> = outputs
+                .history
+                .iter()
+                .map(|&k| match nret {
+                    1 => quote!(&mut out),
+                    _ => {
+                        let k = syn::Index::from(k);
+                        quote!(&mut out.#k)
+                    }
+                })
+                .collect();
             let dtype_check = match outputs.conditional {
                 true => TokenStream::new(),
                 false => {
@@ -763,15 +776,18 @@ fn kernel(
                     false => None,
                 };
                 #fw_pre
-                let out = {
+                let mut out = {
                     let _below = ::opforge::autograd::below_autograd();
                     ::opforge::at::#at_fn(#(#call_args),*)?
                 };
-                if let (Some(rec), Some((#counts_field #(#pre_idents,)*))) = (rec, pre) {
-                    #dtype_check
-                    rec.finish(#node_name, &[#(#history),*], |saver| {
-                        Ok(#node_ty { #counts_field #(#pre_idents,)* #(#post)* })
-                    })?;
+                // Nested, not a tuple of the two: no copy of the recording.
+                if let Some(rec) = rec {
+                    if let Some((#counts_field #(#pre_idents,)*)) = pre {
+                        #dtype_check
+                        rec.finish(#node_name, [#(#history_mut),*], |saver| {
+                            Ok(#node_ty { #counts_field #(#pre_idents,)* #(#post)* })
+                        })?;
+                    }
                 }
                 #fw_post
                 Ok(out)

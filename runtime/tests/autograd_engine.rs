@@ -544,7 +544,7 @@ fn graphs_are_freed_and_a_training_loop_keeps_memory_flat() {
     let out = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
     let rec = Recording::begin(&[&w]).unwrap();
     rec.finish("SelfSavingBackward", &[&out], |s| {
-        Ok(SelfSaving(Some(s.output(&out, 0)?)))
+        Ok(SelfSaving(Some(s.output(0)?)))
     })
     .unwrap();
     assert_eq!(live_nodes(), start + 2);
@@ -829,4 +829,77 @@ fn live_nodes_counts_nodes_made_and_dropped_on_other_threads() {
     drop(y);
     drop(w);
     assert_eq!(live_nodes(), start);
+}
+
+/// `finish` writes the history of a result only the kernel holds without the
+/// tensor's locks, and of one another handle reaches under them: every kind
+/// ends the same. A second handle sees the history; a view's reads as current
+/// (not remade from its base); a result that keeps its gradient has it moved
+/// to the new node; each later call on them records, and backward reaches the
+/// leaf through each.
+#[test]
+fn finish_gives_fresh_and_shared_results_the_same_history() {
+    let _s = serial();
+    /// Passes the gradient through.
+    struct Through;
+    impl Backward for Through {
+        fn apply(&mut self, grads: Grads, _: &BackwardCtx) -> Result<Grads> {
+            Ok(grads)
+        }
+        fn release(&mut self) {}
+    }
+    let w = leaf(vec![1.0, 2.0]);
+    let record = |out: &mut Tensor| {
+        Recording::begin(&[&w])
+            .unwrap()
+            .finish("ThroughBackward", [out], |_| Ok(Through))
+            .unwrap()
+    };
+    // Fresh: only `fresh` reaches it.
+    let mut fresh = mul(&plain(vec![1.0, 2.0]), &two());
+    record(&mut fresh);
+    // Shared: `other` is a second handle to the same tensor.
+    let mut shared = plain(vec![3.0, 4.0]);
+    let other = shared.clone();
+    record(&mut shared);
+    // A fresh view of a base that requires grad, whose storage is written
+    // after the view is made: the history set now must read as current
+    // (a stale one would be remade from the base's).
+    let b = leaf(vec![1.0, 2.0, 3.0, 4.0]);
+    let mut base = at::view(&mul(&b, &two()), &[2, 2]).unwrap();
+    let mut view = base.select(0, 1).unwrap();
+    {
+        let _off = no_grad();
+        at::mul__Tensor(&mut base, &two()).unwrap();
+    }
+    record(&mut view);
+    // One strong handle, and its node's weak one (it keeps its gradient):
+    // recorded again, the retained gradient follows it to the new node.
+    let mut kept = mul(&w, &two());
+    kept.retain_grad().unwrap();
+    record(&mut kept);
+    for (what, t) in [
+        ("fresh", &fresh),
+        ("shared", &shared),
+        ("second handle", &other),
+        ("view", &view),
+        ("kept", &kept),
+    ] {
+        let g = t.grad_fn().unwrap_or_else(|| panic!("{what}: no history"));
+        assert_eq!(g.node.name(), "ThroughBackward", "{what}");
+        assert!(t.requires_grad() && !t.is_leaf(), "{what}");
+        // The autograd keys are set: the next call records.
+        assert!(sum(t).grad_fn().is_some(), "{what}: sum not recorded");
+    }
+    for (what, t) in [
+        ("fresh", &fresh),
+        ("shared", &shared),
+        ("view", &view),
+        ("kept", &kept),
+    ] {
+        w.autograd_meta().unwrap().set_grad(None);
+        sum(t).backward().unwrap();
+        assert_eq!(grad_of(&w), vec![1.0, 1.0], "{what}");
+    }
+    assert_eq!(grad_of(&kept), vec![1.0, 1.0], "kept's retained gradient");
 }

@@ -174,17 +174,19 @@ fn __opforge_autograd__to_copy(
         false => None,
     };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
-    let out = {
+    let mut out = {
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::_to_copy(self_, dtype)?
     };
-    if let (Some(rec), Some((self_dtype,))) = (rec, pre) {
-        ::opforge::autograd::check_differentiable_outputs(&[&out])?;
-        rec.finish(
-            "ToCopyBackward0",
-            &[&out],
-            |saver| { Ok(ToCopyBackward0 { self_dtype }) },
-        )?;
+    if let Some(rec) = rec {
+        if let Some((self_dtype,)) = pre {
+            ::opforge::autograd::check_differentiable_outputs(&[&out])?;
+            rec.finish(
+                "ToCopyBackward0",
+                [&mut out],
+                |saver| { Ok(ToCopyBackward0 { self_dtype }) },
+            )?;
+        }
     }
     if __fw.is_some() {
         return Err(
@@ -266,21 +268,23 @@ fn __opforge_autograd_exp(
         false => None,
     };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
-    let out = {
+    let mut out = {
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::exp(self_)?
     };
-    if let (Some(rec), Some(())) = (rec, pre) {
-        ::opforge::autograd::check_differentiable_outputs(&[&out])?;
-        rec.finish(
-            "ExpBackward0",
-            &[&out],
-            |saver| {
-                Ok(ExpBackward0 {
-                    result: saver.output(&out, 0u32)?,
-                })
-            },
-        )?;
+    if let Some(rec) = rec {
+        if let Some(()) = pre {
+            ::opforge::autograd::check_differentiable_outputs(&[&out])?;
+            rec.finish(
+                "ExpBackward0",
+                [&mut out],
+                |saver| {
+                    Ok(ExpBackward0 {
+                        result: saver.output(0u32)?,
+                    })
+                },
+            )?;
+        }
     }
     if __fw.is_some() {
         return Err(
@@ -360,17 +364,19 @@ fn __opforge_autograd_mul_Tensor(
         false => None,
     };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_, other])?;
-    let out = {
+    let mut out = {
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::mul_Tensor(self_, other)?
     };
-    if let (Some(rec), Some((other, self_))) = (rec, pre) {
-        ::opforge::autograd::check_differentiable_outputs(&[&out])?;
-        rec.finish(
-            "MulBackward0",
-            &[&out],
-            |saver| { Ok(MulBackward0 { other, self_ }) },
-        )?;
+    if let Some(rec) = rec {
+        if let Some((other, self_)) = pre {
+            ::opforge::autograd::check_differentiable_outputs(&[&out])?;
+            rec.finish(
+                "MulBackward0",
+                [&mut out],
+                |saver| { Ok(MulBackward0 { other, self_ }) },
+            )?;
+        }
     }
     if __fw.is_some() {
         return Err(
@@ -563,17 +569,19 @@ fn __opforge_autograd_mul__Tensor(
         }
         None => None,
     };
-    let out = {
+    let mut out = {
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::mul__Tensor(self_, other)?
     };
-    if let (Some(rec), Some((other, self_))) = (rec, pre) {
-        ::opforge::autograd::check_differentiable_outputs(&[&out])?;
-        rec.finish(
-            "MulBackward0",
-            &[&out],
-            |saver| { Ok(MulBackward0 { other, self_ }) },
-        )?;
+    if let Some(rec) = rec {
+        if let Some((other, self_)) = pre {
+            ::opforge::autograd::check_differentiable_outputs(&[&out])?;
+            rec.finish(
+                "MulBackward0",
+                [&mut out],
+                |saver| { Ok(MulBackward0 { other, self_ }) },
+            )?;
+        }
     }
     if __fw.is_some() {
         return Err(
@@ -658,17 +666,19 @@ fn __opforge_autograd_sum(
         false => None,
     };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
-    let out = {
+    let mut out = {
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::sum(self_, dtype)?
     };
-    if let (Some(rec), Some((self_sizes,))) = (rec, pre) {
-        ::opforge::autograd::check_differentiable_outputs(&[&out])?;
-        rec.finish(
-            "SumBackward0",
-            &[&out],
-            |saver| { Ok(SumBackward0 { self_sizes }) },
-        )?;
+    if let Some(rec) = rec {
+        if let Some((self_sizes,)) = pre {
+            ::opforge::autograd::check_differentiable_outputs(&[&out])?;
+            rec.finish(
+                "SumBackward0",
+                [&mut out],
+                |saver| { Ok(SumBackward0 { self_sizes }) },
+            )?;
+        }
     }
     if __fw.is_some() {
         return Err(
@@ -753,23 +763,25 @@ fn __opforge_autograd_sum_dim_IntList(
         false => None,
     };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
-    let out = {
+    let mut out = {
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::sum_dim_IntList(self_, dim, keepdim, dtype)?
     };
-    if let (Some(rec), Some((self_sizes, dim, keepdim))) = (rec, pre) {
-        ::opforge::autograd::check_differentiable_outputs(&[&out])?;
-        rec.finish(
-            "SumBackward1",
-            &[&out],
-            |saver| {
-                Ok(SumBackward1 {
-                    self_sizes,
-                    dim,
-                    keepdim,
-                })
-            },
-        )?;
+    if let Some(rec) = rec {
+        if let Some((self_sizes, dim, keepdim)) = pre {
+            ::opforge::autograd::check_differentiable_outputs(&[&out])?;
+            rec.finish(
+                "SumBackward1",
+                [&mut out],
+                |saver| {
+                    Ok(SumBackward1 {
+                        self_sizes,
+                        dim,
+                        keepdim,
+                    })
+                },
+            )?;
+        }
     }
     if __fw.is_some() {
         return Err(

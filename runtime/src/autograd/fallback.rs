@@ -202,7 +202,7 @@ fn not_implemented(
     let out = run()?;
     if let Some(rec) = rec {
         let outs = node_outputs(&out, written);
-        rec.finish(NOT_IMPLEMENTED, &outs, |_| {
+        rec.finish(NOT_IMPLEMENTED, outs.as_slice(), |_| {
             Ok(NotImplemented {
                 message: format!("derivative for {name} is not implemented"),
             })
@@ -227,7 +227,7 @@ fn warn_not_implemented(
         .collect();
     if !fresh.is_empty() {
         let warning = missing_autograd_warning(&name);
-        rec.finish(WARN_NOT_IMPLEMENTED, &fresh, |_| {
+        rec.finish(WARN_NOT_IMPLEMENTED, fresh.as_slice(), |_| {
             Ok(WarnNotImplemented { warning, edges })
         })?;
     }

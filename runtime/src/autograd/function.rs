@@ -67,12 +67,12 @@ use super::mode::{is_grad_enabled, no_grad};
 use super::node::{
     gradient_edge, Backward, BackwardCtx, Edges, Grads, InputMeta, InputMetas, Node,
 };
-use super::record::{record, set_history, Saver};
+use super::record::{record, set_history};
 use super::saved::SavedTensor;
 use crate::at;
 use crate::dtype::{DType, Device};
 use crate::error::{Error, Result};
-use crate::tensor::{CreationMeta, Tensor};
+use crate::tensor::{CreationMeta, GradFn, Tensor};
 use smallvec::{smallvec, SmallVec};
 use std::any::TypeId;
 use std::borrow::Cow;
@@ -658,12 +658,13 @@ pub fn apply<F: Function>(args: F::Args) -> Result<F::Output> {
         }
     }
 
-    let finals: Slots<&Tensor> = output.tensors();
+    let mut finals: Slots<&mut Tensor> = output.tensors_mut();
     if forward_mode {
-        run_jvp::<F>(&mut ctx, &inputs, tangents, &finals)?;
+        let shared: Slots<&Tensor> = finals.iter().map(|t| t.as_deref()).collect();
+        run_jvp::<F>(&mut ctx, &inputs, tangents, &shared)?;
     }
     if executable {
-        attach::<F>(ctx, &inputs, &originals, &finals)?;
+        attach::<F>(ctx, &inputs, &originals, &mut finals)?;
     }
     drop(finals);
     Ok(output)
@@ -721,14 +722,14 @@ fn attach<F: Function>(
     mut ctx: FunctionCtx<F::State>,
     inputs: &[Option<&Tensor>],
     originals: &[Option<Tensor>],
-    finals: &[Option<&Tensor>],
+    finals: &mut [Option<&mut Tensor>],
 ) -> Result<()> {
     let dirty = std::mem::take(&mut ctx.dirty);
     let non_differentiable = std::mem::take(&mut ctx.non_differentiable);
     if !dirty.is_empty() {
         let first_input = inputs.iter().flatten().next();
         for (nr, out) in finals.iter().enumerate() {
-            let Some(out) = out.filter(|o| position(&dirty, o)) else {
+            let Some(out) = out.as_deref().filter(|o| position(&dirty, o)) else {
                 continue;
             };
             if out.is_leaf() && out.requires_grad() {
@@ -753,19 +754,23 @@ fn attach<F: Function>(
         }
     }
     let to_save = ctx.to_save.take().unwrap_or_default();
+    // A fresh result (only `apply` holds it) is read without its lock.
     let node_meta = match finals {
-        [one] => InputMetas::from_buf([one.map(InputMeta::of)]),
-        _ => finals.iter().map(|t| t.map(InputMeta::of)).collect(),
+        [one] => InputMetas::from_buf([one.as_deref_mut().map(InputMeta::of_owned)]),
+        _ => finals
+            .iter_mut()
+            .map(|t| t.as_deref_mut().map(InputMeta::of_owned))
+            .collect(),
     };
+    let shared: Slots<&Tensor> = finals.iter().map(|t| t.as_deref()).collect();
     // What forward returned as output `nr`.
     let returned = |nr: usize| match originals.get(nr) {
         Some(Some(t)) => Some(t),
-        _ => finals[nr],
+        _ => shared[nr],
     };
     let mut made: Result<()> = Ok(());
     let node = Arc::new_cyclic(|weak: &Weak<Node<FunctionBackward<F>>>| {
         let weak = || -> Weak<Node> { weak.clone() as Weak<_> };
-        let saver = Saver::new(&weak);
         let mut saved = Vec::with_capacity(to_save.len());
         for t in &to_save {
             let Some(t) = t else {
@@ -775,8 +780,8 @@ fn attach<F: Function>(
             // An output is saved as one (without its history); anything
             // else as an input.
             let nr = (0..finals.len()).find(|&nr| returned(nr).is_some_and(|o| o.is_same(t)));
-            match nr.and_then(|nr| finals[nr].map(|f| (nr, f))) {
-                Some((nr, f)) => match saver.output(f, nr as u32) {
+            match nr.and_then(|nr| shared[nr].map(|f| (nr, f))) {
+                Some((nr, f)) => match SavedTensor::output(f, weak(), nr as u32) {
                     Ok(s) => saved.push(Some(s)),
                     Err(e) => {
                         made = Err(e);
@@ -796,21 +801,40 @@ fn attach<F: Function>(
         Node::new(Cow::Borrowed(name), node_meta, edges, backward)
     });
     made?;
-    let node: Arc<Node> = node;
-    for (nr, out) in finals.iter().enumerate() {
-        let Some(out) = *out else { continue };
+    // Which outputs get the history: dirty ones, and the other floating-point
+    // ones not marked non-differentiable. The last takes this handle.
+    let gets_history = |out: &Tensor| {
+        position(&dirty, out)
+            || (out.dtype().is_floating_point() && !position(&non_differentiable, out))
+    };
+    let last = shared.iter().rposition(|t| t.is_some_and(gets_history));
+    drop(shared);
+    let mut node: Option<Arc<Node>> = Some(node);
+    for (nr, out) in finals.iter_mut().enumerate() {
+        let Some(out) = out.as_deref_mut().filter(|o| gets_history(o)) else {
+            continue;
+        };
+        let handle = match Some(nr) == last {
+            true => node.take(),
+            false => node.clone(),
+        };
+        let Some(handle) = handle else { continue };
         if position(&dirty, out) {
             let written_view = out.view_of().is_some();
-            set_history(out, node.clone(), nr as u32, written_view)?;
-            continue;
-        }
-        if !out.dtype().is_floating_point() || position(&non_differentiable, out) {
+            set_history(out, handle, nr as u32, written_view)?;
             continue;
         }
         if let Some(v) = out.view_of() {
             v.set_creation(CreationMeta::InCustomFunction);
         }
-        set_history(out, node.clone(), nr as u32, false)?;
+        let grad_fn = GradFn {
+            node: handle,
+            output_nr: nr as u32,
+        };
+        // A fresh result (only `apply` holds it) takes it without locking.
+        if let Err(g) = out.set_fresh_grad_fn(grad_fn) {
+            set_history(out, g.node, g.output_nr, false)?;
+        }
     }
     Ok(())
 }

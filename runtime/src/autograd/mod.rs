@@ -66,7 +66,7 @@ pub use node::{
     InputMetas, Node,
 };
 pub use record::{
-    check_differentiable_outputs, check_no_requires_grad, check_out, record, Recording, Saver,
-    LEAF_INPLACE,
+    check_differentiable_outputs, check_no_requires_grad, check_out, record, Outputs, Recording,
+    Saver, LEAF_INPLACE,
 };
 pub use saved::{SavedTensor, BACKWARD_TWICE};

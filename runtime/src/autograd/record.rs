@@ -44,24 +44,80 @@ pub struct Recording {
     view_target: Option<Tensor>,
 }
 
+/// The outputs [`Recording::finish`] gives a history: shared handles
+/// (`&[&out]`), or the kernel's own (`[&mut out]`, what the generated
+/// kernels pass), whose fresh results (no other handle reaches them) are
+/// read and written without their locks.
+pub trait Outputs {
+    /// How many.
+    fn count(&self) -> usize;
+    /// Output `i` (`i < count()`).
+    fn output(&self, i: usize) -> &Tensor;
+    /// Output `i` for writing, if the caller lent it so.
+    fn output_mut(&mut self, i: usize) -> Option<&mut Tensor>;
+}
+
+impl Outputs for &[&Tensor] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn output(&self, i: usize) -> &Tensor {
+        self[i]
+    }
+    fn output_mut(&mut self, _: usize) -> Option<&mut Tensor> {
+        None
+    }
+}
+
+impl<const N: usize> Outputs for &[&Tensor; N] {
+    fn count(&self) -> usize {
+        N
+    }
+    fn output(&self, i: usize) -> &Tensor {
+        self[i]
+    }
+    fn output_mut(&mut self, _: usize) -> Option<&mut Tensor> {
+        None
+    }
+}
+
+impl<const N: usize> Outputs for [&mut Tensor; N] {
+    fn count(&self) -> usize {
+        N
+    }
+    fn output(&self, i: usize) -> &Tensor {
+        self[i]
+    }
+    fn output_mut(&mut self, i: usize) -> Option<&mut Tensor> {
+        Some(&mut *self[i])
+    }
+}
+
 /// Given to the function that makes a node's [`Backward`]: saves the node's
 /// own outputs (an input is saved with [`SavedTensor::input`]).
 pub struct Saver<'a> {
     /// A weak handle to the node being made (from `Arc::new_cyclic`'s, asked
     /// for only by a backward that saves an output).
     node: &'a dyn Fn() -> Weak<Node>,
+    outputs: &'a dyn Outputs,
 }
 
-impl<'a> Saver<'a> {
-    /// A saver for the node being made.
-    pub(crate) fn new(node: &'a dyn Fn() -> Weak<Node>) -> Saver<'a> {
-        Saver { node }
-    }
-
-    /// Saves output `output_nr` of the node being made (kept without its
-    /// history; see [`SavedTensor`]).
-    pub fn output(&self, t: &Tensor, output_nr: u32) -> Result<SavedTensor> {
-        SavedTensor::output(t, (self.node)(), output_nr)
+impl Saver<'_> {
+    /// Saves output `output_nr` of the node being made (of the outputs
+    /// given to [`Recording::finish`]; kept without its history, see
+    /// [`SavedTensor`]).
+    pub fn output(&self, output_nr: u32) -> Result<SavedTensor> {
+        let nr = output_nr as usize;
+        if nr >= self.outputs.count() {
+            return Err(Error::Runtime(
+                format!(
+                    "a node saves its output {nr}, but it has {}",
+                    self.outputs.count()
+                )
+                .into(),
+            ));
+        }
+        SavedTensor::output(self.outputs.output(nr), (self.node)(), output_nr)
     }
 }
 
@@ -146,20 +202,28 @@ impl Recording {
     pub fn finish<B: Backward>(
         self,
         name: impl Into<Cow<'static, str>>,
-        outputs: &[&Tensor],
+        mut outputs: impl Outputs,
         make: impl FnOnce(&Saver) -> Result<B>,
     ) -> Result<()> {
         let name = name.into();
         let view_target = self.view_target;
         let mut made: Result<()> = Ok(());
-        let input_meta = match outputs {
-            [one] => InputMetas::from_buf([Some(InputMeta::of(one))]),
-            _ => outputs.iter().map(|t| Some(InputMeta::of(t))).collect(),
+        let count = outputs.count();
+        let mut meta = |i: usize| match outputs.output_mut(i) {
+            Some(t) => Some(InputMeta::of_owned(t)),
+            None => Some(InputMeta::of(outputs.output(i))),
+        };
+        let input_meta = match count {
+            1 => InputMetas::from_buf([meta(0)]),
+            _ => (0..count).map(meta).collect(),
         };
         // The node and its backward in one allocation.
         let node = Arc::new_cyclic(|weak: &Weak<Node<Made<B>>>| {
             let weak = || -> Weak<Node> { weak.clone() as Weak<_> };
-            let backward = match make(&Saver::new(&weak)) {
+            let backward = match make(&Saver {
+                node: &weak,
+                outputs: &outputs,
+            }) {
                 Ok(b) => Some(b),
                 Err(e) => {
                     made = Err(e);
@@ -170,20 +234,38 @@ impl Recording {
         });
         made?;
         // The last output to get the history takes this handle.
-        let last = outputs.iter().rposition(|t| t.dtype().is_floating_point());
+        let floating = |o: &dyn Outputs, i: usize| o.output(i).dtype().is_floating_point();
+        let last = (0..count).rev().find(|&i| floating(&outputs, i));
         let mut node: Option<Arc<Node>> = Some(node);
-        for (nr, out) in outputs.iter().enumerate() {
-            if !out.dtype().is_floating_point() {
+        for nr in 0..count {
+            if !floating(&outputs, nr) {
                 continue;
             }
-            let written_view = view_target.as_ref().is_some_and(|t| out.is_same(t));
             let handle = match Some(nr) == last {
                 true => node.take(),
                 false => node.clone(),
             };
-            if let Some(handle) = handle {
-                set_history(out, handle, nr as u32, written_view)?;
-            }
+            let Some(handle) = handle else { continue };
+            let written_view = view_target
+                .as_ref()
+                .is_some_and(|t| outputs.output(nr).is_same(t));
+            let grad_fn = GradFn {
+                node: handle,
+                output_nr: nr as u32,
+            };
+            let grad_fn = match outputs.output_mut(nr).filter(|_| !written_view) {
+                Some(t) => match t.set_fresh_grad_fn(grad_fn) {
+                    Ok(()) => continue,
+                    Err(g) => g,
+                },
+                None => grad_fn,
+            };
+            set_history(
+                outputs.output(nr),
+                grad_fn.node,
+                grad_fn.output_nr,
+                written_view,
+            )?;
         }
         Ok(())
     }
@@ -238,13 +320,17 @@ pub fn check_out(name: &str, tensors: &[&Tensor]) -> Result<()> {
 /// Autograd kernel checks before it records, for an operator whose outputs
 /// are differentiable whatever their dtype (not `_to_copy`, whose
 /// `output_differentiability:` is a condition on it).
+#[inline]
 pub fn check_differentiable_outputs(outputs: &[&Tensor]) -> Result<()> {
     match outputs.iter().find(|t| !t.dtype().is_floating_point()) {
-        Some(t) => Err(Error::Runtime(
-            format!("Autograd not support dtype: {}", t.dtype().c10_name()).into(),
-        )),
+        Some(t) => Err(not_differentiable(t)),
         None => Ok(()),
     }
+}
+
+#[cold]
+fn not_differentiable(t: &Tensor) -> Error {
+    Error::Runtime(format!("Autograd not support dtype: {}", t.dtype().c10_name()).into())
 }
 
 /// Refuses, while grad mode is on, a tensor that requires grad given for an
@@ -269,7 +355,7 @@ pub fn check_no_requires_grad<'a>(
 pub fn record<B: Backward>(
     name: impl Into<Cow<'static, str>>,
     inputs: &[&Tensor],
-    outputs: &[&Tensor],
+    outputs: impl Outputs,
     make: impl FnOnce(&Saver) -> Result<B>,
 ) -> Result<bool> {
     match Recording::begin(inputs) {

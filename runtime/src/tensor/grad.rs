@@ -363,6 +363,35 @@ impl Tensor {
         }
     }
 
+    /// [`Tensor::set_grad_fn`] for a result only this handle reaches (a
+    /// kernel's fresh output, not a tensor that keeps its gradient): the
+    /// history is written without the slot's lock, as `mark_view` writes a
+    /// fresh result's view. Hands `grad_fn` back, changing nothing, for a
+    /// tensor another handle reaches, strong or weak (a tensor that keeps its
+    /// gradient is one: its node holds it weakly), or one with an
+    /// [`AutogradMeta`]: the shared path ([`Tensor::set_grad_fn`] and what
+    /// autograd does around it) handles those.
+    pub(crate) fn set_fresh_grad_fn(&mut self, grad_fn: GradFn) -> std::result::Result<(), GradFn> {
+        let Some(inner) = Arc::get_mut(&mut self.0) else {
+            return Err(grad_fn);
+        };
+        if inner.autograd.get().is_some() {
+            return Err(grad_fn);
+        }
+        if let Some(v) = &mut inner.view {
+            let geometry = inner.geometry.get_mut().unwrap_or_else(|e| e.into_inner());
+            *v.attr_version.get_mut() = geometry.storage.version();
+        }
+        let slot = inner.history.get_mut().unwrap_or_else(|e| e.into_inner());
+        let old = slot.replace(grad_fn);
+        *inner.has_history.get_mut() = true;
+        // A view's own keys gain the autograd keys its base may lend it
+        // (`key_set`): with them set, the two agree.
+        *inner.keys.get_mut() |= AUTOGRAD_KEYS.bits();
+        drop(old);
+        Ok(())
+    }
+
     /// The view's base and how it was made, if this tensor is the result of a
     /// differentiable view operator (PyTorch's `_base` and `is_view()`).
     ///
@@ -558,5 +587,46 @@ mod tests {
         assert!(u.autograd_meta().is_none());
         let i = Tensor::zeros(&[1], DType::Int64, Device::Cpu);
         assert!(i.set_requires_grad(true).is_err() && !i.requires_grad());
+    }
+
+    fn history(name: &'static str) -> GradFn {
+        GradFn {
+            node: Arc::new(Node::new(
+                name.into(),
+                Default::default(),
+                Default::default(),
+                Mul,
+            )),
+            output_nr: 0,
+        }
+    }
+
+    /// The unlocked write takes only a tensor no other handle reaches and
+    /// that has no autograd record; any other is handed back untouched.
+    #[test]
+    fn only_a_fresh_tensor_takes_its_history_unlocked() {
+        let mut fresh = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
+        assert!(fresh.set_fresh_grad_fn(history("FreshBackward")).is_ok());
+        assert_eq!(fresh.grad_fn().unwrap().node.name(), "FreshBackward");
+        assert!(fresh.requires_grad() && fresh.key_set().has(DispatchKey::Autograd));
+
+        let untouched = |t: &Tensor| {
+            assert!(t.grad_fn().is_none() && !t.key_set().has(DispatchKey::Autograd));
+        };
+        let mut cloned = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
+        let second = cloned.clone();
+        let back = cloned.set_fresh_grad_fn(history("ClonedBackward"));
+        assert_eq!(back.unwrap_err().node.name(), "ClonedBackward");
+        untouched(&second);
+
+        let mut weakly = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
+        let weak = weakly.downgrade();
+        assert!(weakly.set_fresh_grad_fn(history("WeakBackward")).is_err());
+        untouched(&weak.upgrade().unwrap());
+
+        let mut recorded = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
+        recorded.autograd_meta_or_default();
+        assert!(recorded.set_fresh_grad_fn(history("MetaBackward")).is_err());
+        untouched(&recorded);
     }
 }

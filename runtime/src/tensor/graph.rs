@@ -122,6 +122,27 @@ impl InputMeta {
             device: t.device(),
         }
     }
+
+    /// [`InputMeta::of`] a tensor the caller holds mutably: a result only
+    /// this handle reaches (a kernel's fresh output) is read without the
+    /// geometry's lock.
+    pub fn of_owned(t: &mut Tensor) -> InputMeta {
+        let (dtype, device) = (t.dtype(), t.device());
+        match Arc::get_mut(&mut t.0) {
+            Some(inner) => InputMeta {
+                shape: Dims::from_slice(
+                    &inner
+                        .geometry
+                        .get_mut()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .shape,
+                ),
+                dtype,
+                device,
+            },
+            None => InputMeta::of(t),
+        }
+    }
 }
 
 /// A node's [`InputMeta`]s, one per input (forward output; `None` for an

@@ -39,7 +39,9 @@
 //!   `/work/venv-torch/bin/python`, else `python3`): `pytorch_*` lines.
 //! - custom Functions and training (issue 22 §7): `custom_function_ns`,
 //!   `apply` of a one-op Function (`x * 2`, backward `g * 2`) on an input that
-//!   requires grad, minus the typed `mul` on a plain input (paired per round);
+//!   requires grad, minus the typed `x * 2` on a plain input (paired per
+//!   round; both make the number `2` a wrapped-number tensor per call, as
+//!   PyTorch's `a * 2` and the Function's `x * 2` do);
 //!   `custom_function_backward_ns`, `apply`, `sum`, `backward()` end to end;
 //!   `train_step_us` and `train_step_fullbatch_us`, one training step
 //!   (`zero_grad`, forward, loss, `backward`, `step`) of the recorded runs
@@ -202,12 +204,13 @@ fn custom_function(a: &Tensor) {
     use opforge_tests::bench::Double;
     let leaf = a.detach().expect("detach");
     leaf.set_requires_grad(true).expect("float");
-    let two = Tensor::wrapped_number(Scalar::Int(2));
     let mut benches: Vec<Batch<'_>> = vec![
         (
             "typed_mul_ns",
             Box::new(|n| {
                 (0..n).for_each(|_| {
+                    // `x * 2`, as `Double::forward` computes it.
+                    let two = Tensor::wrapped_number(Scalar::Int(2));
                     black_box(opforge::ops::mul_Tensor(black_box(a), &two).expect("mul"));
                 })
             }),

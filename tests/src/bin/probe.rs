@@ -13,7 +13,8 @@
 //! `backward` (`add`, `sum`, `backward()`: `backward_ns`), `view` (a typed
 //! `select` on a plain tensor: a view operator, whose kernel marks its result
 //! a view of its base), `custom_function` (`apply` of a one-op custom
-//! Function on an input that requires grad: `custom_function_ns`) and
+//! Function on an input that requires grad: `custom_function_ns`, over
+//! `typed_mul`, the same `x * 2` typed on a plain input) and
 //! `custom_function_backward` (`apply`, `sum`, `backward()`), `train_step`
 //! and `train_step_fullbatch` (one step of the runs behind `train_step_us`
 //! and `train_step_fullbatch_us`, one thread), `replay` and `replay_eager`
@@ -48,6 +49,11 @@ fn main() {
             );
         }),
         "typed" => (0..n).for_each(|_| add(&a, &b)),
+        "typed_mul" => (0..n).for_each(|_| {
+            // `x * 2` as `custom_function`'s Function computes it.
+            let two = Tensor::wrapped_number(Scalar::Int(2));
+            black_box(opforge::ops::mul_Tensor(black_box(&a), &two).expect("mul"));
+        }),
         "boxed_api" => {
             let table = opforge::argparse::ApiTable::builtin();
             (0..n).for_each(|_| {
