@@ -138,13 +138,20 @@ fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
     Ok(())
 }
 
-/// Runs the hooks a leaf registered on its gradient, in order.
-fn run_tensor_hooks(t: &Tensor, mut grad: Tensor) -> Result<Tensor> {
-    if let Some(meta) = t.autograd_meta() {
-        for hook in meta.hooks() {
-            if let Some(g) = hook(&grad)? {
-                grad = g;
-            }
+/// Runs the hooks a leaf registered on its gradient, in order (a leaf
+/// without any, nearly every one, costs a load).
+#[inline]
+fn run_tensor_hooks(t: &Tensor, grad: Tensor) -> Result<Tensor> {
+    match t.autograd_meta() {
+        Some(meta) if meta.has_hooks() => run_hooks(meta, grad),
+        _ => Ok(grad),
+    }
+}
+
+fn run_hooks(meta: &crate::tensor::AutogradMeta, mut grad: Tensor) -> Result<Tensor> {
+    for hook in meta.hooks() {
+        if let Some(g) = hook(&grad)? {
+            grad = g;
         }
     }
     Ok(grad)
@@ -194,8 +201,13 @@ fn retain_grad(t: &Tensor, grad: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// A pass's roots: each an edge and the gradient sent along it.
-type Roots = SmallVec<[(Edge, Tensor); 1]>;
+/// A pass's roots: edges, and the gradient sent along each (kept apart, so
+/// that the pass borrows the graph from the edges while it moves the
+/// gradients).
+struct Roots {
+    edges: SmallVec<[Edge; 1]>,
+    grads: SmallVec<[Tensor; 1]>,
+}
 
 struct Info<'a> {
     /// Borrowed from the roots' edges, which hold the graph for the pass.
@@ -231,8 +243,10 @@ fn run(
     // The roots' edges hold the graph for the whole pass (a node's edges
     // never change while it lives), so the engine's table borrows every node
     // from them: no reference count is touched per node.
-    let (root_edges, root_grads): (SmallVec<[Edge; 1]>, SmallVec<[Tensor; 1]>) =
-        roots.into_iter().unzip();
+    let Roots {
+        edges: root_edges,
+        grads: root_grads,
+    } = roots;
 
     // The reachable nodes.
     let mut index = NodeIndex::default();
@@ -278,14 +292,13 @@ fn run(
     // `next_all[starts[i]..starts[i + 1]]`.
     let mut starts: SmallVec<[usize; 9]> = SmallVec::with_capacity(infos.len() + 1);
     let mut next_all: SmallVec<[Option<usize>; 16]> = SmallVec::new();
+    // Pushed one by one: `extend`'s reserve and size hints cost more than
+    // a node's one or two edges.
     for n in &infos {
         starts.push(next_all.len());
-        next_all.extend(
-            n.node
-                .next_edges()
-                .iter()
-                .map(|e| e.as_ref().and_then(|e| idx(&e.node))),
-        );
+        for e in n.node.next_edges() {
+            next_all.push(e.as_ref().and_then(|e| idx(&e.node)));
+        }
     }
     starts.push(next_all.len());
     let next = |i: usize| &next_all[starts[i]..starts[i + 1]];
@@ -397,13 +410,25 @@ fn run(
             continue;
         }
         let outputs = {
-            let needed: SmallVec<[bool; 4]> = edges
-                .iter()
-                .map(|j| j.is_some_and(|j| infos[j].active()))
-                .collect();
+            // Which gradients are wanted, on the stack for up to four edges.
+            let wanted = |j: &Option<usize>| j.is_some_and(|j| infos[j].active());
+            let mut few = [false; 4];
+            let many: Vec<bool>;
+            let needed: &[bool] = match edges.len() {
+                n if n <= few.len() => {
+                    for (k, j) in edges.iter().enumerate() {
+                        few[k] = wanted(j);
+                    }
+                    &few[..n]
+                }
+                _ => {
+                    many = edges.iter().map(wanted).collect();
+                    &many
+                }
+            };
             let mut b = node.backward();
             let ctx = BackwardCtx {
-                needed: &needed,
+                needed,
                 input_meta: node.input_metas(),
             };
             let out = b.apply(grads, &ctx)?;
@@ -495,11 +520,17 @@ fn make_roots(outputs: &[Tensor], grads: &[Option<Tensor>]) -> Result<Roots> {
             None => made.push(None),
         }
     }
-    let mut roots = Roots::with_capacity(outputs.len());
+    let mut roots = Roots {
+        edges: SmallVec::with_capacity(outputs.len()),
+        grads: SmallVec::with_capacity(outputs.len()),
+    };
     for (i, (out, g)) in outputs.iter().zip(made).enumerate() {
         let edge = gradient_edge(out).filter(|_| out.requires_grad());
         match (edge, g) {
-            (Some(e), Some(g)) => roots.push((e, g)),
+            (Some(e), Some(g)) => {
+                roots.edges.push(e);
+                roots.grads.push(g);
+            }
             _ => {
                 return Err(runtime(format!(
                     "element {i} of tensors does not require grad and does not have a grad_fn"

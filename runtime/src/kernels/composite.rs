@@ -23,7 +23,7 @@ use super::sampling::{self, Dist};
 use super::{copy, factory, linalg, ops, views, wrap_dim};
 use crate::error::Result;
 use crate::kernel;
-use crate::tensor::{DType, Device, Generator, Layout, MemoryFormat, Scalar, Tensor};
+use crate::tensor::{DType, Device, Dims, Generator, Layout, MemoryFormat, Scalar, Tensor};
 
 // ---- CompositeExplicitAutograd -------------------------------------------------
 
@@ -431,7 +431,7 @@ fn like(
     device: Option<Device>,
     pin_memory: Option<bool>,
     memory_format: Option<MemoryFormat>,
-) -> Result<(Vec<usize>, Vec<usize>, DType, Device)> {
+) -> Result<(Dims, Dims, DType, Device)> {
     crate::ensure!(
         layout.is_none_or(|l| l == Layout::Strided),
         "only the strided layout is supported"
@@ -442,7 +442,7 @@ fn like(
     );
     let strides = like_strides(self_, memory_format)?;
     Ok((
-        self_.shape(),
+        self_.with_geometry(|g| g.shape.clone()),
         strides,
         dtype.unwrap_or(self_.dtype()),
         device.unwrap_or(self_.device()),

@@ -71,8 +71,10 @@ pub(crate) fn is_contiguous_as(t: &Tensor, format: MemoryFormat) -> bool {
 /// `is_non_overlapping_and_dense`: some permutation of the dimensions is
 /// contiguous.
 pub(crate) fn is_non_overlapping_and_dense(shape: &[usize], strides: &[usize]) -> bool {
-    if shape.len() == 1 {
-        return shape[0] < 2 || strides[0] == 1;
+    match shape.len() {
+        0 => return true,
+        1 => return shape[0] < 2 || strides[0] == 1,
+        _ => {}
     }
     let mut perm: Dims = (0..shape.len()).collect();
     // Sort by stride, size-0/1 dims last.
@@ -172,19 +174,17 @@ pub(crate) fn iteration_order(shape: &[usize], operands: &[&[usize]]) -> Dims {
 }
 
 /// The strides `empty_like(t, memory_format)` gives a new tensor.
-pub(crate) fn like_strides(t: &Tensor, format: Option<MemoryFormat>) -> Result<Vec<usize>> {
-    let shape = t.shape();
-    match format.unwrap_or(MemoryFormat::Preserve) {
+pub(crate) fn like_strides(t: &Tensor, format: Option<MemoryFormat>) -> Result<Dims> {
+    t.with_geometry(|g| match format.unwrap_or(MemoryFormat::Preserve) {
         MemoryFormat::Preserve => {
-            let strides = t.strides();
-            if is_non_overlapping_and_dense(&shape, &strides) {
-                Ok(strides)
+            if is_non_overlapping_and_dense(&g.shape, &g.strides) {
+                Ok(g.strides.clone())
             } else {
-                Ok(infer_dense_strides(&shape, &strides))
+                Ok(infer_dense_strides(&g.shape, &g.strides).into())
             }
         }
-        f => strides_for(&shape, f),
-    }
+        f => strides_for(&g.shape, f).map(Dims::from),
+    })
 }
 
 #[cfg(test)]

@@ -201,6 +201,13 @@ impl AutogradMeta {
         *lock(&self.grad) = grad;
     }
 
+    /// Has a gradient hook ever been added (then [`AutogradMeta::hooks`]
+    /// locks to read them)?
+    #[inline]
+    pub fn has_hooks(&self) -> bool {
+        self.has_hooks.load(Ordering::Acquire)
+    }
+
     /// The gradient hooks, in registration order.
     pub fn hooks(&self) -> Vec<GradHook> {
         if !self.has_hooks.load(Ordering::Acquire) {
