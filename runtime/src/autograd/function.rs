@@ -762,11 +762,10 @@ fn attach<F: Function>(
             .map(|t| t.as_deref_mut().map(InputMeta::of_owned))
             .collect(),
     };
-    let shared: Slots<&Tensor> = finals.iter().map(|t| t.as_deref()).collect();
     // What forward returned as output `nr`.
     let returned = |nr: usize| match originals.get(nr) {
         Some(Some(t)) => Some(t),
-        _ => shared[nr],
+        _ => finals[nr].as_deref(),
     };
     let mut made: Result<()> = Ok(());
     let node = Arc::new_cyclic(|weak: &Weak<Node<FunctionBackward<F>>>| {
@@ -780,7 +779,7 @@ fn attach<F: Function>(
             // An output is saved as one (without its history); anything
             // else as an input.
             let nr = (0..finals.len()).find(|&nr| returned(nr).is_some_and(|o| o.is_same(t)));
-            match nr.and_then(|nr| shared[nr].map(|f| (nr, f))) {
+            match nr.and_then(|nr| finals[nr].as_deref().map(|f| (nr, f))) {
                 Some((nr, f)) => match SavedTensor::output(f, weak(), nr as u32) {
                     Ok(s) => saved.push(Some(s)),
                     Err(e) => {
@@ -807,8 +806,9 @@ fn attach<F: Function>(
         position(&dirty, out)
             || (out.dtype().is_floating_point() && !position(&non_differentiable, out))
     };
-    let last = shared.iter().rposition(|t| t.is_some_and(gets_history));
-    drop(shared);
+    let last = finals
+        .iter()
+        .rposition(|t| t.as_deref().is_some_and(gets_history));
     let mut node: Option<Arc<Node>> = Some(node);
     for (nr, out) in finals.iter_mut().enumerate() {
         let Some(out) = out.as_deref_mut().filter(|o| gets_history(o)) else {
