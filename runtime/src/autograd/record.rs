@@ -7,13 +7,15 @@
 //! #[kernel(Autograd, "mul.Tensor")]
 //! fn mul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 //!     let rec = Recording::begin(&[self_, other]);
-//!     let out = {
+//!     let mut out = {
 //!         let _below = below_autograd();
 //!         at::mul_Tensor(self_, other)?
 //!     };
 //!     if let Some(rec) = rec {
 //!         let (a, b) = (rec.needs_input_grad(0), rec.needs_input_grad(1));
-//!         rec.finish("MulBackward0", &[&out], |_| MulBackward0 {
+//!         // Lent mutably, the fresh result gets its history without locks
+//!         // (`&[&out]` works too).
+//!         rec.finish("MulBackward0", [&mut out], |_| MulBackward0 {
 //!             other: a.then(|| SavedTensor::input(other)),
 //!             self_: b.then(|| SavedTensor::input(self_)),
 //!         })?;
