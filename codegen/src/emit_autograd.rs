@@ -708,16 +708,19 @@ fn kernel(
                 .collect();
             let pre_takes = fields.iter().filter_map(|f| f.take.as_ref());
             let nret = schema.returns.len();
-            let outs: Vec<TokenStream> = if nret == 1 {
-                vec![quote!(&out)]
-            } else {
-                (0..nret)
+            // Each output as an expression (`out`, or `out.0`, …), borrowed
+            // shared (`outs`) and, for `finish`, mutably: a fresh result gets
+            // its history without locking.
+            let places: Vec<TokenStream> = match nret {
+                1 => vec![quote!(out)],
+                _ => (0..nret)
                     .map(|i| {
                         let i = syn::Index::from(i);
-                        quote!(&out.#i)
+                        quote!(out.#i)
                     })
-                    .collect()
+                    .collect(),
             };
+            let outs: Vec<TokenStream> = places.iter().map(|p| quote!(&#p)).collect();
             // A saved output is saved as the node's own (by its number among
             // the differentiable outputs), or, without a history, as an input.
             let post = fields.iter().filter_map(|f| {
@@ -734,17 +737,12 @@ fn kernel(
                 )
             });
             let history: Vec<&TokenStream> = outputs.history.iter().map(|&k| &outs[k]).collect();
-            // `finish` borrows the kernel's own results mutably: a fresh one
-            // gets its history without locking.
             let history_mut: Vec<TokenStream> = outputs
                 .history
                 .iter()
-                .map(|&k| match nret {
-                    1 => quote!(&mut out),
-                    _ => {
-                        let k = syn::Index::from(k);
-                        quote!(&mut out.#k)
-                    }
+                .map(|&k| {
+                    let p = &places[k];
+                    quote!(&mut #p)
                 })
                 .collect();
             let dtype_check = match outputs.conditional {

@@ -67,12 +67,12 @@ use super::mode::{is_grad_enabled, no_grad};
 use super::node::{
     gradient_edge, Backward, BackwardCtx, Edges, Grads, InputMeta, InputMetas, Node,
 };
-use super::record::{record, set_history};
+use super::record::{record, set_history_mut, Handles};
 use super::saved::SavedTensor;
 use crate::at;
 use crate::dtype::{DType, Device};
 use crate::error::{Error, Result};
-use crate::tensor::{CreationMeta, GradFn, Tensor};
+use crate::tensor::{CreationMeta, Tensor};
 use smallvec::{smallvec, SmallVec};
 use std::any::TypeId;
 use std::borrow::Cow;
@@ -809,32 +809,22 @@ fn attach<F: Function>(
     let last = finals
         .iter()
         .rposition(|t| t.as_deref().is_some_and(gets_history));
-    let mut node: Option<Arc<Node>> = Some(node);
+    let mut handles = Handles::new(node, last);
     for (nr, out) in finals.iter_mut().enumerate() {
         let Some(out) = out.as_deref_mut().filter(|o| gets_history(o)) else {
             continue;
         };
-        let handle = match Some(nr) == last {
-            true => node.take(),
-            false => node.clone(),
-        };
-        let Some(handle) = handle else { continue };
-        if position(&dirty, out) {
-            let written_view = out.view_of().is_some();
-            set_history(out, handle, nr as u32, written_view)?;
+        let Some(handle) = handles.get(nr) else {
             continue;
-        }
-        if let Some(v) = out.view_of() {
-            v.set_creation(CreationMeta::InCustomFunction);
-        }
-        let grad_fn = GradFn {
-            node: handle,
-            output_nr: nr as u32,
         };
-        // A fresh result (only `apply` holds it) takes it without locking.
-        if let Err(g) = out.set_fresh_grad_fn(grad_fn) {
-            set_history(out, g.node, g.output_nr, false)?;
+        let is_dirty = position(&dirty, out);
+        if !is_dirty {
+            if let Some(v) = out.view_of() {
+                v.set_creation(CreationMeta::InCustomFunction);
+            }
         }
+        let written_view = is_dirty && out.view_of().is_some();
+        set_history_mut(out, handle, nr as u32, written_view)?;
     }
     Ok(())
 }

@@ -235,42 +235,74 @@ impl Recording {
             Node::new(name, input_meta, self.edges, Made(backward))
         });
         made?;
-        // The last output to get the history takes this handle.
         let floating = |o: &dyn Outputs, i: usize| o.output(i).dtype().is_floating_point();
-        let last = (0..count).rev().find(|&i| floating(&outputs, i));
-        let mut node: Option<Arc<Node>> = Some(node);
+        let mut handles = Handles::new(node, (0..count).rev().find(|&i| floating(&outputs, i)));
         for nr in 0..count {
             if !floating(&outputs, nr) {
                 continue;
             }
-            let handle = match Some(nr) == last {
-                true => node.take(),
-                false => node.clone(),
+            let Some(handle) = handles.get(nr) else {
+                continue;
             };
-            let Some(handle) = handle else { continue };
             let written_view = view_target
                 .as_ref()
                 .is_some_and(|t| outputs.output(nr).is_same(t));
-            let grad_fn = GradFn {
-                node: handle,
-                output_nr: nr as u32,
-            };
-            let grad_fn = match outputs.output_mut(nr).filter(|_| !written_view) {
-                Some(t) => match t.set_fresh_grad_fn(grad_fn) {
-                    Ok(()) => continue,
-                    Err(g) => g,
-                },
-                None => grad_fn,
-            };
-            set_history(
-                outputs.output(nr),
-                grad_fn.node,
-                grad_fn.output_nr,
-                written_view,
-            )?;
+            match outputs.output_mut(nr) {
+                Some(t) => set_history_mut(t, handle, nr as u32, written_view)?,
+                None => set_history(outputs.output(nr), handle, nr as u32, written_view)?,
+            }
         }
         Ok(())
     }
+}
+
+/// A node's handle for each output that gets its history, in turn: a clone
+/// for each but the last, which takes the handle itself (a one-output node
+/// changes no reference count).
+pub(crate) struct Handles {
+    node: Option<Arc<Node>>,
+    last: Option<usize>,
+}
+
+impl Handles {
+    /// Handles of `node` for outputs up to `last`, the last to get one.
+    pub(crate) fn new(node: Arc<Node>, last: Option<usize>) -> Handles {
+        Handles {
+            node: Some(node),
+            last,
+        }
+    }
+
+    /// The handle for output `nr` (`None` past `last`).
+    pub(crate) fn get(&mut self, nr: usize) -> Option<Arc<Node>> {
+        match Some(nr) == self.last {
+            true => self.node.take(),
+            false => self.node.clone(),
+        }
+    }
+}
+
+/// [`set_history`] for an output the caller holds mutably: a fresh result (no
+/// other handle reaches it) takes the history without locking
+/// ([`Tensor::set_fresh_grad_fn`]); any other, and a written view, the
+/// shared way.
+pub(crate) fn set_history_mut(
+    out: &mut Tensor,
+    node: Arc<Node>,
+    nr: u32,
+    written_view: bool,
+) -> Result<()> {
+    let node = match written_view {
+        true => node,
+        false => match out.set_fresh_grad_fn(GradFn {
+            node,
+            output_nr: nr,
+        }) {
+            Ok(()) => return Ok(()),
+            Err(g) => g.node,
+        },
+    };
+    set_history(out, node, nr, written_view)
 }
 
 /// Gives `out` the history (`node`, output `nr`). With `written_view`, `out`
