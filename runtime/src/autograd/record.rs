@@ -134,13 +134,14 @@ impl Recording {
         // One pass: an input with an edge requires grad. Only when none has
         // one is `requires_grad` asked (a view made in no-grad mode of a base
         // that requires grad has no edge but requires grad).
-        let mut edges = Edges::with_capacity(inputs.len());
-        let mut any = false;
-        for t in inputs {
-            let e = gradient_edge(t);
-            any |= e.is_some();
-            edges.push(e);
-        }
+        // A unary or binary call's edges are made in place (pushing them
+        // one by one writes and rereads the inline buffer piecewise).
+        let edges = match inputs {
+            [a] => Edges::from_buf_and_len([gradient_edge(a), None], 1),
+            [a, b] => Edges::from_buf([gradient_edge(a), gradient_edge(b)]),
+            _ => inputs.iter().map(|t| gradient_edge(t)).collect(),
+        };
+        let any = edges.iter().any(Option::is_some);
         if !any && !inputs.iter().any(|t| t.requires_grad()) {
             return None;
         }
