@@ -124,7 +124,7 @@ impl Ready {
         if let Some(top) = self.many.pop() {
             return Some(top);
         }
-        let at = (0..self.few.len()).max_by_key(|&k| self.few[k])?;
+        let at = self.few.iter().enumerate().max_by_key(|(_, x)| **x)?.0;
         Some(self.few.swap_remove(at))
     }
 }
@@ -301,6 +301,11 @@ fn run(
         }
     }
     starts.push(next_all.len());
+    // The tables are built: from here on they are read and written as
+    // slices (each index into a `SmallVec` first tests whether it spilled,
+    // and the pass indexes them a few hundred times).
+    let infos: &mut [Info<'_>] = &mut infos;
+    let (starts, next_all): (&[usize], &[Option<usize>]) = (&starts, &next_all);
     let next = |i: usize| &next_all[starts[i]..starts[i + 1]];
 
     // Which nodes run: those on a path to a target (found in reverse
