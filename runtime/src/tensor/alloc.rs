@@ -489,9 +489,77 @@ pub fn try_collect<T>(len: usize, items: impl IntoIterator<Item = T>) -> Result<
     Ok(v)
 }
 
+/// `Arc::new(make())`, with the value written straight into the new
+/// allocation instead of built on the stack and copied in.
+///
+/// For the small structs every call makes (a tensor's inner record, a
+/// storage's cell), the copy `Arc::new` does is not only more work: built
+/// field by field on the stack and reread in wider loads that straddle those
+/// stores, the value waits for the stores to reach the cache (a load the
+/// store buffer cannot forward), several times per tensor. Allocating first
+/// lets the fields be stored where they stay.
+///
+/// If `make` panics, the allocation is freed and nothing is leaked or read.
+#[inline(always)]
+pub(crate) fn arc_in_place<T>(make: impl FnOnce() -> T) -> std::sync::Arc<T> {
+    let arc = std::sync::Arc::<T>::new_uninit();
+    // SAFETY: `arc` was made on the line above and not shared: no other
+    // handle, reference or pointer to its value exists, so this write races
+    // with nothing. `as_ptr` points into the allocation (derived from the
+    // `Arc`'s own raw pointer, not from a shared reference), which is valid
+    // and aligned for a `MaybeUninit<T>`, hence for a `T`; `write` reads
+    // nothing from it and drops nothing.
+    unsafe {
+        std::sync::Arc::as_ptr(&arc)
+            .cast_mut()
+            .cast::<T>()
+            .write(make())
+    };
+    // SAFETY: the value was fully written just above (`write` of a whole
+    // `T`); had `make` panicked, this line would not be reached.
+    unsafe { arc.assume_init() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arc_in_place_writes_the_value_once_and_frees_it_on_panic() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static DROPS: AtomicUsize = AtomicUsize::new(0);
+        struct Counted([u64; 9], u8);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                DROPS.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let a = arc_in_place(|| Counted([7; 9], 3));
+        assert_eq!((a.0, a.1), ([7; 9], 3));
+        assert_eq!(
+            (
+                std::sync::Arc::strong_count(&a),
+                std::sync::Arc::weak_count(&a)
+            ),
+            (1, 0)
+        );
+        let b = a.clone();
+        drop(a);
+        assert_eq!(DROPS.load(Ordering::Relaxed), 0);
+        drop(b);
+        assert_eq!(
+            DROPS.load(Ordering::Relaxed),
+            1,
+            "dropped once, with its last handle"
+        );
+        // A panic while the value is made: the allocation is freed (Miri
+        // checks it), no value is dropped (none was written).
+        let panicked = std::panic::catch_unwind(|| {
+            arc_in_place::<Counted>(|| panic!("making the value failed"))
+        });
+        assert!(panicked.is_err());
+        assert_eq!(DROPS.load(Ordering::Relaxed), 1);
+    }
 
     #[test]
     fn meminfo_is_read_in_bytes() {

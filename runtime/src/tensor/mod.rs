@@ -247,7 +247,7 @@ impl Drop for Cell {
 impl Storage {
     /// A storage holding `buffer`.
     pub fn new(buffer: Buffer) -> Storage {
-        Storage(Arc::new(Cell {
+        Storage(alloc::arc_in_place(|| Cell {
             buffer: RwLock::new(buffer),
             version: AtomicU64::new(0),
         }))
@@ -743,7 +743,7 @@ impl Tensor {
         keys: KeySet,
         geometry: Geometry,
     ) -> Tensor {
-        Tensor(Arc::new(TensorInner {
+        Tensor(alloc::arc_in_place(|| TensorInner {
             dtype,
             device,
             keys: AtomicU32::new(keys.bits()),
@@ -761,7 +761,7 @@ impl Tensor {
     }
 
     pub(crate) fn with_ext(dtype: DType, device: Device, geometry: Geometry, ext: Ext) -> Tensor {
-        Tensor(Arc::new(TensorInner {
+        Tensor(alloc::arc_in_place(|| TensorInner {
             dtype,
             device,
             keys: AtomicU32::new(class_keys(device, Some(&ext)).bits()),
@@ -817,7 +817,7 @@ impl Tensor {
             inner.ext = Some(ext);
             return self;
         }
-        Tensor(Arc::new(TensorInner {
+        Tensor(alloc::arc_in_place(|| TensorInner {
             dtype: self.0.dtype,
             device: self.0.device,
             keys: AtomicU32::new(keys.bits()),
