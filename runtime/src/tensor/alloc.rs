@@ -502,7 +502,9 @@ pub fn try_collect<T>(len: usize, items: impl IntoIterator<Item = T>) -> Result<
 /// If `make` panics, the allocation is freed and nothing is leaked or read.
 #[inline(always)]
 pub(crate) fn arc_in_place<T>(make: impl FnOnce() -> T) -> std::sync::Arc<T> {
-    let arc = std::sync::Arc::<T>::new_uninit();
+    // `Arc::new` of an uninitialised value, not `Arc::new_uninit`: the
+    // former's layout is a constant, the latter computes it out of line.
+    let arc = std::sync::Arc::new(std::mem::MaybeUninit::<T>::uninit());
     // SAFETY: `arc` was made on the line above and not shared: no other
     // handle, reference or pointer to its value exists, so this write races
     // with nothing. `as_ptr` points into the allocation (derived from the
