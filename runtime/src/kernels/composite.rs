@@ -14,8 +14,8 @@
 #![allow(non_snake_case)]
 
 use super::layout::{
-    infer_dense_strides, is_contiguous_as, is_non_overlapping_and_dense, like_strides, strides_for,
-    suggest_memory_format,
+    infer_dense_strides, is_contiguous_as, is_non_overlapping_and_dense, like_geometry,
+    strides_for, suggest_memory_format,
 };
 use super::pointwise::{self, BinOp, Dest};
 use super::promote::Operand;
@@ -416,8 +416,8 @@ pub fn sum(self_: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
 /// then `copy_`.
 #[kernel(CompositeExplicitAutograd)]
 pub fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
-    let strides = like_strides(self_, memory_format)?;
-    let r = ops::empty_strided(&self_.shape(), &strides, self_.dtype(), self_.device())?;
+    let (shape, strides) = like_geometry(self_, memory_format)?;
+    let r = ops::empty_strided(&shape, &strides, self_.dtype(), self_.device())?;
     fresh(r, |r| ops::copy_(r, self_))
 }
 
@@ -440,9 +440,9 @@ fn like(
         !pin_memory.unwrap_or(false),
         "Only dense CPU tensors can be pinned"
     );
-    let strides = like_strides(self_, memory_format)?;
+    let (shape, strides) = like_geometry(self_, memory_format)?;
     Ok((
-        self_.with_geometry(|g| g.shape.clone()),
+        shape,
         strides,
         dtype.unwrap_or(self_.dtype()),
         device.unwrap_or(self_.device()),

@@ -173,17 +173,18 @@ pub(crate) fn iteration_order(shape: &[usize], operands: &[&[usize]]) -> Dims {
     perm
 }
 
-/// The strides `empty_like(t, memory_format)` gives a new tensor.
-pub(crate) fn like_strides(t: &Tensor, format: Option<MemoryFormat>) -> Result<Dims> {
-    t.with_geometry(|g| match format.unwrap_or(MemoryFormat::Preserve) {
-        MemoryFormat::Preserve => {
-            if is_non_overlapping_and_dense(&g.shape, &g.strides) {
-                Ok(g.strides.clone())
-            } else {
-                Ok(infer_dense_strides(&g.shape, &g.strides).into())
+/// The sizes and strides `empty_like(t, memory_format)` gives a new tensor,
+/// from one read of `t`'s geometry.
+pub(crate) fn like_geometry(t: &Tensor, format: Option<MemoryFormat>) -> Result<(Dims, Dims)> {
+    t.with_geometry(|g| {
+        let strides = match format.unwrap_or(MemoryFormat::Preserve) {
+            MemoryFormat::Preserve if is_non_overlapping_and_dense(&g.shape, &g.strides) => {
+                g.strides.clone()
             }
-        }
-        f => strides_for(&g.shape, f).map(Dims::from),
+            MemoryFormat::Preserve => infer_dense_strides(&g.shape, &g.strides).into(),
+            f => strides_for(&g.shape, f)?.into(),
+        };
+        Ok((g.shape.clone(), strides))
     })
 }
 

@@ -505,21 +505,21 @@ pub(crate) fn arc_in_place<T>(make: impl FnOnce() -> T) -> std::sync::Arc<T> {
     // `Arc::new` of an uninitialised value, not `Arc::new_uninit`: the
     // former's layout is a constant, the latter computes it out of line.
     let arc = std::sync::Arc::new(std::mem::MaybeUninit::<T>::uninit());
-    // SAFETY: `arc` was made on the line above and not shared: no other
-    // handle, reference or pointer to its value exists, so this write races
-    // with nothing. `as_ptr` points into the allocation (derived from the
-    // `Arc`'s own raw pointer, not from a shared reference), which is valid
-    // and aligned for a `MaybeUninit<T>`, hence for a `T`; `write` reads
-    // nothing from it and drops nothing.
+    let ptr = std::sync::Arc::as_ptr(&arc).cast_mut().cast::<T>();
+    // SAFETY: two invariants, both held by this function's shape.
+    // - The write is the only access to the value: `arc` is local, made
+    //   just above and never cloned or lent (`make` cannot reach it), so no
+    //   other handle, reference or pointer to the value exists. `ptr` comes
+    //   from the `Arc`'s own raw pointer (`as_ptr`, not through a shared
+    //   reference) and is valid and aligned for a `MaybeUninit<T>`, which has
+    //   `T`'s layout; `write` reads and drops nothing there.
+    // - `assume_init` follows a write of a whole `T`: if `make` panics, the
+    //   write and `assume_init` are never reached and `arc` is dropped as the
+    //   `MaybeUninit` it is (freed, nothing read or dropped).
     unsafe {
-        std::sync::Arc::as_ptr(&arc)
-            .cast_mut()
-            .cast::<T>()
-            .write(make())
-    };
-    // SAFETY: the value was fully written just above (`write` of a whole
-    // `T`); had `make` panicked, this line would not be reached.
-    unsafe { arc.assume_init() }
+        ptr.write(make());
+        arc.assume_init()
+    }
 }
 
 #[cfg(test)]
@@ -561,6 +561,19 @@ mod tests {
         });
         assert!(panicked.is_err());
         assert_eq!(DROPS.load(Ordering::Relaxed), 1);
+        // Layouts at the edges: a zero-sized value, an over-aligned one, and
+        // a value whose making makes another in place first.
+        let unit = arc_in_place(|| ());
+        assert_eq!(*unit, ());
+        #[repr(align(64))]
+        struct Line([u8; 3]);
+        let line = arc_in_place(|| Line([1, 2, 3]));
+        assert_eq!(std::sync::Arc::as_ptr(&line) as usize % 64, 0);
+        assert_eq!(line.0, [1, 2, 3]);
+        let nested = arc_in_place(|| (arc_in_place(|| Counted([1; 9], 1)), 5u8));
+        assert_eq!((nested.0 .1, nested.1), (1, 5));
+        drop(nested);
+        assert_eq!(DROPS.load(Ordering::Relaxed), 2);
     }
 
     #[test]

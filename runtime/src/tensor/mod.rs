@@ -743,17 +743,32 @@ impl Tensor {
         keys: KeySet,
         geometry: Geometry,
     ) -> Tensor {
-        Tensor(alloc::arc_in_place(|| TensorInner {
+        Tensor::from_parts(dtype, device, keys, geometry, None, false)
+    }
+
+    /// The one constructor of a tensor's record: everything autograd, fake
+    /// tensors and wrappers keep in it starts empty, and the record is
+    /// written straight into its allocation ([`alloc::arc_in_place`]).
+    #[inline]
+    fn from_parts(
+        dtype: DType,
+        device: Device,
+        keys: KeySet,
+        geometry: Geometry,
+        ext: Option<Arc<Ext>>,
+        wrapped_number: bool,
+    ) -> Tensor {
+        Tensor(alloc::arc_in_place(move || TensorInner {
             dtype,
             device,
             keys: AtomicU32::new(keys.bits()),
             geometry: RwLock::new(geometry),
             geometry_changes: AtomicU32::new(0),
-            ext: None,
+            ext,
             autograd: once_cell::race::OnceBox::new(),
             history: std::sync::Mutex::new(None),
             has_history: std::sync::atomic::AtomicBool::new(false),
-            wrapped_number: false,
+            wrapped_number,
             view: None,
             fake_twin: once_cell::race::OnceBox::new(),
             wrapped: None,
@@ -761,21 +776,8 @@ impl Tensor {
     }
 
     pub(crate) fn with_ext(dtype: DType, device: Device, geometry: Geometry, ext: Ext) -> Tensor {
-        Tensor(alloc::arc_in_place(|| TensorInner {
-            dtype,
-            device,
-            keys: AtomicU32::new(class_keys(device, Some(&ext)).bits()),
-            geometry: RwLock::new(geometry),
-            geometry_changes: AtomicU32::new(0),
-            ext: Some(Arc::new(ext)),
-            autograd: once_cell::race::OnceBox::new(),
-            history: std::sync::Mutex::new(None),
-            has_history: std::sync::atomic::AtomicBool::new(false),
-            wrapped_number: false,
-            view: None,
-            fake_twin: once_cell::race::OnceBox::new(),
-            wrapped: None,
-        }))
+        let keys = class_keys(device, Some(&ext));
+        Tensor::from_parts(dtype, device, keys, geometry, Some(Arc::new(ext)), false)
     }
 
     /// A plain tensor: not a subclass instance, wrapper or duck tensor-like. Only
@@ -817,21 +819,14 @@ impl Tensor {
             inner.ext = Some(ext);
             return self;
         }
-        Tensor(alloc::arc_in_place(|| TensorInner {
-            dtype: self.0.dtype,
-            device: self.0.device,
-            keys: AtomicU32::new(keys.bits()),
-            geometry: RwLock::new(self.geometry()),
-            geometry_changes: AtomicU32::new(0),
-            ext: Some(ext),
-            autograd: once_cell::race::OnceBox::new(),
-            history: std::sync::Mutex::new(None),
-            has_history: std::sync::atomic::AtomicBool::new(false),
-            wrapped_number: self.0.wrapped_number,
-            view: None,
-            fake_twin: once_cell::race::OnceBox::new(),
-            wrapped: None,
-        }))
+        Tensor::from_parts(
+            self.0.dtype,
+            self.0.device,
+            keys,
+            self.geometry(),
+            Some(ext),
+            self.0.wrapped_number,
+        )
     }
 
     /// A contiguous CPU tensor holding `data` with `shape`.
