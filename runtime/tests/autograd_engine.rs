@@ -666,6 +666,54 @@ fn backward_on_separate_graphs_in_threads_matches_one_thread() {
     }
 }
 
+/// Eight threads run backward into the same fresh leaf at once: every
+/// contribution lands. The first gradient is stored, later ones added, and
+/// the read of `.grad` and the write after it are one step (PyTorch holds
+/// `AccumulateGrad`'s mutex across them); a lost update would leave 7.
+#[test]
+fn concurrent_backward_into_a_fresh_leaf_loses_no_gradient() {
+    let _s = serial();
+    const THREADS: usize = 8;
+    const ROUNDS: usize = 400;
+    let leaves: Vec<Tensor> = (0..ROUNDS).map(|_| leaf(vec![1.0; 3])).collect();
+    let barrier = std::sync::Barrier::new(THREADS);
+    std::thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                for x in &leaves {
+                    let y = sum(&mul(x, &two()));
+                    barrier.wait();
+                    y.backward().unwrap();
+                }
+            });
+        }
+    });
+    let lost: Vec<usize> = leaves
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| grad_of(x) != vec![2.0 * THREADS as f32; 3])
+        .map(|(i, _)| i)
+        .collect();
+    assert!(lost.is_empty(), "rounds that lost a gradient: {lost:?}");
+    // `retain_grad` on a shared non-leaf: the same, through the node.
+    for _ in 0..50 {
+        let x = leaf(vec![1.0; 3]);
+        let h = mul(&x, &two());
+        autograd::TensorAutograd::retain_grad(&h).unwrap();
+        std::thread::scope(|s| {
+            for _ in 0..THREADS {
+                s.spawn(|| {
+                    let y = sum(&mul(&h, &two()));
+                    barrier.wait();
+                    y.backward_with(None, Some(true), false, None).unwrap();
+                });
+            }
+        });
+        assert_eq!(grad_of(&h), vec![2.0 * THREADS as f32; 3]);
+        assert_eq!(grad_of(&x), vec![4.0 * THREADS as f32; 3]);
+    }
+}
+
 #[test]
 fn out_calls_refuse_tensors_that_require_grad() {
     let _s = serial();

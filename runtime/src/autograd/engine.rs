@@ -164,6 +164,7 @@ fn run_hooks(meta: &crate::tensor::AutogradMeta, mut grad: Tensor) -> Result<Ten
 /// out of place under `create_graph` (the sum keeps its history).
 pub(crate) fn accumulate_grad(t: &Tensor, grad: Tensor, create_graph: bool) -> Result<()> {
     let meta = t.autograd_meta_or_default();
+    let _one_at_a_time = meta.accumulating();
     let new = match meta.grad() {
         None if create_graph => {
             if grad.is_sole_owner() {
@@ -193,6 +194,7 @@ pub(crate) fn accumulate_grad(t: &Tensor, grad: Tensor, create_graph: bool) -> R
 /// retains-grad hook): a copy of the first, the sum out of place after.
 fn retain_grad(t: &Tensor, grad: &Tensor) -> Result<()> {
     let meta = t.autograd_meta_or_default();
+    let _one_at_a_time = meta.accumulating();
     let new = match meta.grad() {
         None => crate::at::clone(grad, None)?,
         Some(old) => crate::at::add_Tensor(&old, grad, Scalar::Int(1))?,

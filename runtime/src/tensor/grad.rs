@@ -169,6 +169,9 @@ pub struct AutogradMeta {
     /// Forward mode's tangent and the level it belongs to (PyTorch's
     /// `fw_grad`; one level at a time, see `autograd::forward_ad`).
     tangent: Mutex<Option<(u64, Tensor)>>,
+    /// Held by the engine from its read of `.grad` to the write that
+    /// follows ([`AutogradMeta::accumulating`]).
+    accumulating: Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -199,6 +202,14 @@ impl AutogradMeta {
     /// Replaces the accumulated gradient.
     pub fn set_grad(&self, grad: Option<Tensor>) {
         *lock(&self.grad) = grad;
+    }
+
+    /// Held across a read of `.grad` and the write computed from it (the
+    /// engine's accumulation, PyTorch's `AccumulateGrad` mutex), so that
+    /// backward passes accumulating into one tensor at once, from several
+    /// threads, lose no gradient. `.grad` itself stays readable meanwhile.
+    pub fn accumulating(&self) -> MutexGuard<'_, ()> {
+        lock(&self.accumulating)
     }
 
     /// Has a gradient hook ever been added (then [`AutogradMeta::hooks`]
