@@ -42,7 +42,7 @@ impl Function for LinearCombined {
         LinearFunction::forward(args)
     }
 
-    fn backward(ctx: &mut FunctionCtx<()>, grad_outputs: Grads) -> Result<Grads> {
+    fn backward(ctx: &FunctionCtx<()>, grad_outputs: Grads) -> Result<Grads> {
         LinearFunction::backward(ctx, grad_outputs)
     }
 }
@@ -69,7 +69,7 @@ impl Function for MulConstant {
         Ok(())
     }
 
-    fn backward(ctx: &mut FunctionCtx<f64>, grad_outputs: Grads) -> Result<Grads> {
+    fn backward(ctx: &FunctionCtx<f64>, grad_outputs: Grads) -> Result<Grads> {
         // As many gradients as arguments; the constant's must be None.
         let g = grad_outputs[0].as_ref().expect("materialized");
         Ok(vec![Some(g.mul_scalar(Scalar::Float(ctx.state))?), None])
@@ -99,7 +99,7 @@ impl Function for MulConstantLazy {
         Ok(())
     }
 
-    fn backward(ctx: &mut FunctionCtx<f64>, grad_outputs: Grads) -> Result<Grads> {
+    fn backward(ctx: &FunctionCtx<f64>, grad_outputs: Grads) -> Result<Grads> {
         let Some(g) = &grad_outputs[0] else {
             return Ok(vec![None, None]);
         };
@@ -142,7 +142,7 @@ impl Function for MyCube {
         Ok(())
     }
 
-    fn backward(ctx: &mut FunctionCtx<()>, grad_outputs: Grads) -> Result<Grads> {
+    fn backward(ctx: &FunctionCtx<()>, grad_outputs: Grads) -> Result<Grads> {
         let saved = ctx.saved_tensors()?;
         let (x, dx) = (
             saved[0].as_ref().expect("saved"),

@@ -44,7 +44,7 @@ macro_rules! scaled {
             fn forward((x, k): &Self::Args) -> Result<Tensor> {
                 x.mul_scalar(Scalar::Float(*k))
             }
-            fn backward(_: &mut FunctionCtx<()>, grads: Grads) -> Result<Grads> {
+            fn backward(_: &FunctionCtx<()>, grads: Grads) -> Result<Grads> {
                 let $g = grads[0].clone().unwrap();
                 Ok($back)
             }
@@ -117,7 +117,7 @@ impl Function for OnlyBackward {
     type Args = Tensor;
     type Output = Tensor;
     type State = ();
-    fn backward(_: &mut FunctionCtx<()>, grads: Grads) -> Result<Grads> {
+    fn backward(_: &FunctionCtx<()>, grads: Grads) -> Result<Grads> {
         Ok(grads)
     }
 }
@@ -150,7 +150,7 @@ impl Function for Probe {
         ctx.state.grad_mode = autograd::is_grad_enabled();
         x.mul_scalar(Scalar::Float(*k))
     }
-    fn backward(ctx: &mut FunctionCtx<Seen>, grads: Grads) -> Result<Grads> {
+    fn backward(ctx: &FunctionCtx<Seen>, grads: Grads) -> Result<Grads> {
         assert!(!ctx.state.grad_mode, "forward ran with grad mode off");
         assert_eq!(ctx.needs_input_grad(), &[true, false, false]);
         Ok(vec![grads[0].clone(), None, None])
@@ -189,7 +189,7 @@ impl<const RETURNED: bool> Function for Dirty<RETURNED> {
             false => at::clone(&x, None),
         }
     }
-    fn backward(_: &mut FunctionCtx<()>, grads: Grads) -> Result<Grads> {
+    fn backward(_: &FunctionCtx<()>, grads: Grads) -> Result<Grads> {
         Ok(vec![Some(
             grads[0].clone().unwrap().mul_scalar(Scalar::Int(2))?,
         )])
@@ -239,7 +239,7 @@ impl<const ITSELF: bool> Function for ViewOut<ITSELF> {
             false => at::slice_Tensor(x, 0, Some(0), Some(1), 1),
         }
     }
-    fn backward(_: &mut FunctionCtx<()>, grads: Grads) -> Result<Grads> {
+    fn backward(_: &FunctionCtx<()>, grads: Grads) -> Result<Grads> {
         Ok(grads)
     }
     fn name() -> std::borrow::Cow<'static, str> {
@@ -282,7 +282,7 @@ impl Function for Once {
         ctx.save_for_backward([x]);
         x.mul(x)
     }
-    fn backward(ctx: &mut FunctionCtx<()>, grads: Grads) -> Result<Grads> {
+    fn backward(ctx: &FunctionCtx<()>, grads: Grads) -> Result<Grads> {
         assert!(!autograd::is_grad_enabled());
         let x = ctx.saved_tensors()?[0].clone().unwrap();
         Ok(vec![Some(
@@ -330,7 +330,7 @@ impl<const OUTPUT: bool> Function for Saves<OUTPUT> {
         }
         Ok(r)
     }
-    fn backward(ctx: &mut FunctionCtx<()>, grads: Grads) -> Result<Grads> {
+    fn backward(ctx: &FunctionCtx<()>, grads: Grads) -> Result<Grads> {
         let r = ctx.saved_tensors()?[0].clone().unwrap();
         Ok(vec![Some(grads[0].as_ref().unwrap().mul(&r)?)])
     }
@@ -382,7 +382,7 @@ impl<const NON_DIFF: bool, const MATERIALIZE: bool> Function for Two<NON_DIFF, M
         ctx.set_materialize_grads(MATERIALIZE);
         Ok((a, b))
     }
-    fn backward(_: &mut FunctionCtx<()>, grads: Grads) -> Result<Grads> {
+    fn backward(_: &FunctionCtx<()>, grads: Grads) -> Result<Grads> {
         *RECEIVED.lock().unwrap() = grads.iter().map(|g| g.as_ref().map(values)).collect();
         let mut total = grads[0].clone().unwrap().mul_scalar(Scalar::Int(2))?;
         if let Some(gb) = &grads[1] {
@@ -434,7 +434,7 @@ impl Function for Mixed {
             7,
         ))
     }
-    fn backward(_: &mut FunctionCtx<()>, grads: Grads) -> Result<Grads> {
+    fn backward(_: &FunctionCtx<()>, grads: Grads) -> Result<Grads> {
         let ints = grads[1].as_ref().expect("an integer output's zeros");
         assert_eq!(
             (ints.dtype(), ints.to_vec::<i64>()?),
@@ -469,7 +469,7 @@ impl Function for Scale {
         ctx.state = *k;
         Ok(())
     }
-    fn backward(ctx: &mut FunctionCtx<f64>, grads: Grads) -> Result<Grads> {
+    fn backward(ctx: &FunctionCtx<f64>, grads: Grads) -> Result<Grads> {
         Ok(vec![
             Some(
                 grads[0]
@@ -552,7 +552,7 @@ impl Function for Twice {
     fn forward(x: &Tensor) -> Result<Tensor> {
         x.mul(&two())
     }
-    fn backward(_: &mut FunctionCtx<()>, grads: Grads) -> Result<Grads> {
+    fn backward(_: &FunctionCtx<()>, grads: Grads) -> Result<Grads> {
         Ok(vec![Some(grads[0].as_ref().unwrap().mul(&two())?)])
     }
 }
@@ -594,4 +594,55 @@ fn a_logging_subclass_sees_forward_and_backward_operations() {
         2,
         "{names:?}"
     );
+}
+
+/// A Function whose backward runs backward through the graph that holds its
+/// own node (PyTorch's `torch.autograd.backward(out)` on a saved output,
+/// inside `backward`): the nested pass runs the node again instead of
+/// waiting for the lock the outer pass holds. PyTorch 2.15 gives
+/// `x.grad = [6.]` (3 from the nested pass, 3 from the outer).
+#[test]
+fn a_backward_may_run_backward_through_its_own_node() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    #[derive(Default)]
+    struct Calls(AtomicUsize);
+    struct Reenters;
+    impl Function for Reenters {
+        type Args = Tensor;
+        type Output = Tensor;
+        type State = Calls;
+        fn forward(x: &Tensor) -> Result<Tensor> {
+            x.mul_scalar(Scalar::Float(3.0))
+        }
+        fn setup_context(ctx: &mut FunctionCtx<Calls>, _: &Tensor, out: &Tensor) -> Result<()> {
+            ctx.save_for_backward([out]);
+            Ok(())
+        }
+        fn backward(ctx: &FunctionCtx<Calls>, grads: Grads) -> Result<Grads> {
+            let out = ctx.saved_tensors()?.remove(0).expect("saved");
+            if ctx.state.0.fetch_add(1, Ordering::SeqCst) == 0 {
+                autograd::backward(
+                    &[out.clone()],
+                    &[Some(at::ones_like(&out, None, None, None, None, None)?)],
+                    None,
+                    false,
+                    None,
+                )?;
+            }
+            let g = grads[0].as_ref().expect("a gradient");
+            Ok(vec![Some(g.mul_scalar(Scalar::Float(3.0))?)])
+        }
+    }
+    let x = leaf(&[1.0]);
+    let y = Reenters::apply(x.clone()).unwrap();
+    // On a thread, so that a deadlock fails the test instead of hanging it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(autograd::TensorAutograd::backward(&y).map_err(|e| e.to_string()));
+    });
+    let done = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("backward returned (a nested pass through the node must not deadlock)");
+    done.unwrap();
+    assert_eq!(values(&x.grad().unwrap()), vec![6.0]);
 }

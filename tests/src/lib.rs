@@ -116,7 +116,7 @@ pub mod bench {
         }
 
         fn backward(
-            _: &mut opforge::autograd::FunctionCtx<()>,
+            _: &opforge::autograd::FunctionCtx<()>,
             grads: Vec<Option<opforge::Tensor>>,
         ) -> opforge::Result<Vec<Option<opforge::Tensor>>> {
             match &grads[0] {

@@ -433,16 +433,11 @@ fn run(
                     &many
                 }
             };
-            let mut b = node.backward();
             let ctx = BackwardCtx {
                 needed,
                 input_meta: node.input_metas(),
             };
-            let out = b.apply(grads, &ctx)?;
-            if !keep_graph {
-                b.release();
-            }
-            out
+            node.run_backward(grads, &ctx, !keep_graph)?
         };
         if outputs.len() != edges.len() {
             return Err(runtime(format!(

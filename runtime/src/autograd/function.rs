@@ -40,7 +40,7 @@
 //!         Ok(())
 //!     }
 //!
-//!     fn backward(ctx: &mut FunctionCtx<f64>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+//!     fn backward(ctx: &FunctionCtx<f64>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
 //!         let g = grads[0].as_ref().expect("materialized");
 //!         Ok(vec![Some(g.mul_scalar(Scalar::Float(ctx.state))?), None])
 //!     }
@@ -66,6 +66,7 @@ use super::forward_ad;
 use super::mode::{is_grad_enabled, no_grad};
 use super::node::{
     gradient_edge, Backward, BackwardCtx, Edges, Grads, InputMeta, InputMetas, Node,
+    ReentrantBackward,
 };
 use super::record::{record, set_history_mut, Handles};
 use super::saved::SavedTensor;
@@ -78,7 +79,11 @@ use std::any::TypeId;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::marker::PhantomData;
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// PyTorch's message for a Function without `backward`.
 pub const NO_BACKWARD: &str = "You must implement either the backward or vjp method for your custom autograd.Function to use it with backward mode AD.";
@@ -240,7 +245,10 @@ pub struct FunctionCtx<S> {
     /// Set by `save_for_backward` during forward; made into `saved` once the
     /// outputs are known (a saved output is kept without its history).
     to_save: Option<Vec<Option<Tensor>>>,
-    saved: Vec<Option<SavedTensor>>,
+    /// Behind a lock: backward reads them through a shared context, and
+    /// releasing them (after a backward without `retain_graph`) may happen
+    /// while a nested backward of the same node reads them.
+    saved: Mutex<Vec<Option<SavedTensor>>>,
     dirty: Vec<Tensor>,
     non_differentiable: Vec<Tensor>,
 }
@@ -252,7 +260,7 @@ impl<S> FunctionCtx<S> {
             needs_input_grad,
             materialize_grads: true,
             to_save: None,
-            saved: Vec::new(),
+            saved: Mutex::new(Vec::new()),
             dirty: Vec::new(),
             non_differentiable: Vec::new(),
         }
@@ -285,7 +293,7 @@ impl<S> FunctionCtx<S> {
         if let Some(pending) = &self.to_save {
             return Ok(pending.clone());
         }
-        self.saved
+        lock(&self.saved)
             .iter()
             .map(|s| s.as_ref().map(SavedTensor::unpack).transpose())
             .collect()
@@ -329,7 +337,7 @@ impl<S> std::fmt::Debug for FunctionCtx<S> {
         f.debug_struct("FunctionCtx")
             .field("needs_input_grad", &self.needs_input_grad)
             .field("materialize_grads", &self.materialize_grads)
-            .field("saved", &self.saved.len())
+            .field("saved", &lock(&self.saved).len())
             .finish_non_exhaustive()
     }
 }
@@ -345,8 +353,9 @@ pub trait Function: Sized + 'static {
     /// What `forward` returns: a tensor, a tuple, or a `Vec<Tensor>`.
     type Output: FunctionValues;
     /// The Function's own state in the context ([`FunctionCtx::state`]);
-    /// `()` for none.
-    type State: Default + Send + 'static;
+    /// `()` for none. `Sync`, because backward reads it through a shared
+    /// context (see [`Function::backward`]).
+    type State: Default + Send + Sync + 'static;
 
     /// PyTorch's `@once_differentiable` on `backward`: it runs with grad mode
     /// off, and differentiating its results is an error
@@ -397,8 +406,13 @@ pub trait Function: Sized + 'static {
     /// or need no gradient. Trailing `None`s beyond the arguments are
     /// allowed. A gradient of another shape is summed to the input's shape if
     /// it broadcasts to it, and an error otherwise.
+    ///
+    /// The context is shared, as PyTorch's `ctx` is: backward may run again
+    /// while it runs (it may itself run backward through a graph that holds
+    /// its node, or a retained graph may be run from several threads at
+    /// once), so state it changes is behind a lock or an atomic of its own.
     fn backward(
-        ctx: &mut FunctionCtx<Self::State>,
+        ctx: &FunctionCtx<Self::State>,
         grad_outputs: Vec<Option<Tensor>>,
     ) -> Result<Vec<Option<Tensor>>> {
         let _ = (ctx, grad_outputs);
@@ -432,7 +446,13 @@ fn zeros(meta: &InputMeta) -> Result<Tensor> {
 }
 
 /// The node's backward: the Function's, with PyTorch's checks around it.
-struct FunctionBackward<F: Function> {
+/// What it runs is shared ([`Backward::reentrant`]): the engine runs the
+/// user's backward without holding the node's lock, so that it may run
+/// backward through a graph holding this very node, as in PyTorch.
+struct FunctionBackward<F: Function>(Arc<FunctionNode<F>>);
+
+/// A Function node's context and what its checks need.
+struct FunctionNode<F: Function> {
     ctx: FunctionCtx<F::State>,
     name: &'static str,
     /// Per argument of `apply`: is it a tensor?
@@ -440,7 +460,7 @@ struct FunctionBackward<F: Function> {
     _f: PhantomData<fn() -> F>,
 }
 
-impl<F: Function> FunctionBackward<F> {
+impl<F: Function> FunctionNode<F> {
     /// Checks the user's gradients (count, non-tensor positions) and keeps
     /// one per tensor input (the engine checks their sizes and dtypes against
     /// the inputs', as for every node).
@@ -475,10 +495,16 @@ impl<F: Function> FunctionBackward<F> {
         }
         Ok(out)
     }
+
+    fn release(&self) {
+        for s in lock(&self.ctx.saved).iter_mut().flatten() {
+            s.release();
+        }
+    }
 }
 
-impl<F: Function> Backward for FunctionBackward<F> {
-    fn apply(&mut self, grads: Grads, ctx: &BackwardCtx) -> Result<Grads> {
+impl<F: Function> ReentrantBackward for FunctionNode<F> {
+    fn apply(&self, grads: Grads, ctx: &BackwardCtx) -> Result<Grads> {
         let mut incoming: Vec<Option<Tensor>> = Vec::with_capacity(grads.len());
         for (i, g) in grads.into_iter().enumerate() {
             incoming.push(match (g, ctx.input_meta(i)) {
@@ -488,7 +514,7 @@ impl<F: Function> Backward for FunctionBackward<F> {
             });
         }
         if !F::ONCE_DIFFERENTIABLE {
-            let grads = F::backward(&mut self.ctx, incoming)?;
+            let grads = F::backward(&self.ctx, incoming)?;
             return self.validate(grads);
         }
         // `once_differentiable`: backward runs with grad mode off; if a
@@ -505,7 +531,7 @@ impl<F: Function> Backward for FunctionBackward<F> {
         };
         let grads = {
             let _off = no_grad();
-            F::backward(&mut self.ctx, incoming)?
+            F::backward(&self.ctx, incoming)?
         };
         let grads = self.validate(grads)?;
         if !recorded.is_empty() {
@@ -516,28 +542,39 @@ impl<F: Function> Backward for FunctionBackward<F> {
         }
         Ok(grads)
     }
+}
+
+impl<F: Function> Backward for FunctionBackward<F> {
+    fn apply(&mut self, grads: Grads, ctx: &BackwardCtx) -> Result<Grads> {
+        self.0.apply(grads, ctx)
+    }
+
+    fn reentrant(&self) -> Option<Arc<dyn ReentrantBackward>> {
+        Some(self.0.clone())
+    }
 
     fn release(&mut self) {
-        for s in self.ctx.saved.iter_mut().flatten() {
-            s.release();
+        self.0.release();
+    }
+
+    /// The saved tensors, and the Function's own state, which may hold
+    /// tensors too (PyTorch's `ctx.x = x`). A state without drop glue owns
+    /// none (a `Tensor` has a destructor). While a backward of the node still
+    /// runs (it holds the shared part), the state goes with its last holder.
+    fn before_drop(&mut self) {
+        self.0.release();
+        if std::mem::needs_drop::<F::State>() {
+            if let Some(node) = Arc::get_mut(&mut self.0) {
+                super::node::drop_boxed_later(Box::new(std::mem::take(&mut node.ctx.state)));
+            }
         }
     }
 
     /// Tensors live only in what `save_for_backward` kept and, perhaps, in
-    /// the Function's own state: a state without drop glue owns none (a
-    /// `Tensor` has a destructor), so the node of a Function that saved
-    /// nothing and keeps such a state is dropped on the spot.
-    /// The saved tensors, and the Function's state, which may hold tensors
-    /// too (PyTorch's `ctx.x = x`).
-    fn before_drop(&mut self) {
-        self.release();
-        if std::mem::needs_drop::<F::State>() {
-            super::node::drop_boxed_later(Box::new(std::mem::take(&mut self.ctx.state)));
-        }
-    }
-
+    /// the Function's own state: the node of a Function that saved nothing
+    /// and keeps a state without drop glue is dropped on the spot.
     fn owns_tensors(&self) -> bool {
-        self.ctx.saved.iter().any(Option::is_some) || std::mem::needs_drop::<F::State>()
+        lock(&self.0.ctx.saved).iter().any(Option::is_some) || std::mem::needs_drop::<F::State>()
     }
 }
 
@@ -790,13 +827,13 @@ fn attach<F: Function>(
                 None => saved.push(Some(SavedTensor::input(t))),
             }
         }
-        ctx.saved = saved;
-        let backward = FunctionBackward::<F> {
+        ctx.saved = Mutex::new(saved);
+        let backward = FunctionBackward::<F>(Arc::new(FunctionNode {
             ctx,
             name,
             inputs: is_tensor,
             _f: PhantomData,
-        };
+        }));
         Node::new(Cow::Borrowed(name), node_meta, edges, backward)
     });
     made?;

@@ -63,7 +63,7 @@ pub use mode::{
 };
 pub use node::{
     accumulator, gradient_edge, live_nodes, Backward, BackwardCtx, Edge, Edges, Grads, InputMeta,
-    InputMetas, Node,
+    InputMetas, Node, ReentrantBackward,
 };
 pub use record::{
     check_differentiable_outputs, check_no_requires_grad, check_out, record, Outputs, Recording,

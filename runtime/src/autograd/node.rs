@@ -11,7 +11,7 @@ use crate::tensor::DType;
 use crate::tensor::Tensor;
 pub use crate::tensor::{
     drop_boxed_later, drop_tensor_later, live_nodes, Backward, BackwardCtx, Edge, Edges, Grads,
-    InputMeta, InputMetas, Node,
+    InputMeta, InputMetas, Node, ReentrantBackward,
 };
 use std::sync::Arc;
 

@@ -409,12 +409,13 @@ impl Backward for CopySlices {
         // base's, inside the view.
         let mut needed: Vec<bool> = (0..n).map(|i| ctx.needs_input_grad(i)).collect();
         needed[0] = true;
-        let res = self.inner.backward().apply(
+        let res = self.inner.run_backward(
             smallvec::smallvec![Some(slice.clone())],
             &BackwardCtx {
                 needed: &needed,
                 input_meta: self.inner.input_metas(),
             },
+            false,
         )?;
         let mut res = res.into_iter();
         let one = Scalar::Int(1);

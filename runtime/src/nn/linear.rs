@@ -36,7 +36,7 @@ impl Function for LinearFunction {
     }
 
     fn backward(
-        ctx: &mut FunctionCtx<()>,
+        ctx: &FunctionCtx<()>,
         grad_outputs: Vec<Option<Tensor>>,
     ) -> Result<Vec<Option<Tensor>>> {
         let saved = ctx.saved_tensors()?;

@@ -210,6 +210,26 @@ pub trait Backward: Send + 'static {
     fn owns_tensors(&self) -> bool {
         true
     }
+
+    /// A backward that runs code which may re-enter the engine on this very
+    /// node returns the part to run here, and the engine runs it with the
+    /// node's lock released ([`Node::run_backward`]). A custom Function's
+    /// backward is such code: it may run backward through a graph that holds
+    /// its own node, as PyTorch allows (its `PyNode` takes no lock). `None`,
+    /// the default: [`Backward::apply`] runs under the lock, as PyTorch's
+    /// generated nodes run under their mutex.
+    fn reentrant(&self) -> Option<Arc<dyn ReentrantBackward>> {
+        None
+    }
+}
+
+/// The shared part of a [`Backward`] that may re-enter the engine (see
+/// [`Backward::reentrant`]): it runs through a shared reference, possibly on
+/// several threads and nested within itself, so whatever it mutates is
+/// behind its own short-held locks.
+pub trait ReentrantBackward: Send + Sync {
+    /// As [`Backward::apply`].
+    fn apply(&self, grads: Grads, ctx: &BackwardCtx) -> Result<Grads>;
 }
 
 /// The backward of a leaf's accumulator: the engine writes the leaf's
@@ -380,6 +400,33 @@ impl<B: ?Sized + Backward> Node<B> {
     /// never runs).
     pub(crate) fn backward(&self) -> MutexGuard<'_, B> {
         lock(&self.backward)
+    }
+
+    /// Runs the node's backward on `grads`, then, with `release`, frees what
+    /// it saved: under the node's lock, or, for a backward that may re-enter
+    /// the engine ([`Backward::reentrant`]), with the lock released while it
+    /// runs (a nested pass through the same node then runs it again rather
+    /// than waiting forever for the lock its own thread holds).
+    pub(crate) fn run_backward(
+        &self,
+        grads: Grads,
+        ctx: &BackwardCtx,
+        release: bool,
+    ) -> Result<Grads> {
+        let mut b = self.backward();
+        let out = match b.reentrant() {
+            None => b.apply(grads, ctx)?,
+            Some(shared) => {
+                drop(b);
+                let out = shared.apply(grads, ctx)?;
+                b = self.backward();
+                out
+            }
+        };
+        if release {
+            b.release();
+        }
+        Ok(out)
     }
 
     /// Has a hook or a retained gradient ever been added here?

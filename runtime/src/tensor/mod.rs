@@ -44,7 +44,7 @@ pub use grad::{
 };
 pub use graph::{
     drop_boxed_later, drop_tensor_later, live_nodes, Backward, BackwardCtx, Edge, Edges, GradFn,
-    GradHook, Grads, InputMeta, InputMetas, Node,
+    GradHook, Grads, InputMeta, InputMetas, Node, ReentrantBackward,
 };
 pub use locks::{Reads, StorageLocks};
 pub use objects::{Generator, QScheme, Stream};
