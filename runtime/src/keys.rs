@@ -247,7 +247,7 @@ impl LocalKeys {
             included: prev.included | keys,
             ..prev
         });
-        LocalKeysGuard(prev)
+        LocalKeysGuard(prev, std::marker::PhantomData)
     }
 
     /// Excludes `keys` until the guard is dropped.
@@ -257,13 +257,15 @@ impl LocalKeys {
             excluded: prev.excluded | keys,
             ..prev
         });
-        LocalKeysGuard(prev)
+        LocalKeysGuard(prev, std::marker::PhantomData)
     }
 }
 
-/// Restores the previous thread-local sets when dropped.
+/// Restores the previous thread-local sets when dropped. It belongs to the
+/// thread that made it (not `Send`): dropped elsewhere, it would restore that
+/// thread's sets and strand this one's.
 #[must_use = "the keys are restored when the guard is dropped"]
-pub struct LocalKeysGuard(LocalKeys);
+pub struct LocalKeysGuard(LocalKeys, std::marker::PhantomData<*const ()>);
 
 impl Drop for LocalKeysGuard {
     fn drop(&mut self) {

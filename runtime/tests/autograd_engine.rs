@@ -951,3 +951,53 @@ fn finish_gives_fresh_and_shared_results_the_same_history() {
     }
     assert_eq!(grad_of(&kept), vec![1.0, 1.0], "kept's retained gradient");
 }
+
+/// A forward level's bookkeeping stays proportional to the dual tensors
+/// alive: 20,000 operations on a dual tensor, each result dropped, leave the
+/// thread's heap as it was after the first 2,000 (each once kept a handle to
+/// its dropped result until the level ended).
+#[test]
+fn a_forward_level_keeps_memory_flat_over_many_operations() {
+    let _s = serial();
+    use autograd::forward_ad;
+    let x = Tensor::from_vec(vec![1.0f64; 4], &[4]).unwrap();
+    let v = Tensor::from_vec(vec![0.5f64; 4], &[4]).unwrap();
+    let _level = forward_ad::dual_level().unwrap();
+    let dual = forward_ad::make_dual(&x, &v).unwrap();
+    let mut after_warmup = 0;
+    for i in 0..20_000 {
+        let y = at::mul_Tensor(&dual, &dual).unwrap();
+        assert!(forward_ad::unpack_dual(&y).tangent.is_some());
+        if i == 2_000 {
+            after_warmup = thread_bytes();
+        }
+    }
+    let grown = thread_bytes() - after_warmup;
+    assert!(
+        grown < 64 * 1024,
+        "the level grew {grown} bytes over 18,000 operations"
+    );
+}
+
+/// Guards that restore their thread's state when dropped are not `Send`:
+/// dropped on another thread (or held across an `.await` on a threaded
+/// executor), they would restore that thread's state and strand their own.
+/// Checked at compile time: `check` is ambiguous, so this does not compile,
+/// for a type that is `Send`.
+#[test]
+fn thread_affine_guards_are_not_send() {
+    trait AmbiguousIfSend<A> {
+        fn check() {}
+    }
+    impl<T: ?Sized> AmbiguousIfSend<()> for T {}
+    impl<T: ?Sized + Send> AmbiguousIfSend<u8> for T {}
+    <autograd::forward_ad::DualLevel as AmbiguousIfSend<_>>::check();
+    <autograd::forward_ad::Suspended as AmbiguousIfSend<_>>::check();
+    <autograd::GradModeGuard as AmbiguousIfSend<_>>::check();
+    <opforge::keys::LocalKeysGuard as AmbiguousIfSend<_>>::check();
+    <opforge::fake::FakeModeGuard as AmbiguousIfSend<_>>::check();
+    <opforge::overrides::FunctionModeGuard as AmbiguousIfSend<_>>::check();
+    <opforge::overrides::DisableGuard as AmbiguousIfSend<_>>::check();
+    <opforge::overrides::DispatchModeGuard as AmbiguousIfSend<_>>::check();
+    <opforge::classes::InterceptGuard as AmbiguousIfSend<_>>::check();
+}

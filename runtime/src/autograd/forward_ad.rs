@@ -39,7 +39,52 @@ thread_local! {
     /// The entered level (kept while formulas suspend `CURRENT`).
     static ENTERED: Cell<u64> = const { Cell::new(0) };
     /// The tensors given tangents at the entered level, cleared on exit.
-    static REGISTERED: RefCell<Vec<WeakTensor>> = const { RefCell::new(Vec::new()) };
+    static REGISTERED: RefCell<Registered> = const { RefCell::new(Registered::new()) };
+}
+
+/// The tensors given tangents at the entered level, each once while it
+/// lives: a tensor dropped since, or registered twice, is pruned once the
+/// list has doubled since the last pruning, so the list stays proportional
+/// to the dual tensors alive (each entry holds its dropped tensor's record
+/// until it is pruned).
+struct Registered {
+    list: Vec<WeakTensor>,
+    prune_at: usize,
+}
+
+impl Registered {
+    const MIN_PRUNE: usize = 64;
+
+    const fn new() -> Registered {
+        Registered {
+            list: Vec::new(),
+            prune_at: Registered::MIN_PRUNE,
+        }
+    }
+
+    fn push(&mut self, t: WeakTensor) {
+        if self.list.len() >= self.prune_at {
+            self.prune();
+        }
+        self.list.push(t);
+    }
+
+    fn prune(&mut self) {
+        let mut seen = std::collections::HashSet::with_capacity(self.list.len());
+        let mut kept: Vec<WeakTensor> = Vec::with_capacity(self.list.len());
+        for t in self.list.drain(..) {
+            if !t.is_dropped() && seen.insert(t.addr()) {
+                kept.push(t);
+            }
+        }
+        self.prune_at = (2 * kept.len()).max(Registered::MIN_PRUNE);
+        self.list = kept;
+    }
+
+    fn take(&mut self) -> Vec<WeakTensor> {
+        self.prune_at = Registered::MIN_PRUNE;
+        std::mem::take(&mut self.list)
+    }
 }
 
 /// The forward level in force on this thread, if any.
@@ -52,11 +97,13 @@ pub fn current_level() -> Option<u64> {
 }
 
 /// A forward level, entered by [`dual_level`] and left when dropped (which
-/// clears every tangent made at it).
+/// clears every tangent made at it). It belongs to the thread that entered
+/// the level (not `Send`).
 #[derive(Debug)]
 #[must_use = "the level ends when this guard is dropped"]
 pub struct DualLevel {
     level: u64,
+    _thread: std::marker::PhantomData<*const ()>,
 }
 
 /// Enters a new forward level on this thread (`with fwAD.dual_level():`).
@@ -70,7 +117,10 @@ pub fn dual_level() -> Result<DualLevel> {
     let level = NEXT_LEVEL.fetch_add(1, Ordering::Relaxed);
     ENTERED.with(|c| c.set(level));
     CURRENT.with(|c| c.set(level));
-    Ok(DualLevel { level })
+    Ok(DualLevel {
+        level,
+        _thread: std::marker::PhantomData,
+    })
 }
 
 impl DualLevel {
@@ -82,7 +132,7 @@ impl DualLevel {
 
 impl Drop for DualLevel {
     fn drop(&mut self) {
-        let tensors = REGISTERED.with(|r| std::mem::take(&mut *r.borrow_mut()));
+        let tensors = REGISTERED.with(|r| r.borrow_mut().take());
         for t in tensors.iter().filter_map(WeakTensor::upgrade) {
             if t.autograd_meta()
                 .and_then(|m| m.tangent(self.level))
@@ -98,9 +148,11 @@ impl Drop for DualLevel {
 
 /// Turns forward mode off on this thread until dropped: what a forward
 /// formula runs under, so that its primals (the dual inputs themselves) do
-/// not propagate tangents of their own.
+/// not propagate tangents of their own. It belongs to its thread (not
+/// `Send`).
 pub struct Suspended {
     level: u64,
+    _thread: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for Suspended {
@@ -113,6 +165,7 @@ impl Drop for Suspended {
 pub fn suspend() -> Suspended {
     Suspended {
         level: CURRENT.with(|c| c.replace(0)),
+        _thread: std::marker::PhantomData,
     }
 }
 

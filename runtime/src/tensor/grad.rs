@@ -261,6 +261,17 @@ impl WeakTensor {
     pub fn upgrade(&self) -> Option<Tensor> {
         self.0.upgrade().map(Tensor)
     }
+
+    /// Has every handle to the tensor been dropped?
+    pub fn is_dropped(&self) -> bool {
+        self.0.strong_count() == 0
+    }
+
+    /// The tensor's address, its identity while a handle to it (strong or
+    /// weak) lives.
+    pub fn addr(&self) -> usize {
+        self.0.as_ptr() as *const () as usize
+    }
 }
 
 impl std::fmt::Debug for WeakTensor {
