@@ -469,6 +469,64 @@ fn hooks_and_retained_gradients() {
     assert_eq!(grad_of(&q), vec![1.0]);
 }
 
+/// `register_hook` returns PyTorch's `RemovableHandle`: a removed hook no
+/// longer runs (on a leaf and on a non-leaf), removing twice does nothing,
+/// and a hook that captured its own tensor (a cycle, as in PyTorch) frees
+/// the graph once removed.
+#[test]
+fn hooks_are_removed_by_their_handles() {
+    let _s = serial();
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let log = |name: &'static str| {
+        let calls = calls.clone();
+        move |_: &Tensor| {
+            calls.lock().unwrap().push(name);
+            Ok(None)
+        }
+    };
+    let x = leaf(vec![1.0, 2.0]);
+    let on_leaf = x.register_hook(log("leaf")).unwrap();
+    let kept = x.register_hook(log("kept")).unwrap();
+    let b = mul(&x, &two());
+    let on_b = b.register_hook(log("b")).unwrap();
+    sum(&b)
+        .backward_with(None, Some(true), false, None)
+        .unwrap();
+    assert_eq!(*calls.lock().unwrap(), vec!["b", "leaf", "kept"]);
+    on_leaf.remove();
+    on_b.remove();
+    on_b.remove();
+    calls.lock().unwrap().clear();
+    sum(&b).backward().unwrap();
+    assert_eq!(*calls.lock().unwrap(), vec!["kept"]);
+    drop(kept);
+    assert_eq!(grad_of(&x), vec![4.0, 4.0]);
+
+    // One hook per step, each removed: backward stays one hook long.
+    let w = leaf(vec![1.0]);
+    for _ in 0..100 {
+        let h = w.register_hook(|_| Ok(None)).unwrap();
+        sum(&mul(&w, &two())).backward().unwrap();
+        h.remove();
+    }
+    assert!(w.autograd_meta().unwrap().hooks().is_empty());
+
+    // A hook holding its own tensor keeps the graph until it is removed.
+    let nodes = live_nodes();
+    let y = mul(&leaf(vec![1.0]), &two());
+    let held = y.clone();
+    let handle = y
+        .register_hook(move |_| {
+            let _ = &held;
+            Ok(None)
+        })
+        .unwrap();
+    drop(y);
+    assert!(live_nodes() > nodes, "the cycle keeps the node");
+    handle.remove();
+    assert_eq!(live_nodes(), nodes, "removed, the graph is freed");
+}
+
 #[test]
 fn detach_shares_data_without_history() {
     let _s = serial();

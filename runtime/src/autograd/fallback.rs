@@ -233,7 +233,8 @@ fn warn_not_implemented(
     }
     for w in written.iter().filter(|w| w.requires_grad()) {
         let warning = missing_autograd_warning(&name);
-        w.register_hook(move |_| {
+        // Kept for the tensor's life, as PyTorch's `_autograd_not_implemented` hook is.
+        let _kept = w.register_hook(move |_| {
             crate::warnings::warn(&warning);
             Ok(None)
         })?;

@@ -55,7 +55,7 @@ pub mod views;
 pub use engine::{backward, grad};
 pub use function::{Function, FunctionCtx, FunctionValue, FunctionValues};
 pub use gradcheck::{gradcheck, gradgradcheck, GradcheckOptions, GradgradcheckOptions};
-pub use methods::TensorAutograd;
+pub use methods::{RemovableHandle, TensorAutograd};
 pub use mode::below_autograd;
 pub use mode::{
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,

@@ -157,7 +157,8 @@ pub struct AutogradMeta {
     requires_grad: AtomicBool,
     retains_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
-    hooks: Mutex<Vec<GradHook>>,
+    /// `(id, hook)` in registration order (the id is what removes it).
+    hooks: Mutex<Vec<(u64, GradHook)>>,
     /// Whether `hooks` ever held one (set under its lock), so that a leaf
     /// without hooks, nearly every one, locks nothing in backward.
     has_hooks: AtomicBool,
@@ -224,15 +225,25 @@ impl AutogradMeta {
         if !self.has_hooks.load(Ordering::Acquire) {
             return Vec::new();
         }
-        lock(&self.hooks).clone()
+        lock(&self.hooks).iter().map(|(_, h)| h.clone()).collect()
     }
 
-    /// Adds a gradient hook; returns its index.
-    pub fn add_hook(&self, hook: GradHook) -> usize {
-        let mut hooks = lock(&self.hooks);
-        hooks.push(hook);
+    /// Adds a gradient hook; returns the id that removes it
+    /// ([`AutogradMeta::remove_hook`]).
+    pub fn add_hook(&self, hook: GradHook) -> u64 {
+        let id = super::graph::next_hook_id();
+        lock(&self.hooks).push((id, hook));
         self.has_hooks.store(true, Ordering::Release);
-        hooks.len() - 1
+        id
+    }
+
+    /// Removes the hook [`AutogradMeta::add_hook`] returned `id` for;
+    /// `false` if it is not there (removed already).
+    pub fn remove_hook(&self, id: u64) -> bool {
+        let mut hooks = lock(&self.hooks);
+        let before = hooks.len();
+        hooks.retain(|(i, _)| *i != id);
+        hooks.len() != before
     }
 
     /// The forward-mode tangent at `level`, if the tensor has one there.

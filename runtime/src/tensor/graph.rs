@@ -67,6 +67,12 @@ impl std::fmt::Debug for GradFn {
     }
 }
 
+/// A new hook's id: what its handle removes it by (unique in the process).
+pub(crate) fn next_hook_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 /// A hook on a tensor's gradient (`register_hook`): it sees the gradient and
 /// may return a replacement.
 pub type GradHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
@@ -272,8 +278,8 @@ pub struct Node<B: ?Sized + Backward = dyn Backward> {
 #[derive(Default)]
 struct Extras {
     /// Hooks on the gradient arriving at an input (a non-leaf tensor's
-    /// `register_hook`): `(input, hook)` in registration order.
-    pre_hooks: Vec<(u32, GradHook)>,
+    /// `register_hook`): `(input, id, hook)` in registration order.
+    pre_hooks: Vec<(u32, u64, GradHook)>,
     /// Non-leaf tensors that keep their gradient (`retain_grad`), weakly.
     retained: Vec<(u32, WeakTensor)>,
 }
@@ -439,17 +445,34 @@ impl<B: ?Sized + Backward> Node<B> {
         lock(self.extras.get_or_init(Box::default))
     }
 
-    /// Adds a hook on the gradient arriving at input `input`.
-    pub(crate) fn add_pre_hook(&self, input: u32, hook: GradHook) -> usize {
-        let hooks = &mut self.extras().pre_hooks;
-        hooks.push((input, hook));
-        hooks.len() - 1
+    /// Adds a hook on the gradient arriving at input `input`; returns the id
+    /// that removes it ([`Node::remove_pre_hook`]).
+    pub(crate) fn add_pre_hook(&self, input: u32, hook: GradHook) -> u64 {
+        let id = next_hook_id();
+        self.extras().pre_hooks.push((input, id, hook));
+        id
+    }
+
+    /// Removes the hook [`Node::add_pre_hook`] returned `id` for; `false` if
+    /// it is not there (removed already).
+    pub(crate) fn remove_pre_hook(&self, id: u64) -> bool {
+        let Some(e) = self.extras.get() else {
+            return false;
+        };
+        let hooks = &mut lock(e).pre_hooks;
+        let before = hooks.len();
+        hooks.retain(|(_, i, _)| *i != id);
+        hooks.len() != before
     }
 
     /// The hooks on the node's inputs, in registration order.
     pub(crate) fn pre_hooks(&self) -> Vec<(u32, GradHook)> {
         match self.extras.get() {
-            Some(e) => lock(e).pre_hooks.clone(),
+            Some(e) => lock(e)
+                .pre_hooks
+                .iter()
+                .map(|(input, _, h)| (*input, h.clone()))
+                .collect(),
             None => Vec::new(),
         }
     }
