@@ -445,3 +445,39 @@ fn forward_mode_writes_through_a_view_reach_the_bases_tangent() {
     at::copy_(&mut col, &x, false).unwrap();
     assert_eq!(tangent(&b), Some(vec![10.0, 0.0, 20.0, 0.0]));
 }
+
+/// A tangent laid out unlike its primal is stored in the primal's layout
+/// (PyTorch's `set_fw_grad`: `_new_zeros_with_same_feature_meta`, then a
+/// copy), so whatever a view does to the primal it can do to the tangent:
+/// the jvp of `log_softmax(x.t().clone(), 1).reshape(-1)` and of a view of
+/// a dual whose tangent was given transposed.
+#[test]
+fn a_tangent_takes_its_primals_layout() {
+    use opforge::autograd::forward_ad::{dual_level, make_dual, unpack_dual};
+    let _level = dual_level().unwrap();
+    let x = Tensor::from_vec((0..6).map(f64::from).collect(), &[2, 3]).unwrap();
+    let v = Tensor::from_vec(vec![0.5f64; 6], &[2, 3]).unwrap();
+    let d = make_dual(&x, &v).unwrap();
+    let y = at::_log_softmax(&at::clone(&at::t(&d).unwrap(), None).unwrap(), 1, false).unwrap();
+    let z = at::reshape(&y, &[-1]).unwrap();
+    // Each row of log_softmax moves by the same amount in every entry: the
+    // tangent is zero.
+    let t = unpack_dual(&z).tangent.expect("a tangent");
+    assert!(
+        to_f64(&t).iter().all(|x| x.abs() < 1e-12),
+        "{:?}",
+        to_f64(&t)
+    );
+    // Given transposed, the tangent is stored as the primal is laid out.
+    let w = Tensor::zeros(&[3, 2], DType::Float64, Device::Cpu);
+    let tt = at::t(&Tensor::from_vec((0..6).map(f64::from).collect(), &[2, 3]).unwrap()).unwrap();
+    let dw = make_dual(&w, &tt).unwrap();
+    let got = unpack_dual(&dw).tangent.unwrap();
+    assert_eq!((got.shape(), got.strides()), (vec![3, 2], vec![2, 1]));
+    assert_eq!(to_f64(&got), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+    let flat = at::view(&dw, &[-1]).unwrap();
+    assert_eq!(
+        to_f64(&unpack_dual(&flat).tangent.unwrap()),
+        vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+    );
+}

@@ -235,9 +235,35 @@ pub fn set_tangent(t: &Tensor, tangent: Tensor) -> Result<()> {
         return Ok(());
     }
     check_tangent(t, &tangent)?;
+    // Laid out as the primal is (PyTorch's `set_fw_grad` copies a tangent
+    // that `has_same_meta` refuses into `_new_zeros_with_same_feature_meta`):
+    // whatever a view does to the primal, it can do to the tangent.
+    let tangent = match same_meta(&tangent, t) {
+        true => tangent,
+        false => {
+            let _off = suspend();
+            let _below = below_autograd();
+            let mut laid_out = zeros_laid_out_as(t)?;
+            crate::at::copy_(&mut laid_out, &tangent, false)?;
+            laid_out
+        }
+    };
     t.set_tangent(Some((level, tangent)));
     REGISTERED.with(|r| r.borrow_mut().push(t.downgrade()));
     Ok(())
+}
+
+/// PyTorch's `has_same_meta` without the storage size: the same sizes and
+/// offset, and the same strides wherever a dimension has more than one
+/// element.
+fn same_meta(a: &Tensor, b: &Tensor) -> bool {
+    let shape = a.shape();
+    a.storage_offset() == b.storage_offset()
+        && shape == b.shape()
+        && shape
+            .iter()
+            .zip(a.strides().iter().zip(b.strides().iter()))
+            .all(|(&n, (x, y))| n <= 1 || x == y)
 }
 
 /// The level in force, suspended or not (what a kernel setting tangents
