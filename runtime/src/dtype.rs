@@ -65,6 +65,18 @@ impl DType {
         self.scalar_type().c10_name()
     }
 
+    /// The `caffe2::TypeMeta` name (`float`, `long int`), which some
+    /// PyTorch messages print instead of the `ScalarType` name.
+    pub fn typemeta_name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::Int32 => "int",
+            DType::Int64 => "long int",
+            DType::Float32 => "float",
+            DType::Float64 => "double",
+        }
+    }
+
     /// Parses a Python name (`float32`, `float`, `int64`, `long`, …).
     pub fn from_name(s: &str) -> Option<DType> {
         ScalarType::from_name_or_alias(s).and_then(DType::from_scalar_type)

@@ -370,7 +370,7 @@ fn create_graph_allows_double_backward() {
     assert_eq!(gx.to_vec::<f32>().unwrap(), vec![6.0]);
     assert!(gx.requires_grad());
     // (Break the cycle .grad → history → x, as PyTorch users must.)
-    x.autograd_meta().unwrap().set_grad(None);
+    x.set_grad(None).unwrap();
 }
 
 #[test]
@@ -1003,7 +1003,7 @@ fn finish_gives_fresh_and_shared_results_the_same_history() {
         ("view", &view),
         ("kept", &kept),
     ] {
-        w.autograd_meta().unwrap().set_grad(None);
+        w.set_grad(None).unwrap();
         sum(t).backward().unwrap();
         assert_eq!(grad_of(&w), vec![1.0, 1.0], "{what}");
     }

@@ -429,6 +429,55 @@ fn mse_loss_each_reduction_and_gradient() {
     }
 }
 
+/// `F.mse_loss` with a target that broadcasts: input and target are
+/// broadcast first (the operator's derivative holds for equal shapes only),
+/// so the target's gradient sums over the rows (PyTorch 2.15, side by side).
+#[test]
+fn functional_mse_loss_broadcasts_before_the_operator() {
+    use opforge::nn::functional::{mse_loss, Reduction};
+    let cases: [(Reduction, &[f32], &[f32], &[f32]); 3] = [
+        (
+            Reduction::Mean,
+            &[5.958333492279053],
+            &[
+                -0.16666667,
+                0.33333334,
+                0.0,
+                0.8333334,
+                1.3333334,
+                1.1666667,
+            ],
+            &[-0.6666667, -1.6666667, -1.1666667],
+        ),
+        (
+            Reduction::Sum,
+            &[35.75],
+            &[-1.0, 2.0, 0.0, 5.0, 8.0, 7.0],
+            &[-4.0, -10.0, -7.0],
+        ),
+        (
+            Reduction::None,
+            &[0.25, 1.0, 0.0, 6.25, 16.0, 12.25],
+            &[-1.0, 2.0, 0.0, 5.0, 8.0, 7.0],
+            &[-4.0, -10.0, -7.0],
+        ),
+    ];
+    for (reduction, want, want_input, want_target) in cases {
+        let x = t32(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.5], &[2, 3]);
+        let t = t32(&[1.5, 1.0, 3.0], &[3]);
+        x.set_requires_grad(true).unwrap();
+        t.set_requires_grad(true).unwrap();
+        let (l, warnings) = opforge::warnings::catch_warnings(|| mse_loss(&x, &t, reduction));
+        let l = l.unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        close(&l, want, 1e-6);
+        let s = ops::sum(&l, None).unwrap();
+        let got = grad(&[s], &[x.clone(), t.clone()], &[], None, false, false).unwrap();
+        close(got[0].as_ref().unwrap(), want_input, 1e-6);
+        close(got[1].as_ref().unwrap(), want_target, 1e-6);
+    }
+}
+
 // s = [1.0, -2.0], m1 = [[1, 2, 3], [4, 5, 6]], m2 = [[0.5, -1], [2, 0.25],
 // [-1.5, 1]] (float32)
 #[test]

@@ -379,9 +379,8 @@ fn optimizer_state_dicts_round_trip() {
         },
     )
     .unwrap();
-    p.autograd_meta()
-        .unwrap()
-        .set_grad(Some(Tensor::from_vec(vec![1.0f64; 3], &[3]).unwrap()));
+    p.set_grad(Some(Tensor::from_vec(vec![1.0f64; 3], &[3]).unwrap()))
+        .unwrap();
     opt.step().unwrap();
     let sd = opt.state_dict();
     // PyTorch: {'state': {0: {'step': tensor(1.), 'exp_avg': [0.1]*3, 'exp_avg_sq': [0.001]*3}}, ...}
@@ -408,13 +407,209 @@ fn optimizer_state_dicts_round_trip() {
     let mut fresh = Adam::new(vec![q.clone()], AdamOptions::default()).unwrap();
     fresh.load_state_dict(&sd).unwrap();
     for (t, o) in [(&p, &mut opt as &mut dyn Optimizer), (&q, &mut fresh)] {
-        t.autograd_meta()
-            .unwrap()
-            .set_grad(Some(Tensor::from_vec(vec![0.5f64; 3], &[3]).unwrap()));
+        t.set_grad(Some(Tensor::from_vec(vec![0.5f64; 3], &[3]).unwrap()))
+            .unwrap();
         o.step().unwrap();
     }
     assert_eq!(p.to_vec::<f64>().unwrap(), q.to_vec::<f64>().unwrap());
     // Zeroing gradients sets them to None by default.
     fresh.zero_grad().unwrap();
     assert!(q.grad().is_none());
+}
+
+/// `nn::Linear` (and `nn::functional::linear`) take any leading dimensions,
+/// as PyTorch's: `[*, in]` → `[*, out]`, a 1-D input gives a 1-D output, a
+/// 0-D one is PyTorch's error; forward mode runs through the Function's
+/// `jvp`.
+#[test]
+fn linear_takes_any_leading_dimensions_and_forward_mode() {
+    use opforge::autograd::{forward_ad, TensorAutograd as _};
+    let _g = generator();
+    let m = nn::Linear::with_options(3, 2, true, DType::Float64, Device::Cpu).unwrap();
+    let x = Tensor::from_vec((0..60).map(|i| i as f64 * 0.1).collect(), &[4, 5, 3]).unwrap();
+    x.set_requires_grad(true).unwrap();
+    let y = m.forward(&x).unwrap();
+    assert_eq!(y.shape(), vec![4, 5, 2]);
+    let flat = Tensor::from_vec(x.to_vec::<f64>().unwrap(), &[20, 3]).unwrap();
+    flat.set_requires_grad(true).unwrap();
+    let y2 = m.forward(&flat).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), y2.to_vec::<f64>().unwrap());
+    y.sum().unwrap().backward().unwrap();
+    let w_grad = m.weight().grad().unwrap().to_vec::<f64>().unwrap();
+    m.zero_grad(true).unwrap();
+    y2.sum().unwrap().backward().unwrap();
+    assert_eq!(m.weight().grad().unwrap().to_vec::<f64>().unwrap(), w_grad);
+    assert_eq!(
+        x.grad().unwrap().to_vec::<f64>().unwrap(),
+        flat.grad().unwrap().to_vec::<f64>().unwrap()
+    );
+    // 1-D in, 1-D out; 0-D refused.
+    let v = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3]).unwrap();
+    assert_eq!(m.forward(&v).unwrap().shape(), vec![2]);
+    assert_eq!(
+        m.forward(&Tensor::scalar(1.0f64)).unwrap_err().to_string(),
+        "both arguments to linear need to be at least 1D, but they are 0D and 2D"
+    );
+    // Forward mode: the tangent of x @ W.T + b along t is t @ W.T.
+    let _level = forward_ad::dual_level().unwrap();
+    let t = Tensor::from_vec(vec![1.0f64, 0.0, -1.0, 0.5, 0.5, 0.5], &[2, 3]).unwrap();
+    let primal = Tensor::from_vec(vec![0.1f64; 6], &[2, 3]).unwrap();
+    let dual = forward_ad::make_dual(&primal, &t).unwrap();
+    let got = forward_ad::unpack_dual(&m.forward(&dual).unwrap())
+        .tangent
+        .unwrap();
+    let want = opforge::at::mm(&t, &opforge::at::t(&m.weight()).unwrap()).unwrap();
+    assert_eq!(got.to_vec::<f64>().unwrap(), want.to_vec::<f64>().unwrap());
+}
+
+/// Parameter groups as PyTorch checks them (PyTorch 2.15, side by side): a
+/// tensor in two groups is refused, a tensor twice in one group warned
+/// about; Adam refuses NaN options (`not 0.0 <= x`), SGD's checks let NaN
+/// through (`x < 0.0`).
+#[test]
+fn parameter_groups_and_nan_options_as_pytorch_checks_them() {
+    use opforge::warnings::catch_warnings;
+    let p = Tensor::from_vec(vec![1.0f32, 1.0], &[2]).unwrap();
+    let q = Tensor::from_vec(vec![1.0f32, 1.0], &[2]).unwrap();
+    p.set_requires_grad(true).unwrap();
+    q.set_requires_grad(true).unwrap();
+    let mut sgd = SGD::new(vec![p.clone()], SgdOptions::default()).unwrap();
+    assert_eq!(
+        sgd.add_param_group(vec![p.clone(), q.clone()], SgdOptions::default())
+            .unwrap_err()
+            .to_string(),
+        "some parameters appear in more than one parameter group"
+    );
+    let (made, warnings) =
+        catch_warnings(|| SGD::new(vec![p.clone(), p.clone()], SgdOptions::default()));
+    assert!(made.is_ok());
+    assert_eq!(
+        warnings,
+        ["optimizer contains a parameter group with duplicate parameters; in future, this will cause an error; see github.com/pytorch/pytorch/issues/40967 for more information"]
+    );
+    let a = AdamOptions::default();
+    let adam = |o: AdamOptions| Adam::new(vec![p.clone()], o).err().map(|e| e.to_string());
+    assert_eq!(
+        adam(AdamOptions { eps: f64::NAN, ..a }).as_deref(),
+        Some("Invalid epsilon value: nan")
+    );
+    assert_eq!(
+        adam(AdamOptions { lr: f64::NAN, ..a }).as_deref(),
+        Some("Invalid learning rate: nan")
+    );
+    assert_eq!(
+        adam(AdamOptions {
+            weight_decay: f64::NAN,
+            ..a
+        })
+        .as_deref(),
+        Some("Invalid weight_decay value: nan")
+    );
+    assert_eq!(
+        adam(AdamOptions {
+            betas: (f64::NAN, 0.9),
+            ..a
+        })
+        .as_deref(),
+        Some("Invalid beta parameter at index 0: nan")
+    );
+    let d = SgdOptions::default();
+    for o in [
+        SgdOptions { lr: f64::NAN, ..d },
+        SgdOptions {
+            momentum: f64::NAN,
+            ..d
+        },
+    ] {
+        assert!(SGD::new(vec![q.clone()], o).is_ok());
+    }
+}
+
+/// `set_grad` is PyTorch's `t.grad = g`: a gradient of another dtype,
+/// device or size is refused with PyTorch's message.
+#[test]
+fn assigned_gradients_are_checked_as_pytorch_checks_them() {
+    let x = Tensor::from_vec(vec![1.0f32, 1.0], &[2]).unwrap();
+    x.set_requires_grad(true).unwrap();
+    let err = |g: Tensor| x.set_grad(Some(g)).unwrap_err().to_string();
+    assert_eq!(
+        err(Tensor::zeros(&[3], DType::Float32, Device::Cpu)),
+        "attempting to assign a gradient of size '[3]' to a tensor of size '[2]'. Please ensure that the gradient and the tensor are the same size"
+    );
+    assert_eq!(
+        err(Tensor::zeros(&[2], DType::Float64, Device::Cpu)),
+        "attempting to assign a gradient with dtype 'double' to a tensor with grad_dtype 'Float'. The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may break downstream systems that assume they match."
+    );
+    assert_eq!(
+        err(Tensor::zeros(&[2], DType::Float32, Device::Meta)),
+        "attempting to assign a gradient with device type 'meta' to a tensor with device type 'cpu'. Please ensure that the gradient and the tensor are on the same device"
+    );
+    assert_eq!(err(x.clone()), "can't assign Variable as its own grad");
+    assert!(x.grad().is_none());
+    x.set_grad(Some(Tensor::from_vec(vec![2.0f32, 3.0], &[2]).unwrap()))
+        .unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![2.0, 3.0]);
+    x.set_grad(None).unwrap();
+    assert!(x.grad().is_none());
+}
+
+/// A loaded optimizer state takes its parameter's dtype (PyTorch's
+/// `_process_value_according_to_param_policy`), `step` excepted: Adam's
+/// state of a float32 parameter loaded for a float64 one (PyTorch 2.15:
+/// `{'step': float32, 'exp_avg': float64, 'exp_avg_sq': float64}`).
+#[test]
+fn loaded_optimizer_state_takes_the_parameters_dtype() {
+    let p32 = Tensor::from_vec(vec![1.0f32, 1.0], &[2]).unwrap();
+    p32.set_requires_grad(true).unwrap();
+    let mut o = Adam::new(vec![p32.clone()], AdamOptions::default()).unwrap();
+    p32.set_grad(Some(Tensor::from_vec(vec![1.0f32, 1.0], &[2]).unwrap()))
+        .unwrap();
+    o.step().unwrap();
+    let p64 = Tensor::from_vec(vec![1.0f64, 1.0], &[2]).unwrap();
+    p64.set_requires_grad(true).unwrap();
+    let mut o2 = Adam::new(vec![p64.clone()], AdamOptions::default()).unwrap();
+    o2.load_state_dict(&o.state_dict()).unwrap();
+    let dtypes: Vec<(String, DType)> = o2.state_dict().state[0]
+        .1
+        .iter()
+        .map(|(n, t)| (n.clone(), t.dtype()))
+        .collect();
+    assert_eq!(
+        dtypes,
+        [
+            ("step".to_string(), DType::Float32),
+            ("exp_avg".to_string(), DType::Float64),
+            ("exp_avg_sq".to_string(), DType::Float64)
+        ]
+    );
+    p64.set_grad(Some(Tensor::from_vec(vec![1.0f64, 1.0], &[2]).unwrap()))
+        .unwrap();
+    o2.step().unwrap();
+}
+
+/// Copying out of a meta tensor is PyTorch's `NotImplementedError` (into
+/// one, only the shapes are checked); `load_state_dict` from meta tensors
+/// reports it per parameter, as PyTorch does, and copies what it can.
+#[test]
+fn copying_out_of_a_meta_tensor_is_refused() {
+    let _g = generator();
+    let x = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
+    let meta = Tensor::zeros(&[2], DType::Float32, Device::Meta);
+    let e = opforge::at::copy_(&mut x.clone(), &meta, false).unwrap_err();
+    assert!(matches!(e, opforge::Error::NotImplemented(_)));
+    assert_eq!(e.to_string(), "Cannot copy out of meta tensor; no data!");
+    opforge::at::copy_(&mut meta.clone(), &x, false).unwrap();
+    let m = nn::Linear::new(2, 3, true).unwrap();
+    let mut sd = StateDict::default();
+    sd.insert(
+        "weight",
+        Tensor::zeros(&[3, 2], DType::Float32, Device::Meta),
+    );
+    sd.insert("bias", Tensor::from_vec(vec![7.0f32; 3], &[3]).unwrap());
+    assert_eq!(
+        m.load_state_dict(&sd, true).unwrap_err().to_string(),
+        "Error(s) in loading state_dict for Linear:\n\tWhile copying the parameter named \"weight\", whose dimensions in the model are torch.Size([3, 2]) and whose dimensions in the checkpoint are torch.Size([3, 2]), an exception occurred : ('Cannot copy out of meta tensor; no data!',)."
+    );
+    // The entry that fit was copied.
+    assert_eq!(m.bias().unwrap().to_vec::<f32>().unwrap(), vec![7.0; 3]);
 }

@@ -4,7 +4,7 @@
 use super::iter::{map1, Loop, View};
 use super::promote::{broadcast_shapes, check_output_shape};
 use super::{fill_elements, overlap, scalar_to};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::tensor::{Device, Scalar, Tensor};
 use crate::with_dtype;
 
@@ -13,13 +13,28 @@ use crate::with_dtype;
 /// or a view of the same elements; then `TensorIterator`'s overlap checks (no
 /// expanded `self`, no partial overlap with `src`), then the shapes.
 pub(crate) fn copy_(self_: &Tensor, src: &Tensor) -> Result<Tensor> {
-    if self_.is_same(src) || same_data(self_, src) {
+    if self_.is_same(src) {
+        return Ok(self_.clone());
+    }
+    // Into a meta tensor: the shapes are checked, nothing is written. Out of
+    // one into a tensor with data: PyTorch's refusal.
+    if self_.device() == Device::Meta {
+        let shape = broadcast_shapes(&self_.shape(), &src.shape())?;
+        check_output_shape(&self_.shape(), &shape)?;
+        return Ok(self_.clone());
+    }
+    if src.device() == Device::Meta {
+        return Err(Error::NotImplemented(
+            "Cannot copy out of meta tensor; no data!".into(),
+        ));
+    }
+    if same_data(self_, src) {
         return Ok(self_.clone());
     }
     overlap::check_writes(self_, [src])?;
     let shape = broadcast_shapes(&self_.shape(), &src.shape())?;
     check_output_shape(&self_.shape(), &shape)?;
-    if self_.device() == Device::Meta || src.device() == Device::Meta || self_.numel() == 0 {
+    if self_.numel() == 0 {
         return Ok(self_.clone());
     }
     copy_values(self_, src)?;

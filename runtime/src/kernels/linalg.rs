@@ -12,7 +12,7 @@
 
 use super::gemm::{self, Dims, Gemm, Layout};
 use super::promote::broadcast_shapes;
-use super::{check_out_dtype, dispatch_error, fill_elements, ops, resize_output, typemeta_name};
+use super::{check_out_dtype, dispatch_error, fill_elements, ops, resize_output};
 use crate::error::{Error, Result};
 use crate::tensor::{
     alloc as memory, internal_overlap_error, is_expanded, Buffer, DType, Device, Geometry,
@@ -25,8 +25,8 @@ fn check_same_dtype(a: &Tensor, b: &Tensor) -> Result<()> {
     crate::ensure!(
         a.dtype() == b.dtype(),
         "expected m1 and m2 to have the same dtype, but got: {} != {}",
-        typemeta_name(a.dtype()),
-        typemeta_name(b.dtype())
+        a.dtype().typemeta_name(),
+        b.dtype().typemeta_name()
     );
     Ok(())
 }
@@ -215,8 +215,8 @@ fn bmm_dtype_error(
         if ta != tb {
             return msg(format!(
                 "expected m1 and m2 to have the same dtype, but got: {} != {}",
-                typemeta_name(ta),
-                typemeta_name(tb)
+                ta.typemeta_name(),
+                tb.typemeta_name()
             ));
         }
         if ta == DType::Bool {

@@ -93,18 +93,6 @@ pub(crate) fn index_error(msg: impl Into<String>) -> Error {
     Error::Index(crate::Message::from(msg.into()))
 }
 
-/// The `caffe2::TypeMeta` name of a dtype (`float`, `long int`), which some
-/// PyTorch messages print instead of the `ScalarType` name.
-pub(crate) fn typemeta_name(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "bool",
-        DType::Int32 => "int",
-        DType::Int64 => "long int",
-        DType::Float32 => "float",
-        DType::Float64 => "double",
-    }
-}
-
 /// `maybe_wrap_dim(dim, ndim)` (a 0-dim tensor accepts dims `-1` and `0`).
 pub(crate) fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
     let n = ndim.max(1) as i64;
@@ -216,8 +204,8 @@ pub(crate) fn copy_arg(out: &Tensor, result: &Tensor) -> Result<()> {
     crate::ensure!(
         out.dtype() == result.dtype(),
         "Expected out tensor to have dtype {}, but got {} instead",
-        typemeta_name(result.dtype()),
-        typemeta_name(out.dtype())
+        result.dtype().typemeta_name(),
+        out.dtype().typemeta_name()
     );
     crate::ensure!(
         out.device() == result.device(),
@@ -235,8 +223,8 @@ pub(crate) fn check_out_dtype(out: &Tensor, want: DType) -> Result<()> {
     crate::ensure!(
         out.dtype() == want,
         "Expected out tensor to have dtype {}, but got {} instead",
-        typemeta_name(want),
-        typemeta_name(out.dtype())
+        want.typemeta_name(),
+        out.dtype().typemeta_name()
     );
     Ok(())
 }

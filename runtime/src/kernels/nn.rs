@@ -23,7 +23,7 @@
 use super::promote::{check_can_cast, result_type_tensors};
 use super::{
     check_alloc, check_out_dtype, common_device, dispatch_error, fmt_shape, index_error,
-    resize_output, typemeta_name, wrap_dim,
+    resize_output, wrap_dim,
 };
 use crate::at;
 use crate::error::Result;
@@ -782,8 +782,8 @@ pub(crate) fn lerp_scalar(
     crate::ensure!(
         self_.dtype() == end.dtype(),
         "expected dtype {} for `end` but got dtype {}",
-        typemeta_name(self_.dtype()),
-        typemeta_name(end.dtype())
+        self_.dtype().typemeta_name(),
+        end.dtype().typemeta_name()
     );
     pointwise(Formula::Lerp, &[self_, end], weight, into)
 }

@@ -15,7 +15,7 @@ use super::promote::{
     broadcast_shapes, check_can_cast, check_output_shape, result_type, result_type_tensors, Operand,
 };
 use super::vmath::VecMath;
-use super::{dispatch_error, not_implemented, overlap, resize_output, scalar_to, typemeta_name};
+use super::{dispatch_error, not_implemented, overlap, resize_output, scalar_to};
 use crate::error::Result;
 use crate::tensor::{
     alloc as memory, numel, DType, Device, Element, Geometry, IntoBuffer, Scalar, Tensor,
@@ -891,7 +891,7 @@ pub(crate) fn clamp(
             rt == self_.dtype() || !inplace,
             "result type {} can't be cast to the desired output type {}",
             rt.c10_name(),
-            typemeta_name(self_.dtype())
+            self_.dtype().typemeta_name()
         );
     }
     let it = Iter::build(

@@ -197,7 +197,7 @@ pub(crate) fn fill(self_: &Tensor, draw: Draw, generator: Option<&Generator>) ->
                 DType::Float32 => f32::MAX as f64,
                 _ => f64::MAX,
             };
-            let name = super::typemeta_name(dtype);
+            let name = dtype.typemeta_name();
             let bounds = -max..=max;
             crate::ensure!(bounds.contains(&from), "from is out of bounds for {name}");
             crate::ensure!(bounds.contains(&to), "to is out of bounds for {name}");

@@ -96,16 +96,35 @@ pub fn cross_entropy(
 }
 
 /// The mean (or sum) squared error, PyTorch's `F.mse_loss`; a target of
-/// another shape broadcasts, with PyTorch's warning.
+/// another shape broadcasts, with PyTorch's warning. As in PyTorch, input
+/// and target are broadcast (`torch.broadcast_tensors`: each tensor whose
+/// sizes differ from the common ones is expanded) before `mse_loss`, whose
+/// derivative holds for equal shapes only.
 pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
-    if input.shape() != target.shape() {
-        crate::warnings::warn(&format!(
-            "Using a target size ({}) that is different to the input size ({}). This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
-            torch_size(&target.shape()),
-            torch_size(&input.shape())
-        ));
+    let (input_shape, target_shape) = (input.shape(), target.shape());
+    if input_shape == target_shape {
+        return ops::mse_loss(input, target, reduction.code());
     }
-    ops::mse_loss(input, target, reduction.code())
+    crate::warnings::warn(&format!(
+        "Using a target size ({}) that is different to the input size ({}). This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
+        torch_size(&target_shape),
+        torch_size(&input_shape)
+    ));
+    let sizes = crate::kernels::promote::broadcast_shapes(&input_shape, &target_shape)?;
+    let expand = |t: &Tensor, shape: &[usize]| -> Result<Tensor> {
+        match shape == sizes.as_slice() {
+            true => Ok(t.clone()),
+            false => {
+                let sizes: Vec<i64> = sizes.iter().map(|&n| n as i64).collect();
+                t.expand(&sizes)
+            }
+        }
+    };
+    ops::mse_loss(
+        &expand(input, &input_shape)?,
+        &expand(target, &target_shape)?,
+        reduction.code(),
+    )
 }
 
 /// Class indices to one-hot rows (`int64`); `num_classes` -1 infers it.

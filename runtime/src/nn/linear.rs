@@ -61,11 +61,65 @@ impl Function for LinearFunction {
         }
         Ok(grads)
     }
+
+    /// Forward mode: `t_input @ weight.T + input @ t_weight.T (+ t_bias)`,
+    /// each term only for an argument with a tangent.
+    fn jvp(
+        ctx: &mut FunctionCtx<()>,
+        tangents: Vec<Option<Tensor>>,
+    ) -> Result<Vec<Option<Tensor>>> {
+        let saved = ctx.saved_tensors()?;
+        let (Some(input), Some(weight)) = (&saved[0], &saved[1]) else {
+            return Err(Error::Runtime(
+                "LinearFunction: a saved tensor is missing".into(),
+            ));
+        };
+        let mut out: Option<Tensor> = None;
+        let mut add = |term: Tensor| -> Result<()> {
+            out = Some(match out.take() {
+                None => term,
+                Some(sum) => sum.add(&term)?,
+            });
+            Ok(())
+        };
+        if let Some(t) = &tangents[0] {
+            add(t.mm(&weight.t()?)?)?;
+        }
+        if let Some(t) = &tangents[1] {
+            add(input.mm(&t.t()?)?)?;
+        }
+        if let Some(t) = tangents.get(2).and_then(Option::as_ref) {
+            let sizes = [input.sizes()[0], weight.sizes()[0]];
+            add(t.unsqueeze(0)?.expand(&sizes)?)?;
+        }
+        Ok(vec![out])
+    }
 }
 
 /// The seed's functional wrapper: `linear(input, weight, bias=None)`.
+/// As PyTorch's `F.linear`, the input may have any leading dimensions
+/// (`[*, in_features]` → `[*, out_features]`; a 1-D input gives a 1-D
+/// output): they are flattened into one for [`LinearFunction`] and restored
+/// after.
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-    LinearFunction::apply((input.clone(), weight.clone(), bias.cloned()))
+    let sizes = input.sizes();
+    let Some((&last, leading)) = sizes.split_last() else {
+        return Err(Error::Runtime(
+            format!(
+                "both arguments to linear need to be at least 1D, but they are 0D and {}D",
+                weight.dim()
+            )
+            .into(),
+        ));
+    };
+    if sizes.len() == 2 {
+        return LinearFunction::apply((input.clone(), weight.clone(), bias.cloned()));
+    }
+    let flat = input.reshape(&[-1, last])?;
+    let out = LinearFunction::apply((flat, weight.clone(), bias.cloned()))?;
+    let mut shape = leading.to_vec();
+    shape.extend(out.sizes().last());
+    out.reshape(&shape)
 }
 
 /// PyTorch's `nn.Linear` (`y = x Wᵀ + b`) computed by [`LinearFunction`],
@@ -156,8 +210,9 @@ impl Linear {
 }
 
 impl Module for Linear {
+    /// `[*, in_features]` → `[*, out_features]` ([`linear`]).
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        LinearFunction::apply((input.clone(), self.weight(), self.bias()))
+        linear(input, &self.weight(), self.bias().as_ref())
     }
 
     fn core(&self) -> &ModuleCore {

@@ -410,6 +410,10 @@ pub fn load_state_dict(
     });
     let mut errors: Vec<String> = Vec::new();
     let mut keys = IncompatibleKeys::default();
+    // As PyTorch's `_load_from_state_dict`: each entry that fits is copied
+    // (under no_grad), the others leave an error; the errors are raised
+    // after every entry was tried.
+    let _off = no_grad();
     for (name, t) in &own {
         match state.get(name) {
             None => keys.missing_keys.push(name.clone()),
@@ -418,7 +422,16 @@ pub fn load_state_dict(
                 torch_size(&src.shape()),
                 torch_size(&t.shape())
             )),
-            Some(_) => {}
+            Some(src) => {
+                if let Err(e) = crate::at::copy_(&mut t.clone(), src, false) {
+                    errors.push(format!(
+                        "While copying the parameter named \"{name}\", whose dimensions in the model are {} and whose dimensions in the checkpoint are {}, an exception occurred : ({},).",
+                        torch_size(&t.shape()),
+                        torch_size(&src.shape()),
+                        python_str(&e.to_string())
+                    ));
+                }
+            }
         }
     }
     for (k, _) in state.iter() {
@@ -461,13 +474,33 @@ pub fn load_state_dict(
             .into(),
         ));
     }
-    let _off = no_grad();
-    for (name, t) in &own {
-        if let Some(src) = state.get(name) {
-            crate::at::copy_(&mut t.clone(), src, false)?;
+    Ok(keys)
+}
+
+/// `repr` of a Python string, as PyTorch's message prints an exception's
+/// arguments.
+fn python_str(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::from(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
         }
     }
-    Ok(keys)
+    out.push(quote);
+    out
 }
 
 /// PyTorch's `_addindent`: every line after the first indented by `n`.

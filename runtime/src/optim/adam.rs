@@ -1,7 +1,7 @@
 //! `optim::Adam` and `optim::AdamW`, PyTorch's `_single_tensor_adam` (AdamW
 //! is Adam with decoupled weight decay, as in PyTorch).
 
-use super::{all_params, check_groups, check_lr, check_params, check_weight_decay};
+use super::{all_params, check_groups, check_new_group, check_not_empty, require_nonnegative};
 use super::{for_each_grad, param_groups, state_tensor, wrapped};
 use super::{Group, Optimizer, OptimizerState};
 use crate::dtype::DType;
@@ -52,16 +52,15 @@ impl AdamOptions {
     }
 
     fn check(&self) -> Result<()> {
-        check_lr(self.lr)?;
-        if self.eps < 0.0 {
-            return Err(super::invalid("epsilon value", self.eps));
-        }
+        // `optim.Adam`'s checks (`not 0.0 <= x`: NaN is refused).
+        require_nonnegative("learning rate", self.lr)?;
+        require_nonnegative("epsilon value", self.eps)?;
         for (i, b) in [self.betas.0, self.betas.1].into_iter().enumerate() {
             if !(0.0..1.0).contains(&b) {
                 return Err(super::invalid(&format!("beta parameter at index {i}"), b));
             }
         }
-        check_weight_decay(self.weight_decay)
+        require_nonnegative("weight_decay value", self.weight_decay)
     }
 
     fn to_json(self, decoupled: bool) -> Map<String, Json> {
@@ -151,6 +150,8 @@ impl Adam {
         options: AdamOptions,
         decoupled: bool,
     ) -> Result<Adam> {
+        options.check()?;
+        check_not_empty(&params)?;
         let mut adam = Adam {
             groups: Vec::new(),
             states: Vec::new(),
@@ -160,10 +161,12 @@ impl Adam {
         Ok(adam)
     }
 
-    /// Adds a group with its own options.
+    /// Adds a group with its own options. A parameter of another group is
+    /// refused, one listed twice is warned about (and stepped twice), as in
+    /// PyTorch.
     pub fn add_param_group(&mut self, params: Vec<Tensor>, options: AdamOptions) -> Result<()> {
         options.check()?;
-        check_params(&params)?;
+        check_new_group(&self.groups, &params)?;
         self.states.extend(params.iter().map(|_| State::default()));
         self.groups.push(Group { params, options });
         Ok(())
@@ -278,12 +281,13 @@ impl Optimizer for Adam {
         for (g, s) in self.groups.iter_mut().zip(&state.param_groups) {
             g.options = AdamOptions::from_json(s, g.options);
         }
-        for (i, s) in self.states.iter_mut().enumerate() {
+        let params = all_params(&self.groups);
+        for (i, (s, p)) in self.states.iter_mut().zip(&params).enumerate() {
             *s = State {
-                step: state_tensor(state, i, "step")?,
-                exp_avg: state_tensor(state, i, "exp_avg")?,
-                exp_avg_sq: state_tensor(state, i, "exp_avg_sq")?,
-                max_exp_avg_sq: state_tensor(state, i, "max_exp_avg_sq")?,
+                step: state_tensor(state, i, "step", p)?,
+                exp_avg: state_tensor(state, i, "exp_avg", p)?,
+                exp_avg_sq: state_tensor(state, i, "exp_avg_sq", p)?,
+                max_exp_avg_sq: state_tensor(state, i, "max_exp_avg_sq", p)?,
             };
         }
         Ok(())

@@ -30,6 +30,7 @@ pub use sgd::{SgdOptions, SGD};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use serde_json::{Map, Value as Json};
+use std::collections::HashSet;
 
 /// An optimizer's state (PyTorch's `optimizer.state_dict()`): per parameter
 /// (numbered across groups, in order) its named state tensors, and per
@@ -150,21 +151,29 @@ pub(crate) fn param_groups<O>(
         .collect()
 }
 
-/// A state tensor of `state` for parameter `id`, copied (so the optimizer
-/// does not share it with the dict it was loaded from).
+/// A state tensor of `state` for parameter `id` (the parameter `param`),
+/// copied, so the optimizer does not share it with the dict it was loaded
+/// from. As PyTorch's `_process_value_according_to_param_policy`: a state
+/// other than `step` of a floating-point parameter takes the parameter's
+/// dtype and device; `step` is kept as it is.
 pub(crate) fn state_tensor(
     state: &OptimizerState,
     id: usize,
     name: &str,
+    param: &Tensor,
 ) -> Result<Option<Tensor>> {
     let Some((_, entries)) = state.state.iter().find(|(i, _)| *i == id) else {
         return Ok(None);
     };
-    entries
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, t)| crate::at::clone(t, None))
-        .transpose()
+    let Some((_, t)) = entries.iter().find(|(n, _)| n == name) else {
+        return Ok(None);
+    };
+    let (dtype, device) = match name != "step" && param.dtype().is_floating_point() {
+        true => (Some(param.dtype()), Some(param.device())),
+        false => (None, None),
+    };
+    let copied = crate::at::_to_copy(t, dtype, None, device, None, false, None)?;
+    Ok(Some(copied))
 }
 
 /// PyTorch's `Invalid <what>: <value>` (the value as Python prints it).
@@ -172,33 +181,54 @@ pub(crate) fn invalid(what: &str, value: f64) -> Error {
     Error::Value(format!("Invalid {what}: {}", crate::packet::py_float(value)).into())
 }
 
-/// `0 <= lr`, as PyTorch checks it.
-pub(crate) fn check_lr(lr: f64) -> Result<()> {
-    if lr >= 0.0 {
-        Ok(())
-    } else {
-        Err(invalid("learning rate", lr))
+/// `lr < 0` refused, as `optim.SGD` checks it (NaN passes).
+pub(crate) fn refuse_negative(what: &str, x: f64) -> Result<()> {
+    match x < 0.0 {
+        true => Err(invalid(what, x)),
+        false => Ok(()),
     }
 }
 
-/// `0 <= weight_decay`.
-pub(crate) fn check_weight_decay(wd: f64) -> Result<()> {
-    if wd >= 0.0 {
-        Ok(())
-    } else {
-        Err(invalid("weight_decay value", wd))
+/// `not 0.0 <= x` refused, as `optim.Adam` checks it (NaN is refused).
+pub(crate) fn require_nonnegative(what: &str, x: f64) -> Result<()> {
+    match 0.0 <= x {
+        true => Ok(()),
+        false => Err(invalid(what, x)),
     }
 }
 
-/// A gradient that is not on a tensor we can update in place.
-pub(crate) fn check_params(params: &[Tensor]) -> Result<()> {
-    if params.is_empty() {
-        return Err(Error::Value("optimizer got an empty parameter list".into()));
+/// PyTorch's `Optimizer.__init__`: a parameter list that is not empty.
+pub(crate) fn check_not_empty(params: &[Tensor]) -> Result<()> {
+    match params.is_empty() {
+        true => Err(Error::Value("optimizer got an empty parameter list".into())),
+        false => Ok(()),
     }
+}
+
+/// PyTorch's `add_param_group` checks of a new group: each parameter a
+/// leaf (or a non-leaf that retains its gradient), a parameter listed twice
+/// warned about (it is stepped twice), and none already in another group.
+pub(crate) fn check_new_group<O>(groups: &[Group<O>], params: &[Tensor]) -> Result<()> {
     for p in params {
-        if !p.is_leaf() {
+        let retains = p.autograd_meta().is_some_and(|m| m.retains_grad());
+        if !p.is_leaf() && !retains {
             return Err(Error::Value("can't optimize a non-leaf Tensor".into()));
         }
+    }
+    let ids: HashSet<usize> = params.iter().map(Tensor::id).collect();
+    if ids.len() != params.len() {
+        crate::warnings::warn(
+            "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
+        );
+    }
+    let taken = groups
+        .iter()
+        .flat_map(|g| &g.params)
+        .any(|p| ids.contains(&p.id()));
+    if taken {
+        return Err(Error::Value(
+            "some parameters appear in more than one parameter group".into(),
+        ));
     }
     Ok(())
 }

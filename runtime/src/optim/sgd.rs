@@ -1,6 +1,6 @@
 //! `optim::SGD`, PyTorch's `_single_tensor_sgd`.
 
-use super::{all_params, check_groups, check_lr, check_params, check_weight_decay};
+use super::{all_params, check_groups, check_new_group, check_not_empty, refuse_negative};
 use super::{for_each_grad, param_groups, state_tensor, wrapped};
 use super::{Group, Optimizer, OptimizerState};
 use crate::error::{Error, Result};
@@ -40,11 +40,10 @@ impl Default for SgdOptions {
 
 impl SgdOptions {
     fn check(&self) -> Result<()> {
-        check_lr(self.lr)?;
-        if self.momentum < 0.0 {
-            return Err(super::invalid("momentum value", self.momentum));
-        }
-        check_weight_decay(self.weight_decay)?;
+        // `optim.SGD`'s checks (`x < 0.0`: NaN passes, as in PyTorch).
+        refuse_negative("learning rate", self.lr)?;
+        refuse_negative("momentum value", self.momentum)?;
+        refuse_negative("weight_decay value", self.weight_decay)?;
         if self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0) {
             return Err(Error::Value(
                 "Nesterov momentum requires a momentum and zero dampening".into(),
@@ -90,6 +89,8 @@ impl SGD {
     /// One group of `params` with `options`; PyTorch's errors for invalid
     /// options.
     pub fn new(params: Vec<Tensor>, options: SgdOptions) -> Result<SGD> {
+        options.check()?;
+        check_not_empty(&params)?;
         let mut sgd = SGD {
             groups: Vec::new(),
             momentum_buffers: Vec::new(),
@@ -98,10 +99,12 @@ impl SGD {
         Ok(sgd)
     }
 
-    /// Adds a group with its own options.
+    /// Adds a group with its own options. A parameter of another group is
+    /// refused, one listed twice is warned about (and stepped twice), as in
+    /// PyTorch.
     pub fn add_param_group(&mut self, params: Vec<Tensor>, options: SgdOptions) -> Result<()> {
         options.check()?;
-        check_params(&params)?;
+        check_new_group(&self.groups, &params)?;
         self.momentum_buffers.extend(params.iter().map(|_| None));
         self.groups.push(Group { params, options });
         Ok(())
@@ -170,8 +173,9 @@ impl Optimizer for SGD {
         for (g, s) in self.groups.iter_mut().zip(&state.param_groups) {
             g.options = SgdOptions::from_json(s, g.options);
         }
-        for (i, slot) in self.momentum_buffers.iter_mut().enumerate() {
-            *slot = state_tensor(state, i, "momentum_buffer")?;
+        let params = all_params(&self.groups);
+        for (i, (slot, p)) in self.momentum_buffers.iter_mut().zip(&params).enumerate() {
+            *slot = state_tensor(state, i, "momentum_buffer", p)?;
         }
         Ok(())
     }

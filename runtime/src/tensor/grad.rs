@@ -12,7 +12,7 @@
 
 use super::graph::{GradFn, GradHook, Node};
 use super::{Tensor, TensorInner};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keys::{DispatchKey, KeySet};
 use once_cell::race::OnceBox;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -200,8 +200,9 @@ impl AutogradMeta {
         lock(&self.grad).clone()
     }
 
-    /// Replaces the accumulated gradient.
-    pub fn set_grad(&self, grad: Option<Tensor>) {
+    /// Replaces the accumulated gradient, unchecked (the engine's write;
+    /// [`Tensor::set_grad`] is PyTorch's checked `t.grad = g`).
+    pub(crate) fn set_grad(&self, grad: Option<Tensor>) {
         *lock(&self.grad) = grad;
     }
 
@@ -506,6 +507,55 @@ impl Tensor {
     /// The accumulated gradient (`.grad`).
     pub fn grad(&self) -> Option<Tensor> {
         self.autograd_meta().and_then(AutogradMeta::grad)
+    }
+
+    /// Assigns `.grad` (PyTorch's `t.grad = g`), with PyTorch's checks: the
+    /// gradient has the tensor's dtype, device and sizes, and is not the
+    /// tensor itself; `None` clears it.
+    ///
+    /// ```
+    /// use opforge::{DType, Device, Tensor};
+    /// let x = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
+    /// x.set_grad(Some(Tensor::from_vec(vec![1.0f32, 2.0], &[2])?))?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![1.0, 2.0]);
+    /// let wrong = Tensor::zeros(&[3], DType::Float32, Device::Cpu);
+    /// assert!(x.set_grad(Some(wrong)).is_err());
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        if let Some(g) = &grad {
+            let fail = |m: String| Err(Error::Runtime(m.into()));
+            if g.is_same(self) {
+                return fail("can't assign Variable as its own grad".into());
+            }
+            if g.dtype() != self.dtype() {
+                return fail(format!(
+                    "attempting to assign a gradient with dtype '{}' to a tensor with grad_dtype '{}'. The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may break downstream systems that assume they match.",
+                    g.dtype().typemeta_name(),
+                    self.dtype().c10_name()
+                ));
+            }
+            if g.device() != self.device() {
+                return fail(format!(
+                    "attempting to assign a gradient with device type '{}' to a tensor with device type '{}'. Please ensure that the gradient and the tensor are on the same device",
+                    g.device(),
+                    self.device()
+                ));
+            }
+            if g.shape() != self.shape() {
+                return fail(format!(
+                    "attempting to assign a gradient of size '{:?}' to a tensor of size '{:?}'. Please ensure that the gradient and the tensor are the same size",
+                    g.sizes(),
+                    self.sizes()
+                ));
+            }
+        }
+        match (&grad, self.autograd_meta()) {
+            (None, None) => {}
+            (None, Some(meta)) => meta.set_grad(None),
+            (Some(_), _) => self.autograd_meta_or_default().set_grad(grad),
+        }
+        Ok(())
     }
 
     /// What PyTorch appends to a printed tensor for autograd:

@@ -1080,6 +1080,12 @@ impl Tensor {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
+    /// The tensor's identity while it lives (Python's `id(t)`): equal for
+    /// two handles exactly when [`Tensor::is_same`] holds.
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// Do the two tensors share storage (one is a view of the other, or both of a
     /// third)?
     pub fn shares_storage(&self, other: &Tensor) -> bool {
