@@ -423,7 +423,7 @@ fn optimizer_state_dicts_round_trip() {
 /// `jvp`.
 #[test]
 fn linear_takes_any_leading_dimensions_and_forward_mode() {
-    use opforge::autograd::{forward_ad, TensorAutograd as _};
+    use opforge::autograd::forward_ad;
     let _g = generator();
     let m = nn::Linear::with_options(3, 2, true, DType::Float64, Device::Cpu).unwrap();
     let x = Tensor::from_vec((0..60).map(|i| i as f64 * 0.1).collect(), &[4, 5, 3]).unwrap();
