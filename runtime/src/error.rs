@@ -98,6 +98,9 @@ pub enum FakeException {
     /// A real tensor in a call under a fake mode that does not allow them
     /// (PyTorch's `AssertionError`).
     NonFakeInput,
+    /// Fakes of two fake modes in one call, the acting mode not allowing
+    /// non-fake inputs (PyTorch's `AssertionError`, "Mixing fake modes NYI").
+    MixedModes,
 }
 
 impl FakeException {
@@ -108,7 +111,7 @@ impl FakeException {
             FakeException::DynamicOutputShape => "DynamicOutputShapeException",
             FakeException::DataDependentOutput => "DataDependentOutputException",
             FakeException::DeviceMismatch => "FakeTensorDeviceMismatchError",
-            FakeException::NonFakeInput => "AssertionError",
+            FakeException::NonFakeInput | FakeException::MixedModes => "AssertionError",
         }
     }
 }

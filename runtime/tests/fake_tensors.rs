@@ -172,10 +172,66 @@ fn fakes_that_require_grad_record_and_differentiate() {
 fn reading_a_fakes_data_fails() {
     let mode = FakeTensorMode::new();
     let f = mode.from_tensor(&real(&[2])).unwrap();
-    assert!(f.to_vec::<f32>().is_err());
+    // PyTorch 2.15: `DataDependentOutputException: aten._local_scalar_dense.default`
+    // for `tolist()` and `item()` on a fake.
+    let e = f.to_vec::<f32>().unwrap_err();
+    assert_eq!(kind(&e), Some(FakeException::DataDependentOutput));
+    assert_eq!(e.to_string(), "aten._local_scalar_dense.default");
     let one = mode.from_tensor(&Tensor::scalar(1.0f32)).unwrap();
-    assert!(one.item().is_err());
+    let e = one.item().unwrap_err();
+    assert_eq!(kind(&e), Some(FakeException::DataDependentOutput));
     let mut w = f.clone();
     assert!(w.fill_scalar_(Scalar::Int(1)).is_ok());
     assert!(w.is_same(&f));
+}
+
+/// Every fake belongs to the mode that made it (PyTorch's `fake_mode`): a
+/// call runs under the entered mode, else under its first fake's mode, so
+/// fakes of two modes do not combine silently (PyTorch 2.15: `Mixing fake
+/// modes NYI x.fake_mode=<…> vs self=<…>`, entered or not), and a mode that
+/// allows non-fake inputs converts real tensors also when it is not entered.
+#[test]
+fn fakes_belong_to_their_mode() {
+    let (m1, m2) = (FakeTensorMode::new(), FakeTensorMode::new());
+    let a = m1.from_tensor(&real(&[2])).unwrap();
+    let b = m2.from_tensor(&real(&[2])).unwrap();
+    assert!(m1.is_our_fake(&a) && !m1.is_our_fake(&b) && !m1.is_our_fake(&real(&[2])));
+    let mixed = |e: Error| {
+        assert_eq!(kind(&e), Some(FakeException::MixedModes));
+        assert_eq!(e.python_class(), "AssertionError");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("Mixing fake modes NYI x.fake_mode=<torch._subclasses.fake_tensor.FakeTensorMode object at 0x")
+                && text.contains(" vs self=<torch._subclasses.fake_tensor.FakeTensorMode object at 0x"),
+            "{text}"
+        );
+    };
+    mixed(torch::add(&a, &b).unwrap_err());
+    {
+        let _in = m1.enter();
+        mixed(torch::add(&a, &b).unwrap_err());
+        // A factory under the entered mode makes one of its fakes.
+        assert!(m1.is_our_fake(&torch::ones(&[2]).unwrap()));
+    }
+    // Results belong to the mode the call ran under.
+    let c = torch::add(&a, &a).unwrap();
+    assert!(m1.is_our_fake(&c));
+    // Not entered: a mode allowing non-fake inputs still converts them; one
+    // that does not refuses them.
+    let allowing = FakeTensorMode::allowing_non_fake_inputs();
+    let d = allowing.from_tensor(&real(&[2])).unwrap();
+    let sum = torch::add(&d, &real(&[2])).unwrap();
+    assert!(allowing.is_our_fake(&sum));
+    let e = torch::add(&a, &real(&[2])).unwrap_err();
+    assert_eq!(kind(&e), Some(FakeException::NonFakeInput));
+    assert!(e
+        .to_string()
+        .starts_with("Please convert all Tensors to FakeTensors first"));
+    // A fake outliving its mode still computes, with fakes of its kind.
+    let orphan = {
+        let m = FakeTensorMode::new();
+        m.from_tensor(&real(&[3])).unwrap()
+    };
+    let r = torch::mul(&orphan, &orphan).unwrap();
+    assert!(r.is_fake() && r.shape() == vec![3]);
 }

@@ -46,12 +46,12 @@ use crate::dispatch::Operator;
 use crate::error::{Error, FakeException, Result};
 use crate::keys::{DispatchKey, KeySet, LocalKeys, LocalKeysGuard};
 use crate::tables::{OpSchema, Ty};
-use crate::tensor::{python_tuple, DType, Device, Scalar, ScriptObject, Tensor};
+use crate::tensor::{python_tuple, DType, Device, LayerState, Scalar, ScriptObject, Tensor};
 use crate::value::Value;
 use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 pub use crate::tensor::FAKE_KEY;
 
@@ -92,17 +92,41 @@ fn fake_kernel(op: &Operator) -> Option<FakeKernel> {
 /// A fake tensor mode (PyTorch's `FakeTensorMode`): converts real tensors to
 /// fakes ([`FakeTensorMode::from_tensor`]) and, entered
 /// ([`FakeTensorMode::enter`]), makes the thread's calls fake. Clones are the
-/// same mode (they share its conversions).
-#[derive(Clone, Default)]
+/// same mode (they share its conversions). Every fake belongs to the mode
+/// that made it: a call on fakes runs under the entered mode, or else under
+/// the mode of its first fake, as PyTorch's `FakeTensor.__torch_dispatch__`
+/// re-enters `fake_mode`; fakes of another mode in it are PyTorch's "Mixing
+/// fake modes NYI" unless that mode allows non-fake inputs.
+#[derive(Clone)]
 pub struct FakeTensorMode(Arc<ModeState>);
 
-#[derive(Default)]
+impl Default for FakeTensorMode {
+    fn default() -> FakeTensorMode {
+        FakeTensorMode::with_allow(false)
+    }
+}
+
 struct ModeState {
     allow_non_fake_inputs: bool,
     /// The fakes of the real tensors converted so far (PyTorch's memo), by
     /// the real tensor's identity; the real tensor is kept with its fake so
     /// that its address is not reused while the mode lives.
     memo: Mutex<HashMap<usize, (Tensor, Tensor)>>,
+    /// What each fake of this mode carries ([`Tensor::layer_state`]): the
+    /// mode, held weakly (the memo holds fakes, so a strong handle would be
+    /// a cycle).
+    stamp: LayerState,
+}
+
+/// A fake's layer state: the mode that made it.
+struct FakeOf(Weak<ModeState>);
+
+impl FakeOf {
+    /// The mode's identity while anything holds it (PyTorch compares modes
+    /// with `is`).
+    fn addr(&self) -> usize {
+        self.0.as_ptr() as *const () as usize
+    }
 }
 
 impl std::fmt::Debug for FakeTensorMode {
@@ -111,6 +135,12 @@ impl std::fmt::Debug for FakeTensorMode {
             .field("allow_non_fake_inputs", &self.0.allow_non_fake_inputs)
             .finish_non_exhaustive()
     }
+}
+
+/// A mode as Python prints one (`<torch._subclasses.fake_tensor.FakeTensorMode
+/// object at 0x7f…>`), by its identity.
+fn mode_repr(addr: usize) -> String {
+    format!("<torch._subclasses.fake_tensor.FakeTensorMode object at {addr:#x}>")
 }
 
 thread_local! {
@@ -125,12 +155,33 @@ impl FakeTensorMode {
     }
 
     /// A mode that converts real tensors it meets in calls to fakes (PyTorch's
-    /// `FakeTensorMode(allow_non_fake_inputs=True)`).
+    /// `FakeTensorMode(allow_non_fake_inputs=True)`), whether it is entered
+    /// or its fakes bring it into a call.
     pub fn allowing_non_fake_inputs() -> FakeTensorMode {
-        FakeTensorMode(Arc::new(ModeState {
-            allow_non_fake_inputs: true,
-            ..ModeState::default()
+        FakeTensorMode::with_allow(true)
+    }
+
+    fn with_allow(allow_non_fake_inputs: bool) -> FakeTensorMode {
+        FakeTensorMode(Arc::new_cyclic(|me| ModeState {
+            allow_non_fake_inputs,
+            memo: Mutex::default(),
+            stamp: Arc::new(FakeOf(me.clone())),
         }))
+    }
+
+    /// What this mode's fakes carry.
+    fn stamp(&self) -> LayerState {
+        self.0.stamp.clone()
+    }
+
+    /// Is `t` a fake of this mode (PyTorch's `is_our_fake`)?
+    pub fn is_our_fake(&self, t: &Tensor) -> bool {
+        mode_of(t).is_some_and(|m| m.addr() == Arc::as_ptr(&self.0) as *const () as usize)
+    }
+
+    /// The mode a fake belongs to, while it lives.
+    pub fn of(t: &Tensor) -> Option<FakeTensorMode> {
+        mode_of(t)?.0.upgrade().map(FakeTensorMode)
     }
 
     /// Does the mode convert real tensors it meets in calls?
@@ -159,7 +210,7 @@ impl FakeTensorMode {
         if let Some((_, fake)) = memo.get(&id) {
             return Ok(fake.clone());
         }
-        let fake = t.fake_like();
+        let fake = t.fake_like(self.stamp());
         if t.requires_grad() {
             fake.set_requires_grad(true)?;
         }
@@ -177,7 +228,7 @@ impl FakeTensorMode {
             if t.is_fake() {
                 return Ok(t.clone());
             }
-            let fake = t.fake_like();
+            let fake = t.fake_like(self.stamp());
             if t.requires_grad() {
                 fake.set_requires_grad(true)?;
             }
@@ -203,6 +254,11 @@ impl Drop for FakeModeGuard {
     }
 }
 
+/// The mode a fake carries, if it is a fake.
+fn mode_of(t: &Tensor) -> Option<&FakeOf> {
+    t.wrapper_state::<FakeOf>()
+}
+
 /// `aten.add.Tensor`, `fk.noimpl.default`: an overload as Python prints it.
 pub fn overload_name(s: &OpSchema) -> String {
     let overload = if s.overload.is_empty() {
@@ -217,11 +273,84 @@ fn fake_error(kind: FakeException, message: String) -> Error {
     Error::Fake(kind, message.into())
 }
 
+/// The mode a call runs under: the entered one, else the mode of its first
+/// fake (PyTorch's `FakeTensor.__torch_dispatch__` re-entering
+/// `fake_mode`).
+struct Acting {
+    /// What the call's results carry.
+    stamp: LayerState,
+    /// The mode's identity, to tell its own fakes.
+    addr: usize,
+    /// The mode, to convert real tensors (`None`: its fakes outlived it).
+    mode: Option<FakeTensorMode>,
+}
+
+impl Acting {
+    fn of_mode(mode: FakeTensorMode) -> Acting {
+        Acting {
+            stamp: mode.stamp(),
+            addr: Arc::as_ptr(&mode.0) as *const () as usize,
+            mode: Some(mode),
+        }
+    }
+
+    /// The entered mode, else the first fake's among `args`, else (a fake
+    /// kernel's factory call, say, with the mode gone) a mode of its own.
+    fn find(args: &[Value]) -> Acting {
+        if let Some(mode) = FakeTensorMode::current() {
+            return Acting::of_mode(mode);
+        }
+        let mut found: Option<Acting> = None;
+        for v in args {
+            v.for_each_tensor(&mut |t| {
+                if found.is_some() || !t.is_fake() {
+                    return;
+                }
+                if let Some(stamp) = t.layer_state() {
+                    if let Some(of) = stamp.downcast_ref::<FakeOf>() {
+                        found = Some(Acting {
+                            stamp: stamp.clone(),
+                            addr: of.addr(),
+                            mode: of.0.upgrade().map(FakeTensorMode),
+                        });
+                    }
+                }
+            });
+            if found.is_some() {
+                break;
+            }
+        }
+        found.unwrap_or_else(|| Acting::of_mode(FakeTensorMode::new()))
+    }
+
+    fn allows_non_fake_inputs(&self) -> bool {
+        self.mode
+            .as_ref()
+            .is_some_and(FakeTensorMode::allow_non_fake_inputs)
+    }
+
+    fn is_ours(&self, t: &Tensor) -> bool {
+        mode_of(t).is_some_and(|m| m.addr() == self.addr)
+    }
+}
+
+/// What the fallback does with an input tensor.
+enum Input {
+    /// One of the acting mode's fakes, a fake the mode takes as it is, or a
+    /// Python number given for a tensor.
+    AsIs,
+    /// A real tensor, converted by a mode that allows them.
+    Converted(Tensor),
+    /// A real tensor, or a fake of another mode, that the mode refuses.
+    Refused(FakeException, String),
+}
+
 /// What the fallback makes of the inputs: the meta values the kernel runs on
 /// (one per argument, in order), each input tensor with the identity of its
 /// meta tensor (to give back an input a kernel returns), the meta tensors'
 /// keys, and the device the results claim.
 struct Inputs<'a> {
+    acting: Acting,
     meta: SmallVec<[Value; 4]>,
     tensors: SmallVec<[(&'a Tensor, usize); 4]>,
     keys: KeySet,
@@ -229,31 +358,46 @@ struct Inputs<'a> {
     /// Two devices met: an error once every input is known not to be a
     /// real tensor refused (PyTorch checks those first).
     mismatch: Option<Error>,
-    /// The mode converting real tensors, looked up at the first one.
-    converting: Option<Option<FakeTensorMode>>,
 }
 
 impl<'a> Inputs<'a> {
     /// The fake of an input: itself, or a real tensor's fake if the mode
     /// converts real tensors (`None` if it does not).
     fn fake(&mut self, t: &Tensor) -> Option<Result<Tensor>> {
-        self.fake_if_real(t).unwrap_or_else(|| Some(Ok(t.clone())))
+        match self.classify(t) {
+            Input::AsIs => Some(Ok(t.clone())),
+            Input::Converted(f) => Some(Ok(f)),
+            Input::Refused(..) => None,
+        }
     }
 
-    /// [`Inputs::fake`] of a real tensor; `None` for a fake.
-    fn fake_if_real(&mut self, t: &Tensor) -> Option<Option<Result<Tensor>>> {
-        if !is_real(t) {
-            return None;
+    /// PyTorch's `validate_and_convert_non_fake_tensors` for one tensor.
+    fn classify(&mut self, t: &Tensor) -> Input {
+        if t.is_wrapped_number() || self.acting.is_ours(t) {
+            return Input::AsIs;
         }
-        let mode = self.converting.get_or_insert_with(|| {
-            MODES.with(|m| {
-                m.borrow()
-                    .last()
-                    .filter(|m| m.allow_non_fake_inputs())
-                    .cloned()
-            })
-        });
-        Some(mode.as_ref().map(|m| m.from_tensor(t)))
+        if self.acting.allows_non_fake_inputs() {
+            if t.is_fake() {
+                return Input::AsIs;
+            }
+            return match self.acting.mode.as_ref().map(|m| m.from_tensor(t)) {
+                Some(Ok(f)) => Input::Converted(f),
+                Some(Err(e)) => Input::Refused(FakeException::NonFakeInput, e.to_string()),
+                None => Input::AsIs,
+            };
+        }
+        match mode_of(t) {
+            Some(theirs) => Input::Refused(
+                FakeException::MixedModes,
+                format!(
+                    "Mixing fake modes NYI x.fake_mode={} vs self={}",
+                    mode_repr(theirs.addr()),
+                    mode_repr(self.acting.addr)
+                ),
+            ),
+            None if t.is_fake() => Input::AsIs,
+            None => Input::Refused(FakeException::NonFakeInput, String::new()),
+        }
     }
 
     /// The meta tensor of an input (a fake, or a real tensor the mode
@@ -266,13 +410,13 @@ impl<'a> Inputs<'a> {
             return Ok(t.clone());
         }
         let converted;
-        let fake = match self.fake_if_real(t) {
-            None => t,
-            Some(Some(fake)) => {
-                converted = fake?;
+        let fake = match self.classify(t) {
+            Input::AsIs => t,
+            Input::Converted(f) => {
+                converted = f;
                 &converted
             }
-            Some(None) => {
+            Input::Refused(FakeException::NonFakeInput, _) => {
                 return Err(fake_error(
                     FakeException::NonFakeInput,
                     format!(
@@ -281,6 +425,7 @@ impl<'a> Inputs<'a> {
                     ),
                 ))
             }
+            Input::Refused(kind, message) => return Err(fake_error(kind, message)),
         };
         let (d, scalar) = (fake.device(), fake.dim() == 0);
         match self.device {
@@ -307,12 +452,6 @@ impl<'a> Inputs<'a> {
         let &(t, _) = self.tensors.iter().find(|(_, m)| *m == id)?;
         self.fake(t).and_then(Result::ok)
     }
-}
-
-/// A real tensor in a call (not a fake, not a Python number given for a
-/// tensor)?
-fn is_real(t: &Tensor) -> bool {
-    !t.is_fake() && !t.is_wrapped_number()
 }
 
 /// PyTorch's `render_call`: the overload and the arguments a dispatch
@@ -409,12 +548,12 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
         ));
     }
     let mut inputs = Inputs {
+        acting: Acting::find(args),
         meta: SmallVec::with_capacity(args.len()),
         tensors: SmallVec::new(),
         keys: KeySet::EMPTY,
         device: None,
         mismatch: None,
-        converting: None,
     };
     for v in args {
         let m = v.try_map_tensors(&mut |t| inputs.meta_of(schema, args, t))?;
@@ -436,23 +575,21 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
             .collect::<Result<Vec<_>>>()?;
         return run_fake_kernel(&kernel, &inputs, &fakes);
     }
-    // A factory: the device it is asked for is the one its result claims;
-    // its kernel makes a meta tensor.
-    let device = match inputs.device {
-        Some((d, _)) => d,
-        None => {
-            let mut claimed = Device::Cpu;
-            for (a, v) in schema.args.iter().zip(inputs.meta.iter_mut()) {
-                if is_device(&a.ty) {
-                    if let Value::Device(d) = v {
-                        claimed = *d;
-                    }
-                    *v = Value::Device(Device::Meta);
-                }
+    // A device asked for (a factory's, `_to_copy`'s) is the one the result
+    // claims, else the inputs' (PyTorch's fake `to_copy` and factory
+    // handlers); the kernel runs on the meta device either way.
+    let mut requested = None;
+    for (a, v) in schema.args.iter().zip(inputs.meta.iter_mut()) {
+        if is_device(&a.ty) {
+            if let Value::Device(d) = v {
+                requested = Some(*d);
             }
-            claimed
+            *v = Value::Device(Device::Meta);
         }
-    };
+    }
+    let device = requested
+        .or(inputs.device.map(|(d, _)| d))
+        .unwrap_or(Device::Cpu);
     let outs = {
         let _below = LocalKeys::exclude(FAKE_KEY);
         let keys = inputs.keys | KeySet::for_device(Device::Meta);
@@ -470,9 +607,10 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
             }
         }
     }
+    let stamp = inputs.acting.stamp.clone();
     Ok(map_tensors(outs, |m| match inputs.input_of(&m) {
         Some(input) => input,
-        None if m.device() == Device::Meta => m.into_fake(device),
+        None if m.device() == Device::Meta => m.into_fake(device, stamp.clone()),
         None => m,
     }))
 }
@@ -498,11 +636,14 @@ fn map_tensors(outs: Vec<Value>, mut f: impl FnMut(Tensor) -> Tensor) -> Vec<Val
 fn run_fake_kernel(kernel: &FakeKernel, inputs: &Inputs, fakes: &[Value]) -> Result<Vec<Value>> {
     let device = inputs.device.map_or(Device::Cpu, |(d, _)| d);
     let outs = {
+        // Under the acting mode, as PyTorch runs a fake impl.
+        let _mode = inputs.acting.mode.as_ref().map(FakeTensorMode::enter);
         let _fake = LocalKeys::include(FAKE_KEY);
         kernel(fakes)?
     };
+    let stamp = &inputs.acting.stamp;
     Ok(map_tensors(outs, |t| match t.device() {
-        Device::Meta if !t.is_fake() => Tensor::fake_of_meta(&t, device),
+        Device::Meta if !t.is_fake() => Tensor::fake_of_meta(&t, device, stamp.clone()),
         _ => t,
     }))
 }

@@ -215,7 +215,7 @@ pub(crate) fn check_new_group<O>(groups: &[Group<O>], params: &[Tensor]) -> Resu
             return Err(Error::Value("can't optimize a non-leaf Tensor".into()));
         }
     }
-    let ids: HashSet<usize> = params.iter().map(Tensor::id).collect();
+    let ids: HashSet<usize> = params.iter().map(Tensor::identity).collect();
     if ids.len() != params.len() {
         crate::warnings::warn(
             "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
@@ -224,7 +224,7 @@ pub(crate) fn check_new_group<O>(groups: &[Group<O>], params: &[Tensor]) -> Resu
     let taken = groups
         .iter()
         .flat_map(|g| &g.params)
-        .any(|p| ids.contains(&p.id()));
+        .any(|p| ids.contains(&p.identity()));
     if taken {
         return Err(Error::Value(
             "some parameters appear in more than one parameter group".into(),

@@ -7,7 +7,7 @@
 //! Reading a fake's data fails as reading any meta buffer does: a fake never
 //! reaches a kernel that reads data, and nothing here can make it.
 
-use super::{Buffer, Geometry, Storage, Tensor};
+use super::{Buffer, Geometry, LayerState, Storage, Tensor};
 use crate::dtype::Device;
 use crate::keys::{DispatchKey, KeySet};
 use std::fmt;
@@ -36,18 +36,20 @@ impl Tensor {
     }
 
     /// A fake tensor with `meta`'s dtype and geometry, over `meta`'s storage
-    /// (no data), claiming `device`: what the fake layer makes of a result of
-    /// a meta kernel. `meta` must be a meta tensor.
-    pub(crate) fn fake_of_meta(meta: &Tensor, device: Device) -> Tensor {
+    /// (no data), claiming `device`, with the fake layer's `state` (its
+    /// mode): what the fake layer makes of a result of a meta kernel. `meta`
+    /// must be a meta tensor.
+    pub(crate) fn fake_of_meta(meta: &Tensor, device: Device, state: LayerState) -> Tensor {
         debug_assert_eq!(meta.device(), Device::Meta);
         let keys = KeySet::for_device(device) | FAKE_KEY;
         meta.with_keys(device, keys, meta.geometry())
+            .with_layer_state(state)
     }
 
     /// [`Tensor::fake_of_meta`] of a meta tensor given by value: in place
     /// when this is its only handle (a kernel's fresh result, the common
     /// case), without a new allocation.
-    pub(crate) fn into_fake(mut self, device: Device) -> Tensor {
+    pub(crate) fn into_fake(mut self, device: Device, state: LayerState) -> Tensor {
         let keys = KeySet::for_device(device) | FAKE_KEY;
         if let Some(inner) = Arc::get_mut(&mut self.0) {
             if inner.ext.is_none()
@@ -57,20 +59,22 @@ impl Tensor {
             {
                 inner.device = device;
                 *inner.keys.get_mut() = keys.bits();
+                inner.wrapped = Some(state);
                 return self;
             }
         }
-        Tensor::fake_of_meta(&self, device)
+        Tensor::fake_of_meta(&self, device, state)
     }
 
     /// A fake tensor shaped as `self` (dtype, sizes, strides, offset, claimed
     /// device), over a new storage of as many elements without data: a real
     /// tensor's fake. Tensors that share a storage get fakes that do not.
-    pub(crate) fn fake_like(&self) -> Tensor {
+    pub(crate) fn fake_like(&self, state: LayerState) -> Tensor {
         let g = self.geometry();
         let storage = Storage::new(Buffer::Meta(g.storage.len()));
         let keys = KeySet::for_device(self.0.device) | FAKE_KEY;
         self.with_keys(self.0.device, keys, Geometry { storage, ..g })
+            .with_layer_state(state)
     }
 
     /// A meta tensor shaped as `self` (dtype, sizes, strides, offset), over
@@ -159,7 +163,8 @@ mod tests {
     fn a_fake_claims_its_device_and_has_no_data() {
         let real = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
         let col = real.as_strided(&[2], &[2], 0).unwrap(); // column 0
-        let fake = col.fake_like();
+        let state: LayerState = Arc::new(());
+        let fake = col.fake_like(state.clone());
         assert!(fake.is_fake() && !real.is_fake());
         assert_eq!(fake.device(), Device::Cpu);
         assert_eq!((fake.shape(), fake.strides()), (vec![2], vec![2]));
@@ -169,11 +174,11 @@ mod tests {
         let meta = fake.meta_of_fake();
         assert_eq!(meta.device(), Device::Meta);
         assert!(!meta.is_fake() && meta.shares_storage(&fake));
-        let back = Tensor::fake_of_meta(&meta, Device::Cpu);
+        let back = Tensor::fake_of_meta(&meta, Device::Cpu, state.clone());
         assert!(back.is_fake() && back.shares_storage(&fake));
-        let i = Tensor::zeros(&[], DType::Int64, Device::Cpu).fake_like();
+        let i = Tensor::zeros(&[], DType::Int64, Device::Cpu).fake_like(state.clone());
         assert_eq!(i.to_string(), "FakeTensor(..., size=(), dtype=torch.int64)");
-        let m = Tensor::zeros(&[1, 3], DType::Float32, Device::Meta).fake_like();
+        let m = Tensor::zeros(&[1, 3], DType::Float32, Device::Meta).fake_like(state);
         assert_eq!(m.to_string(), "FakeTensor(..., device='meta', size=(1, 3))");
     }
 }

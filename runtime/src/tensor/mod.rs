@@ -49,7 +49,7 @@ pub use graph::{
 pub use locks::{Reads, StorageLocks};
 pub use objects::{Generator, QScheme, Stream};
 pub use script_object::{ObjectClass, ScriptObject};
-pub use wrapper::FUNCTIONALIZE_KEY;
+pub use wrapper::{LayerState, FUNCTIONALIZE_KEY};
 
 use crate::error::{Error, Result};
 use crate::keys::KeySet;
@@ -1080,12 +1080,6 @@ impl Tensor {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
-    /// The tensor's identity while it lives (Python's `id(t)`): equal for
-    /// two handles exactly when [`Tensor::is_same`] holds.
-    pub fn id(&self) -> usize {
-        Arc::as_ptr(&self.0) as usize
-    }
-
     /// Do the two tensors share storage (one is a view of the other, or both of a
     /// third)?
     pub fn shares_storage(&self, other: &Tensor) -> bool {
@@ -1205,9 +1199,21 @@ impl Tensor {
     }
 
     fn no_data_error(&self, want: DType) -> Error {
-        if self.device() == Device::Meta {
+        if self.is_fake() {
+            // Reading a fake's data is a data-dependent call, as PyTorch's
+            // `item()` / `tolist()` on a fake are.
+            Error::Fake(
+                crate::error::FakeException::DataDependentOutput,
+                "aten._local_scalar_dense.default".into(),
+            )
+        } else if self.device() == Device::Meta {
             Error::Runtime(
                 "Cannot access data pointer of Tensor that doesn't have storage (a meta tensor)"
+                    .into(),
+            )
+        } else if self.layer_state().is_some() {
+            Error::Runtime(
+                "Cannot access the data of a tensor a dispatch layer made to stand for another (a functional tensor): read it inside the layer, or read the value the layer returns"
                     .into(),
             )
         } else {

@@ -14,6 +14,11 @@ use std::any::Any;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// The data a dispatch layer keeps behind a tensor it made (a functional
+/// tensor's value and views, a fake's mode), recovered by type
+/// ([`Tensor::wrapper_state`]).
+pub type LayerState = Arc<dyn Any + Send + Sync>;
+
 /// The key a functional tensor carries besides its device's backend.
 pub const FUNCTIONALIZE_KEY: KeySet = KeySet::of(DispatchKey::Functionalize);
 
@@ -28,30 +33,35 @@ impl Tensor {
     /// A wrapper standing for `value`: its dtype, device and geometry (over
     /// a storage without data), the dispatch keys of its device plus `keys`,
     /// and `state`, the layer's data ([`Tensor::wrapper_state`]).
-    pub(crate) fn layer_wrapper(
-        value: &Tensor,
-        keys: KeySet,
-        state: Arc<dyn Any + Send + Sync>,
-    ) -> Tensor {
+    pub(crate) fn layer_wrapper(value: &Tensor, keys: KeySet, state: LayerState) -> Tensor {
         let device = value.device();
-        let mut t = Tensor::with_geometry_and_keys(
+        Tensor::with_geometry_and_keys(
             value.dtype(),
             device,
             KeySet::for_device(device) | keys,
             shadow_geometry(value),
-        );
-        if let Some(inner) = Arc::get_mut(&mut t.0) {
-            // A fresh tensor: its only handle.
-            inner.wrapped = Some(state);
+        )
+        .with_layer_state(state)
+    }
+
+    /// A fresh tensor (this its only handle) given a layer's state.
+    pub(crate) fn with_layer_state(mut self, state: LayerState) -> Tensor {
+        match Arc::get_mut(&mut self.0) {
+            Some(inner) => inner.wrapped = Some(state),
+            None => debug_assert!(false, "with_layer_state: not a fresh tensor"),
         }
-        debug_assert!(t.0.wrapped.is_some());
-        t
+        self
     }
 
     /// The layer state of a wrapper, if this is one and its state is a `T`.
     #[inline]
     pub(crate) fn wrapper_state<T: Any>(&self) -> Option<&T> {
         self.0.wrapped.as_deref()?.downcast_ref()
+    }
+
+    /// The layer state itself (a handle to it), if the tensor has one.
+    pub(crate) fn layer_state(&self) -> Option<&LayerState> {
+        self.0.wrapped.as_ref()
     }
 
     /// Gives a wrapper the geometry of the value it now stands for (after
