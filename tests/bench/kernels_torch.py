@@ -47,6 +47,7 @@ import torch  # noqa: E402
 SIZES = [1, 1_000, 100_000, 1_000_000, 10_000_000]
 MM_SIDES = [64, 256, 512, 1024]
 MATMUL_SIDES = [64, 256]
+CAT_MANY_COUNTS = [1000, 40000]
 BATCH = 8
 
 FULL = dict(warmup=10e-3, sample=500e-6, total=50e-3)
@@ -118,6 +119,10 @@ def cat(n, dt):
     return torch.cat, ([data(half, dt, 1), data(half, dt, 2)],)
 
 
+def cat_many(n, dt):
+    return torch.cat, ([data([1], dt, k) for k in range(n)],)
+
+
 def index_select(n, dt):
     shape = shape2d(n)
     x = data(shape, dt, 1)
@@ -179,6 +184,7 @@ def cases():
         for op, b in (("matmul_batched", matmul_batched), ("matmul_broadcast", matmul_broadcast))
         for n in MATMUL_SIDES
     ]
+    out += [("cat_many", n, F32, cat_many) for n in CAT_MANY_COUNTS]
     return out
 
 

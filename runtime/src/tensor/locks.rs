@@ -110,11 +110,21 @@ impl<'g> Reads<'g, '_> {
     }
 }
 
+/// The buffer of `s` among `reads`, which are in address order (every way
+/// [`StorageLocks::new`] builds them): a few are searched in turn, many by
+/// bisection (`cat` of thousands of tensors looks each one up).
 fn find<'g>(
     reads: &'g [(&Storage, RwLockReadGuard<'_, Buffer>)],
     s: &Storage,
 ) -> Option<&'g Buffer> {
-    reads.iter().find(|(x, _)| x.ptr_eq(s)).map(|(_, g)| &**g)
+    if reads.len() <= 8 {
+        return reads.iter().find(|(x, _)| x.ptr_eq(s)).map(|(_, g)| &**g);
+    }
+    let key = s.lock_order();
+    let i = reads
+        .binary_search_by_key(&key, |(x, _)| x.lock_order())
+        .ok()?;
+    Some(&*reads[i].1)
 }
 
 #[cfg(test)]
@@ -127,6 +137,22 @@ mod tests {
 
     fn read_order(l: &StorageLocks<'_>) -> Vec<usize> {
         l.reads.iter().map(|(s, _)| s.lock_order()).collect()
+    }
+
+    /// Many storages (looked up by bisection): each found, in any order of
+    /// request, and one not locked not found.
+    #[test]
+    fn many_reads_are_found_by_bisection() {
+        let all: Vec<Storage> = (0..100).map(f32s).collect();
+        let mut reads: Vec<&Storage> = all.iter().collect();
+        reads.reverse();
+        let out = f32s(1);
+        let mut l = StorageLocks::new(&reads, Some(&out));
+        let (_, r) = l.parts();
+        for s in &all {
+            assert!(matches!(r.get(s), Some(Buffer::F32(v)) if v.len() == s.len()));
+        }
+        assert!(r.get(&out).is_none() && r.get(&f32s(1)).is_none());
     }
 
     /// Every shape of request, the short cuts and the general path: each
@@ -147,6 +173,10 @@ mod tests {
             (vec![&b, &b], Some(&c)),
         ] {
             let l = StorageLocks::new(&reads, write);
+            for r in &reads {
+                let found = l.read(r).is_some();
+                assert_eq!(found, !write.is_some_and(|w| w.ptr_eq(r)));
+            }
             let mut want: Vec<usize> = reads
                 .iter()
                 .filter(|s| !write.is_some_and(|w| w.ptr_eq(s)))

@@ -37,7 +37,9 @@
 //!   random int64 row indices);
 //! - `mm`: square `[n, n] @ [n, n]`, float32 and float64, n = 64, 256, 512,
 //!   1024 (`size` is n); `matmul_batched`: `[8, n, n] @ [8, n, n]`;
-//!   `matmul_broadcast`: `[8, n, n] @ [n, n]`, n = 64, 256.
+//!   `matmul_broadcast`: `[8, n, n] @ [n, n]`, n = 64, 256;
+//! - `cat_many`: `torch::cat` of `size` one-element tensors (1,000 and
+//!   40,000): the cost per input, which must not grow with their number.
 //!
 //! Inputs are deterministic pseudo-random (xorshift64), uniform in [-2, 2)
 //! unless said (a divisor: [0.5, 1.5)).
@@ -61,6 +63,8 @@ const SIZES: [usize; 5] = [1, 1_000, 100_000, 1_000_000, 10_000_000];
 const MM_SIDES: [usize; 4] = [64, 256, 512, 1024];
 /// The matrix sides of the batched and broadcast `matmul` cases.
 const MATMUL_SIDES: [usize; 2] = [64, 256];
+/// How many one-element tensors `cat_many` joins.
+const CAT_MANY_COUNTS: [usize; 2] = [1000, 40_000];
 /// The batch of `matmul_batched` and `matmul_broadcast`.
 const BATCH: usize = 8;
 
@@ -230,6 +234,16 @@ fn cat(n: usize, dt: DType) -> opforge::Result<Call> {
     }))
 }
 
+fn cat_many(n: usize, dt: DType) -> opforge::Result<Call> {
+    let parts = (0..n)
+        .map(|k| data(&[1], dt, k as u64))
+        .collect::<opforge::Result<Vec<_>>>()?;
+    Ok(Box::new(move || {
+        black_box(torch::cat(black_box(&parts))?);
+        Ok(())
+    }))
+}
+
 fn index_select(n: usize, dt: DType) -> opforge::Result<Call> {
     let shape = shape2d(n);
     let x = data(&shape, dt, 1)?;
@@ -333,6 +347,14 @@ fn cases() -> Vec<Case> {
                 build,
             });
         }
+    }
+    for size in CAT_MANY_COUNTS {
+        cases.push(Case {
+            op: "cat_many",
+            size,
+            dtype: f32,
+            build: cat_many,
+        });
     }
     cases
 }
