@@ -294,7 +294,6 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStre
         quote!()
     };
     let n_callers = callers.len();
-    let caller_ids = plan.ops.iter().map(|op| ident(&op.ident));
     // From `typed_callers`, one module below the `at` file's.
     let tables_up = if opts.runtime {
         quote!(crate::tables::)
@@ -321,19 +320,14 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStre
         /// order: what `opcheck`'s typed-call family compares with the boxed
         /// call.
         #[doc(hidden)]
-        #[allow(non_snake_case, unused_mut)]
         pub mod typed_callers {
             #[allow(unused_imports)]
             use ::opforge::__private::prelude::*;
-            use ::opforge::__private::Operator;
-            use ::opforge::__private::Returns;
             use ::opforge::__private::TypedCaller;
-            use ::opforge::__private::Value;
-
-            #(#callers)*
+            use super::sig;
 
             /// The callers, in `OpId` order.
-            pub static TABLE: [TypedCaller; #n_callers] = [#(#caller_ids),*];
+            pub static TABLE: [TypedCaller; #n_callers] = [#(#callers),*];
 
             #[::opforge::__private::linkme::distributed_slice(::opforge::__private::TYPED_APIS)]
             #[linkme(crate = ::opforge::__private::linkme)]
@@ -399,9 +393,9 @@ fn at_fn(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
     })
 }
 
-/// `typed_callers::<ident>`: the `at::` call with boxed arguments, each
-/// unboxed as a kernel's boxed adapter unboxes it; the results as one value
-/// (`Returns::into_value`: the value of a single result, a list otherwise).
+/// `typed_callers::TABLE`'s entry of an operator: its `at::` function behind
+/// its signature's adapter (`opforge::dispatch::adapter`: each argument
+/// unboxed as a kernel's boxed entry unboxes it, the results as one value).
 fn typed_caller(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
     let id = ident(&op.ident);
     // `typed_callers` is a module inside the `at` file's.
@@ -410,23 +404,8 @@ fn typed_caller(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
     } else {
         quote!(super::)
     };
-    let n = sig.params.len();
-    let (bindings, args): (Vec<_>, Vec<_>) = sig
-        .params
-        .iter()
-        .enumerate()
-        .map(|(i, t)| crate::kernel::unbox_arg(i, t))
-        .unzip();
-    let arity = format!("{}: expected {n} arguments, got {{}}", op.schema().name);
-    quote! {
-        pub fn #id(_op: &Operator, args: &[Value]) -> Result<Value> {
-            if args.len() != #n {
-                return Err(::opforge::Error::Runtime(format!(#arity, args.len()).into()));
-            }
-            #(#bindings)*
-            Ok(Returns::into_value(#at #id(#(#args),*)?))
-        }
-    }
+    let spec = crate::kernel::spec_type(&sig.fn_ty);
+    quote!(TypedCaller::new::<sig::#id, #spec>(&(#at #id as sig::#id)))
 }
 
 /// An exact form (`at::`, `ops::`): every argument, documented by its schema.

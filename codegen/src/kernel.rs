@@ -14,16 +14,21 @@ use syn::spanned::Spanned;
 
 /// `ty` with every elided reference lifetime written `'a`.
 fn with_lifetime_a(ty: &syn::Type) -> TokenStream {
-    fn walk(ts: TokenStream) -> TokenStream {
+    with_lifetime(ty, quote!('a))
+}
+
+/// `ty` with every elided reference lifetime written `lifetime`.
+fn with_lifetime(ty: &impl ToTokens, lifetime: TokenStream) -> TokenStream {
+    fn walk(ts: TokenStream, lifetime: &TokenStream) -> TokenStream {
         let mut out = TokenStream::new();
         for tt in ts {
             match tt {
                 TokenTree::Punct(p) if p.as_char() == '&' => {
                     out.extend([TokenTree::Punct(p)]);
-                    out.extend(quote!('a));
+                    out.extend(lifetime.clone());
                 }
                 TokenTree::Group(g) => {
-                    let mut ng = proc_macro2::Group::new(g.delimiter(), walk(g.stream()));
+                    let mut ng = proc_macro2::Group::new(g.delimiter(), walk(g.stream(), lifetime));
                     ng.set_span(g.span());
                     out.extend([TokenTree::Group(ng)]);
                 }
@@ -32,7 +37,43 @@ fn with_lifetime_a(ty: &syn::Type) -> TokenStream {
         }
         out
     }
-    walk(ty.to_token_stream())
+    walk(ty.to_token_stream(), &lifetime)
+}
+
+/// The spec of a kernel's function pointer type (`opforge::dispatch::adapter`):
+/// the type with every reference `'static`.
+pub fn spec_type(fn_ty: &impl ToTokens) -> TokenStream {
+    with_lifetime(fn_ty, quote!('static))
+}
+
+/// The link-time entry registering `func` (an expression of the function
+/// pointer type `fn_ty`) as the `key` kernel of `name`, in a static named
+/// `ident`.
+fn entry_static(
+    ident: &syn::Ident,
+    key: &str,
+    name: &str,
+    schema: &FunctionSchema,
+    fn_ty: &TokenStream,
+    func: TokenStream,
+    (file, line): (TokenStream, TokenStream),
+) -> TokenStream {
+    let spec = spec_type(fn_ty);
+    let schema_text = schema.to_string();
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
+        #[linkme(crate = ::opforge::__private::linkme)]
+        static #ident: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
+            op: #name,
+            key: #key,
+            schema: #schema_text,
+            entry: ::opforge::__private::Entry::new::<#fn_ty, #spec>(&(#func as #fn_ty)),
+            file: #file,
+            line: #line,
+        };
+    }
 }
 
 /// Escapes text for an `on_unimplemented` format string.
@@ -102,42 +143,6 @@ pub fn view_input(key: &str, schema: &FunctionSchema) -> Option<usize> {
     })
 }
 
-/// How a boxed adapter gets argument `i` of Rust type `schema_ty` (the
-/// schema's, [`param_type`]) from `args: &[Value]`: a statement binding it,
-/// and the expression passing it on. A `&mut Tensor` is a new handle on the
-/// value's tensor; a number given for a `&Tensor` (allow-listed operators)
-/// becomes a wrapped-number tensor; a value of the wrong type is the
-/// operator's (`_op`'s) argument error.
-pub fn unbox_arg(i: usize, schema_ty: &syn::Type) -> (TokenStream, TokenStream) {
-    let want_short = show(schema_ty);
-    let v = format_ident!("__a{}", i);
-    if want_short.starts_with("&mut ") {
-        let binding = quote! {
-            let mut #v: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])
-                .map_err(|e| _op.argument_error(#i, &args[#i], e))?
-                .clone();
-        };
-        (binding, quote!(&mut #v))
-    } else if want_short == "&Tensor" {
-        let w = format_ident!("__opforge_wrapped_{}", i);
-        let binding = quote! {
-            let #w = ::opforge::__private::wrap_number(&args[#i]);
-            let #v: &::opforge::Tensor = match &#w {
-                ::std::option::Option::Some(t) => t,
-                ::std::option::Option::None => <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(&args[#i])
-                    .map_err(|e| _op.argument_error(#i, &args[#i], e))?,
-            };
-        };
-        (binding, quote!(#v))
-    } else {
-        let binding = quote! {
-            let #v = <#schema_ty as ::opforge::__private::FromValue>::from_value(&args[#i])
-                .map_err(|e| _op.argument_error(#i, &args[#i], e))?;
-        };
-        (binding, quote!(#v))
-    }
-}
-
 fn registration_with(
     key: &str,
     name: &str,
@@ -148,15 +153,48 @@ fn registration_with(
     check: bool,
 ) -> TokenStream {
     let fn_ident = &func.sig.ident;
-    let n = params.len();
     let op = &schema.name;
+    let fn_ty = match fn_pointer_type(schema) {
+        Ok(t) => t.to_token_stream(),
+        Err(e) => {
+            let e = e.to_string();
+            return quote!(compile_error!(#e););
+        }
+    };
+    let loc = (
+        quote_spanned!(fn_ident.span()=> ::core::file!()),
+        quote_spanned!(fn_ident.span()=> ::core::line!()),
+    );
+    let user_ret = match &func.sig.output {
+        syn::ReturnType::Type(_, t) => show(t),
+        syn::ReturnType::Default => "()".into(),
+    };
+    // The function already has the schema's types, written as the schema's
+    // mapping writes them: registered as it is, rustc's cast checks it.
+    // Otherwise (another spelling, a wrong type, a custom class's `&T`) a shim
+    // calls it through traits whose errors name the parameter and the schema.
+    let written_as_schema = params
+        .iter()
+        .zip(&schema.arguments.all)
+        .all(|(&(_, user_ty), a)| param_type(a).is_ok_and(|t| show(&t) == show(user_ty)))
+        && show(&ret) == user_ret;
+    let checked = check && !written_as_schema;
+    let view = view_input(key, schema);
+    if !checked && view.is_none() {
+        let ident = format_ident!(
+            "__OPFORGE_{}_KERNEL_{}",
+            key.to_uppercase(),
+            syn::ext::IdentExt::unraw(fn_ident)
+        );
+        return entry_static(&ident, key, name, schema, &fn_ty, quote!(#fn_ident), loc);
+    }
     let note = literal(&format!("schema: {schema}"));
     // Shared by the per-parameter and return traits: `T: __OpforgeSame<U>` holds
     // only for `T = U`. Their impls are blanket impls over it, marked
     // `do_not_recommend`, so that rustc reports the unmet trait itself (with our
     // message) and lists no candidate impls.
     let mut items = Vec::new();
-    if check {
+    if checked {
         items.push(quote! {
         trait __OpforgeSame<U> {
             fn __opforge_from_same(u: U) -> Self;
@@ -176,8 +214,6 @@ fn registration_with(
     }
     let mut shim_params = Vec::new();
     let mut shim_args = Vec::new();
-    let mut bindings = Vec::new();
-    let mut boxed_args = Vec::new();
     for (i, (&(_, user_ty), a)) in params.iter().zip(&schema.arguments.all).enumerate() {
         // The caller's checks reported every argument without a mapping.
         let Ok(schema_ty) = param_type(a) else {
@@ -186,6 +222,11 @@ fn registration_with(
         let want_short = show(&schema_ty);
         let has_ref = want_short.contains('&');
         let v = format_ident!("__a{}", i);
+        shim_params.push(quote!(#v: #schema_ty));
+        if !checked {
+            shim_args.push(quote!(#v));
+            continue;
+        }
         // Named after the kernel too, so that rustc never points at a same-named
         // trait of another kernel ("similarly named trait") in its help.
         let tr = format_ident!("__opforge_{}_param_{}", fn_ident, arg_ident(&a.name));
@@ -196,10 +237,6 @@ fn registration_with(
             show(user_ty)
         ));
         let label = literal(&format!("expected `{want_short}` (schema: `{a}`)"));
-        shim_params.push(quote!(#v: #schema_ty));
-        if !check {
-            shim_args.push(quote!(#v));
-        }
         let (generics, use_generics, want_a) = if has_ref {
             (quote!(<'a>), quote!(<'_>), with_lifetime_a(&schema_ty))
         } else {
@@ -210,7 +247,7 @@ fn registration_with(
         } else {
             quote!(<T: __OpforgeSame<#want_a>>)
         };
-        if let (true, Type::CustomClass(class)) = (check, &a.ty) {
+        if let Type::CustomClass(class) = &a.ty {
             // A custom-class argument: the kernel takes `&T` of the class's
             // Rust type (the value inside the object) or the `&ScriptObject`;
             // `&T` of another class has no `ClassParam` impl for this key.
@@ -238,7 +275,7 @@ fn registration_with(
             shim_args.push(quote_spanned! {user_ty.span()=>
                 <#user_ty as #tr<'_>>::__opforge_param(#v)?
             });
-        } else if check {
+        } else {
             items.push(quote! {
             #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
             trait #tr #generics: Sized {
@@ -256,60 +293,54 @@ fn registration_with(
                 <#user_ty as #tr #use_generics>::__opforge_param(#v)
             });
         }
-        let (binding, arg) = unbox_arg(i, &schema_ty);
-        bindings.push(binding);
-        boxed_args.push(arg);
     }
     let ret_short = show(&ret);
     let ret_ty = ret;
-    let found = match &func.sig.output {
-        syn::ReturnType::Type(_, t) => show(t),
-        syn::ReturnType::Default => "()".into(),
-    };
-    let message = literal(&format!(
-        "a kernel for `{op}` must return `{ret_short}`, found `{found}`"
-    ));
-    let returns = match schema.returns.as_slice() {
-        [one] => one.to_string(),
-        rs => format!(
-            "({})",
-            rs.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    let label = literal(&format!(
-        "expected `{ret_short}` (schema returns `{returns}`)"
-    ));
-    let ret_tr = format_ident!("__opforge_{}_return", fn_ident);
-    if check {
-        items.push(quote! {
-            #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
-            trait #ret_tr: Sized {
-                fn __opforge_return(self) -> #ret_ty;
-            }
-            #[diagnostic::do_not_recommend]
-            impl<T: __OpforgeSame<#ret_ty>> #ret_tr for T {
-                #[inline(always)]
-                fn __opforge_return(self) -> #ret_ty {
-                    <T as __OpforgeSame<#ret_ty>>::__opforge_into_same(self)
-                }
-            }
-        });
-    }
     let call = quote!(#fn_ident(#(#shim_args),*));
-    let ret_call = match (&func.sig.output, check) {
-        (syn::ReturnType::Type(_, user_ret), true) => quote_spanned! {user_ret.span()=>
-            <#user_ret as #ret_tr>::__opforge_return(#call)
-        },
-        _ => quote!(#call),
+    let ret_call = match (&func.sig.output, checked) {
+        (syn::ReturnType::Type(_, user_ret), true) => {
+            let message = literal(&format!(
+                "a kernel for `{op}` must return `{ret_short}`, found `{user_ret}`",
+                user_ret = show(user_ret)
+            ));
+            let returns = match schema.returns.as_slice() {
+                [one] => one.to_string(),
+                rs => format!(
+                    "({})",
+                    rs.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            let label = literal(&format!(
+                "expected `{ret_short}` (schema returns `{returns}`)"
+            ));
+            let ret_tr = format_ident!("__opforge_{}_return", fn_ident);
+            items.push(quote! {
+                #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+                trait #ret_tr: Sized {
+                    fn __opforge_return(self) -> #ret_ty;
+                }
+                #[diagnostic::do_not_recommend]
+                impl<T: __OpforgeSame<#ret_ty>> #ret_tr for T {
+                    #[inline(always)]
+                    fn __opforge_return(self) -> #ret_ty {
+                        <T as __OpforgeSame<#ret_ty>>::__opforge_into_same(self)
+                    }
+                }
+            });
+            quote_spanned! {user_ret.span()=>
+                <#user_ret as #ret_tr>::__opforge_return(#call)
+            }
+        }
+        _ => call,
     };
     // A view operator's kernel marks its result as a view of the argument it
     // aliases (PyTorch's ADInplaceOrView kernels do it above the backend; here
     // the backend kernel's registration does it, so that plain tensors, which
     // never pass through an autograd key, are views too).
-    let ret_call = match view_input(key, schema) {
+    let ret_call = match view {
         Some(i) => {
             let v = format_ident!("__a{}", i);
             quote! {{
@@ -320,18 +351,14 @@ fn registration_with(
         }
         None => ret_call,
     };
-    let fn_ty = match fn_pointer_type(schema) {
-        Ok(t) => t.to_token_stream(),
-        Err(e) => {
-            let e = e.to_string();
-            return quote!(compile_error!(#e););
-        }
-    };
-    let arity_msg = format!("{name}: expected {n} arguments, got {{}}");
-    let schema_text = schema.to_string();
-    let (file, line) = (
-        quote_spanned!(fn_ident.span()=> ::core::file!()),
-        quote_spanned!(fn_ident.span()=> ::core::line!()),
+    let entry = entry_static(
+        &format_ident!("__OPFORGE_KERNEL"),
+        key,
+        name,
+        schema,
+        &fn_ty,
+        quote!(__opforge_unboxed),
+        loc,
     );
     quote! {
         #[doc(hidden)]
@@ -339,42 +366,13 @@ fn registration_with(
         const _: () = {
             #(#items)*
 
-            /// The kernel with the schema's signature: what the unboxed pointer
-            /// points at.
+            /// The kernel with the schema's signature.
             #[inline]
             fn __opforge_unboxed(#(#shim_params),*) -> #ret_ty {
                 #ret_call
             }
 
-            fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
-                let f: #fn_ty = __opforge_unboxed;
-                ::opforge::__private::Unboxed::new(f)
-            }
-
-            fn __opforge_boxed(
-                _op: &::opforge::__private::Operator,
-                _keys: ::opforge::__private::KeySet,
-                args: &[::opforge::__private::Value],
-            ) -> ::opforge::Result<::std::vec::Vec<::opforge::__private::Value>> {
-                if args.len() != #n {
-                    return Err(::opforge::Error::Runtime(format!(#arity_msg, args.len()).into()));
-                }
-                #(#bindings)*
-                let result = __opforge_unboxed(#(#boxed_args),*)?;
-                Ok(::opforge::__private::IntoValues::into_values(result))
-            }
-
-            #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-            #[linkme(crate = ::opforge::__private::linkme)]
-            static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-                op: #name,
-                key: #key,
-                schema: #schema_text,
-                boxed: __opforge_boxed,
-                unboxed: __opforge_unboxed_ptr,
-                file: #file,
-                line: #line,
-            };
+            #entry
         };
     }
 }
@@ -394,37 +392,66 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_generated_function_becomes_a_link_time_entry() {
-        let schema = opforge_schema::schema::parse_schema("neg(Tensor self) -> Tensor").unwrap();
-        let func: syn::ItemFn = syn::parse_quote! {
-            fn neg_autograd(self_: &::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor> {
-                neg(self_)
-            }
-        };
-        let syn::FnArg::Typed(p) = &func.sig.inputs[0] else {
-            panic!("a typed parameter")
-        };
-        let syn::Pat::Ident(name) = &*p.pat else {
-            panic!("a named parameter")
-        };
+    fn register(schema: &str, func: syn::ItemFn) -> String {
+        let schema = opforge_schema::schema::parse_schema(schema).unwrap();
+        let params: Vec<(&syn::Ident, &syn::Type)> = func
+            .sig
+            .inputs
+            .iter()
+            .map(|a| match a {
+                syn::FnArg::Typed(p) => match &*p.pat {
+                    syn::Pat::Ident(name) => (&name.ident, &*p.ty),
+                    _ => panic!("a named parameter"),
+                },
+                _ => panic!("a typed parameter"),
+            })
+            .collect();
         let ret = crate::rust_types::result_type(&schema.returns).unwrap();
-        let out = registration(
-            "Autograd",
-            "neg",
-            &schema,
-            &func,
-            &[(&name.ident, &p.ty)],
-            ret,
+        let out = registration("Autograd", "neg", &schema, &func, &params, ret);
+        out.to_string().split_whitespace().collect()
+    }
+
+    /// A function written with the schema's types is registered as it is:
+    /// one static naming it, its signature and the signature's spec.
+    #[test]
+    fn a_function_of_the_schemas_types_is_one_link_time_entry() {
+        let flat = register(
+            "neg(Tensor self) -> Tensor",
+            syn::parse_quote! {
+                fn neg_autograd(self_: &::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor> {
+                    neg(self_)
+                }
+            },
         );
-        let flat: String = out.to_string().split_whitespace().collect();
         for part in [
             "distributed_slice(::opforge::__private::KERNELS)",
+            "static__OPFORGE_AUTOGRAD_KERNEL_neg_autograd:",
             "op:\"neg\",key:\"Autograd\",schema:\"neg(Tensorself)->Tensor\"",
-            "fn__opforge_unboxed(__a0:&::opforge::Tensor)->::opforge::Result<::opforge::Tensor>",
-            "neg_autograd(<&::opforge::Tensoras__opforge_neg_autograd_param_self_<'_>>::__opforge_param(__a0))",
+            "Entry::new::<fn(&::opforge::Tensor)->::opforge::Result<::opforge::Tensor>,fn(&'static::opforge::Tensor)->::opforge::Result<::opforge::Tensor>>(&(neg_autograd",
         ] {
-            assert!(flat.contains(part), "{part} not in {out}");
+            assert!(flat.contains(part), "{part} not in {flat}");
+        }
+        assert!(!flat.contains("__opforge_unboxed"), "{flat}");
+    }
+
+    /// Another spelling of the types goes through a shim whose traits check
+    /// each parameter with the schema's words.
+    #[test]
+    fn another_spelling_is_checked_through_a_shim() {
+        let flat = register(
+            "neg(Tensor self) -> Tensor",
+            syn::parse_quote! {
+                fn neg_autograd(self_: &opforge::Tensor) -> opforge::Result<opforge::Tensor> {
+                    neg(self_)
+                }
+            },
+        );
+        for part in [
+            "fn__opforge_unboxed(__a0:&::opforge::Tensor)->::opforge::Result<::opforge::Tensor>",
+            "neg_autograd(<&opforge::Tensoras__opforge_neg_autograd_param_self_<'_>>::__opforge_param(__a0))",
+            "Entry::new::<fn(&::opforge::Tensor)->::opforge::Result<::opforge::Tensor>,fn(&'static::opforge::Tensor)->::opforge::Result<::opforge::Tensor>>(&(__opforge_unboxed",
+        ] {
+            assert!(flat.contains(part), "{part} not in {flat}");
         }
     }
 }

@@ -760,7 +760,7 @@ mod tests {
     }
 
     #[test]
-    fn a_matching_kernel_registers_a_shim_typed_by_the_schema() {
+    fn a_matching_kernel_is_registered_as_it_is() {
         let out = expand_with(
             ADD,
             quote!(CPU),
@@ -776,12 +776,39 @@ mod tests {
         let flat: String = out.split_whitespace().collect();
         for part in [
             "pubconst__opforge_CPU_kernel_of_add_Tensor:()=();",
+            "static__OPFORGE_CPU_KERNEL_add:::opforge::__private::KernelEntry",
+            "Entry::new::<fn(&::opforge::Tensor,&::opforge::Tensor,::opforge::Scalar)->::opforge::Result<::opforge::Tensor>,fn(&'static::opforge::Tensor,&'static::opforge::Tensor,::opforge::Scalar)->::opforge::Result<::opforge::Tensor>>(&(addasfn(",
+            "schema:\"add.Tensor(Tensorself,Tensorother,*,Scalaralpha=1)->Tensor\"",
+        ] {
+            assert!(flat.contains(part), "{part}\n{out}");
+        }
+        assert!(!flat.contains("__opforge_unboxed"), "no shim: {out}");
+    }
+
+    #[test]
+    fn another_spelling_registers_a_shim_typed_by_the_schema() {
+        let out = expand_with(
+            ADD,
+            quote!(CPU),
+            quote!(
+                pub fn add(
+                    self_: &opforge::Tensor,
+                    other: &Tensor,
+                    alpha: Scalar,
+                ) -> Result<Tensor> {
+                    todo()
+                }
+            ),
+        )
+        .to_string();
+        assert!(!out.contains("compile_error"), "{out}");
+        let flat: String = out.split_whitespace().collect();
+        for part in [
             "fn__opforge_unboxed(__a0:&::opforge::Tensor,__a1:&::opforge::Tensor,__a2:::opforge::Scalar)->::opforge::Result<::opforge::Tensor>",
-            "letf:fn(&::opforge::Tensor,&::opforge::Tensor,::opforge::Scalar)->::opforge::Result<::opforge::Tensor>=__opforge_unboxed;::opforge::__private::Unboxed::new(f)",
             "<&Tensoras__opforge_add_param_other<'_>>::__opforge_param(__a1)",
             "<Result<Tensor>as__opforge_add_return>::__opforge_return(add(",
             "parameter2`other`of`add.Tensor`mustbe`&Tensor`,found`&Tensor`",
-            "schema:\"add.Tensor(Tensorself,Tensorother,*,Scalaralpha=1)->Tensor\"",
+            "(&(__opforge_unboxedasfn(",
         ] {
             assert!(flat.contains(part), "{part}\n{out}");
         }

@@ -1,10 +1,12 @@
 //! `opcheck`'s typed-call family catches a kernel whose boxed entry and typed
-//! entry disagree. The registration here is written by hand (the macros
-//! never emit such a pair): a CPU kernel for `mylib::axpy` whose typed entry
-//! computes `x + alpha * y` and whose boxed entry computes `2 * x`. In its
-//! own test binary, so that no other test sees it.
+//! entry disagree. The registration here is written by hand (an entry made
+//! from one function cannot disagree; `Entry::with_boxed` exists for this
+//! test): a CPU kernel for `mylib::axpy` whose typed entry computes
+//! `x + alpha * y` and whose boxed entry computes `2 * x`. In its own test
+//! binary, so that no other test sees it.
 
-use opforge::__private::{linkme, KernelEntry, KeySet, Operator, Unboxed, Value, KERNELS};
+use my_ops::generated::sig::mylib_axpy;
+use opforge::__private::{linkme, Entry, KernelEntry, KeySet, Operator, Value, KERNELS};
 use opforge::opcheck::{opcheck, TestUtil};
 use opforge::{Scalar, Tensor};
 
@@ -13,17 +15,19 @@ fn axpy_typed(x: &Tensor, y: &Tensor, alpha: Scalar) -> opforge::Result<Tensor> 
     opforge::torch::add(x, &ay)
 }
 
-fn axpy_boxed(_op: &Operator, _keys: KeySet, args: &[Value]) -> opforge::Result<Vec<Value>> {
+fn axpy_boxed(
+    _f: &'static (dyn std::any::Any + Send + Sync),
+    _op: &Operator,
+    _keys: KeySet,
+    args: &[Value],
+) -> opforge::Result<Vec<Value>> {
     let Value::Tensor(x) = &args[0] else {
         unreachable!("the dispatcher checked the arguments")
     };
     Ok(vec![Value::Tensor(opforge::torch::add(x, x)?)])
 }
 
-fn axpy_unboxed() -> Unboxed {
-    let f: my_ops::generated::sig::mylib_axpy = axpy_typed;
-    Unboxed::new(f)
-}
+type Spec = fn(&'static Tensor, &'static Tensor, Scalar) -> opforge::Result<Tensor>;
 
 #[linkme::distributed_slice(KERNELS)]
 #[linkme(crate = opforge::__private::linkme)]
@@ -31,8 +35,7 @@ static DISAGREEING: KernelEntry = KernelEntry {
     op: "mylib::axpy",
     key: "CPU",
     schema: "mylib::axpy(Tensor x, Tensor y, *, Scalar alpha=1) -> Tensor",
-    boxed: axpy_boxed,
-    unboxed: axpy_unboxed,
+    entry: Entry::new::<mylib_axpy, Spec>(&(axpy_typed as mylib_axpy)).with_boxed(axpy_boxed),
     file: file!(),
     line: line!(),
 };

@@ -171,9 +171,9 @@ macro_rules! include_schema {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::classes::{ClassEntry, CLASS_DEFS};
+    pub use crate::dispatch::adapter::{Entry, TypedCaller};
     pub use crate::dispatch::linked::{
-        KernelEntry, Library, OperatorDef, TypedApi, TypedCaller, KERNELS, LIBRARIES,
-        OPERATOR_DEFS, TYPED_APIS,
+        KernelEntry, Library, OperatorDef, TypedApi, KERNELS, LIBRARIES, OPERATOR_DEFS, TYPED_APIS,
     };
     pub use crate::dispatch::typed::call;
     pub use crate::dispatch::{dispatcher, Kernel, KeySet, Operator, Unboxed};
@@ -194,18 +194,6 @@ pub mod __private {
     /// Marks a view operator's fresh result as a view of the argument it
     /// aliases (what a view operator's kernel registration calls).
     pub use crate::autograd::views::mark_view;
-
-    /// A Python number given for a `Tensor` parameter, as the kernel's wrapped
-    /// number (boxed kernel adapters call this for their `Tensor` arguments).
-    pub fn wrap_number(v: &Value) -> Option<crate::Tensor> {
-        let s = match v {
-            Value::Bool(b) => crate::Scalar::Bool(*b),
-            Value::Int(i) => crate::Scalar::Int(*i),
-            Value::Float(x) => crate::Scalar::Float(*x),
-            _ => return None,
-        };
-        Some(crate::Tensor::wrapped_number(s))
-    }
 }
 
 #[cfg(test)]

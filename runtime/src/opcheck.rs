@@ -498,11 +498,13 @@ fn typed_check(op: &'static Operator, args: &[Value]) -> Result<()> {
     };
     let (boxed_args, typed_args) = (copies_of(args)?, copies_of(args)?);
     // The typed call's results as one value: one per schema return again.
-    let typed = typed(op, &typed_args).map(|v| match (op.schema.returns.len(), v) {
-        (1, v) => vec![v],
-        (_, Value::List(vs)) => vs.into_vec(),
-        (_, v) => vec![v],
-    });
+    let typed = typed
+        .call(op, &typed_args)
+        .map(|v| match (op.schema.returns.len(), v) {
+            (1, v) => vec![v],
+            (_, Value::List(vs)) => vs.into_vec(),
+            (_, v) => vec![v],
+        });
     let (boxed, typed) = (op.call_boxed(&boxed_args), typed);
     let (boxed, typed) = match (boxed, typed) {
         (Ok(b), Ok(t)) => (b, t),

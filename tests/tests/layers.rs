@@ -59,15 +59,12 @@ fn module_of(first: &str, second: Option<&str>) -> Option<String> {
         // what each re-exports.
         "__private" => match second? {
             "prelude" => "tensor",
-            "call" | "dispatcher" | "Kernel" | "KeySet" | "Operator" | "Unboxed"
+            "call" | "dispatcher" | "Kernel" | "KeySet" | "Operator" | "Unboxed" | "Entry"
             | "KernelEntry" | "Library" | "OperatorDef" | "KERNELS" | "LIBRARIES"
             | "OPERATOR_DEFS" | "TypedApi" | "TypedCaller" | "TYPED_APIS" => "dispatch",
             "protocol" | "Site" | "TypedRet" | "call_op" => "overrides",
             "Args" | "FromValue" | "IntoValues" | "Returns" | "ToValue" | "Value" => "value",
             "linkme" | "kernel_impl" | "op_impl" => return None,
-            // Boxed adapters' wrapped numbers: a `Value` made a `Tensor`
-            // (defined at the root, using only `value` and `tensor`).
-            "wrap_number" => "value",
             _ => "lib",
         },
         // The macros crate's attributes: below everything.

@@ -317,492 +317,135 @@ pub fn mylib_scale(
 /// order: what `opcheck`'s typed-call family compares with the boxed
 /// call.
 #[doc(hidden)]
-#[allow(non_snake_case, unused_mut)]
 pub mod typed_callers {
     #[allow(unused_imports)]
     use ::opforge::__private::prelude::*;
-    use ::opforge::__private::Operator;
-    use ::opforge::__private::Returns;
     use ::opforge::__private::TypedCaller;
-    use ::opforge::__private::Value;
-    pub fn _foreach_add__List(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 3usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!(
-                        "_foreach_add_.List: expected 3 arguments, got {}", args.len()
-                    )
-                        .into(),
-                ),
-            );
-        }
-        let __a0 = <&[Tensor] as ::opforge::__private::FromValue>::from_value(
-                &args[0usize],
-            )
-            .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?;
-        let __a1 = <&[Tensor] as ::opforge::__private::FromValue>::from_value(
-                &args[1usize],
-            )
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        let __a2 = <Scalar as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        Ok(Returns::into_value(super::_foreach_add__List(__a0, __a1, __a2)?))
-    }
-    pub fn add_Tensor(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 3usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("add.Tensor: expected 3 arguments, got {}", args.len())
-                        .into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
-        let __a1: &Tensor = match &__opforge_wrapped_1 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[1usize])
-                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
-            }
-        };
-        let __a2 = <Scalar as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        Ok(Returns::into_value(super::add_Tensor(__a0, __a1, __a2)?))
-    }
-    pub fn add_out(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 4usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("add.out: expected 4 arguments, got {}", args.len()).into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
-        let __a1: &Tensor = match &__opforge_wrapped_1 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[1usize])
-                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
-            }
-        };
-        let __a2 = <Scalar as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        let mut __a3: Tensor = <&Tensor as ::opforge::__private::FromValue>::from_value(
-                &args[3usize],
-            )
-            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?
-            .clone();
-        Ok(Returns::into_value(super::add_out(__a0, __a1, __a2, &mut __a3)?))
-    }
-    pub fn add__Tensor(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 3usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("add_.Tensor: expected 3 arguments, got {}", args.len())
-                        .into(),
-                ),
-            );
-        }
-        let mut __a0: Tensor = <&Tensor as ::opforge::__private::FromValue>::from_value(
-                &args[0usize],
-            )
-            .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            .clone();
-        let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
-        let __a1: &Tensor = match &__opforge_wrapped_1 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[1usize])
-                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
-            }
-        };
-        let __a2 = <Scalar as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        Ok(Returns::into_value(super::add__Tensor(&mut __a0, __a1, __a2)?))
-    }
-    pub fn avg_pool2d(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 7usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("avg_pool2d: expected 7 arguments, got {}", args.len())
-                        .into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __a1 = <&[i64] as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        let __a2 = <&[i64] as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        let __a3 = <&[i64] as ::opforge::__private::FromValue>::from_value(&args[3usize])
-            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
-        let __a4 = <bool as ::opforge::__private::FromValue>::from_value(&args[4usize])
-            .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
-        let __a5 = <bool as ::opforge::__private::FromValue>::from_value(&args[5usize])
-            .map_err(|e| _op.argument_error(5usize, &args[5usize], e))?;
-        let __a6 = <Option<
-            i64,
-        > as ::opforge::__private::FromValue>::from_value(&args[6usize])
-            .map_err(|e| _op.argument_error(6usize, &args[6usize], e))?;
-        Ok(
-            Returns::into_value(
-                super::avg_pool2d(__a0, __a1, __a2, __a3, __a4, __a5, __a6)?,
-            ),
-        )
-    }
-    pub fn chunk(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 3usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("chunk: expected 3 arguments, got {}", args.len()).into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __a1 = <i64 as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        let __a2 = <i64 as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        Ok(Returns::into_value(super::chunk(__a0, __a1, __a2)?))
-    }
-    pub fn gelu(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 2usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("gelu: expected 2 arguments, got {}", args.len()).into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __a1 = <&str as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        Ok(Returns::into_value(super::gelu(__a0, __a1)?))
-    }
-    pub fn index_Tensor(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 2usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("index.Tensor: expected 2 arguments, got {}", args.len())
-                        .into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __a1 = <&[Option<
-            Tensor,
-        >] as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        Ok(Returns::into_value(super::index_Tensor(__a0, __a1)?))
-    }
-    pub fn max_dim(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 3usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("max.dim: expected 3 arguments, got {}", args.len()).into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __a1 = <i64 as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        let __a2 = <bool as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        Ok(Returns::into_value(super::max_dim(__a0, __a1, __a2)?))
-    }
-    pub fn nll_loss(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 5usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("nll_loss: expected 5 arguments, got {}", args.len()).into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
-        let __a1: &Tensor = match &__opforge_wrapped_1 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[1usize])
-                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
-            }
-        };
-        let __a2 = <Option<
-            &Tensor,
-        > as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        let __a3 = <i64 as ::opforge::__private::FromValue>::from_value(&args[3usize])
-            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
-        let __a4 = <i64 as ::opforge::__private::FromValue>::from_value(&args[4usize])
-            .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
-        Ok(Returns::into_value(super::nll_loss(__a0, __a1, __a2, __a3, __a4)?))
-    }
-    pub fn norm_ScalarOpt_dim(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 4usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!(
-                        "norm.ScalarOpt_dim: expected 4 arguments, got {}", args.len()
-                    )
-                        .into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __a1 = <Option<
-            Scalar,
-        > as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        let __a2 = <&[i64] as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        let __a3 = <bool as ::opforge::__private::FromValue>::from_value(&args[3usize])
-            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
-        Ok(Returns::into_value(super::norm_ScalarOpt_dim(__a0, __a1, __a2, __a3)?))
-    }
-    pub fn randint(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 7usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("randint: expected 7 arguments, got {}", args.len()).into(),
-                ),
-            );
-        }
-        let __a0 = <i64 as ::opforge::__private::FromValue>::from_value(&args[0usize])
-            .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?;
-        let __a1 = <&[i64] as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        let __a2 = <Option<
-            &Generator,
-        > as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        let __a3 = <Option<
-            DType,
-        > as ::opforge::__private::FromValue>::from_value(&args[3usize])
-            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
-        let __a4 = <Option<
-            Layout,
-        > as ::opforge::__private::FromValue>::from_value(&args[4usize])
-            .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
-        let __a5 = <Option<
-            Device,
-        > as ::opforge::__private::FromValue>::from_value(&args[5usize])
-            .map_err(|e| _op.argument_error(5usize, &args[5usize], e))?;
-        let __a6 = <Option<
-            bool,
-        > as ::opforge::__private::FromValue>::from_value(&args[6usize])
-            .map_err(|e| _op.argument_error(6usize, &args[6usize], e))?;
-        Ok(
-            Returns::into_value(
-                super::randint(__a0, __a1, __a2, __a3, __a4, __a5, __a6)?,
-            ),
-        )
-    }
-    pub fn to_dtype(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 5usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("to.dtype: expected 5 arguments, got {}", args.len()).into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __a1 = <DType as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        let __a2 = <bool as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        let __a3 = <bool as ::opforge::__private::FromValue>::from_value(&args[3usize])
-            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
-        let __a4 = <Option<
-            MemoryFormat,
-        > as ::opforge::__private::FromValue>::from_value(&args[4usize])
-            .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
-        Ok(Returns::into_value(super::to_dtype(__a0, __a1, __a2, __a3, __a4)?))
-    }
-    pub fn where_self(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 3usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("where.self: expected 3 arguments, got {}", args.len())
-                        .into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
-        let __a1: &Tensor = match &__opforge_wrapped_1 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[1usize])
-                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
-            }
-        };
-        let __opforge_wrapped_2 = ::opforge::__private::wrap_number(&args[2usize]);
-        let __a2: &Tensor = match &__opforge_wrapped_2 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[2usize])
-                    .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?
-            }
-        };
-        Ok(Returns::into_value(super::where_self(__a0, __a1, __a2)?))
-    }
-    pub fn zeros(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 5usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("zeros: expected 5 arguments, got {}", args.len()).into(),
-                ),
-            );
-        }
-        let __a0 = <&[i64] as ::opforge::__private::FromValue>::from_value(&args[0usize])
-            .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?;
-        let __a1 = <Option<
-            DType,
-        > as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        let __a2 = <Option<
-            Layout,
-        > as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        let __a3 = <Option<
-            Device,
-        > as ::opforge::__private::FromValue>::from_value(&args[3usize])
-            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
-        let __a4 = <Option<
-            bool,
-        > as ::opforge::__private::FromValue>::from_value(&args[4usize])
-            .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
-        Ok(Returns::into_value(super::zeros(__a0, __a1, __a2, __a3, __a4)?))
-    }
-    pub fn mylib_scale(_op: &Operator, args: &[Value]) -> Result<Value> {
-        if args.len() != 5usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("mylib::scale: expected 5 arguments, got {}", args.len())
-                        .into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&Tensor as ::opforge::__private::FromValue>::from_value(&args[0usize])
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __a1 = <f64 as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        let __a2 = <Option<
-            &[f64],
-        > as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        let __a3 = <Option<
-            &Generator,
-        > as ::opforge::__private::FromValue>::from_value(&args[3usize])
-            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
-        let __a4 = <Option<
-            Stream,
-        > as ::opforge::__private::FromValue>::from_value(&args[4usize])
-            .map_err(|e| _op.argument_error(4usize, &args[4usize], e))?;
-        Ok(Returns::into_value(super::mylib_scale(__a0, __a1, __a2, __a3, __a4)?))
-    }
+    use super::sig;
     /// The callers, in `OpId` order.
     pub static TABLE: [TypedCaller; 16usize] = [
-        _foreach_add__List,
-        add_Tensor,
-        add_out,
-        add__Tensor,
-        avg_pool2d,
-        chunk,
-        gelu,
-        index_Tensor,
-        max_dim,
-        nll_loss,
-        norm_ScalarOpt_dim,
-        randint,
-        to_dtype,
-        where_self,
-        zeros,
-        mylib_scale,
+        TypedCaller::new::<
+            sig::_foreach_add__List,
+            fn(&'static [Tensor], &'static [Tensor], Scalar) -> Result<()>,
+        >(&(super::_foreach_add__List as sig::_foreach_add__List)),
+        TypedCaller::new::<
+            sig::add_Tensor,
+            fn(
+                &'static ::opforge::Tensor,
+                &'static ::opforge::Tensor,
+                Scalar,
+            ) -> Result<Tensor>,
+        >(&(super::add_Tensor as sig::add_Tensor)),
+        TypedCaller::new::<
+            sig::add_out,
+            fn(
+                &'static ::opforge::Tensor,
+                &'static ::opforge::Tensor,
+                Scalar,
+                &'static mut Tensor,
+            ) -> Result<Tensor>,
+        >(&(super::add_out as sig::add_out)),
+        TypedCaller::new::<
+            sig::add__Tensor,
+            fn(&'static mut Tensor, &'static ::opforge::Tensor, Scalar) -> Result<Tensor>,
+        >(&(super::add__Tensor as sig::add__Tensor)),
+        TypedCaller::new::<
+            sig::avg_pool2d,
+            fn(
+                &'static ::opforge::Tensor,
+                &'static [i64],
+                &'static [i64],
+                &'static [i64],
+                bool,
+                bool,
+                Option<i64>,
+            ) -> Result<Tensor>,
+        >(&(super::avg_pool2d as sig::avg_pool2d)),
+        TypedCaller::new::<
+            sig::chunk,
+            fn(&'static ::opforge::Tensor, i64, i64) -> Result<Vec<Tensor>>,
+        >(&(super::chunk as sig::chunk)),
+        TypedCaller::new::<
+            sig::gelu,
+            fn(&'static ::opforge::Tensor, &'static str) -> Result<Tensor>,
+        >(&(super::gelu as sig::gelu)),
+        TypedCaller::new::<
+            sig::index_Tensor,
+            fn(&'static ::opforge::Tensor, &'static [Option<Tensor>]) -> Result<Tensor>,
+        >(&(super::index_Tensor as sig::index_Tensor)),
+        TypedCaller::new::<
+            sig::max_dim,
+            fn(&'static ::opforge::Tensor, i64, bool) -> Result<(Tensor, Tensor)>,
+        >(&(super::max_dim as sig::max_dim)),
+        TypedCaller::new::<
+            sig::nll_loss,
+            fn(
+                &'static ::opforge::Tensor,
+                &'static ::opforge::Tensor,
+                Option<&'static ::opforge::Tensor>,
+                i64,
+                i64,
+            ) -> Result<Tensor>,
+        >(&(super::nll_loss as sig::nll_loss)),
+        TypedCaller::new::<
+            sig::norm_ScalarOpt_dim,
+            fn(
+                &'static ::opforge::Tensor,
+                Option<Scalar>,
+                &'static [i64],
+                bool,
+            ) -> Result<Tensor>,
+        >(&(super::norm_ScalarOpt_dim as sig::norm_ScalarOpt_dim)),
+        TypedCaller::new::<
+            sig::randint,
+            fn(
+                i64,
+                &'static [i64],
+                Option<&'static ::opforge::Generator>,
+                Option<DType>,
+                Option<Layout>,
+                Option<Device>,
+                Option<bool>,
+            ) -> Result<Tensor>,
+        >(&(super::randint as sig::randint)),
+        TypedCaller::new::<
+            sig::to_dtype,
+            fn(
+                &'static ::opforge::Tensor,
+                DType,
+                bool,
+                bool,
+                Option<MemoryFormat>,
+            ) -> Result<Tensor>,
+        >(&(super::to_dtype as sig::to_dtype)),
+        TypedCaller::new::<
+            sig::where_self,
+            fn(
+                &'static ::opforge::Tensor,
+                &'static ::opforge::Tensor,
+                &'static ::opforge::Tensor,
+            ) -> Result<Tensor>,
+        >(&(super::where_self as sig::where_self)),
+        TypedCaller::new::<
+            sig::zeros,
+            fn(
+                &'static [i64],
+                Option<DType>,
+                Option<Layout>,
+                Option<Device>,
+                Option<bool>,
+            ) -> Result<Tensor>,
+        >(&(super::zeros as sig::zeros)),
+        TypedCaller::new::<
+            sig::mylib_scale,
+            fn(
+                &'static ::opforge::Tensor,
+                f64,
+                Option<&'static [f64]>,
+                Option<&'static ::opforge::Generator>,
+                Option<Stream>,
+            ) -> Result<Tensor>,
+        >(&(super::mylib_scale as sig::mylib_scale)),
     ];
     #[::opforge::__private::linkme::distributed_slice(::opforge::__private::TYPED_APIS)]
     #[linkme(crate = ::opforge::__private::linkme)]

@@ -199,64 +199,31 @@ fn __opforge_autograd__to_copy(
     Ok(out)
 }
 #[doc(hidden)]
-#[allow(non_camel_case_types, non_snake_case, clippy::all)]
-const _: () = {
-    /// The kernel with the schema's signature: what the unboxed pointer
-    /// points at.
-    #[inline]
-    fn __opforge_unboxed(
-        __a0: &::opforge::Tensor,
-        __a1: ::core::option::Option<::opforge::DType>,
-    ) -> ::opforge::Result<::opforge::Tensor> {
-        __opforge_autograd__to_copy(__a0, __a1)
-    }
-    fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
-        let f: fn(
+#[allow(non_upper_case_globals)]
+#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
+#[linkme(crate = ::opforge::__private::linkme)]
+static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd__to_copy: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
+    op: "_to_copy",
+    key: "Autograd",
+    schema: "_to_copy(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+    entry: ::opforge::__private::Entry::new::<
+        fn(
             &::opforge::Tensor,
             ::core::option::Option<::opforge::DType>,
-        ) -> ::opforge::Result<::opforge::Tensor> = __opforge_unboxed;
-        ::opforge::__private::Unboxed::new(f)
-    }
-    fn __opforge_boxed(
-        _op: &::opforge::__private::Operator,
-        _keys: ::opforge::__private::KeySet,
-        args: &[::opforge::__private::Value],
-    ) -> ::opforge::Result<::std::vec::Vec<::opforge::__private::Value>> {
-        if args.len() != 2usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("_to_copy: expected 2 arguments, got {}", args.len()).into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &::opforge::Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                        &args[0usize],
-                    )
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __a1 = <::core::option::Option<
-            ::opforge::DType,
-        > as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        let result = __opforge_unboxed(__a0, __a1)?;
-        Ok(::opforge::__private::IntoValues::into_values(result))
-    }
-    #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-    #[linkme(crate = ::opforge::__private::linkme)]
-    static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-        op: "_to_copy",
-        key: "Autograd",
-        schema: "_to_copy(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-        boxed: __opforge_boxed,
-        unboxed: __opforge_unboxed_ptr,
-        file: ::core::file!(),
-        line: ::core::line!(),
-    };
+        ) -> ::opforge::Result<::opforge::Tensor>,
+        fn(
+            &'static ::opforge::Tensor,
+            ::core::option::Option<::opforge::DType>,
+        ) -> ::opforge::Result<::opforge::Tensor>,
+    >(
+        &(__opforge_autograd__to_copy
+            as fn(
+                &::opforge::Tensor,
+                ::core::option::Option<::opforge::DType>,
+            ) -> ::opforge::Result<::opforge::Tensor>),
+    ),
+    file: ::core::file!(),
+    line: ::core::line!(),
 };
 #[allow(unused_variables, unused_mut, clippy::all)]
 fn __opforge_autograd_exp(
@@ -297,56 +264,22 @@ fn __opforge_autograd_exp(
     Ok(out)
 }
 #[doc(hidden)]
-#[allow(non_camel_case_types, non_snake_case, clippy::all)]
-const _: () = {
-    /// The kernel with the schema's signature: what the unboxed pointer
-    /// points at.
-    #[inline]
-    fn __opforge_unboxed(
-        __a0: &::opforge::Tensor,
-    ) -> ::opforge::Result<::opforge::Tensor> {
-        __opforge_autograd_exp(__a0)
-    }
-    fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
-        let f: fn(&::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor> = __opforge_unboxed;
-        ::opforge::__private::Unboxed::new(f)
-    }
-    fn __opforge_boxed(
-        _op: &::opforge::__private::Operator,
-        _keys: ::opforge::__private::KeySet,
-        args: &[::opforge::__private::Value],
-    ) -> ::opforge::Result<::std::vec::Vec<::opforge::__private::Value>> {
-        if args.len() != 1usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("exp: expected 1 arguments, got {}", args.len()).into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &::opforge::Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                        &args[0usize],
-                    )
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let result = __opforge_unboxed(__a0)?;
-        Ok(::opforge::__private::IntoValues::into_values(result))
-    }
-    #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-    #[linkme(crate = ::opforge::__private::linkme)]
-    static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-        op: "exp",
-        key: "Autograd",
-        schema: "exp(Tensor self) -> Tensor",
-        boxed: __opforge_boxed,
-        unboxed: __opforge_unboxed_ptr,
-        file: ::core::file!(),
-        line: ::core::line!(),
-    };
+#[allow(non_upper_case_globals)]
+#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
+#[linkme(crate = ::opforge::__private::linkme)]
+static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_exp: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
+    op: "exp",
+    key: "Autograd",
+    schema: "exp(Tensor self) -> Tensor",
+    entry: ::opforge::__private::Entry::new::<
+        fn(&::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor>,
+        fn(&'static ::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor>,
+    >(
+        &(__opforge_autograd_exp
+            as fn(&::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor>),
+    ),
+    file: ::core::file!(),
+    line: ::core::line!(),
 };
 #[allow(unused_variables, unused_mut, clippy::all)]
 fn __opforge_autograd_mul_Tensor(
@@ -389,71 +322,31 @@ fn __opforge_autograd_mul_Tensor(
     Ok(out)
 }
 #[doc(hidden)]
-#[allow(non_camel_case_types, non_snake_case, clippy::all)]
-const _: () = {
-    /// The kernel with the schema's signature: what the unboxed pointer
-    /// points at.
-    #[inline]
-    fn __opforge_unboxed(
-        __a0: &::opforge::Tensor,
-        __a1: &::opforge::Tensor,
-    ) -> ::opforge::Result<::opforge::Tensor> {
-        __opforge_autograd_mul_Tensor(__a0, __a1)
-    }
-    fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
-        let f: fn(
+#[allow(non_upper_case_globals)]
+#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
+#[linkme(crate = ::opforge::__private::linkme)]
+static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_mul_Tensor: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
+    op: "mul.Tensor",
+    key: "Autograd",
+    schema: "mul.Tensor(Tensor self, Tensor other) -> Tensor",
+    entry: ::opforge::__private::Entry::new::<
+        fn(
             &::opforge::Tensor,
             &::opforge::Tensor,
-        ) -> ::opforge::Result<::opforge::Tensor> = __opforge_unboxed;
-        ::opforge::__private::Unboxed::new(f)
-    }
-    fn __opforge_boxed(
-        _op: &::opforge::__private::Operator,
-        _keys: ::opforge::__private::KeySet,
-        args: &[::opforge::__private::Value],
-    ) -> ::opforge::Result<::std::vec::Vec<::opforge::__private::Value>> {
-        if args.len() != 2usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("mul.Tensor: expected 2 arguments, got {}", args.len())
-                        .into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &::opforge::Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                        &args[0usize],
-                    )
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
-        let __a1: &::opforge::Tensor = match &__opforge_wrapped_1 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                        &args[1usize],
-                    )
-                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
-            }
-        };
-        let result = __opforge_unboxed(__a0, __a1)?;
-        Ok(::opforge::__private::IntoValues::into_values(result))
-    }
-    #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-    #[linkme(crate = ::opforge::__private::linkme)]
-    static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-        op: "mul.Tensor",
-        key: "Autograd",
-        schema: "mul.Tensor(Tensor self, Tensor other) -> Tensor",
-        boxed: __opforge_boxed,
-        unboxed: __opforge_unboxed_ptr,
-        file: ::core::file!(),
-        line: ::core::line!(),
-    };
+        ) -> ::opforge::Result<::opforge::Tensor>,
+        fn(
+            &'static ::opforge::Tensor,
+            &'static ::opforge::Tensor,
+        ) -> ::opforge::Result<::opforge::Tensor>,
+    >(
+        &(__opforge_autograd_mul_Tensor
+            as fn(
+                &::opforge::Tensor,
+                &::opforge::Tensor,
+            ) -> ::opforge::Result<::opforge::Tensor>),
+    ),
+    file: ::core::file!(),
+    line: ::core::line!(),
 };
 #[allow(unused_variables, unused_mut, clippy::all)]
 fn __opforge_autograd_mul_out(
@@ -470,77 +363,34 @@ fn __opforge_autograd_mul_out(
     ::opforge::at::mul_out(self_, other, out)
 }
 #[doc(hidden)]
-#[allow(non_camel_case_types, non_snake_case, clippy::all)]
-const _: () = {
-    /// The kernel with the schema's signature: what the unboxed pointer
-    /// points at.
-    #[inline]
-    fn __opforge_unboxed(
-        __a0: &::opforge::Tensor,
-        __a1: &::opforge::Tensor,
-        __a2: &mut ::opforge::Tensor,
-    ) -> ::opforge::Result<::opforge::Tensor> {
-        __opforge_autograd_mul_out(__a0, __a1, __a2)
-    }
-    fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
-        let f: fn(
+#[allow(non_upper_case_globals)]
+#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
+#[linkme(crate = ::opforge::__private::linkme)]
+static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_mul_out: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
+    op: "mul.out",
+    key: "Autograd",
+    schema: "mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+    entry: ::opforge::__private::Entry::new::<
+        fn(
             &::opforge::Tensor,
             &::opforge::Tensor,
             &mut ::opforge::Tensor,
-        ) -> ::opforge::Result<::opforge::Tensor> = __opforge_unboxed;
-        ::opforge::__private::Unboxed::new(f)
-    }
-    fn __opforge_boxed(
-        _op: &::opforge::__private::Operator,
-        _keys: ::opforge::__private::KeySet,
-        args: &[::opforge::__private::Value],
-    ) -> ::opforge::Result<::std::vec::Vec<::opforge::__private::Value>> {
-        if args.len() != 3usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("mul.out: expected 3 arguments, got {}", args.len()).into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &::opforge::Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                        &args[0usize],
-                    )
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
-        let __a1: &::opforge::Tensor = match &__opforge_wrapped_1 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                        &args[1usize],
-                    )
-                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
-            }
-        };
-        let mut __a2: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                &args[2usize],
-            )
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?
-            .clone();
-        let result = __opforge_unboxed(__a0, __a1, &mut __a2)?;
-        Ok(::opforge::__private::IntoValues::into_values(result))
-    }
-    #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-    #[linkme(crate = ::opforge::__private::linkme)]
-    static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-        op: "mul.out",
-        key: "Autograd",
-        schema: "mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
-        boxed: __opforge_boxed,
-        unboxed: __opforge_unboxed_ptr,
-        file: ::core::file!(),
-        line: ::core::line!(),
-    };
+        ) -> ::opforge::Result<::opforge::Tensor>,
+        fn(
+            &'static ::opforge::Tensor,
+            &'static ::opforge::Tensor,
+            &'static mut ::opforge::Tensor,
+        ) -> ::opforge::Result<::opforge::Tensor>,
+    >(
+        &(__opforge_autograd_mul_out
+            as fn(
+                &::opforge::Tensor,
+                &::opforge::Tensor,
+                &mut ::opforge::Tensor,
+            ) -> ::opforge::Result<::opforge::Tensor>),
+    ),
+    file: ::core::file!(),
+    line: ::core::line!(),
 };
 #[allow(unused_variables, unused_mut, clippy::all)]
 fn __opforge_autograd_mul__Tensor(
@@ -594,66 +444,31 @@ fn __opforge_autograd_mul__Tensor(
     Ok(out)
 }
 #[doc(hidden)]
-#[allow(non_camel_case_types, non_snake_case, clippy::all)]
-const _: () = {
-    /// The kernel with the schema's signature: what the unboxed pointer
-    /// points at.
-    #[inline]
-    fn __opforge_unboxed(
-        __a0: &mut ::opforge::Tensor,
-        __a1: &::opforge::Tensor,
-    ) -> ::opforge::Result<::opforge::Tensor> {
-        __opforge_autograd_mul__Tensor(__a0, __a1)
-    }
-    fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
-        let f: fn(
+#[allow(non_upper_case_globals)]
+#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
+#[linkme(crate = ::opforge::__private::linkme)]
+static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_mul__Tensor: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
+    op: "mul_.Tensor",
+    key: "Autograd",
+    schema: "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+    entry: ::opforge::__private::Entry::new::<
+        fn(
             &mut ::opforge::Tensor,
             &::opforge::Tensor,
-        ) -> ::opforge::Result<::opforge::Tensor> = __opforge_unboxed;
-        ::opforge::__private::Unboxed::new(f)
-    }
-    fn __opforge_boxed(
-        _op: &::opforge::__private::Operator,
-        _keys: ::opforge::__private::KeySet,
-        args: &[::opforge::__private::Value],
-    ) -> ::opforge::Result<::std::vec::Vec<::opforge::__private::Value>> {
-        if args.len() != 2usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("mul_.Tensor: expected 2 arguments, got {}", args.len())
-                        .into(),
-                ),
-            );
-        }
-        let mut __a0: ::opforge::Tensor = <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                &args[0usize],
-            )
-            .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            .clone();
-        let __opforge_wrapped_1 = ::opforge::__private::wrap_number(&args[1usize]);
-        let __a1: &::opforge::Tensor = match &__opforge_wrapped_1 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                        &args[1usize],
-                    )
-                    .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?
-            }
-        };
-        let result = __opforge_unboxed(&mut __a0, __a1)?;
-        Ok(::opforge::__private::IntoValues::into_values(result))
-    }
-    #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-    #[linkme(crate = ::opforge::__private::linkme)]
-    static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-        op: "mul_.Tensor",
-        key: "Autograd",
-        schema: "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
-        boxed: __opforge_boxed,
-        unboxed: __opforge_unboxed_ptr,
-        file: ::core::file!(),
-        line: ::core::line!(),
-    };
+        ) -> ::opforge::Result<::opforge::Tensor>,
+        fn(
+            &'static mut ::opforge::Tensor,
+            &'static ::opforge::Tensor,
+        ) -> ::opforge::Result<::opforge::Tensor>,
+    >(
+        &(__opforge_autograd_mul__Tensor
+            as fn(
+                &mut ::opforge::Tensor,
+                &::opforge::Tensor,
+            ) -> ::opforge::Result<::opforge::Tensor>),
+    ),
+    file: ::core::file!(),
+    line: ::core::line!(),
 };
 #[allow(unused_variables, unused_mut, clippy::all)]
 fn __opforge_autograd_sum(
@@ -691,64 +506,31 @@ fn __opforge_autograd_sum(
     Ok(out)
 }
 #[doc(hidden)]
-#[allow(non_camel_case_types, non_snake_case, clippy::all)]
-const _: () = {
-    /// The kernel with the schema's signature: what the unboxed pointer
-    /// points at.
-    #[inline]
-    fn __opforge_unboxed(
-        __a0: &::opforge::Tensor,
-        __a1: ::core::option::Option<::opforge::DType>,
-    ) -> ::opforge::Result<::opforge::Tensor> {
-        __opforge_autograd_sum(__a0, __a1)
-    }
-    fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
-        let f: fn(
+#[allow(non_upper_case_globals)]
+#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
+#[linkme(crate = ::opforge::__private::linkme)]
+static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_sum: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
+    op: "sum",
+    key: "Autograd",
+    schema: "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+    entry: ::opforge::__private::Entry::new::<
+        fn(
             &::opforge::Tensor,
             ::core::option::Option<::opforge::DType>,
-        ) -> ::opforge::Result<::opforge::Tensor> = __opforge_unboxed;
-        ::opforge::__private::Unboxed::new(f)
-    }
-    fn __opforge_boxed(
-        _op: &::opforge::__private::Operator,
-        _keys: ::opforge::__private::KeySet,
-        args: &[::opforge::__private::Value],
-    ) -> ::opforge::Result<::std::vec::Vec<::opforge::__private::Value>> {
-        if args.len() != 2usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("sum: expected 2 arguments, got {}", args.len()).into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &::opforge::Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                        &args[0usize],
-                    )
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __a1 = <::core::option::Option<
-            ::opforge::DType,
-        > as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        let result = __opforge_unboxed(__a0, __a1)?;
-        Ok(::opforge::__private::IntoValues::into_values(result))
-    }
-    #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-    #[linkme(crate = ::opforge::__private::linkme)]
-    static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-        op: "sum",
-        key: "Autograd",
-        schema: "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-        boxed: __opforge_boxed,
-        unboxed: __opforge_unboxed_ptr,
-        file: ::core::file!(),
-        line: ::core::line!(),
-    };
+        ) -> ::opforge::Result<::opforge::Tensor>,
+        fn(
+            &'static ::opforge::Tensor,
+            ::core::option::Option<::opforge::DType>,
+        ) -> ::opforge::Result<::opforge::Tensor>,
+    >(
+        &(__opforge_autograd_sum
+            as fn(
+                &::opforge::Tensor,
+                ::core::option::Option<::opforge::DType>,
+            ) -> ::opforge::Result<::opforge::Tensor>),
+    ),
+    file: ::core::file!(),
+    line: ::core::line!(),
 };
 #[allow(unused_variables, unused_mut, clippy::all)]
 fn __opforge_autograd_sum_dim_IntList(
@@ -794,73 +576,35 @@ fn __opforge_autograd_sum_dim_IntList(
     Ok(out)
 }
 #[doc(hidden)]
-#[allow(non_camel_case_types, non_snake_case, clippy::all)]
-const _: () = {
-    /// The kernel with the schema's signature: what the unboxed pointer
-    /// points at.
-    #[inline]
-    fn __opforge_unboxed(
-        __a0: &::opforge::Tensor,
-        __a1: ::core::option::Option<&[i64]>,
-        __a2: bool,
-        __a3: ::core::option::Option<::opforge::DType>,
-    ) -> ::opforge::Result<::opforge::Tensor> {
-        __opforge_autograd_sum_dim_IntList(__a0, __a1, __a2, __a3)
-    }
-    fn __opforge_unboxed_ptr() -> ::opforge::__private::Unboxed {
-        let f: fn(
+#[allow(non_upper_case_globals)]
+#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
+#[linkme(crate = ::opforge::__private::linkme)]
+static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_sum_dim_IntList: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
+    op: "sum.dim_IntList",
+    key: "Autograd",
+    schema: "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+    entry: ::opforge::__private::Entry::new::<
+        fn(
             &::opforge::Tensor,
             ::core::option::Option<&[i64]>,
             bool,
             ::core::option::Option<::opforge::DType>,
-        ) -> ::opforge::Result<::opforge::Tensor> = __opforge_unboxed;
-        ::opforge::__private::Unboxed::new(f)
-    }
-    fn __opforge_boxed(
-        _op: &::opforge::__private::Operator,
-        _keys: ::opforge::__private::KeySet,
-        args: &[::opforge::__private::Value],
-    ) -> ::opforge::Result<::std::vec::Vec<::opforge::__private::Value>> {
-        if args.len() != 4usize {
-            return Err(
-                ::opforge::Error::Runtime(
-                    format!("sum.dim_IntList: expected 4 arguments, got {}", args.len())
-                        .into(),
-                ),
-            );
-        }
-        let __opforge_wrapped_0 = ::opforge::__private::wrap_number(&args[0usize]);
-        let __a0: &::opforge::Tensor = match &__opforge_wrapped_0 {
-            ::std::option::Option::Some(t) => t,
-            ::std::option::Option::None => {
-                <&::opforge::Tensor as ::opforge::__private::FromValue>::from_value(
-                        &args[0usize],
-                    )
-                    .map_err(|e| _op.argument_error(0usize, &args[0usize], e))?
-            }
-        };
-        let __a1 = <::core::option::Option<
-            &[i64],
-        > as ::opforge::__private::FromValue>::from_value(&args[1usize])
-            .map_err(|e| _op.argument_error(1usize, &args[1usize], e))?;
-        let __a2 = <bool as ::opforge::__private::FromValue>::from_value(&args[2usize])
-            .map_err(|e| _op.argument_error(2usize, &args[2usize], e))?;
-        let __a3 = <::core::option::Option<
-            ::opforge::DType,
-        > as ::opforge::__private::FromValue>::from_value(&args[3usize])
-            .map_err(|e| _op.argument_error(3usize, &args[3usize], e))?;
-        let result = __opforge_unboxed(__a0, __a1, __a2, __a3)?;
-        Ok(::opforge::__private::IntoValues::into_values(result))
-    }
-    #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-    #[linkme(crate = ::opforge::__private::linkme)]
-    static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-        op: "sum.dim_IntList",
-        key: "Autograd",
-        schema: "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-        boxed: __opforge_boxed,
-        unboxed: __opforge_unboxed_ptr,
-        file: ::core::file!(),
-        line: ::core::line!(),
-    };
+        ) -> ::opforge::Result<::opforge::Tensor>,
+        fn(
+            &'static ::opforge::Tensor,
+            ::core::option::Option<&'static [i64]>,
+            bool,
+            ::core::option::Option<::opforge::DType>,
+        ) -> ::opforge::Result<::opforge::Tensor>,
+    >(
+        &(__opforge_autograd_sum_dim_IntList
+            as fn(
+                &::opforge::Tensor,
+                ::core::option::Option<&[i64]>,
+                bool,
+                ::core::option::Option<::opforge::DType>,
+            ) -> ::opforge::Result<::opforge::Tensor>),
+    ),
+    file: ::core::file!(),
+    line: ::core::line!(),
 };

@@ -3,7 +3,8 @@
 //! registration macros (through `opforge::__private`); the dispatcher reads
 //! them once, when it is built.
 
-use super::{BoxedFn, TypedFallback, Unboxed};
+use super::adapter::{Entry, TypedCaller};
+use super::{BoxedFn, TypedFallback};
 
 /// A kernel registration collected at link time (by `#[kernel]`, via linkme).
 /// Made by the registration macros only (through `opforge::__private`).
@@ -14,10 +15,9 @@ pub struct KernelEntry {
     pub key: &'static str,
     /// The schema the kernel was checked against at compile time.
     pub schema: &'static str,
-    /// Boxed entry point.
-    pub boxed: BoxedFn,
-    /// Unboxed entry point, typed.
-    pub unboxed: fn() -> Unboxed,
+    /// The function and its signature's adapter (boxed and unboxed entry
+    /// points).
+    pub entry: Entry,
     /// Source file.
     pub file: &'static str,
     /// Source line.
@@ -137,16 +137,6 @@ pub static FALLBACKS: [FallbackEntry];
 /// Every crate's library of operators (one per `include_schema!`).
 #[linkme::distributed_slice]
 pub static LIBRARIES: [&'static Library];
-
-/// A call of an operator's typed API (`at::<op>`) with boxed arguments: each
-/// unboxed to the type the typed API takes, the results boxed again as one
-/// value (a single result's value, a list for several: [`crate::value::Returns::into_value`]).
-/// What `opcheck`'s typed-call family compares with the boxed call, and what
-/// a captured graph's interpreter calls.
-pub type TypedCaller = fn(
-    op: &super::Operator,
-    args: &[crate::value::Value],
-) -> crate::error::Result<crate::value::Value>;
 
 /// A generated typed API's callers: one per operator of `ops` (a generated
 /// `OPS` table), in its order.

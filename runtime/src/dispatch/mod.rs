@@ -23,11 +23,13 @@
 //! that is replaced or removed is freed once no call can still be running it
 //! ([`KernelRef`]).
 
+pub mod adapter;
 pub(crate) mod linked;
 mod returns;
 pub mod typed;
 
-pub use linked::{typed_caller, TypedCaller};
+pub use adapter::TypedCaller;
+pub use linked::typed_caller;
 use linked::{KernelEntry, Library};
 
 pub use crate::keys::{DispatchKey, KeySet, LocalKeys, RUNTIME_KEYS};
@@ -54,7 +56,10 @@ pub type DynBoxedFn =
 /// The boxed entry point of a kernel.
 #[derive(Clone)]
 enum Boxed {
-    /// A plain function (what `#[kernel]` generates).
+    /// A link-time registration (`#[kernel]`, the generated kernels): its
+    /// function behind its signature's adapter.
+    Entry(adapter::Entry),
+    /// A plain function.
     Fn(BoxedFn),
     /// A closure (kernels defined at run time).
     Dyn(DynBoxedFn),
@@ -225,8 +230,8 @@ impl Kernel {
     /// A kernel collected at link time (`#[kernel]`, `#[op]`).
     fn from_entry(e: &'static KernelEntry) -> Kernel {
         Kernel {
-            boxed: Boxed::Fn(e.boxed),
-            unboxed: Some(interned_unboxed(e)),
+            boxed: Boxed::Entry(e.entry),
+            unboxed: interned_unboxed(e),
             schema: Some(e.schema),
             typed_fallback: None,
             leaves_alone: None,
@@ -280,6 +285,7 @@ impl Kernel {
     #[inline]
     pub fn call_boxed(&self, op: &Operator, keys: KeySet, args: &[Value]) -> Result<Vec<Value>> {
         match &self.boxed {
+            Boxed::Entry(e) => (e.boxed)(e.func, op, keys, args),
             Boxed::Fn(f) => f(op, keys, args),
             Boxed::Dyn(f) => returns::check(op, &self.source, f(op, keys, args)?),
             Boxed::Fallthrough => Err(op.no_kernel(keys)),
@@ -291,15 +297,15 @@ impl Kernel {
 /// entry and never freed (there are as many as the program has `#[kernel]`s),
 /// so that re-registering a link-time kernel allocates nothing new and the
 /// typed fast path reads a pointer that stays valid.
-fn interned_unboxed(e: &'static KernelEntry) -> &'static Unboxed {
-    static ENTRIES: OnceLock<Mutex<HashMap<usize, &'static Unboxed>>> = OnceLock::new();
+fn interned_unboxed(e: &'static KernelEntry) -> Option<&'static Unboxed> {
+    static ENTRIES: OnceLock<Mutex<HashMap<usize, Option<&'static Unboxed>>>> = OnceLock::new();
     let mut entries = ENTRIES
         .get_or_init(Mutex::default)
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    entries
+    *entries
         .entry(e as *const KernelEntry as usize)
-        .or_insert_with(|| Box::leak(Box::new((e.unboxed)())))
+        .or_insert_with(|| (e.entry.unboxed)(e.entry.func).map(|u| &*Box::leak(Box::new(u))))
 }
 
 /// A kernel picked for a call ([`Operator::kernel`]), kept alive while this

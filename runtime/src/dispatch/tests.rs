@@ -235,21 +235,15 @@ fn neg_like(_: &Tensor) -> Result<Tensor> {
     Err(Error::Runtime("neg_like ran".into()))
 }
 
-fn boxed_never(_: &Operator, _: KeySet, _: &[Value]) -> Result<Vec<Value>> {
-    Ok(vec![Value::Str("boxed".into())])
-}
-
-fn unboxed_neg_like() -> Unboxed {
-    Unboxed::new(neg_like as fn(&Tensor) -> Result<Tensor>)
-}
-
 /// A typed kernel made for `test::neg_like(Tensor self) -> Tensor`.
 static NEG_LIKE: linked::KernelEntry = linked::KernelEntry {
     op: "test::neg_like",
     key: "CPU",
     schema: "test::neg_like(Tensor self) -> Tensor",
-    boxed: boxed_never,
-    unboxed: unboxed_neg_like,
+    entry: adapter::Entry::new::<
+        fn(&Tensor) -> Result<Tensor>,
+        fn(&'static Tensor) -> Result<Tensor>,
+    >(&(neg_like as fn(&Tensor) -> Result<Tensor>)),
     file: "tests.rs",
     line: 1,
 };

@@ -440,7 +440,7 @@ impl Graph {
                         values.push(slot.value(&mut env)?);
                     }
                     let out = match planned.typed {
-                        Some(call) => call(op, &values),
+                        Some(call) => call.call(op, &values),
                         None => op.call_boxed(&values).map(one_value),
                     };
                     // Lent values go back; the others are dropped.
