@@ -211,6 +211,7 @@ fn short_paths(ts: TokenStream) -> TokenStream {
 pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStream), Diagnostics> {
     let mut diags = Vec::new();
     let mut sigs = Vec::new();
+    let mut specs = Vec::new();
     let mut ats = Vec::new();
     let mut callers = Vec::new();
     let mut ops = Vec::new();
@@ -229,8 +230,10 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStre
         let fn_ty = &sig.fn_ty;
         let doc = format!(" `{f}`");
         sigs.push(quote!(#[doc = #doc] pub type #id = #fn_ty;));
+        let spec = crate::kernel::spec_type(fn_ty);
+        specs.push(quote!(pub type #id = #spec;));
         ats.push(at_fn(op, &sig, opts));
-        callers.push(typed_caller(op, &sig, opts));
+        callers.push(typed_caller(op, opts));
         ops.push(op_handle_fn(op, &sig, opts));
         if op.entry.variants.function {
             funcs.push(convenience(op, &sig, false, opts));
@@ -312,6 +315,16 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStre
             #[allow(unused_imports)]
             use ::opforge::__private::prelude::*;
             #(#sigs)*
+
+            /// Each signature's spec (`opforge::dispatch::adapter`): the same
+            /// types with `'static` references.
+            #[doc(hidden)]
+            #[allow(non_camel_case_types)]
+            pub mod spec {
+                #[allow(unused_imports)]
+                use ::opforge::__private::prelude::*;
+                #(#specs)*
+            }
         }
 
         #(#ats)*
@@ -396,7 +409,7 @@ fn at_fn(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
 /// `typed_callers::TABLE`'s entry of an operator: its `at::` function behind
 /// its signature's adapter (`opforge::dispatch::adapter`: each argument
 /// unboxed as a kernel's boxed entry unboxes it, the results as one value).
-fn typed_caller(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
+fn typed_caller(op: &PlannedOp, opts: &Options) -> TokenStream {
     let id = ident(&op.ident);
     // `typed_callers` is a module inside the `at` file's.
     let at = if opts.runtime {
@@ -404,8 +417,7 @@ fn typed_caller(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
     } else {
         quote!(super::)
     };
-    let spec = crate::kernel::spec_type(&sig.fn_ty);
-    quote!(TypedCaller::new::<sig::#id, #spec>(&(#at #id as sig::#id)))
+    quote!(TypedCaller::new::<sig::#id, sig::spec::#id>(&(#at #id as sig::#id)))
 }
 
 /// An exact form (`at::`, `ops::`): every argument, documented by its schema.

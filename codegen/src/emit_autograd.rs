@@ -110,6 +110,8 @@ enum FieldKind {
     TensorList,
     /// A value, cloned out.
     Value,
+    /// A `Copy` value, read out.
+    Copy,
     /// Sizes (`x.sizes()`): kept inline (`formulas::Sizes`), read as a slice.
     Sizes,
 }
@@ -132,7 +134,9 @@ impl FieldKind {
                     .collect::<::opforge::Result<_>>()?;
             },
             FieldKind::Value => quote!(let #i = self.#i.clone();),
-            FieldKind::Sizes => quote!(let #i: &[i64] = &self.#i;),
+            FieldKind::Copy => quote!(let #i = self.#i;),
+            // A copy of the inline sizes: formulas borrow it (`&self.sizes()`).
+            FieldKind::Sizes => quote!(let #i: Sizes = self.#i.clone();),
         }
     }
 
@@ -144,7 +148,7 @@ impl FieldKind {
                 if let ::core::option::Option::Some(s) = &mut self.#i { s.release(); }
             },
             FieldKind::TensorList => quote!(self.#i.iter_mut().for_each(|s| s.release());),
-            FieldKind::Value | FieldKind::Sizes => TokenStream::new(),
+            FieldKind::Value | FieldKind::Copy | FieldKind::Sizes => TokenStream::new(),
         }
     }
 
@@ -252,7 +256,17 @@ fn field(s: &Saved, schema: &FunctionSchema, inplace: bool) -> std::result::Resu
                     a.name
                 ))
                 }
-                _ => (quote!(#t), quote!(#of.clone())),
+                // The other values (numbers, `Scalar`, `DType`, their
+                // optionals) are `Copy`.
+                _ => {
+                    return Ok(Field {
+                        ident,
+                        ty: quote!(#t),
+                        take: Some(quote!(#of)),
+                        output: None,
+                        kind: FieldKind::Copy,
+                    })
+                }
             };
             (ty, Some(take), None, FieldKind::Value)
         }
@@ -289,12 +303,13 @@ fn field(s: &Saved, schema: &FunctionSchema, inplace: bool) -> std::result::Resu
                 // for them, and `apply` reads them in place.
                 (
                     quote!(Sizes),
-                    Some(quote!(sizes_of(&#of))),
+                    Some(quote!(sizes_of(#of))),
                     None,
                     FieldKind::Sizes,
                 )
             } else {
-                (ty, Some(quote!(#of.#call())), None, FieldKind::Value)
+                // A number, a dtype or a device: `Copy`.
+                (ty, Some(quote!(#of.#call())), None, FieldKind::Copy)
             }
         }
         other => {
@@ -500,7 +515,6 @@ fn node(
         }
 
         impl ::opforge::autograd::Backward for #ty {
-            #[allow(unused_variables)]
             fn apply(
                 &mut self,
                 grads: ::opforge::autograd::Grads,
@@ -579,7 +593,8 @@ fn no_requires_grad_checks(
         .filter_map(|(a, (p, t))| {
             let name = &a.name;
             let each = match show(t).as_str() {
-                "&Tensor" | "&mut Tensor" => quote!(::core::iter::once(&*#p)),
+                "&Tensor" => quote!(::core::iter::once(#p)),
+                "&mut Tensor" => quote!(::core::iter::once(&*#p)),
                 "Option<&Tensor>" => quote!(#p.into_iter()),
                 "&[Tensor]" => quote!(#p.iter()),
                 _ => return None,
@@ -624,20 +639,29 @@ fn kernel(
     let call_args = params.iter();
     let body = match kind {
         SchemaKind::Out => {
-            let tensors = params
-                .iter()
-                .zip(&types)
-                .filter_map(|(p, t)| match show(t).as_str() {
-                    "&Tensor" => Some(quote!(__all.push(#p);)),
-                    "&mut Tensor" => Some(quote!(__all.push(&*#p);)),
-                    "Option<&Tensor>" => Some(quote!(__all.extend(#p);)),
-                    "&[Tensor]" => Some(quote!(__all.extend(#p.iter());)),
-                    _ => None,
-                });
+            // The single tensors in a list, then the optional ones and the
+            // lists' elements added.
+            let mut singles = Vec::new();
+            let mut more = Vec::new();
+            for (p, t) in params.iter().zip(&types) {
+                match show(t).as_str() {
+                    "&Tensor" => singles.push(quote!(#p)),
+                    "&mut Tensor" => singles.push(quote!(&*#p)),
+                    "Option<&Tensor>" => more.push(quote!(__all.extend(#p);)),
+                    "&[Tensor]" => more.push(quote!(__all.extend(#p.iter());)),
+                    _ => {}
+                }
+            }
+            let all = match more.is_empty() {
+                true => quote!(let __all: [&::opforge::Tensor; _] = [#(#singles),*];),
+                false => quote! {
+                    let mut __all: ::std::vec::Vec<&::opforge::Tensor> = ::std::vec![#(#singles),*];
+                    #(#more)*
+                },
+            };
             let base = schema.name.name.to_string();
             quote! {
-                let mut __all: ::std::vec::Vec<&::opforge::Tensor> = ::std::vec::Vec::new();
-                #(#tensors)*
+                #all
                 ::opforge::autograd::check_out(#base, &__all)?;
                 let _below = ::opforge::autograd::below_autograd();
                 ::opforge::at::#at_fn(#(#call_args),*)
@@ -663,7 +687,14 @@ fn kernel(
             }
             // With Tensor? / Tensor[] inputs: one `Option<&Tensor>` per node
             // input (`__ins`), and how many each argument became (`__counts`).
-            let gathered = kinds.iter().zip(&inputs).map(|(k, p)| match k {
+            // The leading single and optional inputs in a list, the rest
+            // added in order.
+            let lead = kinds.iter().take_while(|k| **k != InputKind::List).count();
+            let first = kinds.iter().zip(&inputs).take(lead).map(|(k, p)| match k {
+                InputKind::Optional => quote!(#p),
+                _ => quote!(::core::option::Option::Some(#p)),
+            });
+            let rest = kinds.iter().zip(&inputs).skip(lead).map(|(k, p)| match k {
                 InputKind::Single => quote!(__ins.push(::core::option::Option::Some(#p));),
                 InputKind::Optional => quote!(__ins.push(#p);),
                 InputKind::List => {
@@ -674,12 +705,15 @@ fn kernel(
                 InputKind::List => quote!(#p.len()),
                 _ => quote!(1usize),
             });
-            let gather = match general {
-                true => quote! {
-                    let mut __ins: ::std::vec::Vec<::core::option::Option<&::opforge::Tensor>> = ::std::vec::Vec::new();
-                    #(#gathered)*
+            let gather = match (general, lead == kinds.len()) {
+                (true, true) => quote! {
+                    let __ins: ::std::vec::Vec<::core::option::Option<&::opforge::Tensor>> = ::std::vec![#(#first),*];
                 },
-                false => TokenStream::new(),
+                (true, false) => quote! {
+                    let mut __ins: ::std::vec::Vec<::core::option::Option<&::opforge::Tensor>> = ::std::vec![#(#first),*];
+                    #(#rest)*
+                },
+                (false, _) => TokenStream::new(),
             };
             let begin = if inplace {
                 if set.differentiable.first().map(String::as_str) != Some("self") {
@@ -723,19 +757,30 @@ fn kernel(
             let outs: Vec<TokenStream> = places.iter().map(|p| quote!(&#p)).collect();
             // A saved output is saved as the node's own (by its number among
             // the differentiable outputs), or, without a history, as an input.
-            let post = fields.iter().filter_map(|f| {
-                let i = &f.ident;
-                let o = &outs[f.output?];
-                Some(
-                    match outputs.history.iter().position(|&k| Some(k) == f.output) {
-                        Some(nr) => {
-                            let nr = nr as u32;
-                            quote!(#i: saver.output(#nr)?,)
-                        }
-                        None => quote!(#i: ::opforge::autograd::SavedTensor::input(#o),),
-                    },
-                )
-            });
+            let post: Vec<TokenStream> = fields
+                .iter()
+                .filter_map(|f| {
+                    let i = &f.ident;
+                    let o = &outs[f.output?];
+                    Some(
+                        match outputs.history.iter().position(|&k| Some(k) == f.output) {
+                            Some(nr) => {
+                                let nr = nr as u32;
+                                quote!(#i: saver.output(#nr)?,)
+                            }
+                            None => quote!(#i: ::opforge::autograd::SavedTensor::input(#o),),
+                        },
+                    )
+                })
+                .collect();
+            let mut read = std::collections::HashSet::new();
+            for p in &post {
+                idents_in(p, &mut read);
+            }
+            let saver = match read.contains("saver") {
+                true => quote!(saver),
+                false => quote!(_),
+            };
             let history: Vec<&TokenStream> = outputs.history.iter().map(|&k| &outs[k]).collect();
             let history_mut: Vec<TokenStream> = outputs
                 .history
@@ -760,6 +805,7 @@ fn kernel(
                 params: &params,
                 inputs: &inputs,
                 outs: &outs,
+                places: &places,
                 at_fn: &at_fn,
                 inplace,
                 kinds: &kinds,
@@ -769,9 +815,10 @@ fn kernel(
                 #checks
                 #gather
                 let rec = #begin;
-                let pre = match rec.is_some() {
-                    true => Some((#counts_value #(#pre_takes,)*)),
-                    false => None,
+                let pre = if rec.is_some() {
+                    Some((#counts_value #(#pre_takes,)*))
+                } else {
+                    None
                 };
                 #fw_pre
                 let mut out = {
@@ -782,7 +829,7 @@ fn kernel(
                 if let Some(rec) = rec {
                     if let Some((#counts_field #(#pre_idents,)*)) = pre {
                         #dtype_check
-                        rec.finish(#node_name, [#(#history_mut),*], |saver| {
+                        rec.finish(#node_name, [#(#history_mut),*], |#saver| {
                             Ok(#node_ty { #counts_field #(#pre_idents,)* #(#post)* })
                         })?;
                     }
@@ -794,14 +841,23 @@ fn kernel(
         SchemaKind::Mutable | SchemaKind::Scratch => return Ok(TokenStream::new()),
     };
     let func: syn::ItemFn = syn::parse2(quote! {
-        #[allow(unused_variables, unused_mut, clippy::all)]
+        #[allow(clippy::too_many_arguments)]
         fn #fn_ident(#(#params: #types),*) -> #ret {
             #body
         }
     })
     .map_err(|e| format!("generated kernel of `{op}` does not parse: {e}"))?;
     let pairs: Vec<(&syn::Ident, &syn::Type)> = params.iter().zip(&types).collect();
-    let reg = crate::kernel::generated_registration("Autograd", op, schema, &func, &pairs, ret);
+    let sig = (quote!(sig::#at_fn), quote!(sig::spec::#at_fn));
+    let reg = crate::kernel::generated_registration(
+        "Autograd",
+        op,
+        schema,
+        &func,
+        &pairs,
+        ret,
+        Some(sig),
+    );
     Ok(quote!(#func #reg))
 }
 
@@ -823,6 +879,8 @@ struct Forward<'a> {
     inputs: &'a [TokenStream],
     /// The outputs as `&Tensor` expressions.
     outs: &'a [TokenStream],
+    /// The outputs as places (`out`, `out.0`).
+    places: &'a [TokenStream],
     at_fn: &'a syn::Ident,
     inplace: bool,
     /// How each differentiable argument became node inputs.
@@ -839,32 +897,15 @@ impl Forward<'_> {
             .iter()
             .filter(|f| f.direction == Direction::Forward)
             .collect();
-        // In place: the primal of `self` is its value before the write.
-        let orig = if self.inplace {
-            quote! {
-                let __fw_self = match &__fw {
-                    Some(_) => Some({
-                        let _below = ::opforge::autograd::below_autograd();
-                        ::opforge::at::clone(self_, None)?
-                    }),
-                    None => None,
-                };
-            }
-        } else {
-            TokenStream::new()
-        };
         let general = self.kinds.iter().any(|k| *k != InputKind::Single);
         let tangents = match general {
             true => quote!(#fw_mod::tangents_of_optional(&__ins)?),
             false => quote!(#fw_mod::tangents_of(&[#(#inputs),*])?),
         };
-        let pre = quote! {
-            let __fw = #tangents;
-            #orig
-        };
         if forward.is_empty() {
             let base = self.schema.name.name.to_string();
             let msg = format!("Trying to use forward AD with {base} that does not support it because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation or submit a PR adding the implementation to derivatives.yaml");
+            let pre = quote!(let __fw = #tangents;);
             let post = quote! {
                 if __fw.is_some() {
                     return Err(::opforge::Error::NotImplemented(#msg.into()));
@@ -872,63 +913,7 @@ impl Forward<'_> {
             };
             return Ok((pre, post));
         }
-        // Per differentiable input: `<arg>_t` and `<arg>_p`.
-        let mut binds = Vec::new();
-        for (k, name) in self.set.differentiable.iter().enumerate() {
-            let t = format_ident!("{}_t", name);
-            let p = format_ident!("{}_p", name);
-            let input = &inputs[k];
-            let primal = if self.inplace && name == "self" {
-                quote!(__fw_self.clone().unwrap_or_else(|| self_.clone()))
-            } else {
-                quote!(::core::clone::Clone::clone(#input))
-            };
-            binds.push(match (general, self.kinds[k]) {
-                (false, _) => quote! {
-                    let #t: ::opforge::Tensor = __fw[#k].clone();
-                    let #p: ::opforge::Tensor = #primal;
-                },
-                // `__fw` holds one tangent per node input, in order.
-                (true, InputKind::Single) => quote! {
-                    let #t: ::opforge::Tensor = __fw[__at].clone().ok_or_else(|| ::opforge::Error::Runtime("a present input has no tangent".into()))?;
-                    let #p: ::opforge::Tensor = #primal;
-                    __at += 1;
-                },
-                (true, InputKind::Optional) => quote! {
-                    let #t: ::core::option::Option<::opforge::Tensor> = __fw[__at].clone();
-                    let #p: ::core::option::Option<::opforge::Tensor> = (#input).cloned();
-                    __at += 1;
-                },
-                (true, InputKind::List) => quote! {
-                    let #t: ::std::vec::Vec<::opforge::Tensor> = __fw[__at..__at + (#input).len()]
-                        .iter()
-                        .cloned()
-                        .collect::<::core::option::Option<_>>()
-                        .ok_or_else(|| ::opforge::Error::Runtime("a list element has no tangent".into()))?;
-                    let #p: ::std::vec::Vec<::opforge::Tensor> = (#input).to_vec();
-                    __at += (#input).len();
-                },
-            });
-        }
-        if general {
-            binds.insert(0, quote!(let mut __at = 0usize;));
-        }
-        // Outputs by name (`result`, `resultN`, named returns).
-        for (i, r) in self.schema.returns.iter().enumerate() {
-            let o = &self.outs[i];
-            let mut names = vec![if self.schema.returns.len() == 1 {
-                "result".to_string()
-            } else {
-                format!("result{i}")
-            }];
-            if let Some(n) = &r.name {
-                names.push(n.clone());
-            }
-            for n in names {
-                let id = format_ident!("{}", arg_ident(&n));
-                binds.push(quote!(let #id: ::opforge::Tensor = ::core::clone::Clone::clone(#o);));
-            }
-        }
+        // Each formula's tangent, set on its output.
         let mut sets = Vec::new();
         for f in &forward {
             let value = match f.body {
@@ -960,15 +945,124 @@ impl Forward<'_> {
                 false => quote!(set_tangent),
             };
             sets.push(quote! {
-                {
-                    let t: ::opforge::Result<::opforge::Tensor> = { #value };
-                    #fw_mod::#set(#o, t?)?;
-                }
+                let t: ::opforge::Result<::opforge::Tensor> = { #value };
+                #fw_mod::#set(#o, t?)?;
             });
         }
+        // What the formulas read: only those are bound.
+        let mut used = std::collections::HashSet::new();
+        for t in &sets {
+            idents_in(t, &mut used);
+        }
+        let reads = |name: &syn::Ident| used.contains(&name.to_string());
+        // Per differentiable input: `<arg>_t` and `<arg>_p`, if read.
+        let mut binds = Vec::new();
+        let mut primal_self = false;
+        for (k, name) in self.set.differentiable.iter().enumerate() {
+            let t = format_ident!("{}_t", name);
+            let p = format_ident!("{}_p", name);
+            let input = &inputs[k];
+            let (read_t, read_p) = (reads(&t), reads(&p));
+            let primal = if self.inplace && name == "self" {
+                primal_self |= read_p;
+                quote!(__fw_self)
+            } else {
+                quote!((#input).clone())
+            };
+            let (tangent, primal) = match (general, self.kinds[k]) {
+                (false, _) => (
+                    quote!(let #t: ::opforge::Tensor = __fw[#k].clone();),
+                    quote!(let #p: ::opforge::Tensor = #primal;),
+                ),
+                // `__fw` holds one tangent per node input, in order.
+                (true, InputKind::Single) => (
+                    quote!(let #t: ::opforge::Tensor = __fw[__at].clone().ok_or_else(|| ::opforge::Error::Runtime("a present input has no tangent".into()))?;),
+                    quote!(let #p: ::opforge::Tensor = #primal;),
+                ),
+                (true, InputKind::Optional) => (
+                    quote!(let #t: ::core::option::Option<::opforge::Tensor> = __fw[__at].clone();),
+                    quote!(let #p: ::core::option::Option<::opforge::Tensor> = (#input).cloned();),
+                ),
+                (true, InputKind::List) => (
+                    quote! {
+                        let #t: ::std::vec::Vec<::opforge::Tensor> = __fw[__at..__at + (#input).len()]
+                            .iter()
+                            .cloned()
+                            .collect::<::core::option::Option<_>>()
+                            .ok_or_else(|| ::opforge::Error::Runtime("a list element has no tangent".into()))?;
+                    },
+                    quote!(let #p: ::std::vec::Vec<::opforge::Tensor> = (#input).to_vec();),
+                ),
+            };
+            if read_t {
+                binds.push(tangent);
+            }
+            if read_p {
+                binds.push(primal);
+            }
+            if general {
+                let step = match self.kinds[k] {
+                    InputKind::List => quote!((#input).len()),
+                    _ => quote!(1),
+                };
+                binds.push(quote!(__at += #step;));
+            }
+        }
+        if general {
+            binds.insert(0, quote!(let mut __at = 0usize;));
+        }
+        // Other tensor arguments a formula reads, as the backward formulas
+        // read them: owned.
+        for (a, p) in self.schema.arguments.all.iter().zip(self.params) {
+            let plain = a.ty.is_base(opforge_schema::model::BaseType::Tensor) && !a.is_write();
+            if plain && !self.set.differentiable.contains(&a.name) && reads(p) {
+                binds.push(quote!(let #p: ::opforge::Tensor = #p.clone();));
+            }
+        }
+        // Outputs by name (`result`, `resultN`, named returns), if read.
+        for (i, r) in self.schema.returns.iter().enumerate() {
+            let o = &self.places[i];
+            let mut names = vec![if self.schema.returns.len() == 1 {
+                "result".to_string()
+            } else {
+                format!("result{i}")
+            }];
+            if let Some(n) = &r.name {
+                names.push(n.clone());
+            }
+            for n in names {
+                let id = format_ident!("{}", arg_ident(&n));
+                if reads(&id) {
+                    binds.push(quote!(let #id: ::opforge::Tensor = #o.clone();));
+                }
+            }
+        }
+        // In place: the primal of `self` is its value before the write.
+        let orig = if primal_self {
+            quote! {
+                let __fw_self = match &__fw {
+                    Some(_) => Some({
+                        let _below = ::opforge::autograd::below_autograd();
+                        ::opforge::at::clone(self_, None)?
+                    }),
+                    None => None,
+                };
+            }
+        } else {
+            TokenStream::new()
+        };
+        let pre = quote! {
+            let __fw = #tangents;
+            #orig
+        };
+        let unwrap_self = match primal_self {
+            true => quote!(let __fw_self = __fw_self.unwrap_or_else(|| self_.clone());),
+            false => TokenStream::new(),
+        };
         let post = quote! {
             if let Some(__fw) = __fw {
                 let _off = #fw_mod::suspend();
+                #unwrap_self
                 #(#binds)*
                 #(#sets)*
             }
@@ -997,6 +1091,9 @@ impl Forward<'_> {
                         InputKind::Optional => quote!(#t.as_ref()),
                         _ => quote!(&#t),
                     }
+                } else if a.ty.is_base(opforge_schema::model::BaseType::Tensor) && !a.is_write() {
+                    // Bound owned for the formulas (see `code`).
+                    quote!(&#p)
                 } else {
                     quote!(#p)
                 }
@@ -1037,24 +1134,39 @@ impl Forward<'_> {
                         quote!(let #id: ::opforge::Tensor = #p.clone();)
                     } else {
                         let of = format_ident!("{}", arg_ident(&s.of));
-                        quote!(let #id: ::opforge::Tensor = ::core::clone::Clone::clone(#of);)
+                        quote!(let #id: ::opforge::Tensor = (#of).clone();)
                     }
                 }
-                SavedKind::Output { index, .. } => {
-                    let o = &self.outs[*index];
-                    quote!(let #id: ::opforge::Tensor = ::core::clone::Clone::clone(#o);)
-                }
+                // Bound once for every formula, by its name.
+                SavedKind::Output { .. } => continue,
                 _ => {
                     let f = field(s, self.schema, false)?;
                     let take = f
                         .take
                         .ok_or_else(|| format!("`{}` cannot be taken", s.of))?;
+                    // An argument of its own name is in scope already.
+                    if id == take.to_string() {
+                        continue;
+                    }
                     quote!(let #id = #take;)
                 }
             };
             binds.push(bind);
         }
         Ok(quote!({ #(#binds)* #e }))
+    }
+}
+
+/// Every identifier in `ts` (also inside groups).
+fn idents_in(ts: &TokenStream, out: &mut std::collections::HashSet<String>) {
+    for tt in ts.clone() {
+        match tt {
+            proc_macro2::TokenTree::Ident(i) => {
+                out.insert(i.to_string());
+            }
+            proc_macro2::TokenTree::Group(g) => idents_in(&g.stream(), out),
+            _ => {}
+        }
     }
 }
 

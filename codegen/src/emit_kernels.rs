@@ -134,6 +134,11 @@ fn kernel(plan: &Plan, op: &PlannedOp, g: &Generated) -> Result<TokenStream, Str
     })
     .map_err(|e| format!("the generated kernel does not parse: {e}"))?;
     let pairs: Vec<(&syn::Ident, &syn::Type)> = ps.iter().map(|p| (&p.ident, &p.ty)).collect();
+    let id = format_ident!("{}", op.ident);
+    let sig = (
+        quote!(::opforge::at::sig::#id),
+        quote!(::opforge::at::sig::spec::#id),
+    );
     let registration = crate::kernel::generated_registration(
         key,
         &op.entry.name(),
@@ -141,6 +146,7 @@ fn kernel(plan: &Plan, op: &PlannedOp, g: &Generated) -> Result<TokenStream, Str
         &func,
         &pairs,
         ret.clone(),
+        Some(sig),
     );
     let marker = format_ident!("{}", kernel_marker(key, &op.ident));
     Ok(quote! {

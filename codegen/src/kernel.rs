@@ -54,11 +54,10 @@ fn entry_static(
     key: &str,
     name: &str,
     schema: &FunctionSchema,
-    fn_ty: &TokenStream,
+    (fn_ty, spec): (&TokenStream, &TokenStream),
     func: TokenStream,
     (file, line): (TokenStream, TokenStream),
 ) -> TokenStream {
-    let spec = spec_type(fn_ty);
     let schema_text = schema.to_string();
     quote! {
         #[doc(hidden)]
@@ -100,13 +99,16 @@ pub fn registration(
     params: &[(&syn::Ident, &syn::Type)],
     ret: syn::Type,
 ) -> TokenStream {
-    registration_with(key, name, schema, func, params, ret, true)
+    registration_with(key, name, schema, func, params, ret, true, None)
 }
 
 /// [`registration`] for a kernel the generator wrote with the schema's own
 /// parameter and return types ([`param_type`], [`crate::rust_types::result_type`]):
 /// the same entry without the signature-checking traits, which could never
-/// fire there (about a hundred lines less per kernel in the generated file).
+/// fire there. `sig` names the signature's `sig::` alias and its spec
+/// (`sig::spec::`), if the generated file has them in scope; otherwise the
+/// types are written out.
+#[allow(clippy::too_many_arguments)]
 pub fn generated_registration(
     key: &str,
     name: &str,
@@ -114,8 +116,9 @@ pub fn generated_registration(
     func: &syn::ItemFn,
     params: &[(&syn::Ident, &syn::Type)],
     ret: syn::Type,
+    sig: Option<(TokenStream, TokenStream)>,
 ) -> TokenStream {
-    registration_with(key, name, schema, func, params, ret, false)
+    registration_with(key, name, schema, func, params, ret, false, sig)
 }
 
 /// The argument a view operator's result aliases, for a kernel at `key`:
@@ -143,6 +146,7 @@ pub fn view_input(key: &str, schema: &FunctionSchema) -> Option<usize> {
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn registration_with(
     key: &str,
     name: &str,
@@ -151,12 +155,14 @@ fn registration_with(
     params: &[(&syn::Ident, &syn::Type)],
     ret: syn::Type,
     check: bool,
+    sig: Option<(TokenStream, TokenStream)>,
 ) -> TokenStream {
     let fn_ident = &func.sig.ident;
     let op = &schema.name;
-    let fn_ty = match fn_pointer_type(schema) {
-        Ok(t) => t.to_token_stream(),
-        Err(e) => {
+    let (fn_ty, spec) = match (sig, fn_pointer_type(schema)) {
+        (Some(sig), _) => sig,
+        (None, Ok(t)) => (t.to_token_stream(), spec_type(&t)),
+        (None, Err(e)) => {
             let e = e.to_string();
             return quote!(compile_error!(#e););
         }
@@ -186,7 +192,15 @@ fn registration_with(
             key.to_uppercase(),
             syn::ext::IdentExt::unraw(fn_ident)
         );
-        return entry_static(&ident, key, name, schema, &fn_ty, quote!(#fn_ident), loc);
+        return entry_static(
+            &ident,
+            key,
+            name,
+            schema,
+            (&fn_ty, &spec),
+            quote!(#fn_ident),
+            loc,
+        );
     }
     let note = literal(&format!("schema: {schema}"));
     // Shared by the per-parameter and return traits: `T: __OpforgeSame<U>` holds
@@ -356,7 +370,7 @@ fn registration_with(
         key,
         name,
         schema,
-        &fn_ty,
+        (&fn_ty, &spec),
         quote!(__opforge_unboxed),
         loc,
     );

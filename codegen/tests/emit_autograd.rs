@@ -81,9 +81,9 @@ fn nodes_are_named_by_torchgens_rule_and_save_what_formulas_use() {
         "pubstructToCopyBackward0{",
         // Saved: whole tensors, properties, values, outputs.
         "other:::opforge::autograd::SavedTensor,self_:::opforge::autograd::SavedTensor,",
-        // Sizes inline (no allocation for five dimensions), read as a slice.
+        // Sizes inline (no allocation for five dimensions), read as a copy.
         "self_sizes:Sizes,",
-        "letself_sizes:&[i64]=&self.self_sizes;",
+        "letself_sizes:Sizes=self.self_sizes.clone();",
         "dim:::core::option::Option<::std::vec::Vec<i64>>,",
         "self_dtype:::opforge::DType,",
         "result:::opforge::autograd::SavedTensor,",
@@ -118,7 +118,7 @@ fn kernels_for_functional_in_place_and_out_forms() {
         "::opforge::at::clone(self_,None)?",
         "::opforge::at::mul__Tensor(self_,other)?",
         // out=: refused when something requires grad, else redispatched.
-        "__all.push(self_);__all.push(other);__all.push(&*out);::opforge::autograd::check_out(\"mul\",&__all)?;",
+        "let__all:[&::opforge::Tensor;_]=[self_,other,&*out];::opforge::autograd::check_out(\"mul\",&__all)?;",
         "::opforge::at::mul_out(self_,other,out)",
         // Registered at the Autograd key.
         "op:\"mul.Tensor\",key:\"Autograd\"",

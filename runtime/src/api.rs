@@ -3,6 +3,4 @@
 //! override protocol: the operator handles), [`torch`] (free functions with
 //! trailing defaults applied, named from the schema) and the `Tensor` methods.
 
-#![allow(clippy::all)]
-
 include!(concat!(env!("OUT_DIR"), "/opforge/api.rs"));

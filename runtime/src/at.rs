@@ -4,6 +4,6 @@
 //! kernel signature types ([`sig`]), and [`operator`] (an id's dispatcher
 //! operator).
 
-#![allow(non_snake_case, clippy::all)]
+#![allow(non_snake_case, clippy::too_many_arguments)]
 
 include!(concat!(env!("OUT_DIR"), "/opforge/at.rs"));

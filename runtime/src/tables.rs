@@ -6,7 +6,6 @@
 pub use opforge_schema::tables::*;
 
 /// The generated tables (included here, re-exported above them).
-#[allow(clippy::all)]
 mod generated {
     include!(concat!(env!("OUT_DIR"), "/opforge/tables.rs"));
 }

@@ -622,7 +622,7 @@ fn a_backward_may_run_backward_through_its_own_node() {
             let out = ctx.saved_tensors()?.remove(0).expect("saved");
             if ctx.state.0.fetch_add(1, Ordering::SeqCst) == 0 {
                 autograd::backward(
-                    &[out.clone()],
+                    std::slice::from_ref(&out),
                     &[Some(at::ones_like(&out, None, None, None, None, None)?)],
                     None,
                     false,

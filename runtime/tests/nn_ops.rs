@@ -435,7 +435,8 @@ fn mse_loss_each_reduction_and_gradient() {
 #[test]
 fn functional_mse_loss_broadcasts_before_the_operator() {
     use opforge::nn::functional::{mse_loss, Reduction};
-    let cases: [(Reduction, &[f32], &[f32], &[f32]); 3] = [
+    type Case<'a> = (Reduction, &'a [f32], &'a [f32], &'a [f32]);
+    let cases: [Case; 3] = [
         (
             Reduction::Mean,
             &[5.958333492279053],

@@ -100,6 +100,103 @@ pub mod sig {
         Option<&Generator>,
         Option<Stream>,
     ) -> Result<Tensor>;
+    /// Each signature's spec (`opforge::dispatch::adapter`): the same
+    /// types with `'static` references.
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    pub mod spec {
+        #[allow(unused_imports)]
+        use ::opforge::__private::prelude::*;
+        pub type _foreach_add__List = fn(
+            &'static [Tensor],
+            &'static [Tensor],
+            Scalar,
+        ) -> Result<()>;
+        pub type add_Tensor = fn(
+            &'static ::opforge::Tensor,
+            &'static ::opforge::Tensor,
+            Scalar,
+        ) -> Result<Tensor>;
+        pub type add_out = fn(
+            &'static ::opforge::Tensor,
+            &'static ::opforge::Tensor,
+            Scalar,
+            &'static mut Tensor,
+        ) -> Result<Tensor>;
+        pub type add__Tensor = fn(
+            &'static mut Tensor,
+            &'static ::opforge::Tensor,
+            Scalar,
+        ) -> Result<Tensor>;
+        pub type avg_pool2d = fn(
+            &'static ::opforge::Tensor,
+            &'static [i64],
+            &'static [i64],
+            &'static [i64],
+            bool,
+            bool,
+            Option<i64>,
+        ) -> Result<Tensor>;
+        pub type chunk = fn(&'static ::opforge::Tensor, i64, i64) -> Result<Vec<Tensor>>;
+        pub type gelu = fn(&'static ::opforge::Tensor, &'static str) -> Result<Tensor>;
+        pub type index_Tensor = fn(
+            &'static ::opforge::Tensor,
+            &'static [Option<Tensor>],
+        ) -> Result<Tensor>;
+        pub type max_dim = fn(
+            &'static ::opforge::Tensor,
+            i64,
+            bool,
+        ) -> Result<(Tensor, Tensor)>;
+        pub type nll_loss = fn(
+            &'static ::opforge::Tensor,
+            &'static ::opforge::Tensor,
+            Option<&'static ::opforge::Tensor>,
+            i64,
+            i64,
+        ) -> Result<Tensor>;
+        pub type norm_ScalarOpt_dim = fn(
+            &'static ::opforge::Tensor,
+            Option<Scalar>,
+            &'static [i64],
+            bool,
+        ) -> Result<Tensor>;
+        pub type randint = fn(
+            i64,
+            &'static [i64],
+            Option<&'static ::opforge::Generator>,
+            Option<DType>,
+            Option<Layout>,
+            Option<Device>,
+            Option<bool>,
+        ) -> Result<Tensor>;
+        pub type to_dtype = fn(
+            &'static ::opforge::Tensor,
+            DType,
+            bool,
+            bool,
+            Option<MemoryFormat>,
+        ) -> Result<Tensor>;
+        pub type where_self = fn(
+            &'static ::opforge::Tensor,
+            &'static ::opforge::Tensor,
+            &'static ::opforge::Tensor,
+        ) -> Result<Tensor>;
+        pub type zeros = fn(
+            &'static [i64],
+            Option<DType>,
+            Option<Layout>,
+            Option<Device>,
+            Option<bool>,
+        ) -> Result<Tensor>;
+        pub type mylib_scale = fn(
+            &'static ::opforge::Tensor,
+            f64,
+            Option<&'static [f64]>,
+            Option<&'static ::opforge::Generator>,
+            Option<Stream>,
+        ) -> Result<Tensor>;
+    }
 }
 /// `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()`
 #[inline]
@@ -326,125 +423,58 @@ pub mod typed_callers {
     pub static TABLE: [TypedCaller; 16usize] = [
         TypedCaller::new::<
             sig::_foreach_add__List,
-            fn(&'static [Tensor], &'static [Tensor], Scalar) -> Result<()>,
+            sig::spec::_foreach_add__List,
         >(&(super::_foreach_add__List as sig::_foreach_add__List)),
         TypedCaller::new::<
             sig::add_Tensor,
-            fn(
-                &'static ::opforge::Tensor,
-                &'static ::opforge::Tensor,
-                Scalar,
-            ) -> Result<Tensor>,
+            sig::spec::add_Tensor,
         >(&(super::add_Tensor as sig::add_Tensor)),
         TypedCaller::new::<
             sig::add_out,
-            fn(
-                &'static ::opforge::Tensor,
-                &'static ::opforge::Tensor,
-                Scalar,
-                &'static mut Tensor,
-            ) -> Result<Tensor>,
+            sig::spec::add_out,
         >(&(super::add_out as sig::add_out)),
         TypedCaller::new::<
             sig::add__Tensor,
-            fn(&'static mut Tensor, &'static ::opforge::Tensor, Scalar) -> Result<Tensor>,
+            sig::spec::add__Tensor,
         >(&(super::add__Tensor as sig::add__Tensor)),
         TypedCaller::new::<
             sig::avg_pool2d,
-            fn(
-                &'static ::opforge::Tensor,
-                &'static [i64],
-                &'static [i64],
-                &'static [i64],
-                bool,
-                bool,
-                Option<i64>,
-            ) -> Result<Tensor>,
+            sig::spec::avg_pool2d,
         >(&(super::avg_pool2d as sig::avg_pool2d)),
-        TypedCaller::new::<
-            sig::chunk,
-            fn(&'static ::opforge::Tensor, i64, i64) -> Result<Vec<Tensor>>,
-        >(&(super::chunk as sig::chunk)),
-        TypedCaller::new::<
-            sig::gelu,
-            fn(&'static ::opforge::Tensor, &'static str) -> Result<Tensor>,
-        >(&(super::gelu as sig::gelu)),
+        TypedCaller::new::<sig::chunk, sig::spec::chunk>(&(super::chunk as sig::chunk)),
+        TypedCaller::new::<sig::gelu, sig::spec::gelu>(&(super::gelu as sig::gelu)),
         TypedCaller::new::<
             sig::index_Tensor,
-            fn(&'static ::opforge::Tensor, &'static [Option<Tensor>]) -> Result<Tensor>,
+            sig::spec::index_Tensor,
         >(&(super::index_Tensor as sig::index_Tensor)),
         TypedCaller::new::<
             sig::max_dim,
-            fn(&'static ::opforge::Tensor, i64, bool) -> Result<(Tensor, Tensor)>,
+            sig::spec::max_dim,
         >(&(super::max_dim as sig::max_dim)),
         TypedCaller::new::<
             sig::nll_loss,
-            fn(
-                &'static ::opforge::Tensor,
-                &'static ::opforge::Tensor,
-                Option<&'static ::opforge::Tensor>,
-                i64,
-                i64,
-            ) -> Result<Tensor>,
+            sig::spec::nll_loss,
         >(&(super::nll_loss as sig::nll_loss)),
         TypedCaller::new::<
             sig::norm_ScalarOpt_dim,
-            fn(
-                &'static ::opforge::Tensor,
-                Option<Scalar>,
-                &'static [i64],
-                bool,
-            ) -> Result<Tensor>,
+            sig::spec::norm_ScalarOpt_dim,
         >(&(super::norm_ScalarOpt_dim as sig::norm_ScalarOpt_dim)),
         TypedCaller::new::<
             sig::randint,
-            fn(
-                i64,
-                &'static [i64],
-                Option<&'static ::opforge::Generator>,
-                Option<DType>,
-                Option<Layout>,
-                Option<Device>,
-                Option<bool>,
-            ) -> Result<Tensor>,
+            sig::spec::randint,
         >(&(super::randint as sig::randint)),
         TypedCaller::new::<
             sig::to_dtype,
-            fn(
-                &'static ::opforge::Tensor,
-                DType,
-                bool,
-                bool,
-                Option<MemoryFormat>,
-            ) -> Result<Tensor>,
+            sig::spec::to_dtype,
         >(&(super::to_dtype as sig::to_dtype)),
         TypedCaller::new::<
             sig::where_self,
-            fn(
-                &'static ::opforge::Tensor,
-                &'static ::opforge::Tensor,
-                &'static ::opforge::Tensor,
-            ) -> Result<Tensor>,
+            sig::spec::where_self,
         >(&(super::where_self as sig::where_self)),
-        TypedCaller::new::<
-            sig::zeros,
-            fn(
-                &'static [i64],
-                Option<DType>,
-                Option<Layout>,
-                Option<Device>,
-                Option<bool>,
-            ) -> Result<Tensor>,
-        >(&(super::zeros as sig::zeros)),
+        TypedCaller::new::<sig::zeros, sig::spec::zeros>(&(super::zeros as sig::zeros)),
         TypedCaller::new::<
             sig::mylib_scale,
-            fn(
-                &'static ::opforge::Tensor,
-                f64,
-                Option<&'static [f64]>,
-                Option<&'static ::opforge::Generator>,
-                Option<Stream>,
-            ) -> Result<Tensor>,
+            sig::spec::mylib_scale,
         >(&(super::mylib_scale as sig::mylib_scale)),
     ];
     #[::opforge::__private::linkme::distributed_slice(::opforge::__private::TYPED_APIS)]

@@ -7,7 +7,6 @@ pub struct MulBackward0 {
     self_: ::opforge::autograd::SavedTensor,
 }
 impl ::opforge::autograd::Backward for MulBackward0 {
-    #[allow(unused_variables)]
     fn apply(
         &mut self,
         grads: ::opforge::autograd::Grads,
@@ -46,7 +45,6 @@ pub struct SumBackward0 {
     self_sizes: Sizes,
 }
 impl ::opforge::autograd::Backward for SumBackward0 {
-    #[allow(unused_variables)]
     fn apply(
         &mut self,
         grads: ::opforge::autograd::Grads,
@@ -57,7 +55,7 @@ impl ::opforge::autograd::Backward for SumBackward0 {
             return Ok(out);
         };
         if ctx.needs_input_grad(0usize) {
-            let self_sizes: &[i64] = &self.self_sizes;
+            let self_sizes: Sizes = self.self_sizes.clone();
             let g: ::opforge::Result<::opforge::Tensor> = {
                 at::expand(&grad, &self_sizes, false)
             };
@@ -77,7 +75,6 @@ pub struct SumBackward1 {
     keepdim: bool,
 }
 impl ::opforge::autograd::Backward for SumBackward1 {
-    #[allow(unused_variables)]
     fn apply(
         &mut self,
         grads: ::opforge::autograd::Grads,
@@ -88,9 +85,9 @@ impl ::opforge::autograd::Backward for SumBackward1 {
             return Ok(out);
         };
         if ctx.needs_input_grad(0usize) {
-            let self_sizes: &[i64] = &self.self_sizes;
+            let self_sizes: Sizes = self.self_sizes.clone();
             let dim = self.dim.clone();
-            let keepdim = self.keepdim.clone();
+            let keepdim = self.keepdim;
             let g: ::opforge::Result<::opforge::Tensor> = {
                 sum_backward(&grad, &self_sizes, dim.as_deref(), keepdim)
             };
@@ -108,7 +105,6 @@ pub struct ExpBackward0 {
     result: ::opforge::autograd::SavedTensor,
 }
 impl ::opforge::autograd::Backward for ExpBackward0 {
-    #[allow(unused_variables)]
     fn apply(
         &mut self,
         grads: ::opforge::autograd::Grads,
@@ -139,7 +135,6 @@ pub struct ToCopyBackward0 {
     self_dtype: ::opforge::DType,
 }
 impl ::opforge::autograd::Backward for ToCopyBackward0 {
-    #[allow(unused_variables)]
     fn apply(
         &mut self,
         grads: ::opforge::autograd::Grads,
@@ -150,7 +145,7 @@ impl ::opforge::autograd::Backward for ToCopyBackward0 {
             return Ok(out);
         };
         if ctx.needs_input_grad(0usize) {
-            let self_dtype = self.self_dtype.clone();
+            let self_dtype = self.self_dtype;
             let g: ::opforge::Result<::opforge::Tensor> = {
                 to_copy_backward(&grad, self_dtype)
             };
@@ -163,16 +158,13 @@ impl ::opforge::autograd::Backward for ToCopyBackward0 {
         false
     }
 }
-#[allow(unused_variables, unused_mut, clippy::all)]
+#[allow(clippy::too_many_arguments)]
 fn __opforge_autograd__to_copy(
     self_: &::opforge::Tensor,
     dtype: ::core::option::Option<::opforge::DType>,
 ) -> ::opforge::Result<::opforge::Tensor> {
     let rec = ::opforge::autograd::Recording::begin(&[self_]);
-    let pre = match rec.is_some() {
-        true => Some((self_.dtype(),)),
-        false => None,
-    };
+    let pre = if rec.is_some() { Some((self_.dtype(),)) } else { None };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
     let mut out = {
         let _below = ::opforge::autograd::below_autograd();
@@ -184,7 +176,7 @@ fn __opforge_autograd__to_copy(
             rec.finish(
                 "ToCopyBackward0",
                 [&mut out],
-                |saver| { Ok(ToCopyBackward0 { self_dtype }) },
+                |_| { Ok(ToCopyBackward0 { self_dtype }) },
             )?;
         }
     }
@@ -207,33 +199,18 @@ static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd__to_copy: ::opforge::__priva
     key: "Autograd",
     schema: "_to_copy(Tensor self, *, ScalarType? dtype=None) -> Tensor",
     entry: ::opforge::__private::Entry::new::<
-        fn(
-            &::opforge::Tensor,
-            ::core::option::Option<::opforge::DType>,
-        ) -> ::opforge::Result<::opforge::Tensor>,
-        fn(
-            &'static ::opforge::Tensor,
-            ::core::option::Option<::opforge::DType>,
-        ) -> ::opforge::Result<::opforge::Tensor>,
-    >(
-        &(__opforge_autograd__to_copy
-            as fn(
-                &::opforge::Tensor,
-                ::core::option::Option<::opforge::DType>,
-            ) -> ::opforge::Result<::opforge::Tensor>),
-    ),
+        sig::_to_copy,
+        sig::spec::_to_copy,
+    >(&(__opforge_autograd__to_copy as sig::_to_copy)),
     file: ::core::file!(),
     line: ::core::line!(),
 };
-#[allow(unused_variables, unused_mut, clippy::all)]
+#[allow(clippy::too_many_arguments)]
 fn __opforge_autograd_exp(
     self_: &::opforge::Tensor,
 ) -> ::opforge::Result<::opforge::Tensor> {
     let rec = ::opforge::autograd::Recording::begin(&[self_]);
-    let pre = match rec.is_some() {
-        true => Some(()),
-        false => None,
-    };
+    let pre = if rec.is_some() { Some(()) } else { None };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
     let mut out = {
         let _below = ::opforge::autograd::below_autograd();
@@ -272,29 +249,25 @@ static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_exp: ::opforge::__private::K
     key: "Autograd",
     schema: "exp(Tensor self) -> Tensor",
     entry: ::opforge::__private::Entry::new::<
-        fn(&::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor>,
-        fn(&'static ::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor>,
-    >(
-        &(__opforge_autograd_exp
-            as fn(&::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor>),
-    ),
+        sig::exp,
+        sig::spec::exp,
+    >(&(__opforge_autograd_exp as sig::exp)),
     file: ::core::file!(),
     line: ::core::line!(),
 };
-#[allow(unused_variables, unused_mut, clippy::all)]
+#[allow(clippy::too_many_arguments)]
 fn __opforge_autograd_mul_Tensor(
     self_: &::opforge::Tensor,
     other: &::opforge::Tensor,
 ) -> ::opforge::Result<::opforge::Tensor> {
     let rec = ::opforge::autograd::Recording::begin(&[self_, other]);
-    let pre = match rec.is_some() {
-        true => {
-            Some((
-                ::opforge::autograd::SavedTensor::input(other),
-                ::opforge::autograd::SavedTensor::input(self_),
-            ))
-        }
-        false => None,
+    let pre = if rec.is_some() {
+        Some((
+            ::opforge::autograd::SavedTensor::input(other),
+            ::opforge::autograd::SavedTensor::input(self_),
+        ))
+    } else {
+        None
     };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_, other])?;
     let mut out = {
@@ -307,7 +280,7 @@ fn __opforge_autograd_mul_Tensor(
             rec.finish(
                 "MulBackward0",
                 [&mut out],
-                |saver| { Ok(MulBackward0 { other, self_ }) },
+                |_| { Ok(MulBackward0 { other, self_ }) },
             )?;
         }
     }
@@ -330,34 +303,19 @@ static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_mul_Tensor: ::opforge::__pri
     key: "Autograd",
     schema: "mul.Tensor(Tensor self, Tensor other) -> Tensor",
     entry: ::opforge::__private::Entry::new::<
-        fn(
-            &::opforge::Tensor,
-            &::opforge::Tensor,
-        ) -> ::opforge::Result<::opforge::Tensor>,
-        fn(
-            &'static ::opforge::Tensor,
-            &'static ::opforge::Tensor,
-        ) -> ::opforge::Result<::opforge::Tensor>,
-    >(
-        &(__opforge_autograd_mul_Tensor
-            as fn(
-                &::opforge::Tensor,
-                &::opforge::Tensor,
-            ) -> ::opforge::Result<::opforge::Tensor>),
-    ),
+        sig::mul_Tensor,
+        sig::spec::mul_Tensor,
+    >(&(__opforge_autograd_mul_Tensor as sig::mul_Tensor)),
     file: ::core::file!(),
     line: ::core::line!(),
 };
-#[allow(unused_variables, unused_mut, clippy::all)]
+#[allow(clippy::too_many_arguments)]
 fn __opforge_autograd_mul_out(
     self_: &::opforge::Tensor,
     other: &::opforge::Tensor,
     out: &mut ::opforge::Tensor,
 ) -> ::opforge::Result<::opforge::Tensor> {
-    let mut __all: ::std::vec::Vec<&::opforge::Tensor> = ::std::vec::Vec::new();
-    __all.push(self_);
-    __all.push(other);
-    __all.push(&*out);
+    let __all: [&::opforge::Tensor; _] = [self_, other, &*out];
     ::opforge::autograd::check_out("mul", &__all)?;
     let _below = ::opforge::autograd::below_autograd();
     ::opforge::at::mul_out(self_, other, out)
@@ -371,54 +329,27 @@ static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_mul_out: ::opforge::__privat
     key: "Autograd",
     schema: "mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
     entry: ::opforge::__private::Entry::new::<
-        fn(
-            &::opforge::Tensor,
-            &::opforge::Tensor,
-            &mut ::opforge::Tensor,
-        ) -> ::opforge::Result<::opforge::Tensor>,
-        fn(
-            &'static ::opforge::Tensor,
-            &'static ::opforge::Tensor,
-            &'static mut ::opforge::Tensor,
-        ) -> ::opforge::Result<::opforge::Tensor>,
-    >(
-        &(__opforge_autograd_mul_out
-            as fn(
-                &::opforge::Tensor,
-                &::opforge::Tensor,
-                &mut ::opforge::Tensor,
-            ) -> ::opforge::Result<::opforge::Tensor>),
-    ),
+        sig::mul_out,
+        sig::spec::mul_out,
+    >(&(__opforge_autograd_mul_out as sig::mul_out)),
     file: ::core::file!(),
     line: ::core::line!(),
 };
-#[allow(unused_variables, unused_mut, clippy::all)]
+#[allow(clippy::too_many_arguments)]
 fn __opforge_autograd_mul__Tensor(
     self_: &mut ::opforge::Tensor,
     other: &::opforge::Tensor,
 ) -> ::opforge::Result<::opforge::Tensor> {
     let rec = ::opforge::autograd::Recording::begin_inplace(self_, &[other])?;
-    let pre = match rec.is_some() {
-        true => {
-            Some((
-                ::opforge::autograd::SavedTensor::input(other),
-                ::opforge::autograd::SavedTensor::input(
-                    &::opforge::at::clone(self_, None)?,
-                ),
-            ))
-        }
-        false => None,
+    let pre = if rec.is_some() {
+        Some((
+            ::opforge::autograd::SavedTensor::input(other),
+            ::opforge::autograd::SavedTensor::input(&::opforge::at::clone(self_, None)?),
+        ))
+    } else {
+        None
     };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[&*self_, other])?;
-    let __fw_self = match &__fw {
-        Some(_) => {
-            Some({
-                let _below = ::opforge::autograd::below_autograd();
-                ::opforge::at::clone(self_, None)?
-            })
-        }
-        None => None,
-    };
     let mut out = {
         let _below = ::opforge::autograd::below_autograd();
         ::opforge::at::mul__Tensor(self_, other)?
@@ -429,7 +360,7 @@ fn __opforge_autograd_mul__Tensor(
             rec.finish(
                 "MulBackward0",
                 [&mut out],
-                |saver| { Ok(MulBackward0 { other, self_ }) },
+                |_| { Ok(MulBackward0 { other, self_ }) },
             )?;
         }
     }
@@ -452,34 +383,19 @@ static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_mul__Tensor: ::opforge::__pr
     key: "Autograd",
     schema: "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
     entry: ::opforge::__private::Entry::new::<
-        fn(
-            &mut ::opforge::Tensor,
-            &::opforge::Tensor,
-        ) -> ::opforge::Result<::opforge::Tensor>,
-        fn(
-            &'static mut ::opforge::Tensor,
-            &'static ::opforge::Tensor,
-        ) -> ::opforge::Result<::opforge::Tensor>,
-    >(
-        &(__opforge_autograd_mul__Tensor
-            as fn(
-                &mut ::opforge::Tensor,
-                &::opforge::Tensor,
-            ) -> ::opforge::Result<::opforge::Tensor>),
-    ),
+        sig::mul__Tensor,
+        sig::spec::mul__Tensor,
+    >(&(__opforge_autograd_mul__Tensor as sig::mul__Tensor)),
     file: ::core::file!(),
     line: ::core::line!(),
 };
-#[allow(unused_variables, unused_mut, clippy::all)]
+#[allow(clippy::too_many_arguments)]
 fn __opforge_autograd_sum(
     self_: &::opforge::Tensor,
     dtype: ::core::option::Option<::opforge::DType>,
 ) -> ::opforge::Result<::opforge::Tensor> {
     let rec = ::opforge::autograd::Recording::begin(&[self_]);
-    let pre = match rec.is_some() {
-        true => Some((sizes_of(&self_),)),
-        false => None,
-    };
+    let pre = if rec.is_some() { Some((sizes_of(self_),)) } else { None };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
     let mut out = {
         let _below = ::opforge::autograd::below_autograd();
@@ -491,7 +407,7 @@ fn __opforge_autograd_sum(
             rec.finish(
                 "SumBackward0",
                 [&mut out],
-                |saver| { Ok(SumBackward0 { self_sizes }) },
+                |_| { Ok(SumBackward0 { self_sizes }) },
             )?;
         }
     }
@@ -514,25 +430,13 @@ static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_sum: ::opforge::__private::K
     key: "Autograd",
     schema: "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
     entry: ::opforge::__private::Entry::new::<
-        fn(
-            &::opforge::Tensor,
-            ::core::option::Option<::opforge::DType>,
-        ) -> ::opforge::Result<::opforge::Tensor>,
-        fn(
-            &'static ::opforge::Tensor,
-            ::core::option::Option<::opforge::DType>,
-        ) -> ::opforge::Result<::opforge::Tensor>,
-    >(
-        &(__opforge_autograd_sum
-            as fn(
-                &::opforge::Tensor,
-                ::core::option::Option<::opforge::DType>,
-            ) -> ::opforge::Result<::opforge::Tensor>),
-    ),
+        sig::sum,
+        sig::spec::sum,
+    >(&(__opforge_autograd_sum as sig::sum)),
     file: ::core::file!(),
     line: ::core::line!(),
 };
-#[allow(unused_variables, unused_mut, clippy::all)]
+#[allow(clippy::too_many_arguments)]
 fn __opforge_autograd_sum_dim_IntList(
     self_: &::opforge::Tensor,
     dim: ::core::option::Option<&[i64]>,
@@ -540,9 +444,10 @@ fn __opforge_autograd_sum_dim_IntList(
     dtype: ::core::option::Option<::opforge::DType>,
 ) -> ::opforge::Result<::opforge::Tensor> {
     let rec = ::opforge::autograd::Recording::begin(&[self_]);
-    let pre = match rec.is_some() {
-        true => Some((sizes_of(&self_), dim.map(<[i64]>::to_vec), keepdim.clone())),
-        false => None,
+    let pre = if rec.is_some() {
+        Some((sizes_of(self_), dim.map(<[i64]>::to_vec), keepdim))
+    } else {
+        None
     };
     let __fw = ::opforge::autograd::forward_ad::tangents_of(&[self_])?;
     let mut out = {
@@ -555,7 +460,7 @@ fn __opforge_autograd_sum_dim_IntList(
             rec.finish(
                 "SumBackward1",
                 [&mut out],
-                |saver| {
+                |_| {
                     Ok(SumBackward1 {
                         self_sizes,
                         dim,
@@ -584,27 +489,9 @@ static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_sum_dim_IntList: ::opforge::
     key: "Autograd",
     schema: "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
     entry: ::opforge::__private::Entry::new::<
-        fn(
-            &::opforge::Tensor,
-            ::core::option::Option<&[i64]>,
-            bool,
-            ::core::option::Option<::opforge::DType>,
-        ) -> ::opforge::Result<::opforge::Tensor>,
-        fn(
-            &'static ::opforge::Tensor,
-            ::core::option::Option<&'static [i64]>,
-            bool,
-            ::core::option::Option<::opforge::DType>,
-        ) -> ::opforge::Result<::opforge::Tensor>,
-    >(
-        &(__opforge_autograd_sum_dim_IntList
-            as fn(
-                &::opforge::Tensor,
-                ::core::option::Option<&[i64]>,
-                bool,
-                ::core::option::Option<::opforge::DType>,
-            ) -> ::opforge::Result<::opforge::Tensor>),
-    ),
+        sig::sum_dim_IntList,
+        sig::spec::sum_dim_IntList,
+    >(&(__opforge_autograd_sum_dim_IntList as sig::sum_dim_IntList)),
     file: ::core::file!(),
     line: ::core::line!(),
 };

@@ -4,10 +4,11 @@
 //! into `$OUT_DIR/opforge/autograd.rs`. Formulas call `at::` and the helpers
 //! of [`super::formulas`].
 
-#![allow(clippy::all, non_snake_case, unused_imports)]
+#![allow(non_snake_case)]
 
 use super::formulas::*;
 use crate::at;
-use crate::{DType, Scalar, Tensor};
+use crate::at::sig;
+use crate::Scalar;
 
 include!(concat!(env!("OUT_DIR"), "/opforge/autograd.rs"));
