@@ -57,10 +57,29 @@ impl Options {
     /// module of the `at` file (`at` functions, `sig`, `operator`): the
     /// runtime's layer `crate::at`, or `at` beside it in a crate's `generated`.
     fn at_from_api(&self) -> TokenStream {
-        if self.runtime {
-            quote!(crate::at::)
+        quote!(at::)
+    }
+
+    /// What a module the API file defines imports to name the `at` module,
+    /// the signatures, the operators' ids and the protocol's entries shortly
+    /// (`at::add_Tensor`, `sig::add_Tensor`, `OpId::add_Tensor`).
+    fn api_imports(&self) -> TokenStream {
+        let (at, ids) = if self.runtime {
+            (quote!(crate::at), quote!(crate::tables::OpId))
         } else {
-            quote!(super::at::)
+            (quote!(super::at), quote!(super::OpId))
+        };
+        quote! {
+            #[allow(unused_imports)]
+            use ::opforge::__private::guarded;
+            #[allow(unused_imports)]
+            use ::opforge::__private::protocol;
+            #[allow(unused_imports)]
+            use ::opforge::__private::Site;
+            #[allow(unused_imports)]
+            use #at::{self, operator, sig};
+            #[allow(unused_imports)]
+            use #ids;
         }
     }
 
@@ -68,11 +87,7 @@ impl Options {
     /// including them: the runtime's layer `crate::tables`, or a crate's
     /// `generated`.
     fn tables_from_below(&self) -> TokenStream {
-        if self.runtime {
-            quote!(crate::tables::)
-        } else {
-            quote!(super::)
-        }
+        quote!()
     }
 }
 
@@ -280,12 +295,14 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStre
             }
         }
     };
+    let imports = opts.api_imports();
     let methods = if opts.runtime {
         quote! {
             /// Tensor methods with schema defaults applied (`a.add(&b)`).
             mod tensor_methods {
                 #[allow(unused_imports)]
                 use ::opforge::__private::prelude::*;
+                #imports
 
                 #[allow(clippy::too_many_arguments)]
                 impl ::opforge::Tensor {
@@ -358,6 +375,7 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStre
         pub mod ops {
             #[allow(unused_imports)]
             use ::opforge::__private::prelude::*;
+            #imports
             #(#ops)*
         }
 
@@ -366,6 +384,7 @@ pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStre
         pub mod torch {
             #[allow(unused_imports)]
             use ::opforge::__private::prelude::*;
+            #imports
             #(#funcs)*
         }
 
@@ -451,7 +470,6 @@ struct Guarded<'a> {
 /// and no mode, the implementation directly. `call` builds the implementation's
 /// call from one expression per schema argument.
 fn guarded_body(
-    at: &TokenStream,
     tables: &TokenStream,
     site_api: &str,
     op: &PlannedOp,
@@ -478,11 +496,8 @@ fn guarded_body(
     });
     let fast = call(&|g: &Guarded<'_>| g.name.clone());
     quote! {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: #site_api,
-            op: || #at operator(#tables OpId::#id),
-        };
-        if let Some(r) = ::opforge::__private::protocol(&SITE, (#(#tuple,)*), |(#(#params,)*)| #slow) {
+        static SITE: Site = Site::new(#site_api, || operator(#tables OpId::#id));
+        if let Some(r) = protocol(&SITE, (#(#tuple,)*), |(#(#params,)*)| #slow) {
             return r;
         }
         #fast
@@ -507,7 +522,17 @@ fn op_handle_fn(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
         })
         .collect();
     let at = opts.at_from_api();
-    let body = guarded_body(&at, &opts.tables_from_below(), "", op, &args, |each| {
+    let tables = opts.tables_from_below();
+    if !args.iter().any(|g| is_mut_tensor(g.arg)) {
+        // Every argument as it is: the shared instance of the signature.
+        let names = args.iter().map(|g| &g.name);
+        let body = quote! {
+            static SITE: Site = Site::new("", || operator(#tables OpId::#id));
+            guarded(&SITE, (#(#names,)*), #at #id as sig::#id)
+        };
+        return exact_fn(op, sig, body);
+    }
+    let body = guarded_body(&tables, "", op, &args, |each| {
         let vals = args.iter().map(each);
         quote!(#at #id(#(#vals),*))
     });
@@ -575,17 +600,29 @@ fn convenience(op: &PlannedOp, sig: &Sig, method: bool, opts: &Options) -> Token
     // The methods are the runtime's (its `at` and `tables` are layers, named
     // from the crate root, from `impl Tensor` too).
     let (at, tables) = (opts.at_from_api(), opts.tables_from_below());
-    let body = guarded_body(&at, &tables, &api_name(op, method), op, &guarded, |each| {
-        let mut g = guarded.iter();
-        let vals = all.iter().enumerate().map(|(i, a)| {
-            if i < keep || is_receiver(i) {
-                each(g.next().expect("one guarded argument per kept argument"))
-            } else {
-                default_expr(a).expect("dropped arguments have a default")
-            }
-        });
-        quote!(#at #id(#(#vals),*))
-    });
+    let every = guarded.len() == all.len();
+    let body = if every && !guarded.iter().any(|g| is_mut_tensor(g.arg)) {
+        // No default to fill in, no written tensor: the shared instance of
+        // the signature.
+        let api = api_name(op, method);
+        let names = guarded.iter().map(|g| &g.name);
+        quote! {
+            static SITE: Site = Site::new(#api, || operator(#tables OpId::#id));
+            guarded(&SITE, (#(#names,)*), #at #id as sig::#id)
+        }
+    } else {
+        guarded_body(&tables, &api_name(op, method), op, &guarded, |each| {
+            let mut g = guarded.iter();
+            let vals = all.iter().enumerate().map(|(i, a)| {
+                if i < keep || is_receiver(i) {
+                    each(g.next().expect("one guarded argument per kept argument"))
+                } else {
+                    default_expr(a).expect("dropped arguments have a default")
+                }
+            });
+            quote!(#at #id(#(#vals),*))
+        })
+    };
     let name = ident(&op.api_name);
     let ret = &sig.ret;
     let doc = format!(
@@ -833,24 +870,16 @@ pub fn kernel_checks(plan: &Plan, opts: &Options) -> String {
                 );
                 let label = format!("`{path}::{function}` with `#[kernel({key})]` expected");
                 rows.push(format!(
-                    "// {file}:{line}\n\
-                     #[diagnostic::on_unimplemented(message = {message:?}, label = {label:?})]\n\
-                     trait __Row{row} {{}}\n\
-                     #[diagnostic::do_not_recommend]\n\
-                     impl __Row{row} for () {{}}\n\
-                     const {marker}: NoKernel = NoKernel;\n\
-                     const _: () = {{\n    \
-                         #[allow(unused_imports)]\n    \
-                         use {path}::*;\n    \
-                         fn check<T: __Row{row}>(_: T) {{}}\n    \
-                         fn row() {{\n        \
-                             check({marker})\n    \
-                         }}\n\
-                     }};",
-                    line = op.entry.line
+                    "row!(__Row{row}, {marker}, {path}, {message:?}, {label:?});"
                 ));
             }
         }
+    }
+    if rows.is_empty() {
+        return format!(
+            "// @generated by opforge-codegen from {file} — do not edit.\n\
+             // No `dispatch:` row names a kernel of this crate: nothing to check.\n"
+        );
     }
     format!(
         "// @generated by opforge-codegen from {file} — do not edit.\n\
@@ -860,9 +889,30 @@ pub fn kernel_checks(plan: &Plan, opts: &Options) -> String {
          mod __opforge_kernel_checks {{\n\
          /// What a row finds when the kernel's marker is missing.\n\
          struct NoKernel;\n\n\
+         /// One `dispatch:` row: the marker `#[kernel]` leaves beside the\n\
+         /// kernel, looked up through a glob import of the kernel's module,\n\
+         /// shadows the fallback of the same name defined here; without it\n\
+         /// the fallback fails the row's trait, whose message names the row.\n\
+         macro_rules! row {{\n    \
+             ($row:ident, $marker:ident, $($module:ident)::+, $message:literal, $label:literal) => {{\n        \
+                 #[diagnostic::on_unimplemented(message = $message, label = $label)]\n        \
+                 trait $row {{}}\n        \
+                 #[diagnostic::do_not_recommend]\n        \
+                 impl $row for () {{}}\n        \
+                 const $marker: NoKernel = NoKernel;\n        \
+                 const _: () = {{\n            \
+                     #[allow(unused_imports)]\n            \
+                     use $($module)::+::*;\n            \
+                     fn check<T: $row>(_: T) {{}}\n            \
+                     fn row() {{\n                \
+                         check($marker)\n            \
+                     }}\n        \
+                 }};\n    \
+             }};\n\
+         }}\n\n\
          {}\n\
          }}\n",
-        rows.join("\n\n")
+        rows.join("\n")
     )
 }
 

@@ -76,12 +76,14 @@ fn a_missing_kernel_is_named_with_its_yaml_line() {
         .find(|(name, _)| name.as_str() == "kernel_checks.rs")
         .map(|(_, text)| text.as_str())
         .unwrap();
+    // One row: the marker, the module it is looked up in, the message.
     assert!(checks.contains(
-        "message = \"no CPU kernel for `mylib::soft_step`: native_functions.yaml:1 names \
+        "row!(__Row0, __opforge_CPU_kernel_of_mylib_soft_step, crate::kernels::cpu, \
+         \"no CPU kernel for `mylib::soft_step`: native_functions.yaml:1 names \
          `crate::kernels::cpu::soft_step`, which does not exist or does not carry \
          `#[kernel(CPU)]`\""
     ));
-    assert!(checks.contains("use crate::kernels::cpu::*;"));
-    assert!(checks.contains("const __opforge_CPU_kernel_of_mylib_soft_step: NoKernel = NoKernel;"));
+    assert!(checks.contains("use $($module)::+::*;"));
+    assert!(checks.contains("const $marker: NoKernel = NoKernel;"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

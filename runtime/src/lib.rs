@@ -177,7 +177,7 @@ pub mod __private {
     };
     pub use crate::dispatch::typed::call;
     pub use crate::dispatch::{dispatcher, Kernel, KeySet, Operator, Unboxed};
-    pub use crate::overrides::{call_op, protocol, Site, TypedRet};
+    pub use crate::overrides::{call_op, guarded, protocol, Site, TypedRet};
     pub use crate::value::{Args, FromValue, IntoValues, Returns, ToValue, Value};
     pub use linkme;
     pub use opforge_macros::{kernel_impl, op_impl};

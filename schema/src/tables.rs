@@ -158,6 +158,39 @@ pub struct RetSchema {
     pub alias: Option<Alias>,
 }
 
+impl RetSchema {
+    /// An unnamed return without an alias annotation; the generated tables
+    /// add the rest with the builder methods below.
+    pub const fn new(ty: Ty) -> RetSchema {
+        RetSchema {
+            name: None,
+            ty,
+            alias: None,
+        }
+    }
+
+    /// A named return.
+    pub const fn named(mut self, name: &'static str) -> RetSchema {
+        self.name = Some(name);
+        self
+    }
+
+    /// With an alias annotation.
+    pub const fn alias(
+        mut self,
+        set: &'static str,
+        is_write: bool,
+        after: &'static str,
+    ) -> RetSchema {
+        self.alias = Some(Alias {
+            set,
+            is_write,
+            after,
+        });
+        self
+    }
+}
+
 /// One row of an operator's `dispatch:` table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelName {
@@ -202,6 +235,77 @@ pub struct OpSchema {
 }
 
 impl OpSchema {
+    /// An operator without arguments, returns, variants, kernels or tags;
+    /// the generated tables add them with the builder methods below. `name`
+    /// is `base.overload` (or `base`), split here.
+    pub const fn new(
+        namespace: &'static str,
+        name: &'static str,
+        kind: SchemaKind,
+        line: u32,
+        schema: &'static str,
+    ) -> OpSchema {
+        let (base, overload) = split_name(name);
+        OpSchema {
+            namespace,
+            name,
+            base,
+            overload,
+            schema,
+            kind,
+            args: &[],
+            returns: &[],
+            function: false,
+            method: false,
+            python_module: None,
+            kernels: &[],
+            tags: &[],
+            line,
+        }
+    }
+
+    /// With its arguments.
+    pub const fn args(mut self, args: &'static [ArgSchema]) -> OpSchema {
+        self.args = args;
+        self
+    }
+
+    /// With its returns.
+    pub const fn returns(mut self, returns: &'static [RetSchema]) -> OpSchema {
+        self.returns = returns;
+        self
+    }
+
+    /// Exposed as a free function.
+    pub const fn function(mut self) -> OpSchema {
+        self.function = true;
+        self
+    }
+
+    /// Exposed as a Tensor method.
+    pub const fn method(mut self) -> OpSchema {
+        self.method = true;
+        self
+    }
+
+    /// With `python_module:`.
+    pub const fn python_module(mut self, module: &'static str) -> OpSchema {
+        self.python_module = Some(module);
+        self
+    }
+
+    /// With its `dispatch:` rows.
+    pub const fn kernels(mut self, kernels: &'static [KernelName]) -> OpSchema {
+        self.kernels = kernels;
+        self
+    }
+
+    /// With its tags.
+    pub const fn tags(mut self, tags: &'static [&'static str]) -> OpSchema {
+        self.tags = tags;
+        self
+    }
+
     /// The argument named `name`.
     pub fn arg(&self, name: &str) -> Option<&'static ArgSchema> {
         self.args.iter().find(|a| a.name == name)
@@ -210,6 +314,73 @@ impl OpSchema {
     /// The kernel named for `key`.
     pub fn kernel(&self, key: &str) -> Option<&'static str> {
         self.kernels.iter().find(|k| k.key == key).map(|k| k.kernel)
+    }
+}
+
+/// `base.overload` → (`base`, `overload`); `base` → (`base`, ``).
+const fn split_name(name: &'static str) -> (&'static str, &'static str) {
+    let bytes = name.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'.' {
+            let (base, rest) = name.split_at(i);
+            let (_, overload) = rest.split_at(1);
+            return (base, overload);
+        }
+        i += 1;
+    }
+    (name, "")
+}
+
+/// Short names the generated tables are written with (`arg("self",
+/// TENSOR)`): one constant per base type, and constructors.
+pub mod short {
+    use super::{ArgSchema, BaseType, KernelName, RetSchema, Ty};
+
+    macro_rules! base_types {
+        ($($c:ident = $b:ident),* $(,)?) => {$(
+            #[doc = concat!("`", stringify!($b), "`")]
+            pub const $c: Ty = Ty::Base(BaseType::$b);
+        )*};
+    }
+
+    base_types!(
+        TENSOR = Tensor,
+        INT = Int,
+        SYM_INT = SymInt,
+        FLOAT = Float,
+        BOOL = Bool,
+        STR = Str,
+        SCALAR = Scalar,
+        SCALAR_TYPE = ScalarType,
+        LAYOUT = Layout,
+        DEVICE = Device,
+        DEVICE_INDEX = DeviceIndex,
+        MEMORY_FORMAT = MemoryFormat,
+        QSCHEME = QScheme,
+        GENERATOR = Generator,
+        STORAGE = Storage,
+        STREAM = Stream,
+        SYM_BOOL = SymBool,
+        DIM_VECTOR = DimVector,
+        GRAPH_MODULE = GraphModule,
+        DIMNAME = Dimname,
+        COMPLEX = Complex,
+    );
+
+    /// [`ArgSchema::new`].
+    pub const fn arg(name: &'static str, ty: Ty) -> ArgSchema {
+        ArgSchema::new(name, ty)
+    }
+
+    /// [`RetSchema::new`].
+    pub const fn ret(ty: Ty) -> RetSchema {
+        RetSchema::new(ty)
+    }
+
+    /// A `dispatch:` row.
+    pub const fn kernel(key: &'static str, kernel: &'static str) -> KernelName {
+        KernelName { key, kernel }
     }
 }
 

@@ -62,7 +62,7 @@ fn module_of(first: &str, second: Option<&str>) -> Option<String> {
             "call" | "dispatcher" | "Kernel" | "KeySet" | "Operator" | "Unboxed" | "Entry"
             | "KernelEntry" | "Library" | "OperatorDef" | "KERNELS" | "LIBRARIES"
             | "OPERATOR_DEFS" | "TypedApi" | "TypedCaller" | "TYPED_APIS" => "dispatch",
-            "protocol" | "Site" | "TypedRet" | "call_op" => "overrides",
+            "protocol" | "guarded" | "Site" | "TypedRet" | "call_op" => "overrides",
             "Args" | "FromValue" | "IntoValues" | "Returns" | "ToValue" | "Value" => "value",
             "linkme" | "kernel_impl" | "op_impl" => return None,
             _ => "lib",

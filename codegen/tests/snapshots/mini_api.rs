@@ -8,6 +8,16 @@
 pub mod ops {
     #[allow(unused_imports)]
     use ::opforge::__private::prelude::*;
+    #[allow(unused_imports)]
+    use ::opforge::__private::guarded;
+    #[allow(unused_imports)]
+    use ::opforge::__private::protocol;
+    #[allow(unused_imports)]
+    use ::opforge::__private::Site;
+    #[allow(unused_imports)]
+    use super::at::{self, operator, sig};
+    #[allow(unused_imports)]
+    use super::OpId;
     /// `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()`
     #[inline]
     pub fn _foreach_add__List(
@@ -15,34 +25,18 @@ pub mod ops {
         other: &[Tensor],
         alpha: Scalar,
     ) -> Result<()> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::_foreach_add__List),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("", || operator(OpId::_foreach_add__List));
+        guarded(
             &SITE,
             (self_, other, alpha),
-            |(self_, other, alpha)| super::at::_foreach_add__List(self_, other, alpha),
-        ) {
-            return r;
-        }
-        super::at::_foreach_add__List(self_, other, alpha)
+            at::_foreach_add__List as sig::_foreach_add__List,
+        )
     }
     /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     #[inline]
     pub fn add_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::add_Tensor),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
-            &SITE,
-            (self_, other, alpha),
-            |(self_, other, alpha)| super::at::add_Tensor(self_, other, alpha),
-        ) {
-            return r;
-        }
-        super::at::add_Tensor(self_, other, alpha)
+        static SITE: Site = Site::new("", || operator(OpId::add_Tensor));
+        guarded(&SITE, (self_, other, alpha), at::add_Tensor as sig::add_Tensor)
     }
     /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
     #[inline]
@@ -52,14 +46,11 @@ pub mod ops {
         alpha: Scalar,
         out: &mut Tensor,
     ) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::add_out),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("", || operator(OpId::add_out));
+        if let Some(r) = protocol(
             &SITE,
             (self_, other, alpha, &*out),
-            |(self_, other, alpha, out)| super::at::add_out(
+            |(self_, other, alpha, out)| at::add_out(
                 self_,
                 other,
                 alpha,
@@ -68,7 +59,7 @@ pub mod ops {
         ) {
             return r;
         }
-        super::at::add_out(self_, other, alpha, out)
+        at::add_out(self_, other, alpha, out)
     }
     /// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
     #[inline]
@@ -77,22 +68,15 @@ pub mod ops {
         other: &Tensor,
         alpha: Scalar,
     ) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::add__Tensor),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("", || operator(OpId::add__Tensor));
+        if let Some(r) = protocol(
             &SITE,
             (&*self_, other, alpha),
-            |(self_, other, alpha)| super::at::add__Tensor(
-                &mut self_.clone(),
-                other,
-                alpha,
-            ),
+            |(self_, other, alpha)| at::add__Tensor(&mut self_.clone(), other, alpha),
         ) {
             return r;
         }
-        super::at::add__Tensor(self_, other, alpha)
+        at::add__Tensor(self_, other, alpha)
     }
     /// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`
     #[inline]
@@ -105,11 +89,8 @@ pub mod ops {
         count_include_pad: bool,
         divisor_override: Option<i64>,
     ) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::avg_pool2d),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("", || operator(OpId::avg_pool2d));
+        guarded(
             &SITE,
             (
                 self_,
@@ -120,101 +101,32 @@ pub mod ops {
                 count_include_pad,
                 divisor_override,
             ),
-            |
-                (
-                    self_,
-                    kernel_size,
-                    stride,
-                    padding,
-                    ceil_mode,
-                    count_include_pad,
-                    divisor_override,
-                )|
-            super::at::avg_pool2d(
-                self_,
-                kernel_size,
-                stride,
-                padding,
-                ceil_mode,
-                count_include_pad,
-                divisor_override,
-            ),
-        ) {
-            return r;
-        }
-        super::at::avg_pool2d(
-            self_,
-            kernel_size,
-            stride,
-            padding,
-            ceil_mode,
-            count_include_pad,
-            divisor_override,
+            at::avg_pool2d as sig::avg_pool2d,
         )
     }
     /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
     #[inline]
     pub fn chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::chunk),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
-            &SITE,
-            (self_, chunks, dim),
-            |(self_, chunks, dim)| super::at::chunk(self_, chunks, dim),
-        ) {
-            return r;
-        }
-        super::at::chunk(self_, chunks, dim)
+        static SITE: Site = Site::new("", || operator(OpId::chunk));
+        guarded(&SITE, (self_, chunks, dim), at::chunk as sig::chunk)
     }
     /// `gelu(Tensor self, *, str approximate='none') -> Tensor`
     #[inline]
     pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::gelu),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
-            &SITE,
-            (self_, approximate),
-            |(self_, approximate)| super::at::gelu(self_, approximate),
-        ) {
-            return r;
-        }
-        super::at::gelu(self_, approximate)
+        static SITE: Site = Site::new("", || operator(OpId::gelu));
+        guarded(&SITE, (self_, approximate), at::gelu as sig::gelu)
     }
     /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
     #[inline]
     pub fn index_Tensor(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::index_Tensor),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
-            &SITE,
-            (self_, indices),
-            |(self_, indices)| super::at::index_Tensor(self_, indices),
-        ) {
-            return r;
-        }
-        super::at::index_Tensor(self_, indices)
+        static SITE: Site = Site::new("", || operator(OpId::index_Tensor));
+        guarded(&SITE, (self_, indices), at::index_Tensor as sig::index_Tensor)
     }
     /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
     #[inline]
     pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::max_dim),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
-            &SITE,
-            (self_, dim, keepdim),
-            |(self_, dim, keepdim)| super::at::max_dim(self_, dim, keepdim),
-        ) {
-            return r;
-        }
-        super::at::max_dim(self_, dim, keepdim)
+        static SITE: Site = Site::new("", || operator(OpId::max_dim));
+        guarded(&SITE, (self_, dim, keepdim), at::max_dim as sig::max_dim)
     }
     /// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
     #[inline]
@@ -225,24 +137,12 @@ pub mod ops {
         reduction: i64,
         ignore_index: i64,
     ) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::nll_loss),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("", || operator(OpId::nll_loss));
+        guarded(
             &SITE,
             (self_, target, weight, reduction, ignore_index),
-            |(self_, target, weight, reduction, ignore_index)| super::at::nll_loss(
-                self_,
-                target,
-                weight,
-                reduction,
-                ignore_index,
-            ),
-        ) {
-            return r;
-        }
-        super::at::nll_loss(self_, target, weight, reduction, ignore_index)
+            at::nll_loss as sig::nll_loss,
+        )
     }
     /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor`
     #[inline]
@@ -252,23 +152,12 @@ pub mod ops {
         dim: &[i64],
         keepdim: bool,
     ) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::norm_ScalarOpt_dim),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("", || operator(OpId::norm_ScalarOpt_dim));
+        guarded(
             &SITE,
             (self_, p, dim, keepdim),
-            |(self_, p, dim, keepdim)| super::at::norm_ScalarOpt_dim(
-                self_,
-                p,
-                dim,
-                keepdim,
-            ),
-        ) {
-            return r;
-        }
-        super::at::norm_ScalarOpt_dim(self_, p, dim, keepdim)
+            at::norm_ScalarOpt_dim as sig::norm_ScalarOpt_dim,
+        )
     }
     /// `randint(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
     #[inline]
@@ -281,26 +170,12 @@ pub mod ops {
         device: Option<Device>,
         pin_memory: Option<bool>,
     ) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::randint),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("", || operator(OpId::randint));
+        guarded(
             &SITE,
             (high, size, generator, dtype, layout, device, pin_memory),
-            |(high, size, generator, dtype, layout, device, pin_memory)| super::at::randint(
-                high,
-                size,
-                generator,
-                dtype,
-                layout,
-                device,
-                pin_memory,
-            ),
-        ) {
-            return r;
-        }
-        super::at::randint(high, size, generator, dtype, layout, device, pin_memory)
+            at::randint as sig::randint,
+        )
     }
     /// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
     #[inline]
@@ -311,24 +186,12 @@ pub mod ops {
         copy: bool,
         memory_format: Option<MemoryFormat>,
     ) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::to_dtype),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("", || operator(OpId::to_dtype));
+        guarded(
             &SITE,
             (self_, dtype, non_blocking, copy, memory_format),
-            |(self_, dtype, non_blocking, copy, memory_format)| super::at::to_dtype(
-                self_,
-                dtype,
-                non_blocking,
-                copy,
-                memory_format,
-            ),
-        ) {
-            return r;
-        }
-        super::at::to_dtype(self_, dtype, non_blocking, copy, memory_format)
+            at::to_dtype as sig::to_dtype,
+        )
     }
     /// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
     #[inline]
@@ -337,18 +200,8 @@ pub mod ops {
         self_: &Tensor,
         other: &Tensor,
     ) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::where_self),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
-            &SITE,
-            (condition, self_, other),
-            |(condition, self_, other)| super::at::where_self(condition, self_, other),
-        ) {
-            return r;
-        }
-        super::at::where_self(condition, self_, other)
+        static SITE: Site = Site::new("", || operator(OpId::where_self));
+        guarded(&SITE, (condition, self_, other), at::where_self as sig::where_self)
     }
     /// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
     #[inline]
@@ -359,24 +212,12 @@ pub mod ops {
         device: Option<Device>,
         pin_memory: Option<bool>,
     ) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::zeros),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("", || operator(OpId::zeros));
+        guarded(
             &SITE,
             (size, dtype, layout, device, pin_memory),
-            |(size, dtype, layout, device, pin_memory)| super::at::zeros(
-                size,
-                dtype,
-                layout,
-                device,
-                pin_memory,
-            ),
-        ) {
-            return r;
-        }
-        super::at::zeros(size, dtype, layout, device, pin_memory)
+            at::zeros as sig::zeros,
+        )
     }
     /// `mylib::scale(Tensor x, float k=1.0, float[]? weights=None, Generator? generator=None, Stream? s=None) -> Tensor`
     #[inline]
@@ -387,24 +228,12 @@ pub mod ops {
         generator: Option<&Generator>,
         s: Option<Stream>,
     ) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "",
-            op: || super::at::operator(super::OpId::mylib_scale),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("", || operator(OpId::mylib_scale));
+        guarded(
             &SITE,
             (x, k, weights, generator, s),
-            |(x, k, weights, generator, s)| super::at::mylib_scale(
-                x,
-                k,
-                weights,
-                generator,
-                s,
-            ),
-        ) {
-            return r;
-        }
-        super::at::mylib_scale(x, k, weights, generator, s)
+            at::mylib_scale as sig::mylib_scale,
+        )
     }
 }
 /// Free functions with schema defaults applied (`torch.add(a, b)` style).
@@ -412,39 +241,42 @@ pub mod ops {
 pub mod torch {
     #[allow(unused_imports)]
     use ::opforge::__private::prelude::*;
+    #[allow(unused_imports)]
+    use ::opforge::__private::guarded;
+    #[allow(unused_imports)]
+    use ::opforge::__private::protocol;
+    #[allow(unused_imports)]
+    use ::opforge::__private::Site;
+    #[allow(unused_imports)]
+    use super::at::{self, operator, sig};
+    #[allow(unused_imports)]
+    use super::OpId;
     /// `_foreach_add_.List` with defaults for trailing arguments; see [`ops::_foreach_add__List`](super::ops::_foreach_add__List).
     pub fn _foreach_add_(self_: &[Tensor], other: &[Tensor]) -> Result<()> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch._foreach_add_",
-            op: || super::at::operator(super::OpId::_foreach_add__List),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new(
+            "torch._foreach_add_",
+            || operator(OpId::_foreach_add__List),
+        );
+        if let Some(r) = protocol(
             &SITE,
             (self_, other),
-            |(self_, other)| super::at::_foreach_add__List(
-                self_,
-                other,
-                Scalar::Int(1i64),
-            ),
+            |(self_, other)| at::_foreach_add__List(self_, other, Scalar::Int(1i64)),
         ) {
             return r;
         }
-        super::at::_foreach_add__List(self_, other, Scalar::Int(1i64))
+        at::_foreach_add__List(self_, other, Scalar::Int(1i64))
     }
     /// `add.Tensor` with defaults for trailing arguments; see [`ops::add_Tensor`](super::ops::add_Tensor).
     pub fn add(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch.add",
-            op: || super::at::operator(super::OpId::add_Tensor),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("torch.add", || operator(OpId::add_Tensor));
+        if let Some(r) = protocol(
             &SITE,
             (self_, other),
-            |(self_, other)| super::at::add_Tensor(self_, other, Scalar::Int(1i64)),
+            |(self_, other)| at::add_Tensor(self_, other, Scalar::Int(1i64)),
         ) {
             return r;
         }
-        super::at::add_Tensor(self_, other, Scalar::Int(1i64))
+        at::add_Tensor(self_, other, Scalar::Int(1i64))
     }
     /// `add.out` with defaults for trailing arguments; see [`ops::add_out`](super::ops::add_out).
     pub fn add_out(
@@ -453,14 +285,11 @@ pub mod torch {
         alpha: Scalar,
         out: &mut Tensor,
     ) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch.add",
-            op: || super::at::operator(super::OpId::add_out),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("torch.add", || operator(OpId::add_out));
+        if let Some(r) = protocol(
             &SITE,
             (self_, other, alpha, &*out),
-            |(self_, other, alpha, out)| super::at::add_out(
+            |(self_, other, alpha, out)| at::add_out(
                 self_,
                 other,
                 alpha,
@@ -469,18 +298,18 @@ pub mod torch {
         ) {
             return r;
         }
-        super::at::add_out(self_, other, alpha, out)
+        at::add_out(self_, other, alpha, out)
     }
     /// `avg_pool2d` with defaults for trailing arguments; see [`ops::avg_pool2d`](super::ops::avg_pool2d).
     pub fn avg_pool2d(self_: &Tensor, kernel_size: &[i64]) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch.nn.functional.avg_pool2d",
-            op: || super::at::operator(super::OpId::avg_pool2d),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new(
+            "torch.nn.functional.avg_pool2d",
+            || operator(OpId::avg_pool2d),
+        );
+        if let Some(r) = protocol(
             &SITE,
             (self_, kernel_size),
-            |(self_, kernel_size)| super::at::avg_pool2d(
+            |(self_, kernel_size)| at::avg_pool2d(
                 self_,
                 kernel_size,
                 &[],
@@ -492,97 +321,77 @@ pub mod torch {
         ) {
             return r;
         }
-        super::at::avg_pool2d(self_, kernel_size, &[], &[0i64, 0i64], false, true, None)
+        at::avg_pool2d(self_, kernel_size, &[], &[0i64, 0i64], false, true, None)
     }
     /// `chunk` with defaults for trailing arguments; see [`ops::chunk`](super::ops::chunk).
     pub fn chunk(self_: &Tensor, chunks: i64) -> Result<Vec<Tensor>> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch.chunk",
-            op: || super::at::operator(super::OpId::chunk),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("torch.chunk", || operator(OpId::chunk));
+        if let Some(r) = protocol(
             &SITE,
             (self_, chunks),
-            |(self_, chunks)| super::at::chunk(self_, chunks, 0i64),
+            |(self_, chunks)| at::chunk(self_, chunks, 0i64),
         ) {
             return r;
         }
-        super::at::chunk(self_, chunks, 0i64)
+        at::chunk(self_, chunks, 0i64)
     }
     /// `gelu` with defaults for trailing arguments; see [`ops::gelu`](super::ops::gelu).
     pub fn gelu(self_: &Tensor) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch.nn.functional.gelu",
-            op: || super::at::operator(super::OpId::gelu),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
-            &SITE,
-            (self_,),
-            |(self_,)| super::at::gelu(self_, "none"),
-        ) {
+        static SITE: Site = Site::new(
+            "torch.nn.functional.gelu",
+            || operator(OpId::gelu),
+        );
+        if let Some(r) = protocol(&SITE, (self_,), |(self_,)| at::gelu(self_, "none")) {
             return r;
         }
-        super::at::gelu(self_, "none")
+        at::gelu(self_, "none")
     }
     /// `index.Tensor` with defaults for trailing arguments; see [`ops::index_Tensor`](super::ops::index_Tensor).
     pub fn index(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch.index",
-            op: || super::at::operator(super::OpId::index_Tensor),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
-            &SITE,
-            (self_, indices),
-            |(self_, indices)| super::at::index_Tensor(self_, indices),
-        ) {
-            return r;
-        }
-        super::at::index_Tensor(self_, indices)
+        static SITE: Site = Site::new("torch.index", || operator(OpId::index_Tensor));
+        guarded(&SITE, (self_, indices), at::index_Tensor as sig::index_Tensor)
     }
     /// `max.dim` with defaults for trailing arguments; see [`ops::max_dim`](super::ops::max_dim).
     pub fn max(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch.max",
-            op: || super::at::operator(super::OpId::max_dim),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("torch.max", || operator(OpId::max_dim));
+        if let Some(r) = protocol(
             &SITE,
             (self_, dim),
-            |(self_, dim)| super::at::max_dim(self_, dim, false),
+            |(self_, dim)| at::max_dim(self_, dim, false),
         ) {
             return r;
         }
-        super::at::max_dim(self_, dim, false)
+        at::max_dim(self_, dim, false)
     }
     /// `nll_loss` with defaults for trailing arguments; see [`ops::nll_loss`](super::ops::nll_loss).
     pub fn nll_loss(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch.nn.functional.nll_loss",
-            op: || super::at::operator(super::OpId::nll_loss),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new(
+            "torch.nn.functional.nll_loss",
+            || operator(OpId::nll_loss),
+        );
+        if let Some(r) = protocol(
             &SITE,
             (self_, target),
-            |(self_, target)| super::at::nll_loss(self_, target, None, 1i64, -100i64),
+            |(self_, target)| at::nll_loss(self_, target, None, 1i64, -100i64),
         ) {
             return r;
         }
-        super::at::nll_loss(self_, target, None, 1i64, -100i64)
+        at::nll_loss(self_, target, None, 1i64, -100i64)
     }
     /// `norm.ScalarOpt_dim` with defaults for trailing arguments; see [`ops::norm_ScalarOpt_dim`](super::ops::norm_ScalarOpt_dim).
     pub fn norm(self_: &Tensor, p: Option<Scalar>, dim: &[i64]) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch.norm",
-            op: || super::at::operator(super::OpId::norm_ScalarOpt_dim),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new(
+            "torch.norm",
+            || operator(OpId::norm_ScalarOpt_dim),
+        );
+        if let Some(r) = protocol(
             &SITE,
             (self_, p, dim),
-            |(self_, p, dim)| super::at::norm_ScalarOpt_dim(self_, p, dim, false),
+            |(self_, p, dim)| at::norm_ScalarOpt_dim(self_, p, dim, false),
         ) {
             return r;
         }
-        super::at::norm_ScalarOpt_dim(self_, p, dim, false)
+        at::norm_ScalarOpt_dim(self_, p, dim, false)
     }
     /// `randint` with defaults for trailing arguments; see [`ops::randint`](super::ops::randint).
     pub fn randint(
@@ -590,14 +399,11 @@ pub mod torch {
         size: &[i64],
         generator: Option<&Generator>,
     ) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch.randint",
-            op: || super::at::operator(super::OpId::randint),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("torch.randint", || operator(OpId::randint));
+        if let Some(r) = protocol(
             &SITE,
             (high, size, generator),
-            |(high, size, generator)| super::at::randint(
+            |(high, size, generator)| at::randint(
                 high,
                 size,
                 generator,
@@ -609,51 +415,35 @@ pub mod torch {
         ) {
             return r;
         }
-        super::at::randint(high, size, generator, Some(DType::Int64), None, None, None)
+        at::randint(high, size, generator, Some(DType::Int64), None, None, None)
     }
     /// `where.self` with defaults for trailing arguments; see [`ops::where_self`](super::ops::where_self).
     pub fn where_(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch.where",
-            op: || super::at::operator(super::OpId::where_self),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
-            &SITE,
-            (condition, self_, other),
-            |(condition, self_, other)| super::at::where_self(condition, self_, other),
-        ) {
-            return r;
-        }
-        super::at::where_self(condition, self_, other)
+        static SITE: Site = Site::new("torch.where", || operator(OpId::where_self));
+        guarded(&SITE, (condition, self_, other), at::where_self as sig::where_self)
     }
     /// `zeros` with defaults for trailing arguments; see [`ops::zeros`](super::ops::zeros).
     pub fn zeros(size: &[i64]) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch.zeros",
-            op: || super::at::operator(super::OpId::zeros),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("torch.zeros", || operator(OpId::zeros));
+        if let Some(r) = protocol(
             &SITE,
             (size,),
-            |(size,)| super::at::zeros(size, None, None, None, None),
+            |(size,)| at::zeros(size, None, None, None, None),
         ) {
             return r;
         }
-        super::at::zeros(size, None, None, None, None)
+        at::zeros(size, None, None, None, None)
     }
     /// `scale` with defaults for trailing arguments; see [`ops::mylib_scale`](super::ops::mylib_scale).
     pub fn scale(x: &Tensor) -> Result<Tensor> {
-        static SITE: ::opforge::__private::Site = ::opforge::__private::Site {
-            api: "torch.scale",
-            op: || super::at::operator(super::OpId::mylib_scale),
-        };
-        if let Some(r) = ::opforge::__private::protocol(
+        static SITE: Site = Site::new("torch.scale", || operator(OpId::mylib_scale));
+        if let Some(r) = protocol(
             &SITE,
             (x,),
-            |(x,)| super::at::mylib_scale(x, 1f64, None, None, None),
+            |(x,)| at::mylib_scale(x, 1f64, None, None, None),
         ) {
             return r;
         }
-        super::at::mylib_scale(x, 1f64, None, None, None)
+        at::mylib_scale(x, 1f64, None, None, None)
     }
 }

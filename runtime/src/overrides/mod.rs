@@ -720,6 +720,12 @@ pub struct Site {
 }
 
 impl Site {
+    /// The site of the Python-API callable `api` (`""` for an operator
+    /// handle) calling `op`'s operator.
+    pub const fn new(api: &'static str, op: fn() -> &'static crate::dispatch::Operator) -> Site {
+        Site { api, op }
+    }
+
     /// The function handlers are asked to override.
     pub fn func(&self) -> Func {
         let op = (self.op)();
@@ -804,10 +810,11 @@ fn call_op_handle<A: ArgTuple, R: TypedRet>(
 /// # Ok::<(), opforge::Error>(())
 /// ```
 #[inline(always)]
-pub fn protocol<A, R>(site: &'static Site, args: A, run: fn(A) -> Result<R>) -> Option<Result<R>>
+pub fn protocol<A, R, F>(site: &'static Site, args: A, run: F) -> Option<Result<R>>
 where
     A: ArgTuple + Copy,
     R: TypedRet,
+    F: Fn(A) -> Result<R> + Copy,
 {
     if !(ArgTuple::overloaded(&args) | function_modes_active()) {
         return None;
@@ -815,12 +822,40 @@ where
     Some(protocol_slow(site, args, run))
 }
 
-#[cold]
-#[inline(never)]
-fn protocol_slow<A, R>(site: &'static Site, args: A, run: fn(A) -> Result<R>) -> Result<R>
+/// An operator handle's call (`ops::<op>`: every argument of the schema,
+/// none a written tensor): the function-level protocol ([`protocol`]), else
+/// `f` (the operator's `at::` function, as its signature's function pointer,
+/// so that every operator of one signature shares the instance).
+///
+/// ```
+/// use opforge::overrides::{guarded, Site};
+/// use opforge::{sig, OpId, Scalar, Tensor};
+/// static SITE: Site = Site { api: "", op: || opforge::dispatch::dispatcher().op(OpId::add_Tensor) };
+/// let t = Tensor::from_vec(vec![1.0f32], &[1])?;
+/// let r = guarded(&SITE, (&t, &t, Scalar::Int(1)), opforge::at::add_Tensor as sig::add_Tensor)?;
+/// assert_eq!(r.to_vec::<f32>()?, vec![2.0]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[inline(always)]
+pub fn guarded<A, R, F>(site: &'static Site, args: A, f: F) -> Result<R>
 where
     A: ArgTuple + Copy,
     R: TypedRet,
+    F: crate::value::CallWith<A, R> + Copy,
+{
+    match protocol(site, args, move |a| f.call_with(a)) {
+        Some(r) => r,
+        None => f.call_with(args),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn protocol_slow<A, R, F>(site: &'static Site, args: A, run: F) -> Result<R>
+where
+    A: ArgTuple + Copy,
+    R: TypedRet,
+    F: Fn(A) -> Result<R> + Copy,
 {
     typed(
         &|| site.func(),

@@ -7,18 +7,27 @@ mod __opforge_kernel_checks {
 /// What a row finds when the kernel's marker is missing.
 struct NoKernel;
 
-// native_functions.yaml:5
-#[diagnostic::on_unimplemented(message = "no CPU kernel for `mylib::soft_step`: native_functions.yaml:5 names `crate::kernels::cpu::soft_step`, which does not exist or does not carry `#[kernel(CPU)]`", label = "`crate::kernels::cpu::soft_step` with `#[kernel(CPU)]` expected")]
-trait __Row0 {}
-#[diagnostic::do_not_recommend]
-impl __Row0 for () {}
-const __opforge_CPU_kernel_of_mylib_soft_step: NoKernel = NoKernel;
-const _: () = {
-    #[allow(unused_imports)]
-    use crate::kernels::cpu::*;
-    fn check<T: __Row0>(_: T) {}
-    fn row() {
-        check(__opforge_CPU_kernel_of_mylib_soft_step)
-    }
-};
+/// One `dispatch:` row: the marker `#[kernel]` leaves beside the
+/// kernel, looked up through a glob import of the kernel's module,
+/// shadows the fallback of the same name defined here; without it
+/// the fallback fails the row's trait, whose message names the row.
+macro_rules! row {
+    ($row:ident, $marker:ident, $($module:ident)::+, $message:literal, $label:literal) => {
+        #[diagnostic::on_unimplemented(message = $message, label = $label)]
+        trait $row {}
+        #[diagnostic::do_not_recommend]
+        impl $row for () {}
+        const $marker: NoKernel = NoKernel;
+        const _: () = {
+            #[allow(unused_imports)]
+            use $($module)::+::*;
+            fn check<T: $row>(_: T) {}
+            fn row() {
+                check($marker)
+            }
+        };
+    };
+}
+
+row!(__Row0, __opforge_CPU_kernel_of_mylib_soft_step, crate::kernels::cpu, "no CPU kernel for `mylib::soft_step`: native_functions.yaml:5 names `crate::kernels::cpu::soft_step`, which does not exist or does not carry `#[kernel(CPU)]`", "`crate::kernels::cpu::soft_step` with `#[kernel(CPU)]` expected");
 }
