@@ -95,7 +95,7 @@ fn an_in_place_view_adds_a_view_step() {
     let f = |v: &[Value]| -> Result<Vec<Value>> {
         let a = opforge::ops::clone(&arg(v, 0), None)?;
         let mut w = a.view(&[2, 6])?.unsqueeze(0)?;
-        w.squeeze_(0)?;
+        w.squeeze_dim_(0)?;
         w.add_(&Tensor::wrapped_number(Scalar::Int(1)))?;
         Ok(vec![Value::Tensor(a), Value::Tensor(w)])
     };
@@ -184,7 +184,7 @@ fn writes_through_every_view_land_where_eager_ones_do() {
         ("permute", |a| a.permute(&[1, 0])),
         ("view", |a| a.view(&[4, 3])),
         ("unsqueeze", |a| a.unsqueeze(1)),
-        ("squeeze", |a| a.unsqueeze(0)?.squeeze(0)),
+        ("squeeze", |a| a.unsqueeze(0)?.squeeze_dim(0)),
         ("detach", |a| a.detach()),
         ("expand", |a| a.select(0, 0)?.unsqueeze(0)?.expand(&[1, 4])),
     ];

@@ -171,7 +171,7 @@ mod tests {
     }
 
     fn view(t: &Tensor, shape: &[usize], strides: &[usize], offset: usize) -> Tensor {
-        t.as_strided(shape, strides, offset).unwrap()
+        t.strided_view(shape, strides, offset).unwrap()
     }
 
     #[test]
@@ -279,7 +279,7 @@ mod tests {
         assert!(check_writes(&view(&t, &[2, 6], &[0, 1], 0), []).is_err());
         // Meta tensors are never checked.
         let m = Tensor::zeros(&[4], DType::Float32, Device::Meta);
-        let me = m.as_strided(&[2, 4], &[0, 1], 0).unwrap();
+        let me = m.strided_view(&[2, 4], &[0, 1], 0).unwrap();
         assert!(check_writes(&me, [&m]).is_ok());
         assert!(assert_no_overlap(&m, &m).is_ok());
         assert_eq!(overlap_status(&m, &m), Full);

@@ -197,7 +197,7 @@ impl<'a> Iter<'a> {
             let data = Loop::fresh(&self.shape, &strides, self.result, &views)?
                 .run_fresh::<N, T, R>(kernel)?;
             let len = data.len();
-            return Tensor::from_vec(data, &[len])?.as_strided(&self.shape, &strides, 0);
+            return Tensor::from_vec(data, &[len])?.strided_view(&self.shape, &strides, 0);
         }
         let t = super::empty_strided(&self.shape, &strides, self.result, self.device)?;
         let og = t.geometry();

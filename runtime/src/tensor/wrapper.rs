@@ -88,7 +88,7 @@ mod tests {
         assert_eq!(v.wrapper_state::<u8>(), None);
         // No data behind it.
         assert!(w.to_vec::<f32>().is_err());
-        let t = v.as_strided(&[3, 2], &[1, 3], 0).unwrap();
+        let t = v.strided_view(&[3, 2], &[1, 3], 0).unwrap();
         w.mirror_geometry(&t);
         assert_eq!((w.shape(), w.strides()), (vec![3, 2], vec![1, 3]));
     }
