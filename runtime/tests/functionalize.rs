@@ -260,3 +260,68 @@ fn factories_inside_make_functional_tensors() {
     .unwrap();
     agree(f, &[t(&[1.0, 2.0], &[2])]);
 }
+
+/// A functional view carries the sizes, strides and offset the eager view
+/// has (PyTorch's "Note [Propagating strides in the functionalization
+/// pass]"), so `contiguous` of a transposed view copies, as eagerly: a
+/// later write to the base does not reach it. PyTorch 2.15 records `t`,
+/// `clone(t, memory_format=torch.contiguous_format)`, `add`, `copy_` (with
+/// views removed, `t_copy` for `t`).
+#[test]
+fn contiguous_of_a_transposed_view_copies_as_eagerly() {
+    let f = |v: &[Value]| -> Result<Vec<Value>> {
+        let mut x = arg(v, 0);
+        let c = x.t()?.contiguous()?;
+        x.add_(&Tensor::wrapped_number(Scalar::Int(1)))?;
+        Ok(vec![Value::Tensor(c), Value::Tensor(x)])
+    };
+    let x = t(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 3]);
+    let out = functionalize(f)(&[Value::Tensor(x.deep_clone().unwrap())]).unwrap();
+    assert_eq!(values(&out[0]), [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+    let g = traced(f, &[Value::Tensor(x.clone())]);
+    assert_eq!(
+        g.to_string(),
+        "def forward(self, arg0_1):\n    \
+         t_copy = torch.ops.aten.t_copy.default(arg0_1)\n    \
+         clone = torch.ops.aten.clone.default(t_copy, memory_format = torch.contiguous_format);  t_copy = None\n    \
+         add = torch.ops.aten.add.Tensor(arg0_1, 1)\n    \
+         copy_ = torch.ops.aten.copy_.default(arg0_1, add);  arg0_1 = copy_ = None\n    \
+         return (clone, add)\n"
+    );
+    agree(f, &[x]);
+}
+
+/// `reshape` of a view that cannot be viewed so is PyTorch's
+/// `_unsafe_view(clone(…, contiguous_format), shape)`, a copy, as eagerly;
+/// `view` of it fails with eager's message.
+#[test]
+fn reshape_of_a_permuted_view_copies_and_view_of_it_fails() {
+    let f = |v: &[Value]| -> Result<Vec<Value>> {
+        let mut x = arg(v, 0);
+        let r = x.permute(&[1, 0])?.reshape(&[-1])?;
+        x.add_(&Tensor::wrapped_number(Scalar::Int(1)))?;
+        Ok(vec![Value::Tensor(r)])
+    };
+    let x = t(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 3]);
+    let out = functionalize(f)(&[Value::Tensor(x.deep_clone().unwrap())]).unwrap();
+    assert_eq!(values(&out[0]), [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+    let g = traced(f, &[Value::Tensor(x.clone())]);
+    assert_eq!(
+        g.targets(),
+        [
+            "aten.permute_copy.default",
+            "aten.clone.default",
+            "aten._unsafe_view.default",
+            "aten.add.Tensor",
+            "aten.copy_.default"
+        ]
+    );
+    agree(f, &[x]);
+    let v = |v: &[Value]| -> Result<Vec<Value>> { Ok(vec![Value::Tensor(arg(v, 0).view(&[-1])?)]) };
+    let xt = opforge::ops::t(&torch::zeros(&[2, 3]).unwrap()).unwrap();
+    let e = functionalize(v)(&[Value::Tensor(xt)]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+    );
+}

@@ -735,8 +735,9 @@ pub fn contiguous(self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor>
     ops::clone(self_, Some(memory_format))
 }
 
-/// `reshape(self, shape)`: a view when the strides allow one, else a
-/// contiguous copy viewed.
+/// `reshape(self, shape)`: a view when the strides allow one, else
+/// PyTorch's `_unsafe_view(self.clone(contiguous_format), shape)` (a copy,
+/// not recorded as a view of it).
 #[kernel(CompositeImplicitAutograd)]
 pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
     let inferred = views::infer_size(shape, self_.numel())?;
@@ -745,7 +746,7 @@ pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
     }
     let c = ops::clone(self_, Some(MemoryFormat::Contiguous))?;
     let sizes: Vec<i64> = inferred.iter().map(|&n| n as i64).collect();
-    ops::view(&c, &sizes)
+    ops::_unsafe_view(&c, &sizes)
 }
 
 /// `to.dtype(self, dtype, non_blocking, copy, memory_format)`: `self` when

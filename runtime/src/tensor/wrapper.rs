@@ -33,12 +33,24 @@ impl Tensor {
         keys: KeySet,
         state: Arc<dyn Any + Send + Sync>,
     ) -> Tensor {
+        Tensor::layer_wrapper_with(value, shadow_geometry(value), keys, state)
+    }
+
+    /// A wrapper standing for `value` as [`Tensor::layer_wrapper`], with
+    /// `geometry` (over a storage without data the caller chose: a view's
+    /// wrapper shares its base's).
+    pub(crate) fn layer_wrapper_with(
+        value: &Tensor,
+        geometry: Geometry,
+        keys: KeySet,
+        state: Arc<dyn Any + Send + Sync>,
+    ) -> Tensor {
         let device = value.device();
         let mut t = Tensor::with_geometry_and_keys(
             value.dtype(),
             device,
             KeySet::for_device(device) | keys,
-            shadow_geometry(value),
+            geometry,
         );
         if let Some(inner) = Arc::get_mut(&mut t.0) {
             // A fresh tensor: its only handle.
@@ -54,8 +66,24 @@ impl Tensor {
         self.0.wrapped.as_deref()?.downcast_ref()
     }
 
+    /// Gives a wrapper the sizes, strides and offset of `like` (a meta
+    /// tensor the layer ran a view on), over the wrapper's own storage when
+    /// they fit in it (they do for a view of it), else over a new one.
+    pub(crate) fn restride_wrapper(&self, like: &Tensor) {
+        let (g, l) = (self.geometry(), like.geometry());
+        if g.shape == l.shape && g.strides == l.strides && g.offset == l.offset {
+            return;
+        }
+        let storage = if l.storage.len() <= g.storage.len() {
+            g.storage
+        } else {
+            Storage::new(Buffer::Meta(l.storage.len()))
+        };
+        self.replace_geometry(Geometry { storage, ..l });
+    }
+
     /// Gives a wrapper the geometry of the value it now stands for (after
-    /// the layer replaced the value).
+    /// the layer replaced the value by one of another shape).
     pub(crate) fn mirror_geometry(&self, value: &Tensor) {
         let same = {
             let (g, v) = (self.geometry(), value.geometry());
