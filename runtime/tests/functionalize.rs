@@ -325,3 +325,42 @@ fn reshape_of_a_permuted_view_copies_and_view_of_it_fails() {
         "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."
     );
 }
+
+/// An in-place view of an input changes the input's shape, as eagerly:
+/// PyTorch's `_propagate_functional_input_mutation` restrides the input
+/// (`as_strided_` to the new sizes and strides) before copying the values
+/// in; PyTorch 2.15 records exactly this graph.
+#[test]
+fn an_in_place_view_of_an_input_reaches_the_input() {
+    let f = |v: &[Value]| -> Result<Vec<Value>> {
+        let mut x = arg(v, 0);
+        x.squeeze_dim_(1)?;
+        Ok(vec![Value::Tensor(x.add(&Tensor::wrapped_number(Scalar::Int(1)))?)])
+    };
+    let x = t(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 1, 3]);
+    let out = functionalize(f)(&[Value::Tensor(x.clone())]).unwrap();
+    assert_eq!(values(&out[0]), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!((x.shape(), x.strides()), (vec![2, 3], vec![3, 1]));
+    assert_eq!(values(&Value::Tensor(x)), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    let g = traced(f, &[Value::Tensor(t(&[0.0; 6], &[2, 1, 3]))]);
+    assert_eq!(
+        g.to_string(),
+        "def forward(self, arg0_1):\n    \
+         squeeze_copy = torch.ops.aten.squeeze_copy.dim(arg0_1, 1)\n    \
+         add = torch.ops.aten.add.Tensor(squeeze_copy, 1)\n    \
+         as_strided_ = torch.ops.aten.as_strided_.default(arg0_1, [2, 3], [3, 1]);  arg0_1 = None\n    \
+         copy_ = torch.ops.aten.copy_.default(as_strided_, squeeze_copy);  as_strided_ = squeeze_copy = copy_ = None\n    \
+         return (add,)\n"
+    );
+    // A write after the in-place view: the broadcast is checked against
+    // the new shape, as eagerly.
+    let g = |v: &[Value]| -> Result<Vec<Value>> {
+        let mut x = arg(v, 0);
+        x.squeeze_dim_(1)?;
+        x.add_(&arg(v, 1))?;
+        Ok(vec![])
+    };
+    let x = t(&[0.0; 6], &[2, 1, 3]);
+    functionalize(g)(&[Value::Tensor(x.clone()), Value::Tensor(t(&[1.0; 6], &[2, 3]))]).unwrap();
+    assert_eq!((x.shape(), values(&Value::Tensor(x))), (vec![2, 3], vec![1.0; 6]));
+}

@@ -126,24 +126,94 @@ fn run(f: impl FnOnce(&[Value]) -> Result<Vec<Value>>, inputs: &[Value]) -> Resu
         }
         outs
     };
-    // Inputs written inside: their new values, copied in outside the layer.
+    // Inputs written inside: their new values, copied in outside the layer
+    // (PyTorch's `_propagate_functional_input_mutation`): an input whose
+    // sizes changed (an in-place view) is first given its new sizes and
+    // strides by `as_strided_`.
     let copy = operator("aten::copy_")?;
+    let restride = operator("aten::as_strided_")?;
     for (input, w) in inputs.iter().zip(&wrapped) {
         let (mut originals, mut news) = (Vec::new(), Vec::new());
         input.for_each_tensor(&mut |t| originals.push(t.clone()));
-        w.for_each_tensor(&mut |t| news.push(tensor::value(t)));
-        for (original, new) in originals.iter().zip(news) {
-            if !new.is_same(original) {
-                let args = [
-                    Value::Tensor(original.clone()),
-                    Value::Tensor(new),
-                    Value::Bool(false),
-                ];
-                copy.call_boxed(&args)?;
+        w.for_each_tensor(&mut |t| {
+            let unwritten = tensor::unwritten_view(t);
+            news.push((tensor::value(t), t.geometry(), unwritten))
+        });
+        for (original, (new, eager, unwritten)) in originals.iter().zip(news) {
+            if new.is_same(original) {
+                continue;
             }
+            let sizes: Vec<i64> = eager.shape.iter().map(|&n| n as i64).collect();
+            let strides: Vec<i64> = eager.strides.iter().map(|&s| s as i64).collect();
+            if unwritten && partial_overlap(original, &eager) {
+                return Err(Error::Runtime(PARTIAL_OVERLAP.into()));
+            }
+            if original.sizes() != sizes {
+                restride.call_boxed(&[
+                    Value::Tensor(original.clone()),
+                    Value::IntList(sizes),
+                    Value::IntList(strides),
+                    Value::None,
+                ])?;
+            }
+            let args = [
+                Value::Tensor(original.clone()),
+                Value::Tensor(new),
+                Value::Bool(false),
+            ];
+            copy.call_boxed(&args)?;
         }
     }
     Ok(outs)
+}
+
+/// PyTorch's refusal to copy between tensors that partly share memory.
+const PARTIAL_OVERLAP: &str = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.";
+
+/// Would PyTorch's `copy_(input, new)` refuse, `new` being the input seen
+/// with `eager`'s sizes, strides and offset (its value when only in-place
+/// views touched it: PyTorch's functionalization reapplies them as views of
+/// the input), the input given those sizes and strides first if its own
+/// differ? `at::get_overlap_status` is `Partial`: both dense without overlap,
+/// over ranges that meet without being the same elements in the same order.
+fn partial_overlap(input: &Tensor, eager: &crate::tensor::Geometry) -> bool {
+    let g = input.geometry();
+    let (shape, strides) = match g.shape == eager.shape {
+        true => (g.shape.to_vec(), g.strides.to_vec()),
+        false => (eager.shape.to_vec(), eager.strides.to_vec()),
+    };
+    let numel: usize = shape.iter().product();
+    if numel == 0
+        || !dense_without_overlap(&shape, &strides)
+        || !dense_without_overlap(&eager.shape, &eager.strides)
+    {
+        return false;
+    }
+    let (a, b) = (g.offset, eager.offset);
+    if a == b {
+        return strides != eager.strides.as_slice();
+    }
+    a < b + numel && b < a + numel
+}
+
+/// PyTorch's `is_non_overlapping_and_dense`: some order of the dimensions
+/// (size 1 ones aside) steps through the elements one by one.
+fn dense_without_overlap(shape: &[usize], strides: &[usize]) -> bool {
+    let mut dims: Vec<(usize, usize)> = shape
+        .iter()
+        .zip(strides)
+        .filter(|(&n, _)| n != 1)
+        .map(|(&n, &s)| (s, n))
+        .collect();
+    dims.sort_unstable();
+    let mut expected = 1usize;
+    for (s, n) in dims {
+        if s != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(n);
+    }
+    true
 }
 
 /// A session on the thread: its key included, method calls intercepted.

@@ -157,6 +157,15 @@ pub(super) fn value(t: &Tensor) -> Tensor {
     }
 }
 
+/// Is `t` a view of its storage's base (a view, or in-place viewed), with
+/// no write ever made to that storage? Then PyTorch's value for it, its
+/// views reapplied, is a view of the base itself.
+pub(super) fn unwritten_view(t: &Tensor) -> bool {
+    functional(t).is_some_and(|f| {
+        !lock(&f.state).metas.is_empty() && lock(&f.storage).generation == 0
+    })
+}
+
 /// Brings `t` up to date with its storage's writes (PyTorch's `sync_`).
 pub(super) fn sync(t: &Tensor) -> Result<()> {
     let Some(f) = functional(t) else {
