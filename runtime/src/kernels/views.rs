@@ -441,14 +441,15 @@ pub(crate) fn diagonal(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Res
     self_.strided_view(&shape, &strides, storage_offset)
 }
 
-/// `unbind(self, dim)`: `select(dim, i)` for every `i`.
+/// `unbind(self, dim)`: `select(dim, i)` for every `i` (`dim` wrapped
+/// first, as for a 1-dimensional tensor when `self` has none).
 pub(crate) fn unbind(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    let d = wrap_dim(dim, self_.dim())?;
     if self_.dim() == 0 {
         return Err(index_error(format!(
-            "Dimension specified as {dim} but tensor has no dimensions"
+            "Dimension specified as {d} but tensor has no dimensions"
         )));
     }
-    let d = wrap_dim(dim, self_.dim())?;
     (0..self_.shape()[d] as i64)
         .map(|i| select(self_, d as i64, i))
         .collect()
@@ -530,8 +531,12 @@ mod tests {
         assert_eq!(geo(parts[0].clone()), (vec![2, 4], vec![4, 1], 0));
         let scalar = Tensor::zeros(&[], DType::Float32, crate::tensor::Device::Cpu);
         assert_eq!(
-            unbind(&scalar, 0).unwrap_err().to_string(),
+            unbind(&scalar, -1).unwrap_err().to_string(),
             "Dimension specified as 0 but tensor has no dimensions"
+        );
+        assert_eq!(
+            unbind(&scalar, 1).unwrap_err().to_string(),
+            "Dimension out of range (expected to be in range of [-1, 0], but got 1)"
         );
     }
 }
