@@ -450,7 +450,9 @@ fn class_keys(device: Device, ext: Option<&Ext>) -> KeySet {
 /// Does a dimension of size > 1 have stride 0 (an expanded tensor, whose
 /// elements share storage positions)?
 pub fn is_expanded(shape: &[usize], strides: &[usize]) -> bool {
-    shape.iter().zip(strides).any(|(&n, &s)| n > 1 && s == 0)
+    // An empty tensor has no elements to share (PyTorch counts it contiguous,
+    // so `has_internal_overlap` says no).
+    !shape.contains(&0) && shape.iter().zip(strides).any(|(&n, &s)| n > 1 && s == 0)
 }
 
 /// PyTorch's error for a write into a tensor whose elements share memory.
