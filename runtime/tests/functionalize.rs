@@ -335,7 +335,9 @@ fn an_in_place_view_of_an_input_reaches_the_input() {
     let f = |v: &[Value]| -> Result<Vec<Value>> {
         let mut x = arg(v, 0);
         x.squeeze_dim_(1)?;
-        Ok(vec![Value::Tensor(x.add(&Tensor::wrapped_number(Scalar::Int(1)))?)])
+        Ok(vec![Value::Tensor(
+            x.add(&Tensor::wrapped_number(Scalar::Int(1)))?,
+        )])
     };
     let x = t(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 1, 3]);
     let out = functionalize(f)(&[Value::Tensor(x.clone())]).unwrap();
@@ -361,6 +363,13 @@ fn an_in_place_view_of_an_input_reaches_the_input() {
         Ok(vec![])
     };
     let x = t(&[0.0; 6], &[2, 1, 3]);
-    functionalize(g)(&[Value::Tensor(x.clone()), Value::Tensor(t(&[1.0; 6], &[2, 3]))]).unwrap();
-    assert_eq!((x.shape(), values(&Value::Tensor(x))), (vec![2, 3], vec![1.0; 6]));
+    functionalize(g)(&[
+        Value::Tensor(x.clone()),
+        Value::Tensor(t(&[1.0; 6], &[2, 3])),
+    ])
+    .unwrap();
+    assert_eq!(
+        (x.shape(), values(&Value::Tensor(x))),
+        (vec![2, 3], vec![1.0; 6])
+    );
 }

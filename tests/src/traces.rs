@@ -231,7 +231,11 @@ fn without_clones_of_copies(nodes: &[opforge::trace::Node]) -> Vec<opforge::trac
             [(k, Arg::Const(Value::MemoryFormat(opforge::MemoryFormat::Contiguous)))] if k == "memory_format"
         );
         match args.as_slice() {
-            [Arg::Node(x)] if target.name() == "aten.clone.default" && contiguous && is_copy_of_view(*x) => Some(*x),
+            [Arg::Node(x)]
+                if target.name() == "aten.clone.default" && contiguous && is_copy_of_view(*x) =>
+            {
+                Some(*x)
+            }
             _ => None,
         }
     };

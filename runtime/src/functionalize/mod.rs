@@ -10,7 +10,10 @@
 //! every call on them comes here:
 //!
 //! - a view (`select`) runs as its `*_copy` operator (`select_copy`), and
-//!   its result remembers the view step;
+//!   its result remembers the view step; its wrapper has the sizes, strides
+//!   and offset the view has eagerly (the view run on a meta copy first,
+//!   which also raises eager's errors), so composites that read them
+//!   (`contiguous`, `reshape`) decide as eagerly;
 //! - an in-place operator (`sin_`) or an `out=` one runs as its functional
 //!   variant (`sin`); the result becomes the written tensor's value, and a
 //!   write through a view is put back into the view's base by the view's
@@ -23,7 +26,9 @@
 //! - anything else runs on the values, and its results are wrapped.
 //!
 //! When the program returns, its results are unwrapped, and an input that
-//! was written gets its new value by one `copy_`, outside the layer.
+//! was written gets its new value by one `copy_`, outside the layer, after
+//! an `as_strided_` to its new sizes and strides if an in-place view changed
+//! its sizes (PyTorch's `_propagate_functional_input_mutation`).
 //!
 //! PyTorch's caveat holds: a tensor handed to an object's method and then
 //! written in place is not tracked (the object keeps the value it was given;

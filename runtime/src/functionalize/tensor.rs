@@ -161,9 +161,8 @@ pub(super) fn value(t: &Tensor) -> Tensor {
 /// no write ever made to that storage? Then PyTorch's value for it, its
 /// views reapplied, is a view of the base itself.
 pub(super) fn unwritten_view(t: &Tensor) -> bool {
-    functional(t).is_some_and(|f| {
-        !lock(&f.state).metas.is_empty() && lock(&f.storage).generation == 0
-    })
+    functional(t)
+        .is_some_and(|f| !lock(&f.state).metas.is_empty() && lock(&f.storage).generation == 0)
 }
 
 /// Brings `t` up to date with its storage's writes (PyTorch's `sync_`).

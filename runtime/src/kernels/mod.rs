@@ -55,6 +55,7 @@ mod nn;
 mod num;
 pub mod overlap;
 mod pointwise;
+pub(crate) use pointwise::meta_inplace_broadcast;
 mod reduce;
 mod sampling;
 mod shape;

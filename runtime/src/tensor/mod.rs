@@ -1090,7 +1090,12 @@ impl Tensor {
 
     /// A view of the same storage with another geometry. Fails if it reaches outside
     /// the storage.
-    pub fn strided_view(&self, shape: &[usize], strides: &[usize], offset: usize) -> Result<Tensor> {
+    pub fn strided_view(
+        &self,
+        shape: &[usize],
+        strides: &[usize],
+        offset: usize,
+    ) -> Result<Tensor> {
         let geometry = Geometry {
             storage: self.storage(),
             shape: Dims::from_slice(shape),
