@@ -213,7 +213,16 @@ pub fn make_input(i: usize, input: &Input) -> Result<Tensor> {
         )));
     }
     let stored: Vec<usize> = order.iter().map(|&d| input.shape[d]).collect();
-    let numel: usize = stored.iter().product();
+    let numel = stored
+        .iter()
+        .try_fold(1usize, |a, &n| a.checked_mul(n))
+        .filter(|&n| n <= MAX_INPUT)
+        .ok_or_else(|| {
+            bad_program(format!(
+                "input {i}: shape {:?} has more than {MAX_INPUT} elements",
+                input.shape
+            ))
+        })?;
     let data: Vec<f32> = (0..numel).map(|k| (k + 1 + 100 * i) as f32).collect();
     let base = Tensor::from_vec(data, &stored)?;
     // The permutation back from memory order to the input's dimensions.
@@ -223,6 +232,9 @@ pub fn make_input(i: usize, input: &Input) -> Result<Tensor> {
     }
     ops::permute(&base, &back)
 }
+
+/// The most elements an input of a program read from JSON may have.
+pub const MAX_INPUT: usize = 1 << 20;
 
 fn bad_program(msg: String) -> Error {
     Error::Runtime(format!("view program: {msg}").into())
@@ -448,7 +460,7 @@ pub fn expected_functionalized(p: &Program) -> Result<Option<Outcome>> {
                     return fail(k, e.to_string());
                 }
                 let chain = chain_of(&chains, &base);
-                for t in ts[before..].to_vec() {
+                for t in ts[before..].iter().cloned() {
                     let made = match view {
                         View::Clone => Vec::new(),
                         View::Contiguous if t.is_same(&base) => chain.clone(),
@@ -556,7 +568,7 @@ fn partly_overlaps(original: &Record, now: &Tensor) -> bool {
         true => original.strides.clone(),
         false => strides.clone(),
     };
-    let numel: usize = shape.iter().product();
+    let numel = shape.iter().fold(1usize, |a, &n| a.saturating_mul(n));
     if numel == 0 || !dense(&shape, &from) || !dense(&shape, &strides) {
         return false;
     }
@@ -581,7 +593,7 @@ fn dense(shape: &[usize], strides: &[usize]) -> bool {
         if s != expected {
             return false;
         }
-        expected *= n;
+        expected = expected.saturating_mul(n);
     }
     true
 }
@@ -873,7 +885,7 @@ fn shape_of(c: &mut dyn Choices, numel: usize) -> Vec<i64> {
     let mut shape = Vec::new();
     let ndim = c.below(4);
     for _ in 0..ndim {
-        let divisors: Vec<usize> = (1..=left).filter(|d| left % d == 0).collect();
+        let divisors: Vec<usize> = (1..=left).filter(|&d| left.is_multiple_of(d)).collect();
         let d = divisors[c.below(divisors.len())];
         shape.push(d as i64);
         left /= d;
@@ -1211,7 +1223,7 @@ impl Program {
 
     /// A program from its JSON form.
     pub fn from_json(j: &Json) -> Result<Program> {
-        let bad = |what: &str| bad_program(format!("{what}"));
+        let bad = |what: &str| bad_program(what.to_string());
         let usizes = |v: &Json| -> Option<Vec<usize>> {
             v.as_array()?
                 .iter()
@@ -1249,37 +1261,45 @@ impl Program {
         })
     }
 
-    /// The program as Python-like text, one line a step.
+    /// The program as Python-like text, one line a step (the tensors
+    /// numbered as it makes them: it runs eagerly to count `unbind`'s).
     pub fn describe(&self) -> String {
         let mut out = String::new();
-        let mut next = self.inputs.len();
+        let mut ts: Vec<Tensor> = Vec::new();
         for (i, input) in self.inputs.iter().enumerate() {
             out += &format!(
                 "t{i} = input(shape={:?}, perm={:?})\n",
                 input.shape, input.perm
             );
+            if let Ok(t) = make_input(i, input) {
+                ts.push(t);
+            }
         }
         for step in &self.steps {
             let j = step.to_json();
-            let args = j["args"]
+            let mut args = j["args"]
                 .as_array()
                 .map(|a| a.iter().map(Json::to_string).collect::<Vec<_>>())
-                .unwrap_or_default();
-            let mut args = args.join(", ");
+                .unwrap_or_default()
+                .join(", ");
             if let Some(t) = j.get("tensor") {
                 args = format!("t{t}");
             }
             let call = format!("t{}.{}({args})", j["x"], j["op"].as_str().unwrap_or("?"));
+            let before = ts.len();
+            let ran = apply(step, &mut ts).is_ok();
             match step {
-                Step::View {
-                    view: View::Unbind(_),
-                    ..
-                } => out += &format!("t{next}… = {call}\n"),
-                Step::View { .. } => {
-                    out += &format!("t{next} = {call}\n");
-                    next += 1;
-                }
                 Step::InPlace { .. } => out += &format!("{call}\n"),
+                Step::View { .. } if ran => {
+                    let made: Vec<String> = (before..ts.len()).map(|k| format!("t{k}")).collect();
+                    let made = if made.is_empty() {
+                        "_".into()
+                    } else {
+                        made.join(", ")
+                    };
+                    out += &format!("{made} = {call}\n");
+                }
+                Step::View { .. } => out += &format!("t{before} = {call}  # fails\n"),
             }
         }
         let outs: Vec<String> = self.outputs.iter().map(|o| format!("t{o}")).collect();
