@@ -804,7 +804,9 @@ pub const MAX_STEPS: usize = 10;
 /// the program's last) one time in four, otherwise another is chosen.
 /// Tensor operands of in-place operators never share memory with the
 /// written tensor unless they are that tensor (PyTorch refuses partial
-/// overlap eagerly, but functionalization, which copies, cannot see it).
+/// overlap eagerly, but functionalization, which copies, cannot see it),
+/// and values stay exact in float32 (an `add_` or `mul_` that would take
+/// them past [`EXACT_BITS`] is not chosen).
 pub fn generate(c: &mut dyn Choices) -> Program {
     let n_inputs = 1 + c.below(2);
     let inputs: Vec<Input> = (0..n_inputs)
@@ -828,6 +830,9 @@ pub fn generate(c: &mut dyn Choices) -> Program {
     'steps: while steps.len() < n_steps {
         for _ in 0..4 {
             let step = random_step(c, &ts);
+            if !keeps_values_exact(&step, &ts) {
+                continue;
+            }
             match apply(&step, &mut ts) {
                 Ok(()) => {
                     steps.push(step);
@@ -855,6 +860,47 @@ pub fn generate(c: &mut dyn Choices) -> Program {
         steps,
         outputs,
     }
+}
+
+/// The bound of a generated program's values: each a multiple of
+/// `2^-EXACT_BITS` below `2^EXACT_BITS` in magnitude, so float32 holds every
+/// sum and difference of two of them exactly. Functionalization computes
+/// some values another way than eager execution (`expand`'s inverse adds
+/// the written view's difference to its base, PyTorch's
+/// `base + sum_to(mutated - base)`), which gives eager's values exactly
+/// only then.
+pub const EXACT_BITS: i32 = 10;
+
+/// Does an `add_` / `mul_` keep the written tensor's values within
+/// [`EXACT_BITS`] (tried out of place)? Other steps do by construction.
+fn keeps_values_exact(step: &Step, ts: &[Tensor]) -> bool {
+    let Step::InPlace { x, op } = step else {
+        return true;
+    };
+    let Some(t) = ts.get(*x) else {
+        return true;
+    };
+    let result = match op {
+        InPlace::Add(Operand::Scalar(v)) => ops::add_Scalar(t, Scalar::Float(*v), Scalar::Int(1)),
+        InPlace::Mul(Operand::Scalar(v)) => ops::mul_Scalar(t, Scalar::Float(*v)),
+        InPlace::Add(Operand::Tensor(o)) => match ts.get(*o) {
+            Some(o) => ops::add_Tensor(t, o, Scalar::Int(1)),
+            None => return true,
+        },
+        InPlace::Mul(Operand::Tensor(o)) => match ts.get(*o) {
+            Some(o) => ops::mul_Tensor(t, o),
+            None => return true,
+        },
+        _ => return true,
+    };
+    // A step that fails keeps nothing (it may end the program).
+    let Ok(values) = result.and_then(|r| r.to_vec::<f32>()) else {
+        return true;
+    };
+    let (bound, unit) = (2f32.powi(EXACT_BITS), 2f32.powi(EXACT_BITS));
+    values
+        .iter()
+        .all(|&v| v.abs() < bound && (v * unit).fract() == 0.0)
 }
 
 fn shuffle(c: &mut dyn Choices, xs: &mut [usize]) {
