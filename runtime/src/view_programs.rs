@@ -483,17 +483,11 @@ pub fn expected_functionalized(p: &Program) -> Result<Option<Outcome>> {
                         | InPlace::Zero
                         | InPlace::Copy(_)
                 );
-                if writes {
-                    if crate::tensor::is_expanded(&t.shape(), &t.strides()) {
-                        return Ok(None);
-                    }
-                    if let Some(i) = (1..chain.len()).find(|&i| chain[i] == "as_strided") {
-                        return fail(k, format!(
-                            "During torch.compile, encountered a mutation on a view chain of length {}, where view {i} was an as_strided() call. as_strided() is non-compositional, and therefore is not possible to functionalize properly today,so this behavior is banned in compile. As a workaround, you can either remove the mutation from the model code, or you can insert a graph break right before the mutation with torch._dynamo.graph_break(). If you would like this behavior to work properly, please comment on https://github.com/pytorch/pytorch/issues/104505.",
-                            chain.len()
-                        ));
-                    }
+                if writes && crate::tensor::is_expanded(&t.shape(), &t.strides()) {
+                    return Ok(None);
                 }
+                // The write is checked first (on meta tensors), then
+                // recorded, where a chain through `as_strided` is refused.
                 if let Err(e) = apply(step, &mut ts) {
                     let meta = match op {
                         InPlace::Add(Operand::Tensor(o)) | InPlace::Mul(Operand::Tensor(o)) => {
@@ -513,6 +507,12 @@ pub fn expected_functionalized(p: &Program) -> Result<Option<Outcome>> {
                     return fail(k, message);
                 }
                 if writes {
+                    if let Some(i) = (1..chain.len()).find(|&i| chain[i] == "as_strided") {
+                        return fail(k, format!(
+                            "During torch.compile, encountered a mutation on a view chain of length {}, where view {i} was an as_strided() call. as_strided() is non-compositional, and therefore is not possible to functionalize properly today,so this behavior is banned in compile. As a workaround, you can either remove the mutation from the model code, or you can insert a graph break right before the mutation with torch._dynamo.graph_break(). If you would like this behavior to work properly, please comment on https://github.com/pytorch/pytorch/issues/104505.",
+                            chain.len()
+                        ));
+                    }
                     written.push(t.clone());
                 } else if let Some(entry) = chains.iter_mut().rev().find(|(c, _)| c.is_same(&t)) {
                     entry.1.push("view");
