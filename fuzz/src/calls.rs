@@ -121,7 +121,7 @@ impl Builder<'_, '_> {
             4 => (vec![2, 2], vec![1, 1], 0),
             _ => (vec![n / 2], vec![2], 0),
         };
-        base.as_strided(&shape, &strides, offset).ok()
+        base.strided_view(&shape, &strides, offset).ok()
     }
 
     fn value(&mut self, depth: usize) -> Value {

@@ -67,6 +67,7 @@ pub mod tables;
 pub mod tensor;
 pub mod trace;
 pub mod value;
+
 pub mod warnings;
 
 // The checks that every kernel the YAML names exists.

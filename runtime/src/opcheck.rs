@@ -338,7 +338,9 @@ fn fakes_of(mode: &FakeTensorMode, args: &[Value]) -> Result<Vec<Value>> {
 }
 
 /// Real copies of the tensors among `args` (the real call must not see
-/// what the others did to them).
+/// what the others did to them), each with its sizes, strides and offset
+/// over a copy of its whole storage (Python's `copy.deepcopy` of a tensor,
+/// which PyTorch's opcheck makes of its arguments).
 fn copies_of(args: &[Value]) -> Result<Vec<Value>> {
     args.iter()
         .map(|v| {
@@ -346,7 +348,9 @@ fn copies_of(args: &[Value]) -> Result<Vec<Value>> {
                 if t.is_wrapped_number() {
                     return Ok(t.clone());
                 }
-                let c = t.deep_clone()?;
+                let g = t.geometry();
+                let storage = t.strided_view(&[g.storage.len()], &[1], 0)?.deep_clone()?;
+                let c = storage.strided_view(&g.shape, &g.strides, g.offset)?;
                 if t.requires_grad() {
                     c.set_requires_grad(true)?;
                 }

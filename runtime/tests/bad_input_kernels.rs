@@ -145,7 +145,7 @@ fn views_with_more_elements_than_int64_are_errors() {
     );
     let y = torch::arange(Scalar::Int(3)).unwrap();
     assert_eq!(
-        err(y.as_strided(&[1 << 62, 3], &[0, 1], 0)),
+        err(y.strided_view(&[1 << 62, 3], &[0, 1], 0)),
         "numel: integer multiplication overflow"
     );
     // 2^62 elements do fit.
@@ -170,24 +170,24 @@ fn strides_and_offsets_beyond_int64_are_refused() {
         (&[2, 0], &[1, max + 1]),
         (&[1], &[usize::MAX]),
     ] {
-        let e = err(t.as_strided(shape, strides, 0));
+        let e = err(t.strided_view(shape, strides, 0));
         assert!(
             e.starts_with(&format!("strides {strides:?}: "))
                 && e.contains("is larger than the largest int64 (9223372036854775807)"),
             "{shape:?} {strides:?}: {e}"
         );
     }
-    let e = err(t.as_strided(&[0], &[1], max + 1));
+    let e = err(t.strided_view(&[0], &[1], max + 1));
     assert!(
         e.starts_with("storage offset 9223372036854775808 is larger"),
         "{e}"
     );
-    let e = err(t.as_strided(&[max + 1, 0], &[1, 1], 0));
+    let e = err(t.strided_view(&[max + 1, 0], &[1, 1], 0));
     assert!(e.starts_with("sizes [9223372036854775808, 0]: "), "{e}");
     // int64's largest stride is fine where it reaches nothing, and every read
     // of such a view works.
     for (shape, strides) in [(&[1usize, 4][..], &[max, 1][..]), (&[0, 4], &[max, 1])] {
-        let v = t.as_strided(shape, strides, 0).unwrap();
+        let v = t.strided_view(shape, strides, 0).unwrap();
         let n = v.numel();
         assert_eq!(f32s(&v.contiguous().unwrap()), vec![0.0; n]);
         assert_eq!(f32s(&v.clone_tensor().unwrap()), vec![0.0; n]);
@@ -208,14 +208,14 @@ fn view_geometry_that_overflows_is_an_error() {
     limit();
     let t = Tensor::from_vec(vec![0f32; 16], &[16]).unwrap();
     let max = i64::MAX as usize;
-    let empty = t.as_strided(&[5, 0], &[max, 1], 0).unwrap();
+    let empty = t.strided_view(&[5, 0], &[max, 1], 0).unwrap();
     let e = err(empty.unsqueeze(0));
     assert_eq!(
         e,
         "unsqueeze: the view's geometry overflows: 5 * 9223372036854775807 is larger than the largest int64 (9223372036854775807)"
     );
     // The same view with room to spare unsqueezes as PyTorch does.
-    let fine = t.as_strided(&[1, 0], &[max, 1], 0).unwrap();
+    let fine = t.strided_view(&[1, 0], &[max, 1], 0).unwrap();
     assert_eq!(fine.unsqueeze(0).unwrap().strides(), vec![max, max, 1]);
     let e = err(empty.select(0, 3));
     assert!(
@@ -224,7 +224,7 @@ fn view_geometry_that_overflows_is_an_error() {
     );
     let e = err(ops::slice_Tensor(&empty, 0, Some(2), None, 1));
     assert!(e.starts_with("slice: the view's geometry overflows"), "{e}");
-    let wide = t.as_strided(&[4, 0], &[1 << 62, 1], 0).unwrap();
+    let wide = t.strided_view(&[4, 0], &[1 << 62, 1], 0).unwrap();
     let e = err(ops::slice_Tensor(&wide, 0, None, None, 4));
     assert!(
         e.starts_with("slice: the view's geometry overflows: 4611686018427387904 * 4"),
@@ -478,7 +478,7 @@ fn full_overlap_and_disjoint_writes_are_allowed() {
     ops::add_out(&x, &x, Scalar::Int(1), &mut out).unwrap();
     assert_eq!(f32s(&x), vec![0.0, 4.0, 8.0, 12.0, 16.0, 20.0]);
     // Another handle on the same elements (an alias view).
-    let alias = x.as_strided(&[6], &[1], 0).unwrap();
+    let alias = x.strided_view(&[6], &[1], 0).unwrap();
     x.add_(&alias).unwrap();
     assert_eq!(f32s(&x), vec![0.0, 8.0, 16.0, 24.0, 32.0, 40.0]);
     let mut out = alias.clone();
@@ -491,8 +491,8 @@ fn full_overlap_and_disjoint_writes_are_allowed() {
     assert_eq!(f32s(&y), vec![3.0, 4.0, 5.0, 3.0, 4.0, 5.0]);
     // Interleaved strided views: not dense, too hard to tell, allowed.
     let z = arange(6);
-    let mut even = z.as_strided(&[3], &[2], 0).unwrap();
-    even.add_(&z.as_strided(&[3], &[2], 1).unwrap()).unwrap();
+    let mut even = z.strided_view(&[3], &[2], 0).unwrap();
+    even.add_(&z.strided_view(&[3], &[2], 1).unwrap()).unwrap();
     assert_eq!(f32s(&z), vec![1.0, 1.0, 5.0, 3.0, 9.0, 5.0]);
     // An expanded source over the destination's own storage: too hard, allowed.
     let w = arange(6);
@@ -525,23 +525,23 @@ fn meta_tensors_are_not_checked_for_overlap() {
 #[test]
 fn overflowing_geometry_is_an_error_not_a_wrap() {
     let t = Tensor::from_vec(vec![1.0f32; 5], &[5]).unwrap();
-    let e = t.as_strided(&[5], &[1 << 62], 0).unwrap_err();
+    let e = t.strided_view(&[5], &[1 << 62], 0).unwrap_err();
     assert_eq!(
         e.to_string(),
         "Storage size calculation overflowed with sizes=[5] and strides=[4611686018427387904]"
     );
-    assert!(t.as_strided(&[2], &[1], usize::MAX).is_err());
-    assert!(t.as_strided(&[usize::MAX, 3], &[0, 1], 0).is_err());
-    assert!(t.as_strided(&[2, 2], &[1], 0).is_err());
-    let e = t.as_strided(&[3], &[3], 0).unwrap_err().to_string();
+    assert!(t.strided_view(&[2], &[1], usize::MAX).is_err());
+    assert!(t.strided_view(&[usize::MAX, 3], &[0, 1], 0).is_err());
+    assert!(t.strided_view(&[2, 2], &[1], 0).is_err());
+    let e = t.strided_view(&[3], &[3], 0).unwrap_err().to_string();
     assert_eq!(e, "setStorage: sizes [3], strides [3], storage offset 0, and itemsize 4 requiring a storage size of 28 are out of bounds for storage of size 20");
-    assert!(t.as_strided(&[3], &[2], 0).is_ok());
+    assert!(t.strided_view(&[3], &[2], 0).is_ok());
     assert!(t
-        .as_strided(&[0, i64::MAX as usize], &[1 << 62, 1 << 62], 7)
+        .strided_view(&[0, i64::MAX as usize], &[1 << 62, 1 << 62], 7)
         .is_ok());
     // Sizes are int64 in PyTorch, also on an empty tensor.
     assert!(t
-        .as_strided(&[0, usize::MAX], &[1 << 62, 1 << 62], 7)
+        .strided_view(&[0, usize::MAX], &[1 << 62, 1 << 62], 7)
         .is_err());
     let mut g = t.geometry();
     g.strides = [1usize << 62].into_iter().collect();

@@ -95,7 +95,7 @@ fn an_in_place_view_adds_a_view_step() {
     let f = |v: &[Value]| -> Result<Vec<Value>> {
         let a = opforge::ops::clone(&arg(v, 0), None)?;
         let mut w = a.view(&[2, 6])?.unsqueeze(0)?;
-        w.squeeze_(0)?;
+        w.squeeze_dim_(0)?;
         w.add_(&Tensor::wrapped_number(Scalar::Int(1)))?;
         Ok(vec![Value::Tensor(a), Value::Tensor(w)])
     };
@@ -184,7 +184,7 @@ fn writes_through_every_view_land_where_eager_ones_do() {
         ("permute", |a| a.permute(&[1, 0])),
         ("view", |a| a.view(&[4, 3])),
         ("unsqueeze", |a| a.unsqueeze(1)),
-        ("squeeze", |a| a.unsqueeze(0)?.squeeze(0)),
+        ("squeeze", |a| a.unsqueeze(0)?.squeeze_dim(0)),
         ("detach", |a| a.detach()),
         ("expand", |a| a.select(0, 0)?.unsqueeze(0)?.expand(&[1, 4])),
     ];
@@ -205,7 +205,9 @@ fn writes_through_every_view_land_where_eager_ones_do() {
 }
 
 /// An in-place call keeps its errors: the write is checked on meta tensors
-/// before the functional operator (which would broadcast) runs.
+/// before the functional operator (which would broadcast) runs. PyTorch's
+/// meta kernel of an in-place binary operator words the error its own way
+/// (`torch/_refs`), and so does its functionalization.
 #[test]
 fn an_in_place_call_raises_what_it_raises_eagerly() {
     let f = |v: &[Value]| -> Result<Vec<Value>> {
@@ -219,12 +221,13 @@ fn an_in_place_call_raises_what_it_raises_eagerly() {
     ];
     let eager = f(&inputs).unwrap_err();
     let func = functionalize(f)(&inputs).unwrap_err();
-    assert_eq!(func.to_string(), eager.to_string());
-    assert!(
-        eager
-            .to_string()
-            .contains("doesn't match the broadcast shape"),
-        "{eager}"
+    assert_eq!(
+        eager.to_string(),
+        "output with shape [1] doesn't match the broadcast shape [3]"
+    );
+    assert_eq!(
+        func.to_string(),
+        "output with shape torch.Size([1]) doesn't match the broadcast shape (3,)"
     );
     // A plain tensor written from a functional one: PyTorch's refusal.
     let outside = t(&[0.0, 0.0, 0.0], &[3]);
@@ -259,4 +262,117 @@ fn factories_inside_make_functional_tensors() {
     })(&[])
     .unwrap();
     agree(f, &[t(&[1.0, 2.0], &[2])]);
+}
+
+/// A functional view carries the sizes, strides and offset the eager view
+/// has (PyTorch's "Note [Propagating strides in the functionalization
+/// pass]"), so `contiguous` of a transposed view copies, as eagerly: a
+/// later write to the base does not reach it. PyTorch 2.15 records `t`,
+/// `clone(t, memory_format=torch.contiguous_format)`, `add`, `copy_` (with
+/// views removed, `t_copy` for `t`).
+#[test]
+fn contiguous_of_a_transposed_view_copies_as_eagerly() {
+    let f = |v: &[Value]| -> Result<Vec<Value>> {
+        let mut x = arg(v, 0);
+        let c = x.t()?.contiguous()?;
+        x.add_(&Tensor::wrapped_number(Scalar::Int(1)))?;
+        Ok(vec![Value::Tensor(c), Value::Tensor(x)])
+    };
+    let x = t(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 3]);
+    let out = functionalize(f)(&[Value::Tensor(x.deep_clone().unwrap())]).unwrap();
+    assert_eq!(values(&out[0]), [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+    let g = traced(f, &[Value::Tensor(x.clone())]);
+    assert_eq!(
+        g.to_string(),
+        "def forward(self, arg0_1):\n    \
+         t_copy = torch.ops.aten.t_copy.default(arg0_1)\n    \
+         clone = torch.ops.aten.clone.default(t_copy, memory_format = torch.contiguous_format);  t_copy = None\n    \
+         add = torch.ops.aten.add.Tensor(arg0_1, 1)\n    \
+         copy_ = torch.ops.aten.copy_.default(arg0_1, add);  arg0_1 = copy_ = None\n    \
+         return (clone, add)\n"
+    );
+    agree(f, &[x]);
+}
+
+/// `reshape` of a view that cannot be viewed so is PyTorch's
+/// `_unsafe_view(clone(…, contiguous_format), shape)`, a copy, as eagerly;
+/// `view` of it fails with eager's message.
+#[test]
+fn reshape_of_a_permuted_view_copies_and_view_of_it_fails() {
+    let f = |v: &[Value]| -> Result<Vec<Value>> {
+        let mut x = arg(v, 0);
+        let r = x.permute(&[1, 0])?.reshape(&[-1])?;
+        x.add_(&Tensor::wrapped_number(Scalar::Int(1)))?;
+        Ok(vec![Value::Tensor(r)])
+    };
+    let x = t(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 3]);
+    let out = functionalize(f)(&[Value::Tensor(x.deep_clone().unwrap())]).unwrap();
+    assert_eq!(values(&out[0]), [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+    let g = traced(f, &[Value::Tensor(x.clone())]);
+    assert_eq!(
+        g.targets(),
+        [
+            "aten.permute_copy.default",
+            "aten.clone.default",
+            "aten._unsafe_view.default",
+            "aten.add.Tensor",
+            "aten.copy_.default"
+        ]
+    );
+    agree(f, &[x]);
+    let v = |v: &[Value]| -> Result<Vec<Value>> { Ok(vec![Value::Tensor(arg(v, 0).view(&[-1])?)]) };
+    let xt = opforge::ops::t(&torch::zeros(&[2, 3]).unwrap()).unwrap();
+    let e = functionalize(v)(&[Value::Tensor(xt)]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+    );
+}
+
+/// An in-place view of an input changes the input's shape, as eagerly:
+/// PyTorch's `_propagate_functional_input_mutation` restrides the input
+/// (`as_strided_` to the new sizes and strides) before copying the values
+/// in; PyTorch 2.15 records exactly this graph.
+#[test]
+fn an_in_place_view_of_an_input_reaches_the_input() {
+    let f = |v: &[Value]| -> Result<Vec<Value>> {
+        let mut x = arg(v, 0);
+        x.squeeze_dim_(1)?;
+        Ok(vec![Value::Tensor(
+            x.add(&Tensor::wrapped_number(Scalar::Int(1)))?,
+        )])
+    };
+    let x = t(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 1, 3]);
+    let out = functionalize(f)(&[Value::Tensor(x.clone())]).unwrap();
+    assert_eq!(values(&out[0]), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!((x.shape(), x.strides()), (vec![2, 3], vec![3, 1]));
+    assert_eq!(values(&Value::Tensor(x)), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    let g = traced(f, &[Value::Tensor(t(&[0.0; 6], &[2, 1, 3]))]);
+    assert_eq!(
+        g.to_string(),
+        "def forward(self, arg0_1):\n    \
+         squeeze_copy = torch.ops.aten.squeeze_copy.dim(arg0_1, 1)\n    \
+         add = torch.ops.aten.add.Tensor(squeeze_copy, 1)\n    \
+         as_strided_ = torch.ops.aten.as_strided_.default(arg0_1, [2, 3], [3, 1]);  arg0_1 = None\n    \
+         copy_ = torch.ops.aten.copy_.default(as_strided_, squeeze_copy);  as_strided_ = squeeze_copy = copy_ = None\n    \
+         return (add,)\n"
+    );
+    // A write after the in-place view: the broadcast is checked against
+    // the new shape, as eagerly.
+    let g = |v: &[Value]| -> Result<Vec<Value>> {
+        let mut x = arg(v, 0);
+        x.squeeze_dim_(1)?;
+        x.add_(&arg(v, 1))?;
+        Ok(vec![])
+    };
+    let x = t(&[0.0; 6], &[2, 1, 3]);
+    functionalize(g)(&[
+        Value::Tensor(x.clone()),
+        Value::Tensor(t(&[1.0; 6], &[2, 3])),
+    ])
+    .unwrap();
+    assert_eq!(
+        (x.shape(), values(&Value::Tensor(x))),
+        (vec![2, 3], vec![1.0; 6])
+    );
 }

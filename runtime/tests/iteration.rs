@@ -53,7 +53,7 @@ fn random_view(rng: &mut Rng, shape: &[usize], dtype: DType, allow_expand: bool)
     }
     let offset = rng.below(3);
     let base = random_base(rng, acc + offset + 1, dtype);
-    base.as_strided(shape, &strides, offset).unwrap()
+    base.strided_view(shape, &strides, offset).unwrap()
 }
 
 fn random_shape(rng: &mut Rng) -> Vec<usize> {
@@ -219,7 +219,7 @@ fn results_do_not_depend_on_the_thread_count() {
     let n = 1_000_003;
     let x = random_base(&mut rng, n, DType::Float32);
     let y = random_base(&mut rng, n, DType::Float32);
-    let m = x.as_strided(&[1000, 1000], &[1, 1000], 0).unwrap();
+    let m = x.strided_view(&[1000, 1000], &[1, 1000], 0).unwrap();
     let run = || {
         vec![
             ops::sum(&x, None).unwrap(),
@@ -327,7 +327,7 @@ fn new_outputs_follow_the_inputs_memory_order() {
     assert_eq!(out.strides(), vec![1, 4]);
     // Channels-last inputs give a channels-last output.
     let x = Tensor::zeros(&[2 * 3 * 4 * 5], DType::Float32, Device::Cpu)
-        .as_strided(&[2, 3, 4, 5], &[60, 1, 15, 3], 0)
+        .strided_view(&[2, 3, 4, 5], &[60, 1, 15, 3], 0)
         .unwrap();
     assert_eq!(ops::neg(&x).unwrap().strides(), vec![60, 1, 15, 3]);
 }
@@ -432,7 +432,7 @@ fn transposed_operands_give_exact_sums() {
             let v: Vec<f32> = (0..rows * cols).map(|i| (i % 977) as f32 * 0.25).collect();
             let m = Tensor::from_vec(v.clone(), &[rows, cols]).unwrap();
             let t = Tensor::from_vec(v.clone(), &[cols, rows]).unwrap();
-            let tt = t.as_strided(&[rows, cols], &[1, rows], 0).unwrap();
+            let tt = t.strided_view(&[rows, cols], &[1, rows], 0).unwrap();
             let got = ops::add_Tensor(&m, &tt, Scalar::Int(1))
                 .unwrap()
                 .to_vec::<f32>()
@@ -453,7 +453,7 @@ fn transposed_operands_give_exact_sums() {
         let v: Vec<i64> = (0..(b * r * c) as i64).collect();
         let x = Tensor::from_vec(v.clone(), &[b, r, c]).unwrap();
         let y = Tensor::from_vec(v.clone(), &[b, c, r]).unwrap();
-        let yt = y.as_strided(&[b, r, c], &[r * c, 1, r], 0).unwrap();
+        let yt = y.strided_view(&[b, r, c], &[r * c, 1, r], 0).unwrap();
         let got = ops::mul_Tensor(&x, &yt).unwrap().to_vec::<i64>().unwrap();
         for k in 0..b {
             for i in 0..r {

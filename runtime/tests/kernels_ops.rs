@@ -356,13 +356,22 @@ fn meta_kernels_compute_shapes_only() {
     assert_eq!((r.device(), r.shape()), (Device::Meta, vec![2, 5, 3, 2]));
     let r = composite::zeros(&[3], None, None, Some(Device::Meta), None).unwrap();
     assert_eq!(r.device(), Device::Meta);
+    // PyTorch's meta kernel of an in-place binary operator is its Python
+    // one (`torch/_refs`), in its words.
     assert_eq!(
         err(meta::add__Tensor(
             &mut m(&[3], DType::Float32),
             &m(&[2, 3], DType::Float32),
             Scalar::Int(1)
         )),
-        "output with shape [3] doesn't match the broadcast shape [2, 3]"
+        "output with shape torch.Size([3]) doesn't match the broadcast shape (2, 3)"
+    );
+    assert_eq!(
+        err(meta::mul__Tensor(
+            &mut m(&[3, 1], DType::Float32),
+            &m(&[2, 8], DType::Float32)
+        )),
+        "Attempting to broadcast a dimension of length 2 at -2! Mismatching argument at index 1 had torch.Size([2, 8]); but expected shape should be broadcastable to [3, 8]"
     );
 }
 

@@ -200,6 +200,11 @@ const OVERRIDES: &[(&str, &[(&str, Arg)])] = &[
         &[("dim0", Arg::Int(0)), ("dim1", Arg::Int(1))],
     ),
     ("unsqueeze", &[("dim", Arg::Int(1))]),
+    ("unsqueeze_", &[("dim", Arg::Int(1))]),
+    (
+        "transpose_",
+        &[("dim0", Arg::Int(0)), ("dim1", Arg::Int(1))],
+    ),
     ("view", &[("size", Arg::Ints(&[3, 2]))]),
     (
         "where.self",

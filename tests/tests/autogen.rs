@@ -32,9 +32,13 @@ fn view_arg(op: &str, name: &str, ty: &Ty) -> Value {
         "size" | "shape" if op.starts_with("expand") => Value::IntList(vec![3, 4]),
         "size" | "shape" => Value::IntList(vec![4, 3]),
         "dims" => Value::IntList(vec![1, 0]),
+        // `as_strided`: the transpose of `self`.
+        "stride" => Value::IntList(vec![1, 4]),
+        "storage_offset" => Value::Int(0),
         "dim" | "index" | "start" => Value::Int(1),
         "dim0" => Value::Int(0),
-        "dim1" => Value::Int(1),
+        "dim1" | "offset" => Value::Int(1),
+        "dim2" => Value::Int(0),
         "end" => Value::Int(3),
         "step" => Value::Int(1),
         "implicit" => Value::Bool(false),
@@ -67,36 +71,40 @@ fn view_copies_are_contiguous_copies_of_their_views() {
             Value::Tensor(t) => t.clone(),
             other => panic!("{}: self is {other:?}", c.name),
         };
-        let v = view
-            .call_boxed(&args)
-            .unwrap()
-            .remove(0)
-            .as_tensor()
-            .unwrap()
-            .clone();
-        let copy = dispatcher()
-            .find(c.name)
-            .unwrap()
-            .call_boxed(&args)
-            .unwrap()
-            .remove(0)
-            .as_tensor()
-            .unwrap()
-            .clone();
-        assert!(
-            v.storage().ptr_eq(&input.storage()),
-            "{view_name} is a view"
+        // Every result (`unbind` has several).
+        let tensors = |vs: Vec<Value>| -> Vec<Tensor> {
+            match vs.into_iter().next() {
+                Some(Value::Tensor(t)) => vec![t],
+                Some(Value::TensorList(ts)) => ts,
+                other => panic!("{}: result {other:?}", c.name),
+            }
+        };
+        let views = tensors(view.call_boxed(&args).unwrap());
+        let copies = tensors(
+            dispatcher()
+                .find(c.name)
+                .unwrap()
+                .call_boxed(&args)
+                .unwrap(),
         );
-        assert_eq!(copy.shape(), v.shape(), "{}", c.name);
-        assert_eq!(values(&copy), values(&v), "{}", c.name);
-        assert!(
-            copy.is_contiguous(),
-            "{}: strides {:?}",
-            c.name,
-            copy.strides()
-        );
-        assert!(!copy.storage().ptr_eq(&input.storage()), "{}", c.name);
-        assert_eq!(copy.storage_offset(), 0, "{}", c.name);
+        assert_eq!(copies.len(), views.len(), "{}", c.name);
+        assert!(!views.is_empty(), "{}", c.name);
+        for (v, copy) in views.iter().zip(&copies) {
+            assert!(
+                v.storage().ptr_eq(&input.storage()),
+                "{view_name} is a view"
+            );
+            assert_eq!(copy.shape(), v.shape(), "{}", c.name);
+            assert_eq!(values(copy), values(v), "{}", c.name);
+            assert!(
+                copy.is_contiguous(),
+                "{}: strides {:?}",
+                c.name,
+                copy.strides()
+            );
+            assert!(!copy.storage().ptr_eq(&input.storage()), "{}", c.name);
+            assert_eq!(copy.storage_offset(), 0, "{}", c.name);
+        }
     }
 }
 

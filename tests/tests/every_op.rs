@@ -83,6 +83,8 @@ fn arg(op: &str, a: &ArgSchema, device: Device) -> Value {
         ("out", _) => Value::Tensor(Tensor::zeros(&[0], out_dtype(op), device)),
         ("dims", _) => Value::IntList(vec![1, 0]),
         ("size" | "shape", _) => Value::IntList(vec![2, 2]),
+        ("stride", _) => Value::IntList(vec![2, 1]),
+        ("dim2", _) => Value::Int(1),
         ("dim", Ty::List(..)) => Value::IntList(vec![0]),
         ("dtype", Ty::Base(BaseType::ScalarType)) => Value::DType(DType::Float64),
         ("end", _) => Value::Int(4),

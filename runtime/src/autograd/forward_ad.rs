@@ -312,7 +312,7 @@ pub fn set_tangent_in_place(t: &Tensor, tangent: Tensor) -> Result<()> {
             bt
         }
     };
-    let mut place = base_tangent.as_strided(&t.shape(), &t.strides(), t.storage_offset())?;
+    let mut place = base_tangent.strided_view(&t.shape(), &t.strides(), t.storage_offset())?;
     crate::at::copy_(&mut place, &tangent, false)?;
     set_tangent(t, place)
 }
@@ -327,7 +327,7 @@ fn zeros_laid_out_as(t: &Tensor) -> Result<Tensor> {
         .with_geometry(|g| crate::tensor::last_offset(&g.shape, &g.strides, g.offset))?
         .map_or(0, |last| last + 1);
     let flat = Tensor::zeros(&[span], t.dtype(), t.device());
-    flat.as_strided(&t.shape(), &t.strides(), t.storage_offset())
+    flat.strided_view(&t.shape(), &t.strides(), t.storage_offset())
 }
 
 fn check_tangent(primal: &Tensor, tangent: &Tensor) -> Result<()> {

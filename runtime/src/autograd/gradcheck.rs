@@ -314,7 +314,7 @@ fn element_offset(t: &Tensor, mut k: usize) -> usize {
 
 /// A zero-dimensional view of element `k`, without history.
 fn element(t: &Tensor, k: usize) -> Result<Tensor> {
-    t.as_strided(&[], &[], element_offset(t, k))
+    t.strided_view(&[], &[], element_offset(t, k))
 }
 
 fn scalar_f64(t: &Tensor) -> Result<f64> {
@@ -1135,9 +1135,9 @@ fn random_grad_output(shape: &[usize], dtype: DType, noncontiguous: bool) -> Res
             strides[d] = acc;
             acc *= shape[d];
         }
-        base.as_strided(shape, &strides, 0)?
+        base.strided_view(shape, &strides, 0)?
     } else {
-        base.as_strided(shape, &crate::tensor::contiguous_strides(shape), 0)?
+        base.strided_view(shape, &crate::tensor::contiguous_strides(shape), 0)?
     };
     t.set_requires_grad(true)?;
     Ok(t)

@@ -32,7 +32,7 @@ struct SavedOutput {
 
 /// A view of `t` over the same storage and geometry, with no history.
 pub(crate) fn shallow_detach(t: &Tensor) -> Result<Tensor> {
-    t.as_strided(&t.shape(), &t.strides(), t.storage_offset())
+    t.strided_view(&t.shape(), &t.strides(), t.storage_offset())
 }
 
 impl SavedTensor {

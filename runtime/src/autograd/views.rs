@@ -234,7 +234,7 @@ impl Geom {
 /// A zero tensor of `like`'s dtype and device laid out as `base` (its sizes
 /// and strides, at offset 0 of a storage of its extent).
 fn zeros_laid_out(base: &Geom, like: &Tensor) -> Result<Tensor> {
-    Tensor::try_zeros(&[base.extent()?], like.dtype(), like.device())?.as_strided(
+    Tensor::try_zeros(&[base.extent()?], like.dtype(), like.device())?.strided_view(
         &base.shape,
         &base.strides,
         0,
@@ -257,7 +257,7 @@ pub fn gather(g: &Tensor, base: &Geom, view: &Geom) -> Result<Tensor> {
         let _below = below_autograd();
         let mut laid = zeros_laid_out(base, g)?;
         at::copy_(&mut laid, g, false)?;
-        laid.as_strided(&view.shape, &view.strides, relative_offset(base, view)?)?
+        laid.strided_view(&view.shape, &view.strides, relative_offset(base, view)?)?
     };
     record_route(Route::Gather, g, &out, base, view);
     Ok(out)
@@ -296,7 +296,7 @@ pub fn scatter(g: &Tensor, base: &Geom, view: &Geom) -> Result<Tensor> {
         }
         let laid = zeros_laid_out(base, &g)?;
         let mut region =
-            laid.as_strided(&once.shape, &once.strides, relative_offset(base, view)?)?;
+            laid.strided_view(&once.shape, &once.strides, relative_offset(base, view)?)?;
         at::copy_(&mut region, &g, false)?;
         laid
     };

@@ -10,7 +10,10 @@
 //! every call on them comes here:
 //!
 //! - a view (`select`) runs as its `*_copy` operator (`select_copy`), and
-//!   its result remembers the view step;
+//!   its result remembers the view step; its wrapper has the sizes, strides
+//!   and offset the view has eagerly (the view run on a meta copy first,
+//!   which also raises eager's errors), so composites that read them
+//!   (`contiguous`, `reshape`) decide as eagerly;
 //! - an in-place operator (`sin_`) or an `out=` one runs as its functional
 //!   variant (`sin`); the result becomes the written tensor's value, and a
 //!   write through a view is put back into the view's base by the view's
@@ -23,7 +26,9 @@
 //! - anything else runs on the values, and its results are wrapped.
 //!
 //! When the program returns, its results are unwrapped, and an input that
-//! was written gets its new value by one `copy_`, outside the layer.
+//! was written gets its new value by one `copy_`, outside the layer, after
+//! an `as_strided_` to its new sizes and strides if an in-place view changed
+//! its sizes (PyTorch's `_propagate_functional_input_mutation`).
 //!
 //! PyTorch's caveat holds: a tensor handed to an object's method and then
 //! written in place is not tracked (the object keeps the value it was given;
@@ -126,24 +131,94 @@ fn run(f: impl FnOnce(&[Value]) -> Result<Vec<Value>>, inputs: &[Value]) -> Resu
         }
         outs
     };
-    // Inputs written inside: their new values, copied in outside the layer.
+    // Inputs written inside: their new values, copied in outside the layer
+    // (PyTorch's `_propagate_functional_input_mutation`): an input whose
+    // sizes changed (an in-place view) is first given its new sizes and
+    // strides by `as_strided_`.
     let copy = operator("aten::copy_")?;
+    let restride = operator("aten::as_strided_")?;
     for (input, w) in inputs.iter().zip(&wrapped) {
         let (mut originals, mut news) = (Vec::new(), Vec::new());
         input.for_each_tensor(&mut |t| originals.push(t.clone()));
-        w.for_each_tensor(&mut |t| news.push(tensor::value(t)));
-        for (original, new) in originals.iter().zip(news) {
-            if !new.is_same(original) {
-                let args = [
-                    Value::Tensor(original.clone()),
-                    Value::Tensor(new),
-                    Value::Bool(false),
-                ];
-                copy.call_boxed(&args)?;
+        w.for_each_tensor(&mut |t| {
+            let unwritten = tensor::unwritten_view(t);
+            news.push((tensor::value(t), t.geometry(), unwritten))
+        });
+        for (original, (new, eager, unwritten)) in originals.iter().zip(news) {
+            if new.is_same(original) {
+                continue;
             }
+            let sizes: Vec<i64> = eager.shape.iter().map(|&n| n as i64).collect();
+            let strides: Vec<i64> = eager.strides.iter().map(|&s| s as i64).collect();
+            if unwritten && partial_overlap(original, &eager) {
+                return Err(Error::Runtime(PARTIAL_OVERLAP.into()));
+            }
+            if original.sizes() != sizes {
+                restride.call_boxed(&[
+                    Value::Tensor(original.clone()),
+                    Value::IntList(sizes),
+                    Value::IntList(strides),
+                    Value::None,
+                ])?;
+            }
+            let args = [
+                Value::Tensor(original.clone()),
+                Value::Tensor(new),
+                Value::Bool(false),
+            ];
+            copy.call_boxed(&args)?;
         }
     }
     Ok(outs)
+}
+
+/// PyTorch's refusal to copy between tensors that partly share memory.
+const PARTIAL_OVERLAP: &str = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.";
+
+/// Would PyTorch's `copy_(input, new)` refuse, `new` being the input seen
+/// with `eager`'s sizes, strides and offset (its value when only in-place
+/// views touched it: PyTorch's functionalization reapplies them as views of
+/// the input), the input given those sizes and strides first if its own
+/// differ? `at::get_overlap_status` is `Partial`: both dense without overlap,
+/// over ranges that meet without being the same elements in the same order.
+fn partial_overlap(input: &Tensor, eager: &crate::tensor::Geometry) -> bool {
+    let g = input.geometry();
+    let (shape, strides) = match g.shape == eager.shape {
+        true => (g.shape.to_vec(), g.strides.to_vec()),
+        false => (eager.shape.to_vec(), eager.strides.to_vec()),
+    };
+    let numel: usize = shape.iter().product();
+    if numel == 0
+        || !dense_without_overlap(&shape, &strides)
+        || !dense_without_overlap(&eager.shape, &eager.strides)
+    {
+        return false;
+    }
+    let (a, b) = (g.offset, eager.offset);
+    if a == b {
+        return strides != eager.strides.as_slice();
+    }
+    a < b + numel && b < a + numel
+}
+
+/// PyTorch's `is_non_overlapping_and_dense`: some order of the dimensions
+/// (size 1 ones aside) steps through the elements one by one.
+fn dense_without_overlap(shape: &[usize], strides: &[usize]) -> bool {
+    let mut dims: Vec<(usize, usize)> = shape
+        .iter()
+        .zip(strides)
+        .filter(|(&n, _)| n != 1)
+        .map(|(&n, &s)| (s, n))
+        .collect();
+    dims.sort_unstable();
+    let mut expected = 1usize;
+    for (s, n) in dims {
+        if s != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(n);
+    }
+    true
 }
 
 /// A session on the thread: its key included, method calls intercepted.
@@ -234,7 +309,11 @@ fn fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Value>> 
         .map(|(i, _)| i)
         .collect();
     if writes.is_empty() {
-        if s.returns.iter().any(|r| r.alias.is_some()) {
+        // `_unsafe_view` is a view for functionalization (PyTorch's
+        // `_unsafe_view_functionalize`): its result aliases its input,
+        // though its schema does not say so (for autograd's sake).
+        let unsafe_view = s.namespace == "aten" && s.name == "_unsafe_view";
+        if unsafe_view || s.returns.iter().any(|r| r.alias.is_some()) {
             return view(op, args);
         }
         return functional(op, args);
@@ -266,7 +345,73 @@ fn functional(op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
     if any_tensor && !any_functional {
         return Ok(outs);
     }
-    wrap_results(outs)
+    // A value laid out otherwise than its tensor eagerly is (a view's
+    // `*_copy`) gives results laid out otherwise too: their eager geometry
+    // is the operator's on meta copies of the inputs' wrappers.
+    let mut relaid = false;
+    for v in args {
+        v.for_each_tensor(&mut |t| {
+            relaid |= is_functional(t) && {
+                let value = tensor::value(t);
+                value.strides() != t.strides() || value.shape() != t.shape()
+            }
+        });
+    }
+    let eager = match relaid {
+        true => on_meta(op, args).ok(),
+        false => None,
+    };
+    let Some(eager) = eager else {
+        return wrap_results(outs);
+    };
+    outs.iter()
+        .zip(&eager)
+        .map(|(v, e)| match (v, e) {
+            (Value::Tensor(t), Value::Tensor(m)) if t.shape() == m.shape() => {
+                Ok(Value::Tensor(tensor::wrap_like(t.clone(), m)))
+            }
+            _ => v.try_map_tensors(&mut |t| Ok(tensor::wrap(t.clone()))),
+        })
+        .collect()
+}
+
+/// A meta tensor with `t`'s (eager) geometry: for a functional tensor, its
+/// wrapper's (PyTorch's `to_meta`); a Python number given for a tensor
+/// stays as it is.
+fn to_meta(t: &Tensor) -> Tensor {
+    if t.is_wrapped_number() {
+        return t.clone();
+    }
+    t.meta_like()
+}
+
+/// `op` on meta copies of its arguments' tensors ([`to_meta`]): what it
+/// gives eagerly, as geometry, and the errors it raises eagerly, with
+/// dispatch modes off (a graph does not record it).
+fn on_meta(op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    let metas = args
+        .iter()
+        .map(|v| v.try_map_tensors(&mut |t| Ok(to_meta(t))))
+        .collect::<Result<Vec<_>>>()?;
+    crate::overrides::with_dispatch_modes_off(|| {
+        let _below = LocalKeys::exclude(FUNCTIONALIZE_KEY | FAKE_KEY);
+        op.call_boxed(&metas)
+    })
+}
+
+/// The view `op` of the wrapper `base` with the rest of `args` (plain
+/// values) as a step: an `as_strided` without an offset gets `base`'s
+/// eager one (its replay reads the storage, not `base`).
+fn view_meta(op: &Operator, base: &Tensor, rest: &[Value], out_index: usize) -> ViewMeta {
+    let mut rest = rest.to_vec();
+    let meta = ViewMeta::new(op.schema, &rest, out_index);
+    if meta.is_storage_relative() {
+        if let Some(v @ Value::None) = rest.get_mut(2) {
+            *v = Value::Int(base.storage_offset() as i64);
+        }
+        return ViewMeta::new(op.schema, &rest, out_index);
+    }
+    meta
 }
 
 /// A view: its `*_copy` operator on the (not brought up to date) value,
@@ -278,28 +423,50 @@ fn view(op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
     if !is_functional(base) {
         return call_below(op, args);
     }
+    // The view on meta copies first: its eager geometry, and eager's
+    // errors (`view` of strides it cannot view), which the `*_copy`
+    // operator on the value (contiguous) would not raise.
+    let eager = on_meta(op, args)?;
+    let mut eager_tensors = Vec::new();
+    for v in &eager {
+        v.for_each_tensor(&mut |t| eager_tensors.push(t.clone()));
+    }
     let plain: Vec<Value> = args
         .iter()
         .map(|v| v.try_map_tensors(&mut |t| Ok(tensor::value(t))))
         .collect::<Result<_>>()?;
-    let outs = call_below(views::copy_variant(op.schema)?, &plain)?;
     let rest = &plain[1..];
+    let first = view_meta(op, base, rest, 0);
+    let outs = match first.is_storage_relative() {
+        true => vec![Value::Tensor(tensor::storage_view_value(base, &first)?)],
+        false => call_below(views::copy_variant(op.schema)?, &plain)?,
+    };
     let mut i = 0;
     let wrapped = outs
         .iter()
         .map(|v| {
             v.try_map_tensors(&mut |t| {
-                let meta = ViewMeta::new(op.schema, rest, i);
+                let meta = view_meta(op, base, rest, i);
+                let eager = eager_tensors.get(i).ok_or_else(|| {
+                    Error::Runtime(
+                        format!(
+                            "functionalization: {} gave more results than on meta tensors",
+                            op.qualified_name()
+                        )
+                        .into(),
+                    )
+                })?;
                 i += 1;
-                Ok(tensor::wrap_view(t.clone(), base, meta))
+                Ok(tensor::wrap_view(t.clone(), base, meta, eager))
             })
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(wrapped)
 }
 
-/// The view operator an in-place view is (`squeeze_.dim` → `squeeze.dim`),
-/// if it has one.
+/// The view operator an in-place view is (`squeeze_.dim` → `squeeze.dim`,
+/// `transpose_` → `transpose.int`), if it has one: torchgen's pairing, the
+/// view of the same name without the `_` whose arguments are the same.
 fn view_of_inplace_view(op: &Operator) -> Option<&'static Operator> {
     let s = op.schema;
     let base = s.base.strip_suffix('_')?;
@@ -307,7 +474,25 @@ fn view_of_inplace_view(op: &Operator) -> Option<&'static Operator> {
         "" => format!("{}::{base}", s.namespace),
         o => format!("{}::{base}.{o}", s.namespace),
     };
-    operator(&name).ok()
+    if let Ok(found) = operator(&name) {
+        return Some(found);
+    }
+    let same_args = |v: &crate::tables::OpSchema| {
+        v.args.len() == s.args.len()
+            && v.args
+                .iter()
+                .zip(s.args)
+                .all(|(a, b)| a.name == b.name && a.ty == b.ty)
+    };
+    crate::OPS
+        .iter()
+        .find(|v| {
+            v.namespace == s.namespace
+                && v.base == base
+                && v.returns.iter().any(|r| r.alias.is_some())
+                && same_args(v)
+        })
+        .and_then(|v| crate::dispatch::dispatcher().find(&format!("{}::{}", v.namespace, v.name)))
 }
 
 /// An in-place view (`t_`): the step added to the tensor's views.
@@ -318,8 +503,21 @@ fn inplace_view(op: &Operator, view_op: &'static Operator, args: &[Value]) -> Re
     if !is_functional(t) {
         return call_below(op, args);
     }
+    // The view on a meta copy: its eager geometry, and the errors the view
+    // raises (PyTorch's functionalization replays the view operator, so
+    // `t_` of a 3-D tensor fails with `t`'s message).
+    let eager = on_meta(view_op, args)?;
+    let Some(Value::Tensor(eager)) = eager.first() else {
+        return Err(Error::Runtime(
+            format!(
+                "functionalization: {} returned no tensor on meta tensors",
+                op.qualified_name()
+            )
+            .into(),
+        ));
+    };
     let rest: Vec<Value> = args[1..].iter().map(unwrap).collect::<Result<_>>()?;
-    tensor::mutate_view_meta(t, ViewMeta::new(view_op.schema, &rest, 0))?;
+    tensor::mutate_view_meta(t, view_meta(view_op, t, &rest, 0), eager)?;
     Ok(vec![Value::Tensor(t.clone())])
 }
 
@@ -344,8 +542,8 @@ fn mutation(op: &Operator, args: &[Value], writes: &[usize]) -> Result<Vec<Value
         }
         return call_below(op, args);
     }
+    check_on_meta(op, args)?;
     let plain = unwrap_all(args)?;
-    check_on_meta(op, &plain)?;
     let fop = functional_variant(op)?;
     let fargs: Vec<Value> = plain
         .iter()
@@ -383,7 +581,7 @@ fn mutation(op: &Operator, args: &[Value], writes: &[usize]) -> Result<Vec<Value
     }
     for (t, new) in written.iter().zip(new_values) {
         tensor::replace(t, new);
-        tensor::commit_update(t);
+        tensor::commit_update(t)?;
         tensor::sync(t)?;
     }
     if s.kind == SchemaKind::Mutable {
@@ -395,30 +593,20 @@ fn mutation(op: &Operator, args: &[Value], writes: &[usize]) -> Result<Vec<Value
         .collect())
 }
 
-/// Runs the writing call on meta tensors shaped as the values, for its
-/// errors (a write that would broadcast `self`, a dtype it cannot take):
-/// the functional variant would not raise them (PyTorch does the same).
-fn check_on_meta(op: &Operator, plain: &[Value]) -> Result<()> {
+/// Runs the writing call on meta copies of the tensors' wrappers (their
+/// eager geometry, [`to_meta`]), for its errors (a write that would
+/// broadcast `self`, a dtype it cannot take, a write into elements that
+/// share memory): the functional variant would not raise them (PyTorch does
+/// the same).
+fn check_on_meta(op: &Operator, args: &[Value]) -> Result<()> {
     let mut any = false;
-    let metas = plain
-        .iter()
-        .map(|v| {
-            v.try_map_tensors(&mut |t| {
-                if t.is_wrapped_number() {
-                    return Ok(t.clone());
-                }
-                any = true;
-                Ok(t.meta_like())
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+    for v in args {
+        v.for_each_tensor(&mut |t| any |= !t.is_wrapped_number());
+    }
     if !any {
         return Ok(());
     }
-    crate::overrides::with_dispatch_modes_off(|| {
-        let _below = LocalKeys::exclude(FUNCTIONALIZE_KEY | FAKE_KEY);
-        op.call_boxed(&metas).map(drop)
-    })
+    on_meta(op, args).map(drop)
 }
 
 /// The functional variant of a writing operator: `add_.Tensor` →

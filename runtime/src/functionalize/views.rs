@@ -6,6 +6,9 @@
 //! reverse, a written view is put back into its base by the view's inverse
 //! (`select` → `select_scatter`, `t` → `t_copy`, `view` → `view_copy` to the
 //! base's sizes, …), as PyTorch's functionalization does with views removed.
+//! `as_strided` is the exception: it reads its base's storage, so it is
+//! replayed from, and written back into, the storage's base as laid out in
+//! memory (`forward_from_storage`, `reverse_into_storage`).
 
 use super::calls::{call_below, operator, tensor_below};
 use crate::dispatch::Operator;
@@ -27,6 +30,10 @@ pub(super) struct ViewMeta {
 /// `select_copy.int`): what PyTorch generates for every view.
 pub(super) fn copy_variant(view: &OpSchema) -> Result<&'static Operator> {
     let s = view;
+    if s.namespace == "aten" && s.name == "_unsafe_view" {
+        // Replayed as itself (PyTorch's `_unsafe_view_functionalize`).
+        return operator("aten::_unsafe_view");
+    }
     let name = match s.overload {
         "" => format!("{}::{}_copy", s.namespace, s.base),
         o => format!("{}::{}_copy.{o}", s.namespace, s.base),
@@ -70,6 +77,56 @@ impl ViewMeta {
         })
     }
 
+    /// Does the view read its base's storage rather than its base
+    /// (`as_strided`: its size, stride and offset are positions in memory)?
+    pub(super) fn is_storage_relative(&self) -> bool {
+        self.view.namespace == "aten" && self.view.name == "as_strided"
+    }
+
+    /// `as_strided(size, stride, offset)` of the storage whose base is
+    /// `base` laid out as `base_meta` (its eager geometry): `as_strided_copy`
+    /// of `base` itself when it is laid out so, else of the storage made
+    /// again from it ([`storage_of`]).
+    pub(super) fn forward_from_storage(&self, base: &Tensor, base_meta: &Tensor) -> Result<Tensor> {
+        let memory = match laid_out_as(base, base_meta) {
+            true => base.clone(),
+            false => storage_of(base, base_meta)?,
+        };
+        let mut all = vec![Value::Tensor(memory)];
+        all.extend_from_slice(&self.args);
+        tensor_below("aten::as_strided_copy", &all)
+    }
+
+    /// The storage's base with this `as_strided` view of it replaced by
+    /// `mutated`: `as_strided_scatter` into the base when it is laid out as
+    /// eagerly, else into the storage made again from it, read back with the
+    /// base's eager geometry.
+    pub(super) fn reverse_into_storage(
+        &self,
+        base: &Tensor,
+        base_meta: &Tensor,
+        mutated: &Tensor,
+    ) -> Result<Tensor> {
+        let scatter = |memory: Tensor| {
+            let mut all = vec![Value::Tensor(memory), Value::Tensor(mutated.clone())];
+            all.extend_from_slice(&self.args);
+            tensor_below("aten::as_strided_scatter", &all)
+        };
+        if laid_out_as(base, base_meta) {
+            return scatter(base.clone());
+        }
+        let memory = scatter(storage_of(base, base_meta)?)?;
+        tensor_below(
+            "aten::as_strided_copy",
+            &[
+                Value::Tensor(memory),
+                Value::IntList(base_meta.sizes()),
+                ints(&base_meta.strides()),
+                Value::Int(base_meta.storage_offset() as i64),
+            ],
+        )
+    }
+
     /// `base` with this view of it replaced by `mutated` (the view's
     /// inverse, never a view: PyTorch's `InverseReturnMode::NeverView`).
     pub(super) fn reverse(&self, base: &Tensor, mutated: &Tensor) -> Result<Tensor> {
@@ -91,10 +148,6 @@ impl ViewMeta {
                 "aten::diagonal_scatter",
                 &[b(), m(), arg(0), arg(1), arg(2)],
             ),
-            "as_strided" => tensor_below(
-                "aten::as_strided_scatter",
-                &[b(), m(), arg(0), arg(1), arg(2)],
-            ),
             "unbind.int" => tensor_below(
                 "aten::select_scatter",
                 &[b(), m(), arg(0), Value::Int(self.out_index as i64)],
@@ -109,7 +162,8 @@ impl ViewMeta {
                 }
                 tensor_below("aten::permute_copy", &[m(), Value::IntList(inverse)])
             }
-            "view" | "_unsafe_view" => tensor_below("aten::view_copy", &[m(), sizes()]),
+            "view" => tensor_below("aten::view_copy", &[m(), sizes()]),
+            "_unsafe_view" => tensor_below("aten::_unsafe_view", &[m(), sizes()]),
             "unsqueeze" => tensor_below("aten::squeeze_copy.dim", &[m(), arg(0)]),
             "squeeze.dim" => unsqueeze_to(mutated, &[int(&arg(0))], &base.shape()),
             "squeeze" => {
@@ -129,6 +183,48 @@ impl ViewMeta {
             _ => Err(no_inverse(self.view)),
         }
     }
+}
+
+/// Is `base` (a value) laid out in memory as `base_meta` (its eager
+/// geometry), over a storage as large: then its storage's positions are
+/// eager's.
+fn laid_out_as(base: &Tensor, base_meta: &Tensor) -> bool {
+    base.strides() == base_meta.strides()
+        && base.storage_offset() == base_meta.storage_offset()
+        && base.storage().len() >= base_meta.storage().len()
+}
+
+/// The storage eager execution would have under `base` (laid out as
+/// `base_meta`), as a 1-dimensional tensor: zeros with `base` scattered
+/// into its positions (`as_strided_scatter`). Positions outside `base` are
+/// not tracked (PyTorch's `functionalize` documents the same limit of
+/// `as_strided`): they read as zeros.
+fn storage_of(base: &Tensor, base_meta: &Tensor) -> Result<Tensor> {
+    let len = base_meta.storage().len() as i64;
+    let zeros = tensor_below(
+        "aten::zeros",
+        &[
+            Value::IntList(vec![len]),
+            Value::DType(base.dtype()),
+            Value::None,
+            Value::Device(base.device()),
+            Value::None,
+        ],
+    )?;
+    tensor_below(
+        "aten::as_strided_scatter",
+        &[
+            Value::Tensor(zeros),
+            Value::Tensor(base.clone()),
+            Value::IntList(base_meta.sizes()),
+            ints(&base_meta.strides()),
+            Value::Int(base_meta.storage_offset() as i64),
+        ],
+    )
+}
+
+fn ints(v: &[usize]) -> Value {
+    Value::IntList(v.iter().map(|&n| n as i64).collect())
 }
 
 fn no_inverse(view: &OpSchema) -> Error {

@@ -442,6 +442,17 @@ macro_rules! backend_kernels {
             shape::index_select(self_, dim, index, Some(out))
         }
 
+        #[doc = concat!("`as_strided` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn as_strided(
+            self_: &Tensor,
+            size: &[i64],
+            stride: &[i64],
+            storage_offset: Option<i64>,
+        ) -> Result<Tensor> {
+            views::as_strided(self_, size, stride, storage_offset)
+        }
+
         #[doc = concat!("`view` (", stringify!($key), ").")]
         #[$crate::kernel($key)]
         pub fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {

@@ -269,11 +269,67 @@ fn check_scatter_src(view: &Tensor, src: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// `select_scatter(self, src, dim, index)`: a clone of `self` whose
+/// PyTorch's `clone_preserve_strides`, what every `*_scatter` operator
+/// writes into: `self`'s whole storage copied, seen with `self`'s geometry
+/// (a plain `clone` when `self`'s elements overlap, where a write would be
+/// refused, and when `self` covers its storage densely from its start, where
+/// the two are the same).
+fn clone_preserve_strides(self_: &Tensor) -> Result<Tensor> {
+    let g = self_.geometry();
+    let covers = g.offset == 0
+        && g.storage.len() == crate::tensor::numel(&g.shape)
+        && super::layout::is_non_overlapping_and_dense(&g.shape, &g.strides);
+    if covers || crate::tensor::is_expanded(&g.shape, &g.strides) {
+        return ops::clone(self_, None);
+    }
+    let full = ops::as_strided(self_, &[g.storage.len() as i64], &[1], Some(0))?;
+    let copy = ops::clone(&full, None)?;
+    let strides: Vec<i64> = g.strides.iter().map(|&s| s as i64).collect();
+    ops::as_strided(&copy, &self_.sizes(), &strides, Some(g.offset as i64))
+}
+
+/// `diagonal_scatter(self, src, offset, dim1, dim2)`: a copy of `self`
+/// whose `diagonal(offset, dim1, dim2)` is `src`.
+#[kernel(CompositeExplicitAutogradNonFunctional)]
+pub fn diagonal_scatter(
+    self_: &Tensor,
+    src: &Tensor,
+    offset: i64,
+    dim1: i64,
+    dim2: i64,
+) -> Result<Tensor> {
+    fresh(clone_preserve_strides(self_)?, |output| {
+        let view = ops::diagonal(output, offset, dim1, dim2)?;
+        check_scatter_src(&view, src)?;
+        ops::copy_(&view, src)?;
+        Ok(output.clone())
+    })
+}
+
+/// `as_strided_scatter(self, src, size, stride, storage_offset)`: a copy of
+/// `self` (its whole storage) whose `as_strided(size, stride,
+/// storage_offset)` is `src`.
+#[kernel(CompositeExplicitAutogradNonFunctional)]
+pub fn as_strided_scatter(
+    self_: &Tensor,
+    src: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    fresh(clone_preserve_strides(self_)?, |output| {
+        let view = ops::as_strided(output, size, stride, storage_offset)?;
+        check_scatter_src(&view, src)?;
+        ops::copy_(&view, src)?;
+        Ok(output.clone())
+    })
+}
+
+/// `select_scatter(self, src, dim, index)`: a copy of `self` whose
 /// `select(dim, index)` is `src` (PyTorch's `select_scatter_symint`).
 #[kernel(CompositeExplicitAutogradNonFunctional)]
 pub fn select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-    fresh(ops::clone(self_, None)?, |output| {
+    fresh(clone_preserve_strides(self_)?, |output| {
         let view = ops::select_int(output, dim, index)?;
         check_scatter_src(&view, src)?;
         ops::copy_(&view, src)?;
@@ -281,7 +337,7 @@ pub fn select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Res
     })
 }
 
-/// `slice_scatter(self, src, dim, start, end, step)`: a clone of `self`
+/// `slice_scatter(self, src, dim, start, end, step)`: a copy of `self`
 /// whose `slice(dim, start, end, step)` is `src`.
 #[kernel(CompositeExplicitAutogradNonFunctional)]
 pub fn slice_scatter(
@@ -292,7 +348,7 @@ pub fn slice_scatter(
     end: Option<i64>,
     step: i64,
 ) -> Result<Tensor> {
-    fresh(ops::clone(self_, None)?, |output| {
+    fresh(clone_preserve_strides(self_)?, |output| {
         let view = ops::slice_Tensor(output, dim, start, end, step)?;
         check_scatter_src(&view, src)?;
         ops::copy_(&view, src)?;
@@ -327,6 +383,73 @@ pub fn squeeze__dim(self_: &mut Tensor, dim: i64) -> Result<Tensor> {
     let squeezed = views::squeeze_dim(self_, dim)?;
     self_.set_geometry(squeezed.geometry())?;
     Ok(self_.clone())
+}
+
+/// `squeeze(self)`: every dimension of size 1 removed.
+#[kernel(CompositeExplicitAutograd)]
+pub fn squeeze(self_: &Tensor) -> Result<Tensor> {
+    views::squeeze(self_)
+}
+
+/// The in-place form of a view (`t_`, `squeeze_`): `self` itself, given the
+/// view's geometry (over its own storage).
+fn restride(self_: &mut Tensor, view: Tensor) -> Result<Tensor> {
+    self_.set_geometry(view.geometry())?;
+    Ok(self_.clone())
+}
+
+/// `squeeze_(self)`: `self` itself, every dimension of size 1 removed.
+#[kernel(CompositeExplicitAutograd)]
+pub fn squeeze_(self_: &mut Tensor) -> Result<Tensor> {
+    let view = views::squeeze(self_)?;
+    restride(self_, view)
+}
+
+/// `t_(self)`: `self` itself, transposed.
+#[kernel(CompositeExplicitAutograd)]
+pub fn t_(self_: &mut Tensor) -> Result<Tensor> {
+    let view = views::t_named(self_, "t_")?;
+    restride(self_, view)
+}
+
+/// `transpose_(self, dim0, dim1)`: `self` itself, transposed.
+#[kernel(CompositeExplicitAutograd)]
+pub fn transpose_(self_: &mut Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    let view = views::transpose(self_, dim0, dim1)?;
+    restride(self_, view)
+}
+
+/// `unsqueeze_(self, dim)`: `self` itself, with a dimension of size 1 at
+/// `dim`.
+#[kernel(CompositeExplicitAutograd)]
+pub fn unsqueeze_(self_: &mut Tensor, dim: i64) -> Result<Tensor> {
+    let view = views::unsqueeze(self_, dim)?;
+    restride(self_, view)
+}
+
+/// `as_strided_(self, size, stride, storage_offset)`: `self` itself, given
+/// that geometry over its storage (PyTorch's `as_strided__symint`).
+#[kernel(CompositeExplicitAutogradNonFunctional)]
+pub fn as_strided_(
+    self_: &mut Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    let view = views::as_strided(self_, size, stride, storage_offset)?;
+    restride(self_, view)
+}
+
+/// `diagonal(self, offset, dim1, dim2)`.
+#[kernel(CompositeExplicitAutograd)]
+pub fn diagonal(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    views::diagonal(self_, offset, dim1, dim2)
+}
+
+/// `unbind.int(self, dim)`: the views `select(dim, i)`.
+#[kernel(CompositeExplicitAutograd)]
+pub fn unbind_int(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    views::unbind(self_, dim)
 }
 
 /// `_unsafe_view(self, size)`: `view`'s result, not recorded as a view of
@@ -612,8 +735,9 @@ pub fn contiguous(self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor>
     ops::clone(self_, Some(memory_format))
 }
 
-/// `reshape(self, shape)`: a view when the strides allow one, else a
-/// contiguous copy viewed.
+/// `reshape(self, shape)`: a view when the strides allow one, else
+/// PyTorch's `_unsafe_view(self.clone(contiguous_format), shape)` (a copy,
+/// not recorded as a view of it).
 #[kernel(CompositeImplicitAutograd)]
 pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
     let inferred = views::infer_size(shape, self_.numel())?;
@@ -622,7 +746,7 @@ pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
     }
     let c = ops::clone(self_, Some(MemoryFormat::Contiguous))?;
     let sizes: Vec<i64> = inferred.iter().map(|&n| n as i64).collect();
-    ops::view(&c, &sizes)
+    ops::_unsafe_view(&c, &sizes)
 }
 
 /// `to.dtype(self, dtype, non_blocking, copy, memory_format)`: `self` when

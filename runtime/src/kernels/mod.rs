@@ -242,7 +242,7 @@ pub(crate) fn empty_strided(
         None => 0,
         Some(last) => last + 1,
     };
-    Tensor::try_zeros(&[len], dtype, device)?.as_strided(shape, strides, 0)
+    Tensor::try_zeros(&[len], dtype, device)?.strided_view(shape, strides, 0)
 }
 
 /// Writes one value into every element of `t` (overlapping elements of an

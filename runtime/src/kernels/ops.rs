@@ -230,3 +230,18 @@ pub(crate) fn normal_(
 ) -> Result<Tensor> {
     op::normal_(&mut self_.clone(), mean, std, generator)
 }
+
+/// `aten::as_strided`
+pub(crate) fn as_strided(
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    op::as_strided(self_, size, stride, storage_offset)
+}
+
+/// `aten::diagonal`
+pub(crate) fn diagonal(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    op::diagonal(self_, offset, dim1, dim2)
+}

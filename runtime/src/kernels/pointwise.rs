@@ -197,7 +197,7 @@ impl<'a> Iter<'a> {
             let data = Loop::fresh(&self.shape, &strides, self.result, &views)?
                 .run_fresh::<N, T, R>(kernel)?;
             let len = data.len();
-            return Tensor::from_vec(data, &[len])?.as_strided(&self.shape, &strides, 0);
+            return Tensor::from_vec(data, &[len])?.strided_view(&self.shape, &strides, 0);
         }
         let t = super::empty_strided(&self.shape, &strides, self.result, self.device)?;
         let og = t.geometry();
@@ -478,6 +478,11 @@ pub(crate) fn binary(
     alpha: Scalar,
     dest: Dest<'_>,
 ) -> Result<Tensor> {
+    if let (Dest::Inplace, Operand::Tensor(s), Operand::Tensor(o)) = (&dest, a, b) {
+        if s.device() == crate::tensor::Device::Meta {
+            meta_inplace_broadcast(&s.shape(), &o.shape())?;
+        }
+    }
     if let Some(r) = binary_plain(op, a, b, alpha, dest) {
         return r;
     }
@@ -540,6 +545,40 @@ pub(crate) fn binary(
         crate::bail!("ZeroDivisionError");
     }
     Ok(r)
+}
+
+/// PyTorch's check of an in-place binary operator on meta tensors (its
+/// Python meta kernel, `torch/_refs`'s `_make_inplace` over
+/// `_broadcast_shapes`, which fake tensors and functionalization run): the
+/// operand broadcasts to `self`'s shape, in that code's words.
+pub(crate) fn meta_inplace_broadcast(self_: &[usize], other: &[usize]) -> Result<()> {
+    use crate::tensor::{python_tuple, torch_size};
+    let n = self_.len().max(other.len());
+    let mut common = vec![1usize; n];
+    for (arg, shape) in [self_, other].into_iter().enumerate() {
+        for k in 1..=shape.len() {
+            let (s, c) = (shape[shape.len() - k], &mut common[n - k]);
+            if s == *c {
+                continue;
+            }
+            if *c == 1 {
+                *c = s;
+            }
+            if s != 1 && *c != s {
+                crate::bail!(
+                    "Attempting to broadcast a dimension of length {s} at -{k}! Mismatching argument at index {arg} had {}; but expected shape should be broadcastable to {common:?}",
+                    torch_size(shape)
+                );
+            }
+        }
+    }
+    crate::ensure!(
+        common == self_,
+        "output with shape {} doesn't match the broadcast shape {}",
+        torch_size(self_),
+        python_tuple(&common)
+    );
+    Ok(())
 }
 
 /// The commonest calls on the shortest path: `add`, `sub`, `mul` or (in a

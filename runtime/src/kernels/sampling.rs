@@ -124,7 +124,7 @@ pub(crate) fn sample(
             _ => Tensor::from_vec(draw_f64(dist.into(), g, n, contiguous)?, &[n])?,
         })
     })?;
-    storage.as_strided(shape, strides, 0)
+    storage.strided_view(shape, strides, 0)
 }
 
 fn draw_f32(draw: Draw, g: &mut CpuGenerator, n: usize, contiguous: bool) -> Result<Vec<f32>> {

@@ -21,7 +21,7 @@ fn narrow(t: &Tensor, d: usize, start: usize, len: usize) -> Result<Tensor> {
         .and_then(|o| o.checked_add(t.storage_offset()))
         .ok_or_else(|| Error::Runtime("narrow: the view's storage offset overflows".into()))?;
     shape[d] = len;
-    t.as_strided(&shape, &strides, offset)
+    t.strided_view(&shape, &strides, offset)
 }
 
 /// Legacy rule: 1-D empty tensors are skipped by `cat`.

@@ -132,7 +132,7 @@ pub(crate) fn compute_stride(
 pub(crate) fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     let shape = infer_size(size, self_.numel())?;
     match compute_stride("view", &self_.shape(), &self_.strides(), &shape)? {
-        Some(strides) => self_.as_strided(&shape, &strides, self_.storage_offset()),
+        Some(strides) => self_.strided_view(&shape, &strides, self_.storage_offset()),
         None => crate::bail!(
             "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."
         ),
@@ -141,7 +141,7 @@ pub(crate) fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
 
 /// `alias()`: a new view with the same geometry.
 pub(crate) fn alias(self_: &Tensor) -> Result<Tensor> {
-    self_.as_strided(&self_.shape(), &self_.strides(), self_.storage_offset())
+    self_.strided_view(&self_.shape(), &self_.strides(), self_.storage_offset())
 }
 
 /// `permute(self, dims)`.
@@ -162,7 +162,7 @@ pub(crate) fn permute(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
         ns.push(shape[w]);
         nst.push(strides[w]);
     }
-    self_.as_strided(&ns, &nst, self_.storage_offset())
+    self_.strided_view(&ns, &nst, self_.storage_offset())
 }
 
 /// `transpose(self, dim0, dim1)`.
@@ -175,15 +175,21 @@ pub(crate) fn transpose(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> 
     let (mut shape, mut strides) = (self_.shape(), self_.strides());
     shape.swap(a, b);
     strides.swap(a, b);
-    self_.as_strided(&shape, &strides, self_.storage_offset())
+    self_.strided_view(&shape, &strides, self_.storage_offset())
 }
 
 /// `t(self)`.
 pub(crate) fn t(self_: &Tensor) -> Result<Tensor> {
+    t_named(self_, "t")
+}
+
+/// `t(self)` for the operator `name` (`t`, `t_`), whose name PyTorch's
+/// message prints.
+pub(crate) fn t_named(self_: &Tensor, name: &str) -> Result<Tensor> {
     let n = self_.dim();
     crate::ensure!(
         n <= 2,
-        "t() expects a tensor with <= 2 dimensions, but self is {n}D"
+        "{name}() expects a tensor with <= 2 dimensions, but self is {n}D"
     );
     transpose(self_, 0, if n < 2 { 0 } else { 1 })
 }
@@ -254,7 +260,7 @@ pub(crate) fn expand(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     }
     let new_shape = super::check_sizes(&es)?;
     let new_strides: Dims = est.iter().map(|&s| s.max(0) as usize).collect();
-    self_.as_strided(&new_shape, &new_strides, offset)
+    self_.strided_view(&new_shape, &new_strides, offset)
 }
 
 /// `select(self, dim, index)`.
@@ -280,7 +286,7 @@ pub(crate) fn select(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     )?;
     shape.remove(d);
     strides.remove(d);
-    self_.as_strided(&shape, &strides, offset)
+    self_.strided_view(&shape, &strides, offset)
 }
 
 /// `slice(self, dim, start, end, step)`: bounds are clamped, `step` must be
@@ -325,7 +331,7 @@ pub(crate) fn slice(
         ((len - 1) / step + 1) as usize
     };
     strides[d] = mul("slice", strides[d], step as usize)?;
-    self_.as_strided(&shape, &strides, offset)
+    self_.strided_view(&shape, &strides, offset)
 }
 
 /// `squeeze(self, dim)`: removes `dim` if its size is 1.
@@ -338,7 +344,115 @@ pub(crate) fn squeeze_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
     }
     shape.remove(d);
     strides.remove(d);
-    self_.as_strided(&shape, &strides, self_.storage_offset())
+    self_.strided_view(&shape, &strides, self_.storage_offset())
+}
+
+/// `squeeze(self)`: every dimension of size 1 removed (PyTorch's
+/// `inferSqueezeGeometry`).
+pub(crate) fn squeeze(self_: &Tensor) -> Result<Tensor> {
+    let (shape, strides) = (self_.shape(), self_.strides());
+    let (ns, nst): (Vec<usize>, Vec<usize>) = shape
+        .iter()
+        .zip(&strides)
+        .filter(|(&n, _)| n != 1)
+        .map(|(&n, &s)| (n, s))
+        .unzip();
+    self_.strided_view(&ns, &nst, self_.storage_offset())
+}
+
+/// `as_strided(self, size, stride, storage_offset)`: `size` and `stride`
+/// over `self`'s storage from `storage_offset` (`self`'s own when `None`),
+/// with PyTorch's checks (`setStrided`, `checkInBoundsForStorage`).
+pub(crate) fn as_strided(
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    let (shape, strides, offset) = as_strided_geometry(self_, size, stride, storage_offset)?;
+    self_.strided_view(&shape, &strides, offset)
+}
+
+/// The geometry `as_strided` gives, checked as PyTorch's `setStrided`
+/// checks it (the bounds are checked by the caller's `as_strided`).
+pub(crate) fn as_strided_geometry(
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<(Vec<usize>, Vec<usize>, usize)> {
+    crate::ensure!(
+        size.len() == stride.len(),
+        "mismatch in length of strides and shape"
+    );
+    crate::ensure!(
+        stride.iter().all(|&s| s >= 0),
+        "as_strided: Negative strides are not supported at the moment, got strides: {}",
+        fmt_ints(stride)
+    );
+    crate::ensure!(
+        size.iter().all(|&n| n >= 0),
+        "Storage size calculation overflowed with sizes={} and strides={}",
+        fmt_ints(size),
+        fmt_ints(stride)
+    );
+    let offset = storage_offset.unwrap_or(self_.storage_offset() as i64);
+    crate::ensure!(offset >= 0, "Tensor: invalid storage offset {offset}");
+    Ok((
+        size.iter().map(|&n| n as usize).collect(),
+        stride.iter().map(|&s| s as usize).collect(),
+        offset as usize,
+    ))
+}
+
+/// `diagonal(self, offset, dim1, dim2)`: the diagonal as a last dimension
+/// (PyTorch's `diagonal`: an offset past the end gives an empty one).
+pub(crate) fn diagonal(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    let n = self_.dim();
+    let (d1, d2) = (wrap_dim(dim1, n)?, wrap_dim(dim2, n)?);
+    crate::ensure!(
+        d1 != d2,
+        "diagonal dimensions cannot be identical {dim1}, {dim2}"
+    );
+    let (mut shape, mut strides) = (self_.shape(), self_.strides());
+    let (n1, n2) = (shape[d1] as i64, shape[d2] as i64);
+    let size = if offset >= 0 {
+        n1.min(n2.saturating_sub(offset))
+    } else {
+        n1.saturating_add(offset).min(n2)
+    }
+    .max(0) as usize;
+    let mut storage_offset = self_.storage_offset();
+    if size > 0 {
+        let step = if offset >= 0 {
+            mul("diagonal", offset as usize, strides[d2])?
+        } else {
+            mul("diagonal", offset.unsigned_abs() as usize, strides[d1])?
+        };
+        storage_offset = add("diagonal", storage_offset, step)?;
+    }
+    let stride = add("diagonal", strides[d1], strides[d2])?;
+    for d in [d1.max(d2), d1.min(d2)] {
+        shape.remove(d);
+        strides.remove(d);
+    }
+    shape.push(size);
+    strides.push(stride);
+    self_.strided_view(&shape, &strides, storage_offset)
+}
+
+/// `unbind(self, dim)`: `select(dim, i)` for every `i` (`dim` wrapped
+/// first, as for a 1-dimensional tensor when `self` has none).
+pub(crate) fn unbind(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    let d = wrap_dim(dim, self_.dim())?;
+    if self_.dim() == 0 {
+        return Err(index_error(format!(
+            "Dimension specified as {d} but tensor has no dimensions"
+        )));
+    }
+    (0..self_.shape()[d] as i64)
+        .map(|i| select(self_, d as i64, i))
+        .collect()
 }
 
 /// `unsqueeze(self, dim)`.
@@ -353,7 +467,7 @@ pub(crate) fn unsqueeze(self_: &Tensor, dim: i64) -> Result<Tensor> {
     };
     shape.insert(d, 1);
     strides.insert(d, st);
-    self_.as_strided(&shape, &strides, self_.storage_offset())
+    self_.strided_view(&shape, &strides, self_.storage_offset())
 }
 
 #[cfg(test)]
@@ -371,5 +485,58 @@ mod tests {
         assert_eq!(infer_size(&[3, -1], 6).unwrap(), vec![3, 2]);
         assert!(infer_size(&[-1, 0], 0).is_err());
         assert!(infer_size(&[4], 6).is_err());
+    }
+
+    /// Geometries and messages as PyTorch 2.15 gives them.
+    #[test]
+    fn diagonal_as_strided_squeeze_unbind() {
+        let x = Tensor::from_vec((0..6).map(|i| i as f32).collect(), &[2, 3]).unwrap();
+        let geo = |t: Tensor| (t.shape(), t.strides(), t.storage_offset());
+        assert_eq!(geo(diagonal(&x, 0, 0, 1).unwrap()), (vec![2], vec![4], 0));
+        assert_eq!(geo(diagonal(&x, 5, 0, 1).unwrap()), (vec![0], vec![4], 0));
+        assert_eq!(geo(diagonal(&x, -5, 0, 1).unwrap()), (vec![0], vec![4], 0));
+        assert_eq!(geo(diagonal(&x, 1, -1, 0).unwrap()), (vec![1], vec![4], 3));
+        assert_eq!(
+            diagonal(&x, 0, 0, 0).unwrap_err().to_string(),
+            "diagonal dimensions cannot be identical 0, 0"
+        );
+        let a = |size: &[i64], stride: &[i64], off: Option<i64>| {
+            as_strided(&x, size, stride, off).map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            a(&[-1], &[1], None).unwrap_err(),
+            "Storage size calculation overflowed with sizes=[-1] and strides=[1]"
+        );
+        assert_eq!(
+            a(&[2], &[-1], None).unwrap_err(),
+            "as_strided: Negative strides are not supported at the moment, got strides: [-1]"
+        );
+        assert_eq!(
+            a(&[2], &[1, 1], None).unwrap_err(),
+            "mismatch in length of strides and shape"
+        );
+        assert_eq!(
+            a(&[2], &[1], Some(-1)).unwrap_err(),
+            "Tensor: invalid storage offset -1"
+        );
+        assert_eq!(
+            a(&[7], &[1], None).unwrap_err(),
+            "setStorage: sizes [7], strides [1], storage offset 0, and itemsize 4 requiring a storage size of 28 are out of bounds for storage of size 24"
+        );
+        assert!(a(&[0], &[1], Some(100)).is_ok());
+        let y = Tensor::zeros(&[2, 1, 4], DType::Float32, crate::tensor::Device::Cpu);
+        assert_eq!(geo(squeeze(&y).unwrap()), (vec![2, 4], vec![4, 1], 0));
+        let parts = unbind(&y, 1).unwrap();
+        assert_eq!(parts.len(), 1);
+        assert_eq!(geo(parts[0].clone()), (vec![2, 4], vec![4, 1], 0));
+        let scalar = Tensor::zeros(&[], DType::Float32, crate::tensor::Device::Cpu);
+        assert_eq!(
+            unbind(&scalar, -1).unwrap_err().to_string(),
+            "Dimension specified as 0 but tensor has no dimensions"
+        );
+        assert_eq!(
+            unbind(&scalar, 1).unwrap_err().to_string(),
+            "Dimension out of range (expected to be in range of [-1, 0], but got 1)"
+        );
     }
 }

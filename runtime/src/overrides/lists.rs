@@ -142,7 +142,7 @@ pub fn get_ignored_functions() -> &'static [IgnoredFn] {
         ignored("<Tensor as Clone>::clone", OwnMetadata),
         ignored("<Tensor as Display>::fmt", OwnMetadata),
         // Raw geometry changes and data-less copies.
-        ignored("Tensor::as_strided", OwnMetadata),
+        ignored("Tensor::strided_view", OwnMetadata),
         ignored("Tensor::set_geometry", OwnMetadata),
         ignored("Tensor::resize_", OwnMetadata),
         ignored("Tensor::fill_scalar", OwnMetadata),

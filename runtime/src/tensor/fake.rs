@@ -162,7 +162,7 @@ mod tests {
     #[test]
     fn a_fake_claims_its_device_and_has_no_data() {
         let real = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
-        let col = real.as_strided(&[2], &[2], 0).unwrap(); // column 0
+        let col = real.strided_view(&[2], &[2], 0).unwrap(); // column 0
         let state: LayerState = Arc::new(());
         let fake = col.fake_like(state.clone());
         assert!(fake.is_fake() && !real.is_fake());

@@ -450,7 +450,9 @@ fn class_keys(device: Device, ext: Option<&Ext>) -> KeySet {
 /// Does a dimension of size > 1 have stride 0 (an expanded tensor, whose
 /// elements share storage positions)?
 pub fn is_expanded(shape: &[usize], strides: &[usize]) -> bool {
-    shape.iter().zip(strides).any(|(&n, &s)| n > 1 && s == 0)
+    // An empty tensor has no elements to share (PyTorch counts it contiguous,
+    // so `has_internal_overlap` says no).
+    !shape.contains(&0) && shape.iter().zip(strides).any(|(&n, &s)| n > 1 && s == 0)
 }
 
 /// PyTorch's error for a write into a tensor whose elements share memory.
@@ -1088,7 +1090,12 @@ impl Tensor {
 
     /// A view of the same storage with another geometry. Fails if it reaches outside
     /// the storage.
-    pub fn as_strided(&self, shape: &[usize], strides: &[usize], offset: usize) -> Result<Tensor> {
+    pub fn strided_view(
+        &self,
+        shape: &[usize],
+        strides: &[usize],
+        offset: usize,
+    ) -> Result<Tensor> {
         let geometry = Geometry {
             storage: self.storage(),
             shape: Dims::from_slice(shape),
@@ -1101,7 +1108,7 @@ impl Tensor {
 
     /// Changes this tensor's geometry in place (every handle sees it): what `out=`
     /// resizing and `set_` do. A geometry reaching outside its storage (or whose
-    /// extent overflows) is refused, as by [`Tensor::as_strided`].
+    /// extent overflows) is refused, as by [`Tensor::strided_view`].
     pub fn set_geometry(&self, geometry: Geometry) -> Result<()> {
         geometry.validate(self.dtype().itemsize())?;
         self.replace_geometry(geometry);
@@ -1640,7 +1647,7 @@ mod tests {
     fn views_alias_their_base() {
         let base = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
         // The transpose: shape [3, 2], strides [1, 3].
-        let t = base.as_strided(&[3, 2], &[1, 3], 0).unwrap();
+        let t = base.strided_view(&[3, 2], &[1, 3], 0).unwrap();
         assert_eq!(
             t.to_vec::<f32>().unwrap(),
             vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]
@@ -1649,7 +1656,7 @@ mod tests {
         t.assign(ndarray::ArrayD::from_elem(IxDyn(&[3, 2]), 0.5f64).view())
             .unwrap();
         assert_eq!(base.to_vec::<f32>().unwrap(), vec![0.5; 6]);
-        assert!(base.as_strided(&[3, 3], &[3, 1], 0).is_err());
+        assert!(base.strided_view(&[3, 3], &[3, 1], 0).is_err());
     }
 
     #[test]
@@ -1672,7 +1679,7 @@ mod tests {
     #[test]
     fn a_view_of_a_storage_that_shrank_is_an_error() {
         let t = Tensor::from_vec(vec![1i64, 2, 3, 4], &[4]).unwrap();
-        let v = t.as_strided(&[2], &[1], 2).unwrap();
+        let v = t.strided_view(&[2], &[1], 2).unwrap();
         *t.storage().write() = Buffer::I64(vec![9]);
         assert!(v.to_vec::<i64>().is_err());
         assert!(t.to_vec::<i64>().is_err());
@@ -1689,7 +1696,7 @@ mod tests {
     #[test]
     fn expanded_views_refuse_writes_but_read() {
         let t = Tensor::from_vec(vec![1i32, 2, 3], &[3]).unwrap();
-        let e = t.as_strided(&[2, 3], &[0, 1], 0).unwrap();
+        let e = t.strided_view(&[2, 3], &[0, 1], 0).unwrap();
         assert_eq!(e.to_vec::<i32>().unwrap(), vec![1, 2, 3, 1, 2, 3]);
         assert!(e
             .assign(ndarray::ArrayD::<i32>::zeros(IxDyn(&[2, 3])).view())
@@ -1727,7 +1734,7 @@ mod tests {
              [1560, 1561, 1562, ..., 1597, 1598, 1599]], dtype=torch.int64)"
         );
         let one = Tensor::from_vec(vec![true], &[1, 1]).unwrap();
-        let huge = one.as_strided(&[1 << 40, 1 << 20], &[0, 0], 0).unwrap();
+        let huge = one.strided_view(&[1 << 40, 1 << 20], &[0, 0], 0).unwrap();
         assert_eq!(
             huge.to_string(),
             "tensor([[True, True, True, ..., True, True, True], \

@@ -34,12 +34,24 @@ impl Tensor {
     /// a storage without data), the dispatch keys of its device plus `keys`,
     /// and `state`, the layer's data ([`Tensor::wrapper_state`]).
     pub(crate) fn layer_wrapper(value: &Tensor, keys: KeySet, state: LayerState) -> Tensor {
+        Tensor::layer_wrapper_with(value, shadow_geometry(value), keys, state)
+    }
+
+    /// A wrapper standing for `value` as [`Tensor::layer_wrapper`], with
+    /// `geometry` (over a storage without data the caller chose: a view's
+    /// wrapper shares its base's).
+    pub(crate) fn layer_wrapper_with(
+        value: &Tensor,
+        geometry: Geometry,
+        keys: KeySet,
+        state: LayerState,
+    ) -> Tensor {
         let device = value.device();
         Tensor::with_geometry_and_keys(
             value.dtype(),
             device,
             KeySet::for_device(device) | keys,
-            shadow_geometry(value),
+            geometry,
         )
         .with_layer_state(state)
     }
@@ -64,8 +76,24 @@ impl Tensor {
         self.0.wrapped.as_ref()
     }
 
+    /// Gives a wrapper the sizes, strides and offset of `like` (a meta
+    /// tensor the layer ran a view on), over the wrapper's own storage when
+    /// they fit in it (they do for a view of it), else over a new one.
+    pub(crate) fn restride_wrapper(&self, like: &Tensor) {
+        let (g, l) = (self.geometry(), like.geometry());
+        if g.shape == l.shape && g.strides == l.strides && g.offset == l.offset {
+            return;
+        }
+        let storage = if l.storage.len() <= g.storage.len() {
+            g.storage
+        } else {
+            Storage::new(Buffer::Meta(l.storage.len()))
+        };
+        self.replace_geometry(Geometry { storage, ..l });
+    }
+
     /// Gives a wrapper the geometry of the value it now stands for (after
-    /// the layer replaced the value).
+    /// the layer replaced the value by one of another shape).
     pub(crate) fn mirror_geometry(&self, value: &Tensor) {
         let same = {
             let (g, v) = (self.geometry(), value.geometry());
@@ -98,7 +126,7 @@ mod tests {
         assert_eq!(v.wrapper_state::<u8>(), None);
         // No data behind it.
         assert!(w.to_vec::<f32>().is_err());
-        let t = v.as_strided(&[3, 2], &[1, 3], 0).unwrap();
+        let t = v.strided_view(&[3, 2], &[1, 3], 0).unwrap();
         w.mirror_geometry(&t);
         assert_eq!((w.shape(), w.strides()), (vec![3, 2], vec![1, 3]));
     }
