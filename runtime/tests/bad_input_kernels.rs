@@ -505,6 +505,37 @@ fn full_overlap_and_disjoint_writes_are_allowed() {
     empty.add_(&slice(&w, 0, Some(0))).unwrap();
 }
 
+/// In-place writes and `out=` into an empty tensor with a stride-0 dimension
+/// of size > 1 (`torch.zeros(0).expand(3, 0).add_(1)`): PyTorch writes
+/// nothing and succeeds (a tensor of 0 elements is contiguous, so
+/// `has_internal_overlap` finds no overlap); it was the internal-overlap
+/// error. A non-empty expanded tensor is still refused.
+#[test]
+fn writes_into_empty_expanded_tensors_succeed() {
+    limit();
+    let e = || torch::zeros(&[0]).unwrap().expand(&[3, 0]).unwrap();
+    let ones = torch::ones(&[3, 0]).unwrap();
+    let mut t = e();
+    t.add_(&ones).unwrap();
+    t.mul_(&ones).unwrap();
+    t.copy_(&ones).unwrap();
+    t.fill_scalar_(Scalar::Float(1.0)).unwrap();
+    t.zero_().unwrap();
+    assert_eq!((t.shape(), t.strides()), (vec![3, 0], vec![0, 1]));
+    ops::add_out(&ones, &ones, Scalar::Int(1), &mut e()).unwrap();
+    let (a, b) = (torch::zeros(&[3, 2]).unwrap(), torch::zeros(&[2, 0]).unwrap());
+    ops::mm_out(&a, &b, &mut e()).unwrap();
+    // Every stride 0, and a transposed one.
+    let base = torch::zeros(&[4]).unwrap();
+    let mut z = base.as_strided(&[2, 0, 3], &[0, 0, 0], 0).unwrap();
+    z.add_(&torch::ones(&[2, 0, 3]).unwrap()).unwrap();
+    let mut tt = e().t().unwrap();
+    tt.add_(&torch::ones(&[0, 3]).unwrap()).unwrap();
+    assert_eq!(f32s(&base), vec![0.0; 4]);
+    let mut one = torch::zeros(&[1]).unwrap().expand(&[3]).unwrap();
+    assert_eq!(err(one.add_(&torch::ones(&[3]).unwrap())), INTERNAL);
+}
+
 /// Meta tensors have no memory: PyTorch checks no overlap for them.
 #[test]
 fn meta_tensors_are_not_checked_for_overlap() {

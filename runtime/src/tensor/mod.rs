@@ -448,9 +448,13 @@ fn class_keys(device: Device, ext: Option<&Ext>) -> KeySet {
 }
 
 /// Does a dimension of size > 1 have stride 0 (an expanded tensor, whose
-/// elements share storage positions)?
+/// elements share storage positions)? Never for an empty tensor: it has no
+/// elements to share, and PyTorch's `has_internal_overlap`
+/// (`aten/src/ATen/MemoryOverlap.cpp`) finds none, since a tensor of 0
+/// elements is contiguous (`c10::TensorImpl::compute_contiguous`), hence
+/// non-overlapping and dense.
 pub fn is_expanded(shape: &[usize], strides: &[usize]) -> bool {
-    shape.iter().zip(strides).any(|(&n, &s)| n > 1 && s == 0)
+    shape.iter().zip(strides).any(|(&n, &s)| n > 1 && s == 0) && !shape.contains(&0)
 }
 
 /// PyTorch's error for a write into a tensor whose elements share memory.
