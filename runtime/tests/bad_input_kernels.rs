@@ -200,6 +200,121 @@ fn strides_and_offsets_beyond_int64_are_refused() {
     }
 }
 
+/// Sizes above int64 on empty tensors, and sizes whose product (empty
+/// dimensions counted as 1) leaves int64: refused by every constructor that
+/// takes sizes. Before, `from_vec(vec![], &[0, 1 << 63, usize::MAX, 0])`,
+/// `try_zeros` and the saved-tensor loader accepted them, and a later kernel
+/// multiplying sizes overflowed (a panic with overflow checks, a silent wrap
+/// without). PyTorch cannot express a size above int64, and refuses the
+/// products with "Stride calculation overflowed" (`torch.empty(0, 2**62, 4)`,
+/// `torch.empty(0, 1, 2**62) + torch.zeros(1).expand(1, 2**62, 1)`).
+#[test]
+fn sizes_beyond_int64_are_refused_on_empty_tensors_too() {
+    limit();
+    let too_big = |e: String, shape: &str| {
+        assert!(
+            e.starts_with(&format!("sizes {shape}: "))
+                && e.contains("is larger than the largest int64 (9223372036854775807)"),
+            "{e}"
+        );
+    };
+    let strides = |e: String| {
+        assert!(
+            e.starts_with("Stride calculation overflowed: the sizes ")
+                && e.contains("MAX_GEOMETRY"),
+            "{e}"
+        );
+    };
+    let huge = [0, 1 << 63, usize::MAX, 0];
+    let shown = "[0, 9223372036854775808, 18446744073709551615, 0]";
+    too_big(err(Tensor::from_vec(Vec::<f32>::new(), &huge)), shown);
+    for dtype in DType::ALL {
+        for device in [Device::Cpu, Device::Meta] {
+            too_big(err(Tensor::try_zeros(&huge, dtype, device)), shown);
+            too_big(
+                err(Tensor::try_full(&huge, Scalar::Int(1), dtype, device)),
+                shown,
+            );
+        }
+    }
+    let buffer = || opforge::tensor::Buffer::zeros(DType::Float32, Device::Cpu, 0);
+    too_big(
+        err(Tensor::from_buffer(buffer(), &huge, DType::Float32, Device::Cpu)),
+        shown,
+    );
+    // A buffer of the wrong length is refused too (it was taken as it was).
+    assert_eq!(
+        err(Tensor::from_buffer(buffer(), &[2], DType::Float32, Device::Cpu)),
+        "shape [2] is invalid for input of size 0"
+    );
+    // The saved form (what a custom class's state and a saved graph hold).
+    let saved = r#"{"dtype": "float32", "shape": [0, 9223372036854775808], "requires_grad": false, "data": []}"#;
+    let e = serde_json::from_str::<Tensor>(saved).unwrap_err().to_string();
+    assert!(e.contains("9223372036854775808 at dimension 1 is larger"), "{e}");
+    let t = Tensor::from_vec(vec![0f32; 4], &[4]).unwrap();
+    too_big(
+        err(t.as_strided(&[0, 1 << 63], &[1, 1], 0)),
+        "[0, 9223372036854775808]",
+    );
+    // Sizes within int64 whose product is not.
+    let product = [0, 1 << 62, 4];
+    strides(err(Tensor::from_vec(Vec::<f32>::new(), &product)));
+    strides(err(Tensor::try_zeros(&product, DType::Int64, Device::Cpu)));
+    strides(err(t.as_strided(&product, &[1, 1, 1], 0)));
+    let sizes = [0, 1 << 62, 4];
+    strides(err(torch::zeros(&sizes)));
+    strides(err(torch::empty(&sizes)));
+    strides(err(torch::full(&sizes, Scalar::Float(1.0))));
+    strides(err(ops::zeros(&sizes, None, None, Some(Device::Meta), None)));
+    strides(err(torch::randn(&sizes)));
+    let r = torch::zeros(&[0]).unwrap();
+    strides(r.resize_(&[0, 1 << 62, 4]).unwrap_err().to_string());
+    // PyTorch's order: the byte count first.
+    assert_eq!(
+        err(torch::zeros(&[1 << 62, 4, 0])),
+        "Storage size calculation overflowed with sizes=[4611686018427387904, 4, 0]"
+    );
+    // Views of an empty tensor, and the broadcast of two valid shapes.
+    let z = torch::zeros(&[0]).unwrap();
+    let e = err(z.view(&[0, 1 << 62, 1 << 62]));
+    assert!(e.starts_with("view: the view's geometry overflows"), "{e}");
+    let e = err(z.reshape(&[0, 1 << 62, 1 << 62]));
+    assert!(e.starts_with("reshape: the view's geometry overflows"), "{e}");
+    let a = torch::empty(&[0, 1, 1 << 62]).unwrap();
+    let b = torch::zeros(&[1]).unwrap().expand(&[1, 1 << 62, 1]).unwrap();
+    strides(err(a.add(&b)));
+    strides(err(a.mul(&b)));
+    strides(err(a.expand(&[0, 1 << 62, 1 << 62])));
+    // What passes multiplies within int64: kernels on it neither overflow
+    // nor walk 2^62 empty lines (softmax along dimension 0 and `cat` along
+    // the last did: a hang).
+    for shape in [[0, 1 << 31, 1 << 30], [1 << 31, 1 << 30, 0]] {
+        let e = torch::empty(&shape).unwrap();
+        for dim in 0..3 {
+            assert_eq!(e.softmax(dim).unwrap().shape(), e.shape());
+            assert_eq!(e.log_softmax(dim).unwrap().shape(), e.shape());
+            assert_eq!(ops::cat(&[e.clone(), e.clone()], dim).unwrap().numel(), 0);
+            let idx = Tensor::from_vec(vec![0i64], &[1]).unwrap();
+            if let Ok(picked) = ops::index_select(&e, dim, &idx) {
+                assert_eq!(picked.numel(), 0);
+            }
+            // A reduction whose result has 2^62 elements: PyTorch's error.
+            match ops::sum_dim_IntList(&e, Some(&[dim]), false, None) {
+                Ok(sum) => assert_eq!(sum.numel(), 0),
+                Err(e) => assert_eq!(
+                    e.to_string(),
+                    "Storage size calculation overflowed with sizes=[2147483648, 1073741824]"
+                ),
+            }
+        }
+        assert_eq!(e.contiguous().unwrap().numel(), 0);
+    }
+    // Sizes that add up beyond int64 along `cat`'s dimension (a panic with
+    // overflow checks, a wrap without).
+    let big = torch::zeros(&[1]).unwrap().expand(&[1 << 62]).unwrap();
+    strides(err(ops::cat(&[big.clone(), big.clone(), big.clone(), big], 0)));
+}
+
 /// Views compute their geometry in checked arithmetic: a size times a stride
 /// beyond int64 is an error naming the view (it used to panic with overflow
 /// checks, and to wrap silently without them).

@@ -196,12 +196,14 @@ fn softmax_lines<T: Real>(
     log: bool,
 ) -> Result<Vec<T>> {
     let mut y = zeros::<T>(x.len())?;
+    if x.is_empty() {
+        // Nothing to compute: the loops below would still count `outer *
+        // inner` lines, up to 2^63 of them for `[0, 2^31, 2^31]` along 0.
+        return Ok(y);
+    }
     for o in 0..outer {
         for i in 0..inner {
             let at = |k: usize| (o * n + k) * inner + i;
-            if n == 0 {
-                continue;
-            }
             let mut max = x[at(0)];
             for k in 1..n {
                 let v = x[at(k)];
@@ -288,6 +290,10 @@ fn softmax_backward_lines<T: Real>(
     log: bool,
 ) -> Result<Vec<T>> {
     let mut r = zeros::<T>(g.len())?;
+    if g.is_empty() {
+        // As in `softmax_lines`: no line to count through.
+        return Ok(r);
+    }
     for o in 0..outer {
         for i in 0..inner {
             let at = |k: usize| (o * n + k) * inner + i;
