@@ -920,7 +920,13 @@ impl Tensor {
 
     /// A 0-dim CPU tensor holding `x`.
     pub fn scalar<T: IntoBuffer>(x: T) -> Tensor {
-        Tensor::new_contiguous(T::into_buffer(vec![x]), &[], Dims::new(), T::DTYPE, Device::Cpu)
+        Tensor::new_contiguous(
+            T::into_buffer(vec![x]),
+            &[],
+            Dims::new(),
+            T::DTYPE,
+            Device::Cpu,
+        )
     }
 
     /// A Python number given for a `Tensor` parameter, as the kernel receives it
@@ -982,7 +988,9 @@ impl Tensor {
                 .into(),
             ));
         }
-        Ok(Tensor::new_contiguous(buffer, shape, strides, dtype, device))
+        Ok(Tensor::new_contiguous(
+            buffer, shape, strides, dtype, device,
+        ))
     }
 
     /// A contiguous tensor over a new storage holding `buffer`: `strides`
@@ -1046,7 +1054,9 @@ impl Tensor {
         alloc::storage_nbytes(shape, dtype.itemsize())?;
         let (strides, numel) = checked_contiguous_dims(shape)?;
         let buffer = Buffer::try_zeros(dtype, device, numel)?;
-        Ok(Tensor::new_contiguous(buffer, shape, strides, dtype, device))
+        Ok(Tensor::new_contiguous(
+            buffer, shape, strides, dtype, device,
+        ))
     }
 
     /// A zero-filled contiguous tensor.
