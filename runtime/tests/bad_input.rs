@@ -129,6 +129,89 @@ fn deep_values_clone_print_and_drop_on_a_small_stack() {
     assert_eq!(format!("{flat:?}"), "[Int(1), List([List([Int(1)])])]");
 }
 
+/// A saved graph (`Graph::from_json`, or serde through any deserializer)
+/// nested deeper than `MAX_VALUE_DEPTH` is refused before anything recurses
+/// over it: 100,000 levels used to abort with a stack overflow. The JSON is
+/// built and leaked on a large stack (serde_json's `Value` drops
+/// recursively); everything else runs on 2 MiB.
+#[test]
+fn deeply_nested_saved_graphs_are_refused() {
+    use opforge::trace::Graph;
+    use serde::Deserialize;
+    use serde_json::{json, Value as Json};
+    /// `f`'s value, made on a large stack and never dropped.
+    fn leaked(f: impl FnOnce() -> Json + Send + 'static) -> &'static Json {
+        let build = move || &*Box::leak(Box::new(f()));
+        let big = std::thread::Builder::new().stack_size(1 << 30);
+        big.spawn(build).unwrap().join().unwrap()
+    }
+    /// `inner` wrapped in `n` levels of `wrap` (moved in: `json!` would
+    /// copy what it interpolates, quadratic here).
+    fn nest(n: usize, inner: Json, wrap: fn(Json) -> Json) -> Json {
+        (0..n).fold(inner, |j, _| wrap(j))
+    }
+    /// `{key: [j]}`.
+    fn tagged(key: &str, j: Json) -> Json {
+        Json::Object(
+            [(key.to_string(), Json::Array(vec![j]))]
+                .into_iter()
+                .collect(),
+        )
+    }
+    /// A saved graph calling `add(x, arg)`, with `objects`.
+    fn graph(arg: Json, objects: Json) -> Json {
+        let mut g = json!({
+            "format": "opforge.graph", "version": 1, "tokens": 0, "objects": null,
+            "nodes": [
+                {"name": "x", "op": "placeholder"},
+                {"name": "add", "op": "call_function", "target": "aten::add.Tensor",
+                 "args": [{"node": 0}, null], "kwargs": []},
+                {"name": "output", "op": "output", "args": [{"node": 1}]},
+            ],
+        });
+        g["objects"] = objects;
+        g["nodes"][1]["args"][1] = arg;
+        g
+    }
+    let lists = |n: usize| nest(n, json!({"ints": [1]}), |j| tagged("args", j));
+    let too_deep = "not a saved graph: it nests more than 128 levels deep (the limit of opforge::value::MAX_VALUE_DEPTH)";
+    let deep_arg = leaked(move || graph(lists(100_000), json!([])));
+    let deep_state = leaked(|| {
+        let state = nest(100_000, json!(1), |j| Json::Array(vec![j]));
+        let mut objects = json!([{"class": "nowhere.Queue", "state": null}]);
+        objects[0]["state"] = state;
+        graph(json!(1), objects)
+    });
+    let deep_const = leaked(|| graph(nest(100_000, Json::Null, |j| tagged("list", j)), json!([])));
+    for deep in [deep_arg, deep_state, deep_const] {
+        let (a, b) = on_small_stack(move || {
+            let a = Graph::from_json(deep).unwrap_err().to_string();
+            let b = Graph::deserialize(deep).unwrap_err().to_string();
+            (a, b)
+        });
+        assert_eq!(a, too_deep);
+        assert_eq!(b, too_deep);
+    }
+    // At the limit (4 levels to an argument, 2 per list, 2 for `{"ints":
+    // [1]}`), the graph loads, prints and runs into the call's own error.
+    let at_limit = leaked(move || graph(lists(61), json!([])));
+    let over = leaked(move || graph(lists(62), json!([])));
+    let (printed, refused) = on_small_stack(move || {
+        let g = Graph::from_json(at_limit).unwrap();
+        let x = Value::Tensor(Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
+        assert!(g.run(&[x]).is_err());
+        (
+            g.to_string(),
+            Graph::from_json(over).unwrap_err().to_string(),
+        )
+    });
+    assert!(
+        printed.contains(&format!("{}1{}", "[".repeat(62), "]".repeat(62))),
+        "{printed}"
+    );
+    assert_eq!(refused, too_deep);
+}
+
 #[test]
 fn signatures_with_duplicate_names_are_refused() {
     let e = PythonArgParser::new(&["f(Tensor input, int64_t a, *, int64_t a=0)"]).unwrap_err();
