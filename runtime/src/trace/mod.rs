@@ -53,6 +53,7 @@
 //! ```
 
 mod graph;
+mod printable;
 mod saved;
 
 pub use graph::{Arg, Effectful, Graph, Node, NodeId, NodeKind, Target};

@@ -38,7 +38,7 @@
 //! per level, so a deeper one is refused before they start, however the
 //! `Json` was made.
 
-use super::graph::{Arg, Effectful, Graph, Node, NodeKind, Target};
+use super::graph::{is_identifier, python_repr, Arg, Effectful, Graph, Node, NodeKind, Target};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Device, Layout, MemoryFormat, ScriptObject, Tensor};
 use crate::value::{Value, MAX_VALUE_DEPTH};
@@ -372,10 +372,11 @@ fn value_json(v: &Value, objects: &mut Objects) -> Result<Json> {
 }
 
 fn node_from(n: &Json, i: usize, objects: &[ScriptObject]) -> Result<Node> {
-    let name = n["name"]
+    let raw = n["name"]
         .as_str()
-        .ok_or_else(|| bad(format!("node {i} has no `name`")))?
-        .to_string();
+        .ok_or_else(|| bad(format!("node {i} has no `name`")))?;
+    // Quoted as Python would (what a file names a node may hold anything).
+    let name = python_repr(raw);
     let args = || -> Result<Vec<Arg>> {
         n["args"]
             .as_array()
@@ -406,6 +407,12 @@ fn node_from(n: &Json, i: usize, objects: &[ScriptObject]) -> Result<Node> {
                 Json::Array(pairs) => pairs
                     .iter()
                     .map(|p| match (p[0].as_str(), p.get(1)) {
+                        // FX prints keywords as `name = value`: a name that
+                        // is not an identifier would print other code.
+                        (Some(k), Some(_)) if !is_identifier(k) => Err(bad(format!(
+                            "node {name} has a keyword argument named {}, not an identifier",
+                            python_repr(k)
+                        ))),
                         (Some(k), Some(a)) => Ok((k.to_string(), arg_from(a, objects)?)),
                         _ => Err(bad(format!("node {name} has a malformed keyword argument"))),
                     })
@@ -420,7 +427,10 @@ fn node_from(n: &Json, i: usize, objects: &[ScriptObject]) -> Result<Node> {
         }
         other => return Err(bad(format!("node {name} has op {other:?}"))),
     };
-    Ok(Node { name, kind })
+    Ok(Node {
+        name: raw.to_string(),
+        kind,
+    })
 }
 
 /// The operator a saved graph names: one the program does not have is an
