@@ -359,8 +359,10 @@ impl Geometry {
     /// Checks that the geometry is well formed: as many strides as sizes, every
     /// size, stride and the offset an `int64` (PyTorch's geometry is `int64`:
     /// what it cannot express is refused, also on dimensions of size 1 and on
-    /// empty tensors), an element count and extent that fit `int64`, and every
-    /// element inside the storage (`itemsize` is for the message).
+    /// empty tensors), an element count and extent that fit `int64`, every
+    /// element inside the storage (`itemsize` is for the message), and sizes
+    /// whose product with empty dimensions counted as 1 fits `int64` too
+    /// ([`check_sizes_product`]).
     ///
     /// Every geometry a tensor holds passed this check, so the positions it
     /// reaches, its strides and its element count all fit `isize`.
