@@ -974,10 +974,10 @@ pub fn cross_entropy_loss(
         }
         let input = log_probs()?;
         let target = if label_smoothing > 0.0 {
-            crate::ensure!(
-                label_smoothing <= 1.0,
-                "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
-            );
+            // Above 0 (not NaN): `<= 1.0` fails only above 1.
+            if label_smoothing > 1.0 {
+                crate::bail!("label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}");
+            }
             let kept = crate::at::mul_Scalar(target, Scalar::Float(1.0 - label_smoothing))?;
             crate::at::add_Scalar(
                 &kept,
@@ -1014,10 +1014,9 @@ pub fn cross_entropy_loss(
         };
     }
     if label_smoothing > 0.0 {
-        crate::ensure!(
-            label_smoothing <= 1.0,
-            "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
-        );
+        if label_smoothing > 1.0 {
+            crate::bail!("label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}");
+        }
         let smoothing = LabelSmoothing {
             class_dim,
             ignore_index,
