@@ -11,7 +11,7 @@ scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 # Lowering leaks each operator's table on purpose, and the runtime its operators (they live for the program).
 export ASAN_OPTIONS=detect_leaks=0
-for target in schema_parser yaml_prescan yaml_pipeline argparse boxed_call functionalize_diff; do
+for target in schema_parser yaml_prescan yaml_pipeline argparse boxed_call functionalize_diff saved_graph; do
     mkdir -p "$scratch/$target"
     echo "== $target (${seconds}s)"
     cargo +nightly fuzz run "$target" "$scratch/$target" "corpus/$target" -- \

@@ -126,9 +126,11 @@ fn register() -> Result<()> {
                     q.init_tensor.clone(),
                 )
             },
-            |(items, init_tensor): (Vec<Tensor>, Tensor)| TensorQueue {
-                queue: Mutex::new(items.into()),
-                init_tensor,
+            |(items, init_tensor): (Vec<Tensor>, Tensor)| {
+                Ok(TensorQueue {
+                    queue: Mutex::new(items.into()),
+                    init_tensor,
+                })
             },
         )
         .register()?;

@@ -293,45 +293,8 @@ pub fn py_str(v: &Value) -> String {
     }
 }
 
-/// Python's `repr` of a float (`1.0`, `2.5`, `1e-05`, `inf`, `nan`).
-pub fn py_float(x: f64) -> String {
-    if x.is_nan() {
-        return "nan".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
-    }
-    // Shortest round-trip digits and exponent, then Python's layout rules.
-    let sci = format!("{x:e}");
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let neg = mant.starts_with('-');
-    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    let sign = if neg { "-" } else { "" };
-    if (-4..16).contains(&exp) {
-        let n = digits.len() as i32;
-        let body = if exp >= n - 1 {
-            format!("{digits}{}.0", "0".repeat((exp - n + 1) as usize))
-        } else if exp >= 0 {
-            let (a, b) = digits.split_at(exp as usize + 1);
-            format!("{a}.{b}")
-        } else {
-            format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
-        };
-        format!("{sign}{body}")
-    } else {
-        let m = if digits.len() > 1 {
-            format!("{}.{}", &digits[..1], &digits[1..])
-        } else {
-            digits.clone()
-        };
-        let es = if exp < 0 { "-" } else { "+" };
-        format!("{sign}{m}e{es}{:02}", exp.abs())
-    }
-}
+/// Python's `repr` of a float (`1.0`, `2.5`, `1e-05`, `inf`, `nan`): [`crate::pyfmt::repr_float`].
+pub use crate::pyfmt::repr_float as py_float;
 
 /// The Python class name (`type(v).__name__`), as "found type" prints it.
 fn friendly_type(v: &Value) -> &'static str {

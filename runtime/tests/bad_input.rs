@@ -129,6 +129,210 @@ fn deep_values_clone_print_and_drop_on_a_small_stack() {
     assert_eq!(format!("{flat:?}"), "[Int(1), List([List([Int(1)])])]");
 }
 
+/// A saved graph (`Graph::from_json`, or serde through any deserializer)
+/// nested deeper than `MAX_VALUE_DEPTH` is refused before anything recurses
+/// over it: 100,000 levels used to abort with a stack overflow. The JSON is
+/// built and leaked on a large stack (serde_json's `Value` drops
+/// recursively); everything else runs on 2 MiB.
+#[test]
+fn deeply_nested_saved_graphs_are_refused() {
+    use opforge::trace::Graph;
+    use serde::Deserialize;
+    use serde_json::{json, Value as Json};
+    /// `f`'s value, made on a large stack and never dropped.
+    fn leaked(f: impl FnOnce() -> Json + Send + 'static) -> &'static Json {
+        let build = move || &*Box::leak(Box::new(f()));
+        let big = std::thread::Builder::new().stack_size(1 << 30);
+        big.spawn(build).unwrap().join().unwrap()
+    }
+    /// `inner` wrapped in `n` levels of `wrap` (moved in: `json!` would
+    /// copy what it interpolates, quadratic here).
+    fn nest(n: usize, inner: Json, wrap: fn(Json) -> Json) -> Json {
+        (0..n).fold(inner, |j, _| wrap(j))
+    }
+    /// `{key: [j]}`.
+    fn tagged(key: &str, j: Json) -> Json {
+        Json::Object(
+            [(key.to_string(), Json::Array(vec![j]))]
+                .into_iter()
+                .collect(),
+        )
+    }
+    /// A saved graph calling `add(x, arg)`, with `objects`.
+    fn graph(arg: Json, objects: Json) -> Json {
+        let mut g = json!({
+            "format": "opforge.graph", "version": 1, "tokens": 0, "objects": null,
+            "nodes": [
+                {"name": "x", "op": "placeholder"},
+                {"name": "add", "op": "call_function", "target": "aten::add.Tensor",
+                 "args": [{"node": 0}, null], "kwargs": []},
+                {"name": "output", "op": "output", "args": [{"node": 1}]},
+            ],
+        });
+        g["objects"] = objects;
+        g["nodes"][1]["args"][1] = arg;
+        g
+    }
+    let lists = |n: usize| nest(n, json!({"ints": [1]}), |j| tagged("args", j));
+    let too_deep = "not a saved graph: it nests more than 128 levels deep (the limit of opforge::value::MAX_VALUE_DEPTH)";
+    let deep_arg = leaked(move || graph(lists(100_000), json!([])));
+    let deep_state = leaked(|| {
+        let state = nest(100_000, json!(1), |j| Json::Array(vec![j]));
+        let mut objects = json!([{"class": "nowhere.Queue", "state": null}]);
+        objects[0]["state"] = state;
+        graph(json!(1), objects)
+    });
+    let deep_const = leaked(|| graph(nest(100_000, Json::Null, |j| tagged("list", j)), json!([])));
+    for deep in [deep_arg, deep_state, deep_const] {
+        let (a, b) = on_small_stack(move || {
+            let a = Graph::from_json(deep).unwrap_err().to_string();
+            let b = Graph::deserialize(deep).unwrap_err().to_string();
+            (a, b)
+        });
+        assert_eq!(a, too_deep);
+        assert_eq!(b, too_deep);
+    }
+    // At the limit (4 levels to an argument, 2 per list, 2 for `{"ints":
+    // [1]}`), the graph loads, prints and runs into the call's own error.
+    let at_limit = leaked(move || graph(lists(61), json!([])));
+    let over = leaked(move || graph(lists(62), json!([])));
+    let (printed, refused) = on_small_stack(move || {
+        let g = Graph::from_json(at_limit).unwrap();
+        let x = Value::Tensor(Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
+        assert!(g.run(&[x]).is_err());
+        (
+            g.to_string(),
+            Graph::from_json(over).unwrap_err().to_string(),
+        )
+    });
+    assert!(
+        printed.contains(&format!("{}1{}", "[".repeat(62), "]".repeat(62))),
+        "{printed}"
+    );
+    assert_eq!(refused, too_deep);
+}
+
+/// A saved graph is untrusted: its node names are made FX's
+/// (`_Namespace.create_name`: other characters to `_`, a leading digit
+/// prefixed, Python's names suffixed, uniqueness by counters) and its
+/// strings printed as Python's `repr` prints them, so the printed code is
+/// the graph's and nothing else (a crafted file printed arbitrary Python
+/// into `def forward(...)`). Each expected name and `repr` is Python's
+/// (PyTorch 2.15's FX on Python 3.11; `self` stays reserved here, as
+/// `forward`'s first parameter).
+#[test]
+fn saved_graphs_print_fx_names_and_python_strings() {
+    use opforge::trace::Graph;
+    use serde_json::json;
+    let pwned = "x'); import os; os.system('echo pwned')  #";
+    let call = |name: &str, target: &str, args: serde_json::Value| json!({"name": name, "op": "call_function", "target": target, "args": args, "kwargs": []});
+    let mut nodes = vec![
+        json!({"name": "x); import os; os.system('echo pwned')  #", "op": "placeholder"}),
+        json!({"name": "1abc", "op": "placeholder"}),
+        call("def", "aten::add.Tensor", json!([{"node": 0}, {"node": 1}])),
+        call(
+            "sum",
+            "aten::div.Tensor_mode",
+            json!([{"node": 2}, {"node": 1}]),
+        ),
+        call("a b", "aten::mul.Tensor", json!([{"node": 3}, {"node": 0}])),
+        call("", "aten::neg", json!([{"node": 4}])),
+        call("\u{e9}", "aten::relu", json!([{"node": 5}])),
+        call("a_b", "aten::sin", json!([{"node": 6}])),
+        call("None", "aten::cos", json!([{"node": 7}])),
+        call("self", "aten::exp", json!([{"node": 8}])),
+        call("a  b", "aten::exp", json!([{"node": 9}])),
+    ];
+    nodes[3]["kwargs"] = json!([["rounding_mode", {"str": pwned}]]);
+    let tricky = [
+        ("it's", "\"it's\""),
+        ("say \"hi\"", "'say \"hi\"'"),
+        ("both ' and \"", "'both \\' and \"'"),
+        ("back\\slash", "'back\\\\slash'"),
+        ("tab\u{9}nl\u{a}cr\u{d}", "'tab\\tnl\\ncr\\r'"),
+        ("nul\u{0} us\u{1f} del\u{7f}", "'nul\\x00 us\\x1f del\\x7f'"),
+        ("\u{80} nbsp\u{a0} shy\u{ad}", "'\\x80 nbsp\\xa0 shy\\xad'"),
+        (
+            "\u{e9} \u{65e5}\u{672c} \u{301}",
+            "'\u{e9} \u{65e5}\u{672c} \u{301}'",
+        ),
+        (
+            "zw\u{200b} ls\u{2028} bom\u{feff}",
+            "'zw\\u200b ls\\u2028 bom\\ufeff'",
+        ),
+        (
+            "emoji \u{1f600} tag\u{e0001} max\u{10ffff}",
+            "'emoji \u{1f600} tag\\U000e0001 max\\U0010ffff'",
+        ),
+        (
+            "unassigned \u{378} ideo\u{3000}",
+            "'unassigned \\u0378 ideo\\u3000'",
+        ),
+        ("", "''"),
+        ("'", "\"'\""),
+        ("\"", "'\"'"),
+        ("\\'", "\"\\\\'\""),
+        (pwned, "\"x'); import os; os.system('echo pwned')  #\""),
+    ];
+    let strs: Vec<_> = tricky.iter().map(|(s, _)| json!({"str": s})).collect();
+    nodes.push(json!({"name": "output", "op": "output", "args": [{"node": 10}, {"list": strs}]}));
+    let saved = json!({"format": "opforge.graph", "version": 1, "tokens": 0, "objects": [], "nodes": nodes});
+    let g = Graph::from_json(&saved).unwrap();
+    let names: Vec<&str> = g.nodes().iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "x_import_os_os_system_echo_pwned_",
+            "_1abc",
+            "def_1",
+            "sum_1",
+            "a_b",
+            "_unnamed",
+            "_",
+            "a_b_1",
+            "None_1",
+            "self_1",
+            "a_b_2",
+            "output"
+        ]
+    );
+    let reprs: Vec<&str> = tricky.iter().map(|(_, r)| *r).collect();
+    let want = format!(
+        "def forward(self, x_import_os_os_system_echo_pwned_, _1abc):\n    \
+         def_1 = torch.ops.aten.add.Tensor(x_import_os_os_system_echo_pwned_, _1abc)\n    \
+         sum_1 = torch.ops.aten.div.Tensor_mode(def_1, _1abc, rounding_mode = {});  def_1 = _1abc = None\n    \
+         a_b = torch.ops.aten.mul.Tensor(sum_1, x_import_os_os_system_echo_pwned_);  sum_1 = x_import_os_os_system_echo_pwned_ = None\n    \
+         _unnamed = torch.ops.aten.neg.default(a_b);  a_b = None\n    \
+         _ = torch.ops.aten.relu.default(_unnamed);  _unnamed = None\n    \
+         a_b_1 = torch.ops.aten.sin.default(_);  _ = None\n    \
+         None_1 = torch.ops.aten.cos.default(a_b_1);  a_b_1 = None\n    \
+         self_1 = torch.ops.aten.exp.default(None_1);  None_1 = None\n    \
+         a_b_2 = torch.ops.aten.exp.default(self_1);  self_1 = None\n    \
+         return (a_b_2, [{}])\n",
+        reprs[15],
+        reprs.join(", ")
+    );
+    assert_eq!(g.to_string(), want);
+    // Saved again and loaded, the names stay.
+    let again = Graph::from_json(&g.to_json().unwrap()).unwrap();
+    assert_eq!(again.to_string(), want);
+    // A keyword argument's name prints as `name = value`: it must be an
+    // identifier.
+    let mut bad = saved.clone();
+    bad["nodes"][2]["kwargs"] = json!([["alpha); os.system('x') #", {"int": 1}]]);
+    assert_eq!(
+        Graph::from_json(&bad).unwrap_err().to_string(),
+        "not a saved graph: node 'def' has a keyword argument named \"alpha); os.system('x') #\", not an identifier"
+    );
+    // Two nodes of one name are refused, the name shown as Python's repr.
+    let mut twice = saved;
+    twice["nodes"][3]["name"] = json!("def");
+    assert_eq!(
+        Graph::from_json(&twice).unwrap_err().to_string(),
+        "not a valid graph: two nodes are named 'def'"
+    );
+}
+
 #[test]
 fn signatures_with_duplicate_names_are_refused() {
     let e = PythonArgParser::new(&["f(Tensor input, int64_t a, *, int64_t a=0)"]).unwrap_err();

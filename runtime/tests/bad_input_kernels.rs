@@ -200,6 +200,151 @@ fn strides_and_offsets_beyond_int64_are_refused() {
     }
 }
 
+/// Sizes above int64 on empty tensors, and sizes whose product (empty
+/// dimensions counted as 1) leaves int64: refused by every constructor that
+/// takes sizes. Before, `from_vec(vec![], &[0, 1 << 63, usize::MAX, 0])`,
+/// `try_zeros` and the saved-tensor loader accepted them, and a later kernel
+/// multiplying sizes overflowed (a panic with overflow checks, a silent wrap
+/// without). PyTorch cannot express a size above int64, and refuses the
+/// products with "Stride calculation overflowed" (`torch.empty(0, 2**62, 4)`,
+/// `torch.empty(0, 1, 2**62) + torch.zeros(1).expand(1, 2**62, 1)`).
+#[test]
+fn sizes_beyond_int64_are_refused_on_empty_tensors_too() {
+    limit();
+    let too_big = |e: String, shape: &str| {
+        assert!(
+            e.starts_with(&format!("sizes {shape}: "))
+                && e.contains("is larger than the largest int64 (9223372036854775807)"),
+            "{e}"
+        );
+    };
+    let strides = |e: String| {
+        assert!(
+            e.starts_with("Stride calculation overflowed: the sizes ")
+                && e.contains("MAX_GEOMETRY"),
+            "{e}"
+        );
+    };
+    let huge = [0, 1 << 63, usize::MAX, 0];
+    let shown = "[0, 9223372036854775808, 18446744073709551615, 0]";
+    too_big(err(Tensor::from_vec(Vec::<f32>::new(), &huge)), shown);
+    for dtype in DType::ALL {
+        for device in [Device::Cpu, Device::Meta] {
+            too_big(err(Tensor::try_zeros(&huge, dtype, device)), shown);
+            too_big(
+                err(Tensor::try_full(&huge, Scalar::Int(1), dtype, device)),
+                shown,
+            );
+        }
+    }
+    let buffer = || opforge::tensor::Buffer::zeros(DType::Float32, Device::Cpu, 0);
+    too_big(
+        err(Tensor::from_buffer(
+            buffer(),
+            &huge,
+            DType::Float32,
+            Device::Cpu,
+        )),
+        shown,
+    );
+    // A buffer of the wrong length is refused too (it was taken as it was).
+    assert_eq!(
+        err(Tensor::from_buffer(
+            buffer(),
+            &[2],
+            DType::Float32,
+            Device::Cpu
+        )),
+        "shape [2] is invalid for input of size 0"
+    );
+    // The saved form (what a custom class's state and a saved graph hold).
+    let saved = r#"{"dtype": "float32", "shape": [0, 9223372036854775808], "requires_grad": false, "data": []}"#;
+    let e = serde_json::from_str::<Tensor>(saved)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("9223372036854775808 at dimension 1 is larger"),
+        "{e}"
+    );
+    let t = Tensor::from_vec(vec![0f32; 4], &[4]).unwrap();
+    too_big(
+        err(t.as_strided(&[0, 1 << 63], &[1, 1], 0)),
+        "[0, 9223372036854775808]",
+    );
+    // Sizes within int64 whose product is not.
+    let product = [0, 1 << 62, 4];
+    strides(err(Tensor::from_vec(Vec::<f32>::new(), &product)));
+    strides(err(Tensor::try_zeros(&product, DType::Int64, Device::Cpu)));
+    strides(err(t.as_strided(&product, &[1, 1, 1], 0)));
+    let sizes = [0, 1 << 62, 4];
+    strides(err(torch::zeros(&sizes)));
+    strides(err(torch::empty(&sizes)));
+    strides(err(torch::full(&sizes, Scalar::Float(1.0))));
+    strides(err(ops::zeros(
+        &sizes,
+        None,
+        None,
+        Some(Device::Meta),
+        None,
+    )));
+    strides(err(torch::randn(&sizes)));
+    let r = torch::zeros(&[0]).unwrap();
+    strides(r.resize_(&[0, 1 << 62, 4]).unwrap_err().to_string());
+    // PyTorch's order: the byte count first.
+    assert_eq!(
+        err(torch::zeros(&[1 << 62, 4, 0])),
+        "Storage size calculation overflowed with sizes=[4611686018427387904, 4, 0]"
+    );
+    // Views of an empty tensor, and the broadcast of two valid shapes.
+    let z = torch::zeros(&[0]).unwrap();
+    let e = err(z.view(&[0, 1 << 62, 1 << 62]));
+    assert!(e.starts_with("view: the view's geometry overflows"), "{e}");
+    let e = err(z.reshape(&[0, 1 << 62, 1 << 62]));
+    assert!(
+        e.starts_with("reshape: the view's geometry overflows"),
+        "{e}"
+    );
+    let a = torch::empty(&[0, 1, 1 << 62]).unwrap();
+    let b = torch::zeros(&[1])
+        .unwrap()
+        .expand(&[1, 1 << 62, 1])
+        .unwrap();
+    strides(err(a.add(&b)));
+    strides(err(a.mul(&b)));
+    strides(err(a.expand(&[0, 1 << 62, 1 << 62])));
+    // What passes multiplies within int64: kernels on it neither overflow
+    // nor walk 2^62 empty lines (softmax along dimension 0 and `cat` along
+    // the last did: a hang).
+    for shape in [[0, 1 << 31, 1 << 30], [1 << 31, 1 << 30, 0]] {
+        let e = torch::empty(&shape).unwrap();
+        for dim in 0..3 {
+            assert_eq!(e.softmax(dim).unwrap().shape(), e.shape());
+            assert_eq!(e.log_softmax(dim).unwrap().shape(), e.shape());
+            assert_eq!(ops::cat(&[e.clone(), e.clone()], dim).unwrap().numel(), 0);
+            let idx = Tensor::from_vec(vec![0i64], &[1]).unwrap();
+            if let Ok(picked) = ops::index_select(&e, dim, &idx) {
+                assert_eq!(picked.numel(), 0);
+            }
+            // A reduction whose result has 2^62 elements: PyTorch's error.
+            match ops::sum_dim_IntList(&e, Some(&[dim]), false, None) {
+                Ok(sum) => assert_eq!(sum.numel(), 0),
+                Err(e) => assert_eq!(
+                    e.to_string(),
+                    "Storage size calculation overflowed with sizes=[2147483648, 1073741824]"
+                ),
+            }
+        }
+        assert_eq!(e.contiguous().unwrap().numel(), 0);
+    }
+    // Sizes that add up beyond int64 along `cat`'s dimension (a panic with
+    // overflow checks, a wrap without).
+    let big = torch::zeros(&[1]).unwrap().expand(&[1 << 62]).unwrap();
+    strides(err(ops::cat(
+        &[big.clone(), big.clone(), big.clone(), big],
+        0,
+    )));
+}
+
 /// Views compute their geometry in checked arithmetic: a size times a stride
 /// beyond int64 is an error naming the view (it used to panic with overflow
 /// checks, and to wrap silently without them).
@@ -505,6 +650,40 @@ fn full_overlap_and_disjoint_writes_are_allowed() {
     empty.add_(&slice(&w, 0, Some(0))).unwrap();
 }
 
+/// In-place writes and `out=` into an empty tensor with a stride-0 dimension
+/// of size > 1 (`torch.zeros(0).expand(3, 0).add_(1)`): PyTorch writes
+/// nothing and succeeds (a tensor of 0 elements is contiguous, so
+/// `has_internal_overlap` finds no overlap); it was the internal-overlap
+/// error. A non-empty expanded tensor is still refused.
+#[test]
+fn writes_into_empty_expanded_tensors_succeed() {
+    limit();
+    let e = || torch::zeros(&[0]).unwrap().expand(&[3, 0]).unwrap();
+    let ones = torch::ones(&[3, 0]).unwrap();
+    let mut t = e();
+    t.add_(&ones).unwrap();
+    t.mul_(&ones).unwrap();
+    t.copy_(&ones).unwrap();
+    t.fill_scalar_(Scalar::Float(1.0)).unwrap();
+    t.zero_().unwrap();
+    assert_eq!((t.shape(), t.strides()), (vec![3, 0], vec![0, 1]));
+    ops::add_out(&ones, &ones, Scalar::Int(1), &mut e()).unwrap();
+    let (a, b) = (
+        torch::zeros(&[3, 2]).unwrap(),
+        torch::zeros(&[2, 0]).unwrap(),
+    );
+    ops::mm_out(&a, &b, &mut e()).unwrap();
+    // Every stride 0, and a transposed one.
+    let base = torch::zeros(&[4]).unwrap();
+    let mut z = base.as_strided(&[2, 0, 3], &[0, 0, 0], 0).unwrap();
+    z.add_(&torch::ones(&[2, 0, 3]).unwrap()).unwrap();
+    let mut tt = e().t().unwrap();
+    tt.add_(&torch::ones(&[0, 3]).unwrap()).unwrap();
+    assert_eq!(f32s(&base), vec![0.0; 4]);
+    let mut one = torch::zeros(&[1]).unwrap().expand(&[3]).unwrap();
+    assert_eq!(err(one.add_(&torch::ones(&[3]).unwrap())), INTERNAL);
+}
+
 /// Meta tensors have no memory: PyTorch checks no overlap for them.
 #[test]
 fn meta_tensors_are_not_checked_for_overlap() {
@@ -571,4 +750,228 @@ fn byte_counts_must_fit_int64() {
     );
     assert!(opforge::tensor::alloc::storage_nbytes(&[1 << 31, 1 << 31], 4).is_err());
     assert!(opforge::tensor::alloc::storage_nbytes(&[usize::MAX, 2], 1).is_err());
+}
+
+// ---- Losses ---------------------------------------------------------------------
+
+/// `Class: message` of an error, as Python prints it (the class checked too).
+fn py_err<T: std::fmt::Debug>(r: opforge::Result<T>) -> String {
+    match r {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(e) => format!("{}: {e}", e.python_class()),
+    }
+}
+
+/// `nll_loss_forward` / `nll_loss` with a 2-D input and a 0-dim target
+/// indexed the target's missing dimension (a panic, reachable from any saved
+/// graph), and the other shape checks of `nll_loss`, `nll_loss_backward`,
+/// `nll_loss_nd` and `cross_entropy` differed from PyTorch's in messages,
+/// order and what they accept (a 1-D input with a 1-D target of one class;
+/// `nll_loss2d`'s checks for inputs of 3 or more dimensions). Each expected
+/// text is PyTorch 2.15's (`torch.ops.aten.*`, `F.cross_entropy`).
+#[test]
+fn nll_loss_and_cross_entropy_check_shapes_as_pytorch() {
+    limit();
+    let f = |v: &[f32], s: &[usize]| Tensor::from_vec(v.to_vec(), s).unwrap();
+    let z = |s: &[usize]| Tensor::zeros(s, DType::Float32, Device::Cpu);
+    let long = |v: &[i64], s: &[usize]| Tensor::from_vec(v.to_vec(), s).unwrap();
+    let l0 = || long(&[1], &[]);
+    let (x1, x2) = (f(&[-1.0, -2.0, -3.0], &[3]), z(&[2, 3]));
+    let t2 = || long(&[1, 1], &[2]);
+    let fw = |x: &Tensor, t: &Tensor, w: Option<&Tensor>, r: i64| {
+        ops::nll_loss_forward(x, t, w, r, -100)
+    };
+    let dim0 = "IndexError: Dimension specified as 0 but tensor has no dimensions";
+    let batch0 = "ValueError: Expected input batch_size (2) to match target batch_size (0).";
+    // A 2-D input with a 0-dim target.
+    assert_eq!(py_err(fw(&x2, &l0(), None, 1)), dim0);
+    assert_eq!(py_err(ops::nll_loss(&x2, &l0(), None, 1, -100)), dim0);
+    assert_eq!(py_err(ops::nll_loss_nd(&x2, &l0(), None, 1, -100)), batch0);
+    for (reduction, smoothing) in [(1, 0.0), (0, 0.0), (1, 0.1)] {
+        let r = ops::cross_entropy_loss(&x2, &l0(), None, reduction, -100, smoothing);
+        assert_eq!(py_err(r), batch0);
+    }
+    // A 1-D input is one sample: of a 0-dim target, or a 1-D one of one class.
+    let value = |r: opforge::Result<(Tensor, Tensor)>| {
+        let (o, tw) = r.unwrap();
+        (
+            o.shape(),
+            o.to_vec::<f32>().unwrap(),
+            tw.to_vec::<f32>().unwrap(),
+        )
+    };
+    assert_eq!(
+        value(fw(&x1, &l0(), None, 1)),
+        (vec![], vec![2.0], vec![1.0])
+    );
+    assert_eq!(
+        value(fw(&x1, &l0(), None, 0)),
+        (vec![], vec![2.0], vec![1.0])
+    );
+    assert_eq!(
+        value(fw(&x1, &long(&[1], &[1]), None, 0)),
+        (vec![], vec![2.0], vec![1.0])
+    );
+    let w3 = f(&[1.0, 2.0, 3.0], &[3]);
+    assert_eq!(
+        value(fw(&x1, &long(&[2], &[1]), Some(&w3), 1)),
+        (vec![], vec![3.0], vec![3.0])
+    );
+    let x12 = f(&[-1.0, -2.0], &[2]);
+    assert_eq!(
+        value(fw(&x12, &long(&[1], &[1]), None, 1)),
+        (vec![], vec![2.0], vec![1.0])
+    );
+    assert_eq!(
+        py_err(fw(&x1, &long(&[1, 0, 2], &[3]), None, 1)),
+        "ValueError: For 1D input, 1D target must have size 1, but got target size: 3"
+    );
+    assert_eq!(
+        py_err(fw(&x1, &long(&[], &[0]), None, 1)),
+        "ValueError: For 1D input, 1D target must have size 1, but got target size: 0"
+    );
+    // Any reduction but none and mean sums, as PyTorch's kernel reads it.
+    let x2v = f(&[-1.0, -2.0, -3.0, -4.0, -5.0, -6.0], &[2, 3]);
+    for r in [2, 7, -1] {
+        assert_eq!(
+            value(fw(&x2v, &t2(), None, r)),
+            (vec![], vec![7.0], vec![2.0])
+        );
+    }
+    // The forward's checks, in PyTorch's order.
+    let cases: Vec<(opforge::Result<(Tensor, Tensor)>, &str)> = vec![
+        (fw(&z(&[]), &f(&[1.0], &[]), None, 1), "RuntimeError: input tensor should be 1D or 2D"),
+        (fw(&z(&[2, 3, 4]), &long(&[1, 1], &[2]).to_dtype_copy(DType::Int32).unwrap(), None, 1), "RuntimeError: input tensor should be 1D or 2D"),
+        (fw(&x1, &f(&[1.0], &[1, 1]), None, 1), "RuntimeError: 0D or 1D target tensor expected, multi-target not supported"),
+        (fw(&x1, &f(&[1.0, 0.0], &[2]), None, 1), "RuntimeError: expected target dtype to be Long or Byte, but got Float"),
+        (fw(&x2, &f(&[1.0], &[]), None, 1), "RuntimeError: expected target dtype to be Long or Byte, but got Float"),
+        (fw(&x2, &Tensor::from_vec(vec![true, false], &[2]).unwrap(), None, 1), "RuntimeError: expected target dtype to be Long or Byte, but got Bool"),
+        (fw(&x1, &long(&[1, 1], &[2]), Some(&z(&[3]).to_dtype_copy(DType::Float64).unwrap()), 1), "ValueError: For 1D input, 1D target must have size 1, but got target size: 2"),
+        (fw(&x2, &l0(), Some(&z(&[2])), 1), dim0),
+        (fw(&x2, &long(&[1, 1, 1], &[3]), Some(&z(&[2])), 1), "RuntimeError: size mismatch (got input: [2, 3], target: [3])"),
+        (fw(&x2, &t2(), Some(&z(&[2])), 1), "RuntimeError: weight tensor should be defined either for all 3 classes or no classes but got weight tensor of shape: [2]"),
+        (fw(&x2, &t2(), Some(&z(&[1, 3])), 1), "RuntimeError: weight tensor should be defined either for all 3 classes or no classes but got weight tensor of shape: [1, 3]"),
+        (fw(&z(&[2, 1]), &long(&[0, 0], &[2]), Some(&f(&[1.0], &[])), 1), "RuntimeError: weight tensor should be defined either for all 1 classes or no classes but got weight tensor of shape: []"),
+        (fw(&x2.to_dtype_copy(DType::Int64).unwrap(), &t2(), Some(&z(&[2])), 1), "RuntimeError: weight tensor should be defined either for all 3 classes or no classes but got weight tensor of shape: [2]"),
+        (fw(&x2.to_dtype_copy(DType::Int64).unwrap(), &t2(), Some(&z(&[3])), 1), "NotImplementedError: \"nll_loss_out_frame\" not implemented for 'Long'"),
+        (fw(&x2, &t2(), Some(&z(&[3]).to_dtype_copy(DType::Float64).unwrap()), 1), "RuntimeError: expected scalar type Float but found Double"),
+        (fw(&x2, &t2(), Some(&z(&[3]).to_dtype_copy(DType::Int64).unwrap()), 1), "RuntimeError: expected scalar type Float but found Long"),
+    ];
+    for (i, (r, want)) in cases.into_iter().enumerate() {
+        assert_eq!(py_err(r), want, "forward case {i}");
+    }
+    // The backward's: its own (older) rules and messages.
+    let (g, tw) = (f(&[1.0], &[]), f(&[2.0], &[]));
+    let bw = |g: &Tensor, x: &Tensor, t: &Tensor, w: Option<&Tensor>, r: i64, tw: &Tensor| {
+        ops::nll_loss_backward(g, x, t, w, r, -100, tw)
+    };
+    let grad = bw(&g, &x1, &long(&[1, 0, 2], &[3]), None, 1, &tw).unwrap();
+    assert_eq!(grad.to_vec::<f32>().unwrap(), [0.0, -0.5, 0.0]);
+    let grad = bw(&g, &x2, &t2(), Some(&f(&[1.0; 3], &[1, 3])), 1, &tw).unwrap();
+    assert_eq!(
+        grad.to_vec::<f32>().unwrap(),
+        [0.0, -0.5, 0.0, 0.0, -0.5, 0.0]
+    );
+    let grad = bw(&g, &x2, &t2(), None, 7, &tw).unwrap();
+    assert_eq!(
+        grad.to_vec::<f32>().unwrap(),
+        [0.0, -1.0, 0.0, 0.0, -1.0, 0.0]
+    );
+    let f64s = |t: &Tensor| t.to_dtype_copy(DType::Float64).unwrap();
+    let i32s = |t: &Tensor| t.to_dtype_copy(DType::Int32).unwrap();
+    let i64s = |t: &Tensor| t.to_dtype_copy(DType::Int64).unwrap();
+    let cases: Vec<(opforge::Result<Tensor>, &str)> = vec![
+        (bw(&g, &x2, &l0(), None, 1, &tw), dim0),
+        (bw(&g, &x2, &f(&[1.0], &[]), None, 1, &tw), dim0),
+        (bw(&g, &x1, &long(&[1], &[1]), None, 1, &tw), "RuntimeError: size mismatch (got input: [3], target: [1])"),
+        (bw(&g, &x2, &long(&[1, 1, 1], &[3]), None, 1, &z(&[0])), "RuntimeError: size mismatch (got input: [2, 3], target: [3])"),
+        (bw(&g, &x2, &t2(), Some(&z(&[2])), 1, &z(&[0])), "RuntimeError: expected total_weight to be a  single element tensor, got: [0] (0 elements)"),
+        (bw(&g, &x2, &t2(), Some(&z(&[2])), 1, &tw), "RuntimeError: weight tensor should be defined either for all or no classes"),
+        (bw(&z(&[2]), &x2, &i32s(&t2()), None, 1, &tw), "RuntimeError: Expected a single element grad_output tensor, but got: [2]"),
+        (bw(&z(&[1, 1]), &x2, &t2(), None, 1, &tw), "RuntimeError: Expected a single element grad_output tensor, but got: [1, 1]"),
+        (bw(&z(&[2]), &x1, &l0(), None, 0, &tw), "RuntimeError: Expected a single element grad_output tensor, but got: [2]"),
+        (bw(&z(&[3]), &x2, &t2(), None, 0, &tw), "RuntimeError: Expected a tensor of dimension 1 and tensor.size[0] == 2 but got: dimension 1 and tensor.size[0] = 3"),
+        (bw(&z(&[2, 3]), &x2, &t2(), None, 0, &tw), "RuntimeError: Expected a tensor of dimension 1 and tensor.size[0] == 2 but got: dimension 2 and tensor.size[0] = 2"),
+        (bw(&g, &x2, &t2(), None, 0, &tw), dim0),
+        (bw(&g, &i64s(&x2), &i32s(&t2()), None, 1, &tw), "NotImplementedError: \"nll_loss_backward_out_frame\" not implemented for 'Long'"),
+        (bw(&g, &x2, &i32s(&t2()), Some(&f64s(&z(&[3]))), 1, &tw), "RuntimeError: expected scalar type Long but found Int"),
+        (bw(&g, &x2, &f(&[1.0, 1.0], &[2]), None, 1, &tw), "RuntimeError: expected scalar type Long but found Float"),
+        (bw(&f64s(&g), &x2, &t2(), None, 1, &i64s(&tw)), "RuntimeError: expected scalar type Float but found Long"),
+        (bw(&f64s(&g), &x2, &t2(), Some(&i32s(&z(&[3]))), 1, &tw), "RuntimeError: expected scalar type Float but found Int"),
+        (bw(&f64s(&z(&[2])), &x2, &t2(), None, 0, &i64s(&tw)), "RuntimeError: expected scalar type Float but found Double"),
+    ];
+    for (i, (r, want)) in cases.into_iter().enumerate() {
+        assert_eq!(py_err(r), want, "backward case {i}");
+    }
+    // `nll_loss_nd` and `nll_loss2d` for inputs of 3 or more dimensions.
+    let nd = |x: &Tensor, t: &Tensor, w: Option<&Tensor>| ops::nll_loss_nd(x, t, w, 1, -100);
+    let zl = |s: &[usize]| Tensor::zeros(s, DType::Int64, Device::Cpu);
+    assert_eq!(
+        nd(&z(&[2, 3, 4, 5]), &zl(&[2, 4, 5]), Some(&z(&[1, 3])))
+            .unwrap()
+            .shape(),
+        Vec::<usize>::new()
+    );
+    assert_eq!(
+        nd(&z(&[2, 3, 4]), &zl(&[2, 4]), Some(&z(&[1, 3])))
+            .unwrap()
+            .shape(),
+        Vec::<usize>::new()
+    );
+    let none = ops::nll_loss_nd(&z(&[2, 3, 2, 2, 2]), &zl(&[2, 2, 2, 2]), None, 0, -100);
+    assert_eq!(none.unwrap().shape(), vec![2, 2, 2, 2]);
+    let cases: Vec<(opforge::Result<Tensor>, &str)> = vec![
+        (nd(&z(&[]), &l0(), None), "ValueError: Expected 1 or more dimensions (got 0)"),
+        (nd(&z(&[2, 3, 4, 5]), &l0(), None), batch0),
+        (nd(&z(&[2, 3, 4, 5]), &zl(&[3, 4, 5]), None), "ValueError: Expected input batch_size (2) to match target batch_size (3)."),
+        (nd(&z(&[2, 3, 4]), &zl(&[2]), None), "RuntimeError: Expected target size [2, 4], got [2]"),
+        (nd(&z(&[2, 3, 4]), &zl(&[2, 4, 1]), None), "RuntimeError: Expected target size [2, 4], got [2, 4, 1]"),
+        (nd(&z(&[0, 3, 4]), &l0(), None), "RuntimeError: ArrayRef: invalid slice, N = 1; size = 0"),
+        (nd(&z(&[2, 3, 2, 2, 2]), &zl(&[2, 2, 2, 3]), None), "RuntimeError: Expected target size [2, 2, 2, 2], got [2, 2, 2, 3]"),
+        (nd(&z(&[2, 3, 4, 5]), &zl(&[2, 4]), None), "RuntimeError: only batches of spatial targets supported (3D tensors) but got targets of dimension: 2"),
+        (nd(&z(&[2, 3, 4, 5]), &i32s(&zl(&[2, 4])), None), "RuntimeError: only batches of spatial targets supported (3D tensors) but got targets of dimension: 2"),
+        (nd(&z(&[2, 3, 4, 5]), &i32s(&zl(&[2, 4, 5])), Some(&z(&[2]))), "RuntimeError: expected target dtype to be Long or Byte, but got Int"),
+        (nd(&z(&[2, 3, 4]), &z(&[2, 4]), None), "RuntimeError: expected target dtype to be Long or Byte, but got Float"),
+        (nd(&z(&[2, 3, 4, 5]), &zl(&[2, 4, 5]), Some(&z(&[2]))), "RuntimeError: weight tensor should be defined either for all or no classes"),
+        (nd(&i64s(&z(&[2, 3, 4])), &zl(&[2, 4]), Some(&z(&[2]))), "RuntimeError: weight tensor should be defined either for all or no classes"),
+        (nd(&z(&[2, 3, 4, 5]), &zl(&[2, 4, 6]), Some(&f64s(&z(&[3])))), "RuntimeError: size mismatch (got input: [2, 3, 4, 5] , target: [2, 4, 6]"),
+        (nd(&i64s(&z(&[2, 3, 4, 5])), &zl(&[2, 4, 5]), None), "NotImplementedError: \"nll_loss2d_forward_out_frame\" not implemented for 'Long'"),
+        (nd(&z(&[2, 3, 4, 5]), &zl(&[2, 4, 5]), Some(&f64s(&z(&[3])))), "RuntimeError: expected scalar type Float but found Double"),
+        (nd(&z(&[2, 3, 4, 5]), &long(&[5; 40], &[2, 4, 5]), None), "IndexError: Target 5 is out of bounds."),
+    ];
+    for (i, (r, want)) in cases.into_iter().enumerate() {
+        assert_eq!(py_err(r), want, "nll_loss_nd case {i}");
+    }
+    // `cross_entropy`.
+    let ce = |x: &Tensor, t: &Tensor, w: Option<&Tensor>, r: i64, ii: i64, ls: f64| {
+        ops::cross_entropy_loss(x, t, w, r, ii, ls)
+    };
+    assert!(ce(&x2, &z(&[2, 3]), None, 1, -100, -0.5).is_ok());
+    assert!(ce(&x2, &z(&[2, 3]), None, 1, -100, f64::NAN).is_ok());
+    assert!(ce(&x2, &t2(), None, 1, -100, -0.5).is_ok());
+    let cases: Vec<(opforge::Result<Tensor>, &str)> = vec![
+        (ce(&x2, &z(&[2, 3]), None, 1, 0, 1.5), "RuntimeError: ignore_index is not supported for floating point target"),
+        (ce(&x2, &zl(&[2, 3]), None, 1, 0, 0.0), "RuntimeError: Expected floating point type for target with class probabilities, got Long"),
+        (ce(&z(&[]), &f(&[1.0], &[]), Some(&z(&[1])), 1, -100, 0.0), "IndexError: Dimension specified as 1 but tensor has no dimensions"),
+        (ce(&z(&[]), &l0(), None, 1, -100, 0.0), "RuntimeError: Expected floating point type for target with class probabilities, got Long"),
+        (ce(&x2, &z(&[2, 3]), Some(&z(&[2])), 1, -100, 1.5), "RuntimeError: cross_entropy: weight tensor should be defined either for all 3 classes or no classes but got weight tensor of shape: [2]"),
+        (ce(&x2, &z(&[2, 3]), Some(&z(&[1, 3])), 1, -100, 0.0), "RuntimeError: cross_entropy: weight tensor should be defined either for all 3 classes or no classes but got weight tensor of shape: [1, 3]"),
+        (ce(&x2, &z(&[2, 3]), None, 1, -100, 1.5), "RuntimeError: label_smoothing must be between 0.0 and 1.0. Got: 1.5"),
+        (ce(&x2, &t2(), None, 1, -100, 1.5), "RuntimeError: label_smoothing must be between 0.0 and 1.0. Got: 1.5"),
+        (ce(&x2, &z(&[2, 3]), Some(&z(&[3])), 7, -100, 0.0), "RuntimeError: Invalid reduction type encountered in cross_entropy: 7"),
+        (ce(&x2, &t2(), None, 7, -100, 0.1), "RuntimeError: Invalid reduction type encountered in cross_entropy: 7"),
+        (ce(&z(&[3]), &long(&[1], &[1]), None, 1, -100, 0.1), "RuntimeError: output with shape [] doesn't match the broadcast shape [1]"),
+        (ce(&z(&[3]), &long(&[1, 1], &[2]), None, 1, -100, 0.1), "ValueError: For 1D input, 1D target must have size 1, but got target size: 2"),
+        (ce(&x2, &t2(), Some(&z(&[2])), 1, -100, 0.1), "RuntimeError: weight tensor should be defined either for all 3 classes or no classes but got weight tensor of shape: [2]"),
+        (ce(&z(&[2, 3, 4, 5]), &zl(&[2, 4, 5]), Some(&z(&[2])), 1, -100, 0.0), "RuntimeError: weight tensor should be defined either for all or no classes"),
+        (ce(&x2, &f(&[1.0], &[]), None, 1, -100, 0.0), batch0),
+        (ce(&z(&[3]), &f(&[1.0], &[]), None, 1, -100, 0.0), "RuntimeError: expected target dtype to be Long or Byte, but got Float"),
+    ];
+    for (i, (r, want)) in cases.into_iter().enumerate() {
+        assert_eq!(py_err(r), want, "cross_entropy case {i}");
+    }
+    assert_eq!(
+        ce(&x1, &l0(), None, 1, -100, 0.0).unwrap().shape(),
+        Vec::<usize>::new()
+    );
 }

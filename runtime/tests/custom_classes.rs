@@ -66,9 +66,11 @@ fn queue_class() -> &'static ClassDef {
             .init(TensorQueue::new)
             .def_pickle(
                 |q: &TensorQueue| (q.init.clone(), q.get_raw_queue()),
-                |(init, items): (Tensor, Vec<Tensor>)| TensorQueue {
-                    init,
-                    queue: Mutex::new(items.into()),
+                |(init, items): (Tensor, Vec<Tensor>)| {
+                    Ok(TensorQueue {
+                        init,
+                        queue: Mutex::new(items.into()),
+                    })
                 },
             )
             .def("push", TensorQueue::push)
@@ -242,6 +244,46 @@ fn queues_save_load_and_deep_copy_through_their_pickler() {
     };
     assert_eq!(orig.to_vec::<f32>().unwrap(), [1.5, 1.5]);
     assert!(classes::load(b"{}").is_err());
+}
+
+/// A class whose `__setstate__` refuses a state that breaks its invariant:
+/// loading it, deep-copying an object holding it and loading a graph that
+/// holds one are errors naming the class (`set` used to be infallible, so a
+/// class could only panic).
+#[test]
+fn a_refused_state_is_an_error_naming_the_class() {
+    struct Even(i64);
+    Class::<Even>::new("cc_seed", "Even")
+        .init(Even)
+        .def_pickle(
+            |e: &Even| e.0,
+            |n: i64| match n % 2 {
+                0 => Ok(Even(n)),
+                _ => Err(opforge::Error::Value(format!("{n} is odd").into())),
+            },
+        )
+        .register()
+        .unwrap();
+    let refused = "__torch__.torch.classes.cc_seed.Even.__setstate__ refused the state: 3 is odd";
+    let even = classes::instantiate("cc_seed::Even", &[Value::Int(4)]).unwrap();
+    assert!(even.deep_copy().is_ok());
+    let bytes = classes::save(&even).unwrap();
+    assert!(classes::load(&bytes).is_ok());
+    // `__init__` does not check: the state it made is refused on the way back.
+    let odd = classes::instantiate("cc_seed::Even", &[Value::Int(3)]).unwrap();
+    assert_eq!(odd.deep_copy().unwrap_err().to_string(), refused);
+    let bytes = classes::save(&odd).unwrap();
+    assert_eq!(classes::load(&bytes).unwrap_err().to_string(), refused);
+    let graph = serde_json::json!({
+        "format": "opforge.graph", "version": 1, "tokens": 0,
+        "objects": [{"class": "cc_seed.Even", "state": 3}],
+        "nodes": [
+            {"name": "x", "op": "placeholder"},
+            {"name": "output", "op": "output", "args": [{"node": 0}, {"object": 0}]},
+        ],
+    });
+    let e = opforge::trace::Graph::from_json(&graph).unwrap_err();
+    assert_eq!(e.to_string(), refused);
 }
 
 #[test]

@@ -61,7 +61,7 @@ fn setup() {
             .init(|| TensorQueue(Mutex::new(Vec::new())))
             .def_pickle(
                 |q: &TensorQueue| q.lock().clone(),
-                |items: Vec<Tensor>| TensorQueue(Mutex::new(items)),
+                |items: Vec<Tensor>| Ok(TensorQueue(Mutex::new(items))),
             )
             .def("push", |q: &TensorQueue, x: Tensor| q.lock().push(x))
             .def("pop", |q: &TensorQueue| q.lock().remove(0))

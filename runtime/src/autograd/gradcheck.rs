@@ -609,7 +609,7 @@ where
         if !reentrant {
             return Err(fail(format!(
                 "Backward is not reentrant, i.e., running backward with same input and grad_output multiple times gives different values, although analytical gradient matches numerical gradient.The tolerance for nondeterminism was {}.{FAILED_NONDET_MSG}",
-                py_float(self.nondet_tol)
+                crate::pyfmt::repr_float(self.nondet_tol)
             )));
         }
         Ok(())
@@ -776,8 +776,8 @@ where
                     let n = numerical[i][j];
                     if !allclose(&[a], &[n], self.rtol, self.atol) {
                         return Err(fail(forward_notallclose_msg(
-                            &py_float(a),
-                            &py_float(n),
+                            &crate::pyfmt::repr_float(a),
+                            &crate::pyfmt::repr_float(n),
                             i,
                             j,
                         )));
@@ -817,7 +817,12 @@ where
                 let a = dot(&vj.data, u);
                 let n = numerical[i][j];
                 if !allclose(&[a], &[n], self.rtol, self.atol) {
-                    let mut msg = notallclose_msg(&py_float(a), &py_float(n), i, j);
+                    let mut msg = notallclose_msg(
+                        &crate::pyfmt::repr_float(a),
+                        &crate::pyfmt::repr_float(n),
+                        i,
+                        j,
+                    );
                     msg.push_str(&self.slow_mode_message(func_out, o, self.diff[j], j)?);
                     return Err(fail(msg));
                 }
@@ -852,7 +857,7 @@ where
             "\nThe above quantities relating the numerical and analytical jacobians are computed \nin fast mode. See: https://github.com/pytorch/pytorch/issues/53876 for more background \nabout fast mode. Below, we recompute numerical and analytical jacobians in slow mode:\n\nNumerical:\n {}\nAnalytical:\n{}\n\nThe max per-element difference (slow mode) is: {}.\n",
             n.text(),
             a.text(),
-            py_float(max_diff)
+            crate::pyfmt::repr_float(max_diff)
         );
         if allclose(&a.data, &n.data, self.rtol, self.atol) {
             msg.push_str(FAST_FAIL_SLOW_OK_MSG);
@@ -956,24 +961,6 @@ fn no_differentiable_outputs(numerical: &[Vec<Option<Jacobian>>]) -> Result<()> 
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(a, b)| a * b).sum()
-}
-
-/// A float as Python prints it (`0.0`, `1e-06`, `0.5`).
-fn py_float(x: f64) -> String {
-    if x.is_finite() && x == x.trunc() && x.abs() < 1e16 {
-        format!("{x:.1}")
-    } else if x != 0.0 && x.is_finite() && (x.abs() < 1e-4 || x.abs() >= 1e16) {
-        let s = format!("{x:e}");
-        match s.split_once('e') {
-            Some((m, e)) => {
-                let e: i32 = e.parse().unwrap_or(0);
-                format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
-            }
-            None => s,
-        }
-    } else {
-        format!("{x}")
-    }
 }
 
 /// The random unit vectors of fast mode, from a generator of gradcheck's own

@@ -418,15 +418,42 @@ impl<T: Any + Send + Sync> Class<T> {
     }
 
     /// Pickling (`def_pickle`): `get` maps an object's value to a state
-    /// serde can write, `set` makes a value from it again. Objects then save
-    /// and load ([`save`], [`load`]) and deep-copy ([`ScriptObject::deep_copy`]).
-    /// A tensor in the state is saved with its data ([`Tensor`](crate::Tensor)
-    /// implements serde's traits).
+    /// serde can write, `set` makes a value from it again, or refuses a
+    /// state that breaks the class's invariants (an `Err`: [`load`],
+    /// [`ScriptObject::deep_copy`] and a loaded graph then fail with an
+    /// error naming the class and carrying `set`'s message). Objects then
+    /// save and load ([`save`], [`load`]) and deep-copy
+    /// ([`ScriptObject::deep_copy`]). A tensor in the state is saved with its
+    /// data ([`Tensor`](crate::Tensor) implements serde's traits).
+    ///
+    /// ```
+    /// use opforge::classes::{self, Class};
+    /// use opforge::{Error, Value};
+    /// struct Positive(i64);
+    /// Class::<Positive>::new("doc_pickle", "Positive")
+    ///     .init(|n: i64| Positive(n))
+    ///     .def_pickle(
+    ///         |p: &Positive| p.0,
+    ///         |n: i64| match n > 0 {
+    ///             true => Ok(Positive(n)),
+    ///             false => Err(Error::Value(format!("{n} is not positive").into())),
+    ///         },
+    ///     )
+    ///     .register()?;
+    /// let p = classes::instantiate("doc_pickle::Positive", &[Value::Int(3)])?;
+    /// assert!(classes::load(&classes::save(&p)?).is_ok());
+    /// let e = classes::load(br#"{"class": "doc_pickle.Positive", "state": -1}"#).unwrap_err();
+    /// assert_eq!(
+    ///     e.to_string(),
+    ///     "__torch__.torch.classes.doc_pickle.Positive.__setstate__ refused the state: -1 is not positive"
+    /// );
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
     pub fn def_pickle<S, G, L>(mut self, get: G, set: L) -> Class<T>
     where
         S: serde::Serialize + serde::de::DeserializeOwned + 'static,
         G: Fn(&T) -> S + Send + Sync + 'static,
-        L: Fn(S) -> T + Send + Sync + 'static,
+        L: Fn(S) -> Result<T> + Send + Sync + 'static,
     {
         if self.def.pickle.is_some() {
             self.duplicate.get_or_insert_with(|| "__getstate__".into());
@@ -441,7 +468,12 @@ impl<T: Any + Send + Sync> Class<T> {
         let load: LoadFn = Box::new(move |class, state| {
             let state: S = serde_json::from_value(state)
                 .map_err(|e| Error::Runtime(format!("__setstate__: {e}").into()))?;
-            Ok(ScriptObject::new(class, set(state)))
+            let value = set(state).map_err(|e| {
+                Error::Runtime(
+                    format!("{}.__setstate__ refused the state: {e}", class.type_name).into(),
+                )
+            })?;
+            Ok(ScriptObject::new(class, value))
         });
         self.def.pickle = Some((save, load));
         self

@@ -939,9 +939,13 @@ pub fn nll_loss(
 
 /// `nll_loss_nd(self, target, weight, reduction, ignore_index)`: `nll_loss`
 /// for 1-D and 2-D inputs; for `(N, C, d1, ...)` inputs (PyTorch's
-/// `nll_loss2d` path), the classes moved last and the rest flattened, which
-/// gives `nll_loss2d`'s values (the same sums over the same picked elements),
-/// the per-element losses reshaped back to `(N, d1, ...)` for `reduction=0`.
+/// `nll_loss2d` path), `nll_loss2d`'s checks and messages
+/// ([`nll_loss2d_checks`]), then the classes moved last and the rest
+/// flattened, which gives `nll_loss2d`'s values (the same sums over the same
+/// picked elements), the per-element losses reshaped back to `(N, d1, ...)`
+/// for `reduction=0`. The checks are `nll_loss_nd_symint`'s
+/// (`aten/src/ATen/native/LossNLL.cpp`): a 0-dim target's batch size reads
+/// as 0.
 #[kernel(CompositeImplicitAutograd)]
 pub fn nll_loss_nd(
     self_: &Tensor,
@@ -958,33 +962,93 @@ pub fn nll_loss_nd(
         )));
     }
     let (s, t) = (self_.sizes(), target.sizes());
-    if self_.dim() != 1 && t.first() != Some(&s[0]) {
+    let target_batch = t.first().copied().unwrap_or(0);
+    if self_.dim() != 1 && s[0] != target_batch {
         return Err(value_error(format!(
-            "Expected input batch_size ({}) to match target batch_size ({}).",
-            s[0],
-            t.first().copied().unwrap_or(1)
+            "Expected input batch_size ({}) to match target batch_size ({target_batch}).",
+            s[0]
         )));
     }
     if self_.dim() <= 2 {
         return crate::at::nll_loss(self_, target, weight, reduction, ignore_index);
     }
-    let spatial = &s[2..];
-    crate::ensure!(
-        t.len() == s.len() - 1 && t[1..] == *spatial,
-        "size mismatch (got input: {}, target: {})",
-        super::fmt_ints(&s),
-        super::fmt_ints(&t)
-    );
+    if self_.dim() == 4 {
+        nll_loss2d_checks(&s, target, weight)?;
+    } else {
+        // `target.sym_sizes().slice(1)`: ATen's message for a 0-dim target.
+        crate::ensure!(!t.is_empty(), "ArrayRef: invalid slice, N = 1; size = 0");
+        let mut want = vec![s[0]];
+        want.extend(&s[2..]);
+        crate::ensure!(
+            t[1..] == s[2..],
+            "Expected target size {}, got {}",
+            super::fmt_ints(&want),
+            super::fmt_ints(&t)
+        );
+        // `nll_loss2d` of the input viewed as `(N, C, 1, -1)` and the
+        // target as `(N, 1, -1)`.
+        let rest: i64 = s[2..].iter().product();
+        nll_loss2d_checks(
+            &[s[0], s[1], 1, rest],
+            &ops::view(target, &[t[0], 1, -1])?,
+            weight,
+        )?;
+    }
+    if !self_.dtype().is_floating_point() {
+        return Err(super::dispatch_error(
+            "nll_loss2d_forward_out_frame",
+            self_.dtype(),
+        ));
+    }
     let mut dims: Vec<i64> = vec![0];
     dims.extend(2..s.len() as i64);
     dims.push(1);
     let flat = ops::reshape(&crate::at::permute(self_, &dims)?, &[-1, s[1]])?;
     let flat_target = ops::reshape(target, &[-1])?;
-    let r = crate::at::nll_loss(&flat, &flat_target, weight, reduction, ignore_index)?;
+    // `nll_loss2d` takes any weight of `C` elements.
+    let flat_weight = weight.map(|w| ops::reshape(w, &[-1])).transpose()?;
+    let r = crate::at::nll_loss(
+        &flat,
+        &flat_target,
+        flat_weight.as_ref(),
+        reduction,
+        ignore_index,
+    )?;
     match reduction {
         0 => ops::reshape(&r, &t),
         _ => Ok(r),
     }
+}
+
+/// `check_inputs_nll_loss2d` and the target's dtype (`nll_loss2d`'s checks,
+/// `aten/src/ATen/native/LossNLL2d.cpp`, in PyTorch 2.15's order) for an
+/// input of sizes `s` (4-D): its message for a size mismatch has no closing
+/// parenthesis.
+fn nll_loss2d_checks(s: &[i64], target: &Tensor, weight: Option<&Tensor>) -> Result<()> {
+    crate::ensure!(
+        target.dim() == 3,
+        "only batches of spatial targets supported (3D tensors) but got targets of dimension: {}",
+        target.dim()
+    );
+    crate::ensure!(
+        target.dtype() == DType::Int64,
+        "expected target dtype to be Long or Byte, but got {}",
+        target.dtype().c10_name()
+    );
+    if let Some(w) = weight {
+        crate::ensure!(
+            w.numel() as i64 == s[1],
+            "weight tensor should be defined either for all or no classes"
+        );
+    }
+    let t = target.sizes();
+    crate::ensure!(
+        s[0] == t[0] && s[2] == t[1] && s[3] == t[2],
+        "size mismatch (got input: {} , target: {}",
+        super::fmt_ints(s),
+        super::fmt_ints(&t)
+    );
+    Ok(())
 }
 
 /// `cross_entropy_loss(self, target, weight, reduction, ignore_index,
@@ -1014,12 +1078,30 @@ pub fn cross_entropy_loss(
             target.dtype().c10_name()
         );
         crate::ensure!(
-            (0.0..=1.0).contains(&label_smoothing),
-            "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
+            ignore_index < 0,
+            "ignore_index is not supported for floating point target"
         );
+        // `cross_entropy_loss_prob_target`: `self.size(class_dim)`, the
+        // weight, `log_softmax`, then the label smoothing (only a value
+        // above 1 is refused).
+        let n_classes = *self_.sizes().get(class_dim as usize).ok_or_else(|| {
+            super::index_error(format!(
+                "Dimension specified as {class_dim} but tensor has no dimensions"
+            ))
+        })?;
+        if let Some(w) = weight {
+            crate::ensure!(
+                w.dim() == 1 && w.numel() as i64 == n_classes,
+                "cross_entropy: weight tensor should be defined either for all {n_classes} classes or no classes but got weight tensor of shape: {}",
+                super::fmt_ints(&w.sizes())
+            );
+        }
         let input = log_probs()?;
-        let n_classes = self_.sizes()[class_dim as usize];
         let target = if label_smoothing > 0.0 {
+            // Above 0 (not NaN): `<= 1.0` fails only above 1.
+            if label_smoothing > 1.0 {
+                crate::bail!("label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}");
+            }
             let kept = crate::at::mul_Scalar(target, Scalar::Float(1.0 - label_smoothing))?;
             crate::at::add_Scalar(
                 &kept,
@@ -1052,14 +1134,13 @@ pub fn cross_entropy_loss(
                 }
             }
             2 => crate::at::sum(&per_sample, None),
-            r => crate::bail!("{r} is not a valid value for reduction (0: none, 1: mean, 2: sum)"),
+            r => crate::bail!("Invalid reduction type encountered in cross_entropy: {r}"),
         };
     }
     if label_smoothing > 0.0 {
-        crate::ensure!(
-            (0.0..=1.0).contains(&label_smoothing),
-            "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
-        );
+        if label_smoothing > 1.0 {
+            crate::bail!("label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}");
+        }
         let smoothing = LabelSmoothing {
             class_dim,
             ignore_index,
@@ -1114,6 +1195,12 @@ impl LabelSmoothing {
             None => input.clone(),
         };
         let summed = at::sum_dim_IntList(&weighted, Some(&[self.class_dim]), false, None)?;
+        // PyTorch's `smooth_loss.masked_fill_(ignore_mask, 0.0)` writes in
+        // place: a mask that broadcasts beyond the loss (a 1-D input's 1-D
+        // target of one class) is refused.
+        let (loss_shape, mask_shape) = (summed.shape(), ignored.shape());
+        let bcast = super::promote::broadcast_shapes(&loss_shape, &mask_shape)?;
+        super::promote::check_output_shape(&loss_shape, &bcast)?;
         let smooth = at::where_self(&ignored, &zero, &at::neg(&summed)?)?;
         let ret = match reduction {
             1 => {
@@ -1133,7 +1220,8 @@ impl LabelSmoothing {
                 at::div_Tensor(&at::sum(&smooth, None)?, &denominator)?
             }
             2 => at::sum(&smooth, None)?,
-            _ => smooth,
+            0 => smooth,
+            r => crate::bail!("Invalid reduction type encountered in cross_entropy: {r}"),
         };
         let ls = self.label_smoothing;
         at::add_Tensor(

@@ -24,13 +24,11 @@ pub(crate) fn empty(
         format != MemoryFormat::Preserve,
         "unsupported memory format Preserve"
     );
+    let dtype = dtype.unwrap_or(DType::Float32);
+    // `empty_generic`'s order: the byte count, then the strides.
+    memory::storage_nbytes(&shape, dtype.itemsize())?;
     let strides = strides_for(&shape, format)?;
-    empty_strided(
-        &shape,
-        &strides,
-        dtype.unwrap_or(DType::Float32),
-        device.unwrap_or(Device::Cpu),
-    )
+    empty_strided(&shape, &strides, dtype, device.unwrap_or(Device::Cpu))
 }
 
 /// `full(size, fill_value)`: the dtype defaults to bool / int64 / float32 after

@@ -8,6 +8,8 @@ use crate::tensor::{contiguous_strides, is_dense_in_order, Dims, MemoryFormat, T
 /// Strides of a new tensor of `shape` in `format` (`Preserve` is the caller's
 /// business; here it means contiguous).
 pub(crate) fn strides_for(shape: &[usize], format: MemoryFormat) -> Result<Vec<usize>> {
+    // PyTorch's "Stride calculation overflowed", also for an empty shape.
+    crate::tensor::check_sizes_product(shape)?;
     let order = match format {
         MemoryFormat::Contiguous | MemoryFormat::Preserve => return Ok(contiguous_strides(shape)),
         MemoryFormat::ChannelsLast => {
@@ -79,7 +81,7 @@ pub(crate) fn is_non_overlapping_and_dense(shape: &[usize], strides: &[usize]) -
     let mut perm: Dims = (0..shape.len()).collect();
     // Sort by stride, size-0/1 dims last.
     perm.sort_by_key(|&d| (shape[d] < 2, strides[d]));
-    let mut require = 1;
+    let mut require = 1usize;
     for &d in &perm {
         if shape[d] < 2 {
             return true;
@@ -87,7 +89,12 @@ pub(crate) fn is_non_overlapping_and_dense(shape: &[usize], strides: &[usize]) -
         if strides[d] != require {
             return false;
         }
-        require *= shape[d];
+        // A tensor's sizes multiply within `int64` (`check_sizes_product`);
+        // checked all the same, for sizes from elsewhere.
+        let Some(next) = require.checked_mul(shape[d]) else {
+            return false;
+        };
+        require = next;
     }
     true
 }
@@ -106,7 +113,7 @@ fn is_channels_last_strides(shape: &[usize], strides: &[usize], order: &[usize])
         }
         min = strides[d];
         if shape[d] > 1 {
-            min *= shape[d];
+            min = min.saturating_mul(shape[d]);
         }
     }
     true

@@ -157,10 +157,13 @@ pub(crate) fn common_device<'a>(ts: impl IntoIterator<Item = &'a Tensor>) -> Dev
 }
 
 /// Checks that a tensor of `shape` can be allocated before computing it: its
-/// byte count fits `int64` (every device) and, on the CPU, the allocation
-/// limit (`crate::tensor::alloc`).
+/// byte count fits `int64` (every device), its contiguous strides too
+/// (`crate::tensor::check_sizes_product`: an empty broadcast of valid shapes
+/// may multiply beyond it) and, on the CPU, the allocation limit
+/// (`crate::tensor::alloc`).
 pub(crate) fn check_alloc(shape: &[usize], dtype: DType, device: Device) -> Result<()> {
     let bytes = memory::storage_nbytes(shape, dtype.itemsize())?;
+    crate::tensor::check_sizes_product(shape)?;
     if device == Device::Cpu {
         memory::check_bytes(bytes)?;
     }

@@ -196,12 +196,14 @@ fn softmax_lines<T: Real>(
     log: bool,
 ) -> Result<Vec<T>> {
     let mut y = zeros::<T>(x.len())?;
+    if x.is_empty() {
+        // Nothing to compute: the loops below would still count `outer *
+        // inner` lines, up to 2^63 of them for `[0, 2^31, 2^31]` along 0.
+        return Ok(y);
+    }
     for o in 0..outer {
         for i in 0..inner {
             let at = |k: usize| (o * n + k) * inner + i;
-            if n == 0 {
-                continue;
-            }
             let mut max = x[at(0)];
             for k in 1..n {
                 let v = x[at(k)];
@@ -288,6 +290,10 @@ fn softmax_backward_lines<T: Real>(
     log: bool,
 ) -> Result<Vec<T>> {
     let mut r = zeros::<T>(g.len())?;
+    if g.is_empty() {
+        // As in `softmax_lines`: no line to count through.
+        return Ok(r);
+    }
     for o in 0..outer {
         for i in 0..inner {
             let at = |k: usize| (o * n + k) * inner + i;
@@ -333,10 +339,88 @@ impl Reduction {
             _ => crate::bail!("{r} is not a valid value for reduction (0: none, 1: mean, 2: sum)"),
         }
     }
+
+    /// As `nll_loss`'s kernels read `int reduction`: only `Reduction::None`
+    /// and `Reduction::Mean` are told apart, any other value sums
+    /// (`nll_loss_out_frame` in `aten/src/ATen/native/LossNLL.cpp`).
+    fn of_nll(r: i64) -> Reduction {
+        match r {
+            0 => Reduction::None,
+            1 => Reduction::Mean,
+            _ => Reduction::Sum,
+        }
+    }
 }
 
-/// The shape checks `nll_loss_forward` and `nll_loss_backward` share.
-fn nll_checks(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> Result<usize> {
+/// `t.size(0)`, or ATen's `IndexError` for a 0-dim tensor (what `size(0)`
+/// raises through `maybe_wrap_dim`).
+fn size0(t: &[usize]) -> Result<usize> {
+    t.first()
+        .copied()
+        .ok_or_else(|| index_error("Dimension specified as 0 but tensor has no dimensions"))
+}
+
+/// `TORCH_META_FUNC(nll_loss_forward)` (`aten/src/ATen/native/LossNLL.cpp`,
+/// PyTorch 2.15), in its order: the input's and the target's dimensions,
+/// the target's dtype, a 1-D target of a 1-D input holding one class (a
+/// `ValueError`), the batch sizes (a 0-dim target of a 2-D input is
+/// `size(0)`'s `IndexError`), the weight's shape. Returns the class count.
+fn nll_forward_checks(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> Result<usize> {
+    crate::ensure!(
+        self_.dim() > 0 && self_.dim() <= 2,
+        "input tensor should be 1D or 2D"
+    );
+    crate::ensure!(
+        target.dim() <= 1,
+        "0D or 1D target tensor expected, multi-target not supported"
+    );
+    crate::ensure!(
+        target.dtype() == DType::Int64,
+        "expected target dtype to be Long or Byte, but got {}",
+        target.dtype().c10_name()
+    );
+    let (s, t) = (self_.shape(), target.shape());
+    if let ([_], [n]) = (s.as_slice(), t.as_slice()) {
+        if *n != 1 {
+            return Err(crate::Error::Value(
+                format!("For 1D input, 1D target must have size 1, but got target size: {n}")
+                    .into(),
+            ));
+        }
+    }
+    // A 1-D input is one sample, of a 0-dim target or a 1-D one of size 1.
+    if s.len() == 2 {
+        crate::ensure!(
+            s[0] == size0(&t)?,
+            "size mismatch (got input: {}, target: {})",
+            fmt_shape(&s),
+            fmt_shape(&t)
+        );
+    }
+    let n_classes = s[s.len() - 1];
+    if let Some(w) = weight {
+        crate::ensure!(
+            w.dim() == 1 && w.numel() == n_classes,
+            "weight tensor should be defined either for all {n_classes} classes or no classes but got weight tensor of shape: {}",
+            fmt_shape(&w.shape())
+        );
+    }
+    Ok(n_classes)
+}
+
+/// `TORCH_META_FUNC(nll_loss_backward)` (PyTorch 2.15), in its order: the
+/// dimensions, the batch sizes (only a 0-dim target makes a 1-D input one
+/// sample here), `total_weight`'s element count, the weight's element count,
+/// then `grad_output`'s shape (`check_dim_size` for the per-sample form).
+/// Returns the class count.
+fn nll_backward_checks(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+    total_weight: &Tensor,
+) -> Result<usize> {
     crate::ensure!(
         self_.dim() > 0 && self_.dim() <= 2,
         "input tensor should be 1D or 2D"
@@ -346,33 +430,59 @@ fn nll_checks(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> Resul
         "0D or 1D target tensor expected, multi-target not supported"
     );
     let (s, t) = (self_.shape(), target.shape());
-    let no_batch_dim = self_.dim() == 1 && target.dim() == 0;
+    let no_batch_dim = s.len() == 1 && t.is_empty();
     crate::ensure!(
-        no_batch_dim || s[0] == t[0],
+        no_batch_dim || s[0] == size0(&t)?,
         "size mismatch (got input: {}, target: {})",
         fmt_shape(&s),
         fmt_shape(&t)
     );
+    // Two spaces in "a  single", as PyTorch's message has them.
+    crate::ensure!(
+        total_weight.numel() == 1,
+        "expected total_weight to be a  single element tensor, got: {} ({} elements)",
+        fmt_shape(&total_weight.shape()),
+        total_weight.numel()
+    );
     let n_classes = s[s.len() - 1];
     if let Some(w) = weight {
         crate::ensure!(
-            w.dim() == 1 && w.numel() == n_classes,
-            "weight tensor should be defined either for all {n_classes} classes or no classes but got weight tensor of shape: {}",
-            fmt_shape(&w.shape())
-        );
-        crate::ensure!(
-            w.dtype() == self_.dtype(),
-            "expected scalar type {} but found {}",
-            self_.dtype().c10_name(),
-            w.dtype().c10_name()
+            w.numel() == n_classes,
+            "weight tensor should be defined either for all or no classes"
         );
     }
-    crate::ensure!(
-        target.dtype() == DType::Int64,
-        "expected target dtype to be Long or Byte, but got {}",
-        target.dtype().c10_name()
-    );
+    let g = grad_output.shape();
+    if reduction == Reduction::None && s.len() == 2 {
+        // `check_dim_size(grad_output, 1, 0, batch_size)`: its message reads
+        // `size(0)`, an `IndexError` for a 0-dim `grad_output`.
+        if g.len() != 1 || g[0] != s[0] {
+            let got = size0(&g)?;
+            crate::bail!(
+                "Expected a tensor of dimension 1 and tensor.size[0] == {} but got: dimension {} and tensor.size[0] = {got}",
+                s[0],
+                g.len()
+            );
+        }
+    } else {
+        crate::ensure!(
+            g.len() <= 1 && grad_output.numel() == 1,
+            "Expected a single element grad_output tensor, but got: {}",
+            fmt_shape(&g)
+        );
+    }
     Ok(n_classes)
+}
+
+/// `tensor.data_ptr<T>()`'s check, which the CPU kernels make on each
+/// operand they read: "expected scalar type Float but found Double".
+fn expect_dtype(t: &Tensor, want: DType) -> Result<()> {
+    crate::ensure!(
+        t.dtype() == want,
+        "expected scalar type {} but found {}",
+        want.c10_name(),
+        t.dtype().c10_name()
+    );
+    Ok(())
 }
 
 /// A target class checked against the class count (PyTorch's IndexError).
@@ -393,9 +503,16 @@ pub(crate) fn nll_loss_forward(
     ignore_index: i64,
     out: Option<(&Tensor, &Tensor)>,
 ) -> Result<(Tensor, Tensor)> {
-    let n_classes = nll_checks(self_, target, weight)?;
-    let reduction = Reduction::of(reduction)?;
+    let n_classes = nll_forward_checks(self_, target, weight)?;
+    let reduction = Reduction::of_nll(reduction);
     let dtype = self_.dtype();
+    // The kernel's: its dtype dispatch, then the weight's elements.
+    if !dtype.is_floating_point() {
+        return Err(dispatch_error("nll_loss_out_frame", dtype));
+    }
+    if let Some(w) = weight {
+        expect_dtype(w, dtype)?;
+    }
     let per_sample = reduction == Reduction::None && self_.dim() == 2;
     let shape: Vec<usize> = match per_sample {
         true => vec![self_.shape()[0]],
@@ -503,31 +620,25 @@ pub(crate) fn nll_loss_backward(
     total_weight: &Tensor,
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let n_classes = nll_checks(self_, target, weight)?;
-    let reduction = Reduction::of(reduction)?;
-    crate::ensure!(
-        total_weight.numel() == 1,
-        "expected total_weight to be a single element tensor, got: {} ({} elements)",
-        fmt_shape(&total_weight.shape()),
-        total_weight.numel()
-    );
+    let reduction = Reduction::of_nll(reduction);
+    let n_classes =
+        nll_backward_checks(grad_output, self_, target, weight, reduction, total_weight)?;
     let per_sample = reduction == Reduction::None && self_.dim() == 2;
-    if per_sample {
-        let n = self_.shape()[0];
-        crate::ensure!(
-            grad_output.dim() == 1 && grad_output.shape()[0] == n,
-            "Expected a tensor of dimension 1 and tensor.size[0] == {n} but got: dimension {} and tensor.size[0] == {}",
-            grad_output.dim(),
-            grad_output.shape().first().copied().unwrap_or(1)
-        );
-    } else {
-        crate::ensure!(
-            grad_output.dim() <= 1 && grad_output.numel() == 1,
-            "Expected a single element grad_output tensor, but got: {}",
-            fmt_shape(&grad_output.shape())
-        );
-    }
+    // The kernel's, in the order it reads its operands: its dtype dispatch,
+    // the target, the weight, then `grad_output` (per sample) or
+    // `total_weight` and `grad_output`.
     let dtype = self_.dtype();
+    if !dtype.is_floating_point() {
+        return Err(dispatch_error("nll_loss_backward_out_frame", dtype));
+    }
+    expect_dtype(target, DType::Int64)?;
+    if let Some(w) = weight {
+        expect_dtype(w, dtype)?;
+    }
+    if !per_sample {
+        expect_dtype(total_weight, dtype)?;
+    }
+    expect_dtype(grad_output, dtype)?;
     let shape = self_.shape();
     let ins = [grad_output, self_, target, total_weight];
     let meta = is_meta(ins.into_iter().chain(weight).chain(out));
@@ -546,7 +657,13 @@ pub(crate) fn nll_loss_backward(
                     Reduction::Mean => -(g[0] / tw),
                     _ => -g[0],
                 };
-                for (i, &ti) in t.iter().enumerate() {
+                // A 1-D input is one sample: the kernel reads the first
+                // target only (a 1-D target may hold more).
+                let samples = match self_.dim() {
+                    1 => t.get(..1).unwrap_or_default(),
+                    _ => &t[..],
+                };
+                for (i, &ti) in samples.iter().enumerate() {
                     if ti == ignore_index {
                         continue;
                     }

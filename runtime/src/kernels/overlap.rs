@@ -48,10 +48,12 @@ pub enum MemOverlapStatus {
     TooHard,
 }
 
-/// `at::has_internal_overlap`.
+/// `at::has_internal_overlap`. A tensor of 0 elements has none, whatever
+/// its strides: ATen asks `is_non_overlapping_and_dense()` first, which is
+/// true of every contiguous tensor, and `compute_contiguous` holds every
+/// empty tensor contiguous (`c10/core/TensorImpl.cpp`).
 pub fn has_internal_overlap(t: &Tensor) -> MemOverlap {
     let g = t.geometry();
-    // An empty tensor is contiguous for PyTorch (`compute_contiguous`).
     if g.shape.contains(&0) || is_non_overlapping_and_dense(&g.shape, &g.strides) {
         return MemOverlap::No;
     }
@@ -209,15 +211,18 @@ mod tests {
             has_internal_overlap(&view(&t, &[3, 3], &[1, 1], 0)),
             MemOverlap::TooHard
         );
-        // Empty tensors are dense whatever their strides (PyTorch 2.15's
-        // `torch._debug_has_internal_overlap` is 0 for both: an empty
-        // tensor is contiguous).
+        // Empty tensors have no overlap whatever their strides, also where
+        // a size > 1 has stride 0 (ATen's `is_contiguous` holds for them).
         assert_eq!(
             has_internal_overlap(&view(&t, &[0, 3], &[0, 1], 0)),
             MemOverlap::No
         );
         assert_eq!(
             has_internal_overlap(&view(&t, &[3, 0], &[0, 1], 0)),
+            MemOverlap::No
+        );
+        assert_eq!(
+            has_internal_overlap(&view(&t, &[2, 0, 3], &[0, 0, 0], 0)),
             MemOverlap::No
         );
         assert!(assert_no_internal_overlap(&view(&t, &[2, 6], &[6, 1], 0)).is_ok());

@@ -307,13 +307,14 @@ fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
     // wrote each block in full (its `Written` token); the capacity is at
     // least `n`.
     unsafe { out.set_len(n) };
-    // `n` elements for `shape`: nothing for `from_vec` to check.
-    Ok(Tensor::from_buffer(
+    // `n` elements for `shape`; the sizes are checked there (a broadcast of
+    // valid shapes may multiply beyond `int64` when it is empty).
+    Tensor::from_buffer(
         R::into_buffer(out),
         shape,
         R::DTYPE,
         crate::tensor::Device::Cpu,
-    ))
+    )
 }
 
 /// `self_` converted to `dtype` as a new contiguous tensor, element by element

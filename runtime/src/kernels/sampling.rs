@@ -79,15 +79,12 @@ pub(crate) fn random_factory(
     device: Device,
 ) -> Result<Tensor> {
     let shape = check_sizes(size)?;
-    let strides = crate::tensor::contiguous_strides(&shape);
-    sample(
-        dist,
-        &shape,
-        &strides,
-        dtype.unwrap_or(DType::Float32),
-        device,
-        generator,
-    )
+    let dtype = dtype.unwrap_or(DType::Float32);
+    // `empty`'s checks, in its order (the byte count, then the strides),
+    // before the sampler's.
+    memory::storage_nbytes(&shape, dtype.itemsize())?;
+    let strides = super::layout::strides_for(&shape, crate::tensor::MemoryFormat::Contiguous)?;
+    sample(dist, &shape, &strides, dtype, device, generator)
 }
 
 /// A new tensor of `shape` and (dense) `strides` filled with `dist`.

@@ -56,6 +56,11 @@ fn from_runs<T: IntoBuffer>(
         return Ok(None);
     };
     let n: usize = shape.iter().product();
+    if n == 0 {
+        // No run to copy: an empty result may still have up to 2^63 (empty)
+        // runs, which are not walked.
+        return Tensor::from_vec(Vec::<T>::new(), shape).map(Some);
+    }
     let mut v: Vec<T> = crate::tensor::alloc::try_with_capacity(n)?;
     for (src, start, len) in runs {
         let Some(run) = data[src].get(start..start + len) else {
@@ -136,7 +141,8 @@ pub(crate) fn cat(tensors: &[Tensor], dim: i64, out: Option<&Tensor>) -> Result<
                         b[k]
                     );
                 }
-                at_dim += b[d];
+                // Saturating: a sum beyond int64 is refused with the sizes.
+                at_dim = b[d].saturating_add(at_dim);
             }
             let mut s = first.shape();
             s[d] = at_dim;
@@ -145,6 +151,9 @@ pub(crate) fn cat(tensors: &[Tensor], dim: i64, out: Option<&Tensor>) -> Result<
         _ => vec![0],
     };
     let device = common_device(tensors.iter().chain(out));
+    // The result's contiguous strides must fit int64 (PyTorch's "Stride
+    // calculation overflowed"), also when it is empty.
+    crate::tensor::check_sizes_product(&sizes)?;
     if let (None, Device::Cpu, Some(d)) = (out, device, wrapped) {
         let contiguous = strides_for(&sizes, format)
             .is_ok_and(|s| s == crate::tensor::contiguous_strides(&sizes));

@@ -428,7 +428,7 @@ pub fn load_state_dict(
                         "While copying the parameter named \"{name}\", whose dimensions in the model are {} and whose dimensions in the checkpoint are {}, an exception occurred : ({},).",
                         torch_size(&t.shape()),
                         torch_size(&src.shape()),
-                        python_str(&e.to_string())
+                        crate::pyfmt::repr_str(&e.to_string())
                     ));
                 }
             }
@@ -475,32 +475,6 @@ pub fn load_state_dict(
         ));
     }
     Ok(keys)
-}
-
-/// `repr` of a Python string, as PyTorch's message prints an exception's
-/// arguments.
-fn python_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::from(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// PyTorch's `_addindent`: every line after the first indented by `n`.

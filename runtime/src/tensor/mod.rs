@@ -359,8 +359,10 @@ impl Geometry {
     /// Checks that the geometry is well formed: as many strides as sizes, every
     /// size, stride and the offset an `int64` (PyTorch's geometry is `int64`:
     /// what it cannot express is refused, also on dimensions of size 1 and on
-    /// empty tensors), an element count and extent that fit `int64`, and every
-    /// element inside the storage (`itemsize` is for the message).
+    /// empty tensors), an element count and extent that fit `int64`, every
+    /// element inside the storage (`itemsize` is for the message), and sizes
+    /// whose product with empty dimensions counted as 1 fits `int64` too
+    /// ([`check_sizes_product`]).
     ///
     /// Every geometry a tensor holds passed this check, so the positions it
     /// reaches, its strides and its element count all fit `isize`.
@@ -402,8 +404,37 @@ impl Geometry {
                 "numel: integer multiplication overflow".into(),
             ));
         }
-        Ok(())
+        check_sizes_product(shape)
     }
+}
+
+/// Refuses sizes whose product, empty dimensions counted as 1, is larger than
+/// [`MAX_GEOMETRY`]: what PyTorch's contiguous strides of the sizes need
+/// (`empty` refuses such sizes with "Stride calculation overflowed",
+/// `c10/core/TensorImpl.cpp`), and what ndarray requires of a view's shape.
+/// Every tensor's sizes pass it, so no product of some of its sizes
+/// overflows, also on an empty tensor (`[0, 2^62, 2^62]` holds no element,
+/// but its last two sizes multiply beyond `int64`).
+pub fn check_sizes_product(shape: &[usize]) -> Result<()> {
+    let product = shape
+        .iter()
+        .try_fold(1usize, |acc, &n| acc.checked_mul(n.max(1)));
+    match product {
+        Some(p) if p <= MAX_GEOMETRY => Ok(()),
+        _ => Err(stride_overflow(shape)),
+    }
+}
+
+/// PyTorch's error for sizes whose contiguous strides overflow `int64`,
+/// naming the sizes and the limit.
+#[cold]
+fn stride_overflow(shape: &[usize]) -> Error {
+    Error::Runtime(
+        format!(
+            "Stride calculation overflowed: the sizes {shape:?} multiply, empty dimensions counted as 1, beyond the largest int64 ({MAX_GEOMETRY}, opforge::tensor::MAX_GEOMETRY)"
+        )
+        .into(),
+    )
 }
 
 /// The largest size, stride or offset a geometry may hold: PyTorch's are
@@ -415,13 +446,8 @@ pub const MAX_GEOMETRY: usize = i64::MAX as usize;
 /// ndarray and the kernels take strides as `isize`).
 fn check_int64_geometry(shape: &[usize], strides: &[usize], offset: usize) -> Result<()> {
     let too_big = |what: &str, values: &[usize]| {
-        let (d, v) = values.iter().enumerate().find(|(_, &v)| v > MAX_GEOMETRY)?;
-        Some(Error::Runtime(
-            format!(
-                "{what} {values:?}: {v} at dimension {d} is larger than the largest int64 ({MAX_GEOMETRY}); PyTorch's sizes and strides are int64"
-            )
-            .into(),
-        ))
+        let (d, &v) = values.iter().enumerate().find(|(_, &v)| v > MAX_GEOMETRY)?;
+        Some(larger_than_int64(what, values, d, v))
     };
     if let Some(e) = too_big("sizes", shape).or_else(|| too_big("strides", strides)) {
         return Err(e);
@@ -437,6 +463,18 @@ fn check_int64_geometry(shape: &[usize], strides: &[usize], offset: usize) -> Re
     Ok(())
 }
 
+/// The error for a size or stride (`what`) above [`MAX_GEOMETRY`]: `v`, at
+/// dimension `d` of `values`.
+#[cold]
+fn larger_than_int64(what: &str, values: &[usize], d: usize, v: usize) -> Error {
+    Error::Runtime(
+        format!(
+            "{what} {values:?}: {v} at dimension {d} is larger than the largest int64 ({MAX_GEOMETRY}); PyTorch's sizes and strides are int64"
+        )
+        .into(),
+    )
+}
+
 /// The keys a tensor on `device` of the class of `ext` has before autograd
 /// adds any: its backend and its class's keys.
 fn class_keys(device: Device, ext: Option<&Ext>) -> KeySet {
@@ -448,11 +486,13 @@ fn class_keys(device: Device, ext: Option<&Ext>) -> KeySet {
 }
 
 /// Does a dimension of size > 1 have stride 0 (an expanded tensor, whose
-/// elements share storage positions)?
+/// elements share storage positions)? Never for an empty tensor: it has no
+/// elements to share, and PyTorch's `has_internal_overlap`
+/// (`aten/src/ATen/MemoryOverlap.cpp`) finds none, since a tensor of 0
+/// elements is contiguous (`c10::TensorImpl::compute_contiguous`), hence
+/// non-overlapping and dense.
 pub fn is_expanded(shape: &[usize], strides: &[usize]) -> bool {
-    // An empty tensor has no elements to share (PyTorch counts it contiguous,
-    // so `has_internal_overlap` says no).
-    !shape.contains(&0) && shape.iter().zip(strides).any(|(&n, &s)| n > 1 && s == 0)
+    shape.iter().zip(strides).any(|(&n, &s)| n > 1 && s == 0) && !shape.contains(&0)
 }
 
 /// PyTorch's error for a write into a tensor whose elements share memory.
@@ -508,6 +548,31 @@ fn fill_contiguous_strides(shape: &[usize], strides: &mut [usize]) {
         *s = acc;
         acc = acc.saturating_mul(n.max(1));
     }
+}
+
+/// Contiguous (row-major) strides for `shape`, inline, and its element
+/// count, checked: every size at most [`MAX_GEOMETRY`], and their product
+/// with empty dimensions counted as 1 too ([`check_sizes_product`]); in one
+/// pass, as [`contiguous_dims`] makes them.
+pub fn checked_contiguous_dims(shape: &[usize]) -> Result<(Dims, usize)> {
+    let mut strides = match shape.len() <= DIMS_INLINE {
+        true => Dims::from_buf_and_len([0; DIMS_INLINE], shape.len()),
+        false => Dims::from_elem(0, shape.len()),
+    };
+    let (mut acc, mut numel) = (1usize, 1usize);
+    for (d, (s, &n)) in strides.iter_mut().zip(shape).enumerate().rev() {
+        *s = acc;
+        if n > MAX_GEOMETRY {
+            return Err(larger_than_int64("sizes", shape, d, n));
+        }
+        acc = acc
+            .checked_mul(n.max(1))
+            .filter(|&a| a <= MAX_GEOMETRY)
+            .ok_or_else(|| stride_overflow(shape))?;
+        // `numel <= acc` before and after: no overflow.
+        numel *= n;
+    }
+    Ok((strides, numel))
 }
 
 /// Contiguous (row-major) strides for `shape`.
@@ -839,27 +904,31 @@ impl Tensor {
     /// assert_eq!(t.shape(), vec![2, 2]);
     /// assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
     /// ```
+    ///
+    /// Sizes are checked as every tensor's are: each at most
+    /// [`MAX_GEOMETRY`], also on an empty tensor, and their product with empty
+    /// dimensions counted as 1 too ([`check_sizes_product`]).
+    ///
+    /// ```
+    /// use opforge::Tensor;
+    /// let e = Tensor::from_vec(Vec::<f32>::new(), &[0, 1 << 63]).unwrap_err();
+    /// assert!(e.to_string().starts_with("sizes [0, 9223372036854775808]: 9223372036854775808 at dimension 1 is larger than the largest int64"));
+    /// let e = Tensor::from_vec(Vec::<f32>::new(), &[0, 1 << 62, 4]).unwrap_err();
+    /// assert!(e.to_string().starts_with("Stride calculation overflowed"));
+    /// ```
     pub fn from_vec<T: IntoBuffer>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
-        if data.len() != numel(shape) {
-            return Err(Error::Runtime(
-                format!(
-                    "shape {shape:?} is invalid for input of size {}",
-                    data.len()
-                )
-                .into(),
-            ));
-        }
-        Ok(Tensor::from_buffer(
-            T::into_buffer(data),
-            shape,
-            T::DTYPE,
-            Device::Cpu,
-        ))
+        Tensor::from_buffer(T::into_buffer(data), shape, T::DTYPE, Device::Cpu)
     }
 
     /// A 0-dim CPU tensor holding `x`.
     pub fn scalar<T: IntoBuffer>(x: T) -> Tensor {
-        Tensor::from_buffer(T::into_buffer(vec![x]), &[], T::DTYPE, Device::Cpu)
+        Tensor::new_contiguous(
+            T::into_buffer(vec![x]),
+            &[],
+            Dims::new(),
+            T::DTYPE,
+            Device::Cpu,
+        )
     }
 
     /// A Python number given for a `Tensor` parameter, as the kernel receives it
@@ -902,15 +971,48 @@ impl Tensor {
         t
     }
 
-    /// A contiguous tensor over a new storage holding `buffer`.
-    pub fn from_buffer(buffer: Buffer, shape: &[usize], dtype: DType, device: Device) -> Tensor {
+    /// A contiguous tensor over a new storage holding `buffer`, which must
+    /// hold as many elements as `shape` (PyTorch's message otherwise). The
+    /// sizes are checked as [`Tensor::from_vec`] checks them.
+    pub fn from_buffer(
+        buffer: Buffer,
+        shape: &[usize],
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        let (strides, numel) = checked_contiguous_dims(shape)?;
+        if buffer.len() != numel {
+            return Err(Error::Runtime(
+                format!(
+                    "shape {shape:?} is invalid for input of size {}",
+                    buffer.len()
+                )
+                .into(),
+            ));
+        }
+        Ok(Tensor::new_contiguous(
+            buffer, shape, strides, dtype, device,
+        ))
+    }
+
+    /// A contiguous tensor over a new storage holding `buffer`: `strides`
+    /// are `shape`'s contiguous strides, and the shape passed
+    /// [`checked_contiguous_dims`] (or is known to: a 0-dim tensor, an
+    /// ndarray's shape).
+    fn new_contiguous(
+        buffer: Buffer,
+        shape: &[usize],
+        strides: Dims,
+        dtype: DType,
+        device: Device,
+    ) -> Tensor {
         Tensor::from_geometry(
             dtype,
             device,
             Geometry {
                 storage: Storage::new(buffer),
                 shape: Dims::from_slice(shape),
-                strides: contiguous_dims(shape),
+                strides,
                 offset: 0,
             },
         )
@@ -930,7 +1032,10 @@ impl Tensor {
         } else {
             alloc::try_collect(a.len(), a.iter().copied()).unwrap_or_else(|e| panic!("{e}"))
         };
-        Tensor::from_buffer(T::into_buffer(data), &shape, T::DTYPE, Device::Cpu)
+        // ndarray's shapes pass the same check ([`check_sizes_product`]): the
+        // product of the non-zero lengths fits `isize`.
+        let strides = contiguous_dims(&shape);
+        Tensor::new_contiguous(T::into_buffer(data), &shape, strides, T::DTYPE, Device::Cpu)
     }
 
     /// A zero-filled contiguous tensor, or the allocator's error: the byte count
@@ -949,8 +1054,11 @@ impl Tensor {
     /// ```
     pub fn try_zeros(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         alloc::storage_nbytes(shape, dtype.itemsize())?;
-        let buffer = Buffer::try_zeros(dtype, device, numel(shape))?;
-        Ok(Tensor::from_buffer(buffer, shape, dtype, device))
+        let (strides, numel) = checked_contiguous_dims(shape)?;
+        let buffer = Buffer::try_zeros(dtype, device, numel)?;
+        Ok(Tensor::new_contiguous(
+            buffer, shape, strides, dtype, device,
+        ))
     }
 
     /// A zero-filled contiguous tensor.
@@ -1131,6 +1239,7 @@ impl Tensor {
         }
         let itemsize = self.dtype().itemsize();
         alloc::storage_nbytes(shape, itemsize)?;
+        let (strides, _) = checked_contiguous_dims(shape)?;
         let need = checked_numel(shape)
             .and_then(|n| n.checked_add(g.offset))
             .filter(|n| {
@@ -1160,7 +1269,7 @@ impl Tensor {
         self.set_geometry(Geometry {
             storage,
             shape: Dims::from_slice(shape),
-            strides: contiguous_dims(shape),
+            strides,
             offset: g.offset,
         })
     }

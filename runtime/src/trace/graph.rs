@@ -285,13 +285,20 @@ impl Graph {
     /// A graph of `nodes` (as saved), checked: unique names, every
     /// reference to an earlier node that is not the output, one output
     /// node and last, placeholders first, no more tokens than placeholders.
-    pub(crate) fn from_parts(nodes: Vec<Node>, tokens: usize) -> Result<Graph> {
+    /// The names are then made FX's ([`Namespace`]): one that is not an
+    /// identifier, or is Python's, is renamed as FX renames it (a traced
+    /// graph's names stay as they are), so that the printed code is the
+    /// graph's and nothing else.
+    pub(crate) fn from_parts(mut nodes: Vec<Node>, tokens: usize) -> Result<Graph> {
         let bad = |m: String| Error::Runtime(format!("not a valid graph: {m}").into());
-        let mut names = Namespace::default();
+        let mut seen = std::collections::HashSet::new();
         let mut placeholders = 0;
         for (i, n) in nodes.iter().enumerate() {
-            if !names.used.insert(n.name.clone()) {
-                return Err(bad(format!("two nodes are named {}", n.name)));
+            if !seen.insert(n.name.as_str()) {
+                return Err(bad(format!(
+                    "two nodes are named {}",
+                    crate::pyfmt::repr_str(&n.name)
+                )));
             }
             let mut wrong = None;
             for_each_use(&n.kind, &mut |u| {
@@ -302,12 +309,15 @@ impl Graph {
             if let Some(u) = wrong {
                 return Err(bad(format!(
                     "node {} refers to node {u}, which is not before it",
-                    n.name
+                    crate::pyfmt::repr_str(&n.name)
                 )));
             }
             match n.kind {
                 NodeKind::Placeholder if placeholders != i => {
-                    return Err(bad(format!("placeholder {} after other nodes", n.name)));
+                    return Err(bad(format!(
+                        "placeholder {} after other nodes",
+                        crate::pyfmt::repr_str(&n.name)
+                    )));
                 }
                 NodeKind::Placeholder => placeholders += 1,
                 NodeKind::Output(_) if i + 1 != nodes.len() => {
@@ -321,6 +331,11 @@ impl Graph {
         }
         if tokens > placeholders {
             return Err(bad(format!("{tokens} tokens but {placeholders} inputs")));
+        }
+        drop(seen);
+        let mut names = Namespace::default();
+        for n in &mut nodes {
+            n.name = names.create(&n.name);
         }
         Ok(Graph {
             nodes,
@@ -671,40 +686,72 @@ fn getitem(args: &[Value]) -> Result<Value> {
         .ok_or_else(|| Error::Index("tuple index out of range".into()))
 }
 
-/// FX's names: a node is named after its target; a name already taken, a
-/// Python keyword or a builtin gets `_1`, `_2`, … (`sum` → `sum_1`).
+/// FX's names (`torch/fx/graph.py`, `_Namespace.create_name`): a node is
+/// named after its target; a candidate that is not an identifier has each
+/// run of other characters replaced by `_` (`_unnamed` if empty, `_` before
+/// a leading digit); a name already taken, a Python keyword or a builtin
+/// gets `_1`, `_2`, … (`sum` → `sum_1`), counted per base name. Names read
+/// from a saved graph go through it too ([`Graph::from_parts`]), so every
+/// name printed is an identifier of its own.
 #[derive(Clone, Debug, Default)]
 struct Namespace {
     used: std::collections::HashSet<String>,
-    counts: HashMap<String, usize>,
+    counts: HashMap<String, u128>,
+}
+
+/// FX's `_name_regex`, `^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$`: the base's
+/// length and the numeric suffix, if `name` matches. Digits are ASCII's
+/// (Python's `\d` also takes other scripts' digits, which FX would keep;
+/// here they are replaced as other characters are) and a suffix beyond
+/// `u64` counts as part of the base (Python's ints have no bound).
+fn split_name(name: &str) -> Option<(usize, Option<u128>)> {
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let bytes = name.as_bytes();
+    match bytes.first() {
+        Some(c) if c.is_ascii_alphabetic() || *c == b'_' => {}
+        _ => return None,
+    }
+    if !bytes.iter().all(|&c| ident(c)) {
+        return None;
+    }
+    // The lazy base ends before the last `_` that only digits follow.
+    let digits = bytes
+        .iter()
+        .rev()
+        .take_while(|c| c.is_ascii_digit())
+        .count();
+    let underscore = bytes.len() - digits;
+    if digits > 0 && underscore >= 2 && bytes[underscore - 1] == b'_' {
+        if let Ok(n) = name[underscore..].parse::<u64>() {
+            return Some((underscore - 1, Some(u128::from(n))));
+        }
+    }
+    Some((bytes.len(), None))
 }
 
 impl Namespace {
     fn create(&mut self, candidate: &str) -> String {
-        let mut candidate: String = candidate
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        if candidate.is_empty() || candidate.starts_with(|c: char| c.is_ascii_digit()) {
-            candidate.insert(0, '_');
-        }
-        // `name_3`: base `name`, number 3.
-        let (base, num) = match candidate.rsplit_once('_') {
-            Some((b, n))
-                if !b.is_empty() && !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()) =>
-            {
-                (b.to_string(), n.parse::<usize>().ok())
+        let mut candidate = candidate.to_string();
+        let (base_len, num) = match split_name(&candidate) {
+            Some(parts) => parts,
+            None => {
+                candidate = sanitized(&candidate);
+                split_name(&candidate).unwrap_or((candidate.len(), None))
             }
-            _ => (candidate.clone(), None),
         };
-        let mut num = num.unwrap_or_else(|| self.counts.get(&base).copied().unwrap_or(0));
-        while self.used.contains(&candidate) || is_python_reserved(&candidate) {
+        let base = candidate[..base_len].to_string();
+        let mut num = match num {
+            Some(n) if !self.used.contains(&candidate) => n,
+            _ => {
+                let mut n = self.counts.get(&base).copied().unwrap_or(0);
+                if is_python_reserved(&candidate) {
+                    n += 1;
+                    candidate = format!("{base}_{n}");
+                }
+                n
+            }
+        };
+        while self.used.contains(&candidate) {
             num += 1;
             candidate = format!("{base}_{num}");
         }
@@ -714,81 +761,191 @@ impl Namespace {
     }
 }
 
-/// Python's keywords and the builtins FX does not shadow.
+/// FX's repair of a candidate that is not an identifier: each run of
+/// characters outside `[0-9a-zA-Z_]` becomes one `_`, an empty name
+/// `_unnamed`, and a leading digit gets a `_` before it.
+fn sanitized(candidate: &str) -> String {
+    let mut out = String::with_capacity(candidate.len());
+    let mut in_run = false;
+    for c in candidate.chars() {
+        let legal = c.is_ascii_alphanumeric() || c == '_';
+        if legal {
+            out.push(c);
+        } else if !in_run {
+            out.push('_');
+        }
+        in_run = !legal;
+    }
+    if out.is_empty() {
+        out.push_str("_unnamed");
+    }
+    if out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, '_');
+    }
+    out
+}
+
+/// A Python identifier of ASCII characters (what a saved graph's keyword
+/// arguments must be named: FX prints them as `name = value`).
+pub(crate) fn is_identifier(name: &str) -> bool {
+    split_name(name).is_some()
+}
+
+/// FX's `_illegal_names` (PyTorch 2.15 on Python 3.11: the keywords, the
+/// builtins, the globals its code imports), and `self`, `forward`'s first
+/// parameter.
 fn is_python_reserved(name: &str) -> bool {
     const RESERVED: &[&str] = &[
+        "ArithmeticError",
+        "AssertionError",
+        "AttributeError",
+        "BaseException",
+        "BaseExceptionGroup",
+        "BlockingIOError",
+        "BrokenPipeError",
+        "BufferError",
+        "BytesWarning",
+        "ChildProcessError",
+        "ConnectionAbortedError",
+        "ConnectionError",
+        "ConnectionRefusedError",
+        "ConnectionResetError",
+        "DeprecationWarning",
+        "EOFError",
+        "Ellipsis",
+        "EncodingWarning",
+        "EnvironmentError",
+        "Exception",
+        "ExceptionGroup",
         "False",
+        "FileExistsError",
+        "FileNotFoundError",
+        "FloatingPointError",
+        "FutureWarning",
+        "GeneratorExit",
+        "IOError",
+        "ImportError",
+        "ImportWarning",
+        "IndentationError",
+        "IndexError",
+        "InterruptedError",
+        "IsADirectoryError",
+        "KeyError",
+        "KeyboardInterrupt",
+        "LookupError",
+        "MemoryError",
+        "ModuleNotFoundError",
+        "NameError",
         "None",
+        "NoneType",
+        "NotADirectoryError",
+        "NotImplemented",
+        "NotImplementedError",
+        "OSError",
+        "OverflowError",
+        "PendingDeprecationWarning",
+        "PermissionError",
+        "ProcessLookupError",
+        "RecursionError",
+        "ReferenceError",
+        "ResourceWarning",
+        "RuntimeError",
+        "RuntimeWarning",
+        "StopAsyncIteration",
+        "StopIteration",
+        "SyntaxError",
+        "SyntaxWarning",
+        "SystemError",
+        "SystemExit",
+        "TabError",
+        "TimeoutError",
         "True",
+        "TypeError",
+        "UnboundLocalError",
+        "UnicodeDecodeError",
+        "UnicodeEncodeError",
+        "UnicodeError",
+        "UnicodeTranslateError",
+        "UnicodeWarning",
+        "UserWarning",
+        "ValueError",
+        "Warning",
+        "ZeroDivisionError",
+        "__build_class__",
+        "__debug__",
+        "__doc__",
+        "__import__",
+        "__loader__",
+        "__name__",
+        "__package__",
+        "__spec__",
+        "abs",
+        "aiter",
+        "all",
         "and",
+        "anext",
+        "any",
         "as",
+        "ascii",
         "assert",
         "async",
         "await",
-        "break",
-        "class",
-        "continue",
-        "def",
-        "del",
-        "elif",
-        "else",
-        "except",
-        "finally",
-        "for",
-        "from",
-        "global",
-        "if",
-        "import",
-        "in",
-        "is",
-        "lambda",
-        "nonlocal",
-        "not",
-        "or",
-        "pass",
-        "raise",
-        "return",
-        "try",
-        "while",
-        "with",
-        "yield",
-        "abs",
-        "all",
-        "any",
-        "ascii",
         "bin",
         "bool",
+        "break",
+        "breakpoint",
+        "bytearray",
         "bytes",
         "callable",
         "chr",
+        "class",
+        "classmethod",
         "compile",
         "complex",
+        "continue",
         "copyright",
         "credits",
+        "def",
+        "del",
         "delattr",
+        "device",
         "dict",
         "dir",
         "divmod",
+        "elif",
+        "else",
         "enumerate",
         "eval",
+        "except",
         "exec",
         "exit",
         "filter",
+        "finally",
         "float",
+        "for",
         "format",
+        "from",
         "frozenset",
+        "fx_pytree",
         "getattr",
+        "global",
         "globals",
         "hasattr",
         "hash",
         "help",
         "hex",
         "id",
+        "if",
+        "import",
+        "in",
+        "inf",
         "input",
         "int",
+        "is",
         "isinstance",
         "issubclass",
         "iter",
+        "lambda",
         "len",
         "license",
         "list",
@@ -797,19 +954,28 @@ fn is_python_reserved(name: &str) -> bool {
         "max",
         "memoryview",
         "min",
+        "nan",
         "next",
+        "nonlocal",
+        "not",
         "object",
         "oct",
         "open",
+        "or",
         "ord",
+        "pass",
         "pow",
         "print",
         "property",
+        "pytree",
         "quit",
+        "raise",
         "range",
         "repr",
+        "return",
         "reversed",
         "round",
+        "self",
         "set",
         "setattr",
         "slice",
@@ -818,21 +984,17 @@ fn is_python_reserved(name: &str) -> bool {
         "str",
         "sum",
         "super",
+        "torch",
+        "try",
         "tuple",
         "type",
         "vars",
+        "while",
+        "with",
+        "yield",
         "zip",
-        // FX's own globals in generated code.
-        "self",
-        "torch",
-        "device",
-        "inf",
-        "nan",
-        "math",
-        "fx_pytree",
-        "pytree",
     ];
-    RESERVED.contains(&name)
+    RESERVED.binary_search(&name).is_ok()
 }
 
 impl fmt::Display for Graph {
@@ -943,7 +1105,7 @@ pub(crate) fn python_literal(v: &Value) -> String {
         Value::Device(d) => format!("device(type='{d}')"),
         Value::DType(d) => d.to_string(),
         Value::MemoryFormat(m) => format!("torch.{}", m.name()),
-        Value::Str(s) => format!("'{s}'"),
+        Value::Str(s) => crate::pyfmt::repr_str(s),
         other => match crate::normalize::list_items(other) {
             Some(items) => format!(
                 "[{}]",

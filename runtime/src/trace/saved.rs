@@ -32,12 +32,17 @@
 //! - `tokens` is how many effect tokens lead the inputs and outputs.
 //!
 //! Loading resolves every operator and class: one the program does not
-//! have is an error naming it.
+//! have is an error naming it. A saved graph nests arrays and objects at
+//! most [`MAX_VALUE_DEPTH`] levels deep (the limit boxed calls put on lists,
+//! and serde_json's reader on documents): loading and printing recurse once
+//! per level, so a deeper one is refused before they start, however the
+//! `Json` was made.
 
-use super::graph::{Arg, Effectful, Graph, Node, NodeKind, Target};
+use super::graph::{is_identifier, Arg, Effectful, Graph, Node, NodeKind, Target};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Device, Layout, MemoryFormat, ScriptObject, Tensor};
-use crate::value::Value;
+use crate::value::{Value, MAX_VALUE_DEPTH};
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{de, ser, Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Map, Value as Json};
 
@@ -75,8 +80,13 @@ impl Graph {
     }
 
     /// A graph from its saved form. An operator or a custom class the
-    /// program does not have is an error naming it.
+    /// program does not have is an error naming it, and so is a form nested
+    /// deeper than [`MAX_VALUE_DEPTH`] levels (checked first, without
+    /// recursion).
     pub fn from_json(v: &Json) -> Result<Graph> {
+        if nests_deeper_than(v, MAX_VALUE_DEPTH) {
+            return Err(too_deep());
+        }
         if v["format"].as_str() != Some(FORMAT) {
             return Err(bad(format!("`format` is not \"{FORMAT}\"")));
         }
@@ -106,6 +116,119 @@ impl Graph {
             .map(|(i, n)| node_from(n, i, &objects))
             .collect::<Result<Vec<_>>>()?;
         Graph::from_parts(nodes, tokens)
+    }
+}
+
+/// The error for a saved graph nested deeper than [`MAX_VALUE_DEPTH`].
+fn too_deep() -> Error {
+    bad(format!(
+        "it nests more than {MAX_VALUE_DEPTH} levels deep (the limit of opforge::value::MAX_VALUE_DEPTH)"
+    ))
+}
+
+/// Do arrays and objects nest in `v` more than `limit` levels deep (a
+/// scalar is at level 0, the items of a top-level array at level 1)?
+/// Walked with an explicit stack: `v` may be as deep as memory allows.
+fn nests_deeper_than(v: &Json, limit: usize) -> bool {
+    let mut stack: Vec<(&Json, usize)> = vec![(v, 0)];
+    while let Some((v, depth)) = stack.pop() {
+        let items: Box<dyn Iterator<Item = &Json>> = match v {
+            Json::Array(xs) => Box::new(xs.iter()),
+            Json::Object(m) => Box::new(m.values()),
+            _ => continue,
+        };
+        if depth == limit {
+            return true;
+        }
+        stack.extend(items.map(|x| (x, depth + 1)));
+    }
+    false
+}
+
+/// A `Json` read from any deserializer, refusing to nest more than
+/// `remaining` levels deep (serde_json's own `Value` recurses per level with
+/// no limit of its own: a deserializer without one would overflow the stack
+/// in it).
+struct Bounded {
+    remaining: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Bounded {
+    type Value = Json;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Json, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Bounded {
+    /// The seed for one level down, or the error if there is none left.
+    fn inner<E: de::Error>(&self) -> std::result::Result<Bounded, E> {
+        match self.remaining {
+            0 => Err(E::custom(too_deep())),
+            n => Ok(Bounded { remaining: n - 1 }),
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for Bounded {
+    type Value = Json;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, b: bool) -> std::result::Result<Json, E> {
+        Ok(Json::Bool(b))
+    }
+
+    fn visit_i64<E>(self, i: i64) -> std::result::Result<Json, E> {
+        Ok(Json::from(i))
+    }
+
+    fn visit_u64<E>(self, u: u64) -> std::result::Result<Json, E> {
+        Ok(Json::from(u))
+    }
+
+    fn visit_f64<E>(self, x: f64) -> std::result::Result<Json, E> {
+        Ok(Json::from(x))
+    }
+
+    fn visit_str<E>(self, s: &str) -> std::result::Result<Json, E> {
+        Ok(Json::String(s.to_string()))
+    }
+
+    fn visit_string<E>(self, s: String) -> std::result::Result<Json, E> {
+        Ok(Json::String(s))
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Json, E> {
+        Ok(Json::Null)
+    }
+
+    fn visit_none<E>(self) -> std::result::Result<Json, E> {
+        Ok(Json::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Json, D::Error> {
+        self.deserialize(d)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Json, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(self.inner()?)? {
+            items.push(v);
+        }
+        Ok(Json::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Json, A::Error> {
+        let mut m = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let v = map.next_value_seed(self.inner()?)?;
+            m.insert(k, v);
+        }
+        Ok(Json::Object(m))
     }
 }
 
@@ -249,10 +372,11 @@ fn value_json(v: &Value, objects: &mut Objects) -> Result<Json> {
 }
 
 fn node_from(n: &Json, i: usize, objects: &[ScriptObject]) -> Result<Node> {
-    let name = n["name"]
+    let raw = n["name"]
         .as_str()
-        .ok_or_else(|| bad(format!("node {i} has no `name`")))?
-        .to_string();
+        .ok_or_else(|| bad(format!("node {i} has no `name`")))?;
+    // Quoted as Python would (what a file names a node may hold anything).
+    let name = crate::pyfmt::repr_str(raw);
     let args = || -> Result<Vec<Arg>> {
         n["args"]
             .as_array()
@@ -283,6 +407,12 @@ fn node_from(n: &Json, i: usize, objects: &[ScriptObject]) -> Result<Node> {
                 Json::Array(pairs) => pairs
                     .iter()
                     .map(|p| match (p[0].as_str(), p.get(1)) {
+                        // FX prints keywords as `name = value`: a name that
+                        // is not an identifier would print other code.
+                        (Some(k), Some(_)) if !is_identifier(k) => Err(bad(format!(
+                            "node {name} has a keyword argument named {}, not an identifier",
+                            crate::pyfmt::repr_str(k)
+                        ))),
                         (Some(k), Some(a)) => Ok((k.to_string(), arg_from(a, objects)?)),
                         _ => Err(bad(format!("node {name} has a malformed keyword argument"))),
                     })
@@ -297,7 +427,10 @@ fn node_from(n: &Json, i: usize, objects: &[ScriptObject]) -> Result<Node> {
         }
         other => return Err(bad(format!("node {name} has op {other:?}"))),
     };
-    Ok(Node { name, kind })
+    Ok(Node {
+        name: raw.to_string(),
+        kind,
+    })
 }
 
 /// The operator a saved graph names: one the program does not have is an
@@ -427,7 +560,10 @@ impl Serialize for Graph {
 
 impl<'de> Deserialize<'de> for Graph {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Graph, D::Error> {
-        let v = Json::deserialize(d)?;
+        let v = Bounded {
+            remaining: MAX_VALUE_DEPTH,
+        }
+        .deserialize(d)?;
         Graph::from_json(&v).map_err(|e| <D::Error as de::Error>::custom(e.to_string()))
     }
 }
