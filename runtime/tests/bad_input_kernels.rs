@@ -268,14 +268,14 @@ fn sizes_beyond_int64_are_refused_on_empty_tensors_too() {
     );
     let t = Tensor::from_vec(vec![0f32; 4], &[4]).unwrap();
     too_big(
-        err(t.as_strided(&[0, 1 << 63], &[1, 1], 0)),
+        err(t.strided_view(&[0, 1 << 63], &[1, 1], 0)),
         "[0, 9223372036854775808]",
     );
     // Sizes within int64 whose product is not.
     let product = [0, 1 << 62, 4];
     strides(err(Tensor::from_vec(Vec::<f32>::new(), &product)));
     strides(err(Tensor::try_zeros(&product, DType::Int64, Device::Cpu)));
-    strides(err(t.as_strided(&product, &[1, 1, 1], 0)));
+    strides(err(t.strided_view(&product, &[1, 1, 1], 0)));
     let sizes = [0, 1 << 62, 4];
     strides(err(torch::zeros(&sizes)));
     strides(err(torch::empty(&sizes)));
@@ -675,7 +675,7 @@ fn writes_into_empty_expanded_tensors_succeed() {
     ops::mm_out(&a, &b, &mut e()).unwrap();
     // Every stride 0, and a transposed one.
     let base = torch::zeros(&[4]).unwrap();
-    let mut z = base.as_strided(&[2, 0, 3], &[0, 0, 0], 0).unwrap();
+    let mut z = base.strided_view(&[2, 0, 3], &[0, 0, 0], 0).unwrap();
     z.add_(&torch::ones(&[2, 0, 3]).unwrap()).unwrap();
     let mut tt = e().t().unwrap();
     tt.add_(&torch::ones(&[0, 3]).unwrap()).unwrap();
