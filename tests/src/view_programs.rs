@@ -25,7 +25,7 @@
 //!   between two outcomes.
 //!
 //! ```
-//! use opforge::view_programs::{differences, expected_functionalized, generate, run, Mode, Seeded};
+//! use opforge_tests::view_programs::{differences, expected_functionalized, generate, run, Mode, Seeded};
 //! let p = generate(&mut Seeded::new(7));
 //! let func = run(&p, Mode::Functionalized)?;
 //! if let Some(want) = expected_functionalized(&p)? {

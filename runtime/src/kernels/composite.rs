@@ -986,13 +986,16 @@ pub fn nll_loss_nd(
             super::fmt_ints(&t)
         );
         // `nll_loss2d` of the input viewed as `(N, C, 1, -1)` and the
-        // target as `(N, 1, -1)`.
+        // target as `(N, 1, -1)`; empty ones as `(N, C, 0, 0)` and
+        // `(N, 0, 0)` (ATen's `nll_loss_nd_symint`: "support empty batches").
         let rest: i64 = s[2..].iter().product();
-        nll_loss2d_checks(
-            &[s[0], s[1], 1, rest],
-            &ops::view(target, &[t[0], 1, -1])?,
-            weight,
-        )?;
+        let (input_4d, target_3d) = match (self_.numel() > 0, target.numel() > 0) {
+            (true, true) => ([s[0], s[1], 1, rest], ops::view(target, &[t[0], 1, -1])?),
+            (true, false) => ([s[0], s[1], 1, rest], ops::view(target, &[t[0], 0, 0])?),
+            (false, true) => ([s[0], s[1], 0, 0], ops::view(target, &[t[0], 1, -1])?),
+            (false, false) => ([s[0], s[1], 0, 0], ops::view(target, &[t[0], 0, 0])?),
+        };
+        nll_loss2d_checks(&input_4d, &target_3d, weight)?;
     }
     if !self_.dtype().is_floating_point() {
         return Err(super::dispatch_error(
