@@ -940,7 +940,7 @@ pub fn nll_loss(
 /// `nll_loss_nd(self, target, weight, reduction, ignore_index)`: `nll_loss`
 /// for 1-D and 2-D inputs; for `(N, C, d1, ...)` inputs (PyTorch's
 /// `nll_loss2d` path), `nll_loss2d`'s checks and messages
-/// ([`nll_loss2d_checks`]), then the classes moved last and the rest
+/// (`nll_loss2d_checks`), then the classes moved last and the rest
 /// flattened, which gives `nll_loss2d`'s values (the same sums over the same
 /// picked elements), the per-element losses reshaped back to `(N, d1, ...)`
 /// for `reduction=0`. The checks are `nll_loss_nd_symint`'s

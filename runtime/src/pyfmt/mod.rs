@@ -11,7 +11,7 @@ use printable::NOT_PRINTABLE;
 /// or double quotes if it holds a single quote and no double quote; the
 /// backslash and the quote escaped, `\t`, `\n`, `\r`, other control
 /// characters and DEL as `\xhh`, and characters beyond ASCII that Python does
-/// not print (`str.isprintable()`, [`NOT_PRINTABLE`]) as `\xhh`, `\uhhhh` or
+/// not print (`str.isprintable()`, `NOT_PRINTABLE`) as `\xhh`, `\uhhhh` or
 /// `\Uhhhhhhhh`.
 pub fn repr_str(s: &str) -> String {
     use std::fmt::Write;

@@ -219,7 +219,7 @@ pub trait Backward: Send + 'static {
 
     /// A backward that runs code which may re-enter the engine on this very
     /// node returns the part to run here, and the engine runs it with the
-    /// node's lock released ([`Node::run_backward`]). A custom Function's
+    /// node's lock released (`Node::run_backward`). A custom Function's
     /// backward is such code: it may run backward through a graph that holds
     /// its own node, as PyTorch allows (its `PyNode` takes no lock). `None`,
     /// the default: [`Backward::apply`] runs under the lock, as PyTorch's

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 /// The data a dispatch layer keeps behind a tensor it made (a functional
 /// tensor's value and views, a fake's mode), recovered by type
-/// ([`Tensor::wrapper_state`]).
+/// (`Tensor::wrapper_state`).
 pub type LayerState = Arc<dyn Any + Send + Sync>;
 
 /// The key a functional tensor carries besides its device's backend.
