@@ -46,7 +46,9 @@ fn layers() -> Vec<String> {
 /// The layer module a crate-root name belongs to.
 fn module_of(first: &str, second: Option<&str>) -> Option<String> {
     let m = match first {
-        "DType" | "Device" | "Layout" | "MemoryFormat" | "Scalar" | "Element" => "dtype",
+        "DType" | "Device" | "Layout" | "MemoryFormat" | "Reduction" | "Scalar" | "Element" => {
+            "dtype"
+        }
         "Tensor" | "Storage" | "Generator" | "Stream" | "QScheme" | "with_dtype"
         | "with_buffer" => "tensor",
         "Error" | "Result" | "Message" | "bail" | "ensure" => "error",
@@ -257,8 +259,15 @@ fn every_runtime_module_imports_only_from_the_layers_below_it() {
 
 /// The sibling files a file of a module refers to: `super::b::…` (and groups
 /// of them) and `crate::<module>::b::…`, where `b` is another file of the same
-/// directory; `module` is `None` at a crate root (where `crate::b` is a sibling).
-fn sibling_refs(src: &str, module: Option<&str>, siblings: &[String]) -> Vec<(usize, String)> {
+/// directory, or a name the module's root re-exports from one (`reexports`:
+/// name → file, from [`reexports`]); `module` is `None` at a crate root
+/// (where `crate::b` is a sibling).
+fn sibling_refs(
+    src: &str,
+    module: Option<&str>,
+    siblings: &[String],
+    reexports: &HashMap<String, String>,
+) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (n, line) in src.lines().enumerate() {
         let line = line.split("//").next().unwrap_or("");
@@ -280,8 +289,12 @@ fn sibling_refs(src: &str, module: Option<&str>, siblings: &[String]) -> Vec<(us
                         ("crate::", None) => Some(a),
                         _ => None,
                     };
-                    if let Some(name) = name.filter(|n| siblings.contains(n)) {
-                        out.push((n + 1, name));
+                    let file = name.and_then(|n| match siblings.contains(&n) {
+                        true => Some(n),
+                        false => reexports.get(&n).cloned(),
+                    });
+                    if let Some(file) = file {
+                        out.push((n + 1, file));
                     }
                 }
             }
@@ -330,6 +343,122 @@ fn cycle(edges: &HashMap<String, Vec<String>>) -> Option<Vec<String>> {
     None
 }
 
+/// The names a module's root (`mod.rs`, `lib.rs`) brings in from its files
+/// with `use` (public or not: a file sees its parent's private imports as
+/// `super::Name`), each with the file it comes from: `pub use b::{X, c::Y as
+/// Z};` gives `X → b` and `Z → b`. `module` is the module's name (`crate::m::b`
+/// is the file `b` too).
+fn reexports(root_src: &str, module: Option<&str>, siblings: &[String]) -> HashMap<String, String> {
+    // Whole `use` statements, comments removed.
+    let code: String = root_src
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut out = HashMap::new();
+    for stmt in code.split(';') {
+        let stmt = stmt.trim();
+        let Some(path) = stmt
+            .split_once("use ")
+            .filter(|(before, _)| {
+                // `use` starts the item: nothing before it in the statement
+                // but its visibility, attributes, or the end of an item.
+                before.split_whitespace().last().is_none_or(|w| {
+                    matches!(w, "pub" | "pub(crate)" | "pub(super)")
+                        || w.ends_with('}')
+                        || w.ends_with(']')
+                })
+            })
+            .map(|(_, p)| p.trim())
+        else {
+            continue;
+        };
+        let mut path = path.strip_prefix("self::").unwrap_or(path);
+        if let Some(m) = module {
+            if let Some(rest) = path.strip_prefix(&format!("crate::{m}::")) {
+                path = rest;
+            }
+        }
+        let first: String = path
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if !siblings.contains(&first) {
+            continue;
+        }
+        for name in use_leaves(&path[first.len()..]) {
+            out.insert(name, first.clone());
+        }
+    }
+    out
+}
+
+/// The names a `use` tree's tail brings in: `::X` gives `X`, `::{a::X, Y as
+/// Z}` gives `X` and `Z` (`self` in a group: nothing new; a glob: nothing
+/// named).
+fn use_leaves(tail: &str) -> Vec<String> {
+    let tail = tail.trim().trim_start_matches("::").trim();
+    if let Some(group) = tail.strip_prefix('{').and_then(|g| g.strip_suffix('}')) {
+        let (mut parts, mut cur, mut depth) = (Vec::new(), String::new(), 0);
+        for c in group.chars() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    parts.push(std::mem::take(&mut cur));
+                    continue;
+                }
+                _ => {}
+            }
+            cur.push(c);
+        }
+        parts.push(cur);
+        return parts
+            .iter()
+            .flat_map(|p| use_leaves(&format!("::{}", p.trim())))
+            .collect();
+    }
+    match tail.split_once("::") {
+        // The first segment is a plain name (a group starts with `{`).
+        Some((_, rest)) => use_leaves(rest),
+        None => match tail.split_once(" as ") {
+            Some((_, alias)) => vec![alias.trim().to_string()],
+            None if tail.is_empty() || tail == "*" || tail == "self" => Vec::new(),
+            None => vec![tail.to_string()],
+        },
+    }
+}
+
+/// The first circle among the files of the module in `dir` (named `module`,
+/// `None` at a crate root), through paths and through names its root
+/// re-exports; `mod.rs` / `lib.rs` / `main.rs` declare the files and are left
+/// out.
+fn circle_in(dir: &Path, module: Option<&str>) -> Option<Vec<String>> {
+    let all: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .collect();
+    let is_root =
+        |p: &PathBuf| p.ends_with("mod.rs") || p.ends_with("lib.rs") || p.ends_with("main.rs");
+    let files: Vec<&PathBuf> = all.iter().filter(|p| !is_root(p)).collect();
+    let names: Vec<String> = files
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let mut exported = HashMap::new();
+    for r in all.iter().filter(|p| is_root(p)) {
+        exported.extend(reexports(&opforge_tests::read(r), module, &names));
+    }
+    let mut edges: HashMap<String, Vec<String>> = HashMap::new();
+    for (f, name) in files.iter().zip(&names) {
+        let refs = sibling_refs(&opforge_tests::read(f), module, &names, &exported);
+        let e = edges.entry(name.clone()).or_default();
+        e.extend(refs.into_iter().map(|(_, n)| n).filter(|n| n != name));
+    }
+    cycle(&edges)
+}
+
 /// Within a module (a directory of the runtime, or the schema crate's root),
 /// the files never refer to each other in a circle: each helper lives in the
 /// file below the ones that use it. (`mod.rs` / `lib.rs` declare the files and
@@ -346,23 +475,7 @@ fn no_module_has_files_that_refer_to_each_other_in_a_circle() {
     }
     let mut problems = Vec::new();
     for (dir, module) in dirs {
-        let files: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-            .filter(|p| !p.ends_with("mod.rs") && !p.ends_with("lib.rs") && !p.ends_with("main.rs"))
-            .collect();
-        let names: Vec<String> = files
-            .iter()
-            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
-            .collect();
-        let mut edges: HashMap<String, Vec<String>> = HashMap::new();
-        for (f, name) in files.iter().zip(&names) {
-            let refs = sibling_refs(&opforge_tests::read(f), module.as_deref(), &names);
-            let e = edges.entry(name.clone()).or_default();
-            e.extend(refs.into_iter().map(|(_, n)| n).filter(|n| n != name));
-        }
-        if let Some(c) = cycle(&edges) {
+        if let Some(c) = circle_in(&dir, module.as_deref()) {
             problems.push(format!(
                 "{}: {}",
                 dir.strip_prefix(root()).unwrap_or(&dir).display(),
@@ -381,17 +494,54 @@ fn no_module_has_files_that_refer_to_each_other_in_a_circle() {
 fn the_reader_sees_siblings_and_circles() {
     let siblings = ["a".to_string(), "b".to_string()];
     let src = "use super::{a::X, c::Y};\nlet z = crate::m::b::f(); // super::b\nuse crate::b;";
+    let none = HashMap::new();
     assert_eq!(
-        sibling_refs(src, Some("m"), &siblings),
+        sibling_refs(src, Some("m"), &siblings, &none),
         [(1, "a".to_string()), (2, "b".to_string())]
     );
-    assert_eq!(sibling_refs(src, None, &siblings), [(3, "b".to_string())]);
+    assert_eq!(
+        sibling_refs(src, None, &siblings, &none),
+        [(3, "b".to_string())]
+    );
+    // `Y` re-exported by the module's root from `b`.
+    let root_src = "mod a;\nmod b;\npub use b::{c::Y, Z as W};\npub(crate) use self::a::{self, V};\nuse std::x::Y2;";
+    let exported = reexports(root_src, Some("m"), &siblings);
+    let mut got: Vec<(&str, &str)> = exported
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    got.sort();
+    assert_eq!(got, [("V", "a"), ("W", "b"), ("Y", "b")]);
+    assert_eq!(
+        sibling_refs("use super::{Y, V};", Some("m"), &siblings, &exported),
+        [(1, "b".to_string()), (1, "a".to_string())]
+    );
     let mut edges = HashMap::new();
     edges.insert("a".to_string(), vec!["b".to_string()]);
     edges.insert("b".to_string(), vec!["c".to_string()]);
     assert_eq!(cycle(&edges), None);
     edges.insert("c".to_string(), vec!["a".to_string()]);
     assert_eq!(cycle(&edges).map(|c| c.len()), Some(4));
+}
+
+/// A circle closed only through a name the module's root re-exports is
+/// found: `a` calls `super::b::g`, `b` uses `super::F`, which `mod.rs`
+/// re-exports from `a`.
+#[test]
+fn a_planted_circle_through_a_reexport_is_found() {
+    let dir = std::env::temp_dir().join(format!("opforge-layers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |f: &str, text: &str| std::fs::write(dir.join(f), text).unwrap();
+    write("mod.rs", "mod a;\nmod b;\npub use a::F;\n");
+    write("a.rs", "pub struct F;\npub fn f() { super::b::g() }\n");
+    write("b.rs", "use super::F;\npub fn g() {}\n");
+    let found = circle_in(&dir, Some("m"));
+    // Without the re-export, no circle.
+    write("b.rs", "pub fn g() {}\n");
+    let without = circle_in(&dir, Some("m"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(found.map(|c| c.len()), Some(3), "a → b → a");
+    assert_eq!(without, None);
 }
 
 #[test]

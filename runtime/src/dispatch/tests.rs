@@ -102,7 +102,10 @@ fn alias_keys_resolve_like_pytorch() {
     both.register(DispatchKey::CPU, tag("cpu")).unwrap();
     assert_eq!(run(&both, &[cpu()]), "cpu");
     assert_eq!(run(&both, &[cpu_grad()]), "cpu");
-    assert_eq!(both.dispatch_key(python), Some(DispatchKey::CPU));
+    // At `Python`, the key's linked fallback (the `__torch_dispatch__` layer's,
+    // as PyTorch's Python key always has one), not the decomposition.
+    assert_eq!(both.dispatch_key(python), Some(DispatchKey::Python));
+    assert!(both.kernel(python).unwrap().0.source() != "cia");
     assert_eq!(run(&both, &[meta()]), "cia");
     // CompositeExplicitAutograd fills backends, not Autograd (there the
     // autograd layer's fallback runs); a direct kernel wins.

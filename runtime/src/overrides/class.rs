@@ -7,10 +7,12 @@
 //! `Tensor::wrapper`); a *duck* class describes tensor-likes that are not tensors
 //! (`Tensor::duck`), like the seeds' `ScalarTensor`.
 
-use super::{DispatchCall, FunctionCall, Handled};
+use super::{FunctionCall, Handled, OpOverload};
+use crate::dispatch::typed::TypedArgs;
 use crate::dispatch::{DispatchKey, KeySet};
 use crate::error::{Error, Result};
 use crate::value::Value;
+use std::cell::{OnceCell, RefCell};
 use std::fmt;
 use std::sync::Arc;
 
@@ -327,9 +329,6 @@ impl ClassBuilder {
         let dispatch = self
             .dispatch
             .or_else(|| inherited.and_then(|b| b.0.dispatch.clone()));
-        if dispatch.is_some() {
-            super::dispatch::install_fallback();
-        }
         let repr = self
             .repr
             .or_else(|| inherited.and_then(|b| b.0.repr.clone()));
@@ -349,4 +348,29 @@ impl ClassBuilder {
 /// The error `as_subclass` gives for a class that does not derive from `Tensor`.
 pub(crate) fn not_a_tensor_class() -> Error {
     Error::Type("Creating a Tensor subclass from a class that does not inherit from Tensor is not possible. Make sure your class inherits from Tensor.".into())
+}
+
+/// Normalized positional and keyword arguments.
+pub(super) type Normalized = (Vec<Value>, Vec<(String, Value)>);
+
+/// One operator call offered to `__torch_dispatch__` handlers.
+pub struct DispatchCall<'a> {
+    pub(super) func: &'static OpOverload,
+    pub(super) types: &'a [Class],
+    pub(super) values: Values<'a>,
+    /// The keys below the `Python` key (for [`DispatchCall::redispatch`]); for a
+    /// typed call worked out when asked, from its arguments' keys.
+    pub(super) keys: KeySet,
+    pub(super) normalized: OnceCell<Normalized>,
+}
+
+/// A call's arguments: boxed by the caller, or a typed call's, boxed on demand.
+pub(super) enum Values<'a> {
+    Boxed(&'a [Value]),
+    Typed {
+        args: RefCell<&'a mut TypedArgs<'a>>,
+        /// The arguments' own keys (before the thread's).
+        arg_keys: KeySet,
+        boxed: OnceCell<Vec<Value>>,
+    },
 }

@@ -1,14 +1,16 @@
 //! `__torch_dispatch__`: the `Python` dispatch key's fallback, dispatch modes and
 //! subclass handlers (spec `overrides.md` B2).
 
+use super::class::{DispatchCall, Normalized, Values};
 use super::{Class, Handled, OpOverload};
-use crate::dispatch::typed::{with_backend, TypedArgs};
-use crate::dispatch::{dispatcher, DispatchKey, Kernel, KeySet, LocalKeys, Operator};
+use crate::dispatch::linked::{FallbackEntry, FALLBACKS};
+use crate::dispatch::typed::TypedArgs;
+use crate::dispatch::{dispatcher, DispatchKey, KeySet, LocalKeys, Operator};
 use crate::error::{Error, Result};
 use crate::normalize::normalize;
 use crate::value::Value;
 use std::cell::{OnceCell, RefCell};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// A dispatch mode (`torch.utils._python_dispatch.TorchDispatchMode`): while
 /// pushed, every operator call on the thread reaches it at the `Python` key, below
@@ -141,52 +143,24 @@ impl Drop for DispatchModeGuard {
 
 /// Pushes a dispatch mode for the guard's lifetime.
 pub fn push_dispatch_mode(mode: Arc<dyn TorchDispatchMode>) -> DispatchModeGuard {
-    install_fallback();
     push(mode);
     DispatchModeGuard {
         _not_send: std::marker::PhantomData,
     }
 }
 
-/// Registers the `Python` key's fallback once (when the first class with a
-/// `__torch_dispatch__` or the first dispatch mode appears).
-pub(crate) fn install_fallback() {
-    FALLBACK.get_or_init(|| {
-        dispatcher().register_fallback(
-            DispatchKey::Python,
-            Kernel::from_closure("opforge::overrides::dispatch", python_key)
-                .with_typed_fallback(python_typed),
-        )
-    });
-}
-
-/// The `Python` key's fallback, once registered.
-static FALLBACK: OnceLock<Arc<Kernel>> = OnceLock::new();
-
-/// Normalized positional and keyword arguments.
-type Normalized = (Vec<Value>, Vec<(String, Value)>);
-
-/// One operator call offered to `__torch_dispatch__` handlers.
-pub struct DispatchCall<'a> {
-    func: &'static OpOverload,
-    types: &'a [Class],
-    values: Values<'a>,
-    /// The keys below the `Python` key (for [`DispatchCall::redispatch`]); for a
-    /// typed call worked out when asked, from its arguments' keys.
-    keys: KeySet,
-    normalized: OnceCell<Normalized>,
-}
-
-/// A call's arguments: boxed by the caller, or a typed call's, boxed on demand.
-enum Values<'a> {
-    Boxed(&'a [Value]),
-    Typed {
-        args: RefCell<&'a mut TypedArgs<'a>>,
-        /// The arguments' own keys (before the thread's).
-        arg_keys: KeySet,
-        boxed: OnceCell<Vec<Value>>,
-    },
-}
+/// The `Python` key's fallback, linked in: it runs only for calls whose key
+/// set has the key (a tensor of a class with a `__torch_dispatch__`, or a
+/// dispatch mode pushed on the thread).
+#[linkme::distributed_slice(FALLBACKS)]
+static PYTHON_FALLBACK: FallbackEntry = FallbackEntry {
+    key: "Python",
+    boxed: python_key,
+    typed: Some(python_typed),
+    leaves_alone: None,
+    file: file!(),
+    line: line!(),
+};
 
 impl<'a> DispatchCall<'a> {
     /// The operator overload (`aten.add.Tensor`).
@@ -238,7 +212,7 @@ impl<'a> DispatchCall<'a> {
         if let Values::Typed { args, arg_keys, .. } = &self.values {
             // A typed call reaching an unboxed kernel stays unboxed.
             let op = self.func.operator();
-            if let Some(entry) = op.unboxed_entry(with_backend(*arg_keys)) {
+            if let Some(entry) = op.unboxed_entry(*arg_keys) {
                 if let Some(r) = (args.borrow_mut())(Some(entry), &mut Vec::new()) {
                     return r;
                 }
@@ -275,7 +249,7 @@ impl<'a> DispatchCall<'a> {
         match &self.values {
             Values::Boxed(_) => self.keys,
             Values::Typed { arg_keys, .. } => {
-                (with_backend(*arg_keys) | LocalKeys::get().included).below(DispatchKey::Python)
+                (*arg_keys | LocalKeys::get().included).below(DispatchKey::Python)
             }
         }
     }

@@ -1,6 +1,7 @@
 //! [`Func`]: which public callable a handler is asked to override (the `func`
 //! argument of `__torch_function__`).
 
+use super::handles::{OpOverload, OpPacket};
 use super::members::{BoxedImpl, Member};
 use super::{handle_boxed, Kwargs};
 use crate::error::Result;
@@ -235,5 +236,21 @@ pub(crate) fn stub_signature(binding: &str) -> String {
     {
         Some(o) => opforge_schema::overrides::stub_signature(o.stub),
         None => "(*args, **kwargs)".into(),
+    }
+}
+
+impl OpOverload {
+    /// Calls the overload (`torch.ops.aten.add.Tensor(*args, **kwargs)`): the
+    /// function-level protocol, then binding against its one schema and dispatch.
+    pub fn call(&'static self, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
+        Func::Op(self).call(args, kwargs)
+    }
+}
+
+impl OpPacket {
+    /// Calls the packet: the protocol, then the first overload whose schema
+    /// accepts the call.
+    pub fn call(&'static self, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
+        Func::Packet(self).call(args, kwargs)
     }
 }

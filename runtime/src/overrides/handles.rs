@@ -3,7 +3,7 @@
 //! are interned: the same name always gives the same `&'static` handle, so they
 //! compare by identity and can key tables.
 
-use super::{one_value, Func};
+use super::one_value;
 use crate::dispatch::{dispatcher, DispatchKey, KeySet, Operator};
 use crate::error::{Error, Result};
 use crate::packet::Overload;
@@ -181,12 +181,6 @@ impl OpOverload {
         format!("({list})")
     }
 
-    /// Calls the overload (`torch.ops.aten.add.Tensor(*args, **kwargs)`): the
-    /// function-level protocol, then binding against its one schema and dispatch.
-    pub fn call(&'static self, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
-        Func::Op(self).call(args, kwargs)
-    }
-
     /// Binds and dispatches, skipping the function-level protocol.
     pub fn call_unchecked(&self, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
         let r = crate::packet::resolve(
@@ -282,12 +276,6 @@ impl OpPacket {
                     .into(),
                 )
             })
-    }
-
-    /// Calls the packet: the protocol, then the first overload whose schema
-    /// accepts the call.
-    pub fn call(&'static self, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
-        Func::Packet(self).call(args, kwargs)
     }
 
     /// Resolves and dispatches, skipping the function-level protocol.

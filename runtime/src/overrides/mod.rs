@@ -61,10 +61,10 @@ mod tensor;
 
 pub use crate::flags::function_modes_active;
 pub use api_call::call_dispatch;
-pub use class::{Class, ClassBuilder, TorchDispatchFn, TorchFunctionFn};
+pub use class::{Class, ClassBuilder, DispatchCall, TorchDispatchFn, TorchFunctionFn};
 pub use dispatch::{
-    dispatch_mode_stack, push_dispatch_mode, with_dispatch_modes_off, DispatchCall,
-    DispatchModeGuard, TorchDispatchMode,
+    dispatch_mode_stack, push_dispatch_mode, with_dispatch_modes_off, DispatchModeGuard,
+    TorchDispatchMode,
 };
 pub use func::{is_tensor_method_or_property, resolve_name, ExternalFn, Func};
 pub use handles::{ops, OpNamespace, OpOverload, OpPacket};

@@ -11,12 +11,12 @@
 //! that holds it, so a graph is freed when its last output is dropped.
 
 use super::graph::{GradFn, GradHook, Node};
-use super::{Tensor, TensorInner};
+use super::Tensor;
 use crate::error::{Error, Result};
 use crate::keys::{DispatchKey, KeySet};
 use once_cell::race::OnceBox;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// The keys a tensor has while it requires grad, and only then.
 pub const AUTOGRAD_KEYS: KeySet =
@@ -260,35 +260,6 @@ impl AutogradMeta {
     /// (the one whose node is installed first; the other's is dropped).
     pub fn accumulator_or(&self, make: impl FnOnce() -> Arc<Node>) -> &Arc<Node> {
         self.accumulator.get_or_init(|| Box::new(make()))
-    }
-}
-
-/// A tensor handle that does not keep the tensor alive (`Tensor::downgrade`):
-/// what a graph node may hold of a tensor that holds the node.
-#[derive(Clone)]
-pub struct WeakTensor(Weak<TensorInner>);
-
-impl WeakTensor {
-    /// The tensor, if a handle to it still lives.
-    pub fn upgrade(&self) -> Option<Tensor> {
-        self.0.upgrade().map(Tensor)
-    }
-
-    /// Has every handle to the tensor been dropped?
-    pub fn is_dropped(&self) -> bool {
-        self.0.strong_count() == 0
-    }
-
-    /// The tensor's address, its identity while a handle to it (strong or
-    /// weak) lives.
-    pub fn addr(&self) -> usize {
-        self.0.as_ptr() as *const () as usize
-    }
-}
-
-impl std::fmt::Debug for WeakTensor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("(WeakTensor)")
     }
 }
 
@@ -591,11 +562,6 @@ impl Tensor {
     pub fn has_tangent(&self) -> bool {
         self.autograd_meta()
             .is_some_and(|m| lock(&m.tangent).is_some())
-    }
-
-    /// A handle that does not keep this tensor alive.
-    pub fn downgrade(&self) -> WeakTensor {
-        WeakTensor(Arc::downgrade(&self.0))
     }
 
     /// Is this handle the only one to the tensor, and the tensor the only one

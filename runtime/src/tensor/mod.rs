@@ -30,6 +30,7 @@ mod locks;
 mod objects;
 mod saved_form;
 mod script_object;
+mod weak;
 mod wrapper;
 
 pub use crate::dtype::{DType, Device, Element, Layout, MemoryFormat, Scalar};
@@ -39,9 +40,7 @@ pub use alloc::{
 };
 pub use class::TensorClass;
 pub use fake::{python_tuple, FAKE_KEY};
-pub use grad::{
-    set_view_history, AutogradMeta, CreationMeta, ViewHistory, ViewOf, WeakTensor, AUTOGRAD_KEYS,
-};
+pub use grad::{set_view_history, AutogradMeta, CreationMeta, ViewHistory, ViewOf, AUTOGRAD_KEYS};
 pub use graph::{
     drop_boxed_later, drop_tensor_later, live_nodes, Backward, BackwardCtx, Edge, Edges, GradFn,
     GradHook, Grads, InputMeta, InputMetas, Node, ReentrantBackward,
@@ -49,6 +48,7 @@ pub use graph::{
 pub use locks::{Reads, StorageLocks};
 pub use objects::{Generator, QScheme, Stream};
 pub use script_object::{ObjectClass, ScriptObject};
+pub use weak::WeakTensor;
 pub use wrapper::{LayerState, FUNCTIONALIZE_KEY};
 
 use crate::error::{Error, Result};
