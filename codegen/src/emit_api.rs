@@ -22,6 +22,7 @@
 use crate::lower::{arg_ident, Plan, PlannedOp};
 use crate::rust_types::{dtype_variant, fn_pointer_type, is_mut_tensor, param_type, result_type};
 use opforge_schema::diag::{Diagnostic, Diagnostics};
+use opforge_schema::enums::{self, EnumKind};
 use opforge_schema::model::{Argument, BaseType, DefaultValue, Type};
 use opforge_schema::scalar_type::ScalarType;
 use proc_macro2::{Ident, TokenStream};
@@ -665,11 +666,7 @@ pub fn default_expr(a: &Argument) -> Option<TokenStream> {
         (Type::Base(BaseType::Bool), DefaultValue::Bool(b)) => wrap(quote!(#b)),
         (Type::Base(BaseType::Int | BaseType::SymInt), DefaultValue::Int(i)) => wrap(quote!(#i)),
         (Type::Base(BaseType::Int), DefaultValue::Enum(e)) => {
-            let i: i64 = match e.as_str() {
-                "Mean" => 1,
-                "Sum" => 2,
-                _ => return None,
-            };
+            let i = enums::by_name(EnumKind::Reduction, e)?.code;
             wrap(quote!(#i))
         }
         (Type::Base(BaseType::Float), DefaultValue::Int(i)) => {
@@ -688,13 +685,8 @@ pub fn default_expr(a: &Argument) -> Option<TokenStream> {
         }
         (Type::Base(BaseType::Str), DefaultValue::Str(s)) => wrap(quote!(#s)),
         (Type::Base(BaseType::MemoryFormat), DefaultValue::Enum(e)) => {
-            let v = match e.as_str() {
-                "contiguous_format" => quote!(Contiguous),
-                "preserve_format" => quote!(Preserve),
-                "channels_last" => quote!(ChannelsLast),
-                "channels_last_3d" => quote!(ChannelsLast3d),
-                _ => return None,
-            };
+            let v = enums::by_name(EnumKind::MemoryFormat, e)?.enumerator;
+            let v = format_ident!("{v}");
             wrap(quote!(::opforge::MemoryFormat::#v))
         }
         (Type::Base(BaseType::ScalarType), DefaultValue::Enum(e)) => {

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::tables::{ArgSchema, BaseType, DefaultVal, OpSchema, Ty};
 use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar};
 use crate::value::Value;
+use opforge_schema::enums::{self, EnumKind};
 
 /// Binds `args` and `kwargs` (in call order) to `schema`'s arguments.
 ///
@@ -107,23 +108,16 @@ fn default_for(t: Ty, full: &Ty, v: DefaultVal) -> Option<Value> {
     Some(match (t, v) {
         (Ty::Base(BaseType::Float), DefaultVal::Int(i)) => Value::Float(i as f64),
         (Ty::Base(BaseType::Float), DefaultVal::Float(x)) => Value::Float(x),
-        (Ty::Base(BaseType::Int), DefaultVal::Enum(e)) => Value::Int(match e {
-            "None" => 0,
-            "Mean" => 1,
-            "Sum" => 2,
-            _ => return None,
-        }),
+        (Ty::Base(BaseType::Int), DefaultVal::Enum(e)) => {
+            Value::Int(enums::by_name(EnumKind::Reduction, e)?.code)
+        }
         (Ty::Base(BaseType::ScalarType), DefaultVal::Int(c)) => {
             crate::tensor::DType::from_code(c).map_or(Value::ScalarTypeCode(c), Value::DType)
         }
-        (Ty::Base(BaseType::MemoryFormat), DefaultVal::Int(c)) => Value::MemoryFormat(match c {
-            0 => MemoryFormat::Contiguous,
-            1 => MemoryFormat::Preserve,
-            2 => MemoryFormat::ChannelsLast,
-            3 => MemoryFormat::ChannelsLast3d,
-            _ => return None,
-        }),
-        (Ty::Base(BaseType::Layout), DefaultVal::Int(0)) => Value::Layout(Layout::Strided),
+        (Ty::Base(BaseType::MemoryFormat), DefaultVal::Int(c)) => {
+            Value::MemoryFormat(MemoryFormat::from_code(c)?)
+        }
+        (Ty::Base(BaseType::Layout), DefaultVal::Int(c)) => Value::Layout(Layout::from_code(c)?),
         (_, DefaultVal::Int(i)) if matches!(t, Ty::List(..)) => match t {
             Ty::List(_, Some(n)) => Value::IntList(vec![i; n as usize]),
             _ => return None,
@@ -146,7 +140,7 @@ fn default_for(t: Ty, full: &Ty, v: DefaultVal) -> Option<Value> {
         (Ty::Base(BaseType::MemoryFormat), DefaultVal::Enum(e)) => {
             Value::MemoryFormat(MemoryFormat::from_name(e)?)
         }
-        (Ty::Base(BaseType::Layout), DefaultVal::Enum("strided")) => Value::Layout(Layout::Strided),
+        (Ty::Base(BaseType::Layout), DefaultVal::Enum(e)) => Value::Layout(Layout::from_name(e)?),
         _ => {
             let _ = full;
             return None;

@@ -1,5 +1,6 @@
 //! Element types, scalars and devices.
 
+use opforge_schema::enums::{self, EnumKind, EnumValue};
 use opforge_schema::scalar_type::ScalarType;
 use std::fmt;
 
@@ -168,7 +169,7 @@ impl fmt::Display for Device {
     }
 }
 
-/// `torch.layout`.
+/// `torch.layout` (only strided tensors exist here).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layout {
     /// `torch.strided`
@@ -188,26 +189,107 @@ pub enum MemoryFormat {
     ChannelsLast3d,
 }
 
+/// How a loss reduces its per-element values (PyTorch's `reduction=`; the
+/// operators take its integer code, `at::Reduction`).
+///
+/// ```
+/// use opforge::Reduction;
+/// let sum: Reduction = "sum".parse()?;
+/// assert_eq!((sum.code(), sum.name()), (2, "sum"));
+/// assert_eq!(Reduction::from_code(1), Some(Reduction::Mean));
+/// assert_eq!(
+///     "avg".parse::<Reduction>().unwrap_err().to_string(),
+///     "avg is not a valid value for reduction"
+/// );
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Reduction {
+    /// Every element's loss.
+    None,
+    /// Their mean (PyTorch's default).
+    #[default]
+    Mean,
+    /// Their sum.
+    Sum,
+}
+
+/// The Rust enums of the schema's enum table
+/// ([`opforge_schema::enums`]): each variant is named by its c10
+/// enumerator, and names and codes are read from the table.
+macro_rules! schema_enum {
+    ($ty:ident, $kind:ident, [$($v:ident),*]) => {
+        impl $ty {
+            /// Every variant, in code order.
+            pub const ALL: &'static [$ty] = &[$($ty::$v),*];
+
+            fn row(self) -> &'static EnumValue {
+                let enumerator = match self { $($ty::$v => stringify!($v)),* };
+                enums::of(EnumKind::$kind)
+                    .find(|v| v.enumerator == enumerator)
+                    .expect("every variant is in the schema's enum table")
+            }
+
+            /// c10's code (what TorchScript passes as an int).
+            pub fn code(self) -> i64 {
+                self.row().code
+            }
+
+            /// The variant of a code.
+            pub fn from_code(code: i64) -> Option<$ty> {
+                let e = enums::by_code(EnumKind::$kind, code)?.enumerator;
+                $ty::ALL.iter().copied().find(|v| v.row().enumerator == e)
+            }
+        }
+    };
+}
+schema_enum!(Layout, Layout, [Strided]);
+schema_enum!(
+    MemoryFormat,
+    MemoryFormat,
+    [Contiguous, Preserve, ChannelsLast, ChannelsLast3d]
+);
+schema_enum!(Reduction, Reduction, [None, Mean, Sum]);
+
+impl Layout {
+    /// The Python name without `torch.` (`strided`).
+    pub fn name(self) -> &'static str {
+        self.row().name
+    }
+
+    /// Parses `strided` (with or without `torch.`).
+    pub fn from_name(s: &str) -> Option<Layout> {
+        let v = enums::by_name(EnumKind::Layout, s.strip_prefix("torch.").unwrap_or(s))?;
+        Layout::from_code(v.code)
+    }
+}
+
 impl MemoryFormat {
     /// The Python name without `torch.` (`contiguous_format`).
     pub fn name(self) -> &'static str {
-        match self {
-            MemoryFormat::Contiguous => "contiguous_format",
-            MemoryFormat::Preserve => "preserve_format",
-            MemoryFormat::ChannelsLast => "channels_last",
-            MemoryFormat::ChannelsLast3d => "channels_last_3d",
-        }
+        self.row().name
     }
 
-    /// Parses `contiguous_format`, `preserve_format`, `channels_last`, `channels_last_3d`.
+    /// Parses `contiguous_format`, `preserve_format`, `channels_last`,
+    /// `channels_last_3d` (with or without `torch.`).
     pub fn from_name(s: &str) -> Option<MemoryFormat> {
-        Some(match s.strip_prefix("torch.").unwrap_or(s) {
-            "contiguous_format" => MemoryFormat::Contiguous,
-            "preserve_format" => MemoryFormat::Preserve,
-            "channels_last" => MemoryFormat::ChannelsLast,
-            "channels_last_3d" => MemoryFormat::ChannelsLast3d,
-            _ => return None,
-        })
+        let v = enums::by_name(
+            EnumKind::MemoryFormat,
+            s.strip_prefix("torch.").unwrap_or(s),
+        )?;
+        MemoryFormat::from_code(v.code)
+    }
+}
+
+impl Reduction {
+    /// Python's name: `none`, `mean`, `sum` (the schema default's name in
+    /// lower case).
+    pub fn name(self) -> &'static str {
+        match self {
+            Reduction::None => "none",
+            Reduction::Mean => "mean",
+            Reduction::Sum => "sum",
+        }
     }
 }
 

@@ -148,6 +148,20 @@ impl KeySet {
         })
     }
 
+    /// The key set a call dispatches on, one rule for typed and boxed calls:
+    /// `tensors` (the union of its tensors' key sets), with a backend added
+    /// when none of them has one (no tensor argument, or only `None`s and
+    /// empty lists): the backend of `device()` (the call's first `Device`
+    /// argument given), else CPU, as BackendSelect picks it.
+    #[inline(always)]
+    pub fn of_call(tensors: KeySet, device: impl FnOnce() -> Option<Device>) -> KeySet {
+        if tensors.highest_backend().is_some() {
+            tensors
+        } else {
+            tensors | KeySet::for_device(device().unwrap_or(Device::Cpu))
+        }
+    }
+
     /// The highest-priority key.
     #[inline]
     pub fn highest(self) -> Option<DispatchKey> {

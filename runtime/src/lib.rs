@@ -64,6 +64,7 @@ pub mod parallel;
 pub mod pyfmt;
 pub mod random;
 pub mod registry;
+pub mod shape;
 pub mod tables;
 pub mod tensor;
 pub mod trace;
@@ -74,6 +75,7 @@ pub mod warnings;
 // The checks that every kernel the YAML names exists.
 include!(concat!(env!("OUT_DIR"), "/opforge/kernel_checks.rs"));
 
+pub use dtype::Reduction;
 pub use error::{Error, Message, Result};
 /// A kernel registered from any crate, here for `mul.Tensor` at the `Python`
 /// key (reached when the key is in the call's key set), checked against the

@@ -35,7 +35,7 @@
 //! # Ok::<(), opforge::Error>(())
 //! ```
 
-use crate::dispatch::{dispatcher, DispatchKey, Kernel, KeySet, Operator};
+use crate::dispatch::{dispatcher, DispatchKey, Kernel, Operator};
 use crate::error::{Error, Result};
 use crate::packet::Overload;
 use crate::packet::Resolved;
@@ -710,11 +710,6 @@ pub mod __op {
             )
         })?;
         Ok(cell.get_or_init(|| op))
-    }
-
-    /// The key set of a call whose tensor arguments contribute `keys`.
-    pub fn keys(keys: KeySet) -> KeySet {
-        crate::dispatch::typed::with_backend(keys)
     }
 }
 

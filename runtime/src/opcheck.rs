@@ -303,7 +303,7 @@ fn autograd_registration_check(op: &'static Operator, args: &[Value]) -> Result<
     // mode "nothing"): what it returns requires grad only if it recorded
     // autograd itself.
     let below = KeySet::of_values(args).below(DispatchKey::ADInplaceOrView);
-    let outs = op.call_with_keys(crate::dispatch::typed::with_backend(below), args)?;
+    let outs = op.call_with_keys(below, args)?;
     let is_input = |t: &Tensor| all.iter().any(|a| a.is_same(t));
     if outs
         .iter()

@@ -352,25 +352,6 @@ pub fn dtype_of_code(c: i64) -> Option<DType> {
     DType::from_code(c)
 }
 
-fn memory_format_of_code(c: i64) -> Option<MemoryFormat> {
-    Some(match c {
-        0 => MemoryFormat::Contiguous,
-        1 => MemoryFormat::Preserve,
-        2 => MemoryFormat::ChannelsLast,
-        3 => MemoryFormat::ChannelsLast3d,
-        _ => return None,
-    })
-}
-
-fn memory_format_code(m: MemoryFormat) -> i64 {
-    match m {
-        MemoryFormat::Contiguous => 0,
-        MemoryFormat::Preserve => 1,
-        MemoryFormat::ChannelsLast => 2,
-        MemoryFormat::ChannelsLast3d => 3,
-    }
-}
-
 /// `py::cast<int64_t>`: ints and bools.
 fn cast_int(v: &Value) -> Option<i64> {
     match v {
@@ -477,7 +458,7 @@ fn to_ivalue(v: &Value, t: &JitTy, n: Option<u32>, numbers: bool) -> Result<Valu
             Value::DType(d) => Value::Int(dtype_code(*d)),
             Value::ScalarTypeCode(c) => Value::Int(*c),
             Value::Layout(_) => Value::Int(0),
-            Value::MemoryFormat(m) => Value::Int(memory_format_code(*m)),
+            Value::MemoryFormat(m) => Value::Int(m.code()),
             v if is_meta_tensor(v) => return Err(meta("int")),
             v => Value::Int(cast_int(v).ok_or_else(|| cast_fail(v))?),
         },
@@ -496,16 +477,16 @@ fn to_ivalue(v: &Value, t: &JitTy, n: Option<u32>, numbers: bool) -> Result<Valu
         },
         B::Layout => match v {
             Value::Layout(l) => Value::Layout(*l),
-            v => match cast_int(v).ok_or_else(|| cast_fail(v))? {
-                0 => Value::Layout(Layout::Strided),
-                c => Value::Int(c),
-            },
+            v => {
+                let c = cast_int(v).ok_or_else(|| cast_fail(v))?;
+                Layout::from_code(c).map_or(Value::Int(c), Value::Layout)
+            }
         },
         B::MemoryFormat => match v {
             Value::MemoryFormat(m) => Value::MemoryFormat(*m),
             v => {
                 let c = cast_int(v).ok_or_else(|| cast_fail(v))?;
-                memory_format_of_code(c).map_or(Value::Int(c), Value::MemoryFormat)
+                MemoryFormat::from_code(c).map_or(Value::Int(c), Value::MemoryFormat)
             }
         },
         B::Bool | B::SymBool => {

@@ -21,6 +21,7 @@
 //! # Ok::<(), opforge_schema::schema::SchemaError>(())
 //! ```
 
+use crate::enums::{self, EnumKind};
 use crate::model::{BaseType, Default, DefaultValue, FunctionSchema, Type};
 use crate::scalar_type::ScalarType;
 
@@ -90,28 +91,19 @@ fn scalar(ty: &Type, v: &DefaultValue) -> Option<String> {
         (_, DefaultValue::Int(i)) => i.to_string(),
         (_, DefaultValue::Float(x)) => double(*x),
         (_, DefaultValue::Str(s)) => quoted(s),
-        (BaseType::Int, DefaultValue::Enum(e)) => match e.as_str() {
-            "Mean" => "1".into(),
-            "Sum" => "2".into(),
-            _ => return None,
-        },
+        (BaseType::Int, DefaultValue::Enum(e)) => code(EnumKind::Reduction, e)?,
         (BaseType::ScalarType, DefaultValue::Enum(e)) => {
             ScalarType::from_name_or_alias(e)?.code().to_string()
         }
-        (BaseType::MemoryFormat, DefaultValue::Enum(e)) => {
-            let codes = ["contiguous_format", "preserve_format", "channels_last"];
-            match codes.iter().position(|c| c == e) {
-                Some(i) => i.to_string(),
-                None if e == "channels_last_3d" => "3".into(),
-                None => return None,
-            }
-        }
-        (BaseType::Layout, DefaultValue::Enum(e)) => {
-            let codes = ["strided", "sparse_coo", "sparse_csr", "sparse_csc"];
-            codes.iter().position(|c| c == e)?.to_string()
-        }
+        (BaseType::MemoryFormat, DefaultValue::Enum(e)) => code(EnumKind::MemoryFormat, e)?,
+        (BaseType::Layout, DefaultValue::Enum(e)) => code(EnumKind::Layout, e)?,
         _ => return None,
     })
+}
+
+/// The code of an enum value's name, as TorchScript prints it.
+fn code(kind: EnumKind, name: &str) -> Option<String> {
+    enums::by_name(kind, name).map(|v| v.code.to_string())
 }
 
 /// A double as c10 prints an `IValue` holding one: a whole number below 1e10

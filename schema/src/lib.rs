@@ -25,6 +25,7 @@
 
 pub mod derivatives;
 pub mod diag;
+pub mod enums;
 pub mod groups;
 pub mod jit;
 pub mod load;

@@ -42,27 +42,25 @@ pub struct Overridable {
 /// A default as Python source: C++ enum-like defaults PyTorch's binding carries
 /// (`at::Reduction::Mean`, `{-2,-1}`) become the Python values they stand for.
 pub fn python_literal(default: &str) -> String {
-    match default {
-        "at::Reduction::None" => "0".into(),
-        "at::Reduction::Mean" => "1".into(),
-        "at::Reduction::Sum" => "2".into(),
-        "c10::MemoryFormat::Contiguous" => "torch.contiguous_format".into(),
-        "c10::MemoryFormat::Preserve" => "torch.preserve_format".into(),
-        "at::kStrided" => "torch.strided".into(),
-        d => match d.strip_prefix('{').and_then(|d| d.strip_suffix('}')) {
-            Some(items) => {
-                let items: Vec<&str> = items.split(',').map(str::trim).collect();
-                if items.len() == 1 && !items[0].is_empty() {
-                    format!("({},)", items[0])
-                } else {
-                    format!("({})", items.join(", "))
-                }
+    if let Some(v) = crate::enums::by_cpp(default) {
+        return v.python.to_string();
+    }
+    match default.strip_prefix('{').and_then(|d| d.strip_suffix('}')) {
+        Some(items) => {
+            let items: Vec<&str> = items.split(',').map(str::trim).collect();
+            if items.len() == 1 && !items[0].is_empty() {
+                format!("({},)", items[0])
+            } else {
+                format!("({})", items.join(", "))
             }
-            None => match d.strip_prefix("at::k").and_then(ScalarType::from_c10_name) {
-                // `at::kLong` → `torch.int64`
-                Some(t) => format!("torch.{}", t.name()),
-                None => d.to_string(),
-            },
+        }
+        None => match default
+            .strip_prefix("at::k")
+            .and_then(ScalarType::from_c10_name)
+        {
+            // `at::kLong` → `torch.int64`
+            Some(t) => format!("torch.{}", t.name()),
+            None => default.to_string(),
         },
     }
 }

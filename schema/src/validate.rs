@@ -6,6 +6,7 @@
 //! known it is kept, so messages can be searched for in PyTorch's sources.
 
 use crate::diag::{abbrev, nearest, Diagnostic, Diagnostics};
+use crate::enums::{self, EnumKind};
 use crate::load::{SchemaFile, SourceMap};
 use crate::model::*;
 use crate::names::{arg_ident, is_rust_keyword, op_ident, unusable};
@@ -24,26 +25,6 @@ const PYTHON_KEYWORDS: &[&str] = &[
 /// Operators allowed to use a Python keyword (`from`) as an argument name.
 const KEYWORD_ARG_EXCEPTIONS: &[&str] =
     &["_has_compatible_shallow_copy_type", "random_", "uniform_"];
-
-/// Enum-like default names per type (`ScalarType` ones come from
-/// [`ScalarType::default_names`]).
-const MEMORY_FORMAT_NAMES: &[&str] = &[
-    "contiguous_format",
-    "preserve_format",
-    "channels_last",
-    "channels_last_3d",
-];
-const LAYOUT_NAMES: &[&str] = &[
-    "strided",
-    "sparse_coo",
-    "sparse_csr",
-    "sparse_csc",
-    "sparse_bsr",
-    "sparse_bsc",
-    "mkldnn",
-    "jagged",
-];
-const REDUCTION_NAMES: &[&str] = &["Mean", "Sum"];
 
 /// Validates every entry of `file`. `tags` are the known tag names (from `tags.yaml`);
 /// when `None`, tags are not checked. Every problem is returned, ordered by position.
@@ -948,13 +929,18 @@ fn default_help(ty: &Type, d: &Default) -> String {
     format!("a default for `{ty}` is {s}{none}")
 }
 
-/// The names an enum-like default may use for base type `b`.
+/// The names an enum-like default may use for base type `b` (`ScalarType`s
+/// from [`ScalarType::default_names`], the others from [`crate::enums`]).
 fn enum_names(b: BaseType) -> Vec<&'static str> {
+    let names = |kind| enums::of(kind).map(|v| v.name);
     match b {
         BaseType::ScalarType => ScalarType::default_names().collect(),
-        BaseType::MemoryFormat => MEMORY_FORMAT_NAMES.to_vec(),
-        BaseType::Layout => LAYOUT_NAMES.to_vec(),
-        BaseType::Int => REDUCTION_NAMES.to_vec(),
+        BaseType::MemoryFormat => names(EnumKind::MemoryFormat).collect(),
+        BaseType::Layout => names(EnumKind::Layout).collect(),
+        // `int reduction=None` would be a null default: only the others.
+        BaseType::Int => names(EnumKind::Reduction)
+            .filter(|n| *n != "None")
+            .collect(),
         _ => Vec::new(),
     }
 }

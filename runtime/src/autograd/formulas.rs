@@ -10,6 +10,7 @@
 
 use crate::at;
 use crate::error::{Error, Result};
+use crate::shape;
 use crate::tensor::{DType, Scalar, Tensor};
 use smallvec::SmallVec;
 
@@ -42,24 +43,16 @@ pub fn not_implemented(name: &str) -> Error {
 /// size 1 kept.
 pub fn sum_to(grad: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     let have = grad.sizes();
-    if have == sizes {
-        return Ok(grad.clone());
+    if sizes.is_empty() {
+        return at::sum(grad, None);
     }
-    let lead = have.len().saturating_sub(sizes.len());
+    let plan = shape::sum_to(&have, sizes);
     let mut g = grad.clone();
-    if lead > 0 {
-        let dims: Vec<i64> = (0..lead as i64).collect();
-        g = at::sum_dim_IntList(&g, Some(&dims), false, None)?;
+    if !plan.dims.is_empty() {
+        g = at::sum_dim_IntList(&g, Some(&plan.dims), true, None)?;
     }
-    let dims: Vec<i64> = sizes
-        .iter()
-        .zip(&have[lead..])
-        .enumerate()
-        .filter(|(_, (want, got))| **want == 1 && **got != 1)
-        .map(|(i, _)| i as i64)
-        .collect();
-    if !dims.is_empty() {
-        g = at::sum_dim_IntList(&g, Some(&dims), true, None)?;
+    if plan.view {
+        g = at::view(&g, sizes)?;
     }
     Ok(g)
 }
@@ -196,7 +189,7 @@ fn place_along(
     len: i64,
     step: i64,
 ) -> Result<Tensor> {
-    let d = wrap_dim(dim, sizes.len()) as usize;
+    let d = shape::wrap_dim(dim, sizes.len())?;
     let m = sizes[d];
     if step == 1 {
         let zeros = |n: i64| {
@@ -223,7 +216,7 @@ fn place_along(
 /// PyTorch's `select_backward`: `grad` at `index` along `dim`, zeros
 /// elsewhere.
 pub fn select_backward(grad: &Tensor, sizes: &[i64], dim: i64, index: i64) -> Result<Tensor> {
-    let d = wrap_dim(dim, sizes.len());
+    let d = shape::wrap_dim(dim, sizes.len())? as i64;
     let m = sizes[d as usize];
     let i = if index < 0 { index + m } else { index };
     place_along(&at::unsqueeze(grad, d)?, sizes, d, i, 1, 1)
@@ -239,7 +232,7 @@ pub fn slice_backward(
     _end: Option<i64>,
     step: i64,
 ) -> Result<Tensor> {
-    let d = wrap_dim(dim, sizes.len());
+    let d = shape::wrap_dim(dim, sizes.len())? as i64;
     let m = sizes[d as usize];
     let clamp = |x: i64| {
         let x = if x < 0 { x + m } else { x };
@@ -314,16 +307,6 @@ pub fn zeros_of(grad: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     at::zeros(sizes, Some(grad.dtype()), None, None, None)
 }
 
-/// `dim` wrapped into `0..n` (a 0-dimensional tensor takes 0 and -1).
-fn wrap_dim(dim: i64, n: usize) -> i64 {
-    let n = n.max(1) as i64;
-    if dim < 0 {
-        dim + n
-    } else {
-        dim
-    }
-}
-
 /// `0, 1, …, len - 1` (int64) shaped to lie along dimension `d` of `n`
 /// dimensions.
 fn arange_along(len: i64, d: i64, n: usize) -> Result<Tensor> {
@@ -348,7 +331,7 @@ pub fn value_selecting_reduction_backward(
     if n == 0 {
         return Ok(grad.clone());
     }
-    let d = wrap_dim(dim, n);
+    let d = shape::wrap_dim(dim, n)? as i64;
     let (g, idx) = match keepdim {
         true => (grad.clone(), indices.clone()),
         false => (at::unsqueeze(grad, d)?, at::unsqueeze(indices, d)?),
@@ -371,7 +354,7 @@ pub fn index_select_backward(
     if n == 0 {
         return Ok(grad.clone());
     }
-    let d = wrap_dim(dim, n);
+    let d = shape::wrap_dim(dim, n)? as i64;
     let m = sizes[d as usize];
     let index = at::reshape(index, &[-1])?;
     let k = index.numel() as i64;
@@ -539,7 +522,7 @@ pub fn prod_dim_backward(
     if input.dim() == 0 {
         return Ok(grad.clone());
     }
-    let d = wrap_dim(dim, input.dim());
+    let d = shape::wrap_dim(dim, input.dim())? as i64;
     let (grad, result) = match keepdim {
         true => (grad.clone(), result.clone()),
         false => (at::unsqueeze(grad, d)?, at::unsqueeze(result, d)?),
@@ -661,7 +644,7 @@ pub fn clamp_tensor_jvp(
 /// `cat`'s gradient: `grad` cut along `dim` into the inputs' sizes (PyTorch's
 /// `cat_tensors_backward`; a legacy empty 1-d input gets an empty gradient).
 pub fn cat_tensors_backward(grad: &Tensor, sizes: &[Vec<i64>], dim: i64) -> Result<Vec<Tensor>> {
-    let d = wrap_dim(dim, grad.dim());
+    let d = shape::wrap_dim(dim, grad.dim())? as i64;
     let mut offset = 0;
     let mut out = Vec::with_capacity(sizes.len());
     for s in sizes {
@@ -685,7 +668,7 @@ pub fn cat_tensors_backward(grad: &Tensor, sizes: &[Vec<i64>], dim: i64) -> Resu
 /// `stack`'s gradient: `grad` unbound along `dim`, one slice per input
 /// (PyTorch's `stack_tensors_backward`).
 pub fn stack_tensors_backward(grad: &Tensor, dim: i64, sizes: &[Vec<i64>]) -> Result<Vec<Tensor>> {
-    let d = wrap_dim(dim, grad.dim());
+    let d = shape::wrap_dim(dim, grad.dim())? as i64;
     (0..sizes.len() as i64)
         .map(|i| at::select_int(grad, d, i))
         .collect()
@@ -705,7 +688,7 @@ pub fn gather_with_keepdimed_indices(
     if n == 0 {
         return Ok(self_t.clone());
     }
-    let d = wrap_dim(dim, n);
+    let d = shape::wrap_dim(dim, n)? as i64;
     let idx = match keepdim {
         true => indices.clone(),
         false => at::unsqueeze(indices, d)?,

@@ -63,13 +63,7 @@ pub(crate) fn conform(
         true => grad,
         false => {
             let got = grad.shape();
-            let expandable = shape.len() <= got.len()
-                && shape
-                    .iter()
-                    .rev()
-                    .zip(got.iter().rev())
-                    .all(|(&s, &g)| s == g || s == 1);
-            if !expandable {
+            if !crate::shape::is_expandable_to(shape, &got) {
                 return Err(Error::Runtime(
                     format!(
                         "Function {from} returned an invalid gradient at index {index} - got {got:?} but expected shape compatible with {shape:?}"

@@ -6,19 +6,7 @@
 
 use super::{DispatchKey, KeySet, Operator, Unboxed};
 use crate::error::Result;
-use crate::tensor::Device;
 use crate::value::{Args, CallWith, Returns, Value};
-
-/// Completes a key set: a call whose tensors are all in empty lists still has a
-/// backend (CPU).
-#[inline]
-pub fn with_backend(ks: KeySet) -> KeySet {
-    if ks.highest_backend().is_some() {
-        ks
-    } else {
-        ks | KeySet::for_device(Device::Cpu)
-    }
-}
 
 /// A typed call's arguments, for the paths that cannot call an unboxed kernel
 /// directly: `args(None, out)` appends them, boxed, to `out` (one value per
@@ -51,7 +39,7 @@ where
     R: Returns,
 {
     let arg_keys = args.keys();
-    match op.unboxed_kernel::<S>(with_backend(arg_keys)) {
+    match op.unboxed_kernel::<S>(arg_keys) {
         Some(f) => f.call_with(args),
         None => call_boxed::<S, A, R>(op, arg_keys, args),
     }
@@ -70,7 +58,7 @@ where
     A: Args,
     R: Returns,
 {
-    let (kernel, key) = op.kernel(with_backend(arg_keys))?;
+    let (kernel, key) = op.kernel(arg_keys)?;
     // Both are plain function pointers: the kernel need not stay alive for them.
     let (unboxed, fallback) = (kernel.unboxed::<S>(), kernel.typed_fallback());
     drop(kernel);
@@ -118,5 +106,5 @@ where
     }
     let mut values = Vec::with_capacity(A::LEN);
     args.to_values(&mut values);
-    R::from_values(op.call_with_keys(with_backend(arg_keys), &values)?)
+    R::from_values(op.call_with_keys(arg_keys, &values)?)
 }

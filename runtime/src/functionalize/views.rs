@@ -13,6 +13,7 @@
 use super::calls::{call_below, operator, tensor_below};
 use crate::dispatch::Operator;
 use crate::error::{Error, Result};
+use crate::shape;
 use crate::tables::OpSchema;
 use crate::tensor::Tensor;
 use crate::value::Value;
@@ -158,7 +159,7 @@ impl ViewMeta {
                 let dims = int_list(&arg(0));
                 let mut inverse = vec![0i64; dims.len()];
                 for (i, &d) in dims.iter().enumerate() {
-                    inverse[wrap_dim(d, dims.len())] = i as i64;
+                    inverse[shape::wrap_dim(d, dims.len())?] = i as i64;
                 }
                 tensor_below("aten::permute_copy", &[m(), Value::IntList(inverse)])
             }
@@ -252,21 +253,16 @@ fn int_list(v: &Value) -> Vec<i64> {
     }
 }
 
-fn wrap_dim(d: i64, n: usize) -> usize {
-    if d < 0 {
-        (d + n as i64).max(0) as usize
-    } else {
-        d as usize
-    }
-}
-
 /// PyTorch's `unsqueeze_copy_to`: `t` with a dimension put back at each of
 /// `dims` (wrapped against `sizes`) where `sizes` has a 1.
 fn unsqueeze_to(t: &Tensor, dims: &[i64], sizes: &[usize]) -> Result<Tensor> {
     if sizes.is_empty() {
         return Ok(t.clone());
     }
-    let mut wanted: Vec<usize> = dims.iter().map(|&d| wrap_dim(d, sizes.len())).collect();
+    let mut wanted = dims
+        .iter()
+        .map(|&d| shape::wrap_dim(d, sizes.len()))
+        .collect::<Result<Vec<usize>>>()?;
     wanted.sort_unstable();
     wanted.dedup();
     let mut result = t.clone();
@@ -281,39 +277,28 @@ fn unsqueeze_to(t: &Tensor, dims: &[i64], sizes: &[usize]) -> Result<Tensor> {
     Ok(result)
 }
 
-/// PyTorch's `sum_to(t, shape, always_return_non_view=true)`: `t` summed
-/// over its leading dimensions and over those where `shape` has a 1, as a
-/// new tensor.
-fn sum_to(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    let sizes = t.shape();
-    if shape.is_empty() {
+/// PyTorch's `sum_to(t, want, always_return_non_view=true)`: `t` summed
+/// as [`shape::sum_to`] plans it, as a new tensor.
+fn sum_to(t: &Tensor, want: &[usize]) -> Result<Tensor> {
+    if want.is_empty() {
         return tensor_below("aten::sum", &[Value::Tensor(t.clone()), Value::None]);
     }
-    let leading = sizes.len().saturating_sub(shape.len());
-    let mut dims: Vec<i64> = (0..leading as i64).collect();
-    for (i, &n) in sizes.iter().enumerate().skip(leading) {
-        if shape[i - leading] == 1 && n != 1 {
-            dims.push(i as i64);
-        }
-    }
+    let plan = shape::sum_to(&t.shape(), want);
     let mut t = t.clone();
-    if !dims.is_empty() {
+    if !plan.dims.is_empty() {
         t = tensor_below(
             "aten::sum.dim_IntList",
             &[
                 Value::Tensor(t),
-                Value::IntList(dims),
+                Value::IntList(plan.dims),
                 Value::Bool(true),
                 Value::None,
             ],
         )?;
     }
-    if leading > 0 {
-        let shape: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
-        tensor_below(
-            "aten::view_copy",
-            &[Value::Tensor(t), Value::IntList(shape)],
-        )
+    if plan.view {
+        let want: Vec<i64> = want.iter().map(|&n| n as i64).collect();
+        tensor_below("aten::view_copy", &[Value::Tensor(t), Value::IntList(want)])
     } else {
         tensor_below("aten::clone", &[Value::Tensor(t), Value::None])
     }

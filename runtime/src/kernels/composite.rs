@@ -23,6 +23,7 @@ use super::sampling::{self, Dist};
 use super::{copy, factory, linalg, ops, views, wrap_dim};
 use crate::error::Result;
 use crate::kernel;
+use crate::shape;
 use crate::tensor::{DType, Device, Dims, Generator, Layout, MemoryFormat, Scalar, Tensor};
 
 // ---- CompositeExplicitAutograd -------------------------------------------------
@@ -837,14 +838,13 @@ pub fn matmul_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Te
     linalg::matmul(self_, other, Some(out))
 }
 
-/// `sum_to_size(self, size)`: `self` summed to `size` (PyTorch's `sum_to`:
-/// the leading dimensions and every dimension `size` has as 1 and `self` not
-/// summed away); `size` must be expandable to `self`'s sizes.
+/// `sum_to_size(self, size)`: `self` summed to `size` (ATen's `sum_to`, see
+/// [`shape::sum_to`]); `size` must be expandable to `self`'s sizes.
 #[kernel(CompositeImplicitAutograd)]
 pub fn sum_to_size(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     let sizes = self_.sizes();
     crate::ensure!(
-        expandable_to(size, &sizes),
+        shape::is_expandable_to(size, &sizes),
         "size {{{}}} is not expandable to size {{{}}}.",
         super::fmt_ints(size),
         super::fmt_ints(&sizes)
@@ -852,32 +852,17 @@ pub fn sum_to_size(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     if size.is_empty() {
         return ops::sum_dim_IntList(self_, None, false, None);
     }
-    let leading = sizes.len() - size.len();
-    let reduce: Vec<i64> = (0..sizes.len())
-        .filter(|&i| i < leading || (size[i - leading] == 1 && sizes[i] != 1))
-        .map(|i| i as i64)
-        .collect();
-    let r = if reduce.is_empty() {
+    let plan = shape::sum_to(&sizes, size);
+    let r = if plan.dims.is_empty() {
         self_.clone()
     } else {
-        ops::sum_dim_IntList(self_, Some(&reduce), true, None)?
+        ops::sum_dim_IntList(self_, Some(&plan.dims), true, None)?
     };
-    if leading > 0 {
+    if plan.view {
         ops::view(&r, size)
     } else {
         Ok(r)
     }
-}
-
-/// `is_expandable_to(shape, desired)`: aligned at the right, each size of
-/// `shape` equal to the desired one or 1, and no more dimensions.
-fn expandable_to(shape: &[i64], desired: &[i64]) -> bool {
-    shape.len() <= desired.len()
-        && shape
-            .iter()
-            .rev()
-            .zip(desired.iter().rev())
-            .all(|(&s, &d)| s == d || s == 1)
 }
 
 // ---- nn, losses and optimizers ----------------------------------------------------

@@ -93,18 +93,7 @@ pub(crate) fn index_error(msg: impl Into<String>) -> Error {
     Error::Index(crate::Message::from(msg.into()))
 }
 
-/// `maybe_wrap_dim(dim, ndim)` (a 0-dim tensor accepts dims `-1` and `0`).
-pub(crate) fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
-    let n = ndim.max(1) as i64;
-    if dim < -n || dim >= n {
-        return Err(index_error(format!(
-            "Dimension out of range (expected to be in range of [{}, {}], but got {dim})",
-            -n,
-            n - 1
-        )));
-    }
-    Ok(if dim < 0 { dim + n } else { dim } as usize)
-}
+pub(crate) use crate::shape::wrap_dim;
 
 /// Checks factory sizes: `Trying to create tensor with negative dimension -1: [2, -1]`.
 pub(crate) fn check_sizes(size: &[i64]) -> Result<crate::tensor::Dims> {
@@ -263,19 +252,6 @@ pub(crate) fn fill_elements<T: Element>(t: &Tensor, value: T) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dims_wrap_like_pytorch() {
-        assert_eq!(wrap_dim(-1, 2).unwrap(), 1);
-        assert_eq!(wrap_dim(0, 0).unwrap(), 0);
-        assert_eq!(wrap_dim(-1, 0).unwrap(), 0);
-        let e = wrap_dim(2, 2).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "Dimension out of range (expected to be in range of [-2, 1], but got 2)"
-        );
-        assert_eq!(e.python_class(), "IndexError");
-    }
 
     #[test]
     fn checked_scalar_conversions() {

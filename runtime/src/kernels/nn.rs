@@ -26,7 +26,8 @@ use super::{
     resize_output, wrap_dim,
 };
 use crate::at;
-use crate::error::Result;
+use crate::dtype::Reduction;
+use crate::error::{Error, Result};
 use crate::tensor::{alloc as memory, DType, Device, IntoBuffer, Scalar, Tensor};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
@@ -318,37 +319,23 @@ fn softmax_backward_lines<T: Real>(
 
 // ---- nll_loss -------------------------------------------------------------------
 
-/// `at::Reduction`: 0 none, 1 mean, 2 sum.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Reduction {
-    /// `none`.
-    None,
-    /// `mean`.
-    Mean,
-    /// `sum`.
-    Sum,
+/// The schema's `int reduction` as a [`Reduction`], or PyTorch's error.
+fn reduction_of(r: i64) -> Result<Reduction> {
+    Reduction::from_code(r).ok_or_else(|| {
+        Error::Runtime(
+            format!("{r} is not a valid value for reduction (0: none, 1: mean, 2: sum)").into(),
+        )
+    })
 }
 
-impl Reduction {
-    /// From the schema's `int reduction`.
-    pub(crate) fn of(r: i64) -> Result<Reduction> {
-        match r {
-            0 => Ok(Reduction::None),
-            1 => Ok(Reduction::Mean),
-            2 => Ok(Reduction::Sum),
-            _ => crate::bail!("{r} is not a valid value for reduction (0: none, 1: mean, 2: sum)"),
-        }
-    }
-
-    /// As `nll_loss`'s kernels read `int reduction`: only `Reduction::None`
-    /// and `Reduction::Mean` are told apart, any other value sums
-    /// (`nll_loss_out_frame` in `aten/src/ATen/native/LossNLL.cpp`).
-    fn of_nll(r: i64) -> Reduction {
-        match r {
-            0 => Reduction::None,
-            1 => Reduction::Mean,
-            _ => Reduction::Sum,
-        }
+/// As `nll_loss`'s kernels read `int reduction`: only `Reduction::None` and
+/// `Reduction::Mean` are told apart, any other value sums
+/// (`nll_loss_out_frame` in `aten/src/ATen/native/LossNLL.cpp`).
+fn nll_reduction_of(r: i64) -> Reduction {
+    match Reduction::from_code(r) {
+        Some(Reduction::None) => Reduction::None,
+        Some(Reduction::Mean) => Reduction::Mean,
+        _ => Reduction::Sum,
     }
 }
 
@@ -504,7 +491,7 @@ pub(crate) fn nll_loss_forward(
     out: Option<(&Tensor, &Tensor)>,
 ) -> Result<(Tensor, Tensor)> {
     let n_classes = nll_forward_checks(self_, target, weight)?;
-    let reduction = Reduction::of_nll(reduction);
+    let reduction = nll_reduction_of(reduction);
     let dtype = self_.dtype();
     // The kernel's: its dtype dispatch, then the weight's elements.
     if !dtype.is_floating_point() {
@@ -620,7 +607,7 @@ pub(crate) fn nll_loss_backward(
     total_weight: &Tensor,
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let reduction = Reduction::of_nll(reduction);
+    let reduction = nll_reduction_of(reduction);
     let n_classes =
         nll_backward_checks(grad_output, self_, target, weight, reduction, total_weight)?;
     let per_sample = reduction == Reduction::None && self_.dim() == 2;
@@ -691,7 +678,7 @@ pub(crate) fn mse_loss(
     reduction: i64,
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let reduction = Reduction::of(reduction)?;
+    let reduction = reduction_of(reduction)?;
     let diff = at::sub_Tensor(self_, target, Scalar::Int(1))?;
     let sq = at::mul_Tensor(&diff, &diff)?;
     let r = match reduction {
@@ -714,7 +701,7 @@ pub(crate) fn mse_loss_backward(
     reduction: i64,
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let reduction = Reduction::of(reduction)?;
+    let reduction = reduction_of(reduction)?;
     let norm = match reduction {
         Reduction::Mean => 2.0 / self_.numel() as f64,
         _ => 2.0,

@@ -156,30 +156,7 @@ pub fn check_can_cast(from: DType, to: DType) -> Result<()> {
     Ok(())
 }
 
-/// `infer_size(a, b)`: the broadcast shape of two shapes.
-pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
-    let n = a.len().max(b.len());
-    let mut out = vec![0; n];
-    for i in (0..n).rev() {
-        let off = n - 1 - i;
-        let sa = if off < a.len() {
-            a[a.len() - 1 - off]
-        } else {
-            1
-        };
-        let sb = if off < b.len() {
-            b[b.len() - 1 - off]
-        } else {
-            1
-        };
-        crate::ensure!(
-            sa == sb || sa == 1 || sb == 1,
-            "The size of tensor a ({sa}) must match the size of tensor b ({sb}) at non-singleton dimension {i}"
-        );
-        out[i] = if sa == 1 { sb } else { sa };
-    }
-    Ok(out)
-}
+pub use crate::shape::broadcast_shapes;
 
 /// The broadcast shape of several shapes, folded left to right as
 /// `TensorIterator` does.

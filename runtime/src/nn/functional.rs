@@ -7,43 +7,18 @@ use crate::error::{Error, Result};
 use crate::ops;
 use crate::tensor::{torch_size, Tensor};
 
-/// How a loss reduces its per-element values (PyTorch's `reduction=`; the
-/// operators take its integer code, `at::Reduction`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Reduction {
-    /// Every element's loss.
-    None,
-    /// Their mean (PyTorch's default).
-    #[default]
-    Mean,
-    /// Their sum.
-    Sum,
-}
-
-impl Reduction {
-    /// The operators' code: 0, 1, 2.
-    pub fn code(self) -> i64 {
-        match self {
-            Reduction::None => 0,
-            Reduction::Mean => 1,
-            Reduction::Sum => 2,
-        }
-    }
-}
+pub use crate::dtype::Reduction;
 
 impl std::str::FromStr for Reduction {
     type Err = Error;
 
     /// `"none"`, `"mean"` or `"sum"`; anything else is PyTorch's error.
     fn from_str(s: &str) -> Result<Reduction> {
-        match s {
-            "none" => Ok(Reduction::None),
-            "mean" => Ok(Reduction::Mean),
-            "sum" => Ok(Reduction::Sum),
-            other => Err(Error::Value(
-                format!("{other} is not a valid value for reduction").into(),
-            )),
-        }
+        Reduction::ALL
+            .iter()
+            .copied()
+            .find(|r| r.name() == s)
+            .ok_or_else(|| Error::Value(format!("{s} is not a valid value for reduction").into()))
     }
 }
 
@@ -110,7 +85,7 @@ pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result
         torch_size(&target_shape),
         torch_size(&input_shape)
     ));
-    let sizes = crate::kernels::promote::broadcast_shapes(&input_shape, &target_shape)?;
+    let sizes = crate::shape::broadcast_shapes(&input_shape, &target_shape)?;
     let expand = |t: &Tensor, shape: &[usize]| -> Result<Tensor> {
         match shape == sizes.as_slice() {
             true => Ok(t.clone()),

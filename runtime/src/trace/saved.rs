@@ -339,7 +339,7 @@ fn value_json(v: &Value, objects: &mut Objects) -> Result<Json> {
         Value::BoolList(xs) => tagged("bools", json!(xs)),
         Value::DType(d) => tagged("dtype", json!(d.name())),
         Value::Device(d) => tagged("device", json!(d.name())),
-        Value::Layout(Layout::Strided) => tagged("layout", json!("strided")),
+        Value::Layout(l) => tagged("layout", json!(l.name())),
         Value::MemoryFormat(m) => tagged("memory_format", json!(m.name())),
         Value::Tensor(t) => tagged(
             "tensor",
@@ -521,7 +521,11 @@ fn value_from(j: &Json, objects: &[ScriptObject]) -> Result<Value> {
                 .and_then(Device::from_name)
                 .ok_or_else(|| bad(format!("unknown device {v}")))?,
         ),
-        "layout" if v == "strided" => Value::Layout(Layout::Strided),
+        "layout" => Value::Layout(
+            v.as_str()
+                .and_then(Layout::from_name)
+                .ok_or_else(|| bad(format!("unknown layout {v}")))?,
+        ),
         "memory_format" => Value::MemoryFormat(
             v.as_str()
                 .and_then(MemoryFormat::from_name)

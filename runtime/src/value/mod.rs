@@ -638,9 +638,10 @@ impl<T: Returns> FromValues for T {
 }
 
 impl crate::keys::KeySet {
-    /// The union of the key sets of every tensor among `args` (also inside lists);
-    /// for a call without tensors, the backend of a `Device` argument (CPU if none),
-    /// as BackendSelect would pick it.
+    /// The key set a boxed call dispatches on ([`KeySet::of_call`]): the union
+    /// of the key sets of every tensor among `args` (also inside lists), with
+    /// the backend of the first `Device` among them (else CPU) when none has a
+    /// backend.
     pub fn of_values(args: &[Value]) -> KeySet {
         // Lists deeper than a boxed call accepts (`check_depth`) are not looked
         // into, so this never recurses far.
@@ -661,7 +662,7 @@ impl crate::keys::KeySet {
                         ts.iter().flatten().for_each(|t| *ks = *ks | t.key_set())
                     }
                     Value::List(vs) => collect(vs, ks, device, depth + 1),
-                    Value::Device(d) => *device = Some(*d),
+                    Value::Device(d) if device.is_none() => *device = Some(*d),
                     _ => {}
                 }
             }
@@ -669,9 +670,6 @@ impl crate::keys::KeySet {
         let mut ks = KeySet::EMPTY;
         let mut device = None;
         collect(args, &mut ks, &mut device, 0);
-        if ks.highest_backend().is_none() {
-            ks = ks | KeySet::for_device(device.unwrap_or(crate::dtype::Device::Cpu));
-        }
-        ks
+        KeySet::of_call(ks, || device)
     }
 }

@@ -222,9 +222,9 @@ pub trait Args: Sized {
     /// How many arguments (boxed, as many values).
     const LEN: usize;
 
-    /// The dispatch keys of the call: those of its tensors, or for a call whose
-    /// schema has no tensor argument, the backend of its `Device` argument
-    /// (CPU if there is none or it is `None`).
+    /// The dispatch keys of the call ([`KeySet::of_call`]): those of its
+    /// tensors, with the backend of its first `Device` argument given (else
+    /// CPU) when none of them has a backend.
     fn keys(&self) -> KeySet;
 
     /// Is an argument a tensor-like (see [`Arg::overloaded`])?
@@ -258,15 +258,13 @@ macro_rules! tuple_args {
             #[inline(always)]
             #[allow(unused_mut, unused_variables)]
             fn keys(&self) -> KeySet {
-                if Self::TENSOR_LIKE {
-                    let mut k = KeySet::EMPTY;
-                    $(if $a::TENSOR_LIKE { k = k | self.$i.keys(); })*
-                    k
-                } else {
+                let mut k = KeySet::EMPTY;
+                $(if $a::TENSOR_LIKE { k = k | self.$i.keys(); })*
+                KeySet::of_call(k, || {
                     let mut device: Option<Device> = None;
-                    $(if let (None, Some(d)) = (device, self.$i.device()) { device = Some(d.unwrap_or(Device::Cpu)); })*
-                    KeySet::for_device(device.unwrap_or(Device::Cpu))
-                }
+                    $(if device.is_none() { device = self.$i.device().flatten(); })*
+                    device
+                })
             }
 
             #[inline(always)]
@@ -487,9 +485,20 @@ mod tests {
         let cpu = Tensor::zeros(&[1], DType::Float32, Device::Cpu);
         let meta = Tensor::zeros(&[1], DType::Float32, Device::Meta);
         assert_eq!((&cpu, &meta).keys(), cpu.key_set() | meta.key_set());
-        // Tensor-like arguments present, all empty: no keys (a backend is added later).
+        // Tensor-like arguments present, all empty: the device's backend, as
+        // for a boxed call.
         let none: Option<&Tensor> = None;
-        assert_eq!((none, Some(Device::Meta)).keys(), KeySet::EMPTY);
+        assert_eq!(
+            (none, Some(Device::Meta)).keys(),
+            KeySet::of_values(&[Value::None, Value::Device(Device::Meta)])
+        );
+        assert_eq!(
+            (none, Some(Device::Meta)).keys(),
+            KeySet::for_device(Device::Meta)
+        );
+        let empty: &[Tensor] = &[];
+        assert_eq!(empty.keys(), KeySet::EMPTY);
+        assert_eq!((empty,).keys(), KeySet::for_device(Device::Cpu));
         // No tensor argument: the device's backend, or the CPU's.
         assert_eq!(
             (1i64, Some(Device::Meta)).keys(),
