@@ -208,6 +208,12 @@ fn run_parts<P: Send>(pool: &rayon::ThreadPool, parts: Vec<P>, f: &(dyn Fn(usize
 /// `f` must not depend on how the range is cut (each element's result is its
 /// own); for partial results combined afterwards, use [`map_chunks`].
 pub fn parallel_for(range: Range<usize>, grain: usize, f: impl Fn(Range<usize>) + Sync) {
+    parallel_for_dyn(range, grain, &f)
+}
+
+/// [`parallel_for`] compiled once: the caller's closure is its only generic
+/// part, called through a reference.
+fn parallel_for_dyn(range: Range<usize>, grain: usize, f: &(dyn Fn(Range<usize>) + Sync)) {
     let len = range.end.saturating_sub(range.start);
     let tasks = tasks_for(len, grain);
     if tasks <= 1 {
@@ -238,6 +244,11 @@ pub fn for_each_part_mut<T: Send>(
     grain: usize,
     f: impl Fn(usize, &mut [T]) + Sync,
 ) {
+    for_each_part_dyn(data, grain, &f)
+}
+
+/// [`for_each_part_mut`] compiled once per element type.
+fn for_each_part_dyn<T: Send>(data: &mut [T], grain: usize, f: &(dyn Fn(usize, &mut [T]) + Sync)) {
     let tasks = tasks_for(data.len(), grain);
     let pool = if tasks > 1 {
         pool(get_num_threads())
@@ -264,6 +275,15 @@ pub fn map_chunks<T: Send>(
     len: usize,
     chunk: usize,
     f: impl Fn(Range<usize>) -> T + Sync,
+) -> Vec<T> {
+    map_chunks_dyn(len, chunk, &f)
+}
+
+/// [`map_chunks`] compiled once per result type.
+fn map_chunks_dyn<T: Send>(
+    len: usize,
+    chunk: usize,
+    f: &(dyn Fn(Range<usize>) -> T + Sync),
 ) -> Vec<T> {
     let chunk = chunk.max(1);
     let count = len.div_ceil(chunk);

@@ -54,6 +54,13 @@ use std::ops::Range;
 /// Elements per block: the unit of gathering, casting and kernel calls.
 pub(crate) const BLOCK: usize = 256;
 
+/// A pointwise kernel as the engine holds it: `kernel(inputs, out)` over one
+/// block. The engine's loops call it through a reference, so they are compiled
+/// once per arity and element types, not once per kernel (one indirect call
+/// per block of up to [`BLOCK`] elements).
+pub(crate) type BlockFn<'k, const N: usize, T, R> =
+    dyn Fn([Src<'_, T>; N], Out<'_, R>) -> Written + Sync + 'k;
+
 /// Rows of a tile: an input read across rows (a transposed operand) is read
 /// this many rows at a time, each of its cache lines once.
 const TILE: usize = 8;
@@ -573,12 +580,8 @@ impl Loop {
     /// The loop over `raw` (operand 0's memory, then the inputs'), on several
     /// threads when each writes its own elements. `fresh`: operand 0 is
     /// uninitialised capacity.
-    fn drive<const N: usize, T, R>(
-        &self,
-        raw: &[Raw],
-        fresh: bool,
-        kernel: &(impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written + Sync),
-    ) where
+    fn drive<const N: usize, T, R>(&self, raw: &[Raw], fresh: bool, kernel: &BlockFn<'_, N, T, R>)
+    where
         T: IntoBuffer,
         R: IntoBuffer,
     {
@@ -833,7 +836,7 @@ impl Ctx<'_> {
     fn serial<const N: usize, T: IntoBuffer, R: IntoBuffer>(
         &self,
         range: Range<usize>,
-        kernel: &impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written,
+        kernel: &BlockFn<'_, N, T, R>,
     ) {
         let ndim = self.shape.len();
         let plan = self.plan::<N, T, R>();
@@ -962,7 +965,7 @@ impl Ctx<'_> {
         plan: &Plan<N, T>,
         pos: &[usize],
         ti: usize,
-        kernel: &impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written,
+        kernel: &BlockFn<'_, N, T, R>,
         blocks: &mut Blocks<N, T, R>,
         tile: &mut [[T; BLOCK]; TILE],
     ) {
@@ -1008,7 +1011,7 @@ impl Ctx<'_> {
         plan: &Plan<N, T>,
         pos: &[usize],
         n: usize,
-        kernel: &impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written,
+        kernel: &BlockFn<'_, N, T, R>,
         blocks: &mut Blocks<N, T, R>,
         pre: Option<(usize, &[T])>,
     ) {
@@ -1037,7 +1040,7 @@ impl Ctx<'_> {
         start: usize,
         len: usize,
         r: usize,
-        kernel: &impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written,
+        kernel: &BlockFn<'_, N, T, R>,
         blocks: &mut Blocks<N, T, R>,
         pre: Option<(usize, &[T])>,
     ) {

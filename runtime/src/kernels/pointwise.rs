@@ -9,7 +9,7 @@
 // Element functions are stamped for `bool` too, where `<` is legitimate.
 #![allow(clippy::bool_comparison)]
 
-use super::iter::{map1, map2, map3, output_strides, Loop, Out, Src, View, Written};
+use super::iter::{map1, map2, map3, output_strides, BlockFn, Loop, Out, Src, View, Written};
 use super::num::{scalar_equals, Float, Num};
 use super::promote::{
     broadcast_shapes, check_can_cast, check_output_shape, result_type, result_type_tensors, Operand,
@@ -213,7 +213,7 @@ impl Iter<'_> {
     /// slices directly. `None` when the call is not of that form.
     fn run_contiguous<const N: usize, T: IntoBuffer, R: IntoBuffer>(
         &self,
-        kernel: &(impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written + Sync),
+        kernel: &BlockFn<'_, N, T, R>,
     ) -> Result<Option<Tensor>> {
         if self.out.is_some() || R::DTYPE != self.result {
             return Ok(None);
@@ -278,7 +278,7 @@ const NEW_BLOCK_BYTES: usize = 16 * 1024;
 fn new_from_blocks<const N: usize, T: Copy + Sync, R: IntoBuffer>(
     srcs: [Src<'_, T>; N],
     shape: &[usize],
-    kernel: &(impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written + Sync),
+    kernel: &BlockFn<'_, N, T, R>,
 ) -> Result<Tensor> {
     // The result is written once, block by block, by the thread that owns the
     // block, straight into fresh capacity (no pass of zeros over memory the
