@@ -505,6 +505,15 @@ impl Loop {
         T: IntoBuffer,
         R: IntoBuffer,
     {
+        self.run_block_fn(&kernel)
+    }
+
+    /// [`Loop::run`], compiled once per arity and element types.
+    fn run_block_fn<const N: usize, T, R>(&self, kernel: &BlockFn<'_, N, T, R>) -> Result<()>
+    where
+        T: IntoBuffer,
+        R: IntoBuffer,
+    {
         assert!(
             self.places[0].storage.is_some(),
             "Loop::run: the loop writes a new result: use Loop::run_fresh"
@@ -513,7 +522,7 @@ impl Loop {
             return Ok(());
         }
         let locks = Locks::acquire(&self.shape, &self.places)?;
-        self.drive::<N, T, R>(&locks.raw, false, &kernel);
+        self.drive::<N, T, R>(&locks.raw, false, kernel);
         Ok(())
     }
 
@@ -524,6 +533,18 @@ impl Loop {
     pub fn run_fresh<const N: usize, T, R>(
         &self,
         kernel: impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written + Sync,
+    ) -> Result<Vec<R>>
+    where
+        T: IntoBuffer,
+        R: IntoBuffer,
+    {
+        self.run_fresh_block_fn(&kernel)
+    }
+
+    /// [`Loop::run_fresh`], compiled once per arity and element types.
+    fn run_fresh_block_fn<const N: usize, T, R>(
+        &self,
+        kernel: &BlockFn<'_, N, T, R>,
     ) -> Result<Vec<R>>
     where
         T: IntoBuffer,
@@ -566,7 +587,7 @@ impl Loop {
             ptr: v.as_mut_ptr() as *mut u8,
             len: self.numel,
         };
-        self.drive::<N, T, R>(&raw, true, &kernel);
+        self.drive::<N, T, R>(&raw, true, kernel);
         // SAFETY: the capacity is at least `numel`; the loop visited every
         // position of the output once (`drive` covers `0..numel` of the loop,
         // which the dense, non-overlapping strides checked above map onto

@@ -179,8 +179,16 @@ impl<'a> Iter<'a> {
         self,
         kernel: impl Fn([Src<'_, T>; N], Out<'_, R>) -> Written + Sync,
     ) -> Result<Tensor> {
+        self.run_block_fn(&kernel)
+    }
+
+    /// [`Iter::run`], compiled once per arity and element types.
+    fn run_block_fn<const N: usize, T: IntoBuffer, R: IntoBuffer>(
+        self,
+        kernel: &BlockFn<'_, N, T, R>,
+    ) -> Result<Tensor> {
         debug_assert_eq!(self.ops.len(), N);
-        if let Some(t) = self.run_contiguous::<N, T, R>(&kernel)? {
+        if let Some(t) = self.run_contiguous::<N, T, R>(kernel)? {
             return Ok(t);
         }
         let inputs = Inputs::of(&self.ops);
