@@ -479,6 +479,7 @@ macro_rules! backend_kernels {
         }
 
         $crate::kernels::nn::nn_kernels!($key);
+        $crate::kernels::optim::optim_kernels!($key);
 
         #[doc = concat!("`arange.start_out` (", stringify!($key), ").")]
         #[$crate::kernel($key)]

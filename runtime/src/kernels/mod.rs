@@ -53,6 +53,7 @@ mod layout;
 mod linalg;
 mod nn;
 mod num;
+mod optim;
 pub mod overlap;
 mod pointwise;
 mod reduce;
