@@ -207,7 +207,17 @@ fn run_parts<P: Send>(pool: &rayon::ThreadPool, parts: Vec<P>, f: &(dyn Fn(usize
 ///
 /// `f` must not depend on how the range is cut (each element's result is its
 /// own); for partial results combined afterwards, use [`map_chunks`].
+#[inline]
 pub fn parallel_for(range: Range<usize>, grain: usize, f: impl Fn(Range<usize>) + Sync) {
+    // One task: the caller's closure runs here, inlined (the common case of
+    // a small tensor pays no indirect call).
+    let len = range.end.saturating_sub(range.start);
+    if tasks_for(len, grain) <= 1 {
+        if len > 0 {
+            f(range);
+        }
+        return;
+    }
     parallel_for_dyn(range, grain, &f)
 }
 
@@ -239,11 +249,18 @@ fn parallel_for_dyn(range: Range<usize>, grain: usize, f: &(dyn Fn(Range<usize>)
 /// `f(start, part)` on parts of `data` that cover it once (`start`: the
 /// part's index in `data`): inline when `data` has at most `grain` elements,
 /// else one part per thread, each at least `grain` long.
+#[inline]
 pub fn for_each_part_mut<T: Send>(
     data: &mut [T],
     grain: usize,
     f: impl Fn(usize, &mut [T]) + Sync,
 ) {
+    if tasks_for(data.len(), grain) <= 1 {
+        if !data.is_empty() {
+            f(0, data);
+        }
+        return;
+    }
     for_each_part_dyn(data, grain, &f)
 }
 

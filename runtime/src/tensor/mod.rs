@@ -554,11 +554,24 @@ fn fill_contiguous_strides(shape: &[usize], strides: &mut [usize]) {
 /// count, checked: every size at most [`MAX_GEOMETRY`], and their product
 /// with empty dimensions counted as 1 too ([`check_sizes_product`]); in one
 /// pass, as [`contiguous_dims`] makes them.
+#[inline(always)]
 pub fn checked_contiguous_dims(shape: &[usize]) -> Result<(Dims, usize)> {
-    let mut strides = match shape.len() <= DIMS_INLINE {
-        true => Dims::from_buf_and_len([0; DIMS_INLINE], shape.len()),
-        false => Dims::from_elem(0, shape.len()),
-    };
+    let mut inline = [0usize; DIMS_INLINE];
+    if let Some(s) = inline.get_mut(..shape.len()) {
+        // Filled on the stack and moved in (no element-by-element push).
+        let numel = fill_checked_strides(shape, s)?;
+        return Ok((Dims::from_buf_and_len(inline, shape.len()), numel));
+    }
+    let mut strides = Dims::from_elem(0, shape.len());
+    let numel = fill_checked_strides(shape, &mut strides)?;
+    Ok((strides, numel))
+}
+
+/// Row-major strides of `shape` into `strides` (as long as `shape`), and the
+/// element count, each size and extent checked as
+/// [`checked_contiguous_dims`] says.
+#[inline(always)]
+fn fill_checked_strides(shape: &[usize], strides: &mut [usize]) -> Result<usize> {
     let (mut acc, mut numel) = (1usize, 1usize);
     for (d, (s, &n)) in strides.iter_mut().zip(shape).enumerate().rev() {
         *s = acc;
@@ -572,7 +585,7 @@ pub fn checked_contiguous_dims(shape: &[usize]) -> Result<(Dims, usize)> {
         // `numel <= acc` before and after: no overflow.
         numel *= n;
     }
-    Ok((strides, numel))
+    Ok(numel)
 }
 
 /// Contiguous (row-major) strides for `shape`.
@@ -999,6 +1012,7 @@ impl Tensor {
     /// are `shape`'s contiguous strides, and the shape passed
     /// [`checked_contiguous_dims`] (or is known to: a 0-dim tensor, an
     /// ndarray's shape).
+    #[inline(always)]
     fn new_contiguous(
         buffer: Buffer,
         shape: &[usize],
