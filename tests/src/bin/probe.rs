@@ -7,7 +7,7 @@
 //! # instructions per call = (I(20000) - I(10000)) / 10000
 //! ```
 //!
-//! Paths: `direct`, `typed`, `boxed_api`, `subclass_plain`, `subclass_logging`, `fake`,
+//! Paths: `direct`, `typed`, `boxed_op` (`boxed_op_call_ns`), `boxed_api`, `subclass_plain`, `subclass_logging`, `fake`,
 //! `function_mode`, `dispatch_mode` (as in `overhead`), `autograd_record`
 //! (the typed `add` on inputs that require grad: `autograd_record_ns`) and
 //! `backward` (`add`, `sum`, `backward()`: `backward_ns`), `view` (a typed
@@ -49,6 +49,19 @@ fn main() {
             );
         }),
         "typed" => (0..n).for_each(|_| add(&a, &b)),
+        "boxed_op" => {
+            let op = opforge::dispatch::dispatcher()
+                .find("aten::add.Tensor")
+                .expect("add.Tensor is an operator");
+            let args = [
+                Value::Tensor(a.clone()),
+                Value::Tensor(b.clone()),
+                Value::Int(1),
+            ];
+            (0..n).for_each(|_| {
+                black_box(op.call_boxed(black_box(&args)).expect("add"));
+            })
+        }
         "typed_mul" => (0..n).for_each(|_| {
             // `x * 2` as `custom_function`'s Function computes it.
             let two = Tensor::wrapped_number(Scalar::Int(2));
