@@ -412,7 +412,7 @@ mod tests {
             "let__output=::opforge::at::transpose_int(self_,dim0,dim1)?;::opforge::at::clone(&__output,",
             "::core::option::Option::Some(::opforge::MemoryFormat::Contiguous)",
             "pubconst__opforge_CompositeExplicitAutogradNonFunctional_kernel_of_transpose_copy_int:()=();",
-            "op:\"transpose_copy.int_out\",key:\"CompositeExplicitAutograd\"",
+            "\"transpose_copy.int_out\",\"CompositeExplicitAutograd\",",
         ] {
             assert!(flat.contains(part), "{part} not in\n{text}");
         }

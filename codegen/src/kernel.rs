@@ -60,18 +60,9 @@ fn entry_static(
 ) -> TokenStream {
     let schema_text = schema.to_string();
     quote! {
-        #[doc(hidden)]
-        #[allow(non_upper_case_globals)]
-        #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-        #[linkme(crate = ::opforge::__private::linkme)]
-        static #ident: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-            op: #name,
-            key: #key,
-            schema: #schema_text,
-            entry: ::opforge::__private::Entry::new::<#fn_ty, #spec>(&(#func as #fn_ty)),
-            file: #file,
-            line: #line,
-        };
+        ::opforge::__private::kernel_entry!(
+            #ident, #name, #key, #schema_text, #fn_ty, #spec, #func, #file, #line
+        );
     }
 }
 
@@ -426,7 +417,7 @@ mod tests {
     }
 
     /// A function written with the schema's types is registered as it is:
-    /// one static naming it, its signature and the signature's spec.
+    /// one entry (`kernel_entry!`) naming it, its signature and the signature's spec.
     #[test]
     fn a_function_of_the_schemas_types_is_one_link_time_entry() {
         let flat = register(
@@ -438,10 +429,9 @@ mod tests {
             },
         );
         for part in [
-            "distributed_slice(::opforge::__private::KERNELS)",
-            "static__OPFORGE_AUTOGRAD_KERNEL_neg_autograd:",
-            "op:\"neg\",key:\"Autograd\",schema:\"neg(Tensorself)->Tensor\"",
-            "Entry::new::<fn(&::opforge::Tensor)->::opforge::Result<::opforge::Tensor>,fn(&'static::opforge::Tensor)->::opforge::Result<::opforge::Tensor>>(&(neg_autograd",
+            "::opforge::__private::kernel_entry!(__OPFORGE_AUTOGRAD_KERNEL_neg_autograd,",
+            "\"neg\",\"Autograd\",\"neg(Tensorself)->Tensor\",",
+            "fn(&::opforge::Tensor)->::opforge::Result<::opforge::Tensor>,fn(&'static::opforge::Tensor)->::opforge::Result<::opforge::Tensor>,neg_autograd,",
         ] {
             assert!(flat.contains(part), "{part} not in {flat}");
         }
@@ -463,7 +453,7 @@ mod tests {
         for part in [
             "fn__opforge_unboxed(__a0:&::opforge::Tensor)->::opforge::Result<::opforge::Tensor>",
             "neg_autograd(<&opforge::Tensoras__opforge_neg_autograd_param_self_<'_>>::__opforge_param(__a0))",
-            "Entry::new::<fn(&::opforge::Tensor)->::opforge::Result<::opforge::Tensor>,fn(&'static::opforge::Tensor)->::opforge::Result<::opforge::Tensor>>(&(__opforge_unboxed",
+            "fn(&::opforge::Tensor)->::opforge::Result<::opforge::Tensor>,fn(&'static::opforge::Tensor)->::opforge::Result<::opforge::Tensor>,__opforge_unboxed,",
         ] {
             assert!(flat.contains(part), "{part} not in {flat}");
         }

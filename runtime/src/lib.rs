@@ -171,9 +171,34 @@ macro_rules! include_schema {
     };
 }
 
+/// One link-time kernel entry: `kernel_entry!(STATIC, "op.overload", "Key",
+/// "schema", FnType, SpecType, function, file, line)` registers `function`
+/// (of the function pointer type `FnType`, its adapter described by
+/// `SpecType`) as the operator's kernel at `Key`. What the generator,
+/// `#[kernel]` and `#[op]` emit for a registration. Not a public API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __opforge_kernel_entry {
+    ($static:ident, $op:literal, $key:literal, $schema:literal, $fn_ty:ty, $spec:ty, $func:expr, $file:expr, $line:expr) => {
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        #[$crate::__private::linkme::distributed_slice($crate::__private::KERNELS)]
+        #[linkme(crate = $crate::__private::linkme)]
+        static $static: $crate::__private::KernelEntry = $crate::__private::KernelEntry {
+            op: $op,
+            key: $key,
+            schema: $schema,
+            entry: $crate::__private::Entry::new::<$fn_ty, $spec>(&($func as $fn_ty)),
+            file: $file,
+            line: $line,
+        };
+    };
+}
+
 /// Items the macros' expansions refer to. Not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::__opforge_kernel_entry as kernel_entry;
     pub use crate::classes::{ClassEntry, CLASS_DEFS};
     pub use crate::dispatch::adapter::{Entry, TypedCaller};
     pub use crate::dispatch::linked::{

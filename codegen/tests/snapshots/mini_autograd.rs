@@ -190,21 +190,11 @@ fn __opforge_autograd__to_copy(
     }
     Ok(out)
 }
-#[doc(hidden)]
-#[allow(non_upper_case_globals)]
-#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-#[linkme(crate = ::opforge::__private::linkme)]
-static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd__to_copy: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-    op: "_to_copy",
-    key: "Autograd",
-    schema: "_to_copy(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-    entry: ::opforge::__private::Entry::new::<
-        sig::_to_copy,
-        sig::spec::_to_copy,
-    >(&(__opforge_autograd__to_copy as sig::_to_copy)),
-    file: ::core::file!(),
-    line: ::core::line!(),
-};
+::opforge::__private::kernel_entry!(
+    __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd__to_copy, "_to_copy", "Autograd",
+    "_to_copy(Tensor self, *, ScalarType? dtype=None) -> Tensor", sig::_to_copy,
+    sig::spec::_to_copy, __opforge_autograd__to_copy, ::core::file!(), ::core::line!()
+);
 #[allow(clippy::too_many_arguments)]
 fn __opforge_autograd_exp(
     self_: &::opforge::Tensor,
@@ -240,21 +230,11 @@ fn __opforge_autograd_exp(
     }
     Ok(out)
 }
-#[doc(hidden)]
-#[allow(non_upper_case_globals)]
-#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-#[linkme(crate = ::opforge::__private::linkme)]
-static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_exp: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-    op: "exp",
-    key: "Autograd",
-    schema: "exp(Tensor self) -> Tensor",
-    entry: ::opforge::__private::Entry::new::<
-        sig::exp,
-        sig::spec::exp,
-    >(&(__opforge_autograd_exp as sig::exp)),
-    file: ::core::file!(),
-    line: ::core::line!(),
-};
+::opforge::__private::kernel_entry!(
+    __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_exp, "exp", "Autograd",
+    "exp(Tensor self) -> Tensor", sig::exp, sig::spec::exp, __opforge_autograd_exp,
+    ::core::file!(), ::core::line!()
+);
 #[allow(clippy::too_many_arguments)]
 fn __opforge_autograd_mul_Tensor(
     self_: &::opforge::Tensor,
@@ -294,21 +274,12 @@ fn __opforge_autograd_mul_Tensor(
     }
     Ok(out)
 }
-#[doc(hidden)]
-#[allow(non_upper_case_globals)]
-#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-#[linkme(crate = ::opforge::__private::linkme)]
-static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_mul_Tensor: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-    op: "mul.Tensor",
-    key: "Autograd",
-    schema: "mul.Tensor(Tensor self, Tensor other) -> Tensor",
-    entry: ::opforge::__private::Entry::new::<
-        sig::mul_Tensor,
-        sig::spec::mul_Tensor,
-    >(&(__opforge_autograd_mul_Tensor as sig::mul_Tensor)),
-    file: ::core::file!(),
-    line: ::core::line!(),
-};
+::opforge::__private::kernel_entry!(
+    __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_mul_Tensor, "mul.Tensor", "Autograd",
+    "mul.Tensor(Tensor self, Tensor other) -> Tensor", sig::mul_Tensor,
+    sig::spec::mul_Tensor, __opforge_autograd_mul_Tensor, ::core::file!(),
+    ::core::line!()
+);
 #[allow(clippy::too_many_arguments)]
 fn __opforge_autograd_mul_out(
     self_: &::opforge::Tensor,
@@ -320,21 +291,11 @@ fn __opforge_autograd_mul_out(
     let _below = ::opforge::autograd::below_autograd();
     ::opforge::at::mul_out(self_, other, out)
 }
-#[doc(hidden)]
-#[allow(non_upper_case_globals)]
-#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-#[linkme(crate = ::opforge::__private::linkme)]
-static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_mul_out: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-    op: "mul.out",
-    key: "Autograd",
-    schema: "mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
-    entry: ::opforge::__private::Entry::new::<
-        sig::mul_out,
-        sig::spec::mul_out,
-    >(&(__opforge_autograd_mul_out as sig::mul_out)),
-    file: ::core::file!(),
-    line: ::core::line!(),
-};
+::opforge::__private::kernel_entry!(
+    __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_mul_out, "mul.out", "Autograd",
+    "mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", sig::mul_out,
+    sig::spec::mul_out, __opforge_autograd_mul_out, ::core::file!(), ::core::line!()
+);
 #[allow(clippy::too_many_arguments)]
 fn __opforge_autograd_mul__Tensor(
     self_: &mut ::opforge::Tensor,
@@ -374,21 +335,12 @@ fn __opforge_autograd_mul__Tensor(
     }
     Ok(out)
 }
-#[doc(hidden)]
-#[allow(non_upper_case_globals)]
-#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-#[linkme(crate = ::opforge::__private::linkme)]
-static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_mul__Tensor: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-    op: "mul_.Tensor",
-    key: "Autograd",
-    schema: "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
-    entry: ::opforge::__private::Entry::new::<
-        sig::mul__Tensor,
-        sig::spec::mul__Tensor,
-    >(&(__opforge_autograd_mul__Tensor as sig::mul__Tensor)),
-    file: ::core::file!(),
-    line: ::core::line!(),
-};
+::opforge::__private::kernel_entry!(
+    __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_mul__Tensor, "mul_.Tensor", "Autograd",
+    "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", sig::mul__Tensor,
+    sig::spec::mul__Tensor, __opforge_autograd_mul__Tensor, ::core::file!(),
+    ::core::line!()
+);
 #[allow(clippy::too_many_arguments)]
 fn __opforge_autograd_sum(
     self_: &::opforge::Tensor,
@@ -421,21 +373,11 @@ fn __opforge_autograd_sum(
     }
     Ok(out)
 }
-#[doc(hidden)]
-#[allow(non_upper_case_globals)]
-#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-#[linkme(crate = ::opforge::__private::linkme)]
-static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_sum: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-    op: "sum",
-    key: "Autograd",
-    schema: "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-    entry: ::opforge::__private::Entry::new::<
-        sig::sum,
-        sig::spec::sum,
-    >(&(__opforge_autograd_sum as sig::sum)),
-    file: ::core::file!(),
-    line: ::core::line!(),
-};
+::opforge::__private::kernel_entry!(
+    __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_sum, "sum", "Autograd",
+    "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", sig::sum, sig::spec::sum,
+    __opforge_autograd_sum, ::core::file!(), ::core::line!()
+);
 #[allow(clippy::too_many_arguments)]
 fn __opforge_autograd_sum_dim_IntList(
     self_: &::opforge::Tensor,
@@ -480,18 +422,10 @@ fn __opforge_autograd_sum_dim_IntList(
     }
     Ok(out)
 }
-#[doc(hidden)]
-#[allow(non_upper_case_globals)]
-#[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-#[linkme(crate = ::opforge::__private::linkme)]
-static __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_sum_dim_IntList: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-    op: "sum.dim_IntList",
-    key: "Autograd",
-    schema: "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-    entry: ::opforge::__private::Entry::new::<
-        sig::sum_dim_IntList,
-        sig::spec::sum_dim_IntList,
-    >(&(__opforge_autograd_sum_dim_IntList as sig::sum_dim_IntList)),
-    file: ::core::file!(),
-    line: ::core::line!(),
-};
+::opforge::__private::kernel_entry!(
+    __OPFORGE_AUTOGRAD_KERNEL___opforge_autograd_sum_dim_IntList, "sum.dim_IntList",
+    "Autograd",
+    "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+    sig::sum_dim_IntList, sig::spec::sum_dim_IntList, __opforge_autograd_sum_dim_IntList,
+    ::core::file!(), ::core::line!()
+);
