@@ -438,6 +438,27 @@ mod tests {
         assert!(!flat.contains("__opforge_unboxed"), "{flat}");
     }
 
+    /// What `#[kernel]` adds beside a function written with the schema's
+    /// types, formatted: a few lines (the registration; the function itself is
+    /// the user's).
+    #[test]
+    fn a_kernels_registration_is_a_few_lines() {
+        let schema = opforge_schema::schema::parse_schema("neg(Tensor self) -> Tensor").unwrap();
+        let func: syn::ItemFn = syn::parse_quote! {
+            fn neg_autograd(self_: &::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor> {
+                neg(self_)
+            }
+        };
+        let self_ = syn::Ident::new("self_", proc_macro2::Span::call_site());
+        let ty: syn::Type = syn::parse_quote!(&::opforge::Tensor);
+        let ret = crate::rust_types::result_type(&schema.returns).unwrap();
+        let out = registration("Autograd", "neg", &schema, &func, &[(&self_, &ty)], ret);
+        let file: syn::File = syn::parse2(out).expect("a registration is items");
+        let text = prettyplease::unparse(&file);
+        let lines = text.lines().count();
+        assert!(lines <= 10, "{lines} lines:\n{text}");
+    }
+
     /// Another spelling of the types goes through a shim whose traits check
     /// each parameter with the schema's words.
     #[test]
