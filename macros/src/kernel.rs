@@ -772,13 +772,12 @@ mod tests {
         )
         .to_string();
         assert!(!out.contains("compile_error"), "{out}");
-        assert!(out.contains("distributed_slice"));
         let flat: String = out.split_whitespace().collect();
         for part in [
             "pubconst__opforge_CPU_kernel_of_add_Tensor:()=();",
-            "static__OPFORGE_CPU_KERNEL_add:::opforge::__private::KernelEntry",
-            "Entry::new::<fn(&::opforge::Tensor,&::opforge::Tensor,::opforge::Scalar)->::opforge::Result<::opforge::Tensor>,fn(&'static::opforge::Tensor,&'static::opforge::Tensor,::opforge::Scalar)->::opforge::Result<::opforge::Tensor>>(&(addasfn(",
-            "schema:\"add.Tensor(Tensorself,Tensorother,*,Scalaralpha=1)->Tensor\"",
+            "::opforge::__private::kernel_entry!(__OPFORGE_CPU_KERNEL_add,\"add.Tensor\",\"CPU\",",
+            "\"add.Tensor(Tensorself,Tensorother,*,Scalaralpha=1)->Tensor\",",
+            "fn(&::opforge::Tensor,&::opforge::Tensor,::opforge::Scalar)->::opforge::Result<::opforge::Tensor>,fn(&'static::opforge::Tensor,&'static::opforge::Tensor,::opforge::Scalar)->::opforge::Result<::opforge::Tensor>,add,",
         ] {
             assert!(flat.contains(part), "{part}\n{out}");
         }
@@ -808,7 +807,7 @@ mod tests {
             "<&Tensoras__opforge_add_param_other<'_>>::__opforge_param(__a1)",
             "<Result<Tensor>as__opforge_add_return>::__opforge_return(add(",
             "parameter2`other`of`add.Tensor`mustbe`&Tensor`,found`&Tensor`",
-            "(&(__opforge_unboxedasfn(",
+            "->::opforge::Result<::opforge::Tensor>,__opforge_unboxed,::core::file!(),",
         ] {
             assert!(flat.contains(part), "{part}\n{out}");
         }

@@ -310,8 +310,7 @@ mod tests {
             "__opforge_schema!{\"mylib::scale\"=>[::opforge::__private::op_impl]schema=\"mylib::scale(Tensorx,floatk=1.0)->Tensor\"",
             "const__opforge_op_mylib_scale_defined:()=();",
             "fnscale(x:&Tensor,k:f64)->Result<Tensor>{todo()}",
-            "op:\"mylib::scale\",key:\"CompositeExplicitAutograd\"",
-            "schema:\"mylib::scale(Tensorx,floatk=1.0)->Tensor\"",
+            "kernel_entry!(__OPFORGE_COMPOSITEEXPLICITAUTOGRAD_KERNEL_scale,\"mylib::scale\",\"CompositeExplicitAutograd\",\"mylib::scale(Tensorx,floatk=1.0)->Tensor\",",
             "distributed_slice(::opforge::__private::OPERATOR_DEFS)",
         ] {
             assert!(flat.contains(part), "{part}\n{out}");
@@ -327,7 +326,7 @@ mod tests {
             ),
         )
         .to_string();
-        assert!(out.contains("key : \"CPU\""), "{out}");
+        assert!(out.contains("\"mylib::neg2\" , \"CPU\""), "{out}");
         let e = errors(
             quote!("mylib::neg2(Tensor x) -> Tensor", key = CPUU),
             quote!(
