@@ -63,7 +63,9 @@ fn module_of(first: &str, second: Option<&str>) -> Option<String> {
             "prelude" => "tensor",
             "call" | "dispatcher" | "Kernel" | "KeySet" | "Operator" | "Unboxed" | "Entry"
             | "KernelEntry" | "Library" | "OperatorDef" | "KERNELS" | "LIBRARIES"
-            | "OPERATOR_DEFS" | "TypedApi" | "TypedCaller" | "TYPED_APIS" => "dispatch",
+            | "OPERATOR_DEFS" | "TypedApi" | "TypedCaller" | "TYPED_APIS"
+            // A macro over the link-time table: what it names is dispatch's.
+            | "kernel_entry" => "dispatch",
             "protocol" | "guarded" | "Site" | "TypedRet" | "call_op" => "overrides",
             "Args" | "FromValue" | "IntoValues" | "Returns" | "ToValue" | "Value" => "value",
             "linkme" | "kernel_impl" | "op_impl" => return None,
@@ -71,7 +73,7 @@ fn module_of(first: &str, second: Option<&str>) -> Option<String> {
         },
         // The macros crate's attributes: below everything.
         "kernel" | "op" | "dispatcher" | "overridable" => return None,
-        "include_schema" => "lib",
+        "include_schema" | "__opforge_kernel_entry" => "lib",
         m => m,
     };
     Some(m.to_string())
