@@ -17,10 +17,14 @@
 //!   schema defaults filled in, named by [`opforge_schema::names::api_names`].
 //!
 //! Everything a wrapper does beyond naming its operator and arguments lives in
-//! the runtime, once: a wrapper is a few lines.
+//! the runtime, once: a wrapper is a few lines. The two files are written as
+//! text ([`crate::text`]), laid out as rustfmt would.
 
 use crate::lower::{arg_ident, Plan, PlannedOp};
-use crate::rust_types::{dtype_variant, fn_pointer_type, is_mut_tensor, param_type, result_type};
+use crate::rust_types::{
+    dtype_variant, is_mut_tensor, param_type, result_type, show, Unmapped, MAX_ARGS,
+};
+use crate::text::{Expr, Out};
 use opforge_schema::diag::{Diagnostic, Diagnostics};
 use opforge_schema::enums::{self, EnumKind};
 use opforge_schema::model::{Argument, BaseType, DefaultValue, Type};
@@ -54,88 +58,130 @@ impl Options {
         }
     }
 
-    /// The path, from a module the API file defines (`ops`, `torch`), of the
-    /// module of the `at` file (`at` functions, `sig`, `operator`): the
-    /// runtime's layer `crate::at`, or `at` beside it in a crate's `generated`.
-    fn at_from_api(&self) -> TokenStream {
-        quote!(at::)
-    }
-
-    /// What a module the API file defines imports to name the `at` module,
-    /// the signatures, the operators' ids and the protocol's entries shortly
-    /// (`at::add_Tensor`, `sig::add_Tensor`, `OpId::add_Tensor`).
-    fn api_imports(&self) -> TokenStream {
-        let (at, ids) = if self.runtime {
-            (quote!(crate::at), quote!(crate::tables::OpId))
+    /// The path of the tables (`OpId`) from the `at` file's module: the
+    /// runtime's layer `crate::tables`, or the crate's `generated` around it.
+    fn tables_from_at(&self) -> &'static str {
+        if self.runtime {
+            "crate::tables::"
         } else {
-            (quote!(super::at), quote!(super::OpId))
-        };
-        quote! {
-            #[allow(unused_imports)]
-            use ::opforge::__private::guarded;
-            #[allow(unused_imports)]
-            use ::opforge::__private::protocol;
-            #[allow(unused_imports)]
-            use ::opforge::__private::Site;
-            #[allow(unused_imports)]
-            use #at::{self, operator, sig};
-            #[allow(unused_imports)]
-            use #ids;
+            "super::"
         }
     }
 
-    /// The path of the tables (`OpId`) from a module one below the file
-    /// including them: the runtime's layer `crate::tables`, or a crate's
-    /// `generated`.
-    fn tables_from_below(&self) -> TokenStream {
-        quote!()
+    /// The imports of a module the API file defines (`ops`, `torch`, the
+    /// `Tensor` methods): the prelude, the protocol's entries, the `at` module,
+    /// the signatures and the operators' ids, named shortly (`at::add_Tensor`,
+    /// `sig::add_Tensor`, `OpId::add_Tensor`).
+    fn api_imports(&self, out: &mut Out, indent: usize) {
+        let (at, ids) = if self.runtime {
+            ("crate::at", "crate::tables::OpId")
+        } else {
+            ("super::at", "super::OpId")
+        };
+        for import in [
+            "::opforge::__private::prelude::*",
+            "::opforge::__private::guarded",
+            "::opforge::__private::protocol",
+            "::opforge::__private::Site",
+            &format!("{at}::{{self, operator, sig}}"),
+            ids,
+        ] {
+            out.line(indent, "#[allow(unused_imports)]");
+            out.linef(indent, format_args!("use {import};"));
+        }
     }
 }
 
-/// A Rust identifier for generated code (`r#` for the few keywords that
-/// `keyword_escape` leaves, never for names that cannot be raw).
+/// A Rust identifier for generated code (the names are escaped by
+/// `opforge_schema::names`: never a keyword).
 fn ident(s: &str) -> Ident {
     format_ident!("{}", s)
 }
 
-/// The types of one operator's signature, or the diagnostic saying why it has none.
+/// The types of one operator's signature as written in the generated files
+/// (`&Tensor`, `Option<&[i64]>`, `Result<(Tensor, Tensor)>`), or the
+/// diagnostic saying why it has none.
 struct Sig {
-    params: Vec<syn::Type>,
-    ret: syn::Type,
-    fn_ty: syn::Type,
+    params: Vec<String>,
+    ret: String,
+}
+
+impl Sig {
+    /// `sig::<ident>`'s alias: `pub type <ident> = fn(params) -> ret;`, with
+    /// every reference `'static` for its spec (`opforge::dispatch::adapter`).
+    fn alias(&self, id: &str, spec: bool) -> (Expr, String) {
+        let params = self.params.iter().map(|p| {
+            if spec {
+                Expr::Atom(p.replace('&', "&'static "))
+            } else {
+                Expr::Atom(p.clone())
+            }
+        });
+        (
+            Expr::call(format!("pub type {id} = fn"), params),
+            format!(" -> {};", self.ret),
+        )
+    }
 }
 
 fn signature(plan: &Plan, i: usize) -> Result<Sig, Diagnostic> {
     let f = plan.ops[i].schema();
-    let err = |e: crate::rust_types::Unmapped| {
+    let err = |e: Unmapped| {
         let mut d = plan.diagnostic(i, format!("no Rust signature: {e}"));
         d.help = Some(
             "every operator of a schema file gets a typed API; use a mapped type, or load the file at run time (opforge::registry::Registry) where every type is accepted boxed".into(),
         );
         d
     };
-    let fn_ty = fn_pointer_type(f).map_err(err)?;
+    // The checks and messages of `rust_types::fn_pointer_type`, whose type
+    // the `sig::` alias writes out.
+    if f.arguments.all.len() > MAX_ARGS {
+        return Err(err(Unmapped(format!(
+            "{} arguments: a Rust signature takes at most {MAX_ARGS}",
+            f.arguments.all.len()
+        ))));
+    }
     let params = f
         .arguments
         .all
         .iter()
-        .map(param_type)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(err)?;
-    let ret = result_type(&f.returns).map_err(err)?;
-    Ok(Sig { params, ret, fn_ty })
+        .map(|a| {
+            param_type(a)
+                .map(|t| show(&t))
+                .map_err(|e| err(Unmapped(format!("argument `{a}`: {e}"))))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let ret = show(&result_type(&f.returns).map_err(err)?);
+    Ok(Sig { params, ret })
 }
 
-/// The typed API's two files, formatted: `at` (the module of the `at` layer:
+/// The typed API's two files: `at` (the module of the `at` layer:
 /// `operator`, `sig` and one dispatched function per operator) and `api` (the
 /// modules `ops` and `torch`, and for the runtime the `Tensor` methods). Every
 /// operator without a Rust signature is an error (all of them, each with its
 /// file and line).
 pub fn api(plan: &Plan, opts: &Options) -> Result<ApiFiles, Diagnostics> {
-    let (at, api) = api_tokens(plan, opts)?;
+    let mut diags = Vec::new();
+    let mut sigs = Vec::with_capacity(plan.ops.len());
+    for i in 0..plan.ops.len() {
+        match signature(plan, i) {
+            Ok(s) => sigs.push(s),
+            Err(d) => diags.push(d),
+        }
+    }
+    if !diags.is_empty() {
+        return Err(Diagnostics(diags));
+    }
+    let header = crate::emit::header(plan);
+    let mut at = Out::default();
+    at.push_str(&header);
+    at_file(&mut at, plan, &sigs, opts);
+    let mut api = Out::default();
+    api.push_str(&header);
+    api_file(&mut api, plan, &sigs, opts);
     Ok(ApiFiles {
-        at: crate::emit::format(plan, short_paths(at)),
-        api: crate::emit::format(plan, short_paths(api)),
+        at: at.into_string(),
+        api: api.into_string(),
     })
 }
 
@@ -148,396 +194,272 @@ pub struct ApiFiles {
     pub api: String,
 }
 
-/// The runtime types the typed API names, imported into each of its modules.
-const PRELUDE: &[&str] = &[
-    "Tensor",
-    "ScriptObject",
-    "Scalar",
-    "DType",
-    "Layout",
-    "Device",
-    "MemoryFormat",
-    "Generator",
-    "Storage",
-    "Stream",
-    "QScheme",
-    "Result",
-];
-
-/// Writes `::opforge::Tensor` as `Tensor` (and the other prelude types),
-/// `::core::option::Option` as `Option`, `::std::vec::Vec` as `Vec`,
-/// `::std::string::String` as `String`: the generated modules import them.
-fn short_paths(ts: TokenStream) -> TokenStream {
-    use proc_macro2::TokenTree as T;
-    let toks: Vec<T> = ts.into_iter().collect();
-    let mut out: Vec<T> = Vec::with_capacity(toks.len());
-    let is_sep = |i: usize| {
-        matches!((toks.get(i), toks.get(i + 1)),
-            (Some(T::Punct(a)), Some(T::Punct(b))) if a.as_char() == ':' && b.as_char() == ':')
-    };
-    let ident_at = |i: usize| match toks.get(i) {
-        Some(T::Ident(x)) => Some(x.to_string()),
-        _ => None,
-    };
-    let mut i = 0;
-    while i < toks.len() {
-        // `:: a :: b` / `:: a :: b :: c`, not preceded by a path segment.
-        let leading =
-            is_sep(i) && !matches!(out.last(), Some(T::Ident(x)) if x != "mut" && x != "dyn");
-        if leading {
-            let path2 = (ident_at(i + 2), is_sep(i + 3), ident_at(i + 5));
-            let path3 = (is_sep(i + 6), ident_at(i + 8));
-            match (&path2, &path3) {
-                ((Some(a), true, Some(b)), _)
-                    if a == "opforge" && PRELUDE.contains(&b.as_str()) =>
-                {
-                    out.push(toks[i + 5].clone());
-                    i += 6;
-                    continue;
-                }
-                ((Some(a), true, Some(b)), (true, Some(c)))
-                    if matches!(
-                        (a.as_str(), b.as_str(), c.as_str()),
-                        ("core", "option", "Option")
-                            | ("std", "vec", "Vec")
-                            | ("std", "string", "String")
-                    ) =>
-                {
-                    out.push(toks[i + 8].clone());
-                    i += 9;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        match &toks[i] {
-            T::Group(g) => {
-                let mut ng = proc_macro2::Group::new(g.delimiter(), short_paths(g.stream()));
-                ng.set_span(g.span());
-                out.push(T::Group(ng));
-            }
-            t => out.push(t.clone()),
-        }
-        i += 1;
-    }
-    out.into_iter().collect()
-}
-
-/// The typed-API tokens.
-pub fn api_tokens(plan: &Plan, opts: &Options) -> Result<(TokenStream, TokenStream), Diagnostics> {
-    let mut diags = Vec::new();
-    let mut sigs = Vec::new();
-    let mut specs = Vec::new();
-    let mut ats = Vec::new();
-    let mut callers = Vec::new();
-    let mut ops = Vec::new();
-    let mut funcs = Vec::new();
-    let mut methods = Vec::new();
-    for (i, op) in plan.ops.iter().enumerate() {
-        let sig = match signature(plan, i) {
-            Ok(s) => s,
-            Err(d) => {
-                diags.push(d);
-                continue;
-            }
-        };
-        let id = ident(&op.ident);
-        let f = op.schema();
-        let fn_ty = &sig.fn_ty;
-        let doc = format!(" `{f}`");
-        sigs.push(quote!(#[doc = #doc] pub type #id = #fn_ty;));
-        let spec = crate::kernel::spec_type(fn_ty);
-        specs.push(quote!(pub type #id = #spec;));
-        ats.push(at_fn(op, &sig, opts));
-        callers.push(typed_caller(op, opts));
-        ops.push(op_handle_fn(op, &sig, opts));
-        if op.entry.variants.function {
-            funcs.push(convenience(op, &sig, false, opts));
-        }
-        if opts.runtime && op.entry.variants.method && f.arguments.self_arg().is_some() {
-            methods.push(convenience(op, &sig, true, opts));
-        }
-    }
-    if !diags.is_empty() {
-        return Err(Diagnostics(diags));
-    }
-    // The `at` file is included in its own module (the runtime's `at`
-    // layer, or `generated::at`): the tables are beside it or in their layer.
-    let tables = if opts.runtime {
-        quote!(crate::tables::)
+/// The `at` file: the operator lookup, `sig` (and its specs), one `at::`
+/// function per operator and the typed callers' table.
+fn at_file(out: &mut Out, plan: &Plan, sigs: &[Sig], opts: &Options) {
+    let tables = opts.tables_from_at();
+    out.line(0, "#[allow(unused_imports)]");
+    out.line(0, "use ::opforge::__private::prelude::*;");
+    if opts.runtime {
+        out.push_str(
+            "\n/// The dispatcher's operator for `id`.\n#[inline(always)]\npub fn operator(id: crate::tables::OpId) -> &'static ::opforge::dispatch::Operator {\n    ::opforge::dispatch::dispatcher().op(id)\n}\n",
+        );
     } else {
-        quote!(super::)
-    };
-    let operator = if opts.runtime {
-        quote! {
-            /// The dispatcher's operator for `id`.
-            #[inline(always)]
-            pub fn operator(id: #tables OpId) -> &'static ::opforge::dispatch::Operator {
-                ::opforge::dispatch::dispatcher().op(id)
-            }
-        }
-    } else {
-        let name = &opts.crate_name;
-        quote! {
-            /// The operators of this schema file, registered into opforge's
-            /// dispatcher when it is built.
-            #[doc(hidden)]
-            pub static LIBRARY: ::opforge::__private::Library =
-                ::opforge::__private::Library::new(#name, &#tables OPS);
-
-            #[::opforge::__private::linkme::distributed_slice(::opforge::__private::LIBRARIES)]
-            #[linkme(crate = ::opforge::__private::linkme)]
-            static __OPFORGE_LIBRARY: &::opforge::__private::Library = &LIBRARY;
-
-            /// The dispatcher's operator for `id`.
-            #[inline(always)]
-            pub fn operator(id: #tables OpId) -> &'static ::opforge::dispatch::Operator {
-                LIBRARY.op(id as usize)
-            }
-        }
-    };
-    let imports = opts.api_imports();
-    let methods = if opts.runtime {
-        quote! {
-            /// Tensor methods with schema defaults applied (`a.add(&b)`).
-            mod tensor_methods {
-                #[allow(unused_imports)]
-                use ::opforge::__private::prelude::*;
-                #imports
-
-                #[allow(clippy::too_many_arguments)]
-                impl ::opforge::Tensor {
-                    #(#methods)*
-                }
-            }
-        }
-    } else {
-        quote!()
-    };
-    let n_callers = callers.len();
+        out.push_str("\n/// The operators of this schema file, registered into opforge's\n/// dispatcher when it is built.\n#[doc(hidden)]\n");
+        out.expr(
+            0,
+            &Expr::call(
+                "pub static LIBRARY: ::opforge::__private::Library = ::opforge::__private::Library::new",
+                [Expr::Atom(format!("{:?}", opts.crate_name)), Expr::from("&super::OPS")],
+            ),
+            ";",
+        );
+        out.push_str(
+            "\n#[::opforge::__private::linkme::distributed_slice(::opforge::__private::LIBRARIES)]\n#[linkme(crate = ::opforge::__private::linkme)]\nstatic __OPFORGE_LIBRARY: &::opforge::__private::Library = &LIBRARY;\n\n/// The dispatcher's operator for `id`.\n#[inline(always)]\npub fn operator(id: super::OpId) -> &'static ::opforge::dispatch::Operator {\n    LIBRARY.op(id as usize)\n}\n",
+        );
+    }
+    out.push_str("\n/// Kernel signature types, one per operator (what `#[kernel]` checks against).\n#[allow(non_camel_case_types)]\npub mod sig {\n    #[allow(unused_imports)]\n    use ::opforge::__private::prelude::*;\n\n");
+    for (op, sig) in plan.ops.iter().zip(sigs) {
+        out.doc(4, &format!("`{}`", op.schema()));
+        let (e, tail) = sig.alias(&op.ident, false);
+        out.expr(4, &e, &tail);
+    }
+    out.push_str("\n    /// Each signature's spec (`opforge::dispatch::adapter`): the same\n    /// types with `'static` references.\n    #[doc(hidden)]\n    #[allow(non_camel_case_types)]\n    pub mod spec {\n        #[allow(unused_imports)]\n        use ::opforge::__private::prelude::*;\n\n");
+    for (op, sig) in plan.ops.iter().zip(sigs) {
+        let (e, tail) = sig.alias(&op.ident, true);
+        out.expr(8, &e, &tail);
+    }
+    out.push_str("    }\n}\n");
+    for (op, sig) in plan.ops.iter().zip(sigs) {
+        let id = &op.ident;
+        let args = op
+            .schema()
+            .arguments
+            .all
+            .iter()
+            .map(|a| Expr::Atom(arg_ident(&a.name)));
+        let body = Expr::call(
+            format!("::opforge::__private::call::<sig::{id}, _, _>"),
+            [
+                Expr::Atom(format!("operator({tables}OpId::{id})")),
+                Expr::tuple(args),
+            ],
+        );
+        out.push_str("\n");
+        exact_fn(out, 0, op, sig, |out, indent| out.expr(indent, &body, ""));
+    }
     // From `typed_callers`, one module below the `at` file's.
-    let tables_up = if opts.runtime {
-        quote!(crate::tables::)
+    let (at, tables_up) = if opts.runtime {
+        ("crate::at::", "crate::tables::")
     } else {
-        quote!(super::super::)
+        ("super::", "super::super::")
     };
-    let at = quote! {
-        #[allow(unused_imports)]
-        use ::opforge::__private::prelude::*;
+    out.push_str("\n/// Each operator's typed call (above) from boxed arguments, in `OpId`\n/// order: what `opcheck`'s typed-call family compares with the boxed\n/// call.\n#[doc(hidden)]\npub mod typed_callers {\n    #[allow(unused_imports)]\n    use ::opforge::__private::prelude::*;\n    use ::opforge::__private::TypedCaller;\n    use super::sig;\n\n    /// The callers, in `OpId` order.\n");
+    out.linef(
+        4,
+        format_args!("pub static TABLE: [TypedCaller; {}] = [", plan.ops.len()),
+    );
+    for op in &plan.ops {
+        // Each argument unboxed as a kernel's boxed entry unboxes it, the
+        // results as one value (`opforge::dispatch::adapter`).
+        let id = &op.ident;
+        out.expr(
+            8,
+            &Expr::call(
+                format!("TypedCaller::new::<sig::{id}, sig::spec::{id}>"),
+                [Expr::Atom(format!("&({at}{id} as sig::{id})"))],
+            ),
+            ",",
+        );
+    }
+    out.push_str("    ];\n\n    #[::opforge::__private::linkme::distributed_slice(::opforge::__private::TYPED_APIS)]\n    #[linkme(crate = ::opforge::__private::linkme)]\n    static __OPFORGE_TYPED_API: ::opforge::__private::TypedApi = ::opforge::__private::TypedApi {\n");
+    out.linef(8, format_args!("ops: &{tables_up}OPS,"));
+    out.push_str("        calls: &TABLE,\n    };\n}\n");
+}
 
-        #operator
-
-        /// Kernel signature types, one per operator (what `#[kernel]` checks against).
-        #[allow(non_camel_case_types)]
-        pub mod sig {
-            #[allow(unused_imports)]
-            use ::opforge::__private::prelude::*;
-            #(#sigs)*
-
-            /// Each signature's spec (`opforge::dispatch::adapter`): the same
-            /// types with `'static` references.
-            #[doc(hidden)]
-            #[allow(non_camel_case_types)]
-            pub mod spec {
-                #[allow(unused_imports)]
-                use ::opforge::__private::prelude::*;
-                #(#specs)*
+/// The `api` file: the modules `ops` and `torch`, and for the runtime the
+/// `Tensor` methods.
+fn api_file(out: &mut Out, plan: &Plan, sigs: &[Sig], opts: &Options) {
+    out.push_str("/// Every operator overload, with every argument, dispatched; as the\n/// operator handle `torch.ops.<ns>.<name>.<overload>` it goes through the\n/// function-level override protocol first.\n#[allow(non_snake_case, clippy::too_many_arguments)]\npub mod ops {\n");
+    opts.api_imports(out, 4);
+    for (op, sig) in plan.ops.iter().zip(sigs) {
+        out.push_str("\n");
+        op_handle_fn(out, op, sig);
+    }
+    out.push_str("}\n\n/// Free functions with schema defaults applied (`torch.add(a, b)` style).\n#[allow(non_snake_case, clippy::too_many_arguments)]\npub mod torch {\n");
+    opts.api_imports(out, 4);
+    for (op, sig) in plan.ops.iter().zip(sigs) {
+        if op.entry.variants.function {
+            out.push_str("\n");
+            convenience(out, 4, op, sig, false);
+        }
+    }
+    out.push_str("}\n");
+    if !opts.runtime {
+        return;
+    }
+    out.push_str(
+        "\n/// Tensor methods with schema defaults applied (`a.add(&b)`).\nmod tensor_methods {\n",
+    );
+    opts.api_imports(out, 4);
+    out.push_str("\n    #[allow(clippy::too_many_arguments)]\n    impl ::opforge::Tensor {\n");
+    let mut first = true;
+    for (op, sig) in plan.ops.iter().zip(sigs) {
+        if op.entry.variants.method && op.schema().arguments.self_arg().is_some() {
+            if !first {
+                out.push_str("\n");
             }
+            first = false;
+            convenience(out, 8, op, sig, true);
         }
-
-        #(#ats)*
-
-        /// Each operator's typed call (above) from boxed arguments, in `OpId`
-        /// order: what `opcheck`'s typed-call family compares with the boxed
-        /// call.
-        #[doc(hidden)]
-        pub mod typed_callers {
-            #[allow(unused_imports)]
-            use ::opforge::__private::prelude::*;
-            use ::opforge::__private::TypedCaller;
-            use super::sig;
-
-            /// The callers, in `OpId` order.
-            pub static TABLE: [TypedCaller; #n_callers] = [#(#callers),*];
-
-            #[::opforge::__private::linkme::distributed_slice(::opforge::__private::TYPED_APIS)]
-            #[linkme(crate = ::opforge::__private::linkme)]
-            static __OPFORGE_TYPED_API: ::opforge::__private::TypedApi = ::opforge::__private::TypedApi {
-                ops: &#tables_up OPS,
-                calls: &TABLE,
-            };
-        }
-    };
-    let api = quote! {
-        /// Every operator overload, with every argument, dispatched; as the
-        /// operator handle `torch.ops.<ns>.<name>.<overload>` it goes through the
-        /// function-level override protocol first.
-        #[allow(non_snake_case, clippy::too_many_arguments)]
-        pub mod ops {
-            #[allow(unused_imports)]
-            use ::opforge::__private::prelude::*;
-            #imports
-            #(#ops)*
-        }
-
-        /// Free functions with schema defaults applied (`torch.add(a, b)` style).
-        #[allow(non_snake_case, clippy::too_many_arguments)]
-        pub mod torch {
-            #[allow(unused_imports)]
-            use ::opforge::__private::prelude::*;
-            #imports
-            #(#funcs)*
-        }
-
-        #methods
-    };
-    Ok((at, api))
+    }
+    out.push_str("    }\n}\n");
 }
 
-/// `name: Type` for every argument.
-fn all_params(f: &opforge_schema::model::FunctionSchema, sig: &Sig) -> Vec<TokenStream> {
-    f.arguments
-        .all
-        .iter()
-        .zip(&sig.params)
-        .map(|(a, t)| {
-            let n = ident(&arg_ident(&a.name));
-            quote!(#n: #t)
-        })
-        .collect()
-}
-
-/// `at::<ident>`: one call of the runtime's typed engine.
-fn at_fn(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
-    let id = ident(&op.ident);
-    let args = op
-        .schema()
+/// An exact form (`at::`, `ops::`): every argument, documented by its
+/// schema; `body` writes the body at the indentation it is given.
+fn exact_fn(
+    out: &mut Out,
+    indent: usize,
+    op: &PlannedOp,
+    sig: &Sig,
+    body: impl FnOnce(&mut Out, usize),
+) {
+    let f = op.schema();
+    out.doc(indent, &format!("`{f}`"));
+    out.line(indent, "#[inline]");
+    let params = f
         .arguments
         .all
         .iter()
-        .map(|a| ident(&arg_ident(&a.name)));
-    exact_fn(op, sig, {
-        let tables = if opts.runtime {
-            quote!(crate::tables::)
-        } else {
-            quote!(super::)
-        };
-        quote!(::opforge::__private::call::<sig::#id, _, _>(operator(#tables OpId::#id), (#(#args,)*)))
-    })
-}
-
-/// `typed_callers::TABLE`'s entry of an operator: its `at::` function behind
-/// its signature's adapter (`opforge::dispatch::adapter`: each argument
-/// unboxed as a kernel's boxed entry unboxes it, the results as one value).
-fn typed_caller(op: &PlannedOp, opts: &Options) -> TokenStream {
-    let id = ident(&op.ident);
-    // `typed_callers` is a module inside the `at` file's.
-    let at = if opts.runtime {
-        quote!(crate::at::)
-    } else {
-        quote!(super::)
-    };
-    quote!(TypedCaller::new::<sig::#id, sig::spec::#id>(&(#at #id as sig::#id)))
-}
-
-/// An exact form (`at::`, `ops::`): every argument, documented by its schema.
-fn exact_fn(op: &PlannedOp, sig: &Sig, body: TokenStream) -> TokenStream {
-    let f = op.schema();
-    let id = ident(&op.ident);
-    let params = all_params(f, sig);
-    let ret = &sig.ret;
-    let doc = format!(" `{f}`");
-    quote! {
-        #[doc = #doc]
-        #[inline]
-        pub fn #id(#(#params),*) -> #ret {
-            #body
-        }
-    }
+        .zip(&sig.params)
+        .map(|(a, t)| Expr::Atom(format!("{}: {t}", arg_ident(&a.name))));
+    out.expr(
+        indent,
+        &Expr::call(format!("pub fn {}", op.ident), params),
+        &format!(" -> {} {{", sig.ret),
+    );
+    body(out, indent + 4);
+    out.line(indent, "}");
 }
 
 /// One argument of a protocol-guarded function: its name in the function, its
 /// name in the closure, and its schema argument.
 struct Guarded<'a> {
     /// How the body refers to it (`self` for a receiver).
-    name: TokenStream,
+    name: String,
     /// The closure's parameter name (`self_` for a receiver).
-    param: Ident,
+    param: String,
     arg: &'a Argument,
 }
 
-/// The body of a guarded function: the protocol (with the arguments as a tuple in
-/// schema order, written tensors as shared references) or, for plain arguments
-/// and no mode, the implementation directly. `call` builds the implementation's
-/// call from one expression per schema argument.
-fn guarded_body(
-    tables: &TokenStream,
-    site_api: &str,
+/// The site of a guarded function: `static SITE: Site = Site::new(api, ..);`
+/// (`api` the Python-API name handlers see, empty for `ops::`).
+fn site(out: &mut Out, indent: usize, api: &str, op: &PlannedOp) {
+    out.expr(
+        indent,
+        &Expr::call(
+            "static SITE: Site = Site::new",
+            [
+                Expr::Atom(format!("{api:?}")),
+                Expr::Atom(format!("|| operator(OpId::{})", op.ident)),
+            ],
+        ),
+        ";",
+    );
+}
+
+/// The body of a guarded function whose arguments are all passed as they are
+/// and none is written: the shared instance of the signature (`guarded`).
+fn shared_body(out: &mut Out, indent: usize, api: &str, op: &PlannedOp, args: &[Guarded<'_>]) {
+    site(out, indent, api, op);
+    let id = &op.ident;
+    out.expr(
+        indent,
+        &Expr::call(
+            "guarded",
+            [
+                Expr::from("&SITE"),
+                Expr::tuple(args.iter().map(|g| Expr::Atom(g.name.clone()))),
+                Expr::Atom(format!("at::{id} as sig::{id}")),
+            ],
+        ),
+        "",
+    );
+}
+
+/// The body of a guarded function: the protocol (with the arguments as a
+/// tuple in schema order, written tensors as shared references) or, for
+/// plain arguments and no mode, the implementation directly. `value` gives
+/// the implementation's argument for each schema argument, from a guarded
+/// argument's text (or its default).
+fn protocol_body(
+    out: &mut Out,
+    indent: usize,
+    api: &str,
     op: &PlannedOp,
     args: &[Guarded<'_>],
-    call: impl Fn(&dyn Fn(&Guarded<'_>) -> TokenStream) -> TokenStream,
-) -> TokenStream {
-    let id = ident(&op.ident);
-    let tuple = args.iter().map(|g| {
-        let n = &g.name;
-        if is_mut_tensor(g.arg) {
-            quote!(&*#n)
+    call: impl Fn(&dyn Fn(&Guarded<'_>) -> String) -> Expr,
+) {
+    site(out, indent, api, op);
+    let tuple = Expr::tuple(args.iter().map(|g| {
+        Expr::Atom(if is_mut_tensor(g.arg) {
+            format!("&*{}", g.name)
         } else {
-            quote!(#n)
-        }
-    });
-    let params = args.iter().map(|g| &g.param);
+            g.name.clone()
+        })
+    }));
+    let mut params = String::new();
+    Expr::tuple(args.iter().map(|g| Expr::Atom(g.param.clone()))).flat(&mut params);
     let slow = call(&|g: &Guarded<'_>| {
-        let p = &g.param;
         if is_mut_tensor(g.arg) {
-            quote!(&mut #p.clone())
+            format!("&mut {}.clone()", g.param)
         } else {
-            quote!(#p)
+            g.param.clone()
         }
     });
-    let fast = call(&|g: &Guarded<'_>| g.name.clone());
-    quote! {
-        static SITE: Site = Site::new(#site_api, || operator(#tables OpId::#id));
-        if let Some(r) = protocol(&SITE, (#(#tuple,)*), |(#(#params,)*)| #slow) {
-            return r;
-        }
-        #fast
-    }
+    let slow = match slow {
+        Expr::Call(head, items) => Expr::Call(format!("|{params}| {head}"), items),
+        Expr::Atom(a) => Expr::Atom(format!("|{params}| {a}")),
+    };
+    out.expr(
+        indent,
+        &Expr::call(
+            "if let Some(r) = protocol",
+            [Expr::from("&SITE"), tuple, slow],
+        ),
+        " {",
+    );
+    out.line(indent + 4, "return r;");
+    out.line(indent, "}");
+    out.expr(indent, &call(&|g: &Guarded<'_>| g.name.clone()), "");
 }
 
 /// `ops::<ident>`: the operator handle's call, through the function-level protocol.
-fn op_handle_fn(op: &PlannedOp, sig: &Sig, opts: &Options) -> TokenStream {
-    let id = ident(&op.ident);
+fn op_handle_fn(out: &mut Out, op: &PlannedOp, sig: &Sig) {
     let args: Vec<Guarded> = op
         .schema()
         .arguments
         .all
         .iter()
         .map(|a| Guarded {
-            name: {
-                let n = ident(&arg_ident(&a.name));
-                quote!(#n)
-            },
-            param: ident(&arg_ident(&a.name)),
+            name: arg_ident(&a.name),
+            param: arg_ident(&a.name),
             arg: a,
         })
         .collect();
-    let at = opts.at_from_api();
-    let tables = opts.tables_from_below();
-    if !args.iter().any(|g| is_mut_tensor(g.arg)) {
-        // Every argument as it is: the shared instance of the signature.
-        let names = args.iter().map(|g| &g.name);
-        let body = quote! {
-            static SITE: Site = Site::new("", || operator(#tables OpId::#id));
-            guarded(&SITE, (#(#names,)*), #at #id as sig::#id)
-        };
-        return exact_fn(op, sig, body);
-    }
-    let body = guarded_body(&tables, "", op, &args, |each| {
-        let vals = args.iter().map(each);
-        quote!(#at #id(#(#vals),*))
+    exact_fn(out, 4, op, sig, |out, indent| {
+        if !args.iter().any(|g| is_mut_tensor(g.arg)) {
+            // Every argument as it is: the shared instance of the signature.
+            return shared_body(out, indent, "", op, &args);
+        }
+        protocol_body(out, indent, "", op, &args, |each| {
+            Expr::call(
+                format!("at::{}", op.ident),
+                args.iter().map(|g| Expr::Atom(each(g))),
+            )
+        })
     });
-    exact_fn(op, sig, body)
 }
 
 /// The Python-API callable a convenience form is (`torch.add`, `Tensor.add`,
@@ -571,7 +493,7 @@ pub fn kept(f: &opforge_schema::model::FunctionSchema) -> usize {
 }
 
 /// The convenience form: trailing defaulted arguments dropped and filled in.
-fn convenience(op: &PlannedOp, sig: &Sig, method: bool, opts: &Options) -> TokenStream {
+fn convenience(out: &mut Out, indent: usize, op: &PlannedOp, sig: &Sig, method: bool) {
     let f = op.schema();
     let all = &f.arguments.all;
     let keep = kept(f);
@@ -579,137 +501,112 @@ fn convenience(op: &PlannedOp, sig: &Sig, method: bool, opts: &Options) -> Token
     let is_receiver = |i: usize| method && Some(i) == self_index;
     let mut params = Vec::new();
     let mut guarded = Vec::new();
+    if method {
+        params.push(Expr::from(match self_index.map(|i| all[i].is_write()) {
+            Some(true) => "&mut self",
+            _ => "&self",
+        }));
+    }
     for (i, a) in all.iter().enumerate() {
-        let n = ident(&arg_ident(&a.name));
+        let n = arg_ident(&a.name);
         if is_receiver(i) {
             guarded.push(Guarded {
-                name: quote!(self),
+                name: "self".into(),
                 param: n,
                 arg: a,
             });
         } else if i < keep {
-            let t = &sig.params[i];
-            params.push(quote!(#n: #t));
+            params.push(Expr::Atom(format!("{n}: {}", sig.params[i])));
             guarded.push(Guarded {
-                name: quote!(#n),
+                name: n.clone(),
                 param: n,
                 arg: a,
             });
         }
     }
-    let id = ident(&op.ident);
-    // The methods are the runtime's (its `at` and `tables` are layers, named
-    // from the crate root, from `impl Tensor` too).
-    let (at, tables) = (opts.at_from_api(), opts.tables_from_below());
+    out.doc(
+        indent,
+        &format!(
+            "`{}` with defaults for trailing arguments; see [`ops::{}`]({}ops::{}).",
+            op.entry.name(),
+            op.ident,
+            if method { "crate::" } else { "super::" },
+            op.ident
+        ),
+    );
+    out.expr(
+        indent,
+        &Expr::call(format!("pub fn {}", op.api_name), params),
+        &format!(" -> {} {{", sig.ret),
+    );
+    let api = api_name(op, method);
     let every = guarded.len() == all.len();
-    let body = if every && !guarded.iter().any(|g| is_mut_tensor(g.arg)) {
+    if every && !guarded.iter().any(|g| is_mut_tensor(g.arg)) {
         // No default to fill in, no written tensor: the shared instance of
         // the signature.
-        let api = api_name(op, method);
-        let names = guarded.iter().map(|g| &g.name);
-        quote! {
-            static SITE: Site = Site::new(#api, || operator(#tables OpId::#id));
-            guarded(&SITE, (#(#names,)*), #at #id as sig::#id)
-        }
+        shared_body(out, indent + 4, &api, op, &guarded);
     } else {
-        guarded_body(&tables, &api_name(op, method), op, &guarded, |each| {
+        protocol_body(out, indent + 4, &api, op, &guarded, |each| {
             let mut g = guarded.iter();
             let vals = all.iter().enumerate().map(|(i, a)| {
-                if i < keep || is_receiver(i) {
+                Expr::Atom(if i < keep || is_receiver(i) {
                     each(g.next().expect("one guarded argument per kept argument"))
                 } else {
                     default_expr(a).expect("dropped arguments have a default")
-                }
+                })
             });
-            quote!(#at #id(#(#vals),*))
-        })
-    };
-    let name = ident(&op.api_name);
-    let ret = &sig.ret;
-    let doc = format!(
-        " `{}` with defaults for trailing arguments; see [`ops::{}`]({}ops::{}).",
-        op.entry.name(),
-        op.ident,
-        if method { "crate::" } else { "super::" },
-        op.ident
-    );
-    if method {
-        let receiver = match self_index.map(|i| all[i].is_write()) {
-            Some(true) => quote!(&mut self),
-            _ => quote!(&self),
-        };
-        quote! {
-            #[doc = #doc]
-            pub fn #name(#receiver, #(#params),*) -> #ret {
-                #body
-            }
-        }
-    } else {
-        quote! {
-            #[doc = #doc]
-            pub fn #name(#(#params),*) -> #ret {
-                #body
-            }
-        }
+            Expr::call(format!("at::{}", op.ident), vals)
+        });
     }
+    out.line(indent, "}");
 }
 
-/// A Rust expression for an argument's default, if it has one that can be written.
-pub fn default_expr(a: &Argument) -> Option<TokenStream> {
+/// A Rust expression for an argument's default, if it has one that can be
+/// written (`1`, `Some(DType::Int64)`, `&[0, 0]`, `"none"`).
+pub fn default_expr(a: &Argument) -> Option<String> {
     let d = a.default.as_ref()?;
     let v = d.value.as_ref()?;
     let opt = a.ty.is_nullable();
     let inner = a.ty.strip_optional();
-    let wrap = |t: TokenStream| if opt { quote!(Some(#t)) } else { t };
+    let wrap = |t: String| if opt { format!("Some({t})") } else { t };
+    let float = |x: f64| x.is_finite().then(|| format!("{x:?}"));
     Some(match (inner, v) {
-        (_, DefaultValue::None) if opt => quote!(None),
-        (Type::Base(BaseType::Bool), DefaultValue::Bool(b)) => wrap(quote!(#b)),
-        (Type::Base(BaseType::Int | BaseType::SymInt), DefaultValue::Int(i)) => wrap(quote!(#i)),
+        (_, DefaultValue::None) if opt => "None".into(),
+        (Type::Base(BaseType::Bool), DefaultValue::Bool(b)) => wrap(b.to_string()),
+        (Type::Base(BaseType::Int | BaseType::SymInt), DefaultValue::Int(i)) => wrap(i.to_string()),
         (Type::Base(BaseType::Int), DefaultValue::Enum(e)) => {
-            let i = enums::by_name(EnumKind::Reduction, e)?.code;
-            wrap(quote!(#i))
+            wrap(enums::by_name(EnumKind::Reduction, e)?.code.to_string())
         }
-        (Type::Base(BaseType::Float), DefaultValue::Int(i)) => {
-            let x = *i as f64;
-            wrap(quote!(#x))
+        (Type::Base(BaseType::Float), DefaultValue::Int(i)) => wrap(float(*i as f64)?),
+        (Type::Base(BaseType::Float), DefaultValue::Float(x)) => wrap(float(*x)?),
+        (Type::Base(BaseType::Scalar), DefaultValue::Int(i)) => wrap(format!("Scalar::Int({i})")),
+        (Type::Base(BaseType::Scalar), DefaultValue::Float(x)) => {
+            wrap(format!("Scalar::Float({})", float(*x)?))
         }
-        (Type::Base(BaseType::Float), DefaultValue::Float(x)) if x.is_finite() => wrap(quote!(#x)),
-        (Type::Base(BaseType::Scalar), DefaultValue::Int(i)) => {
-            wrap(quote!(::opforge::Scalar::Int(#i)))
-        }
-        (Type::Base(BaseType::Scalar), DefaultValue::Float(x)) if x.is_finite() => {
-            wrap(quote!(::opforge::Scalar::Float(#x)))
-        }
-        (Type::Base(BaseType::Scalar), DefaultValue::Bool(b)) => {
-            wrap(quote!(::opforge::Scalar::Bool(#b)))
-        }
-        (Type::Base(BaseType::Str), DefaultValue::Str(s)) => wrap(quote!(#s)),
+        (Type::Base(BaseType::Scalar), DefaultValue::Bool(b)) => wrap(format!("Scalar::Bool({b})")),
+        (Type::Base(BaseType::Str), DefaultValue::Str(s)) => wrap(format!("{s:?}")),
         (Type::Base(BaseType::MemoryFormat), DefaultValue::Enum(e)) => {
             let v = enums::by_name(EnumKind::MemoryFormat, e)?.enumerator;
-            let v = format_ident!("{v}");
-            wrap(quote!(::opforge::MemoryFormat::#v))
+            wrap(format!("MemoryFormat::{v}"))
         }
         (Type::Base(BaseType::ScalarType), DefaultValue::Enum(e)) => {
-            let v = ident(dtype_variant(ScalarType::from_name_or_alias(e)?)?);
-            wrap(quote!(::opforge::DType::#v))
+            let v = dtype_variant(ScalarType::from_name_or_alias(e)?)?;
+            wrap(format!("DType::{v}"))
         }
         (Type::List { elem, .. }, DefaultValue::List(xs)) => {
-            let items: Option<Vec<TokenStream>> = xs
+            let items: Option<Vec<String>> = xs
                 .iter()
                 .map(|x| match (elem.as_ref(), x) {
                     (Type::Base(BaseType::Int | BaseType::SymInt), DefaultValue::Int(i)) => {
-                        Some(quote!(#i))
+                        Some(i.to_string())
                     }
-                    (Type::Base(BaseType::Float), DefaultValue::Float(f)) if f.is_finite() => {
-                        Some(quote!(#f))
-                    }
-                    (Type::Base(BaseType::Bool), DefaultValue::Bool(b)) => Some(quote!(#b)),
+                    (Type::Base(BaseType::Float), DefaultValue::Float(f)) => float(*f),
+                    (Type::Base(BaseType::Bool), DefaultValue::Bool(b)) => Some(b.to_string()),
                     _ => None,
                 })
                 .collect();
-            let items = items?;
             // `int[2] stride=[]` means "not given": keep the empty list.
-            wrap(quote!(&[#(#items),*]))
+            wrap(format!("&[{}]", items?.join(", ")))
         }
         (
             Type::List {
@@ -717,10 +614,9 @@ pub fn default_expr(a: &Argument) -> Option<TokenStream> {
                 size: Some(n),
             },
             DefaultValue::Int(i),
-        ) if matches!(elem.as_ref(), Type::Base(BaseType::Int | BaseType::SymInt)) => {
-            let items = (0..*n).map(|_| quote!(#i));
-            wrap(quote!(&[#(#items),*]))
-        }
+        ) if matches!(elem.as_ref(), Type::Base(BaseType::Int | BaseType::SymInt)) => wrap(
+            format!("&[{}]", vec![i.to_string(); *n as usize].join(", ")),
+        ),
         _ => return None,
     })
 }

@@ -22,6 +22,7 @@ pub mod emit_kernels;
 pub mod kernel;
 pub mod lower;
 pub mod rust_types;
+pub mod text;
 
 use emit_api::Options;
 use opforge_schema::diag::Diagnostics;

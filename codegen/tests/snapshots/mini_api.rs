@@ -18,26 +18,21 @@ pub mod ops {
     use super::at::{self, operator, sig};
     #[allow(unused_imports)]
     use super::OpId;
+
     /// `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()`
     #[inline]
-    pub fn _foreach_add__List(
-        self_: &[Tensor],
-        other: &[Tensor],
-        alpha: Scalar,
-    ) -> Result<()> {
+    pub fn _foreach_add__List(self_: &[Tensor], other: &[Tensor], alpha: Scalar) -> Result<()> {
         static SITE: Site = Site::new("", || operator(OpId::_foreach_add__List));
-        guarded(
-            &SITE,
-            (self_, other, alpha),
-            at::_foreach_add__List as sig::_foreach_add__List,
-        )
+        guarded(&SITE, (self_, other, alpha), at::_foreach_add__List as sig::_foreach_add__List)
     }
+
     /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     #[inline]
     pub fn add_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
         static SITE: Site = Site::new("", || operator(OpId::add_Tensor));
         guarded(&SITE, (self_, other, alpha), at::add_Tensor as sig::add_Tensor)
     }
+
     /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
     #[inline]
     pub fn add_out(
@@ -50,24 +45,16 @@ pub mod ops {
         if let Some(r) = protocol(
             &SITE,
             (self_, other, alpha, &*out),
-            |(self_, other, alpha, out)| at::add_out(
-                self_,
-                other,
-                alpha,
-                &mut out.clone(),
-            ),
+            |(self_, other, alpha, out)| at::add_out(self_, other, alpha, &mut out.clone()),
         ) {
             return r;
         }
         at::add_out(self_, other, alpha, out)
     }
+
     /// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
     #[inline]
-    pub fn add__Tensor(
-        self_: &mut Tensor,
-        other: &Tensor,
-        alpha: Scalar,
-    ) -> Result<Tensor> {
+    pub fn add__Tensor(self_: &mut Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
         static SITE: Site = Site::new("", || operator(OpId::add__Tensor));
         if let Some(r) = protocol(
             &SITE,
@@ -78,6 +65,7 @@ pub mod ops {
         }
         at::add__Tensor(self_, other, alpha)
     }
+
     /// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`
     #[inline]
     pub fn avg_pool2d(
@@ -92,42 +80,39 @@ pub mod ops {
         static SITE: Site = Site::new("", || operator(OpId::avg_pool2d));
         guarded(
             &SITE,
-            (
-                self_,
-                kernel_size,
-                stride,
-                padding,
-                ceil_mode,
-                count_include_pad,
-                divisor_override,
-            ),
+            (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
             at::avg_pool2d as sig::avg_pool2d,
         )
     }
+
     /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
     #[inline]
     pub fn chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
         static SITE: Site = Site::new("", || operator(OpId::chunk));
         guarded(&SITE, (self_, chunks, dim), at::chunk as sig::chunk)
     }
+
     /// `gelu(Tensor self, *, str approximate='none') -> Tensor`
     #[inline]
     pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
         static SITE: Site = Site::new("", || operator(OpId::gelu));
         guarded(&SITE, (self_, approximate), at::gelu as sig::gelu)
     }
+
     /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
     #[inline]
     pub fn index_Tensor(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
         static SITE: Site = Site::new("", || operator(OpId::index_Tensor));
         guarded(&SITE, (self_, indices), at::index_Tensor as sig::index_Tensor)
     }
+
     /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
     #[inline]
     pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         static SITE: Site = Site::new("", || operator(OpId::max_dim));
         guarded(&SITE, (self_, dim, keepdim), at::max_dim as sig::max_dim)
     }
+
     /// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
     #[inline]
     pub fn nll_loss(
@@ -144,6 +129,7 @@ pub mod ops {
             at::nll_loss as sig::nll_loss,
         )
     }
+
     /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor`
     #[inline]
     pub fn norm_ScalarOpt_dim(
@@ -153,12 +139,9 @@ pub mod ops {
         keepdim: bool,
     ) -> Result<Tensor> {
         static SITE: Site = Site::new("", || operator(OpId::norm_ScalarOpt_dim));
-        guarded(
-            &SITE,
-            (self_, p, dim, keepdim),
-            at::norm_ScalarOpt_dim as sig::norm_ScalarOpt_dim,
-        )
+        guarded(&SITE, (self_, p, dim, keepdim), at::norm_ScalarOpt_dim as sig::norm_ScalarOpt_dim)
     }
+
     /// `randint(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
     #[inline]
     pub fn randint(
@@ -177,6 +160,7 @@ pub mod ops {
             at::randint as sig::randint,
         )
     }
+
     /// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
     #[inline]
     pub fn to_dtype(
@@ -193,16 +177,14 @@ pub mod ops {
             at::to_dtype as sig::to_dtype,
         )
     }
+
     /// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
     #[inline]
-    pub fn where_self(
-        condition: &Tensor,
-        self_: &Tensor,
-        other: &Tensor,
-    ) -> Result<Tensor> {
+    pub fn where_self(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         static SITE: Site = Site::new("", || operator(OpId::where_self));
         guarded(&SITE, (condition, self_, other), at::where_self as sig::where_self)
     }
+
     /// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
     #[inline]
     pub fn zeros(
@@ -213,12 +195,9 @@ pub mod ops {
         pin_memory: Option<bool>,
     ) -> Result<Tensor> {
         static SITE: Site = Site::new("", || operator(OpId::zeros));
-        guarded(
-            &SITE,
-            (size, dtype, layout, device, pin_memory),
-            at::zeros as sig::zeros,
-        )
+        guarded(&SITE, (size, dtype, layout, device, pin_memory), at::zeros as sig::zeros)
     }
+
     /// `mylib::scale(Tensor x, float k=1.0, float[]? weights=None, Generator? generator=None, Stream? s=None) -> Tensor`
     #[inline]
     pub fn mylib_scale(
@@ -229,13 +208,10 @@ pub mod ops {
         s: Option<Stream>,
     ) -> Result<Tensor> {
         static SITE: Site = Site::new("", || operator(OpId::mylib_scale));
-        guarded(
-            &SITE,
-            (x, k, weights, generator, s),
-            at::mylib_scale as sig::mylib_scale,
-        )
+        guarded(&SITE, (x, k, weights, generator, s), at::mylib_scale as sig::mylib_scale)
     }
 }
+
 /// Free functions with schema defaults applied (`torch.add(a, b)` style).
 #[allow(non_snake_case, clippy::too_many_arguments)]
 pub mod torch {
@@ -251,33 +227,33 @@ pub mod torch {
     use super::at::{self, operator, sig};
     #[allow(unused_imports)]
     use super::OpId;
+
     /// `_foreach_add_.List` with defaults for trailing arguments; see [`ops::_foreach_add__List`](super::ops::_foreach_add__List).
     pub fn _foreach_add_(self_: &[Tensor], other: &[Tensor]) -> Result<()> {
-        static SITE: Site = Site::new(
-            "torch._foreach_add_",
-            || operator(OpId::_foreach_add__List),
-        );
+        static SITE: Site = Site::new("torch._foreach_add_", || operator(OpId::_foreach_add__List));
         if let Some(r) = protocol(
             &SITE,
             (self_, other),
-            |(self_, other)| at::_foreach_add__List(self_, other, Scalar::Int(1i64)),
+            |(self_, other)| at::_foreach_add__List(self_, other, Scalar::Int(1)),
         ) {
             return r;
         }
-        at::_foreach_add__List(self_, other, Scalar::Int(1i64))
+        at::_foreach_add__List(self_, other, Scalar::Int(1))
     }
+
     /// `add.Tensor` with defaults for trailing arguments; see [`ops::add_Tensor`](super::ops::add_Tensor).
     pub fn add(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         static SITE: Site = Site::new("torch.add", || operator(OpId::add_Tensor));
         if let Some(r) = protocol(
             &SITE,
             (self_, other),
-            |(self_, other)| at::add_Tensor(self_, other, Scalar::Int(1i64)),
+            |(self_, other)| at::add_Tensor(self_, other, Scalar::Int(1)),
         ) {
             return r;
         }
-        at::add_Tensor(self_, other, Scalar::Int(1i64))
+        at::add_Tensor(self_, other, Scalar::Int(1))
     }
+
     /// `add.out` with defaults for trailing arguments; see [`ops::add_out`](super::ops::add_out).
     pub fn add_out(
         self_: &Tensor,
@@ -289,17 +265,13 @@ pub mod torch {
         if let Some(r) = protocol(
             &SITE,
             (self_, other, alpha, &*out),
-            |(self_, other, alpha, out)| at::add_out(
-                self_,
-                other,
-                alpha,
-                &mut out.clone(),
-            ),
+            |(self_, other, alpha, out)| at::add_out(self_, other, alpha, &mut out.clone()),
         ) {
             return r;
         }
         at::add_out(self_, other, alpha, out)
     }
+
     /// `avg_pool2d` with defaults for trailing arguments; see [`ops::avg_pool2d`](super::ops::avg_pool2d).
     pub fn avg_pool2d(self_: &Tensor, kernel_size: &[i64]) -> Result<Tensor> {
         static SITE: Site = Site::new(
@@ -313,7 +285,7 @@ pub mod torch {
                 self_,
                 kernel_size,
                 &[],
-                &[0i64, 0i64],
+                &[0, 0],
                 false,
                 true,
                 None,
@@ -321,36 +293,37 @@ pub mod torch {
         ) {
             return r;
         }
-        at::avg_pool2d(self_, kernel_size, &[], &[0i64, 0i64], false, true, None)
+        at::avg_pool2d(self_, kernel_size, &[], &[0, 0], false, true, None)
     }
+
     /// `chunk` with defaults for trailing arguments; see [`ops::chunk`](super::ops::chunk).
     pub fn chunk(self_: &Tensor, chunks: i64) -> Result<Vec<Tensor>> {
         static SITE: Site = Site::new("torch.chunk", || operator(OpId::chunk));
         if let Some(r) = protocol(
             &SITE,
             (self_, chunks),
-            |(self_, chunks)| at::chunk(self_, chunks, 0i64),
+            |(self_, chunks)| at::chunk(self_, chunks, 0),
         ) {
             return r;
         }
-        at::chunk(self_, chunks, 0i64)
+        at::chunk(self_, chunks, 0)
     }
+
     /// `gelu` with defaults for trailing arguments; see [`ops::gelu`](super::ops::gelu).
     pub fn gelu(self_: &Tensor) -> Result<Tensor> {
-        static SITE: Site = Site::new(
-            "torch.nn.functional.gelu",
-            || operator(OpId::gelu),
-        );
+        static SITE: Site = Site::new("torch.nn.functional.gelu", || operator(OpId::gelu));
         if let Some(r) = protocol(&SITE, (self_,), |(self_,)| at::gelu(self_, "none")) {
             return r;
         }
         at::gelu(self_, "none")
     }
+
     /// `index.Tensor` with defaults for trailing arguments; see [`ops::index_Tensor`](super::ops::index_Tensor).
     pub fn index(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
         static SITE: Site = Site::new("torch.index", || operator(OpId::index_Tensor));
         guarded(&SITE, (self_, indices), at::index_Tensor as sig::index_Tensor)
     }
+
     /// `max.dim` with defaults for trailing arguments; see [`ops::max_dim`](super::ops::max_dim).
     pub fn max(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
         static SITE: Site = Site::new("torch.max", || operator(OpId::max_dim));
@@ -363,27 +336,23 @@ pub mod torch {
         }
         at::max_dim(self_, dim, false)
     }
+
     /// `nll_loss` with defaults for trailing arguments; see [`ops::nll_loss`](super::ops::nll_loss).
     pub fn nll_loss(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
-        static SITE: Site = Site::new(
-            "torch.nn.functional.nll_loss",
-            || operator(OpId::nll_loss),
-        );
+        static SITE: Site = Site::new("torch.nn.functional.nll_loss", || operator(OpId::nll_loss));
         if let Some(r) = protocol(
             &SITE,
             (self_, target),
-            |(self_, target)| at::nll_loss(self_, target, None, 1i64, -100i64),
+            |(self_, target)| at::nll_loss(self_, target, None, 1, -100),
         ) {
             return r;
         }
-        at::nll_loss(self_, target, None, 1i64, -100i64)
+        at::nll_loss(self_, target, None, 1, -100)
     }
+
     /// `norm.ScalarOpt_dim` with defaults for trailing arguments; see [`ops::norm_ScalarOpt_dim`](super::ops::norm_ScalarOpt_dim).
     pub fn norm(self_: &Tensor, p: Option<Scalar>, dim: &[i64]) -> Result<Tensor> {
-        static SITE: Site = Site::new(
-            "torch.norm",
-            || operator(OpId::norm_ScalarOpt_dim),
-        );
+        static SITE: Site = Site::new("torch.norm", || operator(OpId::norm_ScalarOpt_dim));
         if let Some(r) = protocol(
             &SITE,
             (self_, p, dim),
@@ -393,12 +362,9 @@ pub mod torch {
         }
         at::norm_ScalarOpt_dim(self_, p, dim, false)
     }
+
     /// `randint` with defaults for trailing arguments; see [`ops::randint`](super::ops::randint).
-    pub fn randint(
-        high: i64,
-        size: &[i64],
-        generator: Option<&Generator>,
-    ) -> Result<Tensor> {
+    pub fn randint(high: i64, size: &[i64], generator: Option<&Generator>) -> Result<Tensor> {
         static SITE: Site = Site::new("torch.randint", || operator(OpId::randint));
         if let Some(r) = protocol(
             &SITE,
@@ -417,11 +383,13 @@ pub mod torch {
         }
         at::randint(high, size, generator, Some(DType::Int64), None, None, None)
     }
+
     /// `where.self` with defaults for trailing arguments; see [`ops::where_self`](super::ops::where_self).
     pub fn where_(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         static SITE: Site = Site::new("torch.where", || operator(OpId::where_self));
         guarded(&SITE, (condition, self_, other), at::where_self as sig::where_self)
     }
+
     /// `zeros` with defaults for trailing arguments; see [`ops::zeros`](super::ops::zeros).
     pub fn zeros(size: &[i64]) -> Result<Tensor> {
         static SITE: Site = Site::new("torch.zeros", || operator(OpId::zeros));
@@ -434,16 +402,13 @@ pub mod torch {
         }
         at::zeros(size, None, None, None, None)
     }
+
     /// `scale` with defaults for trailing arguments; see [`ops::mylib_scale`](super::ops::mylib_scale).
     pub fn scale(x: &Tensor) -> Result<Tensor> {
         static SITE: Site = Site::new("torch.scale", || operator(OpId::mylib_scale));
-        if let Some(r) = protocol(
-            &SITE,
-            (x,),
-            |(x,)| at::mylib_scale(x, 1f64, None, None, None),
-        ) {
+        if let Some(r) = protocol(&SITE, (x,), |(x,)| at::mylib_scale(x, 1.0, None, None, None)) {
             return r;
         }
-        at::mylib_scale(x, 1f64, None, None, None)
+        at::mylib_scale(x, 1.0, None, None, None)
     }
 }

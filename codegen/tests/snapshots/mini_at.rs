@@ -3,6 +3,7 @@
 
 #[allow(unused_imports)]
 use ::opforge::__private::prelude::*;
+
 /// The operators of this schema file, registered into opforge's
 /// dispatcher when it is built.
 #[doc(hidden)]
@@ -10,19 +11,23 @@ pub static LIBRARY: ::opforge::__private::Library = ::opforge::__private::Librar
     "mini",
     &super::OPS,
 );
+
 #[::opforge::__private::linkme::distributed_slice(::opforge::__private::LIBRARIES)]
 #[linkme(crate = ::opforge::__private::linkme)]
 static __OPFORGE_LIBRARY: &::opforge::__private::Library = &LIBRARY;
+
 /// The dispatcher's operator for `id`.
 #[inline(always)]
 pub fn operator(id: super::OpId) -> &'static ::opforge::dispatch::Operator {
     LIBRARY.op(id as usize)
 }
+
 /// Kernel signature types, one per operator (what `#[kernel]` checks against).
 #[allow(non_camel_case_types)]
 pub mod sig {
     #[allow(unused_imports)]
     use ::opforge::__private::prelude::*;
+
     /// `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()`
     pub type _foreach_add__List = fn(&[Tensor], &[Tensor], Scalar) -> Result<()>;
     /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
@@ -50,20 +55,9 @@ pub mod sig {
     /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
     pub type max_dim = fn(&Tensor, i64, bool) -> Result<(Tensor, Tensor)>;
     /// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
-    pub type nll_loss = fn(
-        &Tensor,
-        &Tensor,
-        Option<&Tensor>,
-        i64,
-        i64,
-    ) -> Result<Tensor>;
+    pub type nll_loss = fn(&Tensor, &Tensor, Option<&Tensor>, i64, i64) -> Result<Tensor>;
     /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor`
-    pub type norm_ScalarOpt_dim = fn(
-        &Tensor,
-        Option<Scalar>,
-        &[i64],
-        bool,
-    ) -> Result<Tensor>;
+    pub type norm_ScalarOpt_dim = fn(&Tensor, Option<Scalar>, &[i64], bool) -> Result<Tensor>;
     /// `randint(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
     pub type randint = fn(
         i64,
@@ -75,13 +69,7 @@ pub mod sig {
         Option<bool>,
     ) -> Result<Tensor>;
     /// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
-    pub type to_dtype = fn(
-        &Tensor,
-        DType,
-        bool,
-        bool,
-        Option<MemoryFormat>,
-    ) -> Result<Tensor>;
+    pub type to_dtype = fn(&Tensor, DType, bool, bool, Option<MemoryFormat>) -> Result<Tensor>;
     /// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
     pub type where_self = fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>;
     /// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
@@ -100,6 +88,7 @@ pub mod sig {
         Option<&Generator>,
         Option<Stream>,
     ) -> Result<Tensor>;
+
     /// Each signature's spec (`opforge::dispatch::adapter`): the same
     /// types with `'static` references.
     #[doc(hidden)]
@@ -107,29 +96,22 @@ pub mod sig {
     pub mod spec {
         #[allow(unused_imports)]
         use ::opforge::__private::prelude::*;
+
         pub type _foreach_add__List = fn(
             &'static [Tensor],
             &'static [Tensor],
             Scalar,
         ) -> Result<()>;
-        pub type add_Tensor = fn(
-            &'static ::opforge::Tensor,
-            &'static ::opforge::Tensor,
-            Scalar,
-        ) -> Result<Tensor>;
+        pub type add_Tensor = fn(&'static Tensor, &'static Tensor, Scalar) -> Result<Tensor>;
         pub type add_out = fn(
-            &'static ::opforge::Tensor,
-            &'static ::opforge::Tensor,
+            &'static Tensor,
+            &'static Tensor,
             Scalar,
             &'static mut Tensor,
         ) -> Result<Tensor>;
-        pub type add__Tensor = fn(
-            &'static mut Tensor,
-            &'static ::opforge::Tensor,
-            Scalar,
-        ) -> Result<Tensor>;
+        pub type add__Tensor = fn(&'static mut Tensor, &'static Tensor, Scalar) -> Result<Tensor>;
         pub type avg_pool2d = fn(
-            &'static ::opforge::Tensor,
+            &'static Tensor,
             &'static [i64],
             &'static [i64],
             &'static [i64],
@@ -137,26 +119,19 @@ pub mod sig {
             bool,
             Option<i64>,
         ) -> Result<Tensor>;
-        pub type chunk = fn(&'static ::opforge::Tensor, i64, i64) -> Result<Vec<Tensor>>;
-        pub type gelu = fn(&'static ::opforge::Tensor, &'static str) -> Result<Tensor>;
-        pub type index_Tensor = fn(
-            &'static ::opforge::Tensor,
-            &'static [Option<Tensor>],
-        ) -> Result<Tensor>;
-        pub type max_dim = fn(
-            &'static ::opforge::Tensor,
-            i64,
-            bool,
-        ) -> Result<(Tensor, Tensor)>;
+        pub type chunk = fn(&'static Tensor, i64, i64) -> Result<Vec<Tensor>>;
+        pub type gelu = fn(&'static Tensor, &'static str) -> Result<Tensor>;
+        pub type index_Tensor = fn(&'static Tensor, &'static [Option<Tensor>]) -> Result<Tensor>;
+        pub type max_dim = fn(&'static Tensor, i64, bool) -> Result<(Tensor, Tensor)>;
         pub type nll_loss = fn(
-            &'static ::opforge::Tensor,
-            &'static ::opforge::Tensor,
-            Option<&'static ::opforge::Tensor>,
+            &'static Tensor,
+            &'static Tensor,
+            Option<&'static Tensor>,
             i64,
             i64,
         ) -> Result<Tensor>;
         pub type norm_ScalarOpt_dim = fn(
-            &'static ::opforge::Tensor,
+            &'static Tensor,
             Option<Scalar>,
             &'static [i64],
             bool,
@@ -164,23 +139,23 @@ pub mod sig {
         pub type randint = fn(
             i64,
             &'static [i64],
-            Option<&'static ::opforge::Generator>,
+            Option<&'static Generator>,
             Option<DType>,
             Option<Layout>,
             Option<Device>,
             Option<bool>,
         ) -> Result<Tensor>;
         pub type to_dtype = fn(
-            &'static ::opforge::Tensor,
+            &'static Tensor,
             DType,
             bool,
             bool,
             Option<MemoryFormat>,
         ) -> Result<Tensor>;
         pub type where_self = fn(
-            &'static ::opforge::Tensor,
-            &'static ::opforge::Tensor,
-            &'static ::opforge::Tensor,
+            &'static Tensor,
+            &'static Tensor,
+            &'static Tensor,
         ) -> Result<Tensor>;
         pub type zeros = fn(
             &'static [i64],
@@ -190,59 +165,51 @@ pub mod sig {
             Option<bool>,
         ) -> Result<Tensor>;
         pub type mylib_scale = fn(
-            &'static ::opforge::Tensor,
+            &'static Tensor,
             f64,
             Option<&'static [f64]>,
-            Option<&'static ::opforge::Generator>,
+            Option<&'static Generator>,
             Option<Stream>,
         ) -> Result<Tensor>;
     }
 }
+
 /// `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()`
 #[inline]
-pub fn _foreach_add__List(
-    self_: &[Tensor],
-    other: &[Tensor],
-    alpha: Scalar,
-) -> Result<()> {
-    ::opforge::__private::call::<
-        sig::_foreach_add__List,
-        _,
-        _,
-    >(operator(super::OpId::_foreach_add__List), (self_, other, alpha))
+pub fn _foreach_add__List(self_: &[Tensor], other: &[Tensor], alpha: Scalar) -> Result<()> {
+    ::opforge::__private::call::<sig::_foreach_add__List, _, _>(
+        operator(super::OpId::_foreach_add__List),
+        (self_, other, alpha),
+    )
 }
+
 /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 #[inline]
 pub fn add_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
-    ::opforge::__private::call::<
-        sig::add_Tensor,
-        _,
-        _,
-    >(operator(super::OpId::add_Tensor), (self_, other, alpha))
+    ::opforge::__private::call::<sig::add_Tensor, _, _>(
+        operator(super::OpId::add_Tensor),
+        (self_, other, alpha),
+    )
 }
+
 /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
-pub fn add_out(
-    self_: &Tensor,
-    other: &Tensor,
-    alpha: Scalar,
-    out: &mut Tensor,
-) -> Result<Tensor> {
-    ::opforge::__private::call::<
-        sig::add_out,
-        _,
-        _,
-    >(operator(super::OpId::add_out), (self_, other, alpha, out))
+pub fn add_out(self_: &Tensor, other: &Tensor, alpha: Scalar, out: &mut Tensor) -> Result<Tensor> {
+    ::opforge::__private::call::<sig::add_out, _, _>(
+        operator(super::OpId::add_out),
+        (self_, other, alpha, out),
+    )
 }
+
 /// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
 #[inline]
 pub fn add__Tensor(self_: &mut Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
-    ::opforge::__private::call::<
-        sig::add__Tensor,
-        _,
-        _,
-    >(operator(super::OpId::add__Tensor), (self_, other, alpha))
+    ::opforge::__private::call::<sig::add__Tensor, _, _>(
+        operator(super::OpId::add__Tensor),
+        (self_, other, alpha),
+    )
 }
+
 /// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`
 #[inline]
 pub fn avg_pool2d(
@@ -254,59 +221,45 @@ pub fn avg_pool2d(
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
-    ::opforge::__private::call::<
-        sig::avg_pool2d,
-        _,
-        _,
-    >(
+    ::opforge::__private::call::<sig::avg_pool2d, _, _>(
         operator(super::OpId::avg_pool2d),
-        (
-            self_,
-            kernel_size,
-            stride,
-            padding,
-            ceil_mode,
-            count_include_pad,
-            divisor_override,
-        ),
+        (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
     )
 }
+
 /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
 #[inline]
 pub fn chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
-    ::opforge::__private::call::<
-        sig::chunk,
-        _,
-        _,
-    >(operator(super::OpId::chunk), (self_, chunks, dim))
+    ::opforge::__private::call::<sig::chunk, _, _>(
+        operator(super::OpId::chunk),
+        (self_, chunks, dim),
+    )
 }
+
 /// `gelu(Tensor self, *, str approximate='none') -> Tensor`
 #[inline]
 pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
-    ::opforge::__private::call::<
-        sig::gelu,
-        _,
-        _,
-    >(operator(super::OpId::gelu), (self_, approximate))
+    ::opforge::__private::call::<sig::gelu, _, _>(operator(super::OpId::gelu), (self_, approximate))
 }
+
 /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
 #[inline]
 pub fn index_Tensor(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
-    ::opforge::__private::call::<
-        sig::index_Tensor,
-        _,
-        _,
-    >(operator(super::OpId::index_Tensor), (self_, indices))
+    ::opforge::__private::call::<sig::index_Tensor, _, _>(
+        operator(super::OpId::index_Tensor),
+        (self_, indices),
+    )
 }
+
 /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
 #[inline]
 pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
-    ::opforge::__private::call::<
-        sig::max_dim,
-        _,
-        _,
-    >(operator(super::OpId::max_dim), (self_, dim, keepdim))
+    ::opforge::__private::call::<sig::max_dim, _, _>(
+        operator(super::OpId::max_dim),
+        (self_, dim, keepdim),
+    )
 }
+
 /// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
 #[inline]
 pub fn nll_loss(
@@ -316,12 +269,12 @@ pub fn nll_loss(
     reduction: i64,
     ignore_index: i64,
 ) -> Result<Tensor> {
-    ::opforge::__private::call::<
-        sig::nll_loss,
-        _,
-        _,
-    >(operator(super::OpId::nll_loss), (self_, target, weight, reduction, ignore_index))
+    ::opforge::__private::call::<sig::nll_loss, _, _>(
+        operator(super::OpId::nll_loss),
+        (self_, target, weight, reduction, ignore_index),
+    )
 }
+
 /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor`
 #[inline]
 pub fn norm_ScalarOpt_dim(
@@ -330,12 +283,12 @@ pub fn norm_ScalarOpt_dim(
     dim: &[i64],
     keepdim: bool,
 ) -> Result<Tensor> {
-    ::opforge::__private::call::<
-        sig::norm_ScalarOpt_dim,
-        _,
-        _,
-    >(operator(super::OpId::norm_ScalarOpt_dim), (self_, p, dim, keepdim))
+    ::opforge::__private::call::<sig::norm_ScalarOpt_dim, _, _>(
+        operator(super::OpId::norm_ScalarOpt_dim),
+        (self_, p, dim, keepdim),
+    )
 }
+
 /// `randint(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 #[inline]
 pub fn randint(
@@ -347,15 +300,12 @@ pub fn randint(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    ::opforge::__private::call::<
-        sig::randint,
-        _,
-        _,
-    >(
+    ::opforge::__private::call::<sig::randint, _, _>(
         operator(super::OpId::randint),
         (high, size, generator, dtype, layout, device, pin_memory),
     )
 }
+
 /// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
 #[inline]
 pub fn to_dtype(
@@ -365,21 +315,21 @@ pub fn to_dtype(
     copy: bool,
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
-    ::opforge::__private::call::<
-        sig::to_dtype,
-        _,
-        _,
-    >(operator(super::OpId::to_dtype), (self_, dtype, non_blocking, copy, memory_format))
+    ::opforge::__private::call::<sig::to_dtype, _, _>(
+        operator(super::OpId::to_dtype),
+        (self_, dtype, non_blocking, copy, memory_format),
+    )
 }
+
 /// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
 #[inline]
 pub fn where_self(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    ::opforge::__private::call::<
-        sig::where_self,
-        _,
-        _,
-    >(operator(super::OpId::where_self), (condition, self_, other))
+    ::opforge::__private::call::<sig::where_self, _, _>(
+        operator(super::OpId::where_self),
+        (condition, self_, other),
+    )
 }
+
 /// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 #[inline]
 pub fn zeros(
@@ -389,12 +339,12 @@ pub fn zeros(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    ::opforge::__private::call::<
-        sig::zeros,
-        _,
-        _,
-    >(operator(super::OpId::zeros), (size, dtype, layout, device, pin_memory))
+    ::opforge::__private::call::<sig::zeros, _, _>(
+        operator(super::OpId::zeros),
+        (size, dtype, layout, device, pin_memory),
+    )
 }
+
 /// `mylib::scale(Tensor x, float k=1.0, float[]? weights=None, Generator? generator=None, Stream? s=None) -> Tensor`
 #[inline]
 pub fn mylib_scale(
@@ -404,12 +354,12 @@ pub fn mylib_scale(
     generator: Option<&Generator>,
     s: Option<Stream>,
 ) -> Result<Tensor> {
-    ::opforge::__private::call::<
-        sig::mylib_scale,
-        _,
-        _,
-    >(operator(super::OpId::mylib_scale), (x, k, weights, generator, s))
+    ::opforge::__private::call::<sig::mylib_scale, _, _>(
+        operator(super::OpId::mylib_scale),
+        (x, k, weights, generator, s),
+    )
 }
+
 /// Each operator's typed call (above) from boxed arguments, in `OpId`
 /// order: what `opcheck`'s typed-call family compares with the boxed
 /// call.
@@ -419,64 +369,43 @@ pub mod typed_callers {
     use ::opforge::__private::prelude::*;
     use ::opforge::__private::TypedCaller;
     use super::sig;
+
     /// The callers, in `OpId` order.
-    pub static TABLE: [TypedCaller; 16usize] = [
-        TypedCaller::new::<
-            sig::_foreach_add__List,
-            sig::spec::_foreach_add__List,
-        >(&(super::_foreach_add__List as sig::_foreach_add__List)),
-        TypedCaller::new::<
-            sig::add_Tensor,
-            sig::spec::add_Tensor,
-        >(&(super::add_Tensor as sig::add_Tensor)),
-        TypedCaller::new::<
-            sig::add_out,
-            sig::spec::add_out,
-        >(&(super::add_out as sig::add_out)),
-        TypedCaller::new::<
-            sig::add__Tensor,
-            sig::spec::add__Tensor,
-        >(&(super::add__Tensor as sig::add__Tensor)),
-        TypedCaller::new::<
-            sig::avg_pool2d,
-            sig::spec::avg_pool2d,
-        >(&(super::avg_pool2d as sig::avg_pool2d)),
+    pub static TABLE: [TypedCaller; 16] = [
+        TypedCaller::new::<sig::_foreach_add__List, sig::spec::_foreach_add__List>(
+            &(super::_foreach_add__List as sig::_foreach_add__List),
+        ),
+        TypedCaller::new::<sig::add_Tensor, sig::spec::add_Tensor>(
+            &(super::add_Tensor as sig::add_Tensor),
+        ),
+        TypedCaller::new::<sig::add_out, sig::spec::add_out>(&(super::add_out as sig::add_out)),
+        TypedCaller::new::<sig::add__Tensor, sig::spec::add__Tensor>(
+            &(super::add__Tensor as sig::add__Tensor),
+        ),
+        TypedCaller::new::<sig::avg_pool2d, sig::spec::avg_pool2d>(
+            &(super::avg_pool2d as sig::avg_pool2d),
+        ),
         TypedCaller::new::<sig::chunk, sig::spec::chunk>(&(super::chunk as sig::chunk)),
         TypedCaller::new::<sig::gelu, sig::spec::gelu>(&(super::gelu as sig::gelu)),
-        TypedCaller::new::<
-            sig::index_Tensor,
-            sig::spec::index_Tensor,
-        >(&(super::index_Tensor as sig::index_Tensor)),
-        TypedCaller::new::<
-            sig::max_dim,
-            sig::spec::max_dim,
-        >(&(super::max_dim as sig::max_dim)),
-        TypedCaller::new::<
-            sig::nll_loss,
-            sig::spec::nll_loss,
-        >(&(super::nll_loss as sig::nll_loss)),
-        TypedCaller::new::<
-            sig::norm_ScalarOpt_dim,
-            sig::spec::norm_ScalarOpt_dim,
-        >(&(super::norm_ScalarOpt_dim as sig::norm_ScalarOpt_dim)),
-        TypedCaller::new::<
-            sig::randint,
-            sig::spec::randint,
-        >(&(super::randint as sig::randint)),
-        TypedCaller::new::<
-            sig::to_dtype,
-            sig::spec::to_dtype,
-        >(&(super::to_dtype as sig::to_dtype)),
-        TypedCaller::new::<
-            sig::where_self,
-            sig::spec::where_self,
-        >(&(super::where_self as sig::where_self)),
+        TypedCaller::new::<sig::index_Tensor, sig::spec::index_Tensor>(
+            &(super::index_Tensor as sig::index_Tensor),
+        ),
+        TypedCaller::new::<sig::max_dim, sig::spec::max_dim>(&(super::max_dim as sig::max_dim)),
+        TypedCaller::new::<sig::nll_loss, sig::spec::nll_loss>(&(super::nll_loss as sig::nll_loss)),
+        TypedCaller::new::<sig::norm_ScalarOpt_dim, sig::spec::norm_ScalarOpt_dim>(
+            &(super::norm_ScalarOpt_dim as sig::norm_ScalarOpt_dim),
+        ),
+        TypedCaller::new::<sig::randint, sig::spec::randint>(&(super::randint as sig::randint)),
+        TypedCaller::new::<sig::to_dtype, sig::spec::to_dtype>(&(super::to_dtype as sig::to_dtype)),
+        TypedCaller::new::<sig::where_self, sig::spec::where_self>(
+            &(super::where_self as sig::where_self),
+        ),
         TypedCaller::new::<sig::zeros, sig::spec::zeros>(&(super::zeros as sig::zeros)),
-        TypedCaller::new::<
-            sig::mylib_scale,
-            sig::spec::mylib_scale,
-        >(&(super::mylib_scale as sig::mylib_scale)),
+        TypedCaller::new::<sig::mylib_scale, sig::spec::mylib_scale>(
+            &(super::mylib_scale as sig::mylib_scale),
+        ),
     ];
+
     #[::opforge::__private::linkme::distributed_slice(::opforge::__private::TYPED_APIS)]
     #[linkme(crate = ::opforge::__private::linkme)]
     static __OPFORGE_TYPED_API: ::opforge::__private::TypedApi = ::opforge::__private::TypedApi {
