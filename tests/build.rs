@@ -1,5 +1,5 @@
 //! Generates the override-coverage table of the runtime's typed API
-//! (`$OUT_DIR/coverage.rs`, see `opforge_codegen::emit_api::coverage`): a test
+//! (`$OUT_DIR/coverage.rs`, see `opforge_codegen::emit_coverage::coverage`): a test
 //! table, so it is built here, for the tests, not into the runtime.
 
 use std::path::PathBuf;
@@ -19,7 +19,8 @@ fn main() {
     let deprecated = opforge_schema::read_deprecated(&yaml).unwrap_or_else(|d| fail(d.to_string()));
     let plan =
         opforge_codegen::lower::lower(&file, &deprecated).unwrap_or_else(|d| fail(d.to_string()));
-    let table = opforge_codegen::emit_api::coverage(&plan).unwrap_or_else(|d| fail(d.to_string()));
+    let table =
+        opforge_codegen::emit_coverage::coverage(&plan).unwrap_or_else(|d| fail(d.to_string()));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo")).join("coverage.rs");
     std::fs::write(&out, table).unwrap_or_else(|e| fail(format!("{}: {e}", out.display())));
 }

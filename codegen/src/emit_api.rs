@@ -1,6 +1,6 @@
-//! Emit: the typed API over the generated tables, the schema lookup macro the
-//! registration macros read, and the checks that the kernels the YAML names
-//! exist.
+//! Emit: the typed API over the generated tables (the files `at.rs` and
+//! `api.rs`). What the registration macros read is [`crate::emit_lookup`]'s,
+//! the tests' coverage table [`crate::emit_coverage`]'s.
 //!
 //! Per operator (see [`crate::rust_types`] for the types; a type without a Rust
 //! mapping is an error naming the file and line):
@@ -29,8 +29,6 @@ use opforge_schema::diag::{Diagnostic, Diagnostics};
 use opforge_schema::enums::{self, EnumKind};
 use opforge_schema::model::{Argument, BaseType, DefaultValue, Type};
 use opforge_schema::scalar_type::ScalarType;
-use proc_macro2::{Ident, TokenStream};
-use quote::{format_ident, quote};
 
 /// What kind of crate the code is emitted for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,16 +90,10 @@ impl Options {
     }
 }
 
-/// A Rust identifier for generated code (the names are escaped by
-/// `opforge_schema::names`: never a keyword).
-fn ident(s: &str) -> Ident {
-    format_ident!("{}", s)
-}
-
 /// The types of one operator's signature as written in the generated files
 /// (`&Tensor`, `Option<&[i64]>`, `Result<(Tensor, Tensor)>`), or the
 /// diagnostic saying why it has none.
-struct Sig {
+pub(crate) struct Sig {
     params: Vec<String>,
     ret: String,
 }
@@ -124,7 +116,7 @@ impl Sig {
     }
 }
 
-fn signature(plan: &Plan, i: usize) -> Result<Sig, Diagnostic> {
+pub(crate) fn signature(plan: &Plan, i: usize) -> Result<Sig, Diagnostic> {
     let f = plan.ops[i].schema();
     let err = |e: Unmapped| {
         let mut d = plan.diagnostic(i, format!("no Rust signature: {e}"));
@@ -466,7 +458,7 @@ fn op_handle_fn(out: &mut Out, op: &PlannedOp, sig: &Sig) {
 /// `torch.nn.functional.gelu`); none (empty, as for `ops::`) for a function
 /// `autogen:` adds, which PyTorch binds in C++ only (torchgen's
 /// `should_generate_py_binding`: `generated` without `view_copy`).
-fn api_name(op: &PlannedOp, method: bool) -> String {
+pub(crate) fn api_name(op: &PlannedOp, method: bool) -> String {
     if op.entry.has_tag("generated") && !op.entry.has_tag("view_copy") {
         return String::new();
     }
@@ -619,352 +611,4 @@ pub fn default_expr(a: &Argument) -> Option<String> {
         ),
         _ => return None,
     })
-}
-
-/// The schema lookup macro, `__opforge_schema!`: one arm per operator (by its
-/// qualified name) and one per kernel the YAML names (by key and function
-/// name), each handing the schema, its place in the file and its `dispatch:`
-/// rows to a callback macro. `#[kernel]` and `#[op]` expand to a lookup, so they
-/// check against the schema of the crate being compiled without reading any
-/// file. Unknown names go to the runtime's lookup (a crate with its own schema)
-/// or to the callback as unknown, with every name for suggestions (the runtime).
-pub fn schema_macro(plan: &Plan, opts: &Options) -> String {
-    let file = std::path::Path::new(plan.file)
-        .file_name()
-        .map_or(plan.file.into(), |f| f.to_string_lossy().into_owned());
-    let crate_name = &opts.crate_name;
-    let checked = opts.kernels_module.is_some();
-    let mut arms = Vec::new();
-    for op in &plan.ops {
-        let q = op.qualified_name();
-        let schema = op.schema().to_string();
-        let line = op.entry.line;
-        let rows: Vec<String> = op
-            .kernels
-            .iter()
-            .filter(|_| checked)
-            .map(|(k, v)| format!("{k} = {v:?}"))
-            .collect();
-        let found = format!(
-            "found {{ op: {q:?}, schema: {schema:?}, file: {file:?}, line: {line}, crate: {crate_name:?}, kernels: [{}] }}",
-            rows.join(", ")
-        );
-        arms.push(format!(
-            "    ({q:?} => [$($cb:tt)*] $($p:tt)*) => {{ $($cb)*! {{ {found} $($p)* }} }};"
-        ));
-        if checked {
-            for (key, kernel) in &op.kernels {
-                let func = kernel.rsplit("::").next().unwrap_or(kernel);
-                arms.push(format!(
-                    "    (@kernel {key} {func} => [$($cb:tt)*] $($p:tt)*) => {{ $($cb)*! {{ {found} $($p)* }} }};"
-                ));
-            }
-        }
-    }
-    // A kernel function name the YAML does not have under a key: the names it
-    // has there, for a suggestion.
-    if checked {
-        let mut by_key: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
-        for op in &plan.ops {
-            for (key, kernel) in &op.kernels {
-                let func = kernel.rsplit("::").next().unwrap_or(kernel);
-                by_key.entry(key).or_default().push(format!("{func:?}"));
-            }
-        }
-        for (key, mut funcs) in by_key {
-            funcs.sort();
-            funcs.dedup();
-            arms.push(format!(
-                "    (@kernel {key} $func:ident => [$($cb:tt)*] $($p:tt)*) => {{ $($cb)*! {{ unknown {{ names: [{}] }} $($p)* }} }};",
-                funcs.join(", ")
-            ));
-        }
-    }
-    let names: Vec<String> = plan
-        .ops
-        .iter()
-        .map(|o| format!("{:?}", o.qualified_name()))
-        .collect();
-    let fallback = if opts.runtime {
-        format!(
-            "    ($name:literal => [$($cb:tt)*] $($p:tt)*) => {{ $($cb)*! {{ unknown {{ names: [{}] }} $($p)* }} }};\n    (@kernel $key:ident $func:ident => [$($cb:tt)*] $($p:tt)*) => {{ $($cb)*! {{ unknown {{ names: [] }} $($p)* }} }};",
-            names.join(", ")
-        )
-    } else {
-        // Forwarded to the runtime's lookup, with this file's names for
-        // suggestions if the name is nobody's.
-        format!(
-            "    ($name:literal => [$($cb:tt)*] $($p:tt)*) => {{ ::opforge::__opforge_schema! {{ $name => [$($cb)*] $($p)* also = [{}] }} }};\n    ($($t:tt)*) => {{ ::opforge::__opforge_schema! {{ $($t)* }} }};",
-            names.join(", ")
-        )
-    };
-    format!(
-        "// @generated by opforge-codegen from {file} — do not edit.\n// The schema lookup of `#[kernel]` and `#[op]` (see opforge_codegen::emit_api::schema_macro).\n\n#[doc(hidden)]\n#[macro_export]\nmacro_rules! __opforge_schema {{\n{}\n{fallback}\n}}\n",
-        arms.join("\n")
-    )
-}
-
-/// The name of the marker `#[kernel]` leaves beside a kernel for `op` under
-/// `key`: the generated check of each `dispatch:` row refers to it.
-pub fn kernel_marker(key: &str, op_ident: &str) -> String {
-    format!("__opforge_{key}_kernel_of_{op_ident}")
-}
-
-/// The checks that every kernel the YAML's `dispatch:` names exists at the path
-/// it gives and carries `#[kernel]` for its operator and key. Rows for keys the
-/// runtime has no slot for are not checked (the validator accepts PyTorch's
-/// keys; only runtime keys get kernels).
-///
-/// Each row looks the kernel's marker up through a glob import of the
-/// kernel's module, inside a block whose enclosing module holds a fallback of
-/// the same name: the marker `#[kernel]` left there shadows the fallback, and
-/// without one the fallback is found instead, and fails a trait bound whose
-/// message names the YAML file and line, the operator, the key and the
-/// function expected (no "cannot find value", no suggestion of another
-/// operator's marker).
-pub fn kernel_checks(plan: &Plan, opts: &Options) -> String {
-    let file = std::path::Path::new(plan.file)
-        .file_name()
-        .map_or(plan.file.into(), |f| f.to_string_lossy().into_owned());
-    let mut rows = Vec::new();
-    if let Some(module) = &opts.kernels_module {
-        for op in &plan.ops {
-            for (key, kernel) in &op.kernels {
-                if !opforge_schema::model::RUNTIME_DISPATCH_KEYS.contains(&key.as_str()) {
-                    continue;
-                }
-                let mut segs: Vec<String> = kernel
-                    .split("::")
-                    .map(|s| {
-                        if opforge_schema::names::is_rust_keyword(s) {
-                            format!("r#{s}")
-                        } else {
-                            s.to_string()
-                        }
-                    })
-                    .collect();
-                let function = segs.pop().unwrap_or_default();
-                let path = if segs.is_empty() {
-                    module.clone()
-                } else {
-                    format!("{module}::{}", segs.join("::"))
-                };
-                let marker = kernel_marker(key, &op.ident);
-                let row = rows.len();
-                let message = format!(
-                    "no {key} kernel for `{}`: {file}:{} names `{path}::{function}`, which does not exist or does not carry `#[kernel({key})]`",
-                    op.qualified_name(),
-                    op.entry.line
-                );
-                let label = format!("`{path}::{function}` with `#[kernel({key})]` expected");
-                rows.push(format!(
-                    "row!(__Row{row}, {marker}, {path}, {message:?}, {label:?});"
-                ));
-            }
-        }
-    }
-    if rows.is_empty() {
-        return format!(
-            "// @generated by opforge-codegen from {file} — do not edit.\n\
-             // No `dispatch:` row names a kernel of this crate: nothing to check.\n"
-        );
-    }
-    format!(
-        "// @generated by opforge-codegen from {file} — do not edit.\n\
-         // Every kernel `dispatch:` names exists and carries #[kernel] for its operator and key.\n\n\
-         #[doc(hidden)]\n\
-         #[allow(non_upper_case_globals, non_camel_case_types, dead_code)]\n\
-         mod __opforge_kernel_checks {{\n\
-         /// What a row finds when the kernel's marker is missing.\n\
-         struct NoKernel;\n\n\
-         /// One `dispatch:` row: the marker `#[kernel]` leaves beside the\n\
-         /// kernel, looked up through a glob import of the kernel's module,\n\
-         /// shadows the fallback of the same name defined here; without it\n\
-         /// the fallback fails the row's trait, whose message names the row.\n\
-         macro_rules! row {{\n    \
-             ($row:ident, $marker:ident, $($module:ident)::+, $message:literal, $label:literal) => {{\n        \
-                 #[diagnostic::on_unimplemented(message = $message, label = $label)]\n        \
-                 trait $row {{}}\n        \
-                 #[diagnostic::do_not_recommend]\n        \
-                 impl $row for () {{}}\n        \
-                 const $marker: NoKernel = NoKernel;\n        \
-                 const _: () = {{\n            \
-                     #[allow(unused_imports)]\n            \
-                     use $($module)::+::*;\n            \
-                     fn check<T: $row>(_: T) {{}}\n            \
-                     fn row() {{\n                \
-                         check($marker)\n            \
-                     }}\n        \
-                 }};\n    \
-             }};\n\
-         }}\n\n\
-         {}\n\
-         }}\n",
-        rows.join("\n")
-    )
-}
-
-/// The override-coverage table for tests: every guarded function of the typed API
-/// (every `ops::` function, every `torch::` function, every `Tensor` method of
-/// the runtime), with the name of the `func` its guard hands to handlers
-/// (`aten.add.Tensor`, `torch.add`, `torch.Tensor.add`) and a call that puts one
-/// given tensor in every tensor slot and plain values elsewhere. The tests crate
-/// generates it for itself: it is not part of the runtime.
-pub fn coverage(plan: &Plan) -> Result<String, Diagnostics> {
-    let bindings: std::collections::HashSet<&str> =
-        plan.bindings.iter().map(|b| b.name.as_str()).collect();
-    let mut entries = Vec::new();
-    let mut diags = Vec::new();
-    for (i, op) in plan.ops.iter().enumerate() {
-        if let Err(d) = signature(plan, i) {
-            diags.push(d);
-            continue;
-        }
-        let f = op.schema();
-        let all = &f.arguments.all;
-        let handle = op_handle_name(op);
-        let id = ident(&op.ident);
-        let vals = all.iter().map(coverage_value);
-        entries.push(coverage_entry(
-            &format!("ops::{}", op.ident),
-            &handle,
-            all.iter().filter(|a| a.ty.is_tensor_like()).count(),
-            quote!(::opforge::ops::#id(#(#vals),*)),
-        ));
-        let name = ident(&op.api_name);
-        let keep = kept(f);
-        let self_index = f.arguments.self_index();
-        let expected = |api: &str| {
-            if !bindings.contains(api) {
-                handle.clone()
-            } else if let Some(rest) = api.strip_prefix("Tensor.") {
-                format!("torch.Tensor.{rest}")
-            } else {
-                api.to_string()
-            }
-        };
-        if op.entry.variants.function {
-            let kept_args: Vec<&Argument> = all[..keep].iter().collect();
-            let vals = kept_args.iter().map(|a| coverage_value(a));
-            entries.push(coverage_entry(
-                &format!("torch::{}", op.api_name),
-                &expected(&api_name(op, false)),
-                kept_args.iter().filter(|a| a.ty.is_tensor_like()).count(),
-                quote!(::opforge::torch::#name(#(#vals),*)),
-            ));
-        }
-        if op.entry.variants.method {
-            if let Some(si) = self_index {
-                let receiver = if all[si].is_write() {
-                    quote!(&mut t.clone())
-                } else {
-                    quote!(t)
-                };
-                let kept_args: Vec<&Argument> = all
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| *i < keep && *i != si)
-                    .map(|(_, a)| a)
-                    .collect();
-                let vals = kept_args.iter().map(|a| coverage_value(a));
-                entries.push(coverage_entry(
-                    &format!("Tensor::{}", op.api_name),
-                    &expected(&api_name(op, true)),
-                    1 + kept_args.iter().filter(|a| a.ty.is_tensor_like()).count(),
-                    quote!(::opforge::Tensor::#name(#receiver, #(#vals),*)),
-                ));
-            }
-        }
-    }
-    if !diags.is_empty() {
-        return Err(Diagnostics(diags));
-    }
-    let n = entries.len();
-    let tokens = quote! {
-        /// One generated function that goes through the function-level protocol.
-        pub struct Entry {
-            /// Its Rust path (`ops::add_Tensor`, `torch::add`, `Tensor::add`).
-            pub path: &'static str,
-            /// `resolve_name` of the `func` its guard passes to handlers.
-            pub func: &'static str,
-            /// How many tensor slots it has (none: only a mode sees the call).
-            pub tensor_slots: usize,
-            /// Calls it with the given tensor in every tensor slot.
-            pub call: fn(&::opforge::Tensor) -> ::opforge::Result<()>,
-        }
-
-        /// One entry per guarded function.
-        #[allow(clippy::all)]
-        pub static ENTRIES: [Entry; #n] = [#(#entries),*];
-    };
-    Ok(crate::emit::format(plan, tokens))
-}
-
-/// `resolve_name` of an operator handle: `aten.add.Tensor`, `aten.abs.default`.
-fn op_handle_name(op: &PlannedOp) -> String {
-    let n = &op.schema().name;
-    let overload = if n.overload.is_empty() {
-        "default"
-    } else {
-        &n.overload
-    };
-    format!("{}.{}.{overload}", n.namespace(), n.name)
-}
-
-fn coverage_entry(path: &str, func: &str, tensor_slots: usize, call: TokenStream) -> TokenStream {
-    quote! {
-        Entry {
-            path: #path,
-            func: #func,
-            tensor_slots: #tensor_slots,
-            call: |t: &::opforge::Tensor| #call.map(|_| ()),
-        }
-    }
-}
-
-/// A value for one argument in a coverage call: the tensor `t` in every tensor
-/// slot, plain values elsewhere (`None` for optionals, empty lists, zeros).
-fn coverage_value(a: &Argument) -> TokenStream {
-    fn value(ty: &Type, write: bool, default: Option<&DefaultValue>) -> TokenStream {
-        match ty {
-            Type::Base(BaseType::Tensor) if write => quote!(&mut t.clone()),
-            Type::Base(BaseType::Tensor) => quote!(t),
-            Type::Optional(inner) if inner.is_tensor_like() => {
-                let v = value(inner, write, None);
-                quote!(Some(#v))
-            }
-            Type::Optional(_) => quote!(None),
-            Type::List { elem, .. } => match elem.as_ref() {
-                Type::Base(BaseType::Tensor) => quote!(::std::slice::from_ref(t)),
-                Type::Optional(e) if e.is_base(BaseType::Tensor) => quote!(&[Some(t.clone())]),
-                _ => quote!(&[]),
-            },
-            Type::Base(BaseType::Int | BaseType::SymInt | BaseType::DeviceIndex) => quote!(0i64),
-            Type::Base(BaseType::Float) => quote!(1.0f64),
-            Type::Base(BaseType::Bool | BaseType::SymBool) => quote!(false),
-            Type::Base(BaseType::Str) => match default {
-                Some(DefaultValue::Str(s)) => quote!(#s),
-                _ => quote!("mean"),
-            },
-            Type::Base(BaseType::Scalar) => quote!(::opforge::Scalar::Int(1)),
-            Type::Base(BaseType::ScalarType) => quote!(::opforge::DType::Float32),
-            Type::Base(BaseType::Layout) => quote!(::opforge::Layout::Strided),
-            Type::Base(BaseType::Device) => quote!(::opforge::Device::Cpu),
-            Type::Base(BaseType::MemoryFormat) => quote!(::opforge::MemoryFormat::Contiguous),
-            Type::Base(BaseType::Generator) => {
-                quote!(&::opforge::Generator::new(::opforge::Device::Cpu))
-            }
-            Type::Base(BaseType::Stream) => {
-                quote!(::opforge::Stream::default_for(::opforge::Device::Cpu))
-            }
-            Type::Base(BaseType::QScheme) => quote!(::opforge::QScheme::PerTensorAffine),
-            Type::Base(BaseType::Storage) => quote!(&t.storage()),
-            // Operators with other types have no typed API (`signature` failed).
-            _ => quote!(compile_error!(
-                "override coverage: argument type without a value"
-            )),
-        }
-    }
-    let default = a.default.as_ref().and_then(|d| d.value.as_ref());
-    value(&a.ty, a.is_write(), default)
 }

@@ -19,7 +19,7 @@
 //! includes the file in `kernels::composite`. An operator the generator cannot
 //! write a kernel for is a diagnostic at its line.
 
-use crate::emit_api::kernel_marker;
+use crate::emit_lookup::kernel_marker;
 use crate::lower::{Generated, Plan, PlannedOp};
 use crate::rust_types::{param_type, result_type, show};
 use opforge_schema::diag::Diagnostics;

@@ -18,7 +18,9 @@ pub mod derivatives;
 pub mod emit;
 pub mod emit_api;
 pub mod emit_autograd;
+pub mod emit_coverage;
 pub mod emit_kernels;
+pub mod emit_lookup;
 pub mod kernel;
 pub mod lower;
 pub mod rust_types;
@@ -152,14 +154,14 @@ pub fn emit_all(plan: &lower::Plan, opts: &Options) -> Result<Files, Diagnostics
     Ok(vec![
         (
             "schema_macro.rs".to_string(),
-            emit_api::schema_macro(plan, opts),
+            emit_lookup::schema_macro(plan, opts),
         ),
         ("tables.rs".into(), emit::tables(plan)),
         ("at.rs".into(), api.at),
         ("api.rs".into(), api.api),
         (
             "kernel_checks.rs".into(),
-            emit_api::kernel_checks(plan, opts),
+            emit_lookup::kernel_checks(plan, opts),
         ),
         ("schema.rs".into(), all),
     ]

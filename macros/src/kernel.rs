@@ -33,7 +33,7 @@
 //! schema). The return goes through such a trait too.
 
 use crate::lookup::{self, Entry, Found};
-use opforge_codegen::emit_api::kernel_marker;
+use opforge_codegen::emit_lookup::kernel_marker;
 use opforge_codegen::rust_types::{param_type, result_type};
 use opforge_schema::model::FunctionSchema;
 use opforge_schema::names::{arg_ident, op_ident};

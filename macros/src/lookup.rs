@@ -1,7 +1,7 @@
 //! How `#[kernel]` and `#[op]` find the schema of the crate being compiled,
 //! without reading any file: every crate with a schema file generates a lookup
 //! macro, `__opforge_schema!`, with one arm per operator (see
-//! `opforge_codegen::emit_api::schema_macro`). The attribute expands to a call of
+//! `opforge_codegen::emit_lookup::schema_macro`). The attribute expands to a call of
 //! that macro with a *callback* (`kernel_impl!`, `op_impl!`) and its own tokens;
 //! the arm for the operator calls the callback with the schema, its place in the
 //! file and its `dispatch:` rows, and the callback does the checks and the
