@@ -570,7 +570,7 @@ impl Tensor {
     pub fn is_sole_owner(&self) -> bool {
         Arc::strong_count(&self.0) == 1
             && Arc::weak_count(&self.0) == 0
-            && self.with_geometry(|g| Arc::strong_count(&g.storage.0) == 1)
+            && self.with_geometry(|g| g.storage.handle_count() == 1)
     }
 
     /// The [`AUTOGRAD_KEYS`] follow the tensor: present while it requires
