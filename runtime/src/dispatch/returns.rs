@@ -168,7 +168,7 @@ fn convert(ty: &Ty, v: Value) -> Option<Value> {
 #[cold]
 fn count_error(op: &Operator, source: &str, n: usize) -> Error {
     let name = op.qualified_name();
-    let schema = super::qualified_schema(op.schema);
+    let schema = super::registry::qualified_schema(op.schema);
     let m = op.schema.returns.len();
     let values = if n == 1 { "value" } else { "values" };
     if m == 0 {
@@ -200,7 +200,7 @@ fn type_error(op: &Operator, source: &str, i: usize, ty: &Ty, v: &Value) -> Erro
             "Unable to cast {shown} to {base}: return {i} of {} (the kernel registered at {source}) is a {}, and the schema returns `{ty}` there: {}",
             op.qualified_name(),
             v.type_name(),
-            super::qualified_schema(op.schema)
+            super::registry::qualified_schema(op.schema)
         )
         .into(),
     )

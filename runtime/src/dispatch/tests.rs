@@ -1,6 +1,10 @@
+use super::registry::link_fallbacks;
 use super::*;
+use crate::error::{Error, Result};
 use crate::tables::{BaseType, OpSchema, RetSchema, SchemaKind, Ty};
 use crate::tensor::{DType, Device, Tensor};
+use crate::value::Value;
+use std::sync::atomic::Ordering;
 
 /// An operator whose kernels answer with their name ([`tag`]).
 fn schema(name: &'static str) -> &'static OpSchema {
