@@ -1,70 +1,17 @@
 //! A kernel: its boxed entry, its unboxed (typed) entry, and the
 //! reference a call holds while it runs one ([`KernelRef`]).
 
+use super::{Boxed, Kernel, KernelRef, Operator, TypedFallback, Unboxed};
+
 use super::linked::KernelEntry;
-use super::Operator;
-use super::{adapter, returns, typed};
+use super::returns;
 use crate::error::Result;
 use crate::keys::KeySet;
 use crate::tables::OpSchema;
 use crate::value::Value;
 use arc_swap::ArcSwapOption;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-
-/// A boxed kernel: arguments in, results out. `op` and `keys` allow redispatch
-/// (`op.redispatch(keys.below(key), args)`).
-pub type BoxedFn = fn(op: &Operator, keys: KeySet, args: &[Value]) -> Result<Vec<Value>>;
-
-/// A kernel for a run-time defined operator (a closure).
-pub type DynBoxedFn =
-    std::sync::Arc<dyn Fn(&Operator, KeySet, &[Value]) -> Result<Vec<Value>> + Send + Sync>;
-
-/// The boxed entry point of a kernel.
-#[derive(Clone)]
-pub(super) enum Boxed {
-    /// A link-time registration (`#[kernel]`, the generated kernels): its
-    /// function behind its signature's adapter.
-    Entry(adapter::Entry),
-    /// A plain function.
-    Fn(BoxedFn),
-    /// A closure (kernels defined at run time).
-    Dyn(DynBoxedFn),
-    /// Skip this key: continue with the next lower key.
-    Fallthrough,
-}
-
-/// A kernel's unboxed entry point: a function pointer together with the
-/// identity of its type. A typed call gets the pointer back only as the exact
-/// type it was made from ([`Unboxed::get`]), so a kernel registered for one
-/// schema can never be called through another schema's signature.
-///
-/// ```
-/// use opforge::dispatch::Unboxed;
-/// fn double(x: i64) -> i64 { 2 * x }
-/// let u = Unboxed::new(double as fn(i64) -> i64);
-/// assert_eq!(u.get::<fn(i64) -> i64>().map(|f| f(21)), Some(42));
-/// assert!(u.get::<fn(f64) -> f64>().is_none()); // another type: refused
-/// ```
-///
-/// Only pointer-sized values fit:
-///
-/// ```compile_fail
-/// opforge::dispatch::Unboxed::new([0u64; 2]);
-/// ```
-///
-/// and only values that may cross threads (the dispatcher is shared):
-///
-/// ```compile_fail
-/// opforge::dispatch::Unboxed::new(std::ptr::null::<u8>());
-/// ```
-#[derive(Clone, Copy)]
-pub struct Unboxed {
-    pub(super) ty: std::any::TypeId,
-    /// The bytes of a value of type `ty` (a function pointer): written by
-    /// [`Unboxed::new`], read back only by [`Unboxed::get`] with that type.
-    pub(super) bits: std::mem::MaybeUninit<*const ()>,
-}
+use std::sync::{Mutex, OnceLock};
 
 // SAFETY: `bits` holds a value of a type that is `Send` (a bound of
 // `Unboxed::new`, the only constructor; the fields are private) and is only ever
@@ -110,41 +57,6 @@ impl Unboxed {
         }
     }
 }
-
-/// One registered kernel: a boxed entry point (values in, values out), and for
-/// kernels registered with `#[kernel]` / `#[op]` an unboxed one typed by the
-/// operator's schema. Made by [`Kernel::from_closure`] and
-/// [`Kernel::fallthrough`] (or by the registration macros).
-///
-/// ```
-/// use opforge::dispatch::Kernel;
-/// use opforge::Value;
-/// let k = Kernel::from_closure("here", |_op, _keys, args: &[Value]| Ok(args.to_vec()));
-/// assert_eq!(k.source(), "here");
-/// assert!(!k.is_fallthrough() && !k.has_unboxed());
-/// ```
-#[derive(Clone)]
-pub struct Kernel {
-    pub(super) boxed: Boxed,
-    /// Interned per link-time entry ([`interned_unboxed`]): never freed, so the
-    /// typed fast path can hold it without keeping the kernel alive.
-    pub(super) unboxed: Option<&'static Unboxed>,
-    /// The schema the kernel was written for (typed kernels): registration
-    /// refuses it for an operator with another schema.
-    pub(super) schema: Option<&'static str>,
-    /// For a fallback that can take a typed call with its arguments unboxed.
-    pub(super) typed_fallback: Option<TypedFallback>,
-    /// For a fallback: the operators it leaves alone (for them the key is
-    /// skipped, as if each had a fallthrough kernel there).
-    pub(super) leaves_alone: Option<fn(&OpSchema) -> bool>,
-    pub(super) source: String,
-}
-
-/// A fallback kernel's entry for typed calls: the operator, the arguments' keys,
-/// and the arguments (boxed only on request, see [`typed::TypedArgs`]); the
-/// result as one value.
-pub type TypedFallback =
-    fn(op: &'static Operator, arg_keys: KeySet, args: &mut typed::TypedArgs<'_>) -> Result<Value>;
 
 impl Kernel {
     /// A fallthrough kernel.
@@ -274,24 +186,6 @@ pub(super) fn interned_unboxed(e: &'static KernelEntry) -> Option<&'static Unbox
         .entry(e as *const KernelEntry as usize)
         .or_insert_with(|| (e.entry.unboxed)(e.entry.func).map(|u| &*Box::leak(Box::new(u))))
 }
-
-/// A kernel picked for a call ([`Operator::kernel`]), kept alive while this
-/// lives: a kernel replaced or removed meanwhile (by [`Operator::override_kernel`]
-/// or [`Operator::remove_kernel`]) is freed when the last `KernelRef` to it is
-/// dropped. Cheap to take (no reference-count traffic between threads, up to a
-/// few held at once per thread); hold it for a call, not for longer.
-///
-/// ```
-/// use opforge::dispatch::{dispatcher, DispatchKey};
-/// use opforge::Tensor;
-/// let neg = dispatcher().find("aten::neg").unwrap();
-/// let t = Tensor::from_vec(vec![1.0f32], &[1])?;
-/// let (k, key) = neg.kernel(t.key_set())?;
-/// assert_eq!(key, DispatchKey::CPU);
-/// assert!(k.has_unboxed() && k.source().contains(".rs:"));
-/// # Ok::<(), opforge::Error>(())
-/// ```
-pub struct KernelRef(arc_swap::Guard<Option<Arc<Kernel>>>);
 
 impl KernelRef {
     /// The kernel in `slot`, if it has one.

@@ -1,75 +1,17 @@
 //! An [`Operator`]: its schema, one kernel slot per dispatch key, how a
 //! registration fills the slots and how a call picks one.
 
-use super::registry::{qualified_schema, same_schema, take_pending, Fallbacks};
-use super::{dispatcher, Unboxed};
-use super::{Kernel, KernelRef, PENDING};
+use super::{dispatcher, Attached, Fallbacks, Kernel, KernelRef, Operator, Unboxed, PENDING};
+
+use super::registry::{qualified_schema, same_schema, take_pending};
 use crate::error::{DuplicateKernel, Error, NoKernel, Result};
 use crate::keys::LocalKeys;
-use crate::keys::{DispatchKey, KeySet, RUNTIME_KEYS};
+use crate::keys::{DispatchKey, KeySet};
 use crate::tables::OpSchema;
 use crate::value::Value;
 use arc_swap::ArcSwapOption;
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-
-/// One operator overload in the dispatcher: its schema and a kernel slot per
-/// dispatch key. A call picks the highest key of its arguments' key set that
-/// has a kernel.
-///
-/// ```
-/// use opforge::dispatch::{dispatcher, DispatchKey, Kernel};
-/// use opforge::{Tensor, Value};
-/// let op = dispatcher().find("aten::neg").unwrap();
-/// assert_eq!(op.schema.schema, "neg(Tensor self) -> Tensor");
-/// let t = Tensor::from_vec(vec![-1.0f32], &[1])?;
-/// let (_, key) = op.kernel(t.key_set())?; // where a call with `t` goes
-/// assert_eq!(key, DispatchKey::CPU);
-/// let out = op.call_boxed(&[Value::Tensor(t)])?;
-/// assert_eq!(out[0].as_tensor().unwrap().to_vec::<f32>()?, vec![1.0]);
-/// // A second kernel for a key is an error; replacing one is explicit.
-/// let k = || Kernel::from_closure("doc", |_, _, args: &[Value]| Ok(args.to_vec()));
-/// assert!(op.register(DispatchKey::CPU, k()).is_err());
-/// # Ok::<(), opforge::Error>(())
-/// ```
-pub struct Operator {
-    /// Its schema.
-    pub schema: &'static OpSchema,
-    /// Registrations per key (runtime and alias keys).
-    pub(super) registered: Mutex<Vec<(DispatchKey, Arc<Kernel>)>>,
-    /// Resolved kernel per runtime key (index = `DispatchKey::slot`): empty if
-    /// the key never had one; meaningful only where `active` has the key (see
-    /// [`Operator::resolve`]). A call holds what it loads from here while it
-    /// runs ([`KernelRef`]); a kernel stored over is freed after the last call
-    /// that loaded it.
-    pub(super) table: [ArcSwapOption<Kernel>; RUNTIME_KEYS],
-    /// The unboxed entry of the kernel in `table` at the same index, or null
-    /// if it has none: what a typed call reads (one atomic load, no reference
-    /// held). Entries are interned and never freed ([`interned_unboxed`]).
-    pub(super) fast: [AtomicPtr<Unboxed>; RUNTIME_KEYS],
-    /// Runtime keys whose resolved kernel is a real kernel (not fallthrough / none).
-    pub(super) active: AtomicU32,
-    /// For an operator defined with [`Dispatcher::define`](super::Dispatcher::define) (`torch.library` or
-    /// `#[op]`): where it was defined. Such operators get PyTorch's custom-op
-    /// message when a meta call finds no kernel.
-    pub(super) defined_at: Option<String>,
-    /// For an operator a crate's own schema file declares: where.
-    pub(super) declared_at: Option<String>,
-    /// Per-layer data, one slot per runtime key: each layer above the
-    /// dispatcher (a module and a dispatch key: the override protocols at
-    /// `Python`, autograd at `Autograd`, …) keeps what it needs per operator
-    /// in the slot of its own key, made once, typed by what it holds.
-    pub(super) layers: [OnceLock<Attached>; RUNTIME_KEYS],
-    /// A registration conflict involving this operator: every call returns it.
-    pub(super) poison: OnceLock<Error>,
-}
-
-/// A layer's data on an operator, with its type: asking for it as its own type
-/// is one comparison (the protocols ask on every call a mode sees).
-pub(super) struct Attached {
-    pub(super) type_id: std::any::TypeId,
-    pub(super) data: &'static (dyn std::any::Any + Send + Sync),
-}
 
 impl Attached {
     pub(super) fn new<T: std::any::Any + Send + Sync>(data: &'static T) -> Attached {

@@ -2,14 +2,14 @@
 //! at run time), the link-time registrations collected into it, the
 //! fallbacks, and lookup by name.
 
-use super::kernel::Boxed;
+use super::{dispatcher, Boxed, Dispatcher, Fallbacks, Kernel, Operator, PENDING};
+
 use super::linked::{self, Library};
-use super::{Kernel, Operator, PENDING};
 use crate::error::{DuplicateKernel, Error, Result};
-use crate::keys::{DispatchKey, RUNTIME_KEYS};
+use crate::keys::DispatchKey;
 use crate::tables::OpSchema;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 
 /// `ns::name.overload(...) -> ...`: a schema with its namespace.
 pub(super) fn qualified_schema(s: &OpSchema) -> String {
@@ -105,9 +105,6 @@ pub(super) fn find_dynamic(dynamic: &[&'static Operator], name: &str) -> Option<
         .find(|op| op.schema.namespace == ns && op.schema.name == rest)
 }
 
-/// Global fallback kernels per runtime key.
-pub(super) type Fallbacks = [Option<Arc<Kernel>>; RUNTIME_KEYS];
-
 /// The fallbacks linked into the program, by key; an unknown key or a second
 /// fallback for a key is an error naming the registrations.
 pub(super) fn link_fallbacks(
@@ -155,52 +152,6 @@ pub(super) fn link_fallbacks(
         *slot = Some(Arc::new(kernel));
     }
     fallbacks
-}
-
-/// The process-wide dispatcher: the operators of the generated tables (indexed by
-/// `OpId`), those of crates with schema files of their own, and those defined
-/// at run time; built on first use, with every kernel linked into the program.
-///
-/// ```
-/// use opforge::dispatch::{dispatcher, DispatchKey};
-/// use opforge::OpId;
-/// let d = dispatcher();
-/// assert!(d.registration_errors().is_empty());
-/// let neg = d.op(OpId::neg); // by id (what the typed API uses)
-/// assert!(std::ptr::eq(neg, d.find("aten::neg").unwrap())); // or by name
-/// assert!(d.overloads("aten", "add").iter().any(|op| op.schema.name == "add.Scalar"));
-/// assert!(neg.registered_keys().contains(&DispatchKey::CPU));
-/// ```
-pub struct Dispatcher {
-    pub(super) builtin: &'static [Operator],
-    pub(super) dynamic: RwLock<Vec<&'static Operator>>,
-    pub(super) fallbacks: RwLock<Fallbacks>,
-    /// Problems found while collecting link-time registrations (duplicates,
-    /// unknown operators or keys); reported by [`Dispatcher::registration_errors`].
-    pub(super) errors: Vec<Error>,
-}
-
-static DISPATCHER: OnceLock<Dispatcher> = OnceLock::new();
-
-/// The dispatcher, built on first use from the generated tables and every
-/// `#[kernel]` registration linked into the program.
-///
-/// ```
-/// use opforge::dispatch::dispatcher;
-/// use opforge::{Tensor, Value};
-/// // Look an operator up by name and call it boxed: one value per argument,
-/// // in schema order; one value per return.
-/// let neg = dispatcher().find("aten::neg").expect("a built-in operator");
-/// let x = Tensor::from_vec(vec![1.0f32, -2.0], &[2])?;
-/// let out = neg.call_boxed(&[Value::Tensor(x)])?;
-/// let [Value::Tensor(y)] = &out[..] else { unreachable!() };
-/// assert_eq!(y.to_vec::<f32>()?, [-1.0, 2.0]);
-/// // A name nobody registered is not found (`library::call` says why).
-/// assert!(dispatcher().find("mylib::clip_norm").is_none());
-/// # Ok::<(), opforge::Error>(())
-/// ```
-pub fn dispatcher() -> &'static Dispatcher {
-    DISPATCHER.get_or_init(Dispatcher::build)
 }
 
 impl Dispatcher {
