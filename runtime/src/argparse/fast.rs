@@ -11,7 +11,7 @@
 
 use super::parse::{self, tag, ABSENT, KW};
 use super::signature::{FunctionSignature, ParamDefault, ParamKind};
-use super::{is_factory, is_wrapped_number, ParamTarget};
+use super::target::{is_factory, is_wrapped_number, ParamTarget};
 use crate::bind::{coerce, default_value};
 use crate::tables::{OpSchema, Ty};
 use crate::value::Value;

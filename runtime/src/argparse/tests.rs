@@ -1,3 +1,4 @@
+use super::table::SHAPES;
 use super::*;
 use crate::Tensor;
 
