@@ -249,165 +249,34 @@ fn run(
         edges: root_edges,
         grads: root_grads,
     } = roots;
-
-    // The reachable nodes.
-    let mut index = NodeIndex::default();
-    let mut infos: SmallVec<[Info<'_>; 8]> = SmallVec::new();
-    let mut stack: SmallVec<[&Arc<Node>; 8]> = SmallVec::new();
-    {
-        // Adds `n` to the table unless it is there; `true` if it was not.
-        fn visit<'a>(
-            n: &'a Arc<Node>,
-            index: &mut NodeIndex,
-            infos: &mut SmallVec<[Info<'a>; 8]>,
-            needed: bool,
-        ) -> bool {
-            let fresh = index.insert(node_id(n), infos.len());
-            if fresh {
-                infos.push(Info {
-                    node: n,
-                    deps: 0,
-                    needed,
-                    target: false,
-                    buffer: Grads::from_elem(None, n.num_inputs()),
-                    seeded: false,
-                });
-            }
-            fresh
-        }
-        let needed = targets.is_none();
-        for e in &root_edges {
-            if visit(&e.node, &mut index, &mut infos, needed) {
-                stack.push(&e.node);
-            }
-        }
-        while let Some(n) = stack.pop() {
-            for e in n.next_edges().iter().flatten() {
-                if visit(&e.node, &mut index, &mut infos, needed) {
-                    stack.push(&e.node);
-                }
-            }
-        }
-    }
-    let idx = |n: &Arc<Node>| index.get(node_id(n));
-    // Each node's next nodes, as indices (`None`: no edge): node `i`'s are
-    // `next_all[starts[i]..starts[i + 1]]`.
-    let mut starts: SmallVec<[usize; 9]> = SmallVec::with_capacity(infos.len() + 1);
-    let mut next_all: SmallVec<[Option<usize>; 16]> = SmallVec::new();
-    // Pushed one by one: `extend`'s reserve and size hints cost more than
-    // a node's one or two edges.
-    for n in &infos {
-        starts.push(next_all.len());
-        for e in n.node.next_edges() {
-            next_all.push(e.as_ref().and_then(|e| idx(&e.node)));
-        }
-    }
-    starts.push(next_all.len());
+    let mut found = reach(&root_edges, targets.is_none());
+    let next = NextNodes::of(&found);
     // The tables are built: from here on they are read and written as
     // slices (each index into a `SmallVec` first tests whether it spilled,
     // and the pass indexes them a few hundred times).
-    let infos: &mut [Info<'_>] = &mut infos;
-    let (starts, next_all): (&[usize], &[Option<usize>]) = (&starts, &next_all);
-    let next = |i: usize| &next_all[starts[i]..starts[i + 1]];
-
-    // Which nodes run: those on a path to a target (found in reverse
-    // topological order).
+    let mut pass = Pass {
+        infos: &mut found.infos,
+        next: next.as_slices(),
+    };
     if let Some(targets) = targets {
-        for t in targets {
-            if let Some(i) = idx(&t.node) {
-                infos[i].target = true;
-            }
-        }
-        let mut indeg = vec![0usize; infos.len()];
-        for j in next_all.iter().copied().flatten() {
-            indeg[j] += 1;
-        }
-        let mut order = Vec::with_capacity(infos.len());
-        let mut queue: Vec<usize> = (0..infos.len()).filter(|&i| indeg[i] == 0).collect();
-        while let Some(i) = queue.pop() {
-            order.push(i);
-            for j in next(i).iter().copied().flatten() {
-                indeg[j] -= 1;
-                if indeg[j] == 0 {
-                    queue.push(j);
-                }
-            }
-        }
-        for &i in order.iter().rev() {
-            let needed = next(i)
-                .iter()
-                .copied()
-                .flatten()
-                .any(|j| infos[j].needed || infos[j].target);
-            infos[i].needed = needed;
-        }
+        pass.mark_needed(&found.index, targets);
     }
-
-    // Dependencies along the edges of the nodes that run.
-    for i in 0..infos.len() {
-        if !infos[i].needed {
-            continue;
-        }
-        for j in next(i).iter().copied().flatten() {
-            if infos[j].active() {
-                infos[j].deps += 1;
-            }
-        }
-    }
-
-    // The roots' gradients.
-    for (e, g) in root_edges.iter().zip(root_grads) {
-        let Some(i) = idx(&e.node) else { continue };
-        if !infos[i].active() {
-            continue;
-        }
-        infos[i].seeded = true;
-        if let Some(slot) = infos[i].buffer.get_mut(e.input_nr as usize) {
-            add_into(slot, g)?;
-        }
-    }
-    let mut ready = Ready::default();
-    for (i, n) in infos.iter().enumerate() {
-        if n.seeded && n.deps == 0 {
-            ready.push((n.node.sequence_nr(), i));
-        }
-    }
+    pass.count_dependencies();
+    let mut ready = pass.seed(&found.index, &root_edges, root_grads)?;
 
     let mut captured: Vec<Option<Tensor>> = vec![None; targets.map_or(0, <[Edge]>::len)];
     while let Some((_, i)) = ready.pop() {
-        let node = infos[i].node;
-        let mut grads = std::mem::take(&mut infos[i].buffer);
-
-        // Hooks on the gradients arriving here, then retained gradients
-        // (most nodes have neither).
+        let node = pass.infos[i].node;
+        let mut grads = std::mem::take(&mut pass.infos[i].buffer);
         if node.has_extras() {
-            for (input, hook) in node.pre_hooks() {
-                if let Some(g) = grads.get_mut(input as usize) {
-                    if let Some(cur) = g.as_ref() {
-                        if let Some(new) = hook(cur)? {
-                            *g = Some(new);
-                        }
-                    }
-                }
-            }
-            for (input, t) in node.retained() {
-                if let (Some(Some(g)), Some(t)) = (grads.get(input as usize), t.upgrade()) {
-                    retain_grad(&t, g)?;
-                }
-            }
+            before_node(node, &mut grads)?;
         }
         if let Some(targets) = targets {
-            for (k, t) in targets.iter().enumerate() {
-                if Arc::ptr_eq(&t.node, node) {
-                    captured[k] = grads.get(t.input_nr as usize).cloned().flatten();
-                }
-            }
+            capture(targets, node, &grads, &mut captured);
         }
-        if !infos[i].needed {
+        if !pass.infos[i].needed {
             continue;
         }
-
-        let edges = next(i);
         if let Some(leaf) = node.accumulates() {
             // A leaf no handle reaches any more has no `.grad` to read.
             if let (Some(g), Some(leaf)) = (grads.into_iter().next().flatten(), leaf.upgrade()) {
@@ -416,29 +285,218 @@ fn run(
             }
             continue;
         }
-        let outputs = {
-            // Which gradients are wanted, on the stack for up to four edges.
-            let wanted = |j: &Option<usize>| j.is_some_and(|j| infos[j].active());
-            let mut few = [false; 4];
-            let many: Vec<bool>;
-            let needed: &[bool] = match edges.len() {
-                n if n <= few.len() => {
-                    for (k, j) in edges.iter().enumerate() {
-                        few[k] = wanted(j);
-                    }
-                    &few[..n]
-                }
-                _ => {
-                    many = edges.iter().map(wanted).collect();
-                    &many
-                }
-            };
-            let ctx = BackwardCtx {
+        let outputs = pass.call_backward(i, grads, keep_graph)?;
+        pass.send(i, outputs, &mut ready)?;
+    }
+    Ok(captured)
+}
+
+/// The nodes a pass reaches from its roots, in the order found, and where
+/// each is in that table.
+struct Reached<'a> {
+    infos: SmallVec<[Info<'a>; 8]>,
+    index: NodeIndex,
+}
+
+/// Step 1: the nodes reachable from `root_edges`, each `needed` (run) when
+/// `everything` runs; with targets, [`Pass::mark_needed`] decides.
+fn reach(root_edges: &[Edge], everything: bool) -> Reached<'_> {
+    // Adds `n` to the table unless it is there; `true` if it was not.
+    fn visit<'a>(n: &'a Arc<Node>, found: &mut Reached<'a>, needed: bool) -> bool {
+        let fresh = found.index.insert(node_id(n), found.infos.len());
+        if fresh {
+            found.infos.push(Info {
+                node: n,
+                deps: 0,
                 needed,
-                input_meta: node.input_metas(),
+                target: false,
+                buffer: Grads::from_elem(None, n.num_inputs()),
+                seeded: false,
+            });
+        }
+        fresh
+    }
+    let mut found = Reached {
+        infos: SmallVec::new(),
+        index: NodeIndex::default(),
+    };
+    let mut stack: SmallVec<[&Arc<Node>; 8]> = SmallVec::new();
+    for e in root_edges {
+        if visit(&e.node, &mut found, everything) {
+            stack.push(&e.node);
+        }
+    }
+    while let Some(n) = stack.pop() {
+        for e in n.next_edges().iter().flatten() {
+            if visit(&e.node, &mut found, everything) {
+                stack.push(&e.node);
+            }
+        }
+    }
+    found
+}
+
+/// Step 2: each reached node's next nodes, as indices into the table
+/// (`None`: no edge): node `i`'s are `all[starts[i]..starts[i + 1]]`.
+struct NextNodes {
+    starts: SmallVec<[usize; 9]>,
+    all: SmallVec<[Option<usize>; 16]>,
+}
+
+impl NextNodes {
+    fn of(found: &Reached<'_>) -> NextNodes {
+        let mut starts: SmallVec<[usize; 9]> = SmallVec::with_capacity(found.infos.len() + 1);
+        let mut all: SmallVec<[Option<usize>; 16]> = SmallVec::new();
+        // Pushed one by one: `extend`'s reserve and size hints cost more than
+        // a node's one or two edges.
+        for n in &found.infos {
+            starts.push(all.len());
+            for e in n.node.next_edges() {
+                all.push(e.as_ref().and_then(|e| found.index.get(node_id(&e.node))));
+            }
+        }
+        starts.push(all.len());
+        NextNodes { starts, all }
+    }
+
+    fn as_slices(&self) -> NextSlices<'_> {
+        NextSlices {
+            starts: &self.starts,
+            all: &self.all,
+        }
+    }
+}
+
+/// [`NextNodes`] read as slices.
+#[derive(Clone, Copy)]
+struct NextSlices<'t> {
+    starts: &'t [usize],
+    all: &'t [Option<usize>],
+}
+
+impl<'t> NextSlices<'t> {
+    /// Node `i`'s next nodes.
+    #[inline]
+    fn of(self, i: usize) -> &'t [Option<usize>] {
+        &self.all[self.starts[i]..self.starts[i + 1]]
+    }
+}
+
+/// A pass over the reached nodes: what it keeps per node and the edges
+/// between them.
+struct Pass<'p, 'a> {
+    infos: &'p mut [Info<'a>],
+    next: NextSlices<'p>,
+}
+
+impl Pass<'_, '_> {
+    /// Step 3 (with targets): the nodes that run are those on a path to a
+    /// target, found in reverse topological order.
+    fn mark_needed(&mut self, index: &NodeIndex, targets: &[Edge]) {
+        let infos = &mut *self.infos;
+        for t in targets {
+            if let Some(i) = index.get(node_id(&t.node)) {
+                infos[i].target = true;
+            }
+        }
+        let mut indeg = vec![0usize; infos.len()];
+        for j in self.next.all.iter().copied().flatten() {
+            indeg[j] += 1;
+        }
+        let mut order = Vec::with_capacity(infos.len());
+        let mut queue: Vec<usize> = (0..infos.len()).filter(|&i| indeg[i] == 0).collect();
+        while let Some(i) = queue.pop() {
+            order.push(i);
+            for j in self.next.of(i).iter().copied().flatten() {
+                indeg[j] -= 1;
+                if indeg[j] == 0 {
+                    queue.push(j);
+                }
+            }
+        }
+        for &i in order.iter().rev() {
+            let needed = self
+                .next
+                .of(i)
+                .iter()
+                .copied()
+                .flatten()
+                .any(|j| infos[j].needed || infos[j].target);
+            infos[i].needed = needed;
+        }
+    }
+
+    /// Step 4: each node waits for one gradient along every edge from a
+    /// node that runs.
+    fn count_dependencies(&mut self) {
+        for i in 0..self.infos.len() {
+            if !self.infos[i].needed {
+                continue;
+            }
+            for j in self.next.of(i).iter().copied().flatten() {
+                if self.infos[j].active() {
+                    self.infos[j].deps += 1;
+                }
+            }
+        }
+    }
+
+    /// Step 5: the roots' gradients into their nodes' buffers; the nodes
+    /// ready to run.
+    fn seed(
+        &mut self,
+        index: &NodeIndex,
+        root_edges: &[Edge],
+        root_grads: SmallVec<[Tensor; 1]>,
+    ) -> Result<Ready> {
+        for (e, g) in root_edges.iter().zip(root_grads) {
+            let Some(i) = index.get(node_id(&e.node)) else {
+                continue;
             };
-            node.run_backward(grads, &ctx, !keep_graph)?
+            let info = &mut self.infos[i];
+            if !info.active() {
+                continue;
+            }
+            info.seeded = true;
+            if let Some(slot) = info.buffer.get_mut(e.input_nr as usize) {
+                add_into(slot, g)?;
+            }
+        }
+        let mut ready = Ready::default();
+        for (i, n) in self.infos.iter().enumerate() {
+            if n.seeded && n.deps == 0 {
+                ready.push((n.node.sequence_nr(), i));
+            }
+        }
+        Ok(ready)
+    }
+
+    /// Step 6: node `i`'s backward on the gradients that arrived, told which
+    /// of its outputs are wanted; one gradient per next edge.
+    fn call_backward(&self, i: usize, grads: Grads, keep_graph: bool) -> Result<Grads> {
+        let node = self.infos[i].node;
+        let edges = self.next.of(i);
+        // Which gradients are wanted, on the stack for up to four edges.
+        let wanted = |j: &Option<usize>| j.is_some_and(|j| self.infos[j].active());
+        let mut few = [false; 4];
+        let many: Vec<bool>;
+        let needed: &[bool] = match edges.len() {
+            n if n <= few.len() => {
+                for (k, j) in edges.iter().enumerate() {
+                    few[k] = wanted(j);
+                }
+                &few[..n]
+            }
+            _ => {
+                many = edges.iter().map(wanted).collect();
+                &many
+            }
         };
+        let ctx = BackwardCtx {
+            needed,
+            input_meta: node.input_metas(),
+        };
+        let outputs = node.run_backward(grads, &ctx, !keep_graph)?;
         if outputs.len() != edges.len() {
             return Err(runtime(format!(
                 "function {} returned an incorrect number of gradients (expected {}, got {})",
@@ -447,7 +505,17 @@ fn run(
                 outputs.len()
             )));
         }
-        for (index, ((j, e), g)) in edges
+        Ok(outputs)
+    }
+
+    /// Step 7: each gradient node `i` produced, checked against the input it
+    /// reaches (PyTorch's `validate_outputs`) and summed into its buffer; a
+    /// node whose last gradient arrived is ready.
+    fn send(&mut self, i: usize, outputs: Grads, ready: &mut Ready) -> Result<()> {
+        let node = self.infos[i].node;
+        for (index, ((j, e), g)) in self
+            .next
+            .of(i)
             .iter()
             .copied()
             .zip(node.next_edges())
@@ -455,23 +523,52 @@ fn run(
             .enumerate()
         {
             let (Some(j), Some(e)) = (j, e) else { continue };
-            if !infos[j].active() {
+            let to = &mut self.infos[j];
+            if !to.active() {
                 continue;
             }
             if let Some(g) = g {
-                // PyTorch's `validate_outputs`: against the receiving input.
                 let g = check_gradient(&e.node, e.input_nr, g, node.name(), index)?;
-                if let Some(slot) = infos[j].buffer.get_mut(e.input_nr as usize) {
+                if let Some(slot) = to.buffer.get_mut(e.input_nr as usize) {
                     add_into(slot, g)?;
                 }
             }
-            infos[j].deps -= 1;
-            if infos[j].deps == 0 {
-                ready.push((infos[j].node.sequence_nr(), j));
+            to.deps -= 1;
+            if to.deps == 0 {
+                ready.push((to.node.sequence_nr(), j));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Before a node runs: the hooks on the gradients arriving at its inputs,
+/// then the gradients retained there (only nodes that have either).
+fn before_node(node: &Node, grads: &mut Grads) -> Result<()> {
+    for (input, hook) in node.pre_hooks() {
+        if let Some(g) = grads.get_mut(input as usize) {
+            if let Some(cur) = g.as_ref() {
+                if let Some(new) = hook(cur)? {
+                    *g = Some(new);
+                }
             }
         }
     }
-    Ok(captured)
+    for (input, t) in node.retained() {
+        if let (Some(Some(g)), Some(t)) = (grads.get(input as usize), t.upgrade()) {
+            retain_grad(&t, g)?;
+        }
+    }
+    Ok(())
+}
+
+/// The gradients arriving at `node` that are targets of the pass.
+fn capture(targets: &[Edge], node: &Arc<Node>, grads: &Grads, captured: &mut [Option<Tensor>]) {
+    for (k, t) in targets.iter().enumerate() {
+        if Arc::ptr_eq(&t.node, node) {
+            captured[k] = grads.get(t.input_nr as usize).cloned().flatten();
+        }
+    }
 }
 
 /// The roots of a pass: each output's edge and its gradient (given, or ones
