@@ -249,8 +249,18 @@ fn run(
         edges: root_edges,
         grads: root_grads,
     } = roots;
-    let mut found = reach(&root_edges, targets.is_none());
-    let next = NextNodes::of(&found);
+    // Built in place: the tables keep a few nodes inline, and moving them
+    // out of a constructor would copy that storage.
+    let mut found = Reached {
+        infos: SmallVec::new(),
+        index: NodeIndex::default(),
+    };
+    found.reach(&root_edges, targets.is_none());
+    let mut next = NextNodes {
+        starts: SmallVec::new(),
+        all: SmallVec::new(),
+    };
+    next.fill(&found);
     // The tables are built: from here on they are read and written as
     // slices (each index into a `SmallVec` first tests whether it spilled,
     // and the pass indexes them a few hundred times).
@@ -262,7 +272,8 @@ fn run(
         pass.mark_needed(&found.index, targets);
     }
     pass.count_dependencies();
-    let mut ready = pass.seed(&found.index, &root_edges, root_grads)?;
+    let mut ready = Ready::default();
+    pass.seed(&found.index, &root_edges, root_grads, &mut ready)?;
 
     let mut captured: Vec<Option<Tensor>> = vec![None; targets.map_or(0, <[Edge]>::len)];
     while let Some((_, i)) = ready.pop() {
@@ -298,14 +309,32 @@ struct Reached<'a> {
     index: NodeIndex,
 }
 
-/// Step 1: the nodes reachable from `root_edges`, each `needed` (run) when
-/// `everything` runs; with targets, [`Pass::mark_needed`] decides.
-fn reach(root_edges: &[Edge], everything: bool) -> Reached<'_> {
-    // Adds `n` to the table unless it is there; `true` if it was not.
-    fn visit<'a>(n: &'a Arc<Node>, found: &mut Reached<'a>, needed: bool) -> bool {
-        let fresh = found.index.insert(node_id(n), found.infos.len());
+impl<'a> Reached<'a> {
+    /// Step 1: the nodes reachable from `root_edges`, each `needed` (run)
+    /// when `everything` runs; with targets, [`Pass::mark_needed`] decides.
+    #[inline]
+    fn reach(&mut self, root_edges: &'a [Edge], everything: bool) {
+        let mut stack: SmallVec<[&Arc<Node>; 8]> = SmallVec::new();
+        for e in root_edges {
+            if self.visit(&e.node, everything) {
+                stack.push(&e.node);
+            }
+        }
+        while let Some(n) = stack.pop() {
+            for e in n.next_edges().iter().flatten() {
+                if self.visit(&e.node, everything) {
+                    stack.push(&e.node);
+                }
+            }
+        }
+    }
+
+    /// Adds `n` to the table unless it is there; `true` if it was not.
+    #[inline]
+    fn visit(&mut self, n: &'a Arc<Node>, needed: bool) -> bool {
+        let fresh = self.index.insert(node_id(n), self.infos.len());
         if fresh {
-            found.infos.push(Info {
+            self.infos.push(Info {
                 node: n,
                 deps: 0,
                 needed,
@@ -316,24 +345,6 @@ fn reach(root_edges: &[Edge], everything: bool) -> Reached<'_> {
         }
         fresh
     }
-    let mut found = Reached {
-        infos: SmallVec::new(),
-        index: NodeIndex::default(),
-    };
-    let mut stack: SmallVec<[&Arc<Node>; 8]> = SmallVec::new();
-    for e in root_edges {
-        if visit(&e.node, &mut found, everything) {
-            stack.push(&e.node);
-        }
-    }
-    while let Some(n) = stack.pop() {
-        for e in n.next_edges().iter().flatten() {
-            if visit(&e.node, &mut found, everything) {
-                stack.push(&e.node);
-            }
-        }
-    }
-    found
 }
 
 /// Step 2: each reached node's next nodes, as indices into the table
@@ -344,19 +355,19 @@ struct NextNodes {
 }
 
 impl NextNodes {
-    fn of(found: &Reached<'_>) -> NextNodes {
-        let mut starts: SmallVec<[usize; 9]> = SmallVec::with_capacity(found.infos.len() + 1);
-        let mut all: SmallVec<[Option<usize>; 16]> = SmallVec::new();
+    #[inline]
+    fn fill(&mut self, found: &Reached<'_>) {
+        self.starts.reserve(found.infos.len() + 1);
         // Pushed one by one: `extend`'s reserve and size hints cost more than
         // a node's one or two edges.
         for n in &found.infos {
-            starts.push(all.len());
+            self.starts.push(self.all.len());
             for e in n.node.next_edges() {
-                all.push(e.as_ref().and_then(|e| found.index.get(node_id(&e.node))));
+                self.all
+                    .push(e.as_ref().and_then(|e| found.index.get(node_id(&e.node))));
             }
         }
-        starts.push(all.len());
-        NextNodes { starts, all }
+        self.starts.push(self.all.len());
     }
 
     fn as_slices(&self) -> NextSlices<'_> {
@@ -428,6 +439,7 @@ impl Pass<'_, '_> {
 
     /// Step 4: each node waits for one gradient along every edge from a
     /// node that runs.
+    #[inline]
     fn count_dependencies(&mut self) {
         for i in 0..self.infos.len() {
             if !self.infos[i].needed {
@@ -442,13 +454,15 @@ impl Pass<'_, '_> {
     }
 
     /// Step 5: the roots' gradients into their nodes' buffers; the nodes
-    /// ready to run.
+    /// ready to run into `ready`.
+    #[inline]
     fn seed(
         &mut self,
         index: &NodeIndex,
         root_edges: &[Edge],
         root_grads: SmallVec<[Tensor; 1]>,
-    ) -> Result<Ready> {
+        ready: &mut Ready,
+    ) -> Result<()> {
         for (e, g) in root_edges.iter().zip(root_grads) {
             let Some(i) = index.get(node_id(&e.node)) else {
                 continue;
@@ -462,17 +476,17 @@ impl Pass<'_, '_> {
                 add_into(slot, g)?;
             }
         }
-        let mut ready = Ready::default();
         for (i, n) in self.infos.iter().enumerate() {
             if n.seeded && n.deps == 0 {
                 ready.push((n.node.sequence_nr(), i));
             }
         }
-        Ok(ready)
+        Ok(())
     }
 
     /// Step 6: node `i`'s backward on the gradients that arrived, told which
     /// of its outputs are wanted; one gradient per next edge.
+    #[inline]
     fn call_backward(&self, i: usize, grads: Grads, keep_graph: bool) -> Result<Grads> {
         let node = self.infos[i].node;
         let edges = self.next.of(i);
@@ -511,6 +525,7 @@ impl Pass<'_, '_> {
     /// Step 7: each gradient node `i` produced, checked against the input it
     /// reaches (PyTorch's `validate_outputs`) and summed into its buffer; a
     /// node whose last gradient arrived is ready.
+    #[inline]
     fn send(&mut self, i: usize, outputs: Grads, ready: &mut Ready) -> Result<()> {
         let node = self.infos[i].node;
         for (index, ((j, e), g)) in self
