@@ -330,7 +330,6 @@ impl<'a> Reached<'a> {
     }
 
     /// Adds `n` to the table unless it is there; `true` if it was not.
-    #[inline]
     fn visit(&mut self, n: &'a Arc<Node>, needed: bool) -> bool {
         let fresh = self.index.insert(node_id(n), self.infos.len());
         if fresh {

@@ -87,7 +87,7 @@ pub fn accumulator(leaf: &Tensor) -> Arc<Node> {
 
 /// Where a gradient for `t` goes: its history, or its accumulator if it is a
 /// leaf that requires grad; `None` if it does not require grad.
-#[inline]
+#[inline(always)]
 pub fn gradient_edge(t: &Tensor) -> Option<Edge> {
     if let Some(g) = t.grad_fn() {
         return Some(Edge {

@@ -129,6 +129,7 @@ pub(crate) struct History<'a> {
 }
 
 impl History<'_> {
+    #[inline]
     fn get(&self) -> Option<GradFn> {
         match self.is_set() {
             true => lock(self.slot).clone(),
@@ -136,6 +137,7 @@ impl History<'_> {
         }
     }
 
+    #[inline]
     fn is_set(&self) -> bool {
         self.set.load(Ordering::Acquire)
     }
@@ -343,6 +345,7 @@ impl Tensor {
     /// The tensor's history (`grad_fn` and `output_nr`), if it has one. A
     /// view whose storage was written since its history was set gets a new
     /// one from its base's first ([`ViewOf`]).
+    #[inline]
     pub fn grad_fn(&self) -> Option<GradFn> {
         if let Some(v) = &self.0.view {
             self.refresh_view_history(v);

@@ -180,6 +180,9 @@ struct Cell {
 }
 
 impl Drop for Cell {
+    // Inline: the storage's drop runs once per tensor freed, from the
+    // `Arc`'s drop in whichever module lets it go.
+    #[inline]
     fn drop(&mut self) {
         let buffer = self.buffer.get_mut().unwrap_or_else(|e| e.into_inner());
         match std::mem::replace(buffer, Buffer::Meta(0)) {
@@ -195,6 +198,7 @@ impl Drop for Cell {
 
 impl Storage {
     /// A storage holding `buffer`.
+    #[inline]
     pub fn new(buffer: Buffer) -> Storage {
         Storage(alloc::arc_in_place(|| Cell {
             buffer: RwLock::new(buffer),
