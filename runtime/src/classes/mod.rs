@@ -44,6 +44,7 @@
 
 mod fake;
 mod observe;
+mod saved_form;
 mod types;
 
 pub use fake::{

@@ -33,7 +33,6 @@ mod graph;
 mod locks;
 mod objects;
 mod print;
-mod saved_form;
 mod script_object;
 mod weak;
 mod wrapper;

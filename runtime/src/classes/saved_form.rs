@@ -14,7 +14,7 @@
 //! # Ok::<(), opforge::Error>(())
 //! ```
 
-use super::{Device, Tensor};
+use crate::tensor::{Device, Tensor};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use serde::{de, ser, Deserialize, Deserializer, Serialize, Serializer};
