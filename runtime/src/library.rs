@@ -656,28 +656,33 @@ pub fn call(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Ve
 /// `torch.ops.<ns>.<name>(…)` does, the handle (the packet, or the overload
 /// when the name has one) is offered to them (`__torch_function__`) before
 /// it resolves and dispatches. A handler's value is returned as the
-/// handle's results: a list is taken apart unless every overload the name
-/// covers has one return.
+/// handle's results: `None` is no results when every overload the name
+/// covers has none, a list is taken apart unless every one has one return.
 fn call_offered(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Vec<Value>> {
     let (ns, rest) = name.split_once("::").unwrap_or(("aten", name));
     let space = crate::overrides::ops(ns);
-    let (value, single) = match rest.split_once('.') {
+    // The return counts of the overloads the name covers.
+    let (value, counts) = match rest.split_once('.') {
         None => {
             let packet = space.packet(rest)?;
-            let single = packet.overloads().iter().all(|o| {
-                packet
-                    .overload(o)
-                    .is_ok_and(|o| o.schema().returns.len() == 1)
-            });
-            (packet.call(args, kwargs)?, single)
+            let counts: Vec<usize> = packet
+                .overloads()
+                .iter()
+                .filter_map(|o| packet.overload(o).ok())
+                .map(|o| o.schema().returns.len())
+                .collect();
+            (packet.call(args, kwargs)?, counts)
         }
         Some((base, overload)) => {
             let o = space.packet(base)?.overload(overload)?;
-            (o.call(args, kwargs)?, o.schema().returns.len() == 1)
+            (o.call(args, kwargs)?, vec![o.schema().returns.len()])
         }
     };
+    let every = |n: usize| counts.iter().all(|&c| c == n);
     Ok(match value {
-        Value::List(items) if !single => items.to_vec(),
+        // An operator without returns gives `None`.
+        Value::None if every(0) => Vec::new(),
+        Value::List(items) if !every(1) => items.to_vec(),
         v => vec![v],
     })
 }

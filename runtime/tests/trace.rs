@@ -295,3 +295,68 @@ fn a_value_read_twice_before_its_last_use_stays_for_later_calls() {
     };
     replays_as_eager(f, &t(&[0.5, -1.0, 2.0], &[3]));
 }
+
+/// An operator returning nothing (`-> ()`) is traced in real and fake mode
+/// and replayed: a handler sees its result as `None`, as Python's call of it
+/// gives (it was an empty list, refused as "something else").
+#[test]
+fn an_operator_returning_nothing_is_traced_and_replayed() {
+    use opforge::dispatch::DispatchKey;
+    use opforge::library::{self, Library, LibraryKind};
+    let lib = Library::new("trace_zero", LibraryKind::Def).unwrap();
+    lib.define("add_to(Tensor(a!) x, Tensor y) -> ()").unwrap();
+    lib.impl_("add_to", DispatchKey::CPU, |args: &[Value]| {
+        let mut x = tensor(&args[0]).clone();
+        opforge::at::add__Tensor(&mut x, tensor(&args[1]), Scalar::Int(1))?;
+        Ok(vec![])
+    })
+    .unwrap();
+    // A fake's data is never written: the meta kernel has nothing to do.
+    lib.impl_("add_to", DispatchKey::Meta, |_: &[Value]| Ok(vec![]))
+        .unwrap();
+    let f = |v: &[Value]| {
+        let out = library::call("trace_zero::add_to", &[v[0].clone(), v[1].clone()], &[])?;
+        assert!(out.is_empty());
+        Ok(vec![Value::Tensor(torch::mul(
+            tensor(&v[0]),
+            tensor(&v[1]),
+        )?)])
+    };
+    for mode in [TracingMode::Real, TracingMode::Fake] {
+        let (x, y) = (t(&[1.0, 2.0], &[2]), t(&[10.0, 20.0], &[2]));
+        let g = trace(f, &[Value::Tensor(x), Value::Tensor(y)], mode)
+            .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        assert_eq!(
+            g.targets(),
+            ["trace_zero.add_to.default", "aten.mul.Tensor"],
+            "{mode:?}"
+        );
+        let (x, y) = (t(&[1.0, 2.0], &[2]), t(&[10.0, 20.0], &[2]));
+        let out = g
+            .run(&[Value::Tensor(x.clone()), Value::Tensor(y)])
+            .unwrap();
+        // The rerun applies the write once: x = [11, 22], x * y.
+        assert_eq!(x.to_vec::<f32>().unwrap(), [11.0, 22.0], "{mode:?}");
+        assert_eq!(tensor(&out[0]).to_vec::<f32>().unwrap(), [110.0, 440.0]);
+    }
+    // Through a function mode (the handle offered first), no results either.
+    struct Pass;
+    impl opforge::overrides::TorchFunctionMode for Pass {
+        fn torch_function(
+            &self,
+            call: &opforge::overrides::FunctionCall<'_>,
+        ) -> opforge::Result<opforge::overrides::Handled> {
+            call.call_func().map(opforge::overrides::Handled::Value)
+        }
+    }
+    let _mode = opforge::overrides::push_function_mode(std::sync::Arc::new(Pass));
+    let (x, y) = (t(&[1.0], &[1]), t(&[2.0], &[1]));
+    let out = library::call(
+        "trace_zero::add_to",
+        &[Value::Tensor(x.clone()), Value::Tensor(y)],
+        &[],
+    )
+    .unwrap();
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(x.to_vec::<f32>().unwrap(), [3.0]);
+}

@@ -14,9 +14,9 @@
 //! # Ok::<(), opforge::Error>(())
 //! ```
 
-use crate::tensor::{Device, Tensor};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::tensor::{Device, Tensor};
 use serde::{de, ser, Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Value as Json};
 

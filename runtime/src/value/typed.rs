@@ -398,13 +398,15 @@ pub trait Returns: Sized {
     }
 }
 
-/// One boxed result: a single value, or a list for several (how a
-/// `__torch_function__` handler sees an operator's returns).
+/// One boxed result: `None` for none (what Python's call of an operator
+/// without returns gives), the value itself for one, a list for several (how
+/// a `__torch_function__` or `__torch_dispatch__` handler sees an operator's
+/// returns).
 pub fn one_value(mut vs: Vec<Value>) -> Value {
-    if vs.len() == 1 {
-        vs.remove(0)
-    } else {
-        Value::List(vs.into())
+    match vs.len() {
+        0 => Value::None,
+        1 => vs.remove(0),
+        _ => Value::List(vs.into()),
     }
 }
 
@@ -528,6 +530,8 @@ mod tests {
         assert!(a.is_same(&t) && b.len() == 1 && c == 2.5 && d == 3);
         let e = <(Tensor, Tensor)>::from_values(vec![Value::Tensor(t)]).unwrap_err();
         assert_eq!(e.to_string(), "expected 2 results, got 1");
-        assert!(matches!(().into_value(), Value::List(vs) if vs.is_empty()));
+        // No returns: `None`, as Python's call of such an operator gives.
+        assert!(matches!(().into_value(), Value::None));
+        <()>::from_value(Value::None).unwrap();
     }
 }
