@@ -365,3 +365,37 @@ fn opcheck_passes_for_the_crates_operators() {
         .unwrap();
     assert_eq!(first.to_vec::<f32>().unwrap(), [5.0, -10.0, 15.0]);
 }
+
+// An operator without returns taking the class traces (it failed: a handler
+// saw its no results as a list, not `None`), and the graph's rerun applies
+// its effect once.
+#[test]
+fn the_queues_zero_return_operator_traces_and_replays() {
+    use opforge::classes;
+    use opforge::trace::{trace, TracingMode};
+    let q = classes::instantiate("mylib::Queue", &[]).unwrap();
+    q.call_method("push", &[Value::Tensor(t())]).unwrap();
+    let f = |v: &[Value]| {
+        let inc = v[0].as_tensor().unwrap();
+        my_ops::torch::for_each_add(&q, inc)?;
+        Ok(vec![Value::Tensor(opforge::torch::neg(inc)?)])
+    };
+    let inc = Tensor::from_vec(vec![1.0f32, 1.0, 1.0], &[3]).unwrap();
+    let g = trace(f, &[Value::Tensor(inc.clone())], TracingMode::Real).unwrap();
+    assert_eq!(
+        g.targets(),
+        ["mylib.for_each_add.default", "aten.neg.default"],
+        "{g}"
+    );
+    let first = || {
+        q.downcast_ref::<my_ops::queue::Queue>()
+            .unwrap()
+            .first()
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+    };
+    assert_eq!(first(), [2.0, -1.0, 4.0]);
+    g.run(&[Value::Tensor(inc)]).unwrap();
+    assert_eq!(first(), [3.0, 0.0, 5.0]);
+}
