@@ -360,3 +360,32 @@ fn an_operator_returning_nothing_is_traced_and_replayed() {
     assert!(out.is_empty(), "{out:?}");
     assert_eq!(x.to_vec::<f32>().unwrap(), [3.0]);
 }
+
+/// `.item()` in a fake trace is PyTorch's `DataDependentOutputException`
+/// naming `aten._local_scalar_dense.default` (a fake has no data to read).
+#[test]
+fn item_in_a_fake_trace_is_a_data_dependent_output() {
+    use opforge::error::FakeException;
+    let f = |v: &[Value]| {
+        let s = torch::sum(tensor(&v[0]))?.item()?;
+        Ok(vec![Value::Tensor(torch::mul(
+            tensor(&v[0]),
+            &Tensor::from_scalar(s, DType::Float32, opforge::Device::Cpu),
+        )?)])
+    };
+    let x = t(&[1.0, 2.0], &[2]);
+    let e = trace(f, &[Value::Tensor(x.clone())], TracingMode::Fake).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            opforge::Error::Fake(FakeException::DataDependentOutput, _)
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("aten._local_scalar_dense.default"),
+        "{e}"
+    );
+    // A real trace reads the value: a constant in the graph.
+    assert!(trace(f, &[Value::Tensor(x)], TracingMode::Real).is_ok());
+}
