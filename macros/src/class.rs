@@ -9,7 +9,11 @@
 //!   `opforge::classes::{ArgType, RetType}`: an unsupported type is a compile
 //!   error on it). A `pub fn` taking `&mut self` or `self` is an error
 //!   (objects are shared between threads: state that changes goes behind a
-//!   lock), and so is any other `pub fn` (move it to another impl block).
+//!   lock), and so is any other `pub fn` (move it to another impl block);
+//! - `pub fn __getstate__(&self) -> S` with `pub fn __setstate__(state: S) ->
+//!   opforge::Result<Self>` (or `-> Self`) are the class's pickling
+//!   (`Class::def_pickle`: save, load, deep copies; listed among the methods
+//!   as PyTorch lists them); one without the other is an error.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -77,6 +81,9 @@ pub fn expand_methods(attr: TokenStream, item: TokenStream) -> TokenStream {
     let ty = &block.self_ty;
     let mut chain = Vec::new();
     let mut errors = Vec::new();
+    // `__getstate__` / `__setstate__`: the class's pickling (`def_pickle`).
+    let mut getstate: Option<&syn::Ident> = None;
+    let mut setstate: Option<&syn::ImplItemFn> = None;
     for it in &block.items {
         let syn::ImplItem::Fn(f) = it else { continue };
         if !matches!(f.vis, syn::Visibility::Public(_)) {
@@ -84,6 +91,26 @@ pub fn expand_methods(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
         let name = &f.sig.ident;
         let text = name.to_string();
+        match (text.as_str(), f.sig.inputs.first()) {
+            ("__getstate__", Some(syn::FnArg::Receiver(r)))
+                if r.reference.is_some() && r.mutability.is_none() =>
+            {
+                getstate = Some(name);
+                continue;
+            }
+            ("__setstate__", first) if !matches!(first, Some(syn::FnArg::Receiver(_))) => {
+                setstate = Some(f);
+                continue;
+            }
+            ("__getstate__" | "__setstate__", _) => {
+                errors.push(syn::Error::new(
+                    f.sig.span(),
+                    "pickling is `pub fn __getstate__(&self) -> S` and `pub fn __setstate__(state: S) -> opforge::Result<Self>` (or `-> Self`), `S` serde's `Serialize + DeserializeOwned`",
+                ));
+                continue;
+            }
+            _ => {}
+        }
         match f.sig.inputs.first() {
             Some(syn::FnArg::Receiver(r)) if r.reference.is_some() && r.mutability.is_none() => {
                 chain.push(quote_spanned!(name.span()=> .def(#text, <#ty>::#name)));
@@ -104,6 +131,30 @@ pub fn expand_methods(attr: TokenStream, item: TokenStream) -> TokenStream {
                 ),
             )),
         }
+    }
+    match (getstate, setstate) {
+        (Some(get), Some(set)) => {
+            let set_name = &set.sig.ident;
+            // `-> Result<Self>` is `def_pickle`'s own; `-> Self` never refuses.
+            let fallible = matches!(&set.sig.output, syn::ReturnType::Type(_, t)
+                if matches!(&**t, syn::Type::Path(p)
+                    if p.path.segments.last().is_some_and(|s| s.ident == "Result")));
+            let set_fn = if fallible {
+                quote_spanned!(set_name.span()=> <#ty>::#set_name)
+            } else {
+                quote_spanned!(set_name.span()=> |state| ::core::result::Result::Ok(<#ty>::#set_name(state)))
+            };
+            chain.push(quote_spanned!(get.span()=> .def_pickle(<#ty>::#get, #set_fn)));
+        }
+        (Some(get), None) => errors.push(syn::Error::new(
+            get.span(),
+            "`__getstate__` needs `pub fn __setstate__(state: S) -> opforge::Result<Self>` beside it (a saved object is loaded by it)",
+        )),
+        (None, Some(set)) => errors.push(syn::Error::new(
+            set.sig.ident.span(),
+            "`__setstate__` needs `pub fn __getstate__(&self) -> S` beside it (an object is saved by it)",
+        )),
+        (None, None) => {}
     }
     if !errors.is_empty() {
         let errors = errors.iter().map(syn::Error::to_compile_error);
@@ -154,6 +205,44 @@ mod tests {
         assert!(
             s.contains("distributed_slice(::opforge::__private::CLASS_DEFS)"),
             "{s}"
+        );
+    }
+
+    #[test]
+    fn getstate_and_setstate_are_the_pickling() {
+        let out = expand_methods(
+            TokenStream::new(),
+            quote! {
+                impl Queue {
+                    pub fn __getstate__(&self) -> Vec<Tensor> { vec![] }
+                    pub fn __setstate__(s: Vec<Tensor>) -> Self { Queue(s) }
+                    pub fn size(&self) -> i64 { 0 }
+                }
+            },
+        );
+        let s = flat(out);
+        assert!(
+            s.contains(".def(\"size\",<Queue>::size).def_pickle(<Queue>::__getstate__,|state|::core::result::Result::Ok(<Queue>::__setstate__(state))).register_linked()"),
+            "{s}"
+        );
+        // A fallible setter is passed as it is; one half alone is an error.
+        let out = expand_methods(
+            TokenStream::new(),
+            quote! {
+                impl Queue {
+                    pub fn __getstate__(&self) -> i64 { 0 }
+                    pub fn __setstate__(s: i64) -> opforge::Result<Self> { Ok(Queue(s)) }
+                }
+            },
+        );
+        assert!(flat(out).contains(".def_pickle(<Queue>::__getstate__,<Queue>::__setstate__)"),);
+        let out = expand_methods(
+            TokenStream::new(),
+            quote! { impl Queue { pub fn __getstate__(&self) -> i64 { 0 } } },
+        );
+        assert!(
+            flat(out).contains("`__getstate__`needs`pubfn__setstate__"),
+            "errors name the missing half"
         );
     }
 

@@ -209,6 +209,9 @@ pub fn dispatcher(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///     pub fn new(init: Tensor) -> Self { … }        // __init__
 ///     pub fn push(&self, x: Tensor) { … }           // push(… _0, Tensor _1) -> NoneType _0
 ///     pub fn size(&self) -> i64 { … }
+///     // Pickling (PyTorch's `def_pickle`): save, load and deep copies.
+///     pub fn __getstate__(&self) -> Vec<Tensor> { … }
+///     pub fn __setstate__(state: Vec<Tensor>) -> opforge::Result<Self> { … }
 /// }
 /// ```
 #[proc_macro_attribute]
@@ -217,7 +220,9 @@ pub fn custom_class(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Registers a custom class's constructor (`pub fn new`) and methods (every
-/// other `pub fn` taking `&self`) at link time; see [`macro@custom_class`].
+/// other `pub fn` taking `&self`) at link time, and its pickling when it has
+/// `pub fn __getstate__(&self) -> S` and `pub fn __setstate__(state: S) ->
+/// opforge::Result<Self>` (or `-> Self`); see [`macro@custom_class`].
 #[proc_macro_attribute]
 pub fn methods(attr: TokenStream, item: TokenStream) -> TokenStream {
     class::expand_methods(attr.into(), item.into()).into()

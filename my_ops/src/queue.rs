@@ -54,6 +54,20 @@ impl Queue {
             items: Mutex::new(self.lock().clone()),
         }
     }
+
+    /// Its state when saved or deep-copied (PyTorch's `def_pickle` getter):
+    /// the tensors it holds (saved by value, so a loaded or deep-copied
+    /// queue holds copies).
+    pub fn __getstate__(&self) -> Vec<Tensor> {
+        self.lock().clone()
+    }
+
+    /// A queue from a saved state (PyTorch's `def_pickle` setter).
+    pub fn __setstate__(items: Vec<Tensor>) -> Self {
+        Queue {
+            items: Mutex::new(items),
+        }
+    }
 }
 
 impl Queue {

@@ -248,6 +248,8 @@ fn the_crates_custom_class_is_registered_with_its_methods() {
         class.method_names(),
         [
             "__init__",
+            "__getstate__",
+            "__setstate__",
             "push",
             "size",
             "for_each_add_",
@@ -398,4 +400,25 @@ fn the_queues_zero_return_operator_traces_and_replays() {
     assert_eq!(first(), [2.0, -1.0, 4.0]);
     g.run(&[Value::Tensor(inc)]).unwrap();
     assert_eq!(first(), [3.0, 0.0, 5.0]);
+}
+
+// `#[methods]`' `__getstate__` / `__setstate__` are the class's pickling
+// (PyTorch's `def_pickle`, which lists them among the methods, before the
+// others): a queue saves, loads and deep-copies (its tensors copied).
+#[test]
+fn the_queue_pickles_through_its_methods_block() {
+    use opforge::classes;
+    let q = classes::instantiate("mylib::Queue", &[]).unwrap();
+    q.call_method("push", &[Value::Tensor(t())]).unwrap();
+    let first = |o: &opforge::ScriptObject| {
+        o.downcast_ref::<my_ops::queue::Queue>()
+            .unwrap()
+            .first()
+            .unwrap()
+    };
+    let copy = q.deep_copy().unwrap();
+    assert!(!first(&copy).is_same(&first(&q)));
+    assert_eq!(first(&copy).to_vec::<f32>().unwrap(), [1.0, -2.0, 3.0]);
+    let loaded = classes::load(&classes::save(&q).unwrap()).unwrap();
+    assert_eq!(first(&loaded).to_vec::<f32>().unwrap(), [1.0, -2.0, 3.0]);
 }

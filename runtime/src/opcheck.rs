@@ -505,6 +505,7 @@ fn typed_check(op: &'static Operator, args: &[Value]) -> Result<()> {
     let typed = typed
         .call(op, &typed_args)
         .map(|v| match (op.schema.returns.len(), v) {
+            (0, Value::None) => Vec::new(),
             (1, v) => vec![v],
             (_, Value::List(vs)) => vs.into_vec(),
             (_, v) => vec![v],

@@ -61,9 +61,14 @@ fn call_dispatch_protocol<K: AsRef<str> + Into<String>>(
     for c in tensor_likes.iter().filter_map(Tensor::class) {
         super::append_overloaded(&mut classes, c);
     }
-    bind_parsed(binding, &parsed, receiver, &schema_of)?;
+    let none = bind_parsed(binding, &parsed, receiver, &schema_of)?
+        .schema
+        .returns
+        .is_empty();
     match super::Func::named(&binding.name.replacen("Tensor.", "torch.Tensor.", 1)) {
         Some(func) => super::handle_boxed_with(func, classes, &args, &kwargs).map(|v| match v {
+            // An operator without returns gives `None`.
+            Value::None if none => Vec::new(),
             Value::List(vs) => vs.into_vec(),
             v => vec![v],
         }),
