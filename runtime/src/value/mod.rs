@@ -669,7 +669,18 @@ impl crate::keys::KeySet {
         }
         let mut ks = KeySet::EMPTY;
         let mut device = None;
-        collect(args, &mut ks, &mut device, 0);
+        // The top level here (most calls have no nested lists): `collect`
+        // is recursive, so it is never inlined.
+        for v in args {
+            match v {
+                Value::Tensor(t) => ks = ks | t.key_set(),
+                Value::TensorList(_) | Value::OptTensorList(_) | Value::List(_) => {
+                    collect(std::slice::from_ref(v), &mut ks, &mut device, 0)
+                }
+                Value::Device(d) if device.is_none() => device = Some(*d),
+                _ => {}
+            }
+        }
         KeySet::of_call(ks, || device)
     }
 }
