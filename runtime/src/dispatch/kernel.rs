@@ -4,7 +4,7 @@
 use super::{Boxed, Kernel, KernelRef, Operator, TypedFallback, Unboxed};
 
 use super::linked::KernelEntry;
-use super::returns;
+use super::{adapter, returns};
 use crate::error::Result;
 use crate::keys::KeySet;
 use crate::tables::OpSchema;
@@ -109,12 +109,21 @@ impl Kernel {
     /// A kernel collected at link time (`#[kernel]`, `#[op]`).
     pub(super) fn from_entry(e: &'static KernelEntry) -> Kernel {
         Kernel {
-            boxed: Boxed::Entry(e.entry),
+            boxed: Boxed::Entry(&e.entry),
             unboxed: interned_unboxed(e),
             schema: Some(e.schema),
             typed_fallback: None,
             leaves_alone: None,
             source: format!("{}:{}", e.file, e.line),
+        }
+    }
+
+    /// The link-time registration's boxed entry, for a kernel made from one.
+    #[inline]
+    pub(super) fn linked_entry(&self) -> Option<&'static adapter::Entry> {
+        match self.boxed {
+            Boxed::Entry(e) => Some(e),
+            _ => None,
         }
     }
 

@@ -64,8 +64,9 @@ pub type DynBoxedFn =
 #[derive(Clone)]
 enum Boxed {
     /// A link-time registration (`#[kernel]`, the generated kernels): its
-    /// function behind its signature's adapter.
-    Entry(adapter::Entry),
+    /// function behind its signature's adapter, in the registration's static
+    /// (never freed: a boxed call's fast slot holds it, see `Operator`).
+    Entry(&'static adapter::Entry),
     /// A plain function.
     Fn(BoxedFn),
     /// A closure (kernels defined at run time).
@@ -193,6 +194,10 @@ pub struct Operator {
     /// if it has none: what a typed call reads (one atomic load, no reference
     /// held). Entries are interned and never freed ([`interned_unboxed`]).
     fast: [AtomicPtr<Unboxed>; RUNTIME_KEYS],
+    /// The link-time boxed entry of the kernel in `table` at the same index,
+    /// or null if it is not a link-time registration: what a boxed call reads
+    /// (one atomic load, no reference held). Entries are statics.
+    fast_boxed: [AtomicPtr<adapter::Entry>; RUNTIME_KEYS],
     /// Runtime keys whose resolved kernel is a real kernel (not fallthrough / none).
     active: AtomicU32,
     /// For an operator defined with [`Dispatcher::define`](super::Dispatcher::define) (`torch.library` or

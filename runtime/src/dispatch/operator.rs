@@ -1,6 +1,7 @@
 //! An [`Operator`]: its schema, one kernel slot per dispatch key, how a
 //! registration fills the slots and how a call picks one.
 
+use super::adapter;
 use super::{dispatcher, Attached, Fallbacks, Kernel, KernelRef, Operator, Unboxed, PENDING};
 
 use super::registry::{qualified_schema, same_schema, take_pending};
@@ -49,6 +50,7 @@ impl Operator {
             registered: Mutex::new(Vec::new()),
             table: std::array::from_fn(|_| ArcSwapOption::empty()),
             fast: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            fast_boxed: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
             active: AtomicU32::new(0),
             defined_at: None,
             declared_at: None,
@@ -101,8 +103,9 @@ impl Operator {
     /// is an error, never a silent winner).
     pub(super) fn poison(&self, e: Error) {
         let _ = self.poison.set(e);
-        for (slot, fast) in self.table.iter().zip(&self.fast) {
+        for ((slot, fast), boxed) in self.table.iter().zip(&self.fast).zip(&self.fast_boxed) {
             fast.store(std::ptr::null_mut(), Ordering::Release);
+            boxed.store(std::ptr::null_mut(), Ordering::Release);
             slot.store(None);
         }
         self.active.store(0, Ordering::Release);
@@ -295,6 +298,10 @@ impl Operator {
                     .unboxed
                     .map_or(std::ptr::null_mut(), |u| (u as *const Unboxed).cast_mut());
                 self.fast[slot].store(fast, Ordering::Release);
+                let boxed = k.linked_entry().map_or(std::ptr::null_mut(), |e| {
+                    (e as *const adapter::Entry).cast_mut()
+                });
+                self.fast_boxed[slot].store(boxed, Ordering::Release);
             }
         }
         self.active.store(active, Ordering::Release);
@@ -450,6 +457,21 @@ impl Operator {
     /// Calls the operator boxed with an explicit key set (for redispatch, pass
     /// `keys.below(current)`).
     pub fn call_with_keys(&self, keys: KeySet, args: &[Value]) -> Result<Vec<Value>> {
+        // A link-time kernel: its static entry, with one atomic load and no
+        // reference held (what `kernel` takes through `arc-swap`).
+        if !PENDING.load(Ordering::Relaxed) {
+            if let Some(key) = self.dispatch_key(keys) {
+                let p = self.fast_boxed[key.slot()].load(Ordering::Acquire);
+                // SAFETY: `fast_boxed` slots hold null or a pointer made from
+                // an `&'static adapter::Entry` (`resolve`, the only writer
+                // besides `poison`'s nulls): a registration's static, never
+                // freed, only read through `&`.
+                if let Some(e) = unsafe { p.as_ref() } {
+                    let keys = (keys | LocalKeys::get().included).below_or_at(key);
+                    return (e.boxed)(e.func, self, keys, args);
+                }
+            }
+        }
         let (kernel, key) = self.kernel(keys)?;
         let keys = (keys | LocalKeys::get().included).below_or_at(key);
         kernel.call_boxed(self, keys, args)

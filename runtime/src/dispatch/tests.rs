@@ -346,6 +346,35 @@ fn a_call_that_read_the_old_mask_still_finds_a_kernel() {
 
 /// A replaced kernel stays alive while a call holds it, and is freed once the
 /// last holder lets go (re-registration used to leak every replaced kernel).
+/// A boxed call reads a link-time kernel's static entry from the operator's
+/// `fast_boxed` slot (no `arc-swap` load); a kernel made at run time is
+/// reached through its slot in `table`, and replacing either switches both.
+#[test]
+fn boxed_calls_take_a_link_time_kernels_entry_directly() {
+    let mut s = *schema("neg_like");
+    s.schema = "neg_like(Tensor self) -> Tensor";
+    s.namespace = "test";
+    let op = Operator::new(Box::leak(Box::new(s)));
+    let slot = DispatchKey::CPU.slot();
+    let fast = |op: &Operator| !op.fast_boxed[slot].load(Ordering::Acquire).is_null();
+    op.register(DispatchKey::CPU, Kernel::from_entry(&NEG_LIKE))
+        .unwrap();
+    assert!(fast(&op));
+    let e = op.call_boxed(&[cpu()]).unwrap_err();
+    assert_eq!(e.to_string(), "neg_like ran");
+    op.override_kernel(DispatchKey::CPU, tag("closure"))
+        .unwrap();
+    assert!(!fast(&op));
+    assert_eq!(run(&op, &[cpu()]), "closure");
+    op.override_kernel(DispatchKey::CPU, Kernel::from_entry(&NEG_LIKE))
+        .unwrap();
+    assert!(fast(&op));
+    // Poisoned, the fast slot is empty and the call reports the poison.
+    op.poison(Error::Runtime("poisoned".into()));
+    assert!(!fast(&op));
+    assert_eq!(op.call_boxed(&[cpu()]).unwrap_err().to_string(), "poisoned");
+}
+
 #[test]
 fn a_replaced_kernel_lives_while_held_and_is_freed_after() {
     use std::sync::atomic::AtomicUsize;
