@@ -353,7 +353,20 @@ fn lock_cache() -> std::sync::MutexGuard<'static, Cache> {
 /// budget ([`set_buffer_cache`]).
 /// Element types without drop glue only (`Copy`): the block is kept
 /// without its elements ever being dropped.
+#[inline]
 pub(crate) fn recycle<T: Copy>(v: Vec<T>) {
+    // Most buffers are small: freed here, without the layout's checks (an
+    // existing `Vec`'s byte size does not overflow).
+    if v.capacity() * std::mem::size_of::<T>() < HUGE_PAGE_BYTES {
+        return;
+    }
+    recycle_large(v)
+}
+
+/// [`recycle`] of a block of at least [`HUGE_PAGE_BYTES`].
+#[cold]
+#[inline(never)]
+fn recycle_large<T: Copy>(v: Vec<T>) {
     let Ok(layout) = Layout::array::<T>(v.capacity()) else {
         return;
     };
