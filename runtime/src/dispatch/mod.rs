@@ -35,10 +35,14 @@ pub(crate) mod linked;
 mod operator;
 mod registry;
 mod returns;
+mod slot;
 pub mod typed;
+mod unboxed;
 
 pub use adapter::TypedCaller;
 pub use linked::typed_caller;
+pub use slot::StaticSlot;
+pub use unboxed::Unboxed;
 
 pub use crate::keys::{DispatchKey, KeySet, LocalKeys, RUNTIME_KEYS};
 
@@ -46,7 +50,7 @@ use crate::error::{Error, Result};
 use crate::tables::OpSchema;
 use crate::value::Value;
 use arc_swap::ArcSwapOption;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32};
+use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// Set while registration errors wait to be returned by the first call.
@@ -73,38 +77,6 @@ enum Boxed {
     Dyn(DynBoxedFn),
     /// Skip this key: continue with the next lower key.
     Fallthrough,
-}
-
-/// A kernel's unboxed entry point: a function pointer together with the
-/// identity of its type. A typed call gets the pointer back only as the exact
-/// type it was made from ([`Unboxed::get`]), so a kernel registered for one
-/// schema can never be called through another schema's signature.
-///
-/// ```
-/// use opforge::dispatch::Unboxed;
-/// fn double(x: i64) -> i64 { 2 * x }
-/// let u = Unboxed::new(double as fn(i64) -> i64);
-/// assert_eq!(u.get::<fn(i64) -> i64>().map(|f| f(21)), Some(42));
-/// assert!(u.get::<fn(f64) -> f64>().is_none()); // another type: refused
-/// ```
-///
-/// Only pointer-sized values fit:
-///
-/// ```compile_fail
-/// opforge::dispatch::Unboxed::new([0u64; 2]);
-/// ```
-///
-/// and only values that may cross threads (the dispatcher is shared):
-///
-/// ```compile_fail
-/// opforge::dispatch::Unboxed::new(std::ptr::null::<u8>());
-/// ```
-#[derive(Clone, Copy)]
-pub struct Unboxed {
-    ty: std::any::TypeId,
-    /// The bytes of a value of type `ty` (a function pointer): written by
-    /// [`Unboxed::new`], read back only by [`Unboxed::get`] with that type.
-    bits: std::mem::MaybeUninit<*const ()>,
 }
 
 /// One registered kernel: a boxed entry point (values in, values out), and for
@@ -193,11 +165,11 @@ pub struct Operator {
     /// The unboxed entry of the kernel in `table` at the same index, or null
     /// if it has none: what a typed call reads (one atomic load, no reference
     /// held). Entries are interned and never freed ([`interned_unboxed`]).
-    fast: [AtomicPtr<Unboxed>; RUNTIME_KEYS],
+    fast: [StaticSlot<Unboxed>; RUNTIME_KEYS],
     /// The link-time boxed entry of the kernel in `table` at the same index,
     /// or null if it is not a link-time registration: what a boxed call reads
     /// (one atomic load, no reference held). Entries are statics.
-    fast_boxed: [AtomicPtr<adapter::Entry>; RUNTIME_KEYS],
+    fast_boxed: [StaticSlot<adapter::Entry>; RUNTIME_KEYS],
     /// Runtime keys whose resolved kernel is a real kernel (not fallthrough / none).
     active: AtomicU32,
     /// For an operator defined with [`Dispatcher::define`](super::Dispatcher::define) (`torch.library` or
@@ -210,16 +182,9 @@ pub struct Operator {
     /// dispatcher (a module and a dispatch key: the override protocols at
     /// `Python`, autograd at `Autograd`, …) keeps what it needs per operator
     /// in the slot of its own key, made once, typed by what it holds.
-    layers: [OnceLock<Attached>; RUNTIME_KEYS],
+    layers: [OnceLock<operator::Attached>; RUNTIME_KEYS],
     /// A registration conflict involving this operator: every call returns it.
     poison: OnceLock<Error>,
-}
-
-/// A layer's data on an operator, with its type: asking for it as its own type
-/// is one comparison (the protocols ask on every call a mode sees).
-struct Attached {
-    type_id: std::any::TypeId,
-    data: &'static (dyn std::any::Any + Send + Sync),
 }
 
 /// Global fallback kernels per runtime key.

@@ -1,8 +1,8 @@
 //! An [`Operator`]: its schema, one kernel slot per dispatch key, how a
 //! registration fills the slots and how a call picks one.
 
-use super::adapter;
-use super::{dispatcher, Attached, Fallbacks, Kernel, KernelRef, Operator, Unboxed, PENDING};
+use super::StaticSlot;
+use super::{dispatcher, Fallbacks, Kernel, KernelRef, Operator, Unboxed, PENDING};
 
 use super::registry::{qualified_schema, same_schema, take_pending};
 use crate::error::{DuplicateKernel, Error, NoKernel, Result};
@@ -11,8 +11,17 @@ use crate::keys::{DispatchKey, KeySet};
 use crate::tables::OpSchema;
 use crate::value::Value;
 use arc_swap::ArcSwapOption;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// A layer's data on an operator, with its type: asking for it as its own type
+/// is one comparison (the protocols ask on every call a mode sees). Defined
+/// here, beside its only constructor and reader: its fields are private to
+/// this file, which `get`'s `unsafe` relies on.
+pub(super) struct Attached {
+    type_id: std::any::TypeId,
+    data: &'static (dyn std::any::Any + Send + Sync),
+}
 
 impl Attached {
     pub(super) fn new<T: std::any::Any + Send + Sync>(data: &'static T) -> Attached {
@@ -49,8 +58,8 @@ impl Operator {
             schema,
             registered: Mutex::new(Vec::new()),
             table: std::array::from_fn(|_| ArcSwapOption::empty()),
-            fast: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
-            fast_boxed: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            fast: std::array::from_fn(|_| StaticSlot::empty()),
+            fast_boxed: std::array::from_fn(|_| StaticSlot::empty()),
             active: AtomicU32::new(0),
             defined_at: None,
             declared_at: None,
@@ -104,8 +113,8 @@ impl Operator {
     pub(super) fn poison(&self, e: Error) {
         let _ = self.poison.set(e);
         for ((slot, fast), boxed) in self.table.iter().zip(&self.fast).zip(&self.fast_boxed) {
-            fast.store(std::ptr::null_mut(), Ordering::Release);
-            boxed.store(std::ptr::null_mut(), Ordering::Release);
+            fast.set(None);
+            boxed.set(None);
             slot.store(None);
         }
         self.active.store(0, Ordering::Release);
@@ -294,14 +303,8 @@ impl Operator {
                 if !same {
                     self.table[slot].store(Some(k.clone()));
                 }
-                let fast = k
-                    .unboxed
-                    .map_or(std::ptr::null_mut(), |u| (u as *const Unboxed).cast_mut());
-                self.fast[slot].store(fast, Ordering::Release);
-                let boxed = k.linked_entry().map_or(std::ptr::null_mut(), |e| {
-                    (e as *const adapter::Entry).cast_mut()
-                });
-                self.fast_boxed[slot].store(boxed, Ordering::Release);
+                self.fast[slot].set(k.unboxed);
+                self.fast_boxed[slot].set(k.linked_entry());
             }
         }
         self.active.store(active, Ordering::Release);
@@ -356,12 +359,7 @@ impl Operator {
             return None;
         }
         let key = self.dispatch_key(keys)?;
-        let p = self.fast[key.slot()].load(Ordering::Acquire);
-        // SAFETY: `fast` slots hold null or a pointer made from an
-        // `&'static Unboxed` (`resolve`, the only writer besides `poison`'s
-        // nulls); interned entries are never freed, so the pointer is valid for
-        // any lifetime, and `Unboxed` is only read through `&`.
-        unsafe { p.as_ref() }
+        self.fast[key.slot()].get()
     }
 
     #[cold]
@@ -461,12 +459,7 @@ impl Operator {
         // reference held (what `kernel` takes through `arc-swap`).
         if !PENDING.load(Ordering::Relaxed) {
             if let Some(key) = self.dispatch_key(keys) {
-                let p = self.fast_boxed[key.slot()].load(Ordering::Acquire);
-                // SAFETY: `fast_boxed` slots hold null or a pointer made from
-                // an `&'static adapter::Entry` (`resolve`, the only writer
-                // besides `poison`'s nulls): a registration's static, never
-                // freed, only read through `&`.
-                if let Some(e) = unsafe { p.as_ref() } {
+                if let Some(e) = self.fast_boxed[key.slot()].get() {
                     let keys = (keys | LocalKeys::get().included).below_or_at(key);
                     return (e.boxed)(e.func, self, keys, args);
                 }
