@@ -21,9 +21,7 @@
 //! text ([`crate::text`]), laid out as rustfmt would.
 
 use crate::lower::{arg_ident, Plan, PlannedOp};
-use crate::rust_types::{
-    dtype_variant, is_mut_tensor, param_type, result_type, show, Unmapped, MAX_ARGS,
-};
+use crate::rust_types::{dtype_variant, is_mut_tensor, show, signature_types, Unmapped};
 use crate::text::{Expr, Out};
 use opforge_schema::diag::{Diagnostic, Diagnostics};
 use opforge_schema::enums::{self, EnumKind};
@@ -125,25 +123,9 @@ pub(crate) fn signature(plan: &Plan, i: usize) -> Result<Sig, Diagnostic> {
         );
         d
     };
-    // The checks and messages of `rust_types::fn_pointer_type`, whose type
-    // the `sig::` alias writes out.
-    if f.arguments.all.len() > MAX_ARGS {
-        return Err(err(Unmapped(format!(
-            "{} arguments: a Rust signature takes at most {MAX_ARGS}",
-            f.arguments.all.len()
-        ))));
-    }
-    let params = f
-        .arguments
-        .all
-        .iter()
-        .map(|a| {
-            param_type(a)
-                .map(|t| show(&t))
-                .map_err(|e| err(Unmapped(format!("argument `{a}`: {e}"))))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let ret = show(&result_type(&f.returns).map_err(err)?);
+    let (params, ret) = signature_types(f).map_err(err)?;
+    let params = params.iter().map(show).collect();
+    let ret = show(&ret);
     Ok(Sig { params, ret })
 }
 

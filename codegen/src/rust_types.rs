@@ -184,10 +184,10 @@ pub fn result_type(rets: &[Return]) -> Result<syn::Type, Unmapped> {
 /// The most arguments a Rust signature has (the typed API's tuples).
 pub const MAX_ARGS: usize = 32;
 
-/// The function-pointer type of a kernel for `f`:
-/// `fn(&Tensor, &Tensor, Scalar) -> Result<Tensor>`. Fails naming the first
-/// argument or return without a mapping.
-pub fn fn_pointer_type(f: &FunctionSchema) -> Result<syn::Type, Unmapped> {
+/// The parameter types and the `Result<T>` of a kernel for `f`. Fails
+/// naming the first argument or return without a mapping, or the argument
+/// count past [`MAX_ARGS`].
+pub fn signature_types(f: &FunctionSchema) -> Result<(Vec<syn::Type>, syn::Type), Unmapped> {
     if f.arguments.all.len() > MAX_ARGS {
         return Err(Unmapped(format!(
             "{} arguments: a Rust signature takes at most {MAX_ARGS}",
@@ -200,7 +200,13 @@ pub fn fn_pointer_type(f: &FunctionSchema) -> Result<syn::Type, Unmapped> {
         .iter()
         .map(|a| param_type(a).map_err(|e| Unmapped(format!("argument `{a}`: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
-    let ret = result_type(&f.returns)?;
+    Ok((params, result_type(&f.returns)?))
+}
+
+/// The function-pointer type of a kernel for `f`:
+/// `fn(&Tensor, &Tensor, Scalar) -> Result<Tensor>` ([`signature_types`]).
+pub fn fn_pointer_type(f: &FunctionSchema) -> Result<syn::Type, Unmapped> {
+    let (params, ret) = signature_types(f)?;
     Ok(parse_quote!(fn(#(#params),*) -> #ret))
 }
 
