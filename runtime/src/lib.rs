@@ -115,9 +115,9 @@ pub use opforge_macros::{dispatcher, overridable};
 pub use parallel::{get_num_threads, set_num_threads};
 pub use tensor::{
     allocation_limit, huge_pages, set_allocation_limit, set_huge_pages, DType, Device, Generator,
-    Layout, MemoryFormat, QScheme, Scalar, ScriptObject, Storage, Stream, Tensor,
+    Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
 };
-pub use value::Value;
+pub use value::{ScriptObject, Value};
 
 /// `torch.manual_seed(seed)`: reseeds the default CPU generator
 /// ([`Generator::default_cpu`]) and returns it.
@@ -215,9 +215,10 @@ pub mod __private {
     pub mod prelude {
         pub use crate::error::Result;
         pub use crate::tensor::{
-            DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, ScriptObject, Storage,
-            Stream, Tensor,
+            DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream,
+            Tensor,
         };
+        pub use crate::value::ScriptObject;
     }
 
     /// Marks a view operator's fresh result as a view of the argument it

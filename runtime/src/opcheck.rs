@@ -407,7 +407,7 @@ fn compare_meta(real: &Tensor, fake: &Tensor, context: &str) -> Result<()> {
             .enumerate()
         {
             if *n > 1 && *a != b {
-                let tuple = |s: Vec<usize>| crate::tensor::python_tuple(&s);
+                let tuple = |s: Vec<usize>| crate::pyfmt::repr_tuple(&s);
                 return Err(mismatch(format!(
                     "Stride mismatch! Strides are {} and {} (mismatched at {idx})!",
                     tuple(real.strides()),

@@ -59,8 +59,9 @@
 use super::{find, finish, normalize, BoxedMethodFn, CallResult, MethodFn, TYPE_PREFIX};
 use crate::error::{Error, Result};
 use crate::keys::{DispatchKey, KeySet, LocalKeys};
-use crate::tensor::{ObjectClass, ScriptObject, Tensor};
+use crate::tensor::Tensor;
 use crate::value::Value;
+use crate::value::{ObjectClass, ScriptObject};
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock};

@@ -56,8 +56,8 @@ pub use types::{ArgType, RetType};
 
 use crate::error::{Error, Result};
 use crate::packet::{self, Overload};
-use crate::tensor::{ObjectClass, ScriptObject};
 use crate::value::Value;
+use crate::value::{ObjectClass, ScriptObject};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::marker::PhantomData;

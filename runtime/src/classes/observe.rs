@@ -6,7 +6,7 @@
 
 use crate::error::Result;
 use crate::hooks;
-use crate::tensor::ScriptObject;
+use crate::value::ScriptObject;
 use crate::value::Value;
 use std::cell::RefCell;
 use std::rc::Rc;

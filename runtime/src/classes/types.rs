@@ -3,7 +3,8 @@
 //! `Tensor[]`, `()` → `NoneType`, a tuple → `(Tensor, Tensor?)`).
 
 use crate::error::Result;
-use crate::tensor::{ScriptObject, Tensor};
+use crate::tensor::Tensor;
+use crate::value::ScriptObject;
 use crate::value::Value;
 
 /// A type a method takes: its schema type, and the conversion from a boxed

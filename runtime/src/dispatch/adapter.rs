@@ -35,10 +35,9 @@
 use super::{KeySet, Operator, Unboxed};
 use crate::error::{Error, Result};
 use crate::tensor::{
-    DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, ScriptObject, Storage, Stream,
-    Tensor,
+    DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
 };
-use crate::value::{FromValue, Returns, Value};
+use crate::value::{FromValue, Returns, ScriptObject, Value};
 use std::any::Any;
 
 /// A kernel function behind its signature's adapter: the function pointer,

@@ -45,15 +45,19 @@ use crate::dispatch::linked::{FallbackEntry, FALLBACKS};
 use crate::dispatch::Operator;
 use crate::error::{Error, FakeException, Result};
 use crate::keys::{DispatchKey, KeySet, LocalKeys, LocalKeysGuard};
+use crate::pyfmt::repr_tuple;
 use crate::tables::{OpSchema, Ty};
-use crate::tensor::{python_tuple, DType, Device, LayerState, Scalar, ScriptObject, Tensor};
+use crate::tensor::{DType, Device, LayerState, Scalar, Tensor};
+use crate::value::ScriptObject;
 use crate::value::Value;
 use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
-pub use crate::tensor::FAKE_KEY;
+pub use tensor::FAKE_KEY;
+
+mod tensor;
 
 #[linkme::distributed_slice(FALLBACKS)]
 static FAKE_FALLBACK: FallbackEntry = FallbackEntry {
@@ -476,7 +480,7 @@ fn render(v: &Value) -> String {
             Ok(x) if shape.is_empty() => one_element(x),
             _ => "[...]".to_string(),
         };
-        let mut s = format!("tensor({body}, size={}", python_tuple(&shape));
+        let mut s = format!("tensor({body}, size={}", repr_tuple(&shape));
         if !matches!(t.dtype(), DType::Float32 | DType::Int64 | DType::Bool) {
             s.push_str(&format!(", dtype={}", t.dtype()));
         }

@@ -2,10 +2,11 @@
 //! `Functionalize` key excluded (PyTorch's `AutoDispatchSkipFunctionalize`),
 //! so that its tensors are plain values and its results are not wrapped.
 
+use super::wrapper::FUNCTIONALIZE_KEY;
 use crate::dispatch::{dispatcher, Operator};
 use crate::error::{Error, Result};
 use crate::keys::LocalKeys;
-use crate::tensor::{Tensor, FUNCTIONALIZE_KEY};
+use crate::tensor::Tensor;
 use crate::value::typed::one_value;
 use crate::value::Value;
 

@@ -59,6 +59,7 @@ mod calls;
 mod effects;
 mod tensor;
 mod views;
+mod wrapper;
 
 pub use effects::{
     has_effects, new_token, observe_effects, with_effects, EffectCall, EffectObserver,
@@ -70,15 +71,17 @@ use crate::classes::{intercept_methods, InterceptGuard};
 use crate::dispatch::linked::{FallbackEntry, FALLBACKS};
 use crate::dispatch::Operator;
 use crate::error::{Error, Result};
+use crate::fake::FAKE_KEY;
 use crate::keys::{KeySet, LocalKeys, LocalKeysGuard};
 use crate::tables::SchemaKind;
-use crate::tensor::{Tensor, FAKE_KEY, FUNCTIONALIZE_KEY};
+use crate::tensor::Tensor;
 use crate::value::Value;
 use calls::{call_below, operator};
 use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::rc::Rc;
 use views::ViewMeta;
+use wrapper::FUNCTIONALIZE_KEY;
 
 #[linkme::distributed_slice(FALLBACKS)]
 static FUNCTIONALIZE_FALLBACK: FallbackEntry = FallbackEntry {

@@ -25,8 +25,9 @@
 //!   those positions (`as_strided_scatter`), whatever views came before it.
 
 use super::views::ViewMeta;
+use super::wrapper::FUNCTIONALIZE_KEY;
 use crate::error::Result;
-use crate::tensor::{Geometry, Tensor, FUNCTIONALIZE_KEY};
+use crate::tensor::{Geometry, Tensor};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The state behind a functional tensor.

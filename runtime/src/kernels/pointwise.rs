@@ -561,7 +561,8 @@ pub(crate) fn binary(
 /// `_broadcast_shapes`, which fake tensors and functionalization run): the
 /// operand broadcasts to `self`'s shape, in that code's words.
 pub(crate) fn meta_inplace_broadcast(self_: &[usize], other: &[usize]) -> Result<()> {
-    use crate::tensor::{python_tuple, torch_size};
+    use crate::pyfmt::repr_tuple as python_tuple;
+    use crate::tensor::torch_size;
     let n = self_.len().max(other.len());
     let mut common = vec![1usize; n];
     for (arg, shape) in [self_, other].into_iter().enumerate() {

@@ -88,6 +88,21 @@ pub fn repr_float(x: f64) -> String {
     }
 }
 
+/// `(2,)`, `(2, 3)`, `()`: a shape as Python prints a tuple
+/// (`torch.Size`'s repr without the name).
+pub fn repr_tuple(shape: &[usize]) -> String {
+    match shape {
+        [one] => format!("({one},)"),
+        dims => format!(
+            "({})",
+            dims.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,16 +26,14 @@
 mod storage;
 pub mod alloc;
 mod class;
-mod fake;
 mod geometry;
 mod grad;
 mod graph;
 mod locks;
 mod objects;
 mod print;
-mod script_object;
+mod slots;
 mod weak;
-mod wrapper;
 
 pub use crate::dtype::{DType, Device, Element, Layout, MemoryFormat, Scalar};
 pub use alloc::{
@@ -43,7 +41,6 @@ pub use alloc::{
     set_allocation_limit, set_buffer_cache, set_huge_pages,
 };
 pub use class::TensorClass;
-pub use fake::{python_tuple, FAKE_KEY};
 pub use grad::{set_view_history, AutogradMeta, CreationMeta, ViewHistory, ViewOf, AUTOGRAD_KEYS};
 pub use graph::{
     drop_boxed_later, drop_tensor_later, live_nodes, Backward, BackwardCtx, Edge, Edges, GradFn,
@@ -51,9 +48,8 @@ pub use graph::{
 };
 pub use locks::{Reads, StorageLocks};
 pub use objects::{Generator, QScheme, Stream};
-pub use script_object::{ObjectClass, ScriptObject};
+pub use slots::LayerState;
 pub use weak::WeakTensor;
-pub use wrapper::{LayerState, FUNCTIONALIZE_KEY};
 
 pub(crate) use geometry::DIMS_INLINE;
 pub use geometry::{
@@ -89,7 +85,7 @@ struct TensorInner {
     keys: AtomicU32,
     geometry: RwLock<Geometry>,
     /// How many times the geometry was replaced in place (`set_geometry`):
-    /// what a fake's meta twin is checked against (`fake.rs`).
+    /// what a fake's meta twin is checked against (`crate::fake`).
     geometry_changes: AtomicU32,
     /// Set for tensor subclasses, wrappers and duck tensor-likes.
     ext: Option<Arc<Ext>>,
@@ -107,14 +103,15 @@ struct TensorInner {
     /// storage it views ([`grad::ViewOf`]); set once, on a fresh result.
     /// Boxed: one word in every tensor, the rest only in views.
     view: Option<Box<grad::ViewOf>>,
-    /// A fake tensor's meta twin (`fake.rs`): a meta tensor over its storage
-    /// that the Meta kernels of its calls run on, made on its first call;
-    /// empty for every other tensor. With it, the fake's
-    /// `geometry_changes` when it was made.
-    fake_twin: once_cell::race::OnceBox<(Tensor, u32)>,
-    /// A wrapper's layer state (`wrapper.rs`): what the dispatch layer that
-    /// made the tensor keeps behind it (a functional tensor's value, storage
-    /// and views); set once, at construction.
+    /// A tensor a layer derived from this one and keeps with it, with a
+    /// number of the layer's (`slots.rs`): a fake's meta twin, over its
+    /// storage, that the Meta kernels of its calls run on, made on its first
+    /// call, and the fake's `geometry_changes` when it was made (`crate::fake`).
+    /// Empty for every other tensor.
+    twin: once_cell::race::OnceBox<(Tensor, u32)>,
+    /// A layer's state (`slots.rs`): what the dispatch layer that made the
+    /// tensor keeps behind it (a fake's mode, a functional tensor's value,
+    /// storage and views); set once, at construction.
     wrapped: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
@@ -240,7 +237,7 @@ impl Tensor {
             has_history: std::sync::atomic::AtomicBool::new(false),
             wrapped_number,
             view: None,
-            fake_twin: once_cell::race::OnceBox::new(),
+            twin: once_cell::race::OnceBox::new(),
             wrapped: None,
         }))
     }

@@ -171,3 +171,20 @@ fn nested_elements<S: Copy>(v: &ArrayViewD<'_, S>, text: impl Fn(S) -> String) -
         }
     }
 }
+
+impl Tensor {
+    /// A fake's `repr`, as PyTorch prints a `FakeTensor`:
+    /// `FakeTensor(..., size=(2,))`, with the device unless it is the CPU, the
+    /// dtype unless it is the default, and autograd's suffix.
+    fn fmt_fake(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FakeTensor(...")?;
+        if self.device() != Device::Cpu {
+            write!(f, ", device='{}'", self.device())?;
+        }
+        write!(f, ", size={}", crate::pyfmt::repr_tuple(&self.shape()))?;
+        if self.dtype() != DType::Float32 {
+            write!(f, ", dtype={}", self.dtype())?;
+        }
+        write!(f, "{})", self.autograd_suffix())
+    }
+}

@@ -64,7 +64,8 @@ use crate::functionalize::{observe_effects, EffectCall, EffectTarget};
 use crate::overrides::{
     push_dispatch_mode, with_dispatch_modes_off, DispatchCall, Handled, TorchDispatchMode,
 };
-use crate::tensor::{ScriptObject, Tensor};
+use crate::tensor::Tensor;
+use crate::value::ScriptObject;
 use crate::value::Value;
 use std::collections::HashMap;
 use std::rc::Rc;

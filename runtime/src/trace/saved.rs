@@ -40,7 +40,8 @@
 
 use super::graph::{is_identifier, Arg, Effectful, Graph, Node, NodeKind, Target};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Device, Layout, MemoryFormat, ScriptObject, Tensor};
+use crate::tensor::{DType, Device, Layout, MemoryFormat, Tensor};
+use crate::value::ScriptObject;
 use crate::value::{Value, MAX_VALUE_DEPTH};
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{de, ser, Deserialize, Deserializer, Serialize, Serializer};

@@ -32,15 +32,16 @@
 //! `(Tensor, Vec<Tensor>)`, `(f64, i64)`, …); kernels return them inside
 //! [`crate::Result`]. [`typed`] has the traits the typed API is generic over.
 
+mod object;
 pub mod typed;
 
+pub use object::{ObjectClass, ScriptObject};
 pub use typed::{Arg, Args, CallWith, RetValue, Returns};
 
 use crate::error::{Error, Result};
 use crate::keys::KeySet;
 use crate::tensor::{
-    DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, ScriptObject, Storage, Stream,
-    Tensor,
+    DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
 };
 use opforge_schema::scalar_type::ScalarType;
 use std::fmt;

@@ -26,12 +26,11 @@
 //! # Ok::<(), opforge::Error>(())
 //! ```
 
-use super::{mismatch, ToValue, Value};
+use super::{mismatch, ScriptObject, ToValue, Value};
 use crate::error::{Error, Result};
 use crate::keys::KeySet;
 use crate::tensor::{
-    DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, ScriptObject, Storage, Stream,
-    Tensor,
+    DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
 };
 
 /// One argument of a typed call.

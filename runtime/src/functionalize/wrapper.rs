@@ -1,6 +1,5 @@
-//! Wrapper tensors as the tensor layer sees them: a tensor a dispatch layer
-//! made to stand for another (functionalization's functional tensors,
-//! `crate::functionalize`). It has the wrapped value's dtype, device and
+//! Wrapper tensors: a tensor a dispatch layer made to stand for another
+//! (functionalization's functional tensors, `tensor.rs`). It has the wrapped value's dtype, device and
 //! geometry over a storage without data, carries the layer's dispatch key
 //! beside its device's backend (so every call on it reaches the layer), and
 //! keeps the layer's state behind it, recovered by type.
@@ -8,16 +7,8 @@
 //! Reading a wrapper's data fails as reading any meta buffer does: the layer
 //! unwraps it before a kernel sees it.
 
-use super::{Buffer, Geometry, Storage, Tensor};
 use crate::keys::{DispatchKey, KeySet};
-use std::any::Any;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-
-/// The data a dispatch layer keeps behind a tensor it made (a functional
-/// tensor's value and views, a fake's mode), recovered by type
-/// (`Tensor::wrapper_state`).
-pub type LayerState = Arc<dyn Any + Send + Sync>;
+use crate::tensor::{Buffer, Geometry, LayerState, Storage, Tensor};
 
 /// The key a functional tensor carries besides its device's backend.
 pub const FUNCTIONALIZE_KEY: KeySet = KeySet::of(DispatchKey::Functionalize);
@@ -47,33 +38,9 @@ impl Tensor {
         state: LayerState,
     ) -> Tensor {
         let device = value.device();
-        Tensor::with_geometry_and_keys(
-            value.dtype(),
-            device,
-            KeySet::for_device(device) | keys,
-            geometry,
-        )
-        .with_layer_state(state)
-    }
-
-    /// A fresh tensor (this its only handle) given a layer's state.
-    pub(crate) fn with_layer_state(mut self, state: LayerState) -> Tensor {
-        match Arc::get_mut(&mut self.0) {
-            Some(inner) => inner.wrapped = Some(state),
-            None => debug_assert!(false, "with_layer_state: not a fresh tensor"),
-        }
-        self
-    }
-
-    /// The layer state of a wrapper, if this is one and its state is a `T`.
-    #[inline]
-    pub(crate) fn wrapper_state<T: Any>(&self) -> Option<&T> {
-        self.0.wrapped.as_deref()?.downcast_ref()
-    }
-
-    /// The layer state itself (a handle to it), if the tensor has one.
-    pub(crate) fn layer_state(&self) -> Option<&LayerState> {
-        self.0.wrapped.as_ref()
+        value
+            .alias_with_keys(device, KeySet::for_device(device) | keys, geometry)
+            .with_layer_state(state)
     }
 
     /// Gives a wrapper the sizes, strides and offset of `like` (a meta
@@ -105,7 +72,7 @@ impl Tensor {
         if !same {
             self.replace_geometry(shadow_geometry(value));
         }
-        debug_assert!(self.0.geometry_changes.load(Ordering::Relaxed) < u32::MAX);
+        debug_assert!(self.geometry_changes() < u32::MAX);
     }
 }
 
@@ -113,6 +80,7 @@ impl Tensor {
 mod tests {
     use super::*;
     use crate::dtype::Device;
+    use std::sync::Arc;
 
     #[test]
     fn a_wrapper_mirrors_its_value_and_keeps_its_state() {

@@ -1,40 +1,20 @@
-//! Fake tensors as the tensor layer sees them: a tensor with the `Fake`
-//! dispatch key, a dtype, a geometry and the device it claims, over a storage
-//! without data (a meta buffer). What calls on them do is the fake layer's
-//! business (`crate::fake`); here are only the conversions it needs between
-//! a fake and the meta tensor its kernels run on, and the fake's `repr`.
+//! What a fake tensor is: a tensor with the `Fake` dispatch key, a dtype, a
+//! geometry and the device it claims, over a storage without data (a meta
+//! buffer), with its mode as its layer state. Here are the conversions the
+//! layer needs between a fake and the meta tensor its kernels run on, built
+//! on the tensor layer's primitives (`tensor/slots.rs`).
 //!
 //! Reading a fake's data fails as reading any meta buffer does: a fake never
 //! reaches a kernel that reads data, and nothing here can make it.
 
-use super::{Buffer, Geometry, LayerState, Storage, Tensor};
 use crate::dtype::Device;
 use crate::keys::{DispatchKey, KeySet};
-use std::fmt;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use crate::tensor::{Buffer, Geometry, LayerState, Storage, Tensor};
 
 /// The key a fake tensor carries besides its claimed device's backend.
 pub const FAKE_KEY: KeySet = KeySet::of(DispatchKey::Fake);
 
 impl Tensor {
-    /// A number identifying the tensor (not its storage) while it lives: its
-    /// address. Clones of a handle have the same.
-    #[inline]
-    pub fn identity(&self) -> usize {
-        Arc::as_ptr(&self.0) as usize
-    }
-
-    /// A fake tensor (made by a fake tensor mode: `opforge::fake`)?
-    #[inline]
-    pub fn is_fake(&self) -> bool {
-        self.key_set().has(DispatchKey::Fake)
-    }
-
-    fn with_keys(&self, device: Device, keys: KeySet, geometry: Geometry) -> Tensor {
-        Tensor::with_geometry_and_keys(self.0.dtype, device, keys, geometry)
-    }
-
     /// A fake tensor with `meta`'s dtype and geometry, over `meta`'s storage
     /// (no data), claiming `device`, with the fake layer's `state` (its
     /// mode): what the fake layer makes of a result of a meta kernel. `meta`
@@ -42,28 +22,19 @@ impl Tensor {
     pub(crate) fn fake_of_meta(meta: &Tensor, device: Device, state: LayerState) -> Tensor {
         debug_assert_eq!(meta.device(), Device::Meta);
         let keys = KeySet::for_device(device) | FAKE_KEY;
-        meta.with_keys(device, keys, meta.geometry())
+        meta.alias_with_keys(device, keys, meta.geometry())
             .with_layer_state(state)
     }
 
     /// [`Tensor::fake_of_meta`] of a meta tensor given by value: in place
     /// when this is its only handle (a kernel's fresh result, the common
     /// case), without a new allocation.
-    pub(crate) fn into_fake(mut self, device: Device, state: LayerState) -> Tensor {
+    pub(crate) fn into_fake(self, device: Device, state: LayerState) -> Tensor {
         let keys = KeySet::for_device(device) | FAKE_KEY;
-        if let Some(inner) = Arc::get_mut(&mut self.0) {
-            if inner.ext.is_none()
-                && inner.view.is_none()
-                && inner.wrapped.is_none()
-                && inner.autograd.get().is_none()
-            {
-                inner.device = device;
-                *inner.keys.get_mut() = keys.bits();
-                inner.wrapped = Some(state);
-                return self;
-            }
+        match self.retag_fresh(device, keys, state) {
+            Ok(fake) => fake,
+            Err((meta, state)) => Tensor::fake_of_meta(&meta, device, state),
         }
-        Tensor::fake_of_meta(&self, device, state)
     }
 
     /// A fake tensor shaped as `self` (dtype, sizes, strides, offset, claimed
@@ -72,19 +43,9 @@ impl Tensor {
     pub(crate) fn fake_like(&self, state: LayerState) -> Tensor {
         let g = self.geometry();
         let storage = Storage::new(Buffer::Meta(g.storage.len()));
-        let keys = KeySet::for_device(self.0.device) | FAKE_KEY;
-        self.with_keys(self.0.device, keys, Geometry { storage, ..g })
+        let keys = KeySet::for_device(self.device()) | FAKE_KEY;
+        self.alias_with_keys(self.device(), keys, Geometry { storage, ..g })
             .with_layer_state(state)
-    }
-
-    /// A meta tensor shaped as `self` (dtype, sizes, strides, offset), over
-    /// a new storage of as many elements without data: what a layer runs a
-    /// Meta kernel on to learn a call's errors and shapes without computing.
-    pub(crate) fn meta_like(&self) -> Tensor {
-        let g = self.geometry();
-        let storage = Storage::new(Buffer::Meta(g.storage.len()));
-        let keys = KeySet::for_device(Device::Meta);
-        self.with_keys(Device::Meta, keys, Geometry { storage, ..g })
     }
 
     /// The meta tensor a fake's kernels run on: the fake's dtype and
@@ -95,12 +56,11 @@ impl Tensor {
     /// a fresh one.
     pub(crate) fn meta_of_fake(&self) -> Tensor {
         debug_assert!(self.is_fake());
-        let changes = |t: &Tensor| t.0.geometry_changes.load(Ordering::Acquire);
         let fresh = || {
             // Counted before the geometry is read: a change in between makes
             // the twin stale, never a stale twin current.
-            let n = changes(self);
-            let twin = self.with_keys(
+            let n = self.geometry_changes();
+            let twin = self.alias_with_keys(
                 Device::Meta,
                 KeySet::for_device(Device::Meta),
                 self.geometry(),
@@ -109,8 +69,8 @@ impl Tensor {
         };
         // Two threads asking at once may both make one; the first kept is
         // every caller's (either would do: both are the fake's geometry).
-        let (twin, made_at) = self.0.fake_twin.get_or_init(|| Box::new(fresh()));
-        if changes(self) == *made_at && changes(twin) == 0 {
+        let (twin, made_at) = self.twin(fresh);
+        if self.geometry_changes() == *made_at && twin.geometry_changes() == 0 {
             twin.clone()
         } else {
             fresh().0
@@ -122,42 +82,13 @@ impl Tensor {
     pub(crate) fn take_geometry_of(&self, meta: &Tensor) {
         self.replace_geometry(meta.geometry());
     }
-
-    /// A fake's `repr`, as PyTorch prints a `FakeTensor`:
-    /// `FakeTensor(..., size=(2,))`, with the device unless it is the CPU, the
-    /// dtype unless it is the default, and autograd's suffix.
-    pub(crate) fn fmt_fake(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("FakeTensor(...")?;
-        if self.device() != Device::Cpu {
-            write!(f, ", device='{}'", self.device())?;
-        }
-        write!(f, ", size={}", python_tuple(&self.shape()))?;
-        if self.dtype() != crate::dtype::DType::Float32 {
-            write!(f, ", dtype={}", self.dtype())?;
-        }
-        write!(f, "{})", self.autograd_suffix())
-    }
-}
-
-/// `(2,)`, `(2, 3)`, `()`: a shape as Python prints a tuple
-/// (`torch.Size`'s repr without the name).
-pub fn python_tuple(shape: &[usize]) -> String {
-    match shape {
-        [one] => format!("({one},)"),
-        dims => format!(
-            "({})",
-            dims.iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::dtype::DType;
+    use std::sync::Arc;
 
     #[test]
     fn a_fake_claims_its_device_and_has_no_data() {
