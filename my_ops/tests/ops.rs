@@ -422,3 +422,48 @@ fn the_queue_pickles_through_its_methods_block() {
     let loaded = classes::load(&classes::save(&q).unwrap()).unwrap();
     assert_eq!(first(&loaded).to_vec::<f32>().unwrap(), [1.0, -2.0, 3.0]);
 }
+
+// What an operator's kernel does inside is not the program's: a fake trace
+// runs `for_each_add`'s fake kernel, which calls the fake queue's method,
+// and the graph shows only the program's calls (it showed the kernel's
+// method call as a `call_torchbind` node, which a rerun applied again).
+// Functionalized, the same holds, and the kernel's results stay fakes.
+#[test]
+fn a_kernels_own_method_calls_are_not_the_programs() {
+    use opforge::classes;
+    use opforge::functionalize::functionalize;
+    use opforge::trace::{trace, TracingMode};
+    my_ops::queue::register_fakes().unwrap();
+    let q = classes::instantiate("mylib::Queue", &[]).unwrap();
+    q.call_method("push", &[Value::Tensor(t())]).unwrap();
+    let f = |v: &[Value]| {
+        let Value::Object(q) = &v[0] else {
+            panic!("an object input")
+        };
+        let inc = v[1].as_tensor().unwrap();
+        my_ops::torch::for_each_add(q, inc)?;
+        Ok(vec![Value::Tensor(opforge::torch::mul(inc, inc)?)])
+    };
+    let inc = Tensor::from_vec(vec![1.0f32, 1.0, 1.0], &[3]).unwrap();
+    let inputs = [Value::Object(q.clone()), Value::Tensor(inc.clone())];
+    for mode in [TracingMode::Real, TracingMode::Fake] {
+        let g = trace(f, &inputs, mode).unwrap();
+        assert_eq!(
+            g.targets(),
+            ["mylib.for_each_add.default", "aten.mul.Tensor"],
+            "{mode:?}: {g}"
+        );
+    }
+    let g = trace(functionalize(f), &inputs, TracingMode::Fake).unwrap();
+    // PyTorch's effect token: the operator through `with_effects`, its new
+    // token the graph's first result; the kernel's method call nowhere.
+    assert_eq!(
+        g.targets(),
+        [
+            "with_effects",
+            "<built-in function getitem>",
+            "aten.mul.Tensor"
+        ],
+        "functionalized: {g}"
+    );
+}

@@ -22,7 +22,19 @@ pub fn install<T: 'static>(slot: &'static HookSlot<T>, hook: T) -> HookGuard<T> 
     }
 }
 
-/// Restores the slot's previous hook when dropped ([`install`]).
+/// Takes the slot's hook out until the guard is dropped: what a layer does
+/// while an operator's kernel runs below it, so that what the kernel does
+/// inside is not seen as the program's.
+pub fn suspend<T: 'static>(slot: &'static HookSlot<T>) -> HookGuard<T> {
+    let prev = slot.with(|s| s.borrow_mut().take());
+    HookGuard {
+        slot,
+        prev: Some(prev),
+        _not_send: std::marker::PhantomData,
+    }
+}
+
+/// Restores the slot's previous hook when dropped ([`install`], [`suspend`]).
 #[must_use = "the hook is removed when the guard is dropped"]
 pub struct HookGuard<T: 'static> {
     slot: &'static HookSlot<T>,
@@ -80,6 +92,13 @@ mod tests {
                 Some((2, None))
             );
             assert_eq!(with_hook(&SLOT, |h| *h), Some(2));
+        }
+        assert_eq!(with_hook(&SLOT, |h| *h), Some(1));
+        {
+            let _off = suspend(&SLOT);
+            assert_eq!(with_hook(&SLOT, |h| *h), None);
+            let _inner = install(&SLOT, 3);
+            assert_eq!(with_hook(&SLOT, |h| *h), Some(3));
         }
         assert_eq!(with_hook(&SLOT, |h| *h), Some(1));
         drop(outer);

@@ -51,7 +51,7 @@ pub use fake::{
     deregister_fake_class, find_fake_class, has_fake_class, register_fake_class, to_fake_obj,
     FakeClass, FakeMembers,
 };
-pub use observe::{intercept_methods, InterceptGuard, MethodInterceptor};
+pub use observe::{intercept_methods, methods_unintercepted, InterceptGuard, MethodInterceptor};
 pub use types::{ArgType, RetType};
 
 use crate::error::{Error, Result};

@@ -34,6 +34,13 @@ pub fn intercept_methods(f: MethodInterceptor) -> InterceptGuard {
     hooks::install(&INTERCEPTOR, f)
 }
 
+/// Turns this thread's interception off until the guard is dropped: what a
+/// layer that intercepts does around an operator's kernel, whose own
+/// method calls (a fake kernel's on fake objects) are not the program's.
+pub fn methods_unintercepted() -> InterceptGuard {
+    hooks::suspend(&INTERCEPTOR)
+}
+
 /// Restores the previous interceptor when dropped ([`intercept_methods`]).
 pub type InterceptGuard = hooks::HookGuard<MethodInterceptor>;
 

@@ -67,7 +67,7 @@ pub use effects::{
 };
 pub use tensor::is_functional;
 
-use crate::classes::{intercept_methods, InterceptGuard};
+use crate::classes::{intercept_methods, methods_unintercepted, InterceptGuard};
 use crate::dispatch::linked::{FallbackEntry, FALLBACKS};
 use crate::dispatch::Operator;
 use crate::error::{Error, Result};
@@ -269,6 +269,8 @@ fn effectful(
     };
     let (next, outs) = {
         let _below = LocalKeys::exclude(FUNCTIONALIZE_KEY);
+        // The call's kernel (or method) runs as the program's one call.
+        let _kernel = methods_unintercepted();
         effects::run(&token, target, args, kwargs)?
     };
     SESSIONS.with(|s| {

@@ -57,7 +57,7 @@ mod saved;
 
 pub use graph::{Arg, Effectful, Graph, Node, NodeId, NodeKind, Target};
 
-use crate::classes::intercept_methods;
+use crate::classes::{intercept_methods, methods_unintercepted};
 use crate::error::Result;
 use crate::fake::FakeTensorMode;
 use crate::functionalize::{observe_effects, EffectCall, EffectTarget};
@@ -340,7 +340,12 @@ impl State {
 
 impl TorchDispatchMode for Tracer {
     fn torch_dispatch(&self, call: &DispatchCall<'_>) -> Result<Handled> {
-        let out = call.call_func()?;
+        // The call is recorded as one node: what its kernel does inside
+        // (a fake kernel's method calls on fake objects) is not the program's.
+        let out = {
+            let _kernel = methods_unintercepted();
+            call.call_func()?
+        };
         self.lock().record(call, &out);
         Ok(Handled::Value(out))
     }
