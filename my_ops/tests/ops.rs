@@ -446,6 +446,14 @@ fn a_kernels_own_method_calls_are_not_the_programs() {
     };
     let inc = Tensor::from_vec(vec![1.0f32, 1.0, 1.0], &[3]).unwrap();
     let inputs = [Value::Object(q.clone()), Value::Tensor(inc.clone())];
+    let first = |q: &opforge::ScriptObject| {
+        q.downcast_ref::<my_ops::queue::Queue>()
+            .unwrap()
+            .first()
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+    };
     for mode in [TracingMode::Real, TracingMode::Fake] {
         let g = trace(f, &inputs, mode).unwrap();
         assert_eq!(
@@ -453,6 +461,15 @@ fn a_kernels_own_method_calls_are_not_the_programs() {
             ["mylib.for_each_add.default", "aten.mul.Tensor"],
             "{mode:?}: {g}"
         );
+        // Saved, loaded and rerun on a fresh queue: the effect applies once.
+        let g = opforge::trace::Graph::from_json(&g.to_json().unwrap()).unwrap();
+        let fresh = classes::instantiate("mylib::Queue", &[]).unwrap();
+        fresh.call_method("push", &[Value::Tensor(t())]).unwrap();
+        let before = first(&fresh);
+        g.run(&[Value::Object(fresh.clone()), Value::Tensor(inc.clone())])
+            .unwrap();
+        let after: Vec<f32> = before.iter().map(|x| x + 1.0).collect();
+        assert_eq!(first(&fresh), after, "{mode:?}");
     }
     let g = trace(functionalize(f), &inputs, TracingMode::Fake).unwrap();
     // PyTorch's effect token: the operator through `with_effects`, its new
