@@ -910,7 +910,7 @@ fn a_leaf_keeps_its_accumulator_while_it_stops_requiring_grad() {
     let a = mul(&w, &two());
     let b = mul(&w, &two());
     let (ea, eb) = (a.grad_fn().unwrap(), b.grad_fn().unwrap());
-    let next = |g: &opforge::tensor::GradFn| g.node.next_edges()[0].clone().unwrap().node;
+    let next = |g: &opforge::autograd::GradFn| g.node.next_edges()[0].clone().unwrap().node;
     assert!(Arc::ptr_eq(&next(&ea), &next(&eb)), "one accumulator");
     sum(&a).backward().unwrap();
     assert_eq!(grad_of(&w), vec![4.0, 4.0]);

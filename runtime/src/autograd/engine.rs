@@ -148,7 +148,7 @@ fn run_tensor_hooks(t: &Tensor, grad: Tensor) -> Result<Tensor> {
     }
 }
 
-fn run_hooks(meta: &crate::tensor::AutogradMeta, mut grad: Tensor) -> Result<Tensor> {
+fn run_hooks(meta: &super::node::AutogradMeta, mut grad: Tensor) -> Result<Tensor> {
     for hook in meta.hooks() {
         if let Some(g) = hook(&grad)? {
             grad = g;

@@ -73,7 +73,7 @@ use super::saved::SavedTensor;
 use crate::at;
 use crate::dtype::{DType, Device};
 use crate::error::{Error, Result};
-use crate::tensor::{CreationMeta, Tensor};
+use crate::tensor::{CreationMeta, GraphNode, Tensor};
 use smallvec::{smallvec, SmallVec};
 use std::any::TypeId;
 use std::borrow::Cow;
@@ -806,7 +806,7 @@ fn attach<F: Function>(
     };
     let mut made: Result<()> = Ok(());
     let node = Arc::new_cyclic(|weak: &Weak<Node<FunctionBackward<F>>>| {
-        let weak = || -> Weak<Node> { weak.clone() as Weak<_> };
+        let weak = || -> Weak<dyn GraphNode> { weak.clone() as Weak<_> };
         let mut saved = Vec::with_capacity(to_save.len());
         for t in &to_save {
             let Some(t) = t else {

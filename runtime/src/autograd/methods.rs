@@ -3,8 +3,9 @@
 //! opforge::autograd::TensorAutograd`.
 
 use super::engine::backward;
+use super::node::{GradHook, Node};
 use crate::error::{Error, Result};
-use crate::tensor::{Node, Tensor, WeakTensor};
+use crate::tensor::{Tensor, WeakTensor};
 use std::sync::{Arc, Weak};
 
 /// Autograd's methods on [`Tensor`] (see the module docs).
@@ -157,7 +158,7 @@ impl TensorAutograd for Tensor {
                 "cannot register a hook on a tensor that doesn't require gradient",
             ));
         }
-        let hook: crate::tensor::GradHook = Arc::new(hook);
+        let hook: GradHook = Arc::new(hook);
         Ok(match self.grad_fn() {
             None => RemovableHandle {
                 id: self.autograd_meta_or_default().add_hook(hook),

@@ -1,16 +1,19 @@
 //! Autograd: grad mode, the graph, saved tensors, the backward engine, and
-//! what an Autograd kernel calls to record (issue 21 §2).
+//! what an Autograd kernel calls to record.
 //!
 //! The layer sits above `at` and below everything that parses or overrides.
-//! A tensor keeps autograd's record of it in [`crate::tensor::AutogradMeta`];
-//! the `Autograd` key is in its key set only while it requires grad, so calls
-//! on other tensors never reach an Autograd kernel.
+//! A tensor keeps autograd's record of it ([`AutogradMeta`], `meta.rs`) and
+//! its history (a [`Node`], `graph.rs`) in narrow slots of the tensor layer
+//! (`crate::tensor::AutogradRecord`, `crate::tensor::GraphNode`), which sees
+//! a node only as its name; [`node_of`] gives a history's node back as this
+//! layer's type. The `Autograd` key is in a tensor's key set only while it
+//! requires grad, so calls on other tensors never reach an Autograd kernel.
 //!
 //! - [`mode`]: thread-local grad mode and its guards ([`no_grad`],
 //!   [`enable_grad`], [`set_grad_enabled`], [`inference_mode`]).
 //! - [`node`]: [`Node`], [`Edge`] and the [`Backward`] trait a node's
-//!   computation implements (the graph's data, from the tensor layer: a
-//!   tensor's history is a node), accumulators for leaves, [`live_nodes`].
+//!   computation implements (from `graph.rs`), accumulators for leaves,
+//!   [`live_nodes`].
 //! - [`saved`]: [`SavedTensor`], checked against the storage's version on
 //!   unpack, released after a backward without `retain_graph`.
 //! - [`record`](mod@record): [`Recording`] (begin / finish around an Autograd kernel's
@@ -45,6 +48,8 @@ pub mod function;
 pub mod functional;
 mod generated;
 pub mod gradcheck;
+mod graph;
+mod meta;
 pub mod methods;
 pub mod mode;
 pub mod node;
@@ -62,8 +67,8 @@ pub use mode::{
     set_grad_enabled, GradModeGuard,
 };
 pub use node::{
-    accumulator, gradient_edge, live_nodes, Backward, BackwardCtx, Edge, Edges, Grads, InputMeta,
-    InputMetas, Node, ReentrantBackward,
+    accumulator, gradient_edge, live_nodes, node_of, AutogradMeta, Backward, BackwardCtx, Edge,
+    Edges, GradFn, GradHook, Grads, InputMeta, InputMetas, Node, ReentrantBackward,
 };
 pub use record::{
     check_differentiable_outputs, check_no_requires_grad, check_out, record, Outputs, Recording,

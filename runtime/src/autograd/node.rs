@@ -1,18 +1,20 @@
 //! The graph as autograd uses it. Its types ([`Node`], [`Edge`], the
-//! [`Backward`] trait a node's computation implements) live with the tensor
-//! (`tensor/graph.rs`), since a tensor's history points at a node; this
-//! module adds what needs the layers above the tensor: a leaf's
+//! [`Backward`] trait a node's computation implements) are in `graph.rs`,
+//! autograd's record of a tensor in `meta.rs`; this module adds what needs
+//! the layers above the tensor: a leaf's
 //! [`accumulator`], a tensor's [`gradient_edge`], and the engine's check of a
 //! gradient against the input it reaches (`check_gradient`, which sums and
 //! casts with `at`).
 
+pub(crate) use super::graph::as_node;
+pub use super::graph::{
+    drop_boxed_later, drop_tensor_later, live_nodes, node_of, Backward, BackwardCtx, Edge, Edges,
+    GradFn, GradHook, Grads, InputMeta, InputMetas, Node, ReentrantBackward,
+};
+pub use super::meta::AutogradMeta;
 use crate::error::{Error, Result};
 use crate::tensor::DType;
 use crate::tensor::Tensor;
-pub use crate::tensor::{
-    drop_boxed_later, drop_tensor_later, live_nodes, Backward, BackwardCtx, Edge, Edges, Grads,
-    InputMeta, InputMetas, Node, ReentrantBackward,
-};
 use std::sync::Arc;
 
 /// A node's name as PyTorch's messages print it (its view and saved-tensor

@@ -25,11 +25,11 @@
 //! ```
 
 use super::mode::is_grad_enabled;
-use super::node::gradient_edge;
+use super::node::{as_node, gradient_edge};
 use super::node::{Backward, BackwardCtx, Edges, Grads, InputMeta, InputMetas, Node};
 use super::saved::SavedTensor;
 use crate::error::{Error, Result};
-use crate::tensor::{GradFn, Tensor};
+use crate::tensor::{GraphNode, History, Tensor};
 use std::borrow::Cow;
 use std::sync::{Arc, Weak};
 
@@ -100,7 +100,7 @@ impl<const N: usize> Outputs for [&mut Tensor; N] {
 pub struct Saver<'a> {
     /// A weak handle to the node being made (from `Arc::new_cyclic`'s, asked
     /// for only by a backward that saves an output).
-    node: &'a dyn Fn() -> Weak<Node>,
+    node: &'a dyn Fn() -> Weak<dyn GraphNode>,
     outputs: &'a dyn Outputs,
 }
 
@@ -222,7 +222,7 @@ impl Recording {
         };
         // The node and its backward in one allocation.
         let node = Arc::new_cyclic(|weak: &Weak<Node<Made<B>>>| {
-            let weak = || -> Weak<Node> { weak.clone() as Weak<_> };
+            let weak = || -> Weak<dyn GraphNode> { weak.clone() as Weak<_> };
             let backward = match make(&Saver {
                 node: &weak,
                 outputs: &outputs,
@@ -261,13 +261,13 @@ impl Recording {
 /// for each but the last, which takes the handle itself (a one-output node
 /// changes no reference count).
 pub(crate) struct Handles {
-    node: Option<Arc<Node>>,
+    node: Option<Arc<dyn GraphNode>>,
     last: Option<usize>,
 }
 
 impl Handles {
     /// Handles of `node` for outputs up to `last`, the last to get one.
-    pub(crate) fn new(node: Arc<Node>, last: Option<usize>) -> Handles {
+    pub(crate) fn new(node: Arc<dyn GraphNode>, last: Option<usize>) -> Handles {
         Handles {
             node: Some(node),
             last,
@@ -275,7 +275,7 @@ impl Handles {
     }
 
     /// The handle for output `nr` (`None` past `last`).
-    pub(crate) fn get(&mut self, nr: usize) -> Option<Arc<Node>> {
+    pub(crate) fn get(&mut self, nr: usize) -> Option<Arc<dyn GraphNode>> {
         match Some(nr) == self.last {
             true => self.node.take(),
             false => self.node.clone(),
@@ -285,17 +285,17 @@ impl Handles {
 
 /// [`set_history`] for an output the caller holds mutably: a fresh result (no
 /// other handle reaches it) takes the history without locking
-/// ([`Tensor::set_fresh_grad_fn`]); any other, and a written view, the
+/// ([`Tensor::set_fresh_history`]); any other, and a written view, the
 /// shared way.
 pub(crate) fn set_history_mut(
     out: &mut Tensor,
-    node: Arc<Node>,
+    node: Arc<dyn GraphNode>,
     nr: u32,
     written_view: bool,
 ) -> Result<()> {
     let node = match written_view {
         true => node,
-        false => match out.set_fresh_grad_fn(GradFn {
+        false => match out.set_fresh_history(History {
             node,
             output_nr: nr,
         }) {
@@ -313,13 +313,13 @@ pub(crate) fn set_history_mut(
 /// PyTorch moves its retains-grad hook).
 pub(crate) fn set_history(
     out: &Tensor,
-    node: Arc<Node>,
+    node: Arc<dyn GraphNode>,
     nr: u32,
     written_view: bool,
 ) -> Result<()> {
     if written_view {
         if let Some(v) = out.view_of() {
-            return super::views::rebase(out, v, &node);
+            return super::views::rebase(out, v, &as_node(&node));
         }
     }
     let retained = out.autograd_meta().is_some_and(|m| m.retains_grad());
@@ -327,9 +327,9 @@ pub(crate) fn set_history(
         if let Some(old) = out.grad_fn() {
             old.node.remove_retained(out);
         }
-        node.add_retained(nr, out.downgrade());
+        as_node(&node).add_retained(nr, out.downgrade());
     }
-    out.set_grad_fn(Some(GradFn {
+    out.set_history(Some(History {
         node,
         output_nr: nr,
     }));

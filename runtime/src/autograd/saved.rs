@@ -8,9 +8,9 @@
 //! and with a weak reference to the node, through which [`SavedTensor::unpack`]
 //! gives back a tensor with that history again, for double backward.
 
-use super::node::Node;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
+use crate::tensor::{GraphNode, History};
 use std::sync::Weak;
 
 /// PyTorch's message for a saved tensor used after its graph was freed.
@@ -25,7 +25,7 @@ pub struct SavedTensor {
 }
 
 struct SavedOutput {
-    node: Weak<Node>,
+    node: Weak<dyn GraphNode>,
     output_nr: u32,
     requires_grad: bool,
 }
@@ -50,7 +50,11 @@ impl SavedTensor {
     /// Saves output `output_nr` of the node being made: kept without its
     /// history, given it back on unpack ([`super::Saver::output`] supplies
     /// the node).
-    pub(crate) fn output(t: &Tensor, node: Weak<Node>, output_nr: u32) -> Result<SavedTensor> {
+    pub(crate) fn output(
+        t: &Tensor,
+        node: Weak<dyn GraphNode>,
+        output_nr: u32,
+    ) -> Result<SavedTensor> {
         Ok(SavedTensor {
             version: t.storage().version(),
             data: Some(shallow_detach(t)?),
@@ -94,7 +98,10 @@ impl SavedTensor {
         match node_of_output {
             Some((node, nr)) => {
                 let t = shallow_detach(data)?;
-                t.set_grad_fn(Some(node.grad_fn(nr)));
+                t.set_history(Some(History {
+                    node,
+                    output_nr: nr,
+                }));
                 Ok(t)
             }
             None => Ok(data.clone()),
@@ -107,7 +114,7 @@ impl SavedTensor {
         if let Some(t) = self.data.take() {
             // Perhaps the last handle to a graph: dropped by the loop of a
             // node's drop under way rather than recursively.
-            crate::tensor::drop_tensor_later(t);
+            super::node::drop_tensor_later(t);
         }
         self.released = true;
     }

@@ -28,7 +28,7 @@ use super::node::{
 };
 use crate::at;
 use crate::error::{Error, Result};
-use crate::tensor::{last_offset, set_view_history, CreationMeta, GradFn, Tensor, ViewOf};
+use crate::tensor::{last_offset, set_view_history, CreationMeta, History, Tensor, ViewOf};
 use crate::Scalar;
 use std::sync::Arc;
 
@@ -74,7 +74,7 @@ pub fn mark_view(op: &str, input: &Tensor, out: &mut Tensor) {
 pub fn check_inplace_view(view: &Tensor, v: &ViewOf) -> Result<()> {
     let creation = v.creation();
     if creation == CreationMeta::InCustomFunction {
-        let prefix = match view.stored_grad_fn() {
+        let prefix = match view.stored_history() {
             Some(g) => format!("Output {} of {}", g.output_nr, short_name(g.node.name())),
             None => "A view".to_string(),
         };
@@ -84,7 +84,7 @@ pub fn check_inplace_view(view: &Tensor, v: &ViewOf) -> Result<()> {
     }
     if creation != CreationMeta::Default {
         // The history the view has now, not one made afresh.
-        let grad_fn = view.stored_grad_fn();
+        let grad_fn = view.stored_history();
         let prefix = match &grad_fn {
             Some(g) => format!(
                 "Output {} of {} is a view of a view which was created in",
@@ -144,15 +144,15 @@ pub(crate) fn rebase(view: &Tensor, v: &ViewOf, node: &Arc<Node>) -> Result<()> 
         }
         copy.add_retained(0, base.downgrade());
     }
-    base.set_grad_fn(Some(copy.grad_fn(0)));
-    view.set_grad_fn(view_history(view, base));
+    base.set_history(Some(copy.history(0)));
+    view.set_history(view_history(view, base));
     Ok(())
 }
 
 /// A view's history made from its base's: an `AsStridedBackward0` node over
 /// the base's gradient edge (`None` if the base has none). Installed in the
 /// tensor layer for stale views ([`crate::tensor::set_view_history`]).
-fn view_history(view: &Tensor, base: &Tensor) -> Option<GradFn> {
+fn view_history(view: &Tensor, base: &Tensor) -> Option<History> {
     let edge = gradient_edge(base)?;
     let meta = InputMeta::of(view);
     let node = view_grad_node(
@@ -162,17 +162,17 @@ fn view_history(view: &Tensor, base: &Tensor) -> Option<GradFn> {
         Geom::of(base),
         Geom::of(view),
     );
-    Some(node.grad_fn(0))
+    Some(node.history(0))
 }
 
 /// A node for one forward output (`meta` its sizes and dtype), sending
 /// gradients along `edges`.
-fn one_output_node(
+fn one_output_node<B: Backward>(
     name: &'static str,
     meta: InputMeta,
     edges: Edges,
-    backward: impl Backward,
-) -> Arc<Node> {
+    backward: B,
+) -> Arc<Node<B>> {
     Arc::new(Node::new(
         name.into(),
         smallvec::smallvec![Some(meta)],
@@ -332,7 +332,7 @@ fn view_grad_node(
     edge: Option<Edge>,
     base: Geom,
     view: Geom,
-) -> Arc<Node> {
+) -> Arc<Node<ViewGrad>> {
     let (name, backward) = match made_by {
         Route::Gather => ("AsStridedBackward0", Route::Scatter),
         Route::Scatter => ("AsStridedScatterBackward0", Route::Gather),
@@ -355,7 +355,7 @@ fn record_route(made_by: Route, g: &Tensor, out: &Tensor, base: &Geom, view: &Ge
     if is_grad_enabled() && g.requires_grad() {
         let meta = InputMeta::of(out);
         let node = view_grad_node(made_by, meta, gradient_edge(g), base.clone(), view.clone());
-        out.set_grad_fn(Some(node.grad_fn(0)));
+        out.set_history(Some(node.history(0)));
     }
 }
 

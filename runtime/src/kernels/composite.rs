@@ -712,7 +712,7 @@ pub fn detach_(self_: &mut Tensor) -> Result<Tensor> {
         self_.view_of().is_none(),
         "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence detach_() cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
     );
-    self_.set_grad_fn(None);
+    self_.set_history(None);
     if self_.autograd_meta().is_some() {
         self_.set_requires_grad(false)?;
         self_.set_tangent(None);

@@ -1,20 +1,26 @@
-//! Autograd's place on a tensor. The engine lives in a layer above the
-//! dispatcher; a tensor only keeps what that layer records about it, in
-//! [`AutogradMeta`], made the first time autograd needs it and absent on every
-//! tensor autograd never touched (as PyTorch's `AutogradMeta` hangs off a
-//! `TensorImpl`). A tensor that does not require grad and has no history is
-//! plain: its key set has no `Autograd` key, so its calls never pass through an
-//! Autograd kernel.
+//! Autograd's place on a tensor: narrow slots the autograd layer fills
+//! (`crate::autograd`), as PyTorch's `TensorImpl` keeps an
+//! `AutogradMetaInterface` that `torch/csrc/autograd` implements:
 //!
-//! Memory: a tensor holds its history ([`GradFn`], the node that made it); a
-//! node holds what it saved. Nothing here points back from a node to a tensor
-//! that holds it, so a graph is freed when its last output is dropped.
+//! - the tensor's history ([`History`]: the node that made it, seen here
+//!   only as a [`GraphNode`], a name and the way back for autograd);
+//! - autograd's record of it (an [`AutogradRecord`]: `requires_grad`, the
+//!   gradient, hooks, the tangent), made the first time autograd needs it
+//!   and absent on every tensor autograd never touched;
+//! - for a view, its base ([`ViewOf`]).
+//!
+//! A tensor that does not require grad and has no history is plain: its key
+//! set has no `Autograd` key, so its calls never pass through an Autograd
+//! kernel.
+//!
+//! Memory: a tensor holds its history; a node holds what it saved. Nothing
+//! here points back from a node to a tensor that holds it, so a graph is
+//! freed when its last output is dropped.
 
-use super::graph::{GradFn, GradHook, Node};
-use super::Tensor;
-use crate::error::{Error, Result};
+use super::{Dims, Tensor};
+
 use crate::keys::{DispatchKey, KeySet};
-use once_cell::race::OnceBox;
+use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -102,35 +108,100 @@ impl std::fmt::Debug for ViewOf {
     }
 }
 
+/// The node that made a tensor, as the tensor layer sees it: its name, and
+/// the way back to the node as the autograd layer's type (`autograd::node_of`).
+/// Only the autograd layer's nodes implement it (so that way back cannot
+/// meet a node of another type):
+///
+/// ```compile_fail
+/// use std::{any::Any, sync::Arc};
+/// struct Mine;
+/// impl opforge::tensor::GraphNode for Mine {
+///     fn name(&self) -> &str { "MineBackward" }
+///     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> { self }
+///     fn owner(&self) -> &'static dyn Any { &() }
+/// }
+/// ```
+pub trait GraphNode: SealedGraphNode + Send + Sync + 'static {
+    /// PyTorch's name (`MulBackward0`).
+    fn name(&self) -> &str;
+    /// The node, as an `Any` of its concrete type.
+    #[doc(hidden)]
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+    /// What recovers the node from [`GraphNode::into_any`] (the autograd
+    /// layer's, per concrete type).
+    #[doc(hidden)]
+    fn owner(&self) -> &'static dyn Any;
+}
+
+/// Seals [`GraphNode`]: the trait is public, this one only nameable in the
+/// crate, so only the autograd layer's nodes implement it.
+pub trait SealedGraphNode {}
+
+/// A tensor's history as the tensor holds it: the node that computed it and
+/// which of that node's outputs it is (PyTorch's `grad_fn` and `output_nr`;
+/// `Tensor::grad_fn` gives it with the node as autograd's type).
+#[derive(Clone)]
+pub struct History {
+    /// The node.
+    pub node: Arc<dyn GraphNode>,
+    /// Which of the node's outputs the tensor is.
+    pub output_nr: u32,
+}
+
+impl std::fmt::Debug for History {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} output {}>", self.node.name(), self.output_nr)
+    }
+}
+
+/// Autograd's record of a tensor, as the tensor layer sees it (the autograd
+/// layer's `AutogradMeta` implements it): what the tensor's keys and its
+/// printed form depend on.
+pub trait AutogradRecord: Any + Send + Sync {
+    /// Set by the user on a leaf (`requires_grad_`), not implied by a history.
+    fn requires_grad_flag(&self) -> bool;
+    /// Has the tensor a forward-mode tangent (at any level)?
+    fn has_tangent(&self) -> bool;
+}
+
 /// Makes a view's history afresh from its base's (`view`, `base`): the
 /// autograd layer's `AsStridedBackward0` node over the base's gradient edge,
 /// or `None` when the base has no gradient edge.
-pub type ViewHistory = fn(&Tensor, &Tensor) -> Option<GradFn>;
+pub type ViewHistory = fn(&Tensor, &Tensor) -> Option<History>;
 
 static VIEW_HISTORY: OnceLock<ViewHistory> = OnceLock::new();
 
 /// Installs the function that remakes a stale view's history (the autograd
 /// layer does, before it makes its first view; the first installation stays).
+/// The tensor layer reads a view's history itself (its `requires_grad`, its
+/// printed `grad_fn`), as PyTorch's `TensorBase::grad_fn` does through the
+/// `VariableHooks` autograd installs.
 pub fn set_view_history(f: ViewHistory) {
     let _ = VIEW_HISTORY.set(f);
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A tensor's history slot, kept in the tensor itself rather than in its
 /// [`AutogradMeta`]: a result an Autograd kernel records gets its history
 /// without a second allocation (PyTorch keeps `grad_fn` in its
-/// `AutogradMeta`, allocated for every result that requires grad).
+/// `AutogradMeta`, allocated for every result that requires grad; one more
+/// allocation per recorded call measured 6% more instructions per call).
 ///
 /// Two fields of the tensor: the slot, and whether it holds a history (a
 /// flag written under the slot's lock, kept beside the tensor's other small
 /// fields, so that asking a tensor without one, every leaf, locks nothing).
-pub(crate) struct History<'a> {
-    slot: &'a Mutex<Option<GradFn>>,
+pub(crate) struct HistoryCell<'a> {
+    slot: &'a Mutex<Option<History>>,
     set: &'a AtomicBool,
 }
 
-impl History<'_> {
+impl HistoryCell<'_> {
     #[inline]
-    fn get(&self) -> Option<GradFn> {
+    fn get(&self) -> Option<History> {
         match self.is_set() {
             true => lock(self.slot).clone(),
             false => None,
@@ -142,7 +213,7 @@ impl History<'_> {
         self.set.load(Ordering::Acquire)
     }
 
-    fn replace(&self, grad_fn: Option<GradFn>) {
+    fn replace(&self, grad_fn: Option<History>) {
         let mut slot = lock(self.slot);
         self.set.store(grad_fn.is_some(), Ordering::Release);
         let old = std::mem::replace(&mut *slot, grad_fn);
@@ -153,129 +224,9 @@ impl History<'_> {
     }
 }
 
-/// What autograd records about one tensor (see the module docs).
-#[derive(Default)]
-pub struct AutogradMeta {
-    requires_grad: AtomicBool,
-    retains_grad: AtomicBool,
-    grad: Mutex<Option<Tensor>>,
-    /// `(id, hook)` in registration order (the id is what removes it).
-    hooks: Mutex<Vec<(u64, GradHook)>>,
-    /// Whether `hooks` ever held one (set under its lock), so that a leaf
-    /// without hooks, nearly every one, locks nothing in backward.
-    has_hooks: AtomicBool,
-    /// A leaf's gradient accumulator (PyTorch's `AccumulateGrad`), made on
-    /// first use and kept for the leaf's life (also while it stops requiring
-    /// grad: PyTorch too hands out the one that lives); the accumulator holds
-    /// the leaf only weakly, so no cycle forms. Read without a lock.
-    accumulator: OnceBox<Arc<Node>>,
-    /// Forward mode's tangent and the level it belongs to (PyTorch's
-    /// `fw_grad`; one level at a time, see `autograd::forward_ad`).
-    tangent: Mutex<Option<(u64, Tensor)>>,
-    /// Held by the engine from its read of `.grad` to the write that
-    /// follows ([`AutogradMeta::accumulating`]).
-    accumulating: Mutex<()>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl AutogradMeta {
-    /// Set by the user on a leaf (`requires_grad_`), not implied by a history.
-    pub fn requires_grad_flag(&self) -> bool {
-        self.requires_grad.load(Ordering::Relaxed)
-    }
-
-    /// Whether `.grad` is kept for this non-leaf (`retain_grad`).
-    pub fn retains_grad(&self) -> bool {
-        self.retains_grad.load(Ordering::Relaxed)
-    }
-
-    /// Keep (or not) `.grad` for this non-leaf.
-    pub fn set_retains_grad(&self, on: bool) {
-        self.retains_grad.store(on, Ordering::Relaxed);
-    }
-
-    /// The accumulated gradient.
-    pub fn grad(&self) -> Option<Tensor> {
-        lock(&self.grad).clone()
-    }
-
-    /// Replaces the accumulated gradient, unchecked (the engine's write;
-    /// [`Tensor::set_grad`] is PyTorch's checked `t.grad = g`).
-    pub(crate) fn set_grad(&self, grad: Option<Tensor>) {
-        *lock(&self.grad) = grad;
-    }
-
-    /// Held across a read of `.grad` and the write computed from it (the
-    /// engine's accumulation, PyTorch's `AccumulateGrad` mutex), so that
-    /// backward passes accumulating into one tensor at once, from several
-    /// threads, lose no gradient. `.grad` itself stays readable meanwhile.
-    pub fn accumulating(&self) -> MutexGuard<'_, ()> {
-        lock(&self.accumulating)
-    }
-
-    /// Has a gradient hook ever been added (then [`AutogradMeta::hooks`]
-    /// locks to read them)?
-    #[inline]
-    pub fn has_hooks(&self) -> bool {
-        self.has_hooks.load(Ordering::Acquire)
-    }
-
-    /// The gradient hooks, in registration order.
-    pub fn hooks(&self) -> Vec<GradHook> {
-        if !self.has_hooks.load(Ordering::Acquire) {
-            return Vec::new();
-        }
-        lock(&self.hooks).iter().map(|(_, h)| h.clone()).collect()
-    }
-
-    /// Adds a gradient hook; returns the id that removes it
-    /// ([`AutogradMeta::remove_hook`]).
-    pub fn add_hook(&self, hook: GradHook) -> u64 {
-        let id = super::graph::next_hook_id();
-        lock(&self.hooks).push((id, hook));
-        self.has_hooks.store(true, Ordering::Release);
-        id
-    }
-
-    /// Removes the hook [`AutogradMeta::add_hook`] returned `id` for;
-    /// `false` if it is not there (removed already).
-    pub fn remove_hook(&self, id: u64) -> bool {
-        let mut hooks = lock(&self.hooks);
-        let before = hooks.len();
-        hooks.retain(|(i, _)| *i != id);
-        hooks.len() != before
-    }
-
-    /// The forward-mode tangent at `level`, if the tensor has one there.
-    pub fn tangent(&self, level: u64) -> Option<Tensor> {
-        match &*lock(&self.tangent) {
-            Some((l, t)) if *l == level => Some(t.clone()),
-            _ => None,
-        }
-    }
-
-    /// A leaf's gradient accumulator, the one `make` returns the first time
-    /// (see the field). Atomic: two threads asking at once get the same node
-    /// (the one whose node is installed first; the other's is dropped).
-    pub fn accumulator_or(&self, make: impl FnOnce() -> Arc<Node>) -> &Arc<Node> {
-        self.accumulator.get_or_init(|| Box::new(make()))
-    }
-}
-
-impl std::fmt::Debug for AutogradMeta {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AutogradMeta")
-            .field("requires_grad", &self.requires_grad_flag())
-            .finish_non_exhaustive()
-    }
-}
-
 impl Tensor {
-    fn history(&self) -> History<'_> {
-        History {
+    fn history_cell(&self) -> HistoryCell<'_> {
+        HistoryCell {
             slot: &self.0.history,
             set: &self.0.has_history,
         }
@@ -283,14 +234,17 @@ impl Tensor {
 
     /// Autograd's record of this tensor, if autograd made one.
     #[inline]
-    pub fn autograd_meta(&self) -> Option<&AutogradMeta> {
-        self.0.autograd.get()
+    pub(crate) fn autograd_record(&self) -> Option<&dyn AutogradRecord> {
+        self.0.autograd.get().map(|r| &**r)
     }
 
-    /// Autograd's record of this tensor, made empty if there is none yet
-    /// (making it changes nothing about the tensor's calls).
-    pub fn autograd_meta_or_default(&self) -> &AutogradMeta {
-        self.0.autograd.get_or_init(Box::default)
+    /// Autograd's record of this tensor, made by `make` if there is none
+    /// yet (making it changes nothing about the tensor's calls).
+    pub(crate) fn autograd_record_or(
+        &self,
+        make: impl FnOnce() -> Box<dyn AutogradRecord>,
+    ) -> &dyn AutogradRecord {
+        &**self.0.autograd.get_or_init(make)
     }
 
     /// Does the tensor require grad: a leaf marked so, a result with a
@@ -314,97 +268,103 @@ impl Tensor {
         if let Some(v) = &self.0.view {
             self.refresh_view_history(v);
         }
-        self.autograd_meta()
-            .is_some_and(AutogradMeta::requires_grad_flag)
-            || self.history().is_set()
+        self.autograd_record()
+            .is_some_and(|r| r.requires_grad_flag())
+            || self.history_cell().is_set()
             || self.0.view.as_ref().is_some_and(|v| v.base.requires_grad())
     }
 
-    /// Marks a leaf as requiring grad, or not (PyTorch's `requires_grad_`).
-    /// Only floating-point tensors can require grad; a tensor with a history
-    /// cannot stop requiring it.
-    pub fn set_requires_grad(&self, on: bool) -> Result<()> {
-        if on && !self.dtype().is_floating_point() {
-            return Err(crate::error::Error::Runtime(
-                "only Tensors of floating point dtype can require gradients".into(),
-            ));
-        }
-        if !on && self.grad_fn().is_some() {
-            return Err(crate::error::Error::Runtime(
-                "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().".into(),
-            ));
-        }
-        if on || self.autograd_meta().is_some() {
-            let meta = self.autograd_meta_or_default();
-            meta.requires_grad.store(on, Ordering::Relaxed);
-        }
-        self.update_autograd_keys();
-        Ok(())
-    }
-
-    /// The tensor's history (`grad_fn` and `output_nr`), if it has one. A
-    /// view whose storage was written since its history was set gets a new
-    /// one from its base's first ([`ViewOf`]).
+    /// The tensor's history (its node, as a [`GraphNode`], and output
+    /// number), if it has one. A view whose storage was written since its
+    /// history was set gets a new one from its base's first ([`ViewOf`]).
+    /// `Tensor::grad_fn` gives the node as autograd's type.
     #[inline]
-    pub fn grad_fn(&self) -> Option<GradFn> {
+    pub fn history(&self) -> Option<History> {
         if let Some(v) = &self.0.view {
             self.refresh_view_history(v);
         }
-        self.history().get()
+        self.history_cell().get()
+    }
+
+    /// Whether the tensor has a history (a stale view's made afresh first).
+    #[inline]
+    pub fn has_history(&self) -> bool {
+        if let Some(v) = &self.0.view {
+            self.refresh_view_history(v);
+        }
+        self.history_cell().is_set()
     }
 
     /// The history as it is stored, without making a stale view's afresh.
-    pub(crate) fn stored_grad_fn(&self) -> Option<GradFn> {
-        self.history().get()
+    pub(crate) fn stored_history(&self) -> Option<History> {
+        self.history_cell().get()
     }
 
     /// Sets or clears the tensor's history: what an Autograd kernel does to the
     /// results it records, and what rebasing an in-place write does. A view's
     /// history is then current as of the storage's version.
-    pub fn set_grad_fn(&self, grad_fn: Option<GradFn>) {
+    pub fn set_history(&self, history: Option<History>) {
         if let Some(v) = &self.0.view {
             v.attr_version
                 .store(self.storage_version(), Ordering::Release);
         }
-        let has_history = grad_fn.is_some();
-        self.history().replace(grad_fn);
-        match has_history {
+        let has_history = history.is_some();
+        self.history_cell().replace(history);
+        if has_history {
             // A history means it requires grad: nothing else to ask.
-            true => {
-                let keys = self.key_set() | AUTOGRAD_KEYS;
-                self.0.keys.store(keys.bits(), Ordering::Relaxed);
-            }
-            false => self.update_autograd_keys(),
+            let keys = self.key_set() | AUTOGRAD_KEYS;
+            self.0.keys.store(keys.bits(), Ordering::Relaxed);
+        } else {
+            self.update_autograd_keys();
         }
     }
 
-    /// [`Tensor::set_grad_fn`] for a result only this handle reaches (a
+    /// [`Tensor::set_history`] for a result only this handle reaches (a
     /// kernel's fresh output, not a tensor that keeps its gradient): the
     /// history is written without the slot's lock, as `mark_view` writes a
-    /// fresh result's view. Hands `grad_fn` back, changing nothing, for a
+    /// fresh result's view. Hands `history` back, changing nothing, for a
     /// tensor another handle reaches, strong or weak (a tensor that keeps its
     /// gradient is one: its node holds it weakly), or one with an
-    /// [`AutogradMeta`]: the shared path ([`Tensor::set_grad_fn`] and what
+    /// [`AutogradRecord`]: the shared path ([`Tensor::set_history`] and what
     /// autograd does around it) handles those.
-    pub(crate) fn set_fresh_grad_fn(&mut self, grad_fn: GradFn) -> std::result::Result<(), GradFn> {
+    pub(crate) fn set_fresh_history(
+        &mut self,
+        history: History,
+    ) -> std::result::Result<(), History> {
         let Some(inner) = Arc::get_mut(&mut self.0) else {
-            return Err(grad_fn);
+            return Err(history);
         };
         if inner.autograd.get().is_some() {
-            return Err(grad_fn);
+            return Err(history);
         }
         if let Some(v) = &mut inner.view {
             let geometry = inner.geometry.get_mut().unwrap_or_else(|e| e.into_inner());
             *v.attr_version.get_mut() = geometry.storage.version();
         }
         let slot = inner.history.get_mut().unwrap_or_else(|e| e.into_inner());
-        let old = slot.replace(grad_fn);
+        let old = slot.replace(history);
         *inner.has_history.get_mut() = true;
         // A view's own keys gain the autograd keys its base may lend it
         // (`key_set`): with them set, the two agree.
         *inner.keys.get_mut() |= AUTOGRAD_KEYS.bits();
         drop(old);
         Ok(())
+    }
+
+    /// The sizes of a tensor the caller holds mutably: read without the
+    /// geometry's lock when this is the only handle (a kernel's fresh
+    /// output).
+    pub(crate) fn dims_of_owned(&mut self) -> Dims {
+        match Arc::get_mut(&mut self.0) {
+            Some(inner) => Dims::from_slice(
+                &inner
+                    .geometry
+                    .get_mut()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .shape,
+            ),
+            None => self.with_geometry(|g| Dims::from_slice(&g.shape)),
+        }
     }
 
     /// The view's base and how it was made, if this tensor is the result of a
@@ -460,14 +420,14 @@ impl Tensor {
         if v.attr_version.load(Ordering::Acquire) == current {
             return;
         }
-        let has_history = self.history().is_set();
+        let has_history = self.history_cell().is_set();
         if !has_history && !v.base.requires_grad() {
             return;
         }
         v.attr_version.store(current, Ordering::Release);
         if let Some(make) = VIEW_HISTORY.get() {
             if let Some(g) = make(self, &v.base) {
-                self.history().replace(Some(g));
+                self.history_cell().replace(Some(g));
                 self.update_autograd_keys();
             }
         }
@@ -475,61 +435,7 @@ impl Tensor {
 
     /// A leaf: no history (every tensor that does not require grad is one).
     pub fn is_leaf(&self) -> bool {
-        self.grad_fn().is_none()
-    }
-
-    /// The accumulated gradient (`.grad`).
-    pub fn grad(&self) -> Option<Tensor> {
-        self.autograd_meta().and_then(AutogradMeta::grad)
-    }
-
-    /// Assigns `.grad` (PyTorch's `t.grad = g`), with PyTorch's checks: the
-    /// gradient has the tensor's dtype, device and sizes, and is not the
-    /// tensor itself; `None` clears it.
-    ///
-    /// ```
-    /// use opforge::{DType, Device, Tensor};
-    /// let x = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
-    /// x.set_grad(Some(Tensor::from_vec(vec![1.0f32, 2.0], &[2])?))?;
-    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![1.0, 2.0]);
-    /// let wrong = Tensor::zeros(&[3], DType::Float32, Device::Cpu);
-    /// assert!(x.set_grad(Some(wrong)).is_err());
-    /// # Ok::<(), opforge::Error>(())
-    /// ```
-    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
-        if let Some(g) = &grad {
-            let fail = |m: String| Err(Error::Runtime(m.into()));
-            if g.is_same(self) {
-                return fail("can't assign Variable as its own grad".into());
-            }
-            if g.dtype() != self.dtype() {
-                return fail(format!(
-                    "attempting to assign a gradient with dtype '{}' to a tensor with grad_dtype '{}'. The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may break downstream systems that assume they match.",
-                    g.dtype().typemeta_name(),
-                    self.dtype().c10_name()
-                ));
-            }
-            if g.device() != self.device() {
-                return fail(format!(
-                    "attempting to assign a gradient with device type '{}' to a tensor with device type '{}'. Please ensure that the gradient and the tensor are on the same device",
-                    g.device(),
-                    self.device()
-                ));
-            }
-            if g.shape() != self.shape() {
-                return fail(format!(
-                    "attempting to assign a gradient of size '{:?}' to a tensor of size '{:?}'. Please ensure that the gradient and the tensor are the same size",
-                    g.sizes(),
-                    self.sizes()
-                ));
-            }
-        }
-        match (&grad, self.autograd_meta()) {
-            (None, None) => {}
-            (None, Some(meta)) => meta.set_grad(None),
-            (Some(_), _) => self.autograd_meta_or_default().set_grad(grad),
-        }
-        Ok(())
+        !self.has_history()
     }
 
     /// What PyTorch appends to a printed tensor for autograd:
@@ -544,27 +450,16 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn autograd_suffix(&self) -> String {
-        match self.grad_fn() {
+        match self.history() {
             Some(g) => format!(", grad_fn=<{}>", g.node.name()),
             None if self.requires_grad() => ", requires_grad=True".to_string(),
             None => String::new(),
         }
     }
 
-    /// Sets (or, with `None`, clears) the forward-mode tangent: what
-    /// `autograd::forward_ad` does. A tensor with a tangent passes through
-    /// Autograd kernels (its key set has [`AUTOGRAD_KEYS`]), which propagate it.
-    pub fn set_tangent(&self, tangent: Option<(u64, Tensor)>) {
-        if tangent.is_some() || self.autograd_meta().is_some() {
-            *lock(&self.autograd_meta_or_default().tangent) = tangent;
-        }
-        self.update_autograd_keys();
-    }
-
     /// Has the tensor a forward-mode tangent (at any level)?
     pub fn has_tangent(&self) -> bool {
-        self.autograd_meta()
-            .is_some_and(|m| lock(&m.tangent).is_some())
+        self.autograd_record().is_some_and(|r| r.has_tangent())
     }
 
     /// Is this handle the only one to the tensor, and the tensor the only one
@@ -578,7 +473,7 @@ impl Tensor {
 
     /// The [`AUTOGRAD_KEYS`] follow the tensor: present while it requires
     /// grad or has a tangent, absent otherwise.
-    fn update_autograd_keys(&self) {
+    pub(crate) fn update_autograd_keys(&self) {
         let keys = self.key_set();
         let keys = if self.requires_grad() || self.has_tangent() {
             keys | AUTOGRAD_KEYS
@@ -586,106 +481,5 @@ impl Tensor {
             keys - AUTOGRAD_KEYS
         };
         self.0.keys.store(keys.bits(), Ordering::Relaxed);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::dtype::{DType, Device};
-
-    use crate::tensor::{Backward, BackwardCtx, Grads};
-
-    struct Mul;
-    impl Backward for Mul {
-        fn apply(&mut self, grads: Grads, _: &BackwardCtx) -> Result<Grads> {
-            Ok(grads)
-        }
-        fn release(&mut self) {}
-    }
-
-    #[test]
-    fn the_autograd_keys_follow_requires_grad_and_history() {
-        let t = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
-        let plain = t.key_set();
-        assert_eq!(plain, KeySet::for_device(Device::Cpu));
-        assert!(t.autograd_meta().is_none() && t.is_plain());
-        t.set_requires_grad(true).unwrap();
-        assert_eq!(t.key_set(), plain | AUTOGRAD_KEYS);
-        assert!(
-            t.is_plain(),
-            "autograd's record does not make a tensor non-plain"
-        );
-        t.set_requires_grad(false).unwrap();
-        assert_eq!(t.key_set(), plain);
-
-        // A result with a history requires grad, and cannot be told otherwise.
-        let r = Tensor::zeros(&[2], DType::Float64, Device::Meta);
-        r.set_grad_fn(Some(GradFn {
-            node: Arc::new(Node::new(
-                "MulBackward0".into(),
-                Default::default(),
-                Default::default(),
-                Mul,
-            )),
-            output_nr: 0,
-        }));
-        assert!(r.requires_grad() && !r.is_leaf());
-        assert!(r.key_set().has(DispatchKey::Autograd));
-        assert_eq!(
-            r.grad_fn().map(|g| g.node.name().to_string()).as_deref(),
-            Some("MulBackward0")
-        );
-        assert!(r.set_requires_grad(false).is_err());
-        r.set_grad_fn(None);
-        assert!(!r.requires_grad() && !r.key_set().has(DispatchKey::Autograd));
-
-        // Setting `false` on a tensor autograd never saw makes no record.
-        let u = Tensor::zeros(&[1], DType::Float32, Device::Cpu);
-        u.set_requires_grad(false).unwrap();
-        assert!(u.autograd_meta().is_none());
-        let i = Tensor::zeros(&[1], DType::Int64, Device::Cpu);
-        assert!(i.set_requires_grad(true).is_err() && !i.requires_grad());
-    }
-
-    fn history(name: &'static str) -> GradFn {
-        GradFn {
-            node: Arc::new(Node::new(
-                name.into(),
-                Default::default(),
-                Default::default(),
-                Mul,
-            )),
-            output_nr: 0,
-        }
-    }
-
-    /// The unlocked write takes only a tensor no other handle reaches and
-    /// that has no autograd record; any other is handed back untouched.
-    #[test]
-    fn only_a_fresh_tensor_takes_its_history_unlocked() {
-        let mut fresh = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
-        assert!(fresh.set_fresh_grad_fn(history("FreshBackward")).is_ok());
-        assert_eq!(fresh.grad_fn().unwrap().node.name(), "FreshBackward");
-        assert!(fresh.requires_grad() && fresh.key_set().has(DispatchKey::Autograd));
-
-        let untouched = |t: &Tensor| {
-            assert!(t.grad_fn().is_none() && !t.key_set().has(DispatchKey::Autograd));
-        };
-        let mut cloned = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
-        let second = cloned.clone();
-        let back = cloned.set_fresh_grad_fn(history("ClonedBackward"));
-        assert_eq!(back.unwrap_err().node.name(), "ClonedBackward");
-        untouched(&second);
-
-        let mut weakly = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
-        let weak = weakly.downgrade();
-        assert!(weakly.set_fresh_grad_fn(history("WeakBackward")).is_err());
-        untouched(&weak.upgrade().unwrap());
-
-        let mut recorded = Tensor::zeros(&[2], DType::Float32, Device::Cpu);
-        recorded.autograd_meta_or_default();
-        assert!(recorded.set_fresh_grad_fn(history("MetaBackward")).is_err());
-        untouched(&recorded);
     }
 }

@@ -28,7 +28,6 @@ pub mod alloc;
 mod class;
 mod geometry;
 mod grad;
-mod graph;
 mod locks;
 mod objects;
 mod print;
@@ -41,10 +40,10 @@ pub use alloc::{
     set_allocation_limit, set_buffer_cache, set_huge_pages,
 };
 pub use class::TensorClass;
-pub use grad::{set_view_history, AutogradMeta, CreationMeta, ViewHistory, ViewOf, AUTOGRAD_KEYS};
-pub use graph::{
-    drop_boxed_later, drop_tensor_later, live_nodes, Backward, BackwardCtx, Edge, Edges, GradFn,
-    GradHook, Grads, InputMeta, InputMetas, Node, ReentrantBackward,
+pub(crate) use grad::SealedGraphNode;
+pub use grad::{
+    set_view_history, AutogradRecord, CreationMeta, GraphNode, History, ViewHistory, ViewOf,
+    AUTOGRAD_KEYS,
 };
 pub use locks::{Reads, StorageLocks};
 pub use objects::{Generator, QScheme, Stream};
@@ -90,11 +89,11 @@ struct TensorInner {
     /// Set for tensor subclasses, wrappers and duck tensor-likes.
     ext: Option<Arc<Ext>>,
     /// Autograd's record of the tensor, absent until autograd needs one
-    /// ([`AutogradMeta`]); it does not make a tensor non-plain.
-    autograd: once_cell::race::OnceBox<AutogradMeta>,
+    /// ([`AutogradRecord`]); it does not make a tensor non-plain.
+    autograd: std::sync::OnceLock<Box<dyn AutogradRecord>>,
     /// The tensor's history (`grad_fn`), if an Autograd kernel recorded it,
-    /// and whether it has one ([`grad::History`]).
-    history: std::sync::Mutex<Option<GradFn>>,
+    /// and whether it has one ([`grad::HistoryCell`]).
+    history: std::sync::Mutex<Option<History>>,
     has_history: std::sync::atomic::AtomicBool,
     /// A Python number given for a `Tensor` parameter (PyTorch's
     /// `is_wrapped_number`): it promotes as a number, not as a 0-dim tensor.
@@ -232,7 +231,7 @@ impl Tensor {
             geometry: RwLock::new(geometry),
             geometry_changes: AtomicU32::new(0),
             ext,
-            autograd: once_cell::race::OnceBox::new(),
+            autograd: std::sync::OnceLock::new(),
             history: std::sync::Mutex::new(None),
             has_history: std::sync::atomic::AtomicBool::new(false),
             wrapped_number,

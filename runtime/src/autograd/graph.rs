@@ -1,7 +1,7 @@
 //! The autograd graph as data: [`Node`]s joined by [`Edge`]s, as PyTorch's
-//! `Node` and `Edge`. A tensor's history ([`super::GradFn`]) points at a node,
-//! so the graph's types live with the tensor; what records nodes, runs them
-//! and checks their gradients is the autograd layer's (`crate::autograd`).
+//! `Node` and `Edge`. A tensor holds its history through the tensor layer's
+//! narrow view of a node ([`GraphNode`]: its name, and the way back to the
+//! node as this module's type, [`node_of`]); here is everything else.
 //!
 //! A node receives one gradient per output of the operation that made it (its
 //! *inputs* in backward) and sends one per differentiable input of that
@@ -23,10 +23,11 @@
 //! tensor weakly), so a graph is freed when its last output is dropped — by a
 //! loop, not by recursion (`Drop for Node`, [`drop_tensor_later`]).
 
-use super::{DType, Device, Dims, Tensor, WeakTensor};
 use crate::error::{Error, Result};
+use crate::tensor::{DType, Device, Dims, GraphNode, History, Tensor, WeakTensor};
 use once_cell::race::OnceBox;
 use smallvec::SmallVec;
+use std::any::Any;
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,8 +52,9 @@ fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A tensor's history: the node that computed it and which of that node's
-/// outputs it is (PyTorch's `grad_fn` and `output_nr`).
+/// A tensor's history as autograd reads it ([`Tensor::grad_fn`]): the node
+/// that computed it and which of that node's outputs it is (PyTorch's
+/// `grad_fn` and `output_nr`).
 #[derive(Clone)]
 pub struct GradFn {
     /// The node.
@@ -64,6 +66,20 @@ pub struct GradFn {
 impl std::fmt::Debug for GradFn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "<{} output {}>", self.node.name(), self.output_nr)
+    }
+}
+
+impl Tensor {
+    /// The tensor's history (`grad_fn` and `output_nr`), if it has one, with
+    /// the node as autograd's type. A view whose storage was written since
+    /// its history was set gets a new one from its base's first
+    /// (`Tensor::history`).
+    #[inline(always)]
+    pub fn grad_fn(&self) -> Option<GradFn> {
+        self.history().map(|h| GradFn {
+            node: into_node(h.node),
+            output_nr: h.output_nr,
+        })
     }
 }
 
@@ -133,20 +149,10 @@ impl InputMeta {
     /// this handle reaches (a kernel's fresh output) is read without the
     /// geometry's lock.
     pub fn of_owned(t: &mut Tensor) -> InputMeta {
-        let (dtype, device) = (t.dtype(), t.device());
-        match Arc::get_mut(&mut t.0) {
-            Some(inner) => InputMeta {
-                shape: Dims::from_slice(
-                    &inner
-                        .geometry
-                        .get_mut()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .shape,
-                ),
-                dtype,
-                device,
-            },
-            None => InputMeta::of(t),
+        InputMeta {
+            shape: t.dims_of_owned(),
+            dtype: t.dtype(),
+            device: t.device(),
         }
     }
 }
@@ -322,6 +328,70 @@ impl<B: Backward> Node<B> {
             backward: Mutex::new(backward),
         }
     }
+}
+
+impl<B: Backward> Node<B> {
+    /// A tensor's history pointing at output `output_nr` of this node, as
+    /// the tensor holds it (`Tensor::set_history`).
+    pub fn history(self: &Arc<Self>, output_nr: u32) -> History {
+        History {
+            node: self.clone(),
+            output_nr,
+        }
+    }
+
+    /// How a node of this type is recovered from the tensor layer's handle
+    /// ([`node_of`]).
+    const RECOVER: Recover = Recover(recover_as::<B>);
+}
+
+/// The way back from the tensor layer's handle on a node to the node as
+/// this module's type: a function per backward type, which knows the
+/// concrete type to downcast to.
+struct Recover(fn(Arc<dyn Any + Send + Sync>) -> Option<Arc<Node>>);
+
+fn recover_as<B: Backward>(node: Arc<dyn Any + Send + Sync>) -> Option<Arc<Node>> {
+    node.downcast::<Node<B>>().ok().map(|n| n as Arc<Node>)
+}
+
+impl<B: Backward> crate::tensor::SealedGraphNode for Node<B> {}
+
+impl<B: Backward> GraphNode for Node<B> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+
+    fn owner(&self) -> &'static dyn Any {
+        &Self::RECOVER
+    }
+}
+
+/// The node a tensor's history points at, as this module's type.
+#[inline]
+pub fn node_of(history: &History) -> Arc<Node> {
+    into_node(history.node.clone())
+}
+
+/// A node held as the tensor layer holds it, as this module's type.
+#[inline]
+pub(crate) fn as_node(node: &Arc<dyn GraphNode>) -> Arc<Node> {
+    into_node(node.clone())
+}
+
+/// [`as_node`] of a handle given by value (no reference count changes).
+#[inline]
+fn into_node(node: Arc<dyn GraphNode>) -> Arc<Node> {
+    let recover = node.owner().downcast_ref::<Recover>().map(|r| r.0);
+    // Every `GraphNode` is a `Node<B>` (the trait is sealed; this module
+    // has the one implementation), whose `owner` is its `Recover`, which
+    // downcasts to that `Node<B>`.
+    recover
+        .and_then(|recover| recover(node.into_any()))
+        .expect("a graph node is autograd's Node")
 }
 
 impl Node {
