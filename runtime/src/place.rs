@@ -234,26 +234,32 @@ pub fn place<P: Param, C: Policy + ?Sized>(params: &[P], call: &mut C) -> Result
             return Err(call.misplaced(m));
         }
     }
+    // The positional slots: a prefix (a slot taking the rest ends it).
     let mut arg_pos = 0;
-    let mut used = 0;
-    for (slot, p) in params.iter().enumerate() {
-        if arg_pos < nargs {
-            if p.keyword_only() {
-                return Err(call.misplaced(Misplaced::KeywordOnly { slot, given: nargs }));
-            }
-            match call.given(slot, Source::Positional(arg_pos))? {
-                Taken::One => arg_pos += 1,
-                Taken::Rest => arg_pos = nargs,
-            }
-            continue;
+    let mut next = 0;
+    while arg_pos < nargs {
+        let Some(p) = params.get(next) else { break };
+        if p.keyword_only() {
+            return Err(call.misplaced(Misplaced::KeywordOnly {
+                slot: next,
+                given: nargs,
+            }));
         }
-        let mut from = if nkw == 0 {
-            None
-        } else {
-            find(call, nkw, p.name())
-        };
-        if from.is_none() && nkw > 0 {
-            from = p.aliases().iter().find_map(|a| find(call, nkw, a));
+        match call.given(next, Source::Positional(arg_pos))? {
+            Taken::One => arg_pos += 1,
+            Taken::Rest => arg_pos = nargs,
+        }
+        next += 1;
+    }
+    // The others: a keyword, a default, or missing.
+    let mut used = 0;
+    for (slot, p) in params.iter().enumerate().skip(next) {
+        let mut from = None;
+        if nkw > 0 {
+            from = find(call, nkw, p.name());
+            if from.is_none() {
+                from = p.aliases().iter().find_map(|a| find(call, nkw, a));
+            }
         }
         match from {
             Some(j) => {

@@ -323,6 +323,7 @@ impl Policy for Matching<'_> {
         &self.kwargs[j].0
     }
 
+    #[inline(always)]
     fn given(&mut self, i: usize, from: Source) -> Result<Taken, Fail> {
         let (sig, args) = (self.sig, self.args);
         let nargs = args.len();
@@ -340,6 +341,47 @@ impl Policy for Matching<'_> {
             self.out.push(Some(v.clone()));
             return Ok(Taken::One);
         }
+        self.refused(i, v, arg_pos, is_kwd, failed)
+    }
+
+    fn default(&mut self, _: usize) -> bool {
+        self.out.push(None);
+        true
+    }
+
+    #[cold]
+    fn misplaced(&mut self, m: Misplaced) -> Fail {
+        if !self.raise {
+            return Fail::NoMatch;
+        }
+        let (sig, nargs) = (self.sig, self.args.len());
+        Fail::Raise(match m {
+            Misplaced::TooMany { .. }
+            | Misplaced::KeywordOnly { .. }
+            | Misplaced::LeftOver { .. } => extra_args(sig, nargs),
+            Misplaced::Missing { slot } => missing_args(sig, slot),
+            Misplaced::Unknown { .. } | Misplaced::Duplicate { .. } | Misplaced::Unused => {
+                extra_kwargs(sig, m, self.kwargs)
+            }
+        })
+    }
+}
+
+impl Matching<'_> {
+    /// Parameter `i`'s check refused `v`: PyTorch's varargs (the positionals
+    /// as one int list), or the error (`failed`: the check's failing element).
+    #[inline(never)]
+    fn refused(
+        &mut self,
+        i: usize,
+        v: &Value,
+        arg_pos: usize,
+        is_kwd: bool,
+        failed: Option<usize>,
+    ) -> Result<Taken, Fail> {
+        let (sig, args) = (self.sig, self.args);
+        let nargs = args.len();
+        let p = &sig.params[i];
         let varargs_eligible = self.allow_varargs && arg_pos == 0 && !is_kwd;
         let symint = p.kind == ParamKind::SymIntList;
         let mut vfailed = None;
@@ -397,28 +439,6 @@ impl Policy for Matching<'_> {
             )
             .into(),
         )))
-    }
-
-    fn default(&mut self, _: usize) -> bool {
-        self.out.push(None);
-        true
-    }
-
-    #[cold]
-    fn misplaced(&mut self, m: Misplaced) -> Fail {
-        if !self.raise {
-            return Fail::NoMatch;
-        }
-        let (sig, nargs) = (self.sig, self.args.len());
-        Fail::Raise(match m {
-            Misplaced::TooMany { .. }
-            | Misplaced::KeywordOnly { .. }
-            | Misplaced::LeftOver { .. } => extra_args(sig, nargs),
-            Misplaced::Missing { slot } => missing_args(sig, slot),
-            Misplaced::Unknown { .. } | Misplaced::Duplicate { .. } | Misplaced::Unused => {
-                extra_kwargs(sig, m, self.kwargs)
-            }
-        })
     }
 }
 
@@ -621,7 +641,7 @@ impl<K: AsRef<str>> Policy for Sources<'_, '_, K> {
         self.kwargs[j].0.as_ref()
     }
 
-    #[inline]
+    #[inline(always)]
     fn given(&mut self, i: usize, from: Source) -> Result<Taken, FastMatch> {
         let (s, v, varargs_eligible) = match from {
             Source::Positional(k) => (k as u16, &self.args[k], self.allow_varargs && k == 0),
