@@ -4,12 +4,18 @@
 //! for `int[2]` is repeated) with schema defaults filled in.
 
 use crate::error::{Error, Result};
+use crate::place::{place, Keywords, Limit, Misplaced, Param, Policy, Rules, Source, Taken};
 use crate::tables::{ArgSchema, BaseType, DefaultVal, OpSchema, Ty};
 use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar};
 use crate::value::Value;
 use opforge_schema::enums::{self, EnumKind};
 
 /// Binds `args` and `kwargs` (in call order) to `schema`'s arguments.
+///
+/// The placement is [`crate::place::place`]'s, in the order of Python's own
+/// call binding ([`crate::place::Keywords::First`]): too many positional
+/// values, then each keyword in call order (unknown, or given twice), then the
+/// arguments in order, each converted ([`coerce`]) or defaulted, or missing.
 ///
 /// ```
 /// use opforge::{bind::bind, OpId, Tensor, Value};
@@ -23,59 +29,118 @@ pub fn bind(
     args: Vec<Value>,
     kwargs: Vec<(String, Value)>,
 ) -> Result<Vec<Value>> {
-    let positional = schema.args.iter().filter(|a| !a.kwarg_only).count();
-    if args.len() > positional {
-        return Err(Error::Type(
-            format!(
-                "{}() expected at most {positional} positional argument(s) but received {}",
-                schema.name,
-                args.len()
-            )
-            .into(),
-        ));
+    let mut call = Boxed {
+        schema,
+        out: Vec::with_capacity(schema.args.len()),
+        args,
+        kwargs,
+    };
+    place(schema.args, &mut call)?;
+    Ok(call.out)
+}
+
+impl Param for ArgSchema {
+    fn name(&self) -> &str {
+        self.name
     }
-    let mut slots: Vec<Option<Value>> = vec![None; schema.args.len()];
-    for (i, v) in args.into_iter().enumerate() {
-        slots[i] = Some(v);
+    fn keyword_only(&self) -> bool {
+        self.kwarg_only
     }
-    for (name, v) in kwargs {
-        let Some(i) = schema.args.iter().position(|a| a.name == name) else {
-            return Err(Error::Type(
-                format!(
-                    "{}() got an unexpected keyword argument '{name}'",
-                    schema.name
-                )
-                .into(),
-            ));
-        };
-        if slots[i].is_some() {
-            return Err(Error::Type(
-                format!(
-                    "{}() got multiple values for argument '{name}'",
-                    schema.name
-                )
-                .into(),
-            ));
+    fn has_default(&self) -> bool {
+        self.default.is_some()
+    }
+}
+
+/// [`bind`]'s policy: the call's values, moved into place and converted.
+struct Boxed<'s> {
+    schema: &'s OpSchema,
+    args: Vec<Value>,
+    kwargs: Vec<(String, Value)>,
+    /// One value per argument placed so far.
+    out: Vec<Value>,
+}
+
+impl Boxed<'_> {
+    fn type_error(&self, msg: std::fmt::Arguments<'_>) -> Error {
+        Error::Type(format!("{}() {msg}", self.schema.name).into())
+    }
+}
+
+impl Policy for Boxed<'_> {
+    type Error = Error;
+
+    fn rules(&self) -> Rules {
+        let positional = self.schema.args.iter().filter(|a| !a.kwarg_only).count();
+        Rules {
+            limit: Limit::Positional(positional),
+            keywords: Keywords::First,
         }
-        slots[i] = Some(v);
     }
-    schema
-        .args
-        .iter()
-        .zip(slots)
-        .map(|(a, v)| match v {
-            Some(v) => coerce(&a.ty, v).map_err(|e| arg_error(schema, a, e)),
-            None => default_value(a).ok_or_else(|| {
-                Error::Type(
-                    format!(
-                        "{}() is missing value for argument '{}'. Declaration: {}",
-                        schema.name, a.name, schema.schema
-                    )
-                    .into(),
-                )
-            }),
-        })
-        .collect()
+
+    fn positional(&self) -> usize {
+        self.args.len()
+    }
+
+    fn keywords(&self) -> usize {
+        self.kwargs.len()
+    }
+
+    fn keyword(&self, j: usize) -> &str {
+        &self.kwargs[j].0
+    }
+
+    fn given(&mut self, slot: usize, from: Source) -> Result<Taken> {
+        let v = match from {
+            Source::Positional(i) => &mut self.args[i],
+            Source::Keyword(j) => &mut self.kwargs[j].1,
+        };
+        let v = std::mem::replace(v, Value::None);
+        let a = &self.schema.args[slot];
+        self.out
+            .push(coerce(&a.ty, v).map_err(|e| arg_error(self.schema, a, e))?);
+        Ok(Taken::One)
+    }
+
+    fn default(&mut self, slot: usize) -> bool {
+        match default_value(&self.schema.args[slot]) {
+            Some(v) => {
+                self.out.push(v);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[cold]
+    fn misplaced(&mut self, m: Misplaced) -> Error {
+        match m {
+            // A positional value past the positional arguments is one too
+            // many (the schema's keyword-only arguments come last).
+            Misplaced::TooMany { .. }
+            | Misplaced::KeywordOnly { .. }
+            | Misplaced::LeftOver { .. } => {
+                let limit = self.schema.args.iter().filter(|a| !a.kwarg_only).count();
+                self.type_error(format_args!(
+                    "expected at most {limit} positional argument(s) but received {}",
+                    self.args.len()
+                ))
+            }
+            Misplaced::Unknown { keyword } => self.type_error(format_args!(
+                "got an unexpected keyword argument '{}'",
+                self.kwargs[keyword].0
+            )),
+            Misplaced::Duplicate { keyword, .. } => self.type_error(format_args!(
+                "got multiple values for argument '{}'",
+                self.kwargs[keyword].0
+            )),
+            Misplaced::Missing { slot } => self.type_error(format_args!(
+                "is missing value for argument '{}'. Declaration: {}",
+                self.schema.args[slot].name, self.schema.schema
+            )),
+            // Not reached: every keyword was checked first.
+            Misplaced::Unused => self.type_error(format_args!("got unused keyword arguments")),
+        }
+    }
 }
 
 fn arg_error(schema: &OpSchema, a: &ArgSchema, e: Error) -> Error {

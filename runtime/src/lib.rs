@@ -61,6 +61,7 @@ pub mod optim;
 pub mod overrides;
 pub mod packet;
 pub mod parallel;
+pub mod place;
 pub mod pyfmt;
 pub mod random;
 pub mod registry;

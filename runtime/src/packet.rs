@@ -17,6 +17,7 @@
 
 use crate::bind::default_value;
 use crate::error::Error;
+use crate::place::{place, Keywords, Limit, Misplaced, Policy, Rules, Source, Taken};
 
 use crate::tables::{BaseType, OpSchema, Ty};
 use crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar};
@@ -659,7 +660,24 @@ enum Mismatch {
     Hard(Error),
 }
 
-/// PyTorch's `createStackForSchema` for one candidate.
+impl crate::place::Param for Param {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn keyword_only(&self) -> bool {
+        self.kwarg_only
+    }
+    fn has_default(&self) -> bool {
+        self.has_default
+    }
+}
+
+/// PyTorch's `createStackForSchema` (`torch/csrc/jit/python/pybind_utils.h`)
+/// for one candidate: the placement is [`crate::place::place`]'s, in
+/// TorchScript's order (too many values in all; then per argument in order:
+/// a positional value for a keyword-only argument, the conversion, the
+/// keyword or default, a missing value; then
+/// `FunctionSchema::findErrorInKwargs`, `aten/src/ATen/core/function_schema.cpp`).
 fn create_stack(
     op: &str,
     text: &str,
@@ -668,16 +686,36 @@ fn create_stack(
     kwargs: &[(String, Value)],
     numbers: bool,
 ) -> Result<Vec<Value>, Mismatch> {
-    let params = &cand.params;
-    let total = args.len() + kwargs.len();
-    if total > params.len() {
-        return Err(Mismatch::Schema(format!(
-            "{op}() expected at most {} argument(s) but received {total} argument(s). Declaration: {text}",
-            params.len()
-        )));
-    }
-    let convert = |i: usize, v: &Value| -> Result<Value, Mismatch> {
-        let p = &params[i];
+    let mut call = Stack {
+        op,
+        text,
+        params: &cand.params,
+        args,
+        kwargs,
+        numbers,
+        stack: Vec::with_capacity(cand.params.len()),
+    };
+    place(&cand.params, &mut call)?;
+    Ok(call.stack)
+}
+
+/// [`create_stack`]'s policy: `toIValue` per value, TorchScript's messages.
+struct Stack<'a> {
+    op: &'a str,
+    text: &'a str,
+    params: &'a [Param],
+    args: &'a [Value],
+    kwargs: &'a [(String, Value)],
+    numbers: bool,
+    /// One value per argument placed so far.
+    stack: Vec<Value>,
+}
+
+impl Stack<'_> {
+    /// `toIValue` of `v` for argument `i`, or its schema-match message.
+    fn convert(&self, i: usize, v: &Value) -> Result<Value, Mismatch> {
+        let (op, text) = (self.op, self.text);
+        let p = &self.params[i];
         let n = match &p.ty {
             JitTy::List(_, n) => *n,
             JitTy::Optional(inner) => match &**inner {
@@ -686,7 +724,7 @@ fn create_stack(
             },
             _ => None,
         };
-        to_ivalue(v, &p.ty, n, numbers).map_err(|e| {
+        to_ivalue(v, &p.ty, n, self.numbers).map_err(|e| {
             let head = format!(
                 "{op}() Expected a value of type '{}' for argument '{}' but instead found type '{}'.\nPosition: {i}\nValue: {}\nDeclaration: {text}",
                 p.ty.repr(),
@@ -711,52 +749,78 @@ fn create_stack(
                 ConvError::Hard(e) => Mismatch::Hard(e),
             }
         })
-    };
-    let mut stack = Vec::with_capacity(params.len());
-    for (i, v) in args.iter().enumerate() {
-        if params[i].kwarg_only {
-            return Err(Mismatch::Schema(format!(
-                "{op}() takes {i} positional argument(s) but {} was/were given.  Declaration: {text}",
-                args.len()
-            )));
-        }
-        stack.push(convert(i, v)?);
     }
-    let mut consumed = 0;
-    for (i, p) in params.iter().enumerate().skip(stack.len()) {
-        if let Some((_, v)) = kwargs.iter().find(|(k, _)| *k == p.name) {
-            stack.push(convert(i, v)?);
-            consumed += 1;
-        } else if p.has_default {
-            stack.push(p.default.clone().unwrap_or(Value::None));
-        } else {
-            return Err(Mismatch::Schema(format!(
+}
+
+impl Policy for Stack<'_> {
+    type Error = Mismatch;
+
+    fn rules(&self) -> Rules {
+        Rules {
+            limit: Limit::All,
+            keywords: Keywords::LastUnknownThenParams,
+        }
+    }
+
+    fn positional(&self) -> usize {
+        self.args.len()
+    }
+
+    fn keywords(&self) -> usize {
+        self.kwargs.len()
+    }
+
+    fn keyword(&self, j: usize) -> &str {
+        &self.kwargs[j].0
+    }
+
+    fn given(&mut self, slot: usize, from: Source) -> Result<Taken, Mismatch> {
+        let v = match from {
+            Source::Positional(i) => &self.args[i],
+            Source::Keyword(j) => &self.kwargs[j].1,
+        };
+        let v = self.convert(slot, v)?;
+        self.stack.push(v);
+        Ok(Taken::One)
+    }
+
+    fn default(&mut self, slot: usize) -> bool {
+        self.stack
+            .push(self.params[slot].default.clone().unwrap_or(Value::None));
+        true
+    }
+
+    #[cold]
+    fn misplaced(&mut self, m: Misplaced) -> Mismatch {
+        let (op, text) = (self.op, self.text);
+        Mismatch::Schema(match m {
+            // `LeftOver` is not reached: the count in all came first.
+            Misplaced::TooMany { .. } | Misplaced::LeftOver { .. } => format!(
+                "{op}() expected at most {} argument(s) but received {} argument(s). Declaration: {text}",
+                self.params.len(),
+                self.args.len() + self.kwargs.len()
+            ),
+            Misplaced::KeywordOnly { slot, given } => format!(
+                "{op}() takes {slot} positional argument(s) but {given} was/were given.  Declaration: {text}"
+            ),
+            Misplaced::Missing { slot } => format!(
                 "{op}() is missing value for argument '{}'. Declaration: {text}",
-                p.name
-            )));
-        }
-    }
-    if consumed != kwargs.len() {
-        // FunctionSchema::findErrorInKwargs
-        if let Some((k, _)) = kwargs
-            .iter()
-            .find(|(k, _)| !params.iter().any(|p| p.name == *k))
-        {
-            return Err(Mismatch::Schema(format!(
-                "Unknown keyword argument '{k}' for operator '{op}'. Schema: {text}"
-            )));
-        }
-        if let Some(p) = params
-            .iter()
-            .find(|p| kwargs.iter().any(|(k, _)| *k == p.name))
-        {
-            return Err(Mismatch::Schema(format!(
+                self.params[slot].name
+            ),
+            Misplaced::Unknown { keyword } => format!(
+                "Unknown keyword argument '{}' for operator '{op}'. Schema: {text}",
+                self.kwargs[keyword].0
+            ),
+            Misplaced::Duplicate { slot, .. } => format!(
                 "Argument '{}' specified both as positional and keyword argument. Schema: {text}",
-                p.name
-            )));
-        }
+                self.params[slot].name
+            ),
+            // Not reached: an unused keyword is unknown or names a parameter.
+            Misplaced::Unused => format!(
+                "Unused keyword arguments for operator '{op}'. Schema: {text}"
+            ),
+        })
     }
-    Ok(stack)
 }
 
 /// Resolves a call against `overloads` (a packet in order, or one overload handle):

@@ -341,6 +341,11 @@ pub(crate) fn fill_moving<K>(
 /// keyword argument, its schema slot ([`ABSENT`]: dropped) and the type to
 /// coerce it to when it does not bind unchanged; then the slots filled with
 /// constants. `None` when some slot would be written twice (order would matter).
+///
+/// The routing is computed, never written by hand: `src` is the placement of
+/// [`crate::place::place`] (through [`parse::fast_match`]), the one rule every
+/// binder follows, composed with the plan's parameter → schema argument map. A
+/// call of a cached shape replays it without placing anything again.
 #[allow(clippy::type_complexity)]
 pub(crate) fn route<K>(
     plan: &BindPlan,

@@ -3,6 +3,7 @@
 
 use super::signature::{FunctionParameter, FunctionSignature, ParamDefault, ParamKind};
 use crate::error::Error;
+use crate::place::{place, Keywords, Limit, Misplaced, Param, Policy, Rules, Source, Taken};
 use crate::tensor::{DType, Device, Scalar};
 use crate::value::Value;
 
@@ -195,24 +196,61 @@ fn missing_args(sig: &FunctionSignature, idx: usize) -> Error {
     )
 }
 
-/// Error E.
-fn extra_kwargs(sig: &FunctionSignature, kwargs: &[(String, Value)], nargs: usize) -> Error {
-    for (k, _) in kwargs {
-        match sig.params.iter().position(|p| &p.name == k) {
-            None => {
-                return Error::Type(
-                    format!("{}() got an unexpected keyword argument '{k}'", sig.name).into(),
-                )
-            }
-            Some(i) if i < nargs => {
-                return Error::Type(
-                    format!("{}() got multiple values for argument '{k}'", sig.name).into(),
-                )
-            }
-            _ => {}
+/// Error E, for the keyword [`crate::place::place`]'s scan of PyTorch's
+/// `extra_kwargs` found (`None`: none, a keyword given twice).
+fn extra_kwargs(sig: &FunctionSignature, m: Misplaced, kwargs: &[(String, Value)]) -> Error {
+    Error::Type(
+        match m {
+            Misplaced::Unknown { keyword } => format!(
+                "{}() got an unexpected keyword argument '{}'",
+                sig.name, kwargs[keyword].0
+            ),
+            Misplaced::Duplicate { keyword, .. } => format!(
+                "{}() got multiple values for argument '{}'",
+                sig.name, kwargs[keyword].0
+            ),
+            _ => "invalid keyword arguments".to_string(),
         }
+        .into(),
+    )
+}
+
+impl Param for FunctionParameter {
+    fn name(&self) -> &str {
+        &self.name
     }
-    Error::Type("invalid keyword arguments".into())
+    fn keyword_only(&self) -> bool {
+        self.keyword_only
+    }
+    fn has_default(&self) -> bool {
+        self.optional
+    }
+    fn aliases(&self) -> &[&'static str] {
+        self.numpy_aliases
+    }
+}
+
+/// PyTorch's `allow_varargs_intlist`: a lone int-list parameter takes every
+/// positional value (`x.view(2, 3)`).
+fn allow_varargs(sig: &FunctionSignature) -> bool {
+    sig.max_pos_args == 1
+        && matches!(
+            sig.params[0].kind,
+            ParamKind::IntList | ParamKind::SymIntList
+        )
+}
+
+/// The parser's order of checks (module `place`): too many positionals first
+/// unless varargs, keywords left over last, scanned in call order.
+fn rules(sig: &FunctionSignature, allow_varargs: bool) -> Rules {
+    Rules {
+        limit: if allow_varargs {
+            Limit::None
+        } else {
+            Limit::Positional(sig.max_pos_args)
+        },
+        keywords: Keywords::LastInCallOrder,
+    }
 }
 
 /// One matched slot: the value given (absent/None-for-optional is `None`).
@@ -220,128 +258,188 @@ pub type Slots = Vec<Option<Value>>;
 
 /// Matches `args`/`kwargs` against `sig`. With `raise`, failures are the specific
 /// error (A–E); without, `Ok(None)`. Error F and `unknown parameter type` abort
-/// regardless of `raise`.
+/// regardless of `raise`. The placement is [`crate::place::place`]'s
+/// (`FunctionSignature::parse`, `torch/csrc/utils/python_arg_parser.cpp`);
+/// this module checks and words.
 pub(crate) fn match_signature(
     sig: &FunctionSignature,
     args: &[Value],
     kwargs: &[(String, Value)],
     raise: bool,
 ) -> Result<Option<Slots>, Error> {
-    let nargs = args.len();
-    let mut remaining_kwargs = kwargs.len();
-    let allow_varargs = sig.max_pos_args == 1
-        && matches!(
-            sig.params[0].kind,
-            ParamKind::IntList | ParamKind::SymIntList
-        );
-    let fail = |e: Error| if raise { Err(e) } else { Ok(None) };
-    if nargs > sig.max_pos_args && !allow_varargs {
-        return fail(extra_args(sig, nargs));
+    let mut call = Matching {
+        sig,
+        args,
+        kwargs,
+        raise,
+        allow_varargs: allow_varargs(sig),
+        out: Vec::with_capacity(sig.params.len()),
+    };
+    match place(&sig.params, &mut call) {
+        Ok(()) => Ok(Some(call.out)),
+        Err(Fail::NoMatch) => Ok(None),
+        Err(Fail::Raise(e)) => Err(e),
     }
-    let mut out: Slots = Vec::with_capacity(sig.params.len());
-    let mut arg_pos = 0;
-    for (i, p) in sig.params.iter().enumerate() {
-        let mut is_kwd = false;
-        let obj: Option<&Value> = if arg_pos < nargs {
-            if p.keyword_only {
-                return fail(extra_args(sig, nargs));
-            }
-            Some(&args[arg_pos])
-        } else {
-            is_kwd = true;
-            let mut found = kwargs.iter().find(|(k, _)| *k == p.name).map(|(_, v)| v);
-            for alias in p.numpy_aliases {
-                if found.is_some() {
-                    break;
-                }
-                found = kwargs.iter().find(|(k, _)| k == alias).map(|(_, v)| v);
-            }
-            found
+}
+
+/// Why [`Matching`] failed.
+enum Fail {
+    /// The signature does not match (without `raise`).
+    NoMatch,
+    /// The error to raise.
+    Raise(Error),
+}
+
+/// [`match_signature`]'s policy: `FunctionParameter::check` per value.
+struct Matching<'a> {
+    sig: &'a FunctionSignature,
+    args: &'a [Value],
+    kwargs: &'a [(String, Value)],
+    raise: bool,
+    allow_varargs: bool,
+    out: Slots,
+}
+
+impl Policy for Matching<'_> {
+    type Error = Fail;
+
+    fn rules(&self) -> Rules {
+        rules(self.sig, self.allow_varargs)
+    }
+
+    fn quiet(&self) -> bool {
+        !self.raise
+    }
+
+    fn positional(&self) -> usize {
+        self.args.len()
+    }
+
+    fn keywords(&self) -> usize {
+        self.kwargs.len()
+    }
+
+    fn keyword(&self, j: usize) -> &str {
+        &self.kwargs[j].0
+    }
+
+    #[inline(always)]
+    fn given(&mut self, i: usize, from: Source) -> Result<Taken, Fail> {
+        let (sig, args) = (self.sig, self.args);
+        let nargs = args.len();
+        let p = &sig.params[i];
+        let (v, arg_pos, is_kwd) = match from {
+            Source::Positional(k) => (&args[k], k, false),
+            Source::Keyword(j) => (&self.kwargs[j].1, nargs, true),
         };
+        if matches!(v, Value::None) && p.allow_none {
+            self.out.push(None);
+            return Ok(Taken::One);
+        }
         let mut failed = None;
-        let varargs_eligible = allow_varargs && arg_pos == 0 && !is_kwd;
-        match obj {
-            None if p.optional => out.push(None),
-            Some(Value::None) if p.allow_none => out.push(None),
-            None => return fail(missing_args(sig, i)),
-            Some(v) => {
-                if check(p, v, i, &mut failed).map_err(|a| a.0)? {
-                    out.push(Some(v.clone()));
-                } else {
-                    let symint = p.kind == ParamKind::SymIntList;
-                    let mut vfailed = None;
-                    if varargs_eligible
-                        && is_int_list(
-                            &Value::List(args.to_vec().into()),
-                            p.size,
-                            symint,
-                            &mut vfailed,
-                        )
-                    {
-                        out.push(Some(Value::List(args.to_vec().into())));
-                        arg_pos = nargs;
-                        continue;
-                    }
-                    if !raise {
-                        return Ok(None);
-                    }
-                    if varargs_eligible && nargs > sig.max_pos_args {
-                        return Err(extra_args(sig, nargs));
-                    }
-                    if is_kwd {
-                        return Err(Error::Type(
-                            format!(
-                                "{}(): argument '{}' must be {}, not {}",
-                                sig.name,
-                                p.name,
-                                p.type_name(),
-                                python_type(v)
-                            )
-                            .into(),
-                        ));
-                    }
-                    if let Some(idx) = failed.or(if varargs_eligible { vfailed } else { None }) {
-                        let items = match v {
-                            Value::List(items) => items.as_slice(),
-                            _ => args,
-                        };
-                        return Err(Error::Type(format!(
-                            "{}(): argument '{}' (position {}) must be {}, but found element of type {} at pos {idx}",
-                            sig.name,
-                            p.name,
-                            arg_pos + 1,
-                            p.type_name(),
-                            python_type(&items[idx])
-                        ).into()));
-                    }
-                    return Err(Error::Type(
-                        format!(
-                            "{}(): argument '{}' (position {}) must be {}, not {}",
-                            sig.name,
-                            p.name,
-                            arg_pos + 1,
-                            p.type_name(),
-                            python_type(v)
-                        )
-                        .into(),
-                    ));
-                }
+        if check(p, v, i, &mut failed).map_err(|a| Fail::Raise(a.0))? {
+            self.out.push(Some(v.clone()));
+            return Ok(Taken::One);
+        }
+        self.refused(i, v, arg_pos, is_kwd, failed)
+    }
+
+    fn default(&mut self, _: usize) -> bool {
+        self.out.push(None);
+        true
+    }
+
+    #[cold]
+    fn misplaced(&mut self, m: Misplaced) -> Fail {
+        if !self.raise {
+            return Fail::NoMatch;
+        }
+        let (sig, nargs) = (self.sig, self.args.len());
+        Fail::Raise(match m {
+            Misplaced::TooMany { .. }
+            | Misplaced::KeywordOnly { .. }
+            | Misplaced::LeftOver { .. } => extra_args(sig, nargs),
+            Misplaced::Missing { slot } => missing_args(sig, slot),
+            Misplaced::Unknown { .. } | Misplaced::Duplicate { .. } | Misplaced::Unused => {
+                extra_kwargs(sig, m, self.kwargs)
             }
+        })
+    }
+}
+
+impl Matching<'_> {
+    /// Parameter `i`'s check refused `v`: PyTorch's varargs (the positionals
+    /// as one int list), or the error (`failed`: the check's failing element).
+    #[inline(never)]
+    fn refused(
+        &mut self,
+        i: usize,
+        v: &Value,
+        arg_pos: usize,
+        is_kwd: bool,
+        failed: Option<usize>,
+    ) -> Result<Taken, Fail> {
+        let (sig, args) = (self.sig, self.args);
+        let nargs = args.len();
+        let p = &sig.params[i];
+        let varargs_eligible = self.allow_varargs && arg_pos == 0 && !is_kwd;
+        let symint = p.kind == ParamKind::SymIntList;
+        let mut vfailed = None;
+        if varargs_eligible
+            && is_int_list(
+                &Value::List(args.to_vec().into()),
+                p.size,
+                symint,
+                &mut vfailed,
+            )
+        {
+            self.out.push(Some(Value::List(args.to_vec().into())));
+            return Ok(Taken::Rest);
         }
-        if !is_kwd {
-            arg_pos += 1;
-        } else if obj.is_some() {
-            remaining_kwargs -= 1;
+        if !self.raise {
+            return Err(Fail::NoMatch);
         }
+        if varargs_eligible && nargs > sig.max_pos_args {
+            return Err(Fail::Raise(extra_args(sig, nargs)));
+        }
+        if is_kwd {
+            return Err(Fail::Raise(Error::Type(
+                format!(
+                    "{}(): argument '{}' must be {}, not {}",
+                    sig.name,
+                    p.name,
+                    p.type_name(),
+                    python_type(v)
+                )
+                .into(),
+            )));
+        }
+        if let Some(idx) = failed.or(if varargs_eligible { vfailed } else { None }) {
+            let items = match v {
+                Value::List(items) => items.as_slice(),
+                _ => args,
+            };
+            return Err(Fail::Raise(Error::Type(format!(
+                "{}(): argument '{}' (position {}) must be {}, but found element of type {} at pos {idx}",
+                sig.name,
+                p.name,
+                arg_pos + 1,
+                p.type_name(),
+                python_type(&items[idx])
+            ).into())));
+        }
+        Err(Fail::Raise(Error::Type(
+            format!(
+                "{}(): argument '{}' (position {}) must be {}, not {}",
+                sig.name,
+                p.name,
+                arg_pos + 1,
+                p.type_name(),
+                python_type(v)
+            )
+            .into(),
+        )))
     }
-    if arg_pos < nargs {
-        // Positionals left over after a (varargs-eligible) list parameter.
-        return fail(extra_args(sig, nargs));
-    }
-    if remaining_kwargs > 0 {
-        return fail(extra_kwargs(sig, kwargs, nargs));
-    }
-    Ok(Some(out))
 }
 
 /// Converts a matched slot to the value the binding passes on (PyTorch's
@@ -462,11 +560,13 @@ pub(crate) enum FastMatch {
 
 /// [`match_signature`] without `raise`, recording where each parameter's value
 /// comes from instead of cloning it: `src[i]` is a positional index, `KW | j`
-/// for `kwargs[j]`, or [`ABSENT`]. Decides exactly as [`match_signature`] does,
-/// or answers [`FastMatch::Slow`]. `accepted[i]` / `rejected[i]`: the values (by
-/// [`tag`]) parameter `i`'s check accepts / rejects whatever their
-/// contents; `determined` is cleared when the outcome depended on more than the
-/// kinds of the values (a contents check ran).
+/// for `kwargs[j]`, or [`ABSENT`]. The placement is [`crate::place::place`]'s,
+/// as [`match_signature`]'s is, so it decides exactly as [`match_signature`]
+/// does, or answers [`FastMatch::Slow`]; the routing the fast path caches per
+/// call shape (`fast::route`) is these sources. `accepted[i]` / `rejected[i]`:
+/// the values (by [`tag`]) parameter `i`'s check accepts / rejects whatever
+/// their contents; `determined` is cleared when the outcome depended on more
+/// than the kinds of the values (a contents check ran).
 pub(crate) fn fast_match<K: AsRef<str>>(
     sig: &FunctionSignature,
     accepted: &[u32],
@@ -476,88 +576,116 @@ pub(crate) fn fast_match<K: AsRef<str>>(
     src: &mut [u16],
     determined: &mut bool,
 ) -> FastMatch {
-    let nargs = args.len();
     if sig.params.len() > src.len()
         || accepted.len() != sig.params.len()
         || rejected.len() != sig.params.len()
-        || nargs >= KW as usize
+        || args.len() >= KW as usize
         || kwargs.len() >= KW as usize
     {
         return FastMatch::Slow;
     }
-    let mut remaining_kwargs = kwargs.len();
-    let allow_varargs = sig.max_pos_args == 1
-        && matches!(
-            sig.params[0].kind,
-            ParamKind::IntList | ParamKind::SymIntList
-        );
-    if nargs > sig.max_pos_args && !allow_varargs {
-        return FastMatch::No;
+    let mut call = Sources {
+        sig,
+        accepted,
+        rejected,
+        args,
+        kwargs,
+        src,
+        determined,
+        allow_varargs: allow_varargs(sig),
+    };
+    match place(&sig.params, &mut call) {
+        Ok(()) => FastMatch::Yes,
+        Err(m) => m,
     }
-    let mut arg_pos = 0;
-    for (i, p) in sig.params.iter().enumerate() {
-        let mut is_kwd = false;
-        let obj: Option<(u16, &Value)> = if arg_pos < nargs {
-            if p.keyword_only {
-                return FastMatch::No;
-            }
-            Some((arg_pos as u16, &args[arg_pos]))
-        } else {
-            is_kwd = true;
-            if kwargs.is_empty() {
-                None
-            } else {
-                let find = |name: &str| {
-                    kwargs
-                        .iter()
-                        .position(|(k, _)| k.as_ref() == name)
-                        .map(|j| (KW | j as u16, &kwargs[j].1))
-                };
-                let mut found = find(&p.name);
-                for alias in p.numpy_aliases {
-                    if found.is_some() {
-                        break;
-                    }
-                    found = find(alias);
-                }
-                found
-            }
+}
+
+/// [`fast_match`]'s policy: kinds checked by tag, sources recorded; every
+/// error is [`FastMatch::No`] (or [`FastMatch::Slow`]).
+struct Sources<'a, 'd, K> {
+    sig: &'a FunctionSignature,
+    accepted: &'a [u32],
+    rejected: &'a [u32],
+    args: &'a [Value],
+    kwargs: &'a [(K, Value)],
+    src: &'d mut [u16],
+    determined: &'d mut bool,
+    allow_varargs: bool,
+}
+
+impl<K: AsRef<str>> Policy for Sources<'_, '_, K> {
+    type Error = FastMatch;
+
+    #[inline]
+    fn rules(&self) -> Rules {
+        rules(self.sig, self.allow_varargs)
+    }
+
+    #[inline]
+    fn quiet(&self) -> bool {
+        true
+    }
+
+    #[inline]
+    fn positional(&self) -> usize {
+        self.args.len()
+    }
+
+    #[inline]
+    fn keywords(&self) -> usize {
+        self.kwargs.len()
+    }
+
+    #[inline]
+    fn keyword(&self, j: usize) -> &str {
+        self.kwargs[j].0.as_ref()
+    }
+
+    #[inline(always)]
+    fn given(&mut self, i: usize, from: Source) -> Result<Taken, FastMatch> {
+        let (s, v, varargs_eligible) = match from {
+            Source::Positional(k) => (k as u16, &self.args[k], self.allow_varargs && k == 0),
+            Source::Keyword(j) => (KW | j as u16, &self.kwargs[j].1, false),
         };
-        match obj {
-            None if p.optional => src[i] = ABSENT,
-            Some((_, Value::None)) if p.allow_none => src[i] = ABSENT,
-            None => return FastMatch::No,
-            // Accepted by the check whatever the value's contents.
-            Some((s, v)) if accepted[i] & tag(v) != 0 => src[i] = s,
-            Some((s, v)) => {
-                let mut failed = None;
-                let checked = if rejected[i] & tag(v) != 0 {
-                    // Rejected by the check whatever the value's contents.
-                    Ok(false)
-                } else {
-                    *determined = false;
-                    check(p, v, i, &mut failed)
-                };
-                match checked {
-                    Ok(true) => src[i] = s,
-                    Ok(false) if allow_varargs && arg_pos == 0 && !is_kwd => {
-                        return FastMatch::Slow
-                    }
-                    Ok(false) => return FastMatch::No,
-                    Err(_) => return FastMatch::Slow,
-                }
+        let p = &self.sig.params[i];
+        if matches!(v, Value::None) && p.allow_none {
+            self.src[i] = ABSENT;
+            return Ok(Taken::One);
+        }
+        // Accepted by the check whatever the value's contents.
+        if self.accepted[i] & tag(v) != 0 {
+            self.src[i] = s;
+            return Ok(Taken::One);
+        }
+        let mut failed = None;
+        let checked = if self.rejected[i] & tag(v) != 0 {
+            // Rejected by the check whatever the value's contents.
+            Ok(false)
+        } else {
+            *self.determined = false;
+            check(p, v, i, &mut failed)
+        };
+        match checked {
+            Ok(true) => {
+                self.src[i] = s;
+                Ok(Taken::One)
             }
-        }
-        if !is_kwd {
-            arg_pos += 1;
-        } else if obj.is_some() {
-            remaining_kwargs -= 1;
+            Ok(false) if varargs_eligible => Err(FastMatch::Slow),
+            Ok(false) => Err(FastMatch::No),
+            Err(_) => Err(FastMatch::Slow),
         }
     }
-    if arg_pos < nargs || remaining_kwargs > 0 {
-        return FastMatch::No;
+
+    #[inline]
+    fn default(&mut self, i: usize) -> bool {
+        self.src[i] = ABSENT;
+        true
     }
-    FastMatch::Yes
+
+    #[inline]
+    fn misplaced(&mut self, _: Misplaced) -> FastMatch {
+        FastMatch::No
+    }
 }
 
 /// One bit per [`Value`] variant.

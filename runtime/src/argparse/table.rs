@@ -59,6 +59,8 @@ pub(super) struct ShapeCache {
 /// value ([`shape_key`]) and the keyword names — whose match (no `out=`) and
 /// movability ([`fast::movable`]) depend on nothing else, with its move plan:
 /// where each value goes ([`fast::route`]) in the operator `id`'s arguments.
+/// The replay is the precomputed form of [`crate::place::place`]'s placement
+/// of the first call of the shape, not a second placement rule.
 #[derive(Clone, Debug)]
 pub(super) struct Shape {
     pub(super) key: u64,
