@@ -248,7 +248,7 @@ impl Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::autograd::node::{Backward, BackwardCtx, Grads};
+    use crate::autograd::graph::{Backward, BackwardCtx, Grads};
     use crate::dtype::{DType, Device};
     use crate::keys::{DispatchKey, KeySet};
     use crate::tensor::{History, AUTOGRAD_KEYS};
