@@ -339,19 +339,6 @@ impl<B: Backward> Node<B> {
             output_nr,
         }
     }
-
-    /// How a node of this type is recovered from the tensor layer's handle
-    /// ([`node_of`]).
-    const RECOVER: Recover = Recover(recover_as::<B>);
-}
-
-/// The way back from the tensor layer's handle on a node to the node as
-/// this module's type: a function per backward type, which knows the
-/// concrete type to downcast to.
-struct Recover(fn(Arc<dyn Any + Send + Sync>) -> Option<Arc<Node>>);
-
-fn recover_as<B: Backward>(node: Arc<dyn Any + Send + Sync>) -> Option<Arc<Node>> {
-    node.downcast::<Node<B>>().ok().map(|n| n as Arc<Node>)
 }
 
 impl<B: Backward> crate::tensor::SealedGraphNode for Node<B> {}
@@ -361,12 +348,10 @@ impl<B: Backward> GraphNode for Node<B> {
         &self.name
     }
 
-    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
-        self
-    }
-
-    fn owner(&self) -> &'static dyn Any {
-        &Self::RECOVER
+    fn hand_over(self: Arc<Self>, to: &mut dyn Any) {
+        if let Some(slot) = to.downcast_mut::<Option<Arc<Node>>>() {
+            *slot = Some(self);
+        }
     }
 }
 
@@ -385,13 +370,11 @@ pub(crate) fn as_node(node: &Arc<dyn GraphNode>) -> Arc<Node> {
 /// [`as_node`] of a handle given by value (no reference count changes).
 #[inline]
 fn into_node(node: Arc<dyn GraphNode>) -> Arc<Node> {
-    let recover = node.owner().downcast_ref::<Recover>().map(|r| r.0);
+    let mut slot: Option<Arc<Node>> = None;
+    node.hand_over(&mut slot);
     // Every `GraphNode` is a `Node<B>` (the trait is sealed; this module
-    // has the one implementation), whose `owner` is its `Recover`, which
-    // downcasts to that `Node<B>`.
-    recover
-        .and_then(|recover| recover(node.into_any()))
-        .expect("a graph node is autograd's Node")
+    // has the one implementation), which fills a slot of this type.
+    slot.expect("a graph node is autograd's Node")
 }
 
 impl Node {

@@ -118,20 +118,17 @@ impl std::fmt::Debug for ViewOf {
 /// struct Mine;
 /// impl opforge::tensor::GraphNode for Mine {
 ///     fn name(&self) -> &str { "MineBackward" }
-///     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> { self }
-///     fn owner(&self) -> &'static dyn Any { &() }
+///     fn hand_over(self: Arc<Self>, _to: &mut dyn Any) {}
 /// }
 /// ```
 pub trait GraphNode: SealedGraphNode + Send + Sync + 'static {
     /// PyTorch's name (`MulBackward0`).
     fn name(&self) -> &str;
-    /// The node, as an `Any` of its concrete type.
+    /// Puts this handle into `to`, a slot of the autograd layer's handle
+    /// type (which the node, knowing its own type, converts to): one virtual
+    /// call, no allocation. A slot of another type is left as it is.
     #[doc(hidden)]
-    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
-    /// What recovers the node from [`GraphNode::into_any`] (the autograd
-    /// layer's, per concrete type).
-    #[doc(hidden)]
-    fn owner(&self) -> &'static dyn Any;
+    fn hand_over(self: Arc<Self>, to: &mut dyn Any);
 }
 
 /// Seals [`GraphNode`]: the trait is public, this one only nameable in the
