@@ -484,3 +484,86 @@ fn a_kernels_own_method_calls_are_not_the_programs() {
         "functionalized: {g}"
     );
 }
+
+/// `code` with the graph's inputs named by position (`p0`, `p1`, ...): a
+/// program traced from Python names them after its parameters, one traced
+/// from Rust `arg0_1`, ... as `make_fx` names a function's `*args`.
+fn inputs_by_position(code: &str) -> String {
+    let code = code.trim();
+    let header = code.lines().next().unwrap_or("");
+    let names: Vec<&str> = header
+        .trim_start_matches("def forward(self, ")
+        .trim_end_matches("):")
+        .split(", ")
+        .collect();
+    let mut out = String::new();
+    let mut word = String::new();
+    let mut flush = |word: &mut String, out: &mut String| {
+        match names.iter().position(|n| *n == word.as_str()) {
+            Some(i) => out.push_str(&format!("p{i}")),
+            None => out.push_str(word),
+        }
+        word.clear();
+    };
+    for c in code.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+// The README's pattern traced as PyTorch 2.15 traces it
+// (`tests/record/queue_graphs/`, a TorchBind class declared as `Queue` is):
+// `make_fx` real and fake record the operator and the multiplication (the
+// fake kernel's method call is not the program's), and functionalized,
+// the operator goes through `with_effects` with the effect token, the
+// graph `torch.export(...).run_decompositions()` gives.
+#[test]
+fn the_queue_patterns_graphs_are_pytorchs() {
+    use opforge::functionalize::functionalize;
+    use opforge::trace::{trace, TracingMode};
+    let recorded: Vec<serde_json::Value> = include_str!("data/queue_graphs.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let pytorch = |mode: &str| {
+        let r = recorded.iter().find(|r| r["mode"] == mode).unwrap();
+        let targets: Vec<String> = r["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_string())
+            .collect();
+        (targets, r["code"].as_str().unwrap().to_string())
+    };
+    my_ops::queue::register_fakes().unwrap();
+    let q = opforge::classes::instantiate("mylib::Queue", &[]).unwrap();
+    q.call_method("push", &[Value::Tensor(t())]).unwrap();
+    let program = |v: &[Value]| {
+        let Value::Object(q) = &v[0] else {
+            panic!("an object input")
+        };
+        let inc = v[1].as_tensor().unwrap();
+        my_ops::torch::for_each_add(q, inc)?;
+        Ok(vec![Value::Tensor(opforge::torch::mul(inc, inc)?)])
+    };
+    let inc = Tensor::from_vec(vec![1.0f32, 1.0, 1.0], &[3]).unwrap();
+    let inputs = [Value::Object(q), Value::Tensor(inc)];
+    for (mode, tracing) in [("real", TracingMode::Real), ("fake", TracingMode::Fake)] {
+        let g = trace(program, &inputs, tracing).unwrap();
+        assert_eq!(g.targets(), pytorch(mode).0, "{mode}: {g}");
+    }
+    let g = trace(functionalize(program), &inputs, TracingMode::Fake).unwrap();
+    let (targets, code) = pytorch("export_decomposed");
+    assert_eq!(g.targets(), targets, "{g}");
+    assert_eq!(
+        inputs_by_position(&g.to_string()),
+        inputs_by_position(&code),
+        "functionalized"
+    );
+}
