@@ -498,7 +498,7 @@ fn inputs_by_position(code: &str) -> String {
         .collect();
     let mut out = String::new();
     let mut word = String::new();
-    let mut flush = |word: &mut String, out: &mut String| {
+    let flush = |word: &mut String, out: &mut String| {
         match names.iter().position(|n| *n == word.as_str()) {
             Some(i) => out.push_str(&format!("p{i}")),
             None => out.push_str(word),
