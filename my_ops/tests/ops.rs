@@ -567,3 +567,51 @@ fn the_queue_patterns_graphs_are_pytorchs() {
         "functionalized"
     );
 }
+
+// A program calling the queue's methods itself, traced fake: each call is
+// a `call_torchbind` node, as in PyTorch 2.15's `make_fx` (the recorded
+// `fake_methods` graph; its output is one tensor, ours a list of one, so
+// the `return` lines are not compared).
+#[test]
+fn the_programs_method_calls_are_pytorchs_call_torchbind_nodes() {
+    use opforge::trace::{trace, TracingMode};
+    let recorded: serde_json::Value = include_str!("data/queue_graphs.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["mode"] == "fake_methods")
+        .unwrap();
+    my_ops::queue::register_fakes().unwrap();
+    let q = opforge::classes::instantiate("mylib::Queue", &[]).unwrap();
+    q.call_method("push", &[Value::Tensor(t())]).unwrap();
+    let program = |v: &[Value]| {
+        let Value::Object(q) = &v[0] else {
+            panic!("an object input")
+        };
+        let inc = v[1].as_tensor().unwrap();
+        let square = opforge::torch::mul(inc, inc)?;
+        q.call_method("push", &[Value::Tensor(square)])?;
+        q.call_method("for_each_add_", &[Value::Tensor(inc.clone())])?;
+        Ok(vec![Value::Tensor(opforge::torch::neg(inc)?)])
+    };
+    let inc = Tensor::from_vec(vec![1.0f32, 1.0, 1.0], &[3]).unwrap();
+    let inputs = [Value::Object(q), Value::Tensor(inc)];
+    let g = trace(program, &inputs, TracingMode::Fake).unwrap();
+    let targets: Vec<&str> = recorded["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(g.targets(), targets, "{g}");
+    let body = |code: &str| {
+        inputs_by_position(code)
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("return"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        body(&g.to_string()),
+        body(recorded["code"].as_str().unwrap())
+    );
+}

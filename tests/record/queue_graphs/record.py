@@ -5,7 +5,11 @@ declares it), its fake class, the operator `mylib::for_each_add` taking it
 and its fake kernel calling the fake object's method; the program
 `for_each_add(q, inc); return inc * inc` captured by `make_fx` (real and
 fake) and by `torch.export` (as traced, and functionalized by
-`run_decompositions`, PyTorch's effect tokens). One JSON line per capture:
+`run_decompositions`, PyTorch's effect tokens); and a program calling the
+queue's methods itself, `q.push(inc * inc); q.for_each_add_(inc); return
+-inc`, captured by `make_fx` fake (mode `fake_methods`: each method call a
+`call_torchbind` node; in real mode PyTorch 2.15 does not intercept
+methods and records the ATen calls inside them instead). One JSON line per capture:
 {"mode", "targets", "code"}.
 
     pip install torch==2.15.* ninja
@@ -81,3 +85,11 @@ try:
     print(json.dumps({"mode": "export_decomposed", "targets": [str(n.target) for n in gm.graph.nodes if n.op == "call_function"], "code": gm.code, "signature": str(ep.graph_signature)}))
 except Exception as e:
     print(json.dumps({"mode": "export_decomposed", "error": repr(e)[:2000]}))
+
+def methods(q, inc):
+    q.push(inc * inc)
+    q.for_each_add_(inc)
+    return -inc
+
+gm = make_fx(methods, tracing_mode="fake")(fresh(), inc)
+print(json.dumps({"mode": "fake_methods", "targets": [str(n.target) for n in gm.graph.nodes if n.op == "call_function"], "code": gm.code}))
