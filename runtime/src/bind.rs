@@ -77,16 +77,11 @@ impl Policy for Boxed<'_> {
         }
     }
 
-    fn positional(&self) -> usize {
-        self.args.len()
-    }
+    type Value = Value;
+    type Name = String;
 
-    fn keywords(&self) -> usize {
-        self.kwargs.len()
-    }
-
-    fn keyword(&self, j: usize) -> &str {
-        &self.kwargs[j].0
+    fn call(&self) -> (&[Value], &[(String, Value)]) {
+        (&self.args, &self.kwargs)
     }
 
     fn given(&mut self, slot: usize, from: Source) -> Result<Taken> {

@@ -154,6 +154,10 @@ pub enum Misplaced {
     Unused,
 }
 
+/// A call as a policy holds it: its positional values, and its keyword
+/// arguments as `(name, value)` in call order.
+pub type Held<'a, V, K> = (&'a [V], &'a [(K, V)]);
+
 /// What a binder decides: the values, their conversion, the messages and the
 /// order of checks. The placement calls [`Policy::given`] and
 /// [`Policy::default`] once per slot, in slot order, so a policy collecting
@@ -168,12 +172,29 @@ pub trait Policy {
     fn quiet(&self) -> bool {
         false
     }
+    /// A value of the call.
+    type Value;
+    /// A keyword argument's name.
+    type Name: AsRef<str>;
+    /// The call: its positional values, and its keyword arguments as
+    /// `(name, value)` in call order (the placement reads only their count
+    /// and names).
+    fn call(&self) -> Held<'_, Self::Value, Self::Name>;
     /// The number of positional values.
-    fn positional(&self) -> usize;
+    #[inline(always)]
+    fn positional(&self) -> usize {
+        self.call().0.len()
+    }
     /// The number of keyword arguments.
-    fn keywords(&self) -> usize;
+    #[inline(always)]
+    fn keywords(&self) -> usize {
+        self.call().1.len()
+    }
     /// The name of keyword argument `j`.
-    fn keyword(&self, j: usize) -> &str;
+    #[inline(always)]
+    fn keyword(&self, j: usize) -> &str {
+        self.call().1[j].0.as_ref()
+    }
     /// Slot `slot` takes the value at `from`: convert or check it (an error
     /// ends the placement).
     fn given(&mut self, slot: usize, from: Source) -> Result<Taken, Self::Error>;
@@ -372,14 +393,10 @@ mod tests {
         fn quiet(&self) -> bool {
             self.quiet
         }
-        fn positional(&self) -> usize {
-            self.args.len()
-        }
-        fn keywords(&self) -> usize {
-            self.kwargs.len()
-        }
-        fn keyword(&self, j: usize) -> &str {
-            self.kwargs[j].0
+        type Value = &'static str;
+        type Name = &'static str;
+        fn call(&self) -> (&[&'static str], &[(&'static str, &'static str)]) {
+            (&self.args, &self.kwargs)
         }
         fn given(&mut self, slot: usize, from: Source) -> Result<Taken, String> {
             let v = match from {

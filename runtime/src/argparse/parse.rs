@@ -311,16 +311,11 @@ impl Policy for Matching<'_> {
         !self.raise
     }
 
-    fn positional(&self) -> usize {
-        self.args.len()
-    }
+    type Value = Value;
+    type Name = String;
 
-    fn keywords(&self) -> usize {
-        self.kwargs.len()
-    }
-
-    fn keyword(&self, j: usize) -> &str {
-        &self.kwargs[j].0
+    fn call(&self) -> (&[Value], &[(String, Value)]) {
+        (self.args, self.kwargs)
     }
 
     #[inline(always)]
@@ -626,19 +621,12 @@ impl<K: AsRef<str>> Policy for Sources<'_, '_, K> {
         true
     }
 
-    #[inline]
-    fn positional(&self) -> usize {
-        self.args.len()
-    }
+    type Value = Value;
+    type Name = K;
 
-    #[inline]
-    fn keywords(&self) -> usize {
-        self.kwargs.len()
-    }
-
-    #[inline]
-    fn keyword(&self, j: usize) -> &str {
-        self.kwargs[j].0.as_ref()
+    #[inline(always)]
+    fn call(&self) -> (&[Value], &[(K, Value)]) {
+        (self.args, self.kwargs)
     }
 
     #[inline(always)]
