@@ -9,7 +9,7 @@
 
 use crate::dtype::Device;
 use crate::keys::{DispatchKey, KeySet};
-use crate::tensor::{Buffer, Geometry, LayerState, Storage, Tensor};
+use crate::tensor::{LayerState, Tensor};
 
 /// The key a fake tensor carries besides its claimed device's backend.
 pub const FAKE_KEY: KeySet = KeySet::of(DispatchKey::Fake);
@@ -41,10 +41,8 @@ impl Tensor {
     /// device), over a new storage of as many elements without data: a real
     /// tensor's fake. Tensors that share a storage get fakes that do not.
     pub(crate) fn fake_like(&self, state: LayerState) -> Tensor {
-        let g = self.geometry();
-        let storage = Storage::new(Buffer::Meta(g.storage.len()));
         let keys = KeySet::for_device(self.device()) | FAKE_KEY;
-        self.alias_with_keys(self.device(), keys, Geometry { storage, ..g })
+        self.alias_with_keys(self.device(), keys, self.shadow_geometry())
             .with_layer_state(state)
     }
 

@@ -13,19 +13,12 @@ use crate::tensor::{Buffer, Geometry, LayerState, Storage, Tensor};
 /// The key a functional tensor carries besides its device's backend.
 pub const FUNCTIONALIZE_KEY: KeySet = KeySet::of(DispatchKey::Functionalize);
 
-/// `value`'s geometry over a new storage without data, of as many elements.
-fn shadow_geometry(value: &Tensor) -> Geometry {
-    let g = value.geometry();
-    let storage = Storage::new(Buffer::Meta(g.storage.len()));
-    Geometry { storage, ..g }
-}
-
 impl Tensor {
     /// A wrapper standing for `value`: its dtype, device and geometry (over
     /// a storage without data), the dispatch keys of its device plus `keys`,
     /// and `state`, the layer's data ([`Tensor::wrapper_state`]).
     pub(crate) fn layer_wrapper(value: &Tensor, keys: KeySet, state: LayerState) -> Tensor {
-        Tensor::layer_wrapper_with(value, shadow_geometry(value), keys, state)
+        Tensor::layer_wrapper_with(value, value.shadow_geometry(), keys, state)
     }
 
     /// A wrapper standing for `value` as [`Tensor::layer_wrapper`], with
@@ -70,7 +63,7 @@ impl Tensor {
                 && g.storage.len() >= v.storage.len()
         };
         if !same {
-            self.replace_geometry(shadow_geometry(value));
+            self.replace_geometry(value.shadow_geometry());
         }
         debug_assert!(self.geometry_changes() < u32::MAX);
     }

@@ -51,10 +51,17 @@ impl Tensor {
     /// a new storage of as many elements without data: what a layer runs a
     /// Meta kernel on to learn a call's errors and shapes without computing.
     pub(crate) fn meta_like(&self) -> Tensor {
+        let keys = KeySet::for_device(Device::Meta);
+        self.alias_with_keys(Device::Meta, keys, self.shadow_geometry())
+    }
+
+    /// This tensor's sizes, strides and offset over a new storage of as
+    /// many elements without data: what a meta tensor, a fake or a wrapper
+    /// standing for it is laid out over.
+    pub(crate) fn shadow_geometry(&self) -> Geometry {
         let g = self.geometry();
         let storage = Storage::new(Buffer::Meta(g.storage.len()));
-        let keys = KeySet::for_device(Device::Meta);
-        self.alias_with_keys(Device::Meta, keys, Geometry { storage, ..g })
+        Geometry { storage, ..g }
     }
 
     /// A fresh tensor (this its only handle) given a layer's state.
