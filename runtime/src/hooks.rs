@@ -14,19 +14,19 @@ pub type HookSlot<T> = LocalKey<RefCell<Option<T>>>;
 
 /// Installs `hook` in `slot` until the guard is dropped.
 pub fn install<T: 'static>(slot: &'static HookSlot<T>, hook: T) -> HookGuard<T> {
-    let prev = slot.with(|s| s.borrow_mut().replace(hook));
-    HookGuard {
-        slot,
-        prev: Some(prev),
-        _not_send: std::marker::PhantomData,
-    }
+    put(slot, Some(hook))
 }
 
 /// Takes the slot's hook out until the guard is dropped: what a layer does
 /// while an operator's kernel runs below it, so that what the kernel does
 /// inside is not seen as the program's.
 pub fn suspend<T: 'static>(slot: &'static HookSlot<T>) -> HookGuard<T> {
-    let prev = slot.with(|s| s.borrow_mut().take());
+    put(slot, None)
+}
+
+/// Puts `hook` (or nothing) in `slot` until the guard is dropped.
+fn put<T: 'static>(slot: &'static HookSlot<T>, hook: Option<T>) -> HookGuard<T> {
+    let prev = slot.with(|s| std::mem::replace(&mut *s.borrow_mut(), hook));
     HookGuard {
         slot,
         prev: Some(prev),

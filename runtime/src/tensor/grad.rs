@@ -262,9 +262,7 @@ impl Tensor {
     /// ```
     #[inline]
     pub fn requires_grad(&self) -> bool {
-        if let Some(v) = &self.0.view {
-            self.refresh_view_history(v);
-        }
+        self.refresh_if_view();
         self.autograd_record()
             .is_some_and(|r| r.requires_grad_flag())
             || self.history_cell().is_set()
@@ -277,18 +275,14 @@ impl Tensor {
     /// `Tensor::grad_fn` gives the node as autograd's type.
     #[inline]
     pub fn history(&self) -> Option<History> {
-        if let Some(v) = &self.0.view {
-            self.refresh_view_history(v);
-        }
+        self.refresh_if_view();
         self.history_cell().get()
     }
 
     /// Whether the tensor has a history (a stale view's made afresh first).
     #[inline]
     pub fn has_history(&self) -> bool {
-        if let Some(v) = &self.0.view {
-            self.refresh_view_history(v);
-        }
+        self.refresh_if_view();
         self.history_cell().is_set()
     }
 
@@ -407,6 +401,15 @@ impl Tensor {
 
     fn storage_version(&self) -> u64 {
         self.with_geometry(|g| g.storage.version())
+    }
+
+    /// A view's history made current first (see below); nothing for a
+    /// tensor that is not a view.
+    #[inline(always)]
+    fn refresh_if_view(&self) {
+        if let Some(v) = &self.0.view {
+            self.refresh_view_history(v);
+        }
     }
 
     /// A view's history is stale when its storage was written since it was
