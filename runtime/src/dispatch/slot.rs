@@ -54,13 +54,14 @@ impl<T: Sync + 'static> StaticSlot<T> {
     /// seen whole).
     #[inline(always)]
     pub fn get(&self) -> Option<&'static T> {
+        // Invariant: `ptr` is null or was made by `set` from a `&'static T`
+        // (the field is private and `set` its only writer), and nothing
+        // writes through it (it came from a shared reference; the cast to
+        // `*mut` is only `AtomicPtr`'s type).
         let p = self.ptr.load(Ordering::Acquire);
-        // SAFETY: `ptr` is null or was made by `set` from a `&'static T` (the
-        // field is private and `set` its only writer), so a non-null pointer
-        // points at a `T` that lives for the whole program and is never
-        // written through it (it came from a shared reference; the cast to
-        // `*mut` is only `AtomicPtr`'s type). `T: Sync`, so handing the
-        // reference to any thread that reads the slot is sound.
+        // SAFETY: by the invariant, a non-null `p` points at a `T` alive for
+        // the whole program and never written; `T: Sync`, so any thread may
+        // hold the reference.
         unsafe { p.as_ref() }
     }
 }

@@ -22,10 +22,24 @@
 /// opforge::dispatch::Unboxed::new([0u64; 2]);
 /// ```
 ///
-/// and only values that may cross threads (the dispatcher is shared):
+/// and only values that may cross threads (the dispatcher is shared), and be
+/// shared between them:
 ///
 /// ```compile_fail
 /// opforge::dispatch::Unboxed::new(std::ptr::null::<u8>());
+/// ```
+///
+/// ```compile_fail
+/// // `Copy` and `Send`, not `Sync`.
+/// #[derive(Clone, Copy)]
+/// struct NotSync(usize, std::marker::PhantomData<std::cell::Cell<()>>);
+/// opforge::dispatch::Unboxed::new(NotSync(0, std::marker::PhantomData));
+/// ```
+///
+/// A value of a pointer's size but a smaller alignment does not fit either:
+///
+/// ```compile_fail
+/// opforge::dispatch::Unboxed::new([0u32; 2]);
 /// ```
 #[derive(Clone, Copy)]
 pub struct Unboxed {
@@ -77,5 +91,54 @@ impl Unboxed {
         } else {
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add_one(x: i64) -> i64 {
+        x + 1
+    }
+
+    fn as_float(x: i64) -> f64 {
+        x as f64
+    }
+
+    /// Types of the same size and alignment as the one stored are refused:
+    /// another function pointer type, a plain pointer-sized value, the same
+    /// function's item type (not a pointer).
+    #[test]
+    fn only_the_stored_type_comes_back() {
+        let u = Unboxed::new(add_one as fn(i64) -> i64);
+        assert!(u.get::<fn(i64) -> f64>().is_none());
+        assert!(u.get::<fn(u64) -> i64>().is_none());
+        assert!(u.get::<usize>().is_none());
+        assert!(u.get::<&'static u8>().is_none());
+        assert_eq!(u.get::<fn(i64) -> i64>().map(|f| f(1)), Some(2));
+        let v = Unboxed::new(as_float as fn(i64) -> f64);
+        assert!(v.get::<fn(i64) -> i64>().is_none());
+        assert_eq!(v.get::<fn(i64) -> f64>().map(|f| f(3)), Some(3.0));
+    }
+
+    /// Copies read on other threads, while the original is read here, get
+    /// the value back whole.
+    #[test]
+    fn copies_on_other_threads_read_the_value() {
+        let u = Unboxed::new(add_one as fn(i64) -> i64);
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                s.spawn(move || {
+                    for i in 0..10_000 {
+                        let f = u.get::<fn(i64) -> i64>().unwrap();
+                        assert_eq!(f(i + t), i + t + 1);
+                    }
+                });
+            }
+            for i in 0..10_000 {
+                assert_eq!(u.get::<fn(i64) -> i64>().map(|f| f(i)), Some(i + 1));
+            }
+        });
     }
 }
