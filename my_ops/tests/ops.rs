@@ -4,7 +4,7 @@
 
 use my_ops::kernels::cpu::ABS_CALLS;
 use opforge::dispatch::{dispatcher, DispatchKey};
-use opforge::{DType, Device, Scalar, Tensor, Value};
+use opforge::{DType, Device, Scalar, ScriptObject, Tensor, Value};
 use std::sync::atomic::Ordering;
 
 fn t() -> Tensor {
@@ -368,35 +368,72 @@ fn opcheck_passes_for_the_crates_operators() {
     assert_eq!(first.to_vec::<f32>().unwrap(), [5.0, -10.0, 15.0]);
 }
 
+// A queue holding `t()`.
+fn queue() -> ScriptObject {
+    let q = opforge::classes::instantiate("mylib::Queue", &[]).unwrap();
+    q.call_method("push", &[Value::Tensor(t())]).unwrap();
+    q
+}
+
+/// The tensor at the front of queue `q`.
+fn front(q: &ScriptObject) -> Tensor {
+    q.downcast_ref::<my_ops::queue::Queue>()
+        .unwrap()
+        .first()
+        .unwrap()
+}
+
+fn ones() -> Tensor {
+    Tensor::from_vec(vec![1.0f32, 1.0, 1.0], &[3]).unwrap()
+}
+
+/// The README's program on a queue: `for_each_add(q, inc)`, then `inc * inc`.
+fn add_then_square(v: &[Value]) -> opforge::Result<Vec<Value>> {
+    let Value::Object(q) = &v[0] else {
+        panic!("an object input")
+    };
+    let inc = v[1].as_tensor().unwrap();
+    my_ops::torch::for_each_add(q, inc)?;
+    Ok(vec![Value::Tensor(opforge::torch::mul(inc, inc)?)])
+}
+
+/// PyTorch 2.15's capture `mode` of the recorded programs
+/// (`tests/record/queue_graphs/`): its targets and its code.
+fn pytorch(mode: &str) -> (Vec<String>, String) {
+    let r: serde_json::Value = include_str!("data/queue_graphs.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["mode"] == mode)
+        .unwrap();
+    let targets = r["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect();
+    (targets, r["code"].as_str().unwrap().to_string())
+}
+
 // An operator without returns taking the class traces (it failed: a handler
 // saw its no results as a list, not `None`), and the graph's rerun applies
 // its effect once.
 #[test]
 fn the_queues_zero_return_operator_traces_and_replays() {
-    use opforge::classes;
     use opforge::trace::{trace, TracingMode};
-    let q = classes::instantiate("mylib::Queue", &[]).unwrap();
-    q.call_method("push", &[Value::Tensor(t())]).unwrap();
+    let q = queue();
     let f = |v: &[Value]| {
         let inc = v[0].as_tensor().unwrap();
         my_ops::torch::for_each_add(&q, inc)?;
         Ok(vec![Value::Tensor(opforge::torch::neg(inc)?)])
     };
-    let inc = Tensor::from_vec(vec![1.0f32, 1.0, 1.0], &[3]).unwrap();
+    let inc = ones();
     let g = trace(f, &[Value::Tensor(inc.clone())], TracingMode::Real).unwrap();
     assert_eq!(
         g.targets(),
         ["mylib.for_each_add.default", "aten.neg.default"],
         "{g}"
     );
-    let first = || {
-        q.downcast_ref::<my_ops::queue::Queue>()
-            .unwrap()
-            .first()
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap()
-    };
+    let first = || front(&q).to_vec::<f32>().unwrap();
     assert_eq!(first(), [2.0, -1.0, 4.0]);
     g.run(&[Value::Tensor(inc)]).unwrap();
     assert_eq!(first(), [3.0, 0.0, 5.0]);
@@ -408,19 +445,12 @@ fn the_queues_zero_return_operator_traces_and_replays() {
 #[test]
 fn the_queue_pickles_through_its_methods_block() {
     use opforge::classes;
-    let q = classes::instantiate("mylib::Queue", &[]).unwrap();
-    q.call_method("push", &[Value::Tensor(t())]).unwrap();
-    let first = |o: &opforge::ScriptObject| {
-        o.downcast_ref::<my_ops::queue::Queue>()
-            .unwrap()
-            .first()
-            .unwrap()
-    };
+    let q = queue();
     let copy = q.deep_copy().unwrap();
-    assert!(!first(&copy).is_same(&first(&q)));
-    assert_eq!(first(&copy).to_vec::<f32>().unwrap(), [1.0, -2.0, 3.0]);
+    assert!(!front(&copy).is_same(&front(&q)));
+    assert_eq!(front(&copy).to_vec::<f32>().unwrap(), [1.0, -2.0, 3.0]);
     let loaded = classes::load(&classes::save(&q).unwrap()).unwrap();
-    assert_eq!(first(&loaded).to_vec::<f32>().unwrap(), [1.0, -2.0, 3.0]);
+    assert_eq!(front(&loaded).to_vec::<f32>().unwrap(), [1.0, -2.0, 3.0]);
 }
 
 // What an operator's kernel does inside is not the program's: a fake trace
@@ -430,32 +460,14 @@ fn the_queue_pickles_through_its_methods_block() {
 // Functionalized, the same holds, and the kernel's results stay fakes.
 #[test]
 fn a_kernels_own_method_calls_are_not_the_programs() {
-    use opforge::classes;
     use opforge::functionalize::functionalize;
     use opforge::trace::{trace, TracingMode};
     my_ops::queue::register_fakes().unwrap();
-    let q = classes::instantiate("mylib::Queue", &[]).unwrap();
-    q.call_method("push", &[Value::Tensor(t())]).unwrap();
-    let f = |v: &[Value]| {
-        let Value::Object(q) = &v[0] else {
-            panic!("an object input")
-        };
-        let inc = v[1].as_tensor().unwrap();
-        my_ops::torch::for_each_add(q, inc)?;
-        Ok(vec![Value::Tensor(opforge::torch::mul(inc, inc)?)])
-    };
-    let inc = Tensor::from_vec(vec![1.0f32, 1.0, 1.0], &[3]).unwrap();
-    let inputs = [Value::Object(q.clone()), Value::Tensor(inc.clone())];
-    let first = |q: &opforge::ScriptObject| {
-        q.downcast_ref::<my_ops::queue::Queue>()
-            .unwrap()
-            .first()
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap()
-    };
+    let inc = ones();
+    let inputs = [Value::Object(queue()), Value::Tensor(inc.clone())];
+    let first = |q: &ScriptObject| front(q).to_vec::<f32>().unwrap();
     for mode in [TracingMode::Real, TracingMode::Fake] {
-        let g = trace(f, &inputs, mode).unwrap();
+        let g = trace(add_then_square, &inputs, mode).unwrap();
         assert_eq!(
             g.targets(),
             ["mylib.for_each_add.default", "aten.mul.Tensor"],
@@ -463,15 +475,14 @@ fn a_kernels_own_method_calls_are_not_the_programs() {
         );
         // Saved, loaded and rerun on a fresh queue: the effect applies once.
         let g = opforge::trace::Graph::from_json(&g.to_json().unwrap()).unwrap();
-        let fresh = classes::instantiate("mylib::Queue", &[]).unwrap();
-        fresh.call_method("push", &[Value::Tensor(t())]).unwrap();
+        let fresh = queue();
         let before = first(&fresh);
         g.run(&[Value::Object(fresh.clone()), Value::Tensor(inc.clone())])
             .unwrap();
         let after: Vec<f32> = before.iter().map(|x| x + 1.0).collect();
         assert_eq!(first(&fresh), after, "{mode:?}");
     }
-    let g = trace(functionalize(f), &inputs, TracingMode::Fake).unwrap();
+    let g = trace(functionalize(add_then_square), &inputs, TracingMode::Fake).unwrap();
     // PyTorch's effect token: the operator through `with_effects`, its new
     // token the graph's first result; the kernel's method call nowhere.
     assert_eq!(
@@ -527,38 +538,13 @@ fn inputs_by_position(code: &str) -> String {
 fn the_queue_patterns_graphs_are_pytorchs() {
     use opforge::functionalize::functionalize;
     use opforge::trace::{trace, TracingMode};
-    let recorded: Vec<serde_json::Value> = include_str!("data/queue_graphs.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let pytorch = |mode: &str| {
-        let r = recorded.iter().find(|r| r["mode"] == mode).unwrap();
-        let targets: Vec<String> = r["targets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t.as_str().unwrap().to_string())
-            .collect();
-        (targets, r["code"].as_str().unwrap().to_string())
-    };
     my_ops::queue::register_fakes().unwrap();
-    let q = opforge::classes::instantiate("mylib::Queue", &[]).unwrap();
-    q.call_method("push", &[Value::Tensor(t())]).unwrap();
-    let program = |v: &[Value]| {
-        let Value::Object(q) = &v[0] else {
-            panic!("an object input")
-        };
-        let inc = v[1].as_tensor().unwrap();
-        my_ops::torch::for_each_add(q, inc)?;
-        Ok(vec![Value::Tensor(opforge::torch::mul(inc, inc)?)])
-    };
-    let inc = Tensor::from_vec(vec![1.0f32, 1.0, 1.0], &[3]).unwrap();
-    let inputs = [Value::Object(q), Value::Tensor(inc)];
+    let inputs = [Value::Object(queue()), Value::Tensor(ones())];
     for (mode, tracing) in [("real", TracingMode::Real), ("fake", TracingMode::Fake)] {
-        let g = trace(program, &inputs, tracing).unwrap();
+        let g = trace(add_then_square, &inputs, tracing).unwrap();
         assert_eq!(g.targets(), pytorch(mode).0, "{mode}: {g}");
     }
-    let g = trace(functionalize(program), &inputs, TracingMode::Fake).unwrap();
+    let g = trace(functionalize(add_then_square), &inputs, TracingMode::Fake).unwrap();
     let (targets, code) = pytorch("export_decomposed");
     assert_eq!(g.targets(), targets, "{g}");
     assert_eq!(
@@ -575,14 +561,7 @@ fn the_queue_patterns_graphs_are_pytorchs() {
 #[test]
 fn the_programs_method_calls_are_pytorchs_call_torchbind_nodes() {
     use opforge::trace::{trace, TracingMode};
-    let recorded: serde_json::Value = include_str!("data/queue_graphs.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|r| r["mode"] == "fake_methods")
-        .unwrap();
     my_ops::queue::register_fakes().unwrap();
-    let q = opforge::classes::instantiate("mylib::Queue", &[]).unwrap();
-    q.call_method("push", &[Value::Tensor(t())]).unwrap();
     let program = |v: &[Value]| {
         let Value::Object(q) = &v[0] else {
             panic!("an object input")
@@ -593,15 +572,9 @@ fn the_programs_method_calls_are_pytorchs_call_torchbind_nodes() {
         q.call_method("for_each_add_", &[Value::Tensor(inc.clone())])?;
         Ok(vec![Value::Tensor(opforge::torch::neg(inc)?)])
     };
-    let inc = Tensor::from_vec(vec![1.0f32, 1.0, 1.0], &[3]).unwrap();
-    let inputs = [Value::Object(q), Value::Tensor(inc)];
+    let inputs = [Value::Object(queue()), Value::Tensor(ones())];
     let g = trace(program, &inputs, TracingMode::Fake).unwrap();
-    let targets: Vec<&str> = recorded["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap())
-        .collect();
+    let (targets, code) = pytorch("fake_methods");
     assert_eq!(g.targets(), targets, "{g}");
     let body = |code: &str| {
         inputs_by_position(code)
@@ -610,8 +583,5 @@ fn the_programs_method_calls_are_pytorchs_call_torchbind_nodes() {
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
-    assert_eq!(
-        body(&g.to_string()),
-        body(recorded["code"].as_str().unwrap())
-    );
+    assert_eq!(body(&g.to_string()), body(&code));
 }
