@@ -250,6 +250,12 @@ fn op_text(op: &PlannedOp) -> String {
     if let Some(m) = t.python_module {
         line.push_str(&format!(".python_module({})", lit(m)));
     }
+    if t.varargs {
+        line.push_str(".varargs()");
+    }
+    if t.varret {
+        line.push_str(".varret()");
+    }
     if line.trim().is_empty() {
         line.clear();
     } else {
@@ -317,6 +323,7 @@ fn base_const(b: BaseType) -> &'static str {
         BaseType::GraphModule => "GRAPH_MODULE",
         BaseType::Dimname => "DIMNAME",
         BaseType::Complex => "COMPLEX",
+        BaseType::Any => "ANY",
     }
 }
 

@@ -204,7 +204,9 @@ fn at_file(out: &mut Out, plan: &Plan, sigs: &[Sig], opts: &Options) {
         out.expr(8, &e, &tail);
     }
     out.push_str("    }\n}\n");
-    for (op, sig) in plan.ops.iter().zip(sigs) {
+    // An operator taking its values boxed has no typed function: it is
+    // called through `Operator::call_boxed` (`rust_types::is_boxed`).
+    for (op, sig) in plan.ops.iter().zip(sigs).filter(|(o, _)| !o.is_boxed()) {
         let id = &op.ident;
         let args = op
             .schema()
@@ -237,6 +239,10 @@ fn at_file(out: &mut Out, plan: &Plan, sigs: &[Sig], opts: &Options) {
         // Each argument unboxed as a kernel's boxed entry unboxes it, the
         // results as one value (`opforge::dispatch::adapter`).
         let id = &op.ident;
+        if op.is_boxed() {
+            out.line(8, "TypedCaller::boxed(),");
+            continue;
+        }
         out.expr(
             8,
             &Expr::call(
@@ -256,14 +262,14 @@ fn at_file(out: &mut Out, plan: &Plan, sigs: &[Sig], opts: &Options) {
 fn api_file(out: &mut Out, plan: &Plan, sigs: &[Sig], opts: &Options) {
     out.push_str("/// Every operator overload, with every argument, dispatched; as the\n/// operator handle `torch.ops.<ns>.<name>.<overload>` it goes through the\n/// function-level override protocol first.\n#[allow(non_snake_case, clippy::too_many_arguments)]\npub mod ops {\n");
     opts.api_imports(out, 4);
-    for (op, sig) in plan.ops.iter().zip(sigs) {
+    for (op, sig) in plan.ops.iter().zip(sigs).filter(|(o, _)| !o.is_boxed()) {
         out.push_str("\n");
         op_handle_fn(out, op, sig);
     }
     out.push_str("}\n\n/// Free functions with schema defaults applied (`torch.add(a, b)` style).\n#[allow(non_snake_case, clippy::too_many_arguments)]\npub mod torch {\n");
     opts.api_imports(out, 4);
     for (op, sig) in plan.ops.iter().zip(sigs) {
-        if op.entry.variants.function {
+        if op.entry.variants.function && !op.is_boxed() {
             out.push_str("\n");
             convenience(out, 4, op, sig, false);
         }
@@ -279,7 +285,8 @@ fn api_file(out: &mut Out, plan: &Plan, sigs: &[Sig], opts: &Options) {
     out.push_str("\n    #[allow(clippy::too_many_arguments)]\n    impl ::opforge::Tensor {\n");
     let mut first = true;
     for (op, sig) in plan.ops.iter().zip(sigs) {
-        if op.entry.variants.method && op.schema().arguments.self_arg().is_some() {
+        if op.entry.variants.method && op.schema().arguments.self_arg().is_some() && !op.is_boxed()
+        {
             if !first {
                 out.push_str("\n");
             }

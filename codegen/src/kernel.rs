@@ -5,7 +5,7 @@
 //! kernels of `derivatives.yaml`), so every kernel, written or generated, is an
 //! ordinary entry of `opforge::__private::KERNELS`.
 
-use crate::rust_types::{fn_pointer_type, param_type, show};
+use crate::rust_types::{fn_pointer_type, is_boxed, param_type, show};
 use opforge_schema::model::{BaseType, FunctionSchema, Type};
 use opforge_schema::names::arg_ident;
 use proc_macro2::{TokenStream, TokenTree};
@@ -166,6 +166,24 @@ fn registration_with(
         syn::ReturnType::Type(_, t) => show(t),
         syn::ReturnType::Default => "()".into(),
     };
+    if is_boxed(schema) {
+        // A boxed kernel (`fn(&[Value]) -> Result<Vec<Value>>`, which the
+        // caller checked) is its own entry: there is nothing to unbox.
+        let ident = format_ident!(
+            "__OPFORGE_{}_KERNEL_{}",
+            key.to_uppercase(),
+            syn::ext::IdentExt::unraw(fn_ident)
+        );
+        return entry_static(
+            &ident,
+            key,
+            name,
+            schema,
+            (&fn_ty, &spec),
+            quote!(#fn_ident),
+            loc,
+        );
+    }
     // The function already has the schema's types, written as the schema's
     // mapping writes them: registered as it is, rustc's cast checks it.
     // Otherwise (another spelling, a wrong type, a custom class's `&T`) a shim

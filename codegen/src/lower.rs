@@ -96,6 +96,12 @@ impl PlannedOp<'_> {
         &self.entry.func
     }
 
+    /// Does it take its values boxed (`...` or `Any` in its schema:
+    /// [`crate::rust_types::is_boxed`])? Then it has no typed API.
+    pub fn is_boxed(&self) -> bool {
+        crate::rust_types::is_boxed(&self.entry.func)
+    }
+
     /// `ns::name.overload` (`aten::add.Tensor`, `aten::neg`).
     pub fn qualified_name(&self) -> String {
         format!(

@@ -87,9 +87,11 @@ fn base_type(b: BaseType) -> Option<syn::Type> {
         BaseType::Storage => parse_quote!(&::opforge::Storage),
         BaseType::Stream => parse_quote!(::opforge::Stream),
         BaseType::QScheme => parse_quote!(::opforge::QScheme),
-        BaseType::DimVector | BaseType::GraphModule | BaseType::Dimname | BaseType::Complex => {
-            return None
-        }
+        BaseType::DimVector
+        | BaseType::GraphModule
+        | BaseType::Dimname
+        | BaseType::Complex
+        | BaseType::Any => return None,
     })
 }
 
@@ -188,6 +190,12 @@ pub const MAX_ARGS: usize = 32;
 /// naming the first argument or return without a mapping, or the argument
 /// count past [`MAX_ARGS`].
 pub fn signature_types(f: &FunctionSchema) -> Result<(Vec<syn::Type>, syn::Type), Unmapped> {
+    if is_boxed(f) {
+        return Ok((
+            vec![parse_quote!(&[::opforge::Value])],
+            parse_quote!(::opforge::Result<::std::vec::Vec<::opforge::Value>>),
+        ));
+    }
     if f.arguments.all.len() > MAX_ARGS {
         return Err(Unmapped(format!(
             "{} arguments: a Rust signature takes at most {MAX_ARGS}",
@@ -201,6 +209,30 @@ pub fn signature_types(f: &FunctionSchema) -> Result<(Vec<syn::Type>, syn::Type)
         .map(|a| param_type(a).map_err(|e| Unmapped(format!("argument `{a}`: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((params, result_type(&f.returns)?))
+}
+
+/// Does an operator of schema `f` take its values boxed? Its schema has `...`
+/// (more arguments, or more returns, than it declares) or an `Any`: no Rust
+/// signature can say that, so its kernels take the call's values as they
+/// are and return its results as values, `fn(&[Value]) -> Result<Vec<Value>>`
+/// (PyTorch's boxed kernels, `KernelFunction::makeFromBoxedFunction`; what
+/// its higher-order operators, `call_torchbind` and `with_effects`, are).
+/// Such an operator has no typed API; it is called through
+/// `Operator::call_boxed`.
+///
+/// ```
+/// use opforge_codegen::rust_types::{fn_pointer_type, is_boxed, show};
+/// use opforge_schema::schema::parse_schema;
+/// let s = parse_schema("higher_order::call_torchbind(Any self, str method, ...) -> Any").unwrap();
+/// assert!(is_boxed(&s));
+/// assert_eq!(show(&fn_pointer_type(&s).unwrap()), "fn(&[Value]) -> Result<Vec<Value>>");
+/// ```
+pub fn is_boxed(f: &FunctionSchema) -> bool {
+    let any = |t: &Type| matches!(t.innermost(), Type::Base(BaseType::Any));
+    f.arguments.vararg
+        || f.varret
+        || f.arguments.all.iter().any(|a| any(&a.ty))
+        || f.returns.iter().any(|r| any(&r.ty))
 }
 
 /// The function-pointer type of a kernel for `f`:

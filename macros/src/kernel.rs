@@ -34,7 +34,7 @@
 
 use crate::lookup::{self, Entry, Found};
 use opforge_codegen::emit_lookup::kernel_marker;
-use opforge_codegen::rust_types::{param_type, result_type};
+use opforge_codegen::rust_types::{fn_pointer_type, is_boxed, param_type, result_type};
 use opforge_schema::model::FunctionSchema;
 use opforge_schema::names::{arg_ident, op_ident};
 use proc_macro2::{Span, TokenStream, TokenTree};
@@ -428,8 +428,12 @@ pub(crate) fn check_kernel(
     let sig = &func.sig;
     check_signature(sig, &mut errors);
     let params = collect_params(sig, &mut errors);
-    check_params(schema, sig, &params, &mut errors);
-    let ret = check_return(schema, sig, &mut errors);
+    let ret = if is_boxed(schema) {
+        check_boxed(schema, sig, &params, &mut errors)
+    } else {
+        check_params(schema, sig, &params, &mut errors);
+        check_return(schema, sig, &mut errors)
+    };
     match ret {
         Some(ret) if errors.list.is_empty() => {
             let params: Vec<(&syn::Ident, &syn::Type)> =
@@ -665,6 +669,46 @@ fn check_params(
     for p in params.iter().skip(args.len()) {
         errors.on(p.arg, format!("extra parameter `{}`: {takes}", p.ident));
     }
+}
+
+/// Checks a boxed kernel (an operator whose schema has `...` or `Any`,
+/// `opforge_codegen::rust_types::is_boxed`): one parameter, `&[Value]`, and
+/// `Result<Vec<Value>>`; returns that `Result<Vec<Value>>`.
+fn check_boxed(
+    schema: &FunctionSchema,
+    sig: &syn::Signature,
+    params: &[Param],
+    errors: &mut Errors,
+) -> Option<syn::Type> {
+    let op = &schema.name;
+    let want = "fn(values: &[Value]) -> Result<Vec<Value>>";
+    let why = format!(
+        "`{op}` takes its values boxed (its schema has `...` or `Any`): its kernel is `{want}`"
+    );
+    match params {
+        [p] if show(p.ty) == "&[Value]" => {}
+        [p] => errors.on(p.ty, format!("{why}, found `{}`", show(p.ty))),
+        [] => errors.at(
+            errors.close.unwrap_or_else(|| sig.paren_token.span.close()),
+            format!("missing parameter `values: &[Value]`: {why}"),
+        ),
+        [_, extra @ ..] => {
+            for p in extra {
+                errors.on(p.arg, format!("extra parameter `{}`: {why}", p.ident));
+            }
+        }
+    }
+    let ret: syn::Type = syn::parse_quote!(::opforge::Result<::std::vec::Vec<::opforge::Value>>);
+    match &sig.output {
+        syn::ReturnType::Type(_, ty) if show(ty) == show(&ret) => {}
+        syn::ReturnType::Type(_, ty) => errors.on(ty, format!("{why}, found `-> {}`", show(ty))),
+        syn::ReturnType::Default => errors.at(
+            errors.close.unwrap_or_else(|| sig.paren_token.span.close()),
+            format!("missing return type: {why}"),
+        ),
+    }
+    debug_assert!(fn_pointer_type(schema).is_ok());
+    Some(ret)
 }
 
 /// Checks the return type's form; returns the schema's `Result<T>` if the

@@ -26,9 +26,18 @@ use opforge_schema::enums::{self, EnumKind};
 /// ```
 pub fn bind(
     schema: &OpSchema,
-    args: Vec<Value>,
+    mut args: Vec<Value>,
     kwargs: Vec<(String, Value)>,
 ) -> Result<Vec<Value>> {
+    // `...`: positional values past the declared arguments go on as they
+    // are, after them.
+    let extra = match schema.varargs {
+        true => {
+            let declared = schema.args.iter().filter(|a| !a.kwarg_only).count();
+            args.split_off(declared.min(args.len()))
+        }
+        false => Vec::new(),
+    };
     let mut call = Boxed {
         schema,
         out: Vec::with_capacity(schema.args.len()),
@@ -36,6 +45,7 @@ pub fn bind(
         kwargs,
     };
     place(schema.args, &mut call)?;
+    call.out.extend(extra);
     Ok(call.out)
 }
 
@@ -233,6 +243,7 @@ pub fn coerce(t: &Ty, v: Value) -> Result<Value> {
 fn coerce_base(b: BaseType, v: Value) -> Result<Value> {
     use BaseType as B;
     Ok(match (b, v) {
+        (B::Any, v) => v,
         (B::Tensor, v @ Value::Tensor(_)) => v,
         (B::Int | B::SymInt | B::DeviceIndex, Value::Int(i)) => Value::Int(i),
         (B::Float, Value::Float(x)) => Value::Float(x),

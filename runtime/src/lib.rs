@@ -49,7 +49,6 @@ pub mod error;
 pub mod fake;
 pub mod flags;
 pub mod functionalize;
-pub mod hooks;
 pub mod kernels;
 pub mod keys;
 pub mod library;
@@ -219,7 +218,7 @@ pub mod __private {
             DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream,
             Tensor,
         };
-        pub use crate::value::ScriptObject;
+        pub use crate::value::{ScriptObject, Value};
     }
 
     /// Marks a view operator's fresh result as a view of the argument it
@@ -234,7 +233,10 @@ mod tests {
     #[test]
     fn every_op_is_found_by_name() {
         for (i, op) in OPS.iter().enumerate() {
-            assert_eq!(OpId::from_name(op.name), Some(OpId::ALL[i]), "{}", op.name);
+            // A name without a namespace is `aten`'s.
+            if op.namespace == "aten" {
+                assert_eq!(OpId::from_name(op.name), Some(OpId::ALL[i]), "{}", op.name);
+            }
             let qualified = format!("{}::{}", op.namespace, op.name);
             assert_eq!(OpId::from_name(&qualified), Some(OpId::ALL[i]));
             assert_eq!(OpId::ALL[i].schema().name, op.name);

@@ -42,7 +42,13 @@ pub fn normalize(schema: &OpSchema, bound: &[Value]) -> (Vec<Value>, Vec<(&'stat
     while p > 0 && is_default(p - 1) {
         p -= 1;
     }
-    let args = bound[..p].to_vec();
+    let mut args = bound[..p].to_vec();
+    if schema.varargs && bound.len() > n {
+        // `...`: the values past the declared arguments, positional, after
+        // every declared one (no keyword-only argument precedes them).
+        args = bound[..k].to_vec();
+        args.extend_from_slice(&bound[n..]);
+    }
     let kwargs = (k..n)
         .filter(|&i| !is_default(i))
         .map(|i| (schema.args[i].name, bound[i].clone()))

@@ -54,9 +54,10 @@
 
 use crate::dispatch::{dispatcher, Operator};
 use crate::error::{Error, FakeException, Result};
-use crate::fake::{overload_name, FakeTensorMode};
+use crate::fake::FakeTensorMode;
 use crate::keys::{DispatchKey, KeySet};
 use crate::tensor::{torch_size, Tensor};
+use crate::value::op_overload_name;
 use crate::value::Value;
 
 /// One of PyTorch's opcheck test families.
@@ -450,7 +451,7 @@ fn fake_check(op: &'static Operator, args: &[Value]) -> Result<()> {
     let r = op.call_boxed(&real_args)?;
     let context = format!(
         "When comparing the output of {} on FakeTensor and concrete Tensors, found",
-        overload_name(op.schema)
+        op_overload_name(op.schema)
     );
     let (rf, ff): (Vec<&Tensor>, Vec<&Tensor>) = (
         r.iter().flat_map(tensors).collect(),

@@ -90,6 +90,7 @@ enum JitTy {
 impl JitTy {
     fn from_ty(t: &Ty) -> JitTy {
         match t {
+            Ty::Base(BaseType::Any) => JitTy::Any,
             Ty::Base(b) => JitTy::Base(*b),
             Ty::CustomClass(c) => JitTy::Other(format!("__torch__.torch.classes.{c}")),
             Ty::Optional(i) => JitTy::Optional(Box::new(JitTy::from_ty(i))),
@@ -124,10 +125,8 @@ impl JitTy {
                 return JitTy::List(Box::new(JitTy::parse(&s[..open])), n);
             }
         }
-        if s == "Any" {
-            return JitTy::Any;
-        }
         match BaseType::from_name(s) {
+            Some(BaseType::Any) => JitTy::Any,
             Some(b) => JitTy::Base(b),
             None => JitTy::Other(s.to_string()),
         }
@@ -170,6 +169,9 @@ struct Param {
 /// the schema text.
 struct Candidate {
     params: Vec<Param>,
+    /// `...` ends the arguments: positional values past them go on as they
+    /// are (`createStackForSchema` with `is_vararg`).
+    vararg: bool,
 }
 
 impl Candidate {
@@ -193,12 +195,20 @@ impl Candidate {
                     has_default: a.default.is_some(),
                 })
                 .collect(),
+            vararg: s.varargs,
         }
     }
 
     fn from_text(text: &str) -> Candidate {
         let list = split_call(text).map_or("", |(_, list, _)| list);
-        let params = parse_params(list)
+        let mut params = parse_params(list);
+        let vararg = params
+            .last()
+            .is_some_and(|p| p.ty.is_empty() && p.name == "...");
+        if vararg {
+            params.pop();
+        }
+        let params = params
             .into_iter()
             .map(|p| {
                 // A lone word is a type without a name.
@@ -215,7 +225,7 @@ impl Candidate {
                 }
             })
             .collect();
-        Candidate { params }
+        Candidate { params, vararg }
     }
 }
 
@@ -686,6 +696,15 @@ fn create_stack(
     kwargs: &[(String, Value)],
     numbers: bool,
 ) -> Result<Vec<Value>, Mismatch> {
+    // `...`: positional values past the declared arguments go on as they
+    // are, after them.
+    let (args, extra) = match cand.vararg {
+        true => {
+            let declared = cand.params.iter().filter(|p| !p.kwarg_only).count();
+            args.split_at(declared.min(args.len()))
+        }
+        false => (args, &[][..]),
+    };
     let mut call = Stack {
         op,
         text,
@@ -693,9 +712,10 @@ fn create_stack(
         args,
         kwargs,
         numbers,
-        stack: Vec::with_capacity(cand.params.len()),
+        stack: Vec::with_capacity(cand.params.len() + extra.len()),
     };
     place(&cand.params, &mut call)?;
+    call.stack.extend_from_slice(extra);
     Ok(call.stack)
 }
 

@@ -1057,5 +1057,4 @@ fn thread_affine_guards_are_not_send() {
     <opforge::overrides::FunctionModeGuard as AmbiguousIfSend<_>>::check();
     <opforge::overrides::DisableGuard as AmbiguousIfSend<_>>::check();
     <opforge::overrides::DispatchModeGuard as AmbiguousIfSend<_>>::check();
-    <opforge::classes::InterceptGuard as AmbiguousIfSend<_>>::check();
 }

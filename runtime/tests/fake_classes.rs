@@ -495,11 +495,25 @@ fn method_calls_thread_the_token_through_call_torchbind() {
 
 /// `with_effects` refuses an operator with alias annotations, and counts
 /// the results it is given against the operator's schema (PyTorch's
-/// assertions; an operator's own kernel is counted before, so a layer
-/// observing the call is what can get it wrong).
+/// assertions; an operator's own kernel is counted before, so a dispatch
+/// mode answering for the `with_effects` call, which it sees as any call,
+/// is what can get it wrong).
 #[test]
 fn with_effects_refuses_aliasing_and_checks_result_counts() {
-    use opforge::functionalize::{functionalize, new_token, observe_effects};
+    use opforge::functionalize::{functionalize, new_token};
+    use opforge::overrides::{push_dispatch_mode, DispatchCall, Handled, TorchDispatchMode};
+    /// Answers every `with_effects` call with a token and two ints.
+    struct TwoResults;
+    impl TorchDispatchMode for TwoResults {
+        fn torch_dispatch(&self, call: &DispatchCall<'_>) -> opforge::Result<Handled> {
+            if call.func().operator().qualified_name() != "higher_order::with_effects" {
+                return call.call_func().map(Handled::Value);
+            }
+            Ok(Handled::Value(Value::List(
+                vec![Value::Tensor(new_token()?), Value::Int(1), Value::Int(2)].into(),
+            )))
+        }
+    }
     setup();
     let lib = Library::new("fc_eff", LibraryKind::Def).unwrap();
     lib.define(
@@ -527,13 +541,7 @@ fn with_effects_refuses_aliasing_and_checks_result_counts() {
         (3, "expected 3 outputs but got 2"),
     ];
     for (want, message) in counts {
-        let _wrong = observe_effects(std::rc::Rc::new(move |_, _| {
-            Ok(vec![
-                Value::Tensor(new_token()?),
-                Value::Int(1),
-                Value::Int(2),
-            ])
-        }));
+        let _wrong = push_dispatch_mode(std::sync::Arc::new(TwoResults));
         let returns = match want {
             0 => "()".to_string(),
             1 => "Tensor".to_string(),
@@ -626,4 +634,54 @@ fn a_saved_graph_keeps_a_constant_object_through_its_pickling() {
     let bad = text.replace("fc_seed.TensorQueue", "fc_seed.NoSuchQueue");
     let e = serde_json::from_str::<Graph>(&bad).unwrap_err().to_string();
     assert!(e.contains("NoSuchQueue"), "{e}");
+}
+
+/// A method call is a call of the operator `higher_order::call_torchbind`:
+/// a user's dispatch mode sees it as it sees any call (its arguments the
+/// object, the method's name, then the method's), and what it answers is
+/// the method's result.
+#[test]
+fn a_dispatch_mode_sees_method_calls_as_calls() {
+    use opforge::overrides::{push_dispatch_mode, DispatchCall, Handled, TorchDispatchMode};
+    use std::sync::Arc;
+    setup();
+    #[derive(Default)]
+    struct Log(Mutex<Vec<String>>);
+    impl TorchDispatchMode for Log {
+        fn torch_dispatch(&self, call: &DispatchCall<'_>) -> Result<Handled> {
+            let args: Vec<String> = call
+                .args()
+                .iter()
+                .map(|v| match v {
+                    Value::Object(_) => "obj".to_string(),
+                    Value::Tensor(_) => "tensor".to_string(),
+                    other => other.to_string(),
+                })
+                .collect();
+            let line = format!("{}({})", call.func(), args.join(", "));
+            self.0.lock().unwrap().push(line);
+            let size = matches!(call.args().get(1), Some(Value::Str(m)) if m == "size");
+            if call.func().to_string() == "higher_order.call_torchbind" && size {
+                return Ok(Handled::Value(Value::Int(42)));
+            }
+            call.call_func().map(Handled::Value)
+        }
+    }
+    let log = Arc::new(Log::default());
+    let q = queue_of(&[t(1.0, 2)]);
+    let size = {
+        let _mode = push_dispatch_mode(log.clone());
+        q.call_method("push", &[Value::Tensor(t(2.0, 2))]).unwrap();
+        q.call_method("size", &[]).unwrap()
+    };
+    // The mode answered for `size`; `push` ran.
+    assert_eq!(size.to_string(), "42");
+    assert_eq!(q.call_method("size", &[]).unwrap().to_string(), "2");
+    assert_eq!(
+        *log.0.lock().unwrap(),
+        [
+            "higher_order.call_torchbind(obj, \"push\", tensor)",
+            "higher_order.call_torchbind(obj, \"size\")"
+        ]
+    );
 }

@@ -77,7 +77,8 @@ fn every_yaml_kernel_is_registered() {
     let mut missing = Vec::new();
     let mut expected = 0;
     for op in opforge::OPS.iter() {
-        let registered = dispatcher().find(op.name).unwrap().registrations();
+        let qualified = format!("{}::{}", op.namespace, op.name);
+        let registered = dispatcher().find(&qualified).unwrap().registrations();
         for k in op.kernels {
             expected += 1;
             let key = DispatchKey::from_name(k.key).unwrap();

@@ -592,6 +592,7 @@ fn load_entry(mut cx: EntryCx<'_>, item: Value) -> Result<NativeFunction, Vec<Di
             },
             arguments: Arguments::default(),
             returns: Vec::new(),
+            varret: false,
         }),
         line,
         variants: Variants::default(),

@@ -9,7 +9,8 @@
 use std::fmt;
 
 /// A base type of the schema language (torchgen's `BaseTy`, plus the `Dimname`
-/// and `complex` types that older PyTorch releases and the runtime parser know).
+/// and `complex` types that older PyTorch releases and the runtime parser know,
+/// and the JIT schema parser's `Any`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum BaseType {
     /// `Tensor`
@@ -54,11 +55,15 @@ pub enum BaseType {
     Dimname,
     /// `complex`
     Complex,
+    /// `Any`: a value of any type, passed as it is (the JIT schema's `AnyType`;
+    /// what PyTorch's higher-order operators take, e.g. `call_torchbind`'s
+    /// object).
+    Any,
 }
 
 impl BaseType {
     /// Every base type, in declaration order.
-    pub const ALL: [BaseType; 21] = [
+    pub const ALL: [BaseType; 22] = [
         BaseType::Tensor,
         BaseType::Int,
         BaseType::SymInt,
@@ -80,6 +85,7 @@ impl BaseType {
         BaseType::GraphModule,
         BaseType::Dimname,
         BaseType::Complex,
+        BaseType::Any,
     ];
 
     /// The name as written in a schema.
@@ -106,6 +112,7 @@ impl BaseType {
             BaseType::GraphModule => "GraphModule",
             BaseType::Dimname => "Dimname",
             BaseType::Complex => "complex",
+            BaseType::Any => "Any",
         }
     }
 
@@ -479,13 +486,17 @@ impl fmt::Display for Return {
     }
 }
 
-/// The argument list: arguments in order, with the position of the bare `*`.
+/// The argument list: arguments in order, with the position of the bare `*`,
+/// and whether `...` ends it.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Arguments {
     /// All arguments in declaration order.
     pub all: Vec<Argument>,
     /// Index into `all` of the first keyword-only argument (where `*` was written).
     pub kwarg_only_start: Option<usize>,
+    /// `...` ends the list: any number of further positional values, of any
+    /// type (the JIT schema's `is_vararg`, as in `aten::format(str self, ...)`).
+    pub vararg: bool,
 }
 
 impl Arguments {
@@ -585,6 +596,7 @@ impl Arguments {
         Arguments {
             all,
             kwarg_only_start,
+            vararg: self.vararg,
         }
     }
 
@@ -621,6 +633,9 @@ impl fmt::Display for Arguments {
             }
             write!(f, "{a}")?;
             first = false;
+        }
+        if self.vararg {
+            f.write_str(if first { "..." } else { ", ..." })?;
         }
         Ok(())
     }
@@ -708,20 +723,27 @@ pub struct FunctionSchema {
     pub arguments: Arguments,
     /// Returns (empty for `()`).
     pub returns: Vec<Return>,
+    /// `...` ends the returns: any number of further values (the JIT
+    /// schema's `is_varret`; `-> ...` alone, or `-> (Tensor, ...)`).
+    pub varret: bool,
 }
 
 impl fmt::Display for FunctionSchema {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}({}) -> ", self.name, self.arguments)?;
-        match self.returns.as_slice() {
-            [one] => write!(f, "{one}"),
-            rs => {
+        match (self.returns.as_slice(), self.varret) {
+            ([], true) => f.write_str("..."),
+            ([one], false) => write!(f, "{one}"),
+            (rs, varret) => {
                 f.write_str("(")?;
                 for (i, r) in rs.iter().enumerate() {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
                     write!(f, "{r}")?;
+                }
+                if varret {
+                    f.write_str(", ...")?;
                 }
                 f.write_str(")")
             }
@@ -855,6 +877,7 @@ impl FunctionSchema {
             },
             arguments,
             returns,
+            varret: self.varret,
         }
     }
 }

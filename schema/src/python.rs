@@ -1269,6 +1269,7 @@ fn generate_function(base: &NativeFunction, kind: SchemaKind) -> Result<NativeFu
                 name: out_name,
                 arguments: with_out_args(args, vec![out]),
                 returns: f.returns.clone(),
+                varret: f.varret,
             }
         }
         (SchemaKind::Out, SchemaKind::Mutable) => {
@@ -1277,6 +1278,7 @@ fn generate_function(base: &NativeFunction, kind: SchemaKind) -> Result<NativeFu
                 name: out_name,
                 arguments: with_out_args(f.arguments.clone(), outs),
                 returns,
+                varret: f.varret,
             }
         }
         (SchemaKind::Out, SchemaKind::Functional) => {
@@ -1288,6 +1290,7 @@ fn generate_function(base: &NativeFunction, kind: SchemaKind) -> Result<NativeFu
                 },
                 arguments: with_out_args(f.arguments.signature(), outs),
                 returns,
+                varret: f.varret,
             }
         }
         (k, from) => {

@@ -83,11 +83,12 @@ pub fn parse_schema(src: &str) -> Result<FunctionSchema> {
     })?;
     let name = parse_operator_name(src, 0, &src[..open])?;
     let arguments = parse_arguments(src, open + 1, &src[open + 1..arrow])?;
-    let returns = parse_returns(src, arrow + 5, &src[arrow + 5..])?;
+    let (returns, varret) = parse_returns(src, arrow + 5, &src[arrow + 5..])?;
     let schema = FunctionSchema {
         name,
         arguments,
         returns,
+        varret,
     };
     let printed = schema.to_string();
     if printed != src {
@@ -242,6 +243,17 @@ fn parse_arguments(src: &str, off: usize, s: &str) -> Result<Arguments> {
     let mut args = Arguments::default();
     for (at, item) in split_items(s, off) {
         if item.is_empty() {
+            continue;
+        }
+        if args.vararg {
+            return Err(err(
+                src,
+                at,
+                "`...` must be the last element of the argument list",
+            ));
+        }
+        if item == "..." {
+            args.vararg = true;
             continue;
         }
         if item == "*" {
@@ -525,16 +537,26 @@ fn parse_argument(src: &str, off: usize, item: &str) -> Result<Argument> {
     })
 }
 
-fn parse_returns(src: &str, off: usize, s: &str) -> Result<Vec<Return>> {
-    if s == "()" {
-        return Ok(Vec::new());
+/// The returns, and whether `...` ends them.
+fn parse_returns(src: &str, off: usize, s: &str) -> Result<(Vec<Return>, bool)> {
+    match s {
+        "()" => return Ok((Vec::new(), false)),
+        "..." => return Ok((Vec::new(), true)),
+        _ => {}
     }
     let (body, body_off) = match s.strip_prefix('(').and_then(|b| b.strip_suffix(')')) {
         Some(b) => (b, off + 1),
         None => (s, off),
     };
-    split_items(body, body_off)
+    let (body, varret) = match body.strip_suffix(", ...") {
+        Some(b) if body_off != off => (b, true),
+        _ => (body, false),
+    };
+    let returns = split_items(body, body_off)
         .map(|(at, item)| {
+            if item == "..." {
+                return Err(err(src, at, "`...` must be the last return"));
+            }
             if item.is_empty() {
                 return Err(err(src, at, "empty return type"));
             }
@@ -560,7 +582,8 @@ fn parse_returns(src: &str, off: usize, s: &str) -> Result<Vec<Return>> {
                 annotation,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    Ok((returns, varret))
 }
 
 /// True for a Python/C-style identifier.
@@ -721,6 +744,34 @@ mod tests {
         rt("_test_string_default(Tensor dummy, str a=\"\\\"'\\\\\", str b='\"\\'\\\\') -> Tensor");
         rt("g(Tensor(a|b) self) -> Tensor(a|b)");
         rt("h(Dimname[] names, complex c, Dimname? d=None) -> ()");
+        // The JIT schema's `Any` and `...` (varargs, varret).
+        rt("higher_order::call_torchbind(Any self, str method, ...) -> Any");
+        rt("higher_order::with_effects(Tensor token, Any op, ...) -> ...");
+        rt("format(str self, ...) -> str");
+        rt("f(...) -> (Tensor, ...)");
+    }
+
+    #[test]
+    fn varargs_end_the_list() {
+        let s = parse_schema("call_torchbind(Any self, str method, ...) -> Any").unwrap();
+        assert!(s.arguments.vararg && !s.varret);
+        assert_eq!(s.arguments.all.len(), 2);
+        assert!(s.arguments.all[0].ty.is_base(BaseType::Any));
+        let s = parse_schema("with_effects(Tensor token, Any op, ...) -> ...").unwrap();
+        assert!(s.arguments.vararg && s.varret && s.returns.is_empty());
+        let s = parse_schema("f(...) -> (Tensor, ...)").unwrap();
+        assert!(s.varret && s.returns.len() == 1 && s.arguments.all.is_empty());
+        let e = parse_schema("f(..., Tensor x) -> Tensor").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`...` must be the last element of the argument list"),
+            "{e}"
+        );
+        let e = parse_schema("f(Tensor x) -> (..., Tensor)").unwrap_err();
+        assert!(
+            e.to_string().contains("`...` must be the last return"),
+            "{e}"
+        );
     }
 
     #[test]

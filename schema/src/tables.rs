@@ -232,6 +232,12 @@ pub struct OpSchema {
     pub tags: &'static [&'static str],
     /// The YAML line of the entry.
     pub line: u32,
+    /// `...` ends the arguments: any number of further positional values,
+    /// each passed as it is (a higher-order operator's, `call_torchbind`'s
+    /// method arguments).
+    pub varargs: bool,
+    /// `...` ends the returns: any number of further results.
+    pub varret: bool,
 }
 
 impl OpSchema {
@@ -261,7 +267,21 @@ impl OpSchema {
             kernels: &[],
             tags: &[],
             line,
+            varargs: false,
+            varret: false,
         }
+    }
+
+    /// With `...` ending its arguments.
+    pub const fn varargs(mut self) -> OpSchema {
+        self.varargs = true;
+        self
+    }
+
+    /// With `...` ending its returns.
+    pub const fn varret(mut self) -> OpSchema {
+        self.varret = true;
+        self
     }
 
     /// With its arguments.
@@ -366,6 +386,7 @@ pub mod short {
         GRAPH_MODULE = GraphModule,
         DIMNAME = Dimname,
         COMPLEX = Complex,
+        ANY = Any,
     );
 
     /// [`ArgSchema::new`].
@@ -592,5 +613,7 @@ pub fn op_schema(func: &FunctionSchema, entry: Option<&NativeFunction>) -> &'sta
         ),
         tags: leak_slice(tags),
         line,
+        varargs: func.arguments.vararg,
+        varret: func.varret,
     })
 }

@@ -148,7 +148,7 @@ fn unknown_type_suggests_only_near_names() {
     expect(
         "- func: add(Tensor self, Foo other) -> Tensor\n",
         "bad.yaml:1:26: add: malformed schema: unrecognized type Foo
-  help: known types: Tensor, int, SymInt, float, bool, str, Scalar, ScalarType, Layout, Device, DeviceIndex, MemoryFormat, QScheme, Generator, Storage, Stream, SymBool, DimVector, GraphModule, Dimname, complex (composed with `?` and `[]`/`[N]`)",
+  help: known types: Tensor, int, SymInt, float, bool, str, Scalar, ScalarType, Layout, Device, DeviceIndex, MemoryFormat, QScheme, Generator, Storage, Stream, SymBool, DimVector, GraphModule, Dimname, complex, Any (composed with `?` and `[]`/`[N]`)",
     );
 }
 

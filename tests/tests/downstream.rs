@@ -59,7 +59,9 @@ fn registrations_are_collected_without_errors() {
     assert!(errors.is_empty(), "{errors:?}");
     let mut ours: Vec<(String, DispatchKey)> = Vec::new();
     for op in opforge::OPS.iter() {
-        let op = dispatcher().find(op.name).unwrap();
+        let op = dispatcher()
+            .find(&format!("{}::{}", op.namespace, op.name))
+            .unwrap();
         for (key, k) in op.registrations() {
             if k.source().contains("downstream.rs") {
                 ours.push((op.qualified_name(), key));

@@ -703,5 +703,6 @@ pub(crate) fn tag(v: &Value) -> u32 {
         Value::Stream(_) => 20,
         Value::QScheme(_) => 21,
         Value::Object(_) => 22,
+        Value::Op(_) => 23,
     }
 }

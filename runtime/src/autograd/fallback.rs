@@ -125,9 +125,11 @@ fn tensors_of(values: &[Value]) -> Vec<&Tensor> {
 
 /// The operators the fallback leaves alone: their calls skip the `Autograd`
 /// key altogether (as PyTorch's kernels for them only redispatch), so they
-/// cost no boxing.
+/// cost no boxing. So do the higher-order operators of custom classes
+/// (`call_torchbind`, `with_effects`: a method call, an effectful call):
+/// what runs inside them records as it would without them.
 fn records_nothing(s: &OpSchema) -> bool {
-    s.namespace == "aten" && RECORDS_NOTHING.contains(&s.base)
+    (s.namespace == "aten" && RECORDS_NOTHING.contains(&s.base)) || s.namespace == "higher_order"
 }
 
 fn autograd_fallback(op: &Operator, keys: KeySet, args: &[Value]) -> Result<Vec<Value>> {

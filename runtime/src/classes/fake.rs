@@ -432,6 +432,19 @@ impl ScriptObject {
         )
     }
 
+    /// A fake object's method's schema (the real method's): `None` if the
+    /// object is not fake, an error if it has no such method.
+    pub(super) fn fake_method_schema(&self, name: &str) -> Option<Result<&'static str>> {
+        let (_, st) = state(self)?;
+        Some(
+            st.methods
+                .iter()
+                .find(|(n, _, _)| *n == name)
+                .map(|&(_, schema, _)| schema)
+                .ok_or_else(|| fake_attribute_error("__getattr__", name)),
+        )
+    }
+
     /// A fake object's attached methods, in the real class's order.
     pub(super) fn fake_method_names(&self) -> Option<Vec<&'static str>> {
         state(self).map(|(_, s)| s.methods.iter().map(|(n, _, _)| *n).collect())

@@ -43,15 +43,14 @@
 //! ```
 
 mod fake;
-mod observe;
 mod saved_form;
+pub mod torchbind;
 mod types;
 
 pub use fake::{
     deregister_fake_class, find_fake_class, has_fake_class, register_fake_class, to_fake_obj,
     FakeClass, FakeMembers,
 };
-pub use observe::{intercept_methods, methods_unintercepted, InterceptGuard, MethodInterceptor};
 pub use types::{ArgType, RetType};
 
 use crate::error::{Error, Result};
@@ -665,79 +664,57 @@ fn bind(
 
 impl ScriptObject {
     /// Calls the method `name` with positional arguments (after the
-    /// receiver), as `obj.name(*args)` does.
+    /// receiver), as `obj.name(*args)` does: a call of the operator
+    /// `higher_order::call_torchbind(obj, name, *args)` through the
+    /// dispatcher (PyTorch's `call_torchbind`), so that dispatch modes,
+    /// graph capture, fake tensors and functionalization see it as they see
+    /// any call.
     pub fn call_method(&self, name: &str, args: &[Value]) -> Result<Value> {
-        let call = || self.call_method_here(name, args);
-        match observe::intercepted(self, name, args, &[], &call) {
-            Some(r) => r,
-            None => call(),
-        }
-    }
-
-    /// [`ScriptObject::call_method`] without the thread's interceptor.
-    fn call_method_here(&self, name: &str, args: &[Value]) -> Result<Value> {
-        if let Some(r) = self.call_fake_method(name, args, &[]) {
-            return r;
-        }
-        let class = class_of(self)?;
-        let m = class.method(name).ok_or_else(|| class.no_attribute(name))?;
-        if args.len() == m.arity {
-            match (m.call)(self, args) {
-                Ok(v) => return Ok(v),
-                Err(CallError::Failed(e)) => return Err(e),
-                Err(CallError::Arg) => {}
-            }
-        }
-        // A wrong count or a value that does not convert: PyTorch's message,
-        // from the Python-level binding.
-        self.call_method_with_here(name, args, &[])
+        torchbind::call_method(self, name, args)
     }
 
     /// Calls the method `name` with positional and keyword arguments
     /// (`_1=…`), converted as Python's call converts them, with PyTorch's
     /// messages (`push() expected at most 2 argument(s) but received 3
-    /// argument(s). Declaration: …`).
+    /// argument(s). Declaration: …`). The keywords are bound to the method's
+    /// schema first; the call is then [`ScriptObject::call_method`]'s.
     pub fn call_method_with(
         &self,
         name: &str,
         args: &[Value],
         kwargs: &[(String, Value)],
     ) -> Result<Value> {
-        let call = || self.call_method_with_here(name, args, kwargs);
-        match observe::intercepted(self, name, args, kwargs, &call) {
-            Some(r) => r,
-            None => call(),
+        if kwargs.is_empty() {
+            return self.call_method(name, args);
         }
+        let bound = self.bind_method(name, args, kwargs)?;
+        self.call_method(name, &bound)
     }
 
-    /// [`ScriptObject::call_method_with`] without the thread's interceptor:
-    /// what a layer that intercepts method calls runs in the end.
-    pub(crate) fn call_method_direct(
+    /// `args` and `kwargs` bound to the method's schema (the fake class's
+    /// for a fake object): the values after the receiver, one per argument.
+    fn bind_method(
         &self,
         name: &str,
         args: &[Value],
         kwargs: &[(String, Value)],
-    ) -> Result<Value> {
-        self.call_method_with_here(name, args, kwargs)
-    }
-
-    /// [`ScriptObject::call_method_with`] without the thread's interceptor.
-    fn call_method_with_here(
-        &self,
-        name: &str,
-        args: &[Value],
-        kwargs: &[(String, Value)],
-    ) -> Result<Value> {
-        if let Some(r) = self.call_fake_method(name, args, kwargs) {
-            return r;
-        }
-        let class = class_of(self)?;
-        let m = class.method(name).ok_or_else(|| class.no_attribute(name))?;
+    ) -> Result<Vec<Value>> {
+        let schema = match self.fake_method_schema(name) {
+            Some(s) => s?,
+            None => {
+                let class = class_of(self)?;
+                class
+                    .method(name)
+                    .ok_or_else(|| class.no_attribute(name))?
+                    .schema
+            }
+        };
         let mut all = Vec::with_capacity(args.len() + 1);
         all.push(Value::Object(self.clone()));
         all.extend_from_slice(args);
-        let bound = bind(name, m.schema, &all, kwargs)?;
-        finish((m.call)(self, &bound[1..]))
+        let mut bound = bind(name, schema, &all, kwargs)?;
+        bound.remove(0);
+        Ok(bound)
     }
 
     /// A new object with a copy of this one's state (`copy.deepcopy(obj)`),

@@ -154,6 +154,8 @@ pub trait Adapter<S>: 'static {
     type Ret: Returns;
     /// How many arguments it takes.
     const ARITY: usize;
+    /// Takes any number of arguments (a boxed kernel: [`BoxedKernel`]).
+    const VARIADIC: bool = false;
     /// Unboxes `args` (exactly [`Adapter::ARITY`] of them), calls `f`.
     /// A value of the wrong type is `op`'s argument error.
     fn call(f: &S, op: &Operator, args: &[Value]) -> Result<Self::Ret>;
@@ -217,6 +219,26 @@ adapters! {
     (P0 h0 0, P1 h1 1, P2 h2 2, P3 h3 3, P4 h4 4, P5 h5 5, P6 h6 6, P7 h7 7, P8 h8 8, P9 h9 9, P10 h10 10, P11 h11 11, P12 h12 12, P13 h13 13, P14 h14 14, P15 h15 15, P16 h16 16, P17 h17 17, P18 h18 18, P19 h19 19, P20 h20 20, P21 h21 21, P22 h22 22, P23 h23 23, P24 h24 24, P25 h25 25, P26 h26 26, P27 h27 27, P28 h28 28, P29 h29 29, P30 h30 30, P31 h31 31)
 }
 
+/// A boxed kernel: the kernel of an operator whose schema has `...` or
+/// `Any` (a higher-order operator's), which no Rust signature can type. It
+/// takes the call's values as they are and returns its results as values
+/// (PyTorch's `KernelFunction::makeFromBoxedFunction`); `#[kernel]` checks
+/// that an operator's kernel has this signature exactly when its schema
+/// says so.
+pub type BoxedKernel = fn(&[Value]) -> Result<Vec<Value>>;
+
+/// The boxed signature's spec: the values go through as they are.
+impl Adapter<BoxedKernel> for fn(&'static [Value]) -> Result<Vec<Value>> {
+    type Ret = Vec<Value>;
+    const ARITY: usize = 0;
+    const VARIADIC: bool = true;
+
+    #[inline]
+    fn call(f: &BoxedKernel, _: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+        f(args)
+    }
+}
+
 /// Checks the argument count, then [`Adapter::call`].
 #[inline]
 fn adapt<S: 'static, Spec: Adapter<S>>(
@@ -224,7 +246,7 @@ fn adapt<S: 'static, Spec: Adapter<S>>(
     op: &Operator,
     args: &[Value],
 ) -> Result<Spec::Ret> {
-    if args.len() != Spec::ARITY {
+    if !Spec::VARIADIC && args.len() != Spec::ARITY {
         return Err(Error::Runtime(
             format!(
                 "{}: expected {} arguments, got {}",
@@ -338,6 +360,15 @@ impl TypedCaller {
             func: f,
             call: typed::<S, Spec>,
         }
+    }
+
+    /// The caller of an operator that has no typed API (a boxed kernel's,
+    /// [`BoxedKernel`]): the boxed call itself.
+    pub const fn boxed() -> TypedCaller {
+        fn call(_: KernelFn, op: &Operator, args: &[Value]) -> Result<Value> {
+            op.call_boxed(args).map(crate::value::typed::one_value)
+        }
+        TypedCaller { func: &(), call }
     }
 
     /// Calls the function with `args`, boxed (one per schema argument of

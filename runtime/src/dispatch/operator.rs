@@ -1,6 +1,7 @@
 //! An [`Operator`]: its schema, one kernel slot per dispatch key, how a
 //! registration fills the slots and how a call picks one.
 
+use super::linked::KernelEntry;
 use super::StaticSlot;
 use super::{dispatcher, Fallbacks, Kernel, KernelRef, Operator, Unboxed, PENDING};
 
@@ -360,6 +361,21 @@ impl Operator {
         }
         let key = self.dispatch_key(keys)?;
         self.fast[key.slot()].get()
+    }
+
+    /// Does a call with argument key set `keys` run the link-time kernel
+    /// `entry` (by identity: its registration, not another kernel for the
+    /// same key)? What a caller that would box its values only to reach
+    /// that kernel asks first, to run it unboxed instead (a method call,
+    /// `ScriptObject::call_method`).
+    #[inline]
+    pub fn runs_entry(&self, keys: KeySet, entry: &'static KernelEntry) -> bool {
+        if PENDING.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.dispatch_key(keys)
+            .and_then(|key| self.fast_boxed[key.slot()].get())
+            .is_some_and(|e| std::ptr::eq(e, &entry.entry))
     }
 
     #[cold]

@@ -16,7 +16,13 @@ use crate::value::Value;
 /// when their count or a type does not fit the schema.
 pub(super) fn check(op: &Operator, source: &str, values: Vec<Value>) -> Result<Vec<Value>> {
     let returns = op.schema.returns;
-    if values.len() != returns.len() {
+    // With `...` ending the returns, the values past the declared ones are
+    // the kernel's to choose.
+    let counted = match op.schema.varret {
+        true => values.len() >= returns.len(),
+        false => values.len() == returns.len(),
+    };
+    if !counted {
         return Err(count_error(op, source, values.len()));
     }
     if values.iter().zip(returns).all(|(v, r)| exact(&r.ty, v)) {
@@ -64,7 +70,8 @@ fn fits(ty: &Ty, v: &Value) -> bool {
         (Ty::Optional(inner), v) => fits(inner, v),
         (Ty::Base(b), v) => matches!(
             (b, v),
-            (B::Tensor, Value::Tensor(_))
+            (B::Any, _)
+                | (B::Tensor, Value::Tensor(_))
                 | (B::Int | B::SymInt | B::DeviceIndex, Value::Int(_))
                 | (B::Float, Value::Float(_) | Value::Int(_))
                 | (B::Bool | B::SymBool, Value::Bool(_))
@@ -171,6 +178,14 @@ fn count_error(op: &Operator, source: &str, n: usize) -> Error {
     let schema = super::registry::qualified_schema(op.schema);
     let m = op.schema.returns.len();
     let values = if n == 1 { "value" } else { "values" };
+    if op.schema.varret {
+        return Error::Runtime(
+            format!(
+                "{name}: the kernel registered at {source} returned {n} {values}, but the schema has {m} and more: {schema}"
+            )
+            .into(),
+        );
+    }
     if m == 0 {
         return Error::Runtime(format!(
             "Expected the kernel for {name} registered at {source} to return None but it returned something else instead ({n} {values}; the schema returns nothing: {schema})"

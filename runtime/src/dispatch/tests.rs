@@ -27,6 +27,8 @@ fn schema(name: &'static str) -> &'static OpSchema {
         kernels: &[],
         tags: &[],
         line: 0,
+        varargs: false,
+        varret: false,
     }))
 }
 

@@ -48,8 +48,8 @@ use crate::keys::{DispatchKey, KeySet, LocalKeys, LocalKeysGuard};
 use crate::pyfmt::repr_tuple;
 use crate::tables::{OpSchema, Ty};
 use crate::tensor::{DType, Device, LayerState, Scalar, Tensor};
-use crate::value::ScriptObject;
 use crate::value::Value;
+use crate::value::{op_overload_name, ScriptObject};
 use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -58,6 +58,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 pub use tensor::FAKE_KEY;
 
 mod tensor;
+mod torchbind;
 
 #[linkme::distributed_slice(FALLBACKS)]
 static FAKE_FALLBACK: FallbackEntry = FallbackEntry {
@@ -263,16 +264,6 @@ fn mode_of(t: &Tensor) -> Option<&FakeOf> {
     t.wrapper_state::<FakeOf>()
 }
 
-/// `aten.add.Tensor`, `fk.noimpl.default`: an overload as Python prints it.
-pub fn overload_name(s: &OpSchema) -> String {
-    let overload = if s.overload.is_empty() {
-        "default"
-    } else {
-        s.overload
-    };
-    format!("{}.{}.{overload}", s.namespace, s.base)
-}
-
 fn fake_error(kind: FakeException, message: String) -> Error {
     Error::Fake(kind, message.into())
 }
@@ -464,7 +455,7 @@ fn render_call(op: &OpSchema, args: &[Value]) -> String {
     let (args, kwargs) = crate::normalize::normalize(op, args);
     let mut parts: Vec<String> = args.iter().map(render).collect();
     parts.extend(kwargs.iter().map(|(k, v)| format!("{k}={}", render(v))));
-    format!("{}({})", overload_name(op), parts.join(", "))
+    format!("{}({})", op_overload_name(op), parts.join(", "))
 }
 
 fn render(v: &Value) -> String {
@@ -542,13 +533,13 @@ fn fake_fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Val
     if schema.tags.contains(&"dynamic_output_shape") {
         return Err(fake_error(
             FakeException::DynamicOutputShape,
-            overload_name(schema),
+            op_overload_name(schema),
         ));
     }
     if schema.tags.contains(&"data_dependent_output") {
         return Err(fake_error(
             FakeException::DataDependentOutput,
-            overload_name(schema),
+            op_overload_name(schema),
         ));
     }
     let mut inputs = Inputs {
@@ -671,7 +662,7 @@ fn unsupported(schema: &OpSchema, e: Error) -> Error {
         _ => false,
     };
     if missing {
-        fake_error(FakeException::UnsupportedOperator, overload_name(schema))
+        fake_error(FakeException::UnsupportedOperator, op_overload_name(schema))
     } else {
         e
     }

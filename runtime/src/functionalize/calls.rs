@@ -3,7 +3,6 @@
 //! so that its tensors are plain values and its results are not wrapped.
 
 use super::wrapper::FUNCTIONALIZE_KEY;
-use crate::classes::methods_unintercepted;
 use crate::dispatch::{dispatcher, Operator};
 use crate::error::{Error, Result};
 use crate::keys::LocalKeys;
@@ -23,10 +22,10 @@ pub(super) fn operator(name: &str) -> Result<&'static Operator> {
 
 /// `op(args)` below the layer: every result.
 pub(super) fn call_below(op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
-    let _below = LocalKeys::exclude(FUNCTIONALIZE_KEY);
     // What the kernel does inside (a fake kernel's method calls on fake
-    // objects) is not the program's: not functionalized again.
-    let _kernel = methods_unintercepted();
+    // objects, `call_torchbind` calls) runs below the layer too: it is not
+    // the program's, and not functionalized again.
+    let _below = LocalKeys::exclude(FUNCTIONALIZE_KEY);
     op.call_boxed(args)
 }
 

@@ -21,8 +21,9 @@
 //!   another view of it, is next used;
 //! - an in-place view (`t_`, `squeeze_`) adds a view step to its tensor;
 //! - an operator taking a custom-class object, and a method call on an
-//!   object, is made as `with_effects(token, …)` ([`effects`](self#effects)),
-//!   the token threaded from call to call;
+//!   object (`call_torchbind`, whose kernel at this key is here), is made as
+//!   `with_effects(token, op, …)` ([`effects`](self#effects)), the token
+//!   threaded from call to call;
 //! - anything else runs on the values, and its results are wrapped.
 //!
 //! When the program returns, its results are unwrapped, and an input that
@@ -53,7 +54,10 @@
 //!
 //! # Effects
 //!
-//! See [`with_effects`] and [`observe_effects`].
+//! An effectful call ([`has_effects`]) is made below the layer as
+//! `higher_order::with_effects(token, op, *args)`, with the session's token
+//! ([`new_token`] for the first); its first result is the token the next
+//! effectful call gets.
 
 mod calls;
 mod effects;
@@ -61,13 +65,10 @@ mod tensor;
 mod views;
 mod wrapper;
 
-pub use effects::{
-    has_effects, new_token, observe_effects, with_effects, EffectCall, EffectObserver,
-    EffectTarget, ObserveGuard,
-};
+pub use effects::{has_effects, new_token};
 pub use tensor::is_functional;
 
-use crate::classes::{intercept_methods, methods_unintercepted, InterceptGuard};
+use crate::classes::torchbind::call_torchbind_op;
 use crate::dispatch::linked::{FallbackEntry, FALLBACKS};
 use crate::dispatch::Operator;
 use crate::error::{Error, Result};
@@ -79,7 +80,6 @@ use crate::value::Value;
 use calls::{call_below, operator};
 use smallvec::SmallVec;
 use std::cell::RefCell;
-use std::rc::Rc;
 use views::ViewMeta;
 use wrapper::FUNCTIONALIZE_KEY;
 
@@ -224,10 +224,9 @@ fn dense_without_overlap(shape: &[usize], strides: &[usize]) -> bool {
     true
 }
 
-/// A session on the thread: its key included, method calls intercepted.
+/// A session on the thread: its key included.
 struct SessionGuard {
     _keys: LocalKeysGuard,
-    _methods: InterceptGuard,
 }
 
 impl SessionGuard {
@@ -235,16 +234,6 @@ impl SessionGuard {
         SESSIONS.with(|s| s.borrow_mut().push(Session { token: None }));
         SessionGuard {
             _keys: LocalKeys::include(FUNCTIONALIZE_KEY),
-            _methods: intercept_methods(Rc::new(|obj, name, args, kwargs, _call| {
-                let args = unwrap_all(args)?;
-                let kwargs = kwargs
-                    .iter()
-                    .map(|(k, v)| Ok((k.clone(), unwrap(v)?)))
-                    .collect::<Result<Vec<_>>>()?;
-                let outs = effectful(EffectTarget::Method { obj, name }, &args, &kwargs)?;
-                let out = outs.into_iter().next().unwrap_or(Value::None);
-                wrap_results(vec![out]).map(|mut v| v.remove(0))
-            })),
         }
     }
 }
@@ -256,29 +245,29 @@ impl Drop for SessionGuard {
 }
 
 /// An effectful call below the layer, threading the session's token (a
-/// call outside any session gets a token of its own).
-fn effectful(
-    target: EffectTarget<'_>,
-    args: &[Value],
-    kwargs: &[(String, Value)],
-) -> Result<Vec<Value>> {
+/// call outside any session gets a token of its own): the operator's
+/// results, wrapped.
+fn effectful(op: &Operator, args: &[Value]) -> Result<Vec<Value>> {
+    let plain = unwrap_all(args)?;
     let token = SESSIONS.with(|s| s.borrow().last().and_then(|s| s.token.clone()));
     let token = match token {
         Some(t) => t,
         None => new_token()?,
     };
-    let (next, outs) = {
-        let _below = LocalKeys::exclude(FUNCTIONALIZE_KEY);
-        // The call's kernel (or method) runs as the program's one call.
-        let _kernel = methods_unintercepted();
-        effects::run(&token, target, args, kwargs)?
-    };
+    let (next, outs) = effects::run(token, op, &plain)?;
     SESSIONS.with(|s| {
         if let Some(top) = s.borrow_mut().last_mut() {
             top.token = Some(next);
         }
     });
-    Ok(outs)
+    wrap_results(outs)
+}
+
+/// `call_torchbind`'s kernel at this key: a method call is effectful
+/// (PyTorch's `with_effects(token, call_torchbind, obj, method, *args)`).
+#[crate::kernel(Functionalize, "higher_order::call_torchbind")]
+fn functionalize_call_torchbind(values: &[Value]) -> Result<Vec<Value>> {
+    effectful(call_torchbind_op(), values)
 }
 
 /// A value with each functional tensor replaced by its up-to-date value.
@@ -302,9 +291,7 @@ fn wrap_results(outs: Vec<Value>) -> Result<Vec<Value>> {
 fn fallback(op: &Operator, _keys: KeySet, args: &[Value]) -> Result<Vec<Value>> {
     let s = op.schema;
     if has_effects(s) {
-        let plain = unwrap_all(args)?;
-        let outs = effectful(EffectTarget::Op(op), &plain, &[])?;
-        return wrap_results(outs);
+        return effectful(op, args);
     }
     let writes: SmallVec<[usize; 2]> = s
         .args

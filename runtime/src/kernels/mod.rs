@@ -43,6 +43,12 @@ pub mod cpu;
 pub mod meta;
 pub(crate) mod ops;
 pub mod promote;
+/// The higher-order operators of custom classes (`call_torchbind`,
+/// `with_effects`): their kernels are `crate::classes::torchbind`'s, the
+/// layer that runs a method; the YAML names them here.
+pub(crate) mod torchbind {
+    pub(crate) use crate::classes::torchbind::*;
+}
 
 mod backend;
 mod copy;

@@ -317,7 +317,7 @@ fn python_typed(
         normalized: OnceCell::new(),
     };
     let v = match call.offer()? {
-        Some(v) if handle.schema().returns.len() == 1 => v,
+        Some(v) if handle.schema().returns.len() == 1 && !handle.schema().varret => v,
         Some(v) => returns(handle, v).map(super::one_value)?,
         None => call.redispatch()?,
     };
@@ -372,6 +372,15 @@ fn overload_of(op: &Operator) -> &'static OpOverload {
 /// A handler's value as the schema's returns.
 fn returns(handle: &OpOverload, v: Value) -> Result<Vec<Value>> {
     let n = handle.schema().returns.len();
+    if handle.schema().varret {
+        // A tuple of any length (`with_effects`); one value alone is a
+        // tuple of one.
+        return Ok(match v {
+            Value::List(vs) => vs.into_vec(),
+            Value::TensorList(ts) => ts.into_iter().map(Value::Tensor).collect(),
+            one => vec![one],
+        });
+    }
     match (n, v) {
         (0, Value::None) => Ok(Vec::new()),
         (0, _) => Err(Error::Runtime(format!(

@@ -183,13 +183,20 @@ impl OpOverload {
 
     /// Binds and dispatches, skipping the function-level protocol.
     pub fn call_unchecked(&self, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
+        self.call_all(args, kwargs).map(one_value)
+    }
+
+    /// [`OpOverload::call_unchecked`] with every result as it came (what
+    /// an operator whose returns end with `...` returns: a tuple of any
+    /// length).
+    pub fn call_all(&self, args: &[Value], kwargs: &[(String, Value)]) -> Result<Vec<Value>> {
         let r = crate::packet::resolve(
             &self.packet_name,
             std::slice::from_ref(&self.overload),
             args,
             kwargs,
         )?;
-        self.op.call_boxed(&r.bound).map(one_value)
+        self.op.call_boxed(&r.bound)
     }
 
     /// Calls with schema-ordered values (one per argument) directly.
@@ -206,8 +213,7 @@ impl OpOverload {
 
 impl fmt::Display for OpOverload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.op.schema;
-        write!(f, "{}.{}.{}", s.namespace, s.base, self.overload_name())
+        f.write_str(&crate::value::op_overload_name(self.op.schema))
     }
 }
 

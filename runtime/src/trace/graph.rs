@@ -4,10 +4,10 @@
 
 use crate::dispatch::Operator;
 use crate::error::{Error, Result};
-use crate::functionalize::{new_token, with_effects, EffectTarget};
+use crate::functionalize::new_token;
 use crate::overrides::OpOverload;
 use crate::value::typed::one_value;
-use crate::value::Value;
+use crate::value::{op_overload_name, Value};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -30,49 +30,24 @@ pub enum Arg {
 /// What a `call_function` node calls.
 #[derive(Clone, Copy, Debug)]
 pub enum Target {
-    /// An operator overload (`aten.add.Tensor`).
+    /// An operator overload (`aten.add.Tensor`), a higher-order operator
+    /// among them (`higher_order.call_torchbind`, a method call on an
+    /// object; `higher_order.with_effects`, an effectful call threading the
+    /// effect token, whose results are the new token, then its operator's).
     Op(&'static Operator),
     /// Python's `operator.getitem`: element `i` of a node's tuple of results.
     GetItem,
-    /// `torch.ops.higher_order.call_torchbind(obj, method, *args)`: a method
-    /// call on a custom-class object.
-    CallTorchbind,
-    /// `torch.ops.higher_order.with_effects(token, target, *args)`: an
-    /// effectful call threading the effect token
-    /// ([`crate::functionalize::with_effects`]); its results are the new
-    /// token, then the target's.
-    WithEffects(Effectful),
-}
-
-/// What a `with_effects` node runs.
-#[derive(Clone, Copy, Debug)]
-pub enum Effectful {
-    /// An operator overload taking a custom-class object.
-    Op(&'static Operator),
-    /// A method call (`call_torchbind`): the node's arguments after the
-    /// token are the object, the method's name, then the method's.
-    CallTorchbind,
-}
-
-impl Effectful {
-    /// As PyTorch prints it inside `with_effects(…)`.
-    fn callee(&self) -> String {
-        match self {
-            Effectful::Op(op) => format!("torch.ops.{}", crate::fake::overload_name(op.schema)),
-            Effectful::CallTorchbind => "torch.ops.higher_order.call_torchbind".into(),
-        }
-    }
 }
 
 impl Target {
     /// As PyTorch's graphs print the target (`aten.add.Tensor`,
-    /// `<built-in function getitem>`).
+    /// `<built-in function getitem>`; a higher-order operator by its name,
+    /// `call_torchbind`).
     pub fn name(&self) -> String {
         match self {
-            Target::Op(op) => crate::fake::overload_name(op.schema),
+            Target::Op(op) if op.schema.namespace == "higher_order" => op.schema.base.to_string(),
+            Target::Op(op) => op_overload_name(op.schema),
             Target::GetItem => "<built-in function getitem>".into(),
-            Target::CallTorchbind => "call_torchbind".into(),
-            Target::WithEffects(_) => "with_effects".into(),
         }
     }
 
@@ -81,8 +56,6 @@ impl Target {
         match self {
             Target::Op(op) => op.schema.base,
             Target::GetItem => "getitem",
-            Target::CallTorchbind => "call_torchbind",
-            Target::WithEffects(_) => "with_effects",
         }
     }
 }
@@ -242,6 +215,11 @@ fn has_node(a: &Arg) -> bool {
 /// why it fails).
 fn plan_call(op: &Operator, args: &[Arg], kwargs: &[(String, Arg)]) -> Option<Vec<Slot>> {
     let schema = op.schema;
+    if schema.varargs || schema.varret {
+        // Values past the declared arguments, a tuple of any length: the
+        // interpreter's general path binds and calls them.
+        return None;
+    }
     let mut slots: Vec<Option<&Arg>> = vec![None; schema.args.len()];
     for (i, a) in args.iter().enumerate() {
         *slots.get_mut(i)? = Some(a);
@@ -487,10 +465,12 @@ impl Graph {
                         .map(|(k, a)| Ok((k.clone(), load(&env, a)?)))
                         .collect::<Result<Vec<_>>>()?;
                     Some(match target {
+                        // A tuple, whatever its length (`with_effects`).
+                        Target::Op(op) if op.schema.varret => {
+                            Value::List(OpOverload::of(op).call_all(&args, &kwargs)?.into())
+                        }
                         Target::Op(op) => OpOverload::of(op).call_unchecked(&args, &kwargs)?,
                         Target::GetItem => getitem(&args)?,
-                        Target::CallTorchbind => call_torchbind(&args, &kwargs)?,
-                        Target::WithEffects(e) => run_with_effects(e, &args, &kwargs)?,
                     })
                 }
                 (NodeKind::Output(results), _) => {
@@ -637,35 +617,6 @@ fn list_value(vs: Vec<Value>) -> Value {
     } else {
         Value::List(vs.into())
     }
-}
-
-/// `call_torchbind(obj, method, *args, **kwargs)`: the method call.
-fn call_torchbind(args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
-    match args {
-        [Value::Object(obj), Value::Str(method), rest @ ..] => {
-            obj.call_method_with(method, rest, kwargs)
-        }
-        _ => Err(Error::Runtime(
-            "call_torchbind takes an object, a method name and the method's arguments".into(),
-        )),
-    }
-}
-
-/// `with_effects(token, target, *args, **kwargs)`: the new token, then the
-/// target's results.
-fn run_with_effects(e: &Effectful, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value> {
-    let bad = || Error::Runtime("with_effects takes a token, then its target's arguments".into());
-    let (Some(Value::Tensor(token)), rest) = (args.first(), args.get(1..).unwrap_or(&[])) else {
-        return Err(bad());
-    };
-    let outs = match (e, rest) {
-        (Effectful::Op(op), _) => with_effects(token, EffectTarget::Op(op), rest, kwargs)?,
-        (Effectful::CallTorchbind, [Value::Object(obj), Value::Str(name), margs @ ..]) => {
-            with_effects(token, EffectTarget::Method { obj, name }, margs, kwargs)?
-        }
-        _ => return Err(bad()),
-    };
-    Ok(Value::List(outs.into()))
 }
 
 /// `operator.getitem(results, i)`.
@@ -1044,17 +995,10 @@ impl fmt::Display for Graph {
                     kwargs,
                 } => {
                     let callee = match target {
-                        Target::Op(op) => {
-                            format!("torch.ops.{}", crate::fake::overload_name(op.schema))
-                        }
-                        Target::WithEffects(_) => "torch.ops.higher_order.with_effects".to_string(),
-                        _ => "torch.ops.higher_order.call_torchbind".to_string(),
+                        Target::Op(op) => format!("torch.ops.{}", op_overload_name(op.schema)),
+                        Target::GetItem => "operator.getitem".to_string(),
                     };
                     let mut parts: Vec<String> = args.iter().map(|a| show(a, &names)).collect();
-                    if let Target::WithEffects(e) = target {
-                        // The target is the second argument, after the token.
-                        parts.insert(parts.len().min(1), e.callee());
-                    }
                     parts.extend(
                         kwargs
                             .iter()

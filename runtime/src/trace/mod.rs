@@ -16,11 +16,13 @@
 //! - [`TracingMode::Fake`] runs the program on fakes of the inputs
 //!   (`crate::fake`), so nothing is computed; [`TracingMode::Real`] on the
 //!   inputs themselves.
-//! - Method calls on custom-class objects are `call_torchbind` nodes; with
-//!   a functionalized program (`trace(crate::functionalize::functionalize(f),
-//!   …)`, PyTorch's `make_fx(functionalize(f))`), effectful calls are
-//!   `with_effects` nodes threading the effect token, which becomes the
-//!   graph's first input and first output ([`Graph::tokens`]).
+//! - Method calls on custom-class objects are calls of the operator
+//!   `higher_order::call_torchbind` (`crate::classes::torchbind`), so they
+//!   are `call_torchbind` nodes as any call is a node; with a functionalized
+//!   program (`trace(crate::functionalize::functionalize(f), …)`, PyTorch's
+//!   `make_fx(functionalize(f))`), effectful calls are `with_effects` nodes
+//!   threading the effect token, which becomes the graph's first input and
+//!   first output ([`Graph::tokens`]).
 //! - A graph saves to a documented JSON form and loads back (`saved.rs`,
 //!   [`Graph::to_json`], serde).
 //!
@@ -55,20 +57,16 @@
 mod graph;
 mod saved;
 
-pub use graph::{Arg, Effectful, Graph, Node, NodeId, NodeKind, Target};
+pub use graph::{Arg, Graph, Node, NodeId, NodeKind, Target};
 
-use crate::classes::{intercept_methods, methods_unintercepted};
+use crate::classes::torchbind::with_effects_op;
 use crate::error::Result;
 use crate::fake::FakeTensorMode;
-use crate::functionalize::{observe_effects, EffectCall, EffectTarget};
-use crate::overrides::{
-    push_dispatch_mode, with_dispatch_modes_off, DispatchCall, Handled, TorchDispatchMode,
-};
+use crate::overrides::{push_dispatch_mode, DispatchCall, Handled, TorchDispatchMode};
 use crate::tensor::Tensor;
 use crate::value::ScriptObject;
 use crate::value::Value;
 use std::collections::HashMap;
-use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 /// What a trace runs the program on (PyTorch's `make_fx(tracing_mode=…)`).
@@ -135,23 +133,6 @@ pub fn trace(
     let results = {
         let _fake = fake.as_ref().map(FakeTensorMode::enter);
         let _mode = push_dispatch_mode(tracer.clone());
-        let recorder = tracer.clone();
-        let _methods = intercept_methods(Rc::new(move |obj, method, args, kwargs, call| {
-            // The method runs untraced (what it calls is its own business),
-            // and is recorded as one `call_torchbind` node.
-            let out = with_dispatch_modes_off(call)?;
-            recorder
-                .lock()
-                .record_method(obj, method, args, kwargs, &out);
-            Ok(out)
-        }));
-        let recorder = tracer.clone();
-        let _effects = observe_effects(Rc::new(move |call, run| {
-            // Recorded as one `with_effects` node; what it runs is not traced.
-            let out = with_dispatch_modes_off(run)?;
-            recorder.lock().record_effect(call, &out);
-            Ok(out)
-        }));
         f(&inputs)?
     };
     let mut st = tracer.lock();
@@ -221,19 +202,42 @@ impl State {
         }
     }
 
-    /// Records a call and what it returned.
+    /// Records a call and what it returned. An operator with `...` ending
+    /// its returns (`with_effects`) returns a tuple of any length: its
+    /// tensors are read through `getitem` nodes (its other values, a method
+    /// returning `None`, are not nodes).
     fn record(&mut self, call: &DispatchCall<'_>, out: &Value) {
+        let op = call.func().operator();
+        if std::ptr::eq(op, with_effects_op()) {
+            self.token_input(call.args().first());
+        }
         let args = call.args().iter().map(|v| self.arg(v)).collect();
         let kwargs = call
             .kwargs()
             .iter()
             .map(|(k, v)| (k.clone(), self.arg(v)))
             .collect();
-        let op = call.func().operator();
         let node = self.graph.call(Target::Op(op), args, kwargs);
-        match op.schema.returns.len() {
-            0 => {}
-            1 => self.track_result(out, node),
+        match (op.schema.returns.len(), op.schema.varret) {
+            (_, true) => {
+                let items = match out {
+                    Value::List(items) => items.to_vec(),
+                    one => vec![one.clone()],
+                };
+                for (i, item) in items.iter().enumerate() {
+                    if !matches!(item, Value::Tensor(_) | Value::TensorList(_)) {
+                        continue;
+                    }
+                    let g = self.graph.getitem(node, i);
+                    self.track_result(item, g);
+                    // A `with_effects` node's first result is the new token.
+                    if i == 0 && std::ptr::eq(op, with_effects_op()) {
+                        self.last_token = Some(g);
+                    }
+                }
+            }
+            (0, false) => {}
+            (1, false) => self.track_result(out, node),
             _ => {
                 let items = crate::normalize::list_items(out).unwrap_or_default();
                 for (i, item) in items.iter().enumerate() {
@@ -244,82 +248,27 @@ impl State {
         }
     }
 
-    /// Records a method call on an object as `call_torchbind(obj, method,
-    /// *args, **kwargs)`; a tensor it returns is that node's. Other results
-    /// are not nodes: where the program uses them they are constants (PyTorch
-    /// burns them in).
-    fn record_method(
-        &mut self,
-        obj: &ScriptObject,
-        method: &str,
-        args: &[Value],
-        kwargs: &[(String, Value)],
-        out: &Value,
-    ) {
-        let mut all = vec![
-            self.arg(&Value::Object(obj.clone())),
-            Arg::Const(Value::Str(method.to_string())),
-        ];
-        all.extend(args.iter().map(|v| self.arg(v)));
-        let kwargs = kwargs
-            .iter()
-            .map(|(k, v)| (k.clone(), self.arg(v)))
-            .collect();
-        let node = self.graph.call(Target::CallTorchbind, all, kwargs);
-        if let Value::Tensor(t) = out {
-            self.track(t, node);
-        }
-    }
-
-    /// Records an effectful call (functionalization's `with_effects`): a
-    /// token the trace has not seen is a new input, placed first; the new
-    /// token and each tensor result are read through `getitem` nodes.
-    fn record_effect(&mut self, call: &EffectCall<'_>, out: &[Value]) {
-        if !self.tensors.contains_key(&call.token.identity()) {
-            self.graph.prepend_token();
-            for (_, n) in self.tensors.values_mut() {
-                *n += 1;
-            }
-            for (_, n) in self.objects.values_mut() {
-                *n += 1;
-            }
-            if let Some(n) = &mut self.last_token {
-                *n += 1;
-            }
-            self.track(call.token, 0);
-        }
-        let mut args = vec![self.arg(&Value::Tensor(call.token.clone()))];
-        let target = match call.target {
-            EffectTarget::Op(op) => {
-                let s = op.schema;
-                let name = format!("{}::{}", s.namespace, s.name);
-                match crate::dispatch::dispatcher().find(&name) {
-                    Some(op) => Effectful::Op(op),
-                    None => return,
-                }
-            }
-            EffectTarget::Method { obj, name } => {
-                args.push(self.arg(&Value::Object(obj.clone())));
-                args.push(Arg::Const(Value::Str(name.to_string())));
-                Effectful::CallTorchbind
-            }
+    /// An effect token the trace has not seen (the first `with_effects`
+    /// call's) is a new input of the graph, placed first, as PyTorch's
+    /// exported graphs take their tokens.
+    fn token_input(&mut self, token: Option<&Value>) {
+        let Some(Value::Tensor(token)) = token else {
+            return;
         };
-        args.extend(call.args.iter().map(|v| self.arg(v)));
-        let kwargs = call
-            .kwargs
-            .iter()
-            .map(|(k, v)| (k.clone(), self.arg(v)))
-            .collect();
-        let node = self.graph.call(Target::WithEffects(target), args, kwargs);
-        for (i, v) in out.iter().enumerate() {
-            if let Value::Tensor(t) = v {
-                let g = self.graph.getitem(node, i);
-                self.track(t, g);
-                if i == 0 {
-                    self.last_token = Some(g);
-                }
-            }
+        if self.tensors.contains_key(&token.identity()) {
+            return;
         }
+        self.graph.prepend_token();
+        for (_, n) in self.tensors.values_mut() {
+            *n += 1;
+        }
+        for (_, n) in self.objects.values_mut() {
+            *n += 1;
+        }
+        if let Some(n) = &mut self.last_token {
+            *n += 1;
+        }
+        self.track(token, 0);
     }
 
     fn track_result(&mut self, v: &Value, node: NodeId) {
@@ -340,12 +289,10 @@ impl State {
 
 impl TorchDispatchMode for Tracer {
     fn torch_dispatch(&self, call: &DispatchCall<'_>) -> Result<Handled> {
-        // The call is recorded as one node: what its kernel does inside
-        // (a fake kernel's method calls on fake objects) is not the program's.
-        let out = {
-            let _kernel = methods_unintercepted();
-            call.call_func()?
-        };
+        // The call is recorded as one node: what its kernel does inside (a
+        // fake kernel's method calls on fake objects) runs while this mode
+        // is off the stack, so it is not the program's.
+        let out = call.call_func()?;
         self.lock().record(call, &out);
         Ok(Handled::Value(out))
     }

@@ -8,15 +8,17 @@
 //!    {"name": "add", "op": "call_function", "target": "aten::add.Tensor",
 //!     "args": [{"node": 0}, {"int": 1}], "kwargs": [["alpha", {"float": 0.5}]]},
 //!    {"name": "getitem", "op": "call_function", "target": "getitem", "args": [...]},
-//!    {"name": "call_torchbind", "op": "call_function", "target": "call_torchbind", ...},
-//!    {"name": "with_effects", "op": "call_function",
-//!     "target": {"with_effects": "mylib::push.default" | "call_torchbind"}, ...},
+//!    {"name": "with_effects", "op": "call_function", "target": "higher_order::with_effects",
+//!     "args": [{"node": 0}, {"op": "mylib::for_each_add"}, ...]},
 //!    {"name": "output", "op": "output", "args": [{"node": 1}]}]}
 //! ```
 //!
 //! - A target is an operator's qualified name (`ns::name.overload`, the
-//!   default overload without one), `getitem`, `call_torchbind`, or
-//!   `{"with_effects": target}`.
+//!   default overload without one; a method call is the operator
+//!   `higher_order::call_torchbind`, an effectful call
+//!   `higher_order::with_effects`), or `getitem`. Graphs saved before these
+//!   were operators name them `call_torchbind` and `{"with_effects": op}`
+//!   (the operator not among the arguments); they load as the operators.
 //! - An argument is `{"node": i}` (node `i`'s value), `{"args": [...]}` (a
 //!   list of arguments), or a constant: `null`, `{"bool": b}`,
 //!   `{"int": i}`, `{"float": x}` (`"inf"`, `"-inf"`, `"nan"` for the
@@ -24,8 +26,9 @@
 //!   `{"bools": [...]}`, `{"list": [constants]}`, `{"dtype": "float32"}`,
 //!   `{"device": "cpu"}`, `{"layout": "strided"}`,
 //!   `{"memory_format": "contiguous_format"}`, `{"tensor": saved tensor}`
-//!   (`crate::tensor`'s saved form: elements exactly), or `{"object": i}`,
-//!   the graph's `i`-th object.
+//!   (`crate::tensor`'s saved form: elements exactly), `{"object": i}`,
+//!   the graph's `i`-th object, or `{"op": name}`, an operator overload by
+//!   its qualified name (`with_effects`' operator).
 //! - `objects` holds each custom-class object the graph uses as a constant
 //!   once (so that two uses stay one object), saved through its class's
 //!   pickling (`crate::classes::save`: its class and state).
@@ -38,7 +41,8 @@
 //! per level, so a deeper one is refused before they start, however the
 //! `Json` was made.
 
-use super::graph::{is_identifier, Arg, Effectful, Graph, Node, NodeKind, Target};
+use super::graph::{is_identifier, Arg, Graph, Node, NodeKind, Target};
+use crate::classes::torchbind::{call_torchbind_op, with_effects_op};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Device, Layout, MemoryFormat, Tensor};
 use crate::value::ScriptObject;
@@ -262,13 +266,6 @@ fn node_json(n: &Node, objects: &mut Objects) -> Result<Json> {
             let target = match target {
                 Target::Op(op) => json!(qualified(op.schema)),
                 Target::GetItem => json!("getitem"),
-                Target::CallTorchbind => json!("call_torchbind"),
-                Target::WithEffects(Effectful::Op(op)) => {
-                    json!({"with_effects": qualified(op.schema)})
-                }
-                Target::WithEffects(Effectful::CallTorchbind) => {
-                    json!({"with_effects": "call_torchbind"})
-                }
             };
             let kwargs = kwargs
                 .iter()
@@ -348,6 +345,7 @@ fn value_json(v: &Value, objects: &mut Objects) -> Result<Json> {
                 .map_err(|e| Error::Runtime(format!("saving a constant tensor: {e}").into()))?,
         ),
         Value::Object(o) => tagged("object", json!(objects.index(o))),
+        Value::Op(s) => tagged("op", json!(qualified(s))),
         Value::ScalarList(_) | Value::TensorList(_) | Value::OptTensorList(_) | Value::List(_) => {
             let items = crate::normalize::list_items(v).unwrap_or_default();
             tagged(
@@ -390,19 +388,31 @@ fn node_from(n: &Json, i: usize, objects: &[ScriptObject]) -> Result<Node> {
         Some("placeholder") => NodeKind::Placeholder,
         Some("output") => NodeKind::Output(args()?),
         Some("call_function") => {
+            // The earlier forms of the higher-order operators' targets
+            // (`"call_torchbind"`, `{"with_effects": op}` with the operator
+            // not among the arguments) are read as the operators they are.
+            let mut effect_op = None;
             let target = match &n["target"] {
                 Json::String(s) if s == "getitem" => Target::GetItem,
-                Json::String(s) if s == "call_torchbind" => Target::CallTorchbind,
+                Json::String(s) if s == "call_torchbind" => Target::Op(call_torchbind_op()),
                 Json::String(s) => Target::Op(operator(s)?),
-                Json::Object(m) => match m.get("with_effects") {
-                    Some(Json::String(s)) if s == "call_torchbind" => {
-                        Target::WithEffects(Effectful::CallTorchbind)
+                Json::Object(m) => match m.get("with_effects").and_then(Json::as_str) {
+                    Some(s) => {
+                        let op = match s {
+                            "call_torchbind" => call_torchbind_op(),
+                            s => operator(s)?,
+                        };
+                        effect_op = Some(Arg::Const(Value::Op(op.schema)));
+                        Target::Op(with_effects_op())
                     }
-                    Some(Json::String(s)) => Target::WithEffects(Effectful::Op(operator(s)?)),
-                    _ => return Err(bad(format!("node {name} has an unknown target"))),
+                    None => return Err(bad(format!("node {name} has an unknown target"))),
                 },
                 _ => return Err(bad(format!("node {name} has no `target`"))),
             };
+            let mut args = args()?;
+            if let Some(op) = effect_op {
+                args.insert(args.len().min(1), op);
+            }
             let kwargs = match &n["kwargs"] {
                 Json::Null => Vec::new(),
                 Json::Array(pairs) => pairs
@@ -422,7 +432,7 @@ fn node_from(n: &Json, i: usize, objects: &[ScriptObject]) -> Result<Node> {
             };
             NodeKind::CallFunction {
                 target,
-                args: args()?,
+                args,
                 kwargs,
             }
         }
@@ -493,6 +503,13 @@ fn value_from(j: &Json, objects: &[ScriptObject]) -> Result<Value> {
     Ok(match k.as_str() {
         "bool" => Value::Bool(v.as_bool().ok_or_else(|| bad("a bool that is not one"))?),
         "int" => Value::Int(v.as_i64().ok_or_else(|| bad("an int that is not one"))?),
+        "op" => Value::Op(
+            operator(
+                v.as_str()
+                    .ok_or_else(|| bad("an operator name that is not a string"))?,
+            )?
+            .schema,
+        ),
         "float" => Value::Float(float_from(v)?),
         "str" => Value::Str(
             v.as_str()

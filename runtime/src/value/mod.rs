@@ -44,6 +44,7 @@ use crate::tensor::{
     DType, Device, Generator, Layout, MemoryFormat, QScheme, Scalar, Storage, Stream, Tensor,
 };
 use opforge_schema::scalar_type::ScalarType;
+use opforge_schema::tables::OpSchema;
 use std::fmt;
 
 /// One boxed value: an argument or result of a boxed call (PyTorch's
@@ -124,6 +125,11 @@ pub enum Value {
     /// An instance of a custom class (`torch.ScriptObject`; see
     /// [`crate::classes`]).
     Object(ScriptObject),
+    /// An operator overload (PyTorch's `OpOverload`), by its schema: what a
+    /// higher-order operator takes as an argument (`with_effects`' `op`).
+    /// It prints as PyTorch's graphs print one
+    /// (`torch.ops.mylib.for_each_add.default`).
+    Op(&'static OpSchema),
 }
 
 /// The Python name (without `torch.`) of a PyTorch `ScalarType` code
@@ -392,6 +398,7 @@ impl Value {
             Value::Stream(_) => "torch.Stream",
             Value::QScheme(_) => "torch.qscheme",
             Value::Object(_) => "ScriptObject",
+            Value::Op(_) => "OpOverload",
         }
     }
 
@@ -486,9 +493,26 @@ impl fmt::Display for Value {
             },
             Value::QScheme(q) => write!(f, "torch.{}", q.name()),
             Value::Object(o) => write!(f, "{o}"),
+            Value::Op(s) => write!(f, "torch.ops.{}", op_overload_name(s)),
             other => write!(f, "{other:?}"),
         }
     }
+}
+
+/// An overload's name as PyTorch's `OpOverload` is named (`aten.add.Tensor`,
+/// `mylib.for_each_add.default`); a higher-order operator (namespace
+/// `higher_order`) has one overload and is named without it
+/// (`higher_order.call_torchbind`).
+pub fn op_overload_name(s: &OpSchema) -> String {
+    if s.namespace == "higher_order" {
+        return format!("{}.{}", s.namespace, s.base);
+    }
+    let overload = if s.overload.is_empty() {
+        "default"
+    } else {
+        s.overload
+    };
+    format!("{}.{}.{overload}", s.namespace, s.base)
 }
 
 pub(crate) fn mismatch(want: &str, v: &Value) -> Error {

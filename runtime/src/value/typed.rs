@@ -467,6 +467,19 @@ tuple_returns! {
     (10; R0, R1, R2, R3, R4, R5, R6, R7, R8, R9)
 }
 
+/// A boxed kernel's results (`dispatch::adapter::BoxedKernel`): the values
+/// themselves, as many as the kernel returns.
+impl Returns for Vec<Value> {
+    #[inline]
+    fn into_values(self) -> Vec<Value> {
+        self
+    }
+    #[inline]
+    fn from_values(vs: Vec<Value>) -> Result<Self> {
+        Ok(vs)
+    }
+}
+
 impl Returns for () {
     #[inline]
     fn into_values(self) -> Vec<Value> {
