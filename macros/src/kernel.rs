@@ -685,18 +685,16 @@ fn check_boxed(
     let why = format!(
         "`{op}` takes its values boxed (its schema has `...` or `Any`): its kernel is `{want}`"
     );
-    match params {
-        [p] if show(p.ty) == "&[Value]" => {}
-        [p] => errors.on(p.ty, format!("{why}, found `{}`", show(p.ty))),
-        [] => errors.at(
+    match params.first() {
+        Some(p) if show(p.ty) == "&[Value]" => {}
+        Some(p) => errors.on(p.ty, format!("{why}, found `{}`", show(p.ty))),
+        None => errors.at(
             errors.close.unwrap_or_else(|| sig.paren_token.span.close()),
             format!("missing parameter `values: &[Value]`: {why}"),
         ),
-        [_, extra @ ..] => {
-            for p in extra {
-                errors.on(p.arg, format!("extra parameter `{}`: {why}", p.ident));
-            }
-        }
+    }
+    for p in params.iter().skip(1) {
+        errors.on(p.arg, format!("extra parameter `{}`: {why}", p.ident));
     }
     let ret: syn::Type = syn::parse_quote!(::opforge::Result<::std::vec::Vec<::opforge::Value>>);
     match &sig.output {
