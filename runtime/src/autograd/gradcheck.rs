@@ -74,7 +74,9 @@ pub struct GradcheckOptions {
     /// Batched forward gradients through vmap (false; `true` is not
     /// supported yet).
     pub check_batched_forward_grad: bool,
-    /// Forward-mode gradients (false; `true` is not supported yet).
+    /// Forward-mode gradients (false): with `true`, each input's Jacobian
+    /// is also computed by forward-mode AD (a `jvp` per input element,
+    /// `crate::autograd::forward_ad`) and compared with the numerical one.
     pub check_forward_ad: bool,
     /// Backward-mode gradients (true).
     pub check_backward_ad: bool,
@@ -1168,7 +1170,7 @@ where
     }
     if opts.check_fwd_over_rev {
         return Err(Error::NotImplemented(
-            "gradgradcheck: check_fwd_over_rev=true is not supported yet: forward-mode AD is not built yet; leave it false".into(),
+            "gradgradcheck: check_fwd_over_rev=true is not supported yet: forward mode through a backward graph (the first-order gradients as functions of dual inputs) is not wired up; leave it false (gradcheck's check_forward_ad works)".into(),
         ));
     }
     let gc = GradcheckOptions {
