@@ -1,5 +1,5 @@
 //! Run-time custom operators, like PyTorch's `torch.library`
-//! (`spec/overrides.md` §B4): define operators from schema strings, register
+//! (`torch/library.py`): define operators from schema strings, register
 //! kernels for them under any dispatch key, a fake (shape-only) kernel for meta
 //! tensors, and call them boxed with the schema-level rules of
 //! `torch.ops.<ns>.<name>(...)` (overload resolution, keywords, defaults).

@@ -1,5 +1,7 @@
 //! Normalization: the `(args, kwargs)` a dispatch-level handler receives, computed
-//! from the values bound to one overload's schema (`spec/normalization.md` §2–3).
+//! from the values bound to one overload's schema (the arguments PyTorch's
+//! `Python` key fallback hands `__torch_dispatch__`, `torch/csrc/utils/python_arg_parser.cpp`'s
+//! `dispatch_on_subclass` / `torch::jit::createPyObjectForStack`).
 //!
 //! - positional part: the positional schema arguments up to the last one that is
 //!   not equal to its schema default (a trailing run of defaulted positionals is

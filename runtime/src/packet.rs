@@ -1,6 +1,7 @@
 //! Schema-level resolution: `torch.ops.aten.<name>(*args, **kwargs)` on an overload
 //! packet, or on one overload handle (`torch.ops.aten.add.Tensor(...)`), exactly as
-//! PyTorch does it (`spec/arg_parser.md` §8).
+//! PyTorch does it (`torch/_ops.py`'s `OpOverloadPacket`, and
+//! `createStackForSchema` in `torch/csrc/jit/python/pybind_utils.h`).
 //!
 //! Each overload is tried in packet order: the call's Python values are converted
 //! to the schema's types with the rules of TorchScript's `toIValue` (an int for a

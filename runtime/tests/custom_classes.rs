@@ -316,7 +316,8 @@ fn a_queue_flattens_to_its_state_and_bad_flattenings_are_refused() {
         queue_class().method("__obj_flatten__").unwrap().schema(),
         "__obj_flatten__(__torch__.torch.classes.MyCustomClass.TensorQueue _0) -> ((str, Any)[] _0)"
     );
-    // The checks of spec 1.2, each on a class whose flattening is wrong.
+    // PyTorch's checks of a flattened object (`_check_valid_flat_script_obj`),
+    // each on a class whose flattening is wrong.
     struct Bad(u8);
     Class::<Bad>::new("cc_flat", "Bad")
         .init(|k: i64| Bad(k as u8))

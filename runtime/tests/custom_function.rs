@@ -1,5 +1,5 @@
-//! Custom autograd Functions (issue 22 §1): PyTorch's rules and messages
-//! (spec Part 2), each checked against PyTorch 2.15 side by side.
+//! Custom autograd Functions: PyTorch's rules and messages
+//! (`torch/autograd/function.py`), each checked against PyTorch 2.15 side by side.
 
 use opforge::autograd::function::{
     DIRTY_LEAF, DIRTY_NOT_RETURNED, NO_BACKWARD, NO_FORWARD, NO_JVP, ONCE_DIFFERENTIABLE,

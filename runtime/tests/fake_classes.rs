@@ -1,4 +1,4 @@
-//! Fake classes (spec 1.2–1.3): the seed's `TensorQueue` with a fake class,
+//! Fake classes (PyTorch's `torch/_library/fake_class_registry.py`): the seed's `TensorQueue` with a fake class,
 //! made fake step by step as PyTorch's `maybe_to_fake_obj` does, and a custom
 //! operator whose fake kernel calls the fake object's method (the seed's
 //! `fake_for_each_add_`).

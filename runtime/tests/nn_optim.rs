@@ -1,4 +1,4 @@
-//! `nn` and `optim` (issue 22 §3, §4): modules' bookkeeping, printing and
+//! `nn` and `optim`: modules' bookkeeping, printing and
 //! state dicts, `Linear`'s initialisation, and the optimizers' updates, each
 //! against PyTorch 2.15's numbers and messages (measured side by side; quoted
 //! here).

@@ -1,13 +1,13 @@
 //! Schema-level resolution (`torch.ops.aten.<name>(...)` against a schema file
 //! loaded at run time) followed by normalization, as a `__torch_dispatch__`
-//! handler sees the call: the examples of `spec/normalization.md` §4.
+//! handler sees the call, on PyTorch's own schema file.
 
 use opforge::normalize::normalize;
 use opforge::packet::{py_float, py_repr};
 use opforge::registry::Registry;
 use opforge::{DType, Device, Tensor, Value};
 
-/// The schema-level examples of `spec/normalization.md` §4.
+/// Schema-level calls and what a `__torch_dispatch__` handler receives.
 #[test]
 fn normalization_examples() {
     let yaml = r#"

@@ -882,7 +882,7 @@ impl FunctionSchema {
     }
 }
 
-/// Dispatch keys a `dispatch:` table may name (spec §5.1).
+/// Dispatch keys a `dispatch:` table may name (torchgen's `dispatch_keys`).
 pub const SUPPORTED_DISPATCH_KEYS: &[&str] = &[
     "CPU",
     "CUDA",

@@ -6,7 +6,8 @@
 //! from the Python API bindings ([`crate::python`]); hand-written methods and
 //! properties are added by the runtime.
 //!
-//! Rules (spec `overrides.md` A7): the scanned namespaces are `torch`,
+//! Rules (PyTorch's `torch/overrides.py`, `get_testing_overrides` and
+//! `get_ignored_functions`): the scanned namespaces are `torch`,
 //! `torch.nn.functional`, `torch.linalg`, `torch.fft`, `torch.special` and `Tensor`;
 //! outside `Tensor`, private names (`_x`), inplace names (`x_`) and names not
 //! starting with a lower-case letter are not overridable; on `Tensor` every member

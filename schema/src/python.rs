@@ -2,8 +2,7 @@
 //! (`torch.*` functions, `Tensor` methods, `torch.nn.functional`, `torch.linalg`, …) and
 //! the ordered list of parser signature strings each one owns.
 //!
-//! This follows `torchgen/api/python.py` and `gen_python_functions.py` of PyTorch 2.15
-//! (spec: `arg_parser.md` §1):
+//! This follows `torchgen/api/python.py` and `gen_python_functions.py` of PyTorch 2.15:
 //!
 //! 1. the functions `autogen:` generates are added ([`generated_functions`], schema.md
 //!    §4.4); generated functions get bindings only if they are `view_copy` ops;

@@ -595,7 +595,7 @@ pub fn is_ident(s: &str) -> bool {
 }
 
 /// Checks the structural invariants torchgen enforces when it builds a schema
-/// (spec §4.1–4.3): out arguments after `*` are all written, match the returns,
+/// (`torchgen/model.py`, `FunctionSchema.__post_init__`): out arguments after `*` are all written, match the returns,
 /// inplace operators have a written `self` and return it, and so on. Returns the
 /// first violation, worded as torchgen words it.
 pub fn check_invariants(s: &FunctionSchema) -> std::result::Result<(), String> {

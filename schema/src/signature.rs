@@ -3,7 +3,7 @@
 //! One reader for every `name(params)` text the project handles: PyTorch's
 //! Python-parser signature strings
 //! (`add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)|hidden`,
-//! spec `arg_parser.md` §2), the parameter lists of testing stubs
+//! `python_arg_parser.cpp`'s format), the parameter lists of testing stubs
 //! (`(input, other, *, alpha=1)`) and the argument lists of schema texts
 //! (`aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`,
 //! also TorchScript-only ones such as `Dict(str, t) self`).
@@ -230,7 +230,7 @@ pub fn parse_params(list: &str) -> Vec<SigParam> {
 }
 
 /// Parses a signature string in the format PyTorch's `FunctionSignature` reads
-/// (spec `arg_parser.md` §2): every parameter must have a type.
+/// (`torch/csrc/utils/python_arg_parser.cpp`): every parameter must have a type.
 ///
 /// ```
 /// use opforge_schema::signature::parse_sig;

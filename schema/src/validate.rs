@@ -2,7 +2,7 @@
 //!
 //! Every problem is collected (not just the first) and reported as a
 //! [`Diagnostic`] naming `file:line`, the entry, what is wrong and how to fix it.
-//! The rules are torchgen's (spec `schema.md` §4–§7); where torchgen's wording is
+//! The rules are torchgen's (`torchgen/model.py`, `gen.py`); where torchgen's wording is
 //! known it is kept, so messages can be searched for in PyTorch's sources.
 
 use crate::diag::{abbrev, nearest, Diagnostic, Diagnostics};

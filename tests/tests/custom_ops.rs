@@ -1,4 +1,4 @@
-//! Custom operators (`spec/overrides.md` §B4): defined at run time with
+//! Custom operators (PyTorch's `torch/library.py`): defined at run time with
 //! `opforge::library` (PyTorch's `torch.library`) and at compile time with `#[op]`,
 //! called boxed by name (schema-level rules) and typed, with PyTorch's messages.
 //!

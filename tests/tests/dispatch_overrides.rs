@@ -1,6 +1,6 @@
 //! The dispatch-level protocol (`__torch_dispatch__`): dispatch modes, subclass
-//! handlers at the `Python` key, wrapper subclasses, operator handles (spec
-//! `overrides.md` part B).
+//! handlers at the `Python` key, wrapper subclasses, operator handles
+//! (PyTorch's `torch/utils/_python_dispatch.py`).
 
 use opforge::dispatch::DispatchKey;
 use opforge::overrides::{

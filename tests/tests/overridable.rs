@@ -1,5 +1,5 @@
 //! `#[overridable]`: user functions joining the `__torch_function__` protocol
-//! (PyTorch's `wrap_torch_function`, spec `overrides.md` A7/A8): duck and subclass
+//! (PyTorch's `wrap_torch_function`, `torch/overrides.py`): duck and subclass
 //! handlers, modes, the fast path, names and the all-`NotImplemented` error.
 
 use opforge::overrides::{

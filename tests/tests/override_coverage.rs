@@ -1,6 +1,6 @@
 //! Override coverage: every public callable that should go through
-//! `__torch_function__` does, and every one listed as ignored does not (spec
-//! `overrides.md` A1, A2, A7; PyTorch's `test_overrides.py`).
+//! `__torch_function__` does, and every one listed as ignored does not
+//! (PyTorch's `torch/overrides.py` and `test_overrides.py`).
 //!
 //! A duck tensor-like records the `func` its handler is asked about and answers
 //! `-1` (so typed results fail to convert: only the record matters). Walked:

@@ -1,6 +1,6 @@
 //! The function-level protocol (`__torch_function__`): candidates, ordering,
 //! NotImplemented, the default handler, subclass propagation, modes, disabling,
-//! messages — PyTorch's rules (spec `overrides.md` part A).
+//! messages — PyTorch's rules (`torch/overrides.py`).
 
 use opforge::overrides::{
     self, disable_torch_function, disable_torch_function_subclass, enable_current_mode,

@@ -43,7 +43,7 @@ fn project_file_validates() {
     validate::validate(&file, Some(&tags)).unwrap_or_else(|d| panic!("{d}"));
 }
 
-/// Counts measured on PyTorch 2.15's file (spec `schema.md` §8): our model must agree.
+/// Counts measured on PyTorch 2.15's file: our model must agree.
 #[test]
 fn pytorch_file_counts() {
     use opforge_schema::{groups, model::SchemaKind};

@@ -1,6 +1,6 @@
 //! PyTorch's recorded training runs (`train_runs.jsonl`), replayed with
 //! `opforge::nn` and `opforge::optim`: every step's loss, the final state and
-//! both accuracies match (issue 22 §5). The same as
+//! both accuracies match. The same as
 //! `cargo run --release -p opforge-tests --bin training`.
 
 use opforge_tests::training;

@@ -2,7 +2,7 @@
 //! `format_invalid_args`), including its quirks: the printed signatures are parsed
 //! back into (type, name) tokens by splitting on `", "` and the last space, so the
 //! `*` marker is a token and a defaulted parameter `Number alpha = 1` becomes type
-//! `Number alpha =`, name `1` (spec §7).
+//! `Number alpha =`, name `1` (`python_arg_parser.cpp`'s `FunctionSignature::parse` errors).
 
 use crate::value::Value;
 

@@ -1,6 +1,7 @@
 //! API-level boxed calls: PyTorch's `PythonArgParser` — the parser behind
 //! `torch.add(...)`, `Tensor.add(...)`, `torch.nn.functional.gelu(...)` — and the
-//! mapping of a parsed call onto its schema overload (spec `arg_parser.md` §2–§7).
+//! mapping of a parsed call onto its schema overload (PyTorch's
+//! `torch/csrc/utils/python_arg_parser.cpp` and the generated bindings).
 //!
 //! 1. [`FunctionSignature::parse`] reads one signature string (§2);
 //! 2. [`PythonArgParser::parse`] matches a call against a binding's signatures in

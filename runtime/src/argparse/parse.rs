@@ -1,4 +1,4 @@
-//! Matching one call against one signature (`FunctionSignature::parse`, spec §3–§4)
+//! Matching one call against one signature (`FunctionSignature::parse`)
 //! and converting the matched Python values (`unpack`, with errors F–H).
 
 use super::signature::{FunctionParameter, FunctionSignature, ParamDefault, ParamKind};

@@ -1,7 +1,7 @@
 //! Parser signatures (`FunctionSignature`, `FunctionParameter`): the runtime form of
 //! one signature string such as
-//! `add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)` (spec
-//! `arg_parser.md` §2).
+//! `add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)`
+//! (`python_arg_parser.cpp`'s `FunctionSignature`).
 
 use crate::tensor::{DType, Layout};
 use opforge_schema::signature::{atol, parse_sig, SigParam};
@@ -143,7 +143,7 @@ impl ParamKind {
     }
 }
 
-/// A parameter's default, interpreted per kind (spec §2 "Default text per kind").
+/// A parameter's default, interpreted per kind (`FunctionParameter::set_default_str`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ParamDefault {
     /// No default (the parameter is required).
@@ -193,7 +193,7 @@ pub struct FunctionParameter {
     pub numpy_aliases: &'static [&'static str],
 }
 
-/// Names whose `Tensor` params accept Python numbers (spec §2): the same list
+/// Names whose `Tensor` params accept Python numbers (`should_allow_numbers_as_tensors`): the same list
 /// as the schema-level one.
 pub use crate::packet::NUMBERS_AS_TENSORS;
 
@@ -381,7 +381,7 @@ pub struct FunctionSignature {
 }
 
 impl FunctionSignature {
-    /// Parses a signature string in the format of spec §2.
+    /// Parses a signature string in `FunctionSignature`'s format.
     ///
     /// ```
     /// use opforge::argparse::FunctionSignature;

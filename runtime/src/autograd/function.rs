@@ -1,5 +1,6 @@
 //! Custom autograd Functions: PyTorch's `torch.autograd.Function`, with its
-//! rules (spec Part 2) and its messages.
+//! rules (`torch/autograd/function.py`, `torch/csrc/autograd/python_function.cpp`)
+//! and its messages.
 //!
 //! A [`Function`] is a type (usually a unit struct) with a `forward`, a
 //! `backward` and optionally a `jvp`; [`Function::apply`] runs `forward` with

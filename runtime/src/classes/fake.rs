@@ -1,5 +1,5 @@
-//! Fake classes (PyTorch's `torch._library.register_fake_class`, spec 1.2
-//! and 1.3): a Rust type that stands for a custom class while a program runs
+//! Fake classes (PyTorch's `torch._library.register_fake_class`, in
+//! `torch/_library/fake_class_registry.py`): a Rust type that stands for a custom class while a program runs
 //! on fake tensors. It is made from the real object's flattened state
 //! (`__obj_flatten__`) with every tensor replaced by a fake
 //! ([`FakeClass::unflatten`], PyTorch's `__obj_unflatten__`), and implements
@@ -261,7 +261,7 @@ fn tracing_mode(obj: &ScriptObject) -> Result<Option<String>> {
     }
 }
 
-/// PyTorch's `maybe_to_fake_obj`, step by step (spec 1.3):
+/// PyTorch's `maybe_to_fake_obj`, step by step (`torch/_library/fake_class_registry.py`):
 ///
 /// 1. an object whose `tracing_mode()` is `"real"` is kept (any value but
 ///    `"real"`/`"fake"` is an error);

@@ -730,7 +730,7 @@ impl ScriptObject {
 
     /// The object's state as `(name, value)` pairs, from its
     /// `__obj_flatten__` method (the first step of making a traceable
-    /// class's fake, spec 1.2), checked as PyTorch checks it: a tuple of
+    /// class's fake, PyTorch's `_check_valid_flat_script_obj`), checked as PyTorch checks it: a tuple of
     /// `(str, value)` tuples.
     pub fn flatten(&self) -> Result<Vec<(String, Value)>> {
         let flat = self.call_method("__obj_flatten__", &[])?;

@@ -224,7 +224,7 @@ impl FakeTensorMode {
     }
 
     /// The fake of a custom-class object (PyTorch's `maybe_to_fake_obj`,
-    /// spec 1.3: [`crate::classes::to_fake_obj`]), its tensors made fakes of
+    /// [`crate::classes::to_fake_obj`]), its tensors made fakes of
     /// the same sizes, strides, dtype, device and `requires_grad` (not
     /// through this mode's conversions: aliasing among them is not kept, as
     /// in PyTorch).

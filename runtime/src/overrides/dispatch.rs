@@ -1,5 +1,6 @@
 //! `__torch_dispatch__`: the `Python` dispatch key's fallback, dispatch modes and
-//! subclass handlers (spec `overrides.md` B2).
+//! subclass handlers (PyTorch's `torch/utils/_python_dispatch.py` and the
+//! `Python` key's fallback in `torch/csrc/autograd/python_variable.cpp`).
 
 use super::class::{DispatchCall, Normalized, Values};
 use super::{Class, Handled, OpOverload};

@@ -1,6 +1,7 @@
 //! The override protocols: `__torch_function__` (function level) and
 //! `__torch_dispatch__` (dispatch level), tensor subclasses, duck tensor-likes and
-//! modes. Behaviour follows PyTorch 2.15 (`spec/overrides.md`).
+//! modes. Behaviour follows PyTorch 2.15 (`torch/overrides.py`,
+//! `torch/utils/_python_dispatch.py`).
 //!
 //! # Function level
 //! Every generated function (`torch::add`), `Tensor` method (`t.add(&u)`),

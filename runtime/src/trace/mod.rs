@@ -104,8 +104,9 @@ pub fn trace(
         TracingMode::Fake => Some(FakeTensorMode::new()),
         TracingMode::Real => None,
     };
-    // Fake tracing: tensors become fakes, objects fake objects (spec 1.3:
-    // an object whose class has no fake class is an error).
+    // Fake tracing: tensors become fakes, objects fake objects (PyTorch's
+    // `maybe_to_fake_obj`: an object whose class has no fake class is an
+    // error).
     let inputs = match &fake {
         Some(m) => inputs
             .iter()

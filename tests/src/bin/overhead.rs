@@ -25,19 +25,19 @@
 //!   **kwargs)`); `dispatch_mode_ns` a pass-through dispatch mode (the call
 //!   reaches the `Python` key, the mode calls the operator again);
 //!   `fake_call_ns` the call on fakes of both tensors under an entered
-//!   `FakeTensorMode` (issue 23 §5: the Meta kernel on meta tensors, the
+//!   `FakeTensorMode` (the Meta kernel on meta tensors, the
 //!   result wrapped as a fake). Each line
 //!   gives the median time per call and, as `+N`, what the protocol adds: the
 //!   median over rounds of the difference to the plain call's batch of the same
 //!   round.
-//! - autograd (issue 21 §7): `autograd_record_ns`, the typed `add` on inputs
+//! - autograd: `autograd_record_ns`, the typed `add` on inputs
 //!   that require grad minus the same call on inputs that do not (paired per
 //!   round, as the protocol figures); `backward_ns`, `add`, `sum`, then
 //!   `backward()` end to end on 1-element leaves. The same two figures of
 //!   PyTorch on this machine (one thread) are measured in the same run when a
 //!   Python with torch is found (`OPFORGE_TORCH_PYTHON`, else
 //!   `/work/venv-torch/bin/python`, else `python3`): `pytorch_*` lines.
-//! - custom Functions and training (issue 22 §7): `custom_function_ns`,
+//! - custom Functions and training: `custom_function_ns`,
 //!   `apply` of a one-op Function (`x * 2`, backward `g * 2`) on an input that
 //!   requires grad, minus the typed `x * 2` on a plain input (paired per
 //!   round; both make the number `2` a wrapped-number tensor per call, as
@@ -49,11 +49,11 @@
 //!   `train/sgd_momentum_relu_fullbatch` (batch 1,500), median over steps;
 //!   PyTorch's four figures measured the same way in the same run (both on one
 //!   thread).
-//! - custom classes (issue 23 §5): `custom_class_method_ns`, a boxed method
+//! - custom classes: `custom_class_method_ns`, a boxed method
 //!   call (`obj.call_method("add", &[Int])`) on an object whose method locks a
 //!   counter and returns it (`custom_class_method0_ns`: a method without
 //!   arguments, `size`).
-//! - graph capture (issue 24 §6): a program of 30 typed calls (`sin`, `add`,
+//! - graph capture: a program of 30 typed calls (`sin`, `add`,
 //!   `mul` in turn on a 1-element tensor) run eagerly, traced, and its graph
 //!   re-executed, interleaved: `trace_ns_per_node`, a whole `trace` (the
 //!   calls included) per recorded node, and what it adds over the eager
