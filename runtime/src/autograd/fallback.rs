@@ -102,10 +102,11 @@ pub const NOT_IMPLEMENTED: &str = "torch::autograd::NotImplemented";
 pub const WARN_NOT_IMPLEMENTED: &str = "torch::autograd::WarnNotImplemented";
 
 /// The warning of a gradient reaching an operator of another namespace that
-/// has no Autograd kernel (PyTorch's words; `name` is `ns::name`).
+/// has no Autograd kernel (PyTorch's words, then the Rust calls its advice
+/// means; `name` is `ns::name`).
 pub fn missing_autograd_warning(name: &str) -> String {
     format!(
-        "{name}: an autograd kernel was not registered to the Autograd key(s) but we are trying to backprop through it. This may lead to silently incorrect behavior. This behavior is deprecated and will be removed in a future version of PyTorch. If your operator is differentiable, please ensure you have registered an autograd kernel to the correct Autograd key (e.g. DispatchKey::Autograd, DispatchKey::CompositeImplicitAutograd). If your operator is not differentiable, or to squash this warning and use the previous behavior, please register torch::CppFunction::makeFallthrough() to DispatchKey::Autograd."
+        "{name}: an autograd kernel was not registered to the Autograd key(s) but we are trying to backprop through it. This may lead to silently incorrect behavior. This behavior is deprecated and will be removed in a future version of PyTorch. If your operator is differentiable, please ensure you have registered an autograd kernel to the correct Autograd key (e.g. DispatchKey::Autograd, DispatchKey::CompositeImplicitAutograd). If your operator is not differentiable, or to squash this warning and use the previous behavior, please register torch::CppFunction::makeFallthrough() to DispatchKey::Autograd. (In Rust: an Autograd kernel is `#[kernel(Autograd, \"{name}\")]`; the fallthrough is `op.register(DispatchKey::Autograd, Kernel::fallthrough(..))`.)"
     )
 }
 

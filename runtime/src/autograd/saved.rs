@@ -13,8 +13,9 @@ use crate::tensor::Tensor;
 use crate::tensor::{GraphNode, History};
 use std::sync::Weak;
 
-/// PyTorch's message for a saved tensor used after its graph was freed.
-pub const BACKWARD_TWICE: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
+/// PyTorch's message for a saved tensor used after its graph was freed,
+/// with the Rust call that keeps the graph added (PyTorch's words first).
+pub const BACKWARD_TWICE: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward. (In Rust: `t.backward_with(None, Some(true), false, None)`, or `retain_graph: Some(true)` in `autograd::grad`.)";
 
 /// A tensor saved for backward (see the module docs).
 pub struct SavedTensor {
