@@ -23,6 +23,7 @@ pub mod functional;
 pub mod init;
 mod linear;
 mod module;
+mod weights;
 
 pub use activation::{ReLU, Sigmoid, Tanh};
 pub use container::Sequential;

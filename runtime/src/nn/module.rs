@@ -349,6 +349,30 @@ pub trait Module: Send + Sync {
     {
         load_state_dict(self, state, strict)
     }
+
+    /// Writes [`Module::state_dict`] to a safetensors file
+    /// ([`StateDict::save_safetensors`]).
+    fn save_safetensors(&self, path: impl AsRef<std::path::Path>) -> Result<()>
+    where
+        Self: Sized,
+    {
+        self.state_dict().save_safetensors(path)
+    }
+
+    /// Loads a safetensors file (one PyTorch wrote with
+    /// `safetensors.torch.save_file(model.state_dict(), path)`, or
+    /// [`Module::save_safetensors`]) into the module, as
+    /// [`Module::load_state_dict`] does.
+    fn load_safetensors(
+        &self,
+        path: impl AsRef<std::path::Path>,
+        strict: bool,
+    ) -> Result<IncompatibleKeys>
+    where
+        Self: Sized,
+    {
+        load_state_dict(self, &StateDict::load_safetensors(path)?, strict)
+    }
 }
 
 /// Visits every parameter (`true`) and buffer (`false`) that is present,
