@@ -73,7 +73,10 @@ pub(super) fn call_method(obj: &ScriptObject, name: &str, args: &[Value]) -> Res
     let keys = KeySet::of_values(args);
     // The call would reach this file's kernel: it runs here, without its
     // values boxed first (the dispatcher's answer, not a guess: the kernel
-    // the call's keys select is this one, by identity).
+    // the call's keys select is this one, by identity). The static is the
+    // link-time entry `#[kernel]` emits beside `call_torchbind` below
+    // (`__OPFORGE_<KEY>_KERNEL_<function>`); a dispatch mode, fake tensors,
+    // functionalization or a replaced backend kernel select another.
     if op.runs_entry(
         keys,
         &__OPFORGE_COMPOSITEEXPLICITAUTOGRAD_KERNEL_call_torchbind,
