@@ -166,24 +166,9 @@ fn registration_with(
         syn::ReturnType::Type(_, t) => show(t),
         syn::ReturnType::Default => "()".into(),
     };
-    if is_boxed(schema) {
-        // A boxed kernel (`fn(&[Value]) -> Result<Vec<Value>>`, which the
-        // caller checked) is its own entry: there is nothing to unbox.
-        let ident = format_ident!(
-            "__OPFORGE_{}_KERNEL_{}",
-            key.to_uppercase(),
-            syn::ext::IdentExt::unraw(fn_ident)
-        );
-        return entry_static(
-            &ident,
-            key,
-            name,
-            schema,
-            (&fn_ty, &spec),
-            quote!(#fn_ident),
-            loc,
-        );
-    }
+    // A boxed kernel (`fn(&[Value]) -> Result<Vec<Value>>`, which the
+    // caller checked) is its own entry: there is nothing to unbox.
+    let boxed = is_boxed(schema);
     // The function already has the schema's types, written as the schema's
     // mapping writes them: registered as it is, rustc's cast checks it.
     // Otherwise (another spelling, a wrong type, a custom class's `&T`) a shim
@@ -193,8 +178,8 @@ fn registration_with(
         .zip(&schema.arguments.all)
         .all(|(&(_, user_ty), a)| param_type(a).is_ok_and(|t| show(&t) == show(user_ty)))
         && show(&ret) == user_ret;
-    let checked = check && !written_as_schema;
-    let view = view_input(key, schema);
+    let checked = check && !boxed && !written_as_schema;
+    let view = view_input(key, schema).filter(|_| !boxed);
     if !checked && view.is_none() {
         let ident = format_ident!(
             "__OPFORGE_{}_KERNEL_{}",

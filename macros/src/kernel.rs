@@ -34,7 +34,7 @@
 
 use crate::lookup::{self, Entry, Found};
 use opforge_codegen::emit_lookup::kernel_marker;
-use opforge_codegen::rust_types::{fn_pointer_type, is_boxed, param_type, result_type};
+use opforge_codegen::rust_types::{is_boxed, param_type, result_type};
 use opforge_schema::model::FunctionSchema;
 use opforge_schema::names::{arg_ident, op_ident};
 use proc_macro2::{Span, TokenStream, TokenTree};
@@ -705,7 +705,6 @@ fn check_boxed(
             format!("missing return type: {why}"),
         ),
     }
-    debug_assert!(fn_pointer_type(schema).is_ok());
     Some(ret)
 }
 

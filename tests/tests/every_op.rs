@@ -129,7 +129,7 @@ fn arg(op: &str, a: &ArgSchema, device: Device) -> Value {
 /// schemas: their tests are `runtime/tests/fake_classes.rs`,
 /// `method_calls.rs` and `my_ops`'.
 fn higher_order(s: &opforge::tables::OpSchema) -> bool {
-    s.namespace == "higher_order"
+    opforge::value::is_higher_order(s)
 }
 
 /// Comparisons write bool; `argmax` int64; everything else float32.

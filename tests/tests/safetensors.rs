@@ -97,46 +97,26 @@ fn every_dtype_round_trips_bit_for_bit() {
     for (k, t) in state.iter() {
         let u = back.get(k).unwrap();
         assert_eq!((u.dtype(), u.shape()), (t.dtype(), t.shape()), "{k}");
-        let bits = |t: &Tensor| -> Vec<u64> {
-            match t.dtype() {
-                DType::Bool => t
-                    .to_vec::<bool>()
-                    .unwrap()
-                    .into_iter()
-                    .map(u64::from)
-                    .collect(),
-                DType::Int32 => t
-                    .to_vec::<i32>()
-                    .unwrap()
-                    .into_iter()
-                    .map(|v| v as u64)
-                    .collect(),
-                DType::Int64 => t
-                    .to_vec::<i64>()
-                    .unwrap()
-                    .into_iter()
-                    .map(|v| v as u64)
-                    .collect(),
-                DType::Float32 => t
-                    .to_vec::<f32>()
-                    .unwrap()
-                    .into_iter()
-                    .map(|v| v.to_bits().into())
-                    .collect(),
-                DType::Float64 => t
-                    .to_vec::<f64>()
-                    .unwrap()
-                    .into_iter()
-                    .map(f64::to_bits)
-                    .collect(),
-            }
-        };
         assert_eq!(bits(u), bits(t), "{k}");
     }
     assert_eq!(
         back.get("f32_t").unwrap().to_vec::<f32>().unwrap(),
         [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]
     );
+}
+
+/// A tensor's elements as bits, whatever its dtype.
+fn bits(t: &Tensor) -> Vec<u64> {
+    fn each<T: opforge::tensor::IntoBuffer>(t: &Tensor, f: fn(T) -> u64) -> Vec<u64> {
+        t.to_vec::<T>().unwrap().into_iter().map(f).collect()
+    }
+    match t.dtype() {
+        DType::Bool => each(t, |v: bool| v.into()),
+        DType::Int32 => each(t, |v: i32| v as u64),
+        DType::Int64 => each(t, |v: i64| v as u64),
+        DType::Float32 => each(t, |v: f32| v.to_bits().into()),
+        DType::Float64 => each(t, f64::to_bits),
+    }
 }
 
 /// A safetensors file by hand: the header's length, the JSON header, the

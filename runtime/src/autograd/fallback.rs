@@ -130,7 +130,7 @@ fn tensors_of(values: &[Value]) -> Vec<&Tensor> {
 /// (`call_torchbind`, `with_effects`: a method call, an effectful call):
 /// what runs inside them records as it would without them.
 fn records_nothing(s: &OpSchema) -> bool {
-    (s.namespace == "aten" && RECORDS_NOTHING.contains(&s.base)) || s.namespace == "higher_order"
+    (s.namespace == "aten" && RECORDS_NOTHING.contains(&s.base)) || crate::value::is_higher_order(s)
 }
 
 fn autograd_fallback(op: &Operator, keys: KeySet, args: &[Value]) -> Result<Vec<Value>> {

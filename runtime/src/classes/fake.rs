@@ -355,6 +355,20 @@ fn state(obj: &ScriptObject) -> Option<(&'static FakeClassDef, &FakeState)> {
 
 /// PyTorch's message for setting or reading a missing attribute of a fake
 /// object.
+/// A fake object's method `name` among its attached ones: the real
+/// method's schema and the fake class's method index, or PyTorch's
+/// attribute error.
+fn fake_method(
+    methods: &[(&'static str, &'static str, usize)],
+    name: &str,
+) -> Result<(&'static str, usize)> {
+    methods
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|&(_, schema, i)| (schema, i))
+        .ok_or_else(|| fake_attribute_error("__getattr__", name))
+}
+
 fn fake_attribute_error(op: &str, name: &str) -> Error {
     let tail = if op == "__setattr__" {
         "The fake kernel should not depend on the contents of the OpaqueObject at all, so we're erroring out. If you need thisfunctionality, consider creating a custom TorchBind Object instead(but note that this is more difficult)."
@@ -420,8 +434,9 @@ impl ScriptObject {
         kwargs: &[(String, Value)],
     ) -> Option<Result<Value>> {
         let (def, st) = state(self)?;
-        let Some(&(_, schema, i)) = st.methods.iter().find(|(n, _, _)| *n == name) else {
-            return Some(Err(fake_attribute_error("__getattr__", name)));
+        let (schema, i) = match fake_method(&st.methods, name) {
+            Ok(m) => m,
+            Err(e) => return Some(Err(e)),
         };
         let mut all = Vec::with_capacity(args.len() + 1);
         all.push(Value::Object(self.clone()));
@@ -436,13 +451,7 @@ impl ScriptObject {
     /// object is not fake, an error if it has no such method.
     pub(super) fn fake_method_schema(&self, name: &str) -> Option<Result<&'static str>> {
         let (_, st) = state(self)?;
-        Some(
-            st.methods
-                .iter()
-                .find(|(n, _, _)| *n == name)
-                .map(|&(_, schema, _)| schema)
-                .ok_or_else(|| fake_attribute_error("__getattr__", name)),
-        )
+        Some(fake_method(&st.methods, name).map(|(schema, _)| schema))
     }
 
     /// A fake object's attached methods, in the real class's order.

@@ -25,7 +25,7 @@ use crate::keys::KeySet;
 use crate::tables::{OpId, OpSchema, Ty};
 use crate::tensor::Tensor;
 use crate::value::typed::one_value;
-use crate::value::{ScriptObject, Value};
+use crate::value::{is_higher_order, ScriptObject, Value};
 
 /// The operator `higher_order::call_torchbind`.
 pub fn call_torchbind_op() -> &'static Operator {
@@ -54,7 +54,7 @@ const PURE_CLASSES: &[&str] = &[
 /// and so has an operator with an argument of a custom class that is not on
 /// the skip list.
 pub fn has_effects(schema: &OpSchema) -> bool {
-    (schema.namespace == "higher_order" && schema.name == "call_torchbind")
+    (is_higher_order(schema) && schema.name == "call_torchbind")
         || schema.args.iter().any(|a| match a.ty {
             Ty::CustomClass(c) => !PURE_CLASSES.contains(&c),
             _ => false,

@@ -45,7 +45,9 @@ impl Target {
     /// `call_torchbind`).
     pub fn name(&self) -> String {
         match self {
-            Target::Op(op) if op.schema.namespace == "higher_order" => op.schema.base.to_string(),
+            Target::Op(op) if crate::value::is_higher_order(op.schema) => {
+                op.schema.base.to_string()
+            }
             Target::Op(op) => op_overload_name(op.schema),
             Target::GetItem => "<built-in function getitem>".into(),
         }

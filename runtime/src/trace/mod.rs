@@ -209,7 +209,8 @@ impl State {
     /// returning `None`, are not nodes).
     fn record(&mut self, call: &DispatchCall<'_>, out: &Value) {
         let op = call.func().operator();
-        if std::ptr::eq(op, with_effects_op()) {
+        let effects = std::ptr::eq(op, with_effects_op());
+        if effects {
             self.token_input(call.args().first());
         }
         let args = call.args().iter().map(|v| self.arg(v)).collect();
@@ -232,7 +233,7 @@ impl State {
                     let g = self.graph.getitem(node, i);
                     self.track_result(item, g);
                     // A `with_effects` node's first result is the new token.
-                    if i == 0 && std::ptr::eq(op, with_effects_op()) {
+                    if i == 0 && effects {
                         self.last_token = Some(g);
                     }
                 }

@@ -499,12 +499,18 @@ impl fmt::Display for Value {
     }
 }
 
+/// Is it one of PyTorch's higher-order operators (namespace `higher_order`:
+/// `call_torchbind`, `with_effects`)? One overload each, named without it,
+/// and autograd leaves them alone.
+pub fn is_higher_order(s: &OpSchema) -> bool {
+    s.namespace == "higher_order"
+}
+
 /// An overload's name as PyTorch's `OpOverload` is named (`aten.add.Tensor`,
-/// `mylib.for_each_add.default`); a higher-order operator (namespace
-/// `higher_order`) has one overload and is named without it
-/// (`higher_order.call_torchbind`).
+/// `mylib.for_each_add.default`); a higher-order operator has one overload
+/// and is named without it (`higher_order.call_torchbind`).
 pub fn op_overload_name(s: &OpSchema) -> String {
-    if s.namespace == "higher_order" {
+    if is_higher_order(s) {
         return format!("{}.{}", s.namespace, s.base);
     }
     let overload = if s.overload.is_empty() {
