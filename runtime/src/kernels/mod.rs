@@ -69,7 +69,7 @@ mod views;
 pub(crate) mod vmath;
 
 use crate::error::{Error, Result};
-use crate::tensor::{alloc as memory, last_offset, DType, Device, Element, Scalar, Tensor};
+use crate::tensor::{alloc as memory, DType, Device, Element, Scalar, Tensor};
 
 /// Formats a shape as PyTorch prints `IntArrayRef`s: `[2, 3]`.
 pub(crate) fn fmt_shape(s: &[usize]) -> String {
@@ -236,12 +236,7 @@ pub(crate) fn empty_strided(
     dtype: DType,
     device: Device,
 ) -> Result<Tensor> {
-    memory::storage_nbytes(shape, dtype.itemsize())?;
-    let len = match last_offset(shape, strides, 0)? {
-        None => 0,
-        Some(last) => last + 1,
-    };
-    Tensor::try_zeros(&[len], dtype, device)?.strided_view(shape, strides, 0)
+    Tensor::try_empty_strided(shape, strides, dtype, device)
 }
 
 /// Writes one value into every element of `t` (overlapping elements of an

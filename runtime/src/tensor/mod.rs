@@ -461,6 +461,37 @@ impl Tensor {
         ))
     }
 
+    /// A zero-filled tensor of these sizes and strides over a storage just
+    /// large enough for them (PyTorch's `empty_strided`, zeroed), built in one
+    /// step: the byte count is checked as by [`Tensor::try_zeros`], and the
+    /// geometry as by [`Tensor::strided_view`].
+    ///
+    /// ```
+    /// use opforge::{DType, Device, Tensor};
+    /// let t = Tensor::try_empty_strided(&[2, 3], &[1, 2], DType::Float32, Device::Cpu)?;
+    /// assert_eq!((t.strides(), t.storage().len()), (vec![1, 2], 6));
+    /// let e = Tensor::try_empty_strided(&[2], &[1, 1], DType::Int64, Device::Cpu).unwrap_err();
+    /// assert!(e.to_string().starts_with("mismatch in length of strides and shape"));
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn try_empty_strided(
+        shape: &[usize],
+        strides: &[usize],
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        alloc::storage_nbytes(shape, dtype.itemsize())?;
+        let len = last_offset(shape, strides, 0)?.map_or(0, |last| last + 1);
+        let geometry = Geometry {
+            storage: Storage::new(Buffer::try_zeros(dtype, device, len)?),
+            shape: Dims::from_slice(shape),
+            strides: Dims::from_slice(strides),
+            offset: 0,
+        };
+        geometry.validate(dtype.itemsize())?;
+        Ok(Tensor::from_geometry(dtype, device, geometry))
+    }
+
     /// A zero-filled contiguous tensor.
     ///
     /// # Panics
