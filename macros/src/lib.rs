@@ -6,6 +6,7 @@
 mod class;
 mod kernel;
 mod lookup;
+mod module;
 mod op;
 mod overridable;
 
@@ -226,4 +227,33 @@ pub fn custom_class(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn methods(attr: TokenStream, item: TokenStream) -> TokenStream {
     class::expand_methods(attr.into(), item.into()).into()
+}
+
+/// `#[derive(Module)]`: a struct's fields as a module's members
+/// (`opforge::nn::ModuleMembers`), under the fields' names. `Tensor` and
+/// `Option<Tensor>` fields are parameters (`#[module(buffer)]`: buffers), a
+/// `#[module(training)] bool` field is the module's training flag,
+/// `#[module(skip)]` fields are not members, and every other field is a child
+/// module (`Vec<M>` is PyTorch's `ModuleList`). The struct then implements
+/// `opforge::nn::Module` with its `forward`.
+///
+/// ```ignore
+/// use opforge::nn::{self, Module};
+/// use opforge::{Result, Tensor};
+///
+/// #[derive(Module)]
+/// struct Mlp {
+///     fc1: nn::Linear,
+///     fc2: nn::Linear,
+/// }
+///
+/// impl Module for Mlp {
+///     fn forward(&self, x: &Tensor) -> Result<Tensor> {
+///         self.fc2.forward(&self.fc1.forward(x)?.relu()?)
+///     }
+/// }
+/// ```
+#[proc_macro_derive(Module, attributes(module))]
+pub fn derive_module(input: TokenStream) -> TokenStream {
+    module::derive(input.into()).into()
 }

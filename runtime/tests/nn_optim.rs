@@ -3,7 +3,9 @@
 //! against PyTorch 2.15's numbers and messages (measured side by side; quoted
 //! here).
 
-use opforge::nn::{self, IncompatibleKeys, Module, ModuleCore, StateDict};
+use opforge::nn::{
+    self, IncompatibleKeys, Member, MemberMut, Module, ModuleCore, ModuleMembers, StateDict,
+};
 use opforge::optim::{Adam, AdamOptions, AdamW, Optimizer, SgdOptions, SGD};
 use opforge::{DType, Device, Result, Tensor};
 use std::sync::Mutex;
@@ -75,15 +77,18 @@ impl Custom {
     }
 }
 
+impl ModuleMembers for Custom {
+    fn members<'a>(&'a self, f: &mut dyn FnMut(Member<'a>)) {
+        self.core.members(f)
+    }
+    fn members_mut(&mut self, f: &mut dyn FnMut(MemberMut<'_>)) {
+        self.core.members_mut(f)
+    }
+}
+
 impl Module for Custom {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         Ok(input.clone())
-    }
-    fn core(&self) -> &ModuleCore {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut ModuleCore {
-        &mut self.core
     }
     fn name(&self) -> String {
         "L".into()
@@ -107,22 +112,22 @@ fn registration_parameters_buffers_and_children() {
     assert_eq!(state, ["weight", "running", "child.weight", "child.bias"]);
     let err = |r: Result<()>| r.unwrap_err().to_string();
     assert_eq!(
-        err(l.core_mut().register_parameter("a.b", None)),
+        err(l.core.register_parameter("a.b", None)),
         "parameter name can't contain \".\""
     );
     assert_eq!(
-        err(l.core_mut().register_parameter("", None)),
+        err(l.core.register_parameter("", None)),
         "parameter name can't be empty string \"\""
     );
     assert_eq!(
-        err(l.core_mut().register_parameter("running", None)),
+        err(l.core.register_parameter("running", None)),
         "attribute 'running' already exists"
     );
     // train / eval reach the children.
     assert!(l.is_training());
     l.eval();
     assert!(!l.is_training());
-    assert!(l.core().children().all(|(_, c)| !c.is_training()));
+    assert!(l.core.children().all(|(_, c)| !c.is_training()));
 }
 
 #[test]

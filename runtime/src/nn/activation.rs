@@ -1,6 +1,6 @@
 //! Activation modules: `ReLU`, `Tanh`, `Sigmoid`.
 
-use super::module::{Module, ModuleCore};
+use super::module::{Member, MemberMut, Module, ModuleCore, ModuleMembers};
 use crate::error::Result;
 use crate::tensor::Tensor;
 
@@ -24,17 +24,19 @@ macro_rules! activation {
             }
         }
 
+        impl ModuleMembers for $name {
+            fn members<'a>(&'a self, f: &mut dyn FnMut(Member<'a>)) {
+                self.core.members(f)
+            }
+
+            fn members_mut(&mut self, f: &mut dyn FnMut(MemberMut<'_>)) {
+                self.core.members_mut(f)
+            }
+        }
+
         impl Module for $name {
             fn forward(&self, $x: &Tensor) -> Result<Tensor> {
                 $body
-            }
-
-            fn core(&self) -> &ModuleCore {
-                &self.core
-            }
-
-            fn core_mut(&mut self) -> &mut ModuleCore {
-                &mut self.core
             }
         }
     };

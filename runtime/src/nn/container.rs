@@ -1,6 +1,6 @@
 //! `nn::Sequential`.
 
-use super::module::{Module, ModuleCore};
+use super::module::{add_indent, Member, MemberMut, Module, ModuleCore, ModuleMembers};
 use crate::error::Result;
 use crate::tensor::Tensor;
 
@@ -54,6 +54,16 @@ impl Default for Sequential {
     }
 }
 
+impl ModuleMembers for Sequential {
+    fn members<'a>(&'a self, f: &mut dyn FnMut(Member<'a>)) {
+        self.core.members(f)
+    }
+
+    fn members_mut(&mut self, f: &mut dyn FnMut(MemberMut<'_>)) {
+        self.core.members_mut(f)
+    }
+}
+
 impl Module for Sequential {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         let mut x = input.clone();
@@ -62,12 +72,92 @@ impl Module for Sequential {
         }
         Ok(x)
     }
+}
 
-    fn core(&self) -> &ModuleCore {
-        &self.core
+/// A `Vec` of modules is PyTorch's `nn.ModuleList`: its children are named
+/// `"0"`, `"1"`, … (so a `#[derive(Module)]` field `blocks: Vec<Block>` puts
+/// their state under `"blocks.0.weight"`), and it has no `forward` of its
+/// own.
+impl<M: Module> ModuleMembers for Vec<M> {
+    fn members<'a>(&'a self, f: &mut dyn FnMut(Member<'a>)) {
+        for (i, m) in self.iter().enumerate() {
+            f(Member::Child(i.to_string().into(), m));
+        }
     }
 
-    fn core_mut(&mut self) -> &mut ModuleCore {
-        &mut self.core
+    fn members_mut(&mut self, f: &mut dyn FnMut(MemberMut<'_>)) {
+        for (i, m) in self.iter_mut().enumerate() {
+            f(MemberMut::Child(&i.to_string(), m));
+        }
+    }
+}
+
+impl<M: Module> Module for Vec<M> {
+    /// PyTorch's error for a module without `forward` (a `ModuleList` is
+    /// iterated, not called).
+    fn forward(&self, _: &Tensor) -> Result<Tensor> {
+        Err(crate::Error::NotImplemented(
+            "Module [ModuleList] is missing the required \"forward\" function".into(),
+        ))
+    }
+
+    fn name(&self) -> String {
+        "ModuleList".into()
+    }
+
+    /// PyTorch's `ModuleList.__repr__`: a run of children that print alike
+    /// is one line, `(0-2): 3 x Linear(…)`.
+    fn repr(&self) -> String {
+        let reprs: Vec<String> = self.iter().map(|m| m.repr()).collect();
+        if reprs.is_empty() {
+            return "ModuleList()".into();
+        }
+        let mut lines = Vec::new();
+        let mut start = 0;
+        while start < reprs.len() {
+            let end = start
+                + reprs[start..]
+                    .iter()
+                    .take_while(|r| **r == reprs[start])
+                    .count()
+                - 1;
+            let line = match end - start + 1 {
+                1 => format!("({start}): {}", reprs[start]),
+                n => format!("({start}-{end}): {n} x {}", reprs[start]),
+            };
+            lines.push(add_indent(&line, 2));
+            start = end + 1;
+        }
+        format!("ModuleList(\n  {}\n)", lines.join("\n  "))
+    }
+}
+
+/// A boxed module is the module it holds (a `#[derive(Module)]` field may be
+/// a `Box<dyn Module>`).
+impl<M: Module + ?Sized> ModuleMembers for Box<M> {
+    fn members<'a>(&'a self, f: &mut dyn FnMut(Member<'a>)) {
+        (**self).members(f)
+    }
+
+    fn members_mut(&mut self, f: &mut dyn FnMut(MemberMut<'_>)) {
+        (**self).members_mut(f)
+    }
+}
+
+impl<M: Module + ?Sized> Module for Box<M> {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        (**self).forward(input)
+    }
+
+    fn name(&self) -> String {
+        (**self).name()
+    }
+
+    fn extra_repr(&self) -> String {
+        (**self).extra_repr()
+    }
+
+    fn repr(&self) -> String {
+        (**self).repr()
     }
 }

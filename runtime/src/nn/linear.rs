@@ -1,7 +1,7 @@
 //! `nn::Linear`, through the seed's custom `LinearFunction`.
 
 use super::init;
-use super::module::{Module, ModuleCore};
+use super::module::{Member, MemberMut, Module, ModuleCore, ModuleMembers};
 use crate::autograd::{Function, FunctionCtx};
 use crate::dtype::{DType, Device};
 use crate::error::{Error, Result};
@@ -209,18 +209,20 @@ impl Linear {
     }
 }
 
+impl ModuleMembers for Linear {
+    fn members<'a>(&'a self, f: &mut dyn FnMut(Member<'a>)) {
+        self.core.members(f)
+    }
+
+    fn members_mut(&mut self, f: &mut dyn FnMut(MemberMut<'_>)) {
+        self.core.members_mut(f)
+    }
+}
+
 impl Module for Linear {
     /// `[*, in_features]` → `[*, out_features]` ([`linear`]).
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         linear(input, &self.weight(), self.bias().as_ref())
-    }
-
-    fn core(&self) -> &ModuleCore {
-        &self.core
-    }
-
-    fn core_mut(&mut self) -> &mut ModuleCore {
-        &mut self.core
     }
 
     fn extra_repr(&self) -> String {

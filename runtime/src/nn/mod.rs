@@ -29,7 +29,63 @@ pub use activation::{ReLU, Sigmoid, Tanh};
 pub use container::Sequential;
 pub use linear::{linear, Linear, LinearFunction};
 pub(crate) use module::zero_grads;
-pub use module::{load_state_dict, module_repr, IncompatibleKeys, Module, ModuleCore, StateDict};
+pub use module::{
+    load_state_dict, module_repr, IncompatibleKeys, Member, MemberMut, Module, ModuleCore,
+    ModuleMembers, StateDict,
+};
+pub use opforge_macros::Module;
+
+/// What `#[derive(Module)]`'s output calls: a field as a tensor member or as
+/// a child module, with the derive's message for a field that is neither.
+#[doc(hidden)]
+pub mod derive {
+    use super::Module;
+    use crate::tensor::Tensor;
+
+    /// A parameter or buffer field: `Tensor`, or `Option<Tensor>` when it
+    /// may be absent.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not a tensor: a `#[derive(Module)]` parameter or buffer is a `Tensor` or an `Option<Tensor>`",
+        label = "not `Tensor` or `Option<Tensor>`"
+    )]
+    pub trait TensorField {
+        /// The tensor, if present.
+        fn tensor(&self) -> Option<&Tensor>;
+    }
+
+    impl TensorField for Tensor {
+        fn tensor(&self) -> Option<&Tensor> {
+            Some(self)
+        }
+    }
+
+    impl TensorField for Option<Tensor> {
+        fn tensor(&self) -> Option<&Tensor> {
+            self.as_ref()
+        }
+    }
+
+    /// A child module field.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is neither a tensor nor a module: a `#[derive(Module)]` field is a `Tensor` or `Option<Tensor>` (a parameter, or with `#[module(buffer)]` a buffer), a type implementing `Module` (a child), or marked `#[module(skip)]`",
+        label = "not a tensor or a module"
+    )]
+    pub trait ModuleField {
+        /// The field as a module.
+        fn as_module(&self) -> &dyn Module;
+        /// The field as a module, to change.
+        fn as_module_mut(&mut self) -> &mut dyn Module;
+    }
+
+    impl<M: Module> ModuleField for M {
+        fn as_module(&self) -> &dyn Module {
+            self
+        }
+        fn as_module_mut(&mut self) -> &mut dyn Module {
+            self
+        }
+    }
+}
 
 macro_rules! display_as_module {
     ($($t:ty),*) => {

@@ -1,12 +1,14 @@
-//! The [`Module`] trait and the registry every module keeps ([`ModuleCore`]):
-//! PyTorch's `nn.Module` bookkeeping — parameters, buffers and children by
-//! name, in registration order; `train` / `eval`; `zero_grad`; `state_dict` /
-//! `load_state_dict` with PyTorch's keys and messages; printing with
-//! `extra_repr`.
+//! The [`Module`] trait, the members it is made of ([`ModuleMembers`]: what
+//! `#[derive(Module)]` writes from a struct's fields, or a [`ModuleCore`]
+//! registry keeps by name), and PyTorch's `nn.Module` bookkeeping over them:
+//! parameters, buffers and children in order; `train` / `eval`; `zero_grad`;
+//! `state_dict` / `load_state_dict` with PyTorch's keys and messages;
+//! printing with `extra_repr`.
 
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
 use crate::tensor::{torch_size, Tensor};
+use std::borrow::Cow;
 use std::fmt;
 
 /// A module's parameters, buffers and children, by name, in registration
@@ -141,6 +143,79 @@ impl ModuleCore {
     pub fn is_training(&self) -> bool {
         self.training
     }
+
+    /// The registry's members in order, for a module's
+    /// [`ModuleMembers::members`]: its training flag, then its parameters,
+    /// buffers and children in registration order.
+    pub fn members<'a>(&'a self, f: &mut dyn FnMut(Member<'a>)) {
+        f(Member::Training(self.training));
+        for (n, p) in &self.parameters {
+            f(Member::Parameter(Cow::Borrowed(n), p.as_ref()));
+        }
+        for (n, b) in &self.buffers {
+            f(Member::Buffer(Cow::Borrowed(n), b.as_ref()));
+        }
+        for (n, c) in &self.children {
+            f(Member::Child(Cow::Borrowed(n), &**c));
+        }
+    }
+
+    /// The registry's training flag and children, to change, for a
+    /// module's [`ModuleMembers::members_mut`].
+    pub fn members_mut(&mut self, f: &mut dyn FnMut(MemberMut<'_>)) {
+        f(MemberMut::Training(&mut self.training));
+        for (n, c) in &mut self.children {
+            f(MemberMut::Child(n, &mut **c));
+        }
+    }
+}
+
+/// One of a module's own members (not its children's), as
+/// [`ModuleMembers::members`] hands them out.
+pub enum Member<'a> {
+    /// The module's own training flag (PyTorch's `self.training`).
+    Training(bool),
+    /// A parameter; `None` for an optional one that is absent (PyTorch's
+    /// `register_parameter(name, None)`).
+    Parameter(Cow<'a, str>, Option<&'a Tensor>),
+    /// A buffer (state saved in the state dict, not trained); `None` if
+    /// absent.
+    Buffer(Cow<'a, str>, Option<&'a Tensor>),
+    /// A child module.
+    Child(Cow<'a, str>, &'a dyn Module),
+}
+
+/// What [`ModuleMembers::members_mut`] hands out: what `train` / `eval`
+/// change.
+pub enum MemberMut<'a> {
+    /// The module's own training flag.
+    Training(&'a mut bool),
+    /// A child module.
+    Child(&'a str, &'a mut dyn Module),
+}
+
+/// The members a module is made of: its parameters, buffers and children
+/// (PyTorch's `_parameters`, `_buffers`, `_modules`) and its training flag.
+///
+/// `#[derive(Module)]` writes this from a struct's fields (see
+/// [`Module`]'s example); a module that registers its members by name at run
+/// time keeps a [`ModuleCore`] and hands out its
+/// [`members`](ModuleCore::members).
+///
+/// Order: each kind in its own order (fields in declaration order, a
+/// registry in registration order). [`Module::named_parameters`] and
+/// [`Module::state_dict`] list a module's own parameters, then its buffers,
+/// then each child's, as PyTorch does.
+///
+/// A module with no [`Member::Training`] flag of its own (a derived struct
+/// without a `#[module(training)]` field) is in training mode when any child
+/// is, or when it has no children; `train` / `eval` reach its children.
+pub trait ModuleMembers {
+    /// Hands each member to `f`, in order.
+    fn members<'a>(&'a self, f: &mut dyn FnMut(Member<'a>));
+
+    /// Hands the training flag and each child to `f`, to change.
+    fn members_mut(&mut self, f: &mut dyn FnMut(MemberMut<'_>));
 }
 
 /// What [`Module::load_state_dict`] found (PyTorch's `_IncompatibleKeys`):
@@ -233,8 +308,39 @@ impl FromIterator<(String, Tensor)> for StateDict {
 }
 
 /// A neural-network module (PyTorch's `nn.Module`): a [`Module::forward`]
-/// over the parameters, buffers and children its [`ModuleCore`] keeps. Every
-/// other method has PyTorch's behaviour by default.
+/// over its members ([`ModuleMembers`]). Every other method has PyTorch's
+/// behaviour by default.
+///
+/// A struct's fields are its members with `#[derive(Module)]`: the field
+/// names are PyTorch's attribute names.
+///
+/// ```
+/// use opforge::nn::{self, Module};
+/// use opforge::{Result, Tensor};
+///
+/// #[derive(Module)]
+/// struct Mlp {
+///     fc1: nn::Linear,
+///     fc2: nn::Linear,
+///     #[module(skip)]
+///     hidden: usize,
+/// }
+///
+/// impl Module for Mlp {
+///     fn forward(&self, x: &Tensor) -> Result<Tensor> {
+///         self.fc2.forward(&self.fc1.forward(x)?.relu()?)
+///     }
+/// }
+///
+/// let model = Mlp { fc1: nn::Linear::new(4, 8, true)?, fc2: nn::Linear::new(8, 2, true)?, hidden: 8 };
+/// let names: Vec<String> = model.named_parameters().into_iter().map(|(n, _)| n).collect();
+/// assert_eq!(names, ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]);
+/// assert_eq!(model.forward(&Tensor::from_vec(vec![0.5f32; 4], &[1, 4])?)?.shape(), [1, 2]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+///
+/// Containers register their members by name at run time in a
+/// [`ModuleCore`]:
 ///
 /// ```
 /// use opforge::nn::{self, Module};
@@ -251,15 +357,9 @@ impl FromIterator<(String, Tensor)> for StateDict {
 /// )");
 /// # Ok::<(), opforge::Error>(())
 /// ```
-pub trait Module: Send + Sync {
+pub trait Module: ModuleMembers + Send + Sync {
     /// The computation.
     fn forward(&self, input: &Tensor) -> Result<Tensor>;
-
-    /// The module's registry.
-    fn core(&self) -> &ModuleCore;
-
-    /// The module's registry, to change.
-    fn core_mut(&mut self) -> &mut ModuleCore;
 
     /// The class name printed (`Linear`); the default is the type's name.
     fn name(&self) -> String {
@@ -274,6 +374,12 @@ pub trait Module: Send + Sync {
         String::new()
     }
 
+    /// The module as PyTorch prints it (`__repr__`): [`module_repr`], unless
+    /// a container prints its children its own way (`ModuleList`).
+    fn repr(&self) -> String {
+        module_repr(self)
+    }
+
     /// The module's parameters and its children's, recursively, each once
     /// (PyTorch's `parameters()`).
     fn parameters(&self) -> Vec<Tensor> {
@@ -286,7 +392,7 @@ pub trait Module: Send + Sync {
     /// [`Module::parameters`] with their dotted names (`"0.weight"`).
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
         let mut out: Vec<(String, Tensor)> = Vec::new();
-        collect(self.core(), "", &mut |name, t, is_param| {
+        collect(self, "", &mut |name, t, is_param| {
             if is_param && !out.iter().any(|(_, p)| p.is_same(t)) {
                 out.push((name, t.clone()));
             }
@@ -297,7 +403,7 @@ pub trait Module: Send + Sync {
     /// The buffers, recursively, with their dotted names.
     fn named_buffers(&self) -> Vec<(String, Tensor)> {
         let mut out = Vec::new();
-        collect(self.core(), "", &mut |name, t, is_param| {
+        collect(self, "", &mut |name, t, is_param| {
             if !is_param {
                 out.push((name, t.clone()));
             }
@@ -307,7 +413,10 @@ pub trait Module: Send + Sync {
 
     /// Sets training mode here and in every child (PyTorch's `train(mode)`).
     fn train(&mut self, mode: bool) {
-        set_training(self.core_mut(), mode);
+        self.members_mut(&mut |m| match m {
+            MemberMut::Training(flag) => *flag = mode,
+            MemberMut::Child(_, child) => child.train(mode),
+        });
     }
 
     /// `train(false)`.
@@ -317,7 +426,25 @@ pub trait Module: Send + Sync {
 
     /// Is the module in training mode?
     fn is_training(&self) -> bool {
-        self.core().is_training()
+        let (mut own, mut children) = (None, None);
+        self.members(&mut |m| match m {
+            Member::Training(t) => own = Some(t),
+            Member::Child(_, c) => *children.get_or_insert(false) |= c.is_training(),
+            _ => {}
+        });
+        own.or(children).unwrap_or(true)
+    }
+
+    /// The children, in order, with their names (PyTorch's
+    /// `named_children()`).
+    fn named_children(&self) -> Vec<(Cow<'_, str>, &dyn Module)> {
+        let mut out = Vec::new();
+        self.members(&mut |m| {
+            if let Member::Child(n, c) = m {
+                out.push((n, c));
+            }
+        });
+        out
     }
 
     /// Clears every parameter's gradient (`set_to_none`, PyTorch's default)
@@ -331,7 +458,7 @@ pub trait Module: Send + Sync {
     fn state_dict(&self) -> StateDict {
         let mut out = StateDict::new();
         let mut failed = None;
-        collect(self.core(), "", &mut |name, t, _| match t.detach() {
+        collect(self, "", &mut |name, t, _| match t.detach() {
             Ok(d) => out.insert(name, d),
             Err(e) => failed = Some(e),
         });
@@ -378,26 +505,19 @@ pub trait Module: Send + Sync {
 /// Visits every parameter (`true`) and buffer (`false`) that is present,
 /// depth first, with its dotted name: a module's parameters, its buffers,
 /// then each child's.
-fn collect(core: &ModuleCore, prefix: &str, f: &mut dyn FnMut(String, &Tensor, bool)) {
-    for (n, p) in &core.parameters {
-        if let Some(p) = p {
-            f(format!("{prefix}{n}"), p, true);
-        }
+fn collect(m: &(impl Module + ?Sized), prefix: &str, f: &mut dyn FnMut(String, &Tensor, bool)) {
+    let (mut buffers, mut children) = (Vec::new(), Vec::new());
+    m.members(&mut |member| match member {
+        Member::Parameter(n, Some(p)) => f(format!("{prefix}{n}"), p, true),
+        Member::Buffer(n, Some(b)) => buffers.push((n, b)),
+        Member::Child(n, c) => children.push((n, c)),
+        _ => {}
+    });
+    for (n, b) in buffers {
+        f(format!("{prefix}{n}"), b, false);
     }
-    for (n, b) in &core.buffers {
-        if let Some(b) = b {
-            f(format!("{prefix}{n}"), b, false);
-        }
-    }
-    for (n, child) in &core.children {
-        collect(child.core(), &format!("{prefix}{n}."), f);
-    }
-}
-
-fn set_training(core: &mut ModuleCore, mode: bool) {
-    core.training = mode;
-    for (_, child) in &mut core.children {
-        child.train(mode);
+    for (n, child) in children {
+        collect(child, &format!("{prefix}{n}."), f);
     }
 }
 
@@ -429,9 +549,7 @@ pub fn load_state_dict(
     strict: bool,
 ) -> Result<IncompatibleKeys> {
     let mut own: Vec<(String, Tensor)> = Vec::new();
-    collect(module.core(), "", &mut |name, t, _| {
-        own.push((name, t.clone()))
-    });
+    collect(module, "", &mut |name, t, _| own.push((name, t.clone())));
     let mut errors: Vec<String> = Vec::new();
     let mut keys = IncompatibleKeys::default();
     // As PyTorch's `_load_from_state_dict`: each entry that fits is copied
@@ -502,7 +620,7 @@ pub fn load_state_dict(
 }
 
 /// PyTorch's `_addindent`: every line after the first indented by `n`.
-fn add_indent(s: &str, n: usize) -> String {
+pub(super) fn add_indent(s: &str, n: usize) -> String {
     let mut lines = s.split('\n');
     let first = lines.next().unwrap_or_default().to_string();
     let rest: Vec<String> = lines.map(|l| format!("{}{l}", " ".repeat(n))).collect();
@@ -521,9 +639,9 @@ pub fn module_repr(m: &(impl Module + ?Sized)) -> String {
         false => extra.split('\n').collect(),
     };
     let child_lines: Vec<String> = m
-        .core()
-        .children()
-        .map(|(n, c)| format!("({n}): {}", add_indent(&module_repr(c), 2)))
+        .named_children()
+        .into_iter()
+        .map(|(n, c)| format!("({n}): {}", add_indent(&c.repr(), 2)))
         .collect();
     let mut s = format!("{}(", m.name());
     if extra_lines.len() == 1 && child_lines.is_empty() {
@@ -544,12 +662,12 @@ pub fn module_repr(m: &(impl Module + ?Sized)) -> String {
 
 impl fmt::Display for dyn Module {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&module_repr(self))
+        f.write_str(&self.repr())
     }
 }
 
 impl fmt::Debug for dyn Module {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&module_repr(self))
+        f.write_str(&self.repr())
     }
 }
