@@ -221,6 +221,11 @@ pub mod __private {
         pub use crate::value::{ScriptObject, Value};
     }
 
+    /// What a `#[kernel(Autograd, …)]` registration runs around the kernel:
+    /// a re-entry of the same kernel on the thread is an error naming
+    /// `below_autograd()`, not a stack overflow.
+    pub use crate::autograd::mode::enter_autograd_kernel;
+
     /// Marks a view operator's fresh result as a view of the argument it
     /// aliases (what a view operator's kernel registration calls).
     pub use crate::autograd::views::mark_view;
