@@ -11,7 +11,9 @@
 //! // }
 //! ```
 //!
-//! and `opforge::include_schema!();` at the top of its `lib.rs`.
+//! and `opforge::include_schema!();` at the top of its `lib.rs`; with
+//! `.derivatives("derivatives.yaml")` before `.run()`, its operators get
+//! Autograd kernels from derivative formulas ([`Build::derivatives`]).
 
 pub mod cli;
 pub mod derivatives;

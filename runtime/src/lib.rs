@@ -135,7 +135,8 @@ pub use tables::{OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
 /// schema file: put `opforge::include_schema!();` first in the `lib.rs` of a
 /// crate whose build script runs `opforge_codegen::Build` (see the README's
 /// "A crate with its own schema"). It defines a module `generated` with
-/// `OpId`, `OPS`, `sig`, `at`, `ops` and `torch`.
+/// `OpId`, `OPS`, `sig`, `at`, `ops` and `torch`, and with a derivatives file
+/// (`Build::derivatives`) `autograd`, its node types and Autograd kernels.
 ///
 /// The crate's operators and kernels are registered at link time: a binary
 /// that reaches them only by name ([`library::call`](crate::library::call),
