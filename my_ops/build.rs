@@ -1,3 +1,5 @@
 fn main() {
-    opforge_codegen::Build::new("native_functions.yaml").run();
+    opforge_codegen::Build::new("native_functions.yaml")
+        .derivatives("derivatives.yaml")
+        .run();
 }

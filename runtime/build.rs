@@ -9,6 +9,7 @@
 fn main() {
     opforge_codegen::Build::new("native_functions.yaml")
         .runtime()
-        .derivatives("derivatives.yaml", "src/autograd/formulas.rs")
+        .derivatives("derivatives.yaml")
+        .derivative_helpers("src/autograd/formulas.rs")
         .run();
 }

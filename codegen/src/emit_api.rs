@@ -64,6 +64,21 @@ impl Options {
         }
     }
 
+    /// The path of the crate's own typed API (`at`) from the module that
+    /// includes the generated `autograd.rs`, what its Autograd kernels
+    /// redispatch through: the runtime's `at` layer (`::opforge::at`, the
+    /// runtime being `extern crate self as opforge`), or, for a crate with
+    /// its own schema, the `at` of the `generated` module around its
+    /// `autograd` module (`schema.rs`). The runtime's operators a formula
+    /// calls are the includer's `at::` either way.
+    pub fn at_from_autograd(&self) -> &'static str {
+        if self.runtime {
+            "::opforge::at"
+        } else {
+            "super::at"
+        }
+    }
+
     /// The imports of a module the API file defines (`ops`, `torch`, the
     /// `Tensor` methods): the prelude, the protocol's entries, the `at` module,
     /// the signatures and the operators' ids, named shortly (`at::add_Tensor`,

@@ -180,7 +180,12 @@ fn registration_with(
         && show(&ret) == user_ret;
     let checked = check && !boxed && !written_as_schema;
     let view = view_input(key, schema).filter(|_| !boxed);
-    if !checked && view.is_none() {
+    // A user's Autograd kernel runs marked on its thread: run again inside
+    // itself (a redispatch without `below_autograd()`), it fails with an
+    // error saying so instead of recursing until the stack overflows. The
+    // generated kernels exclude the key themselves and are not marked.
+    let reentry = check && !boxed && key == "Autograd";
+    if !checked && view.is_none() && !reentry {
         let ident = format_ident!(
             "__OPFORGE_{}_KERNEL_{}",
             key.to_uppercase(),
@@ -359,6 +364,13 @@ fn registration_with(
         }
         None => ret_call,
     };
+    let ret_call = match reentry {
+        true => quote! {
+            let _reentry = ::opforge::__private::enter_autograd_kernel(#name)?;
+            #ret_call
+        },
+        false => ret_call,
+    };
     let entry = entry_static(
         &format_ident!("__OPFORGE_KERNEL"),
         key,
@@ -400,7 +412,7 @@ mod tests {
         );
     }
 
-    fn register(schema: &str, func: syn::ItemFn) -> String {
+    fn register(key: &str, schema: &str, func: syn::ItemFn) -> String {
         let schema = opforge_schema::schema::parse_schema(schema).unwrap();
         let params: Vec<(&syn::Ident, &syn::Type)> = func
             .sig
@@ -415,7 +427,7 @@ mod tests {
             })
             .collect();
         let ret = crate::rust_types::result_type(&schema.returns).unwrap();
-        let out = registration("Autograd", "neg", &schema, &func, &params, ret);
+        let out = registration(key, "neg", &schema, &func, &params, ret);
         out.to_string().split_whitespace().collect()
     }
 
@@ -424,6 +436,32 @@ mod tests {
     #[test]
     fn a_function_of_the_schemas_types_is_one_link_time_entry() {
         let flat = register(
+            "CPU",
+            "neg(Tensor self) -> Tensor",
+            syn::parse_quote! {
+                fn neg_cpu(self_: &::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor> {
+                    neg(self_)
+                }
+            },
+        );
+        for part in [
+            "::opforge::__private::kernel_entry!(__OPFORGE_CPU_KERNEL_neg_cpu,",
+            "\"neg\",\"CPU\",\"neg(Tensorself)->Tensor\",",
+            "fn(&::opforge::Tensor)->::opforge::Result<::opforge::Tensor>,fn(&'static::opforge::Tensor)->::opforge::Result<::opforge::Tensor>,neg_cpu,",
+        ] {
+            assert!(flat.contains(part), "{part} not in {flat}");
+        }
+        assert!(!flat.contains("__opforge_unboxed"), "{flat}");
+        assert!(!flat.contains("enter_autograd_kernel"), "{flat}");
+    }
+
+    /// A user's Autograd kernel, even of the schema's types, goes through a
+    /// shim that marks it running on its thread: run again inside itself, it
+    /// is an error naming `below_autograd()`, not a stack overflow.
+    #[test]
+    fn an_autograd_kernel_is_marked_running() {
+        let flat = register(
+            "Autograd",
             "neg(Tensor self) -> Tensor",
             syn::parse_quote! {
                 fn neg_autograd(self_: &::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor> {
@@ -432,13 +470,12 @@ mod tests {
             },
         );
         for part in [
-            "::opforge::__private::kernel_entry!(__OPFORGE_AUTOGRAD_KERNEL_neg_autograd,",
+            "fn__opforge_unboxed(__a0:&::opforge::Tensor)->::opforge::Result<::opforge::Tensor>{let_reentry=::opforge::__private::enter_autograd_kernel(\"neg\")?;neg_autograd(__a0)}",
             "\"neg\",\"Autograd\",\"neg(Tensorself)->Tensor\",",
-            "fn(&::opforge::Tensor)->::opforge::Result<::opforge::Tensor>,fn(&'static::opforge::Tensor)->::opforge::Result<::opforge::Tensor>,neg_autograd,",
+            ",__opforge_unboxed,",
         ] {
             assert!(flat.contains(part), "{part} not in {flat}");
         }
-        assert!(!flat.contains("__opforge_unboxed"), "{flat}");
     }
 
     /// What `#[kernel]` adds beside a function written with the schema's
@@ -448,14 +485,14 @@ mod tests {
     fn a_kernels_registration_is_a_few_lines() {
         let schema = opforge_schema::schema::parse_schema("neg(Tensor self) -> Tensor").unwrap();
         let func: syn::ItemFn = syn::parse_quote! {
-            fn neg_autograd(self_: &::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor> {
+            fn neg_cpu(self_: &::opforge::Tensor) -> ::opforge::Result<::opforge::Tensor> {
                 neg(self_)
             }
         };
         let self_ = syn::Ident::new("self_", proc_macro2::Span::call_site());
         let ty: syn::Type = syn::parse_quote!(&::opforge::Tensor);
         let ret = crate::rust_types::result_type(&schema.returns).unwrap();
-        let out = registration("Autograd", "neg", &schema, &func, &[(&self_, &ty)], ret);
+        let out = registration("CPU", "neg", &schema, &func, &[(&self_, &ty)], ret);
         let file: syn::File = syn::parse2(out).expect("a registration is items");
         let text = prettyplease::unparse(&file);
         let lines = text.lines().count();
@@ -467,6 +504,7 @@ mod tests {
     #[test]
     fn another_spelling_is_checked_through_a_shim() {
         let flat = register(
+            "Autograd",
             "neg(Tensor self) -> Tensor",
             syn::parse_quote! {
                 fn neg_autograd(self_: &opforge::Tensor) -> opforge::Result<opforge::Tensor> {

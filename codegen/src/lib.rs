@@ -11,7 +11,9 @@
 //! // }
 //! ```
 //!
-//! and `opforge::include_schema!();` at the top of its `lib.rs`.
+//! and `opforge::include_schema!();` at the top of its `lib.rs`; with
+//! `.derivatives("derivatives.yaml")` before `.run()`, its operators get
+//! Autograd kernels from derivative formulas ([`Build::derivatives`]).
 
 pub mod cli;
 pub mod derivatives;
@@ -46,14 +48,79 @@ pub fn generate_with(
     generate_all(yaml, tags, opts, None)
 }
 
-/// A derivatives file and the Rust file whose `pub fn`s are the helpers its
-/// formulas may call.
+/// A derivatives file and, if given, the Rust file whose `pub fn`s are the
+/// helpers its formulas may call by their bare names.
 #[derive(Clone, Debug)]
 pub struct Derivatives {
     /// The `derivatives.yaml`.
     pub yaml: PathBuf,
-    /// The helpers' module (`src/autograd/formulas.rs`).
-    pub helpers: PathBuf,
+    /// The helpers (the runtime's `src/autograd/formulas.rs`).
+    pub helpers: Option<Helpers>,
+}
+
+/// The module of helper functions a derivatives file's formulas call.
+#[derive(Clone, Debug)]
+pub struct Helpers {
+    /// Its file: its `pub fn`s are the names formulas may call.
+    pub file: PathBuf,
+    /// Its module path (`crate::formulas`), which a crate's generated
+    /// `autograd` module imports whole (the runtime imports its own in
+    /// `autograd/generated.rs`).
+    pub module: String,
+}
+
+/// The module path of a Rust file of a crate, from its path relative to the
+/// package directory, by Rust's rule for module files: `src/formulas.rs` is
+/// `crate::formulas`, `src/autograd/formulas.rs` and
+/// `src/autograd/formulas/mod.rs` are `crate::autograd::formulas`. A file
+/// outside `src/`, the crate root, or a name that is not an identifier is an
+/// error naming the file.
+pub fn module_path(relative: &Path) -> Result<String, Diagnostics> {
+    let name = relative.display().to_string();
+    let fail = |why: &str| {
+        Diagnostics(vec![opforge_schema::diag::Diagnostic::new(
+            &name,
+            0,
+            format!("the derivatives' helpers: {why}"),
+        )])
+    };
+    let mut parts: Vec<String> = Vec::new();
+    for c in relative.components() {
+        match c {
+            std::path::Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            std::path::Component::CurDir => {}
+            _ => {
+                return Err(fail(
+                    "give the file relative to the package directory, under `src/`",
+                ))
+            }
+        }
+    }
+    if parts.first().map(String::as_str) != Some("src") {
+        return Err(fail(
+            "the file must be under `src/` (its module path is derived from its place there)",
+        ));
+    }
+    let Some(last) = parts
+        .pop()
+        .and_then(|f| f.strip_suffix(".rs").map(str::to_string))
+    else {
+        return Err(fail("not a `.rs` file"));
+    };
+    if last != "mod" {
+        parts.push(last);
+    }
+    parts.remove(0);
+    if parts.is_empty() || parts == ["lib"] || parts == ["main"] {
+        return Err(fail("the crate root cannot be the helpers' module: put them in a module of their own (`src/formulas.rs`)"));
+    }
+    if let Some(bad) = parts
+        .iter()
+        .find(|p| syn::parse_str::<syn::Ident>(p).is_err())
+    {
+        return Err(fail(&format!("`{bad}` is not a module name")));
+    }
+    Ok(format!("crate::{}", parts.join("::")))
 }
 
 /// The names of the `pub fn`s of a Rust file: the helpers a derivatives file's
@@ -107,14 +174,27 @@ pub fn generate_all(
     let plan = lower::lower(&file, &deprecated)?;
     let mut files = emit_all(&plan, opts)?;
     if let Some(d) = derivatives {
-        let helpers = helper_names(&d.helpers)?;
+        let helpers = match &d.helpers {
+            Some(h) => helper_names(&h.file)?,
+            None => Vec::new(),
+        };
         let helpers: Vec<&str> = helpers.iter().map(String::as_str).collect();
         let dfile = opforge_schema::derivatives::load_file(&d.yaml)?;
         let checked = derivatives::check(&dfile, &file, &helpers)?;
         files.push((
             "autograd.rs".into(),
-            emit_autograd::autograd(&plan, &dfile, &checked)?,
+            emit_autograd::autograd(&plan, opts, &dfile, &checked)?,
         ));
+        // A crate with its own schema includes it in `generated::autograd`;
+        // the runtime in its own layer (`autograd/generated.rs`).
+        if !opts.runtime {
+            let module = d.helpers.as_ref().map(|h| h.module.as_str());
+            for (name, text) in files.iter_mut() {
+                if name == "schema.rs" {
+                    *text = schema_file(&plan, Some(module));
+                }
+            }
+        }
     }
     Ok(files)
 }
@@ -131,9 +211,13 @@ pub fn generate(yaml: &Path, tags: Option<&Path>) -> Result<Files, Diagnostics> 
 fn runtime_derivatives(yaml: &Path) -> Option<Derivatives> {
     let d = Derivatives {
         yaml: yaml.with_file_name("derivatives.yaml"),
-        helpers: yaml.with_file_name("src/autograd/formulas.rs"),
+        helpers: Some(Helpers {
+            file: yaml.with_file_name("src/autograd/formulas.rs"),
+            module: "crate::autograd::formulas".into(),
+        }),
     };
-    (d.yaml.exists() && d.helpers.exists()).then_some(d)
+    let helpers = d.helpers.as_ref().is_some_and(|h| h.file.exists());
+    (d.yaml.exists() && helpers).then_some(d)
 }
 
 /// Every generated file for a plan: the schema lookup macro
@@ -147,10 +231,7 @@ fn runtime_derivatives(yaml: &Path) -> Option<Derivatives> {
 pub fn emit_all(plan: &lower::Plan, opts: &Options) -> Result<Files, Diagnostics> {
     let api = emit_api::api(plan, opts)?;
     let kernels = generated_kernels(plan, opts)?;
-    let all = format!(
-        "// @generated by opforge-codegen — do not edit.\n// Everything generated from {}: `opforge::include_schema!()` includes this file\n// at the top of a crate's lib.rs.\n\ninclude!(\"schema_macro.rs\");\n\n/// The tables and typed API generated from the crate's schema file (PyTorch's schemas return tuples of up to ten).\n#[allow(clippy::type_complexity)]\npub mod generated {{\n    include!(\"tables.rs\");\n\n    /// Every operator overload, with every argument, dispatched without the\n    /// function-level override protocol (C++'s `at::`), and the kernels'\n    /// signature types.\n    #[allow(non_snake_case, clippy::too_many_arguments)]\n    pub mod at {{\n        include!(\"at.rs\");\n    }}\n    pub use at::{{operator, sig}};\n\n    include!(\"api.rs\");\n}}\n\ninclude!(\"kernel_checks.rs\");\n",
-        file_name(plan.file)
-    );
+    let all = schema_file(plan, None);
     Ok(vec![
         (
             "schema_macro.rs".to_string(),
@@ -204,6 +285,31 @@ fn generated_kernels(plan: &lower::Plan, opts: &Options) -> Result<Option<String
     }
 }
 
+/// `schema.rs`: the file `opforge::include_schema!()` includes, which
+/// includes the others, the typed API in a module `generated`. With
+/// `autograd` (a derivatives file, and its helpers' module if any), the
+/// generated Autograd kernels and node types go into `generated::autograd`,
+/// where a formula's `at::` is the runtime's typed API, `Scalar` the
+/// runtime's, and the helpers' `pub fn`s are in scope by name (the kernels
+/// name the crate's own `at` by its path, [`Options::at_from_autograd`]).
+fn schema_file(plan: &lower::Plan, autograd: Option<Option<&str>>) -> String {
+    let autograd = match autograd {
+        None => String::new(),
+        Some(helpers) => {
+            let helpers = helpers
+                .map(|m| format!("        #[allow(unused_imports)]\n        use {m}::*;\n"))
+                .unwrap_or_default();
+            format!(
+                "\n    /// The Autograd kernels and node types generated from the crate's\n    /// derivatives file (`opforge_codegen::Build::derivatives`).\n    #[allow(non_snake_case, clippy::too_many_arguments)]\n    pub mod autograd {{\n        #[allow(unused_imports)]\n        use ::opforge::autograd::formulas::Sizes;\n        #[allow(unused_imports)]\n        use ::opforge::{{at, Scalar}};\n        use super::sig;\n{helpers}\n        include!(\"autograd.rs\");\n    }}\n"
+            )
+        }
+    };
+    format!(
+        "// @generated by opforge-codegen — do not edit.\n// Everything generated from {}: `opforge::include_schema!()` includes this file\n// at the top of a crate's lib.rs.\n\ninclude!(\"schema_macro.rs\");\n\n/// The tables and typed API generated from the crate's schema file (PyTorch's schemas return tuples of up to ten).\n#[allow(clippy::type_complexity)]\npub mod generated {{\n    include!(\"tables.rs\");\n\n    /// Every operator overload, with every argument, dispatched without the\n    /// function-level override protocol (C++'s `at::`), and the kernels'\n    /// signature types.\n    #[allow(non_snake_case, clippy::too_many_arguments)]\n    pub mod at {{\n        include!(\"at.rs\");\n    }}\n    pub use at::{{operator, sig}};\n\n    include!(\"api.rs\");\n{autograd}}}\n\ninclude!(\"kernel_checks.rs\");\n",
+        file_name(plan.file)
+    )
+}
+
 fn file_name(path: &str) -> String {
     Path::new(path)
         .file_name()
@@ -228,7 +334,10 @@ fn file_name(path: &str) -> String {
 pub struct Build {
     yaml: PathBuf,
     opts: Options,
-    derivatives: Option<Derivatives>,
+    /// The derivatives file and the helpers' file, relative to the package
+    /// directory.
+    derivatives: Option<PathBuf>,
+    helpers: Option<PathBuf>,
 }
 
 impl Build {
@@ -243,17 +352,42 @@ impl Build {
                 kernels_module: Some("crate::kernels".into()),
             },
             derivatives: None,
+            helpers: None,
         }
     }
 
-    /// A derivatives file (PyTorch's format, Rust formulas) and the module of
-    /// helpers its formulas call, both relative to the manifest directory:
-    /// `autograd.rs` is generated from them (node types and Autograd kernels).
-    pub fn derivatives(mut self, yaml: impl AsRef<Path>, helpers: impl AsRef<Path>) -> Build {
-        self.derivatives = Some(Derivatives {
-            yaml: yaml.as_ref().to_path_buf(),
-            helpers: helpers.as_ref().to_path_buf(),
-        });
+    /// A derivatives file (PyTorch's `derivatives.yaml` format, each formula
+    /// a Rust expression), relative to the manifest directory: `autograd.rs`
+    /// is generated from it, one node type per entry (`ScaleBackward0`) and
+    /// one Autograd kernel per operator it gives formulas (with its in-place
+    /// and out= variants), registered for the crate's own operators. A
+    /// formula calls the runtime's operators as `at::…` (`at::mul_Tensor`),
+    /// the runtime's helpers by path (`opforge::autograd::formulas::sum_to`),
+    /// the crate's own operators as `crate::at::…` (or wherever the crate
+    /// re-exports `generated::at`), and the helpers of
+    /// [`derivative_helpers`](Build::derivative_helpers) by name. Every
+    /// problem (an entry for an operator the schema file does not have, a
+    /// formula naming an unknown argument, …) fails the build with its file
+    /// and line.
+    ///
+    /// ```no_run
+    /// // build.rs: fn main() {
+    /// opforge_codegen::Build::new("native_functions.yaml")
+    ///     .derivatives("derivatives.yaml")
+    ///     .run();
+    /// // }
+    /// ```
+    pub fn derivatives(mut self, yaml: impl AsRef<Path>) -> Build {
+        self.derivatives = Some(yaml.as_ref().to_path_buf());
+        self
+    }
+
+    /// The Rust file, relative to the manifest directory and under `src/`,
+    /// whose `pub fn`s the derivatives file's formulas may call by their
+    /// names; its module path is its place there (`src/formulas.rs` is
+    /// `crate::formulas`, which the crate declares: `mod formulas;`).
+    pub fn derivative_helpers(mut self, file: impl AsRef<Path>) -> Build {
+        self.helpers = Some(file.as_ref().to_path_buf());
         self
     }
 
@@ -292,10 +426,33 @@ impl Build {
             std::env::var("CARGO_MANIFEST_DIR").map_or_else(|_| PathBuf::new(), PathBuf::from);
         let yaml = dir.join(&self.yaml);
         let tags = yaml.with_file_name("tags.yaml");
-        let derivatives = self.derivatives.as_ref().map(|d| Derivatives {
-            yaml: dir.join(&d.yaml),
-            helpers: dir.join(&d.helpers),
-        });
+        let helpers = match &self.helpers {
+            Some(file) => {
+                let module = match self.opts.runtime {
+                    true => "crate::autograd::formulas".to_string(),
+                    false => module_path(file)?,
+                };
+                Some(Helpers {
+                    file: dir.join(file),
+                    module,
+                })
+            }
+            None => None,
+        };
+        let derivatives = match (&self.derivatives, helpers) {
+            (Some(d), helpers) => Some(Derivatives {
+                yaml: dir.join(d),
+                helpers,
+            }),
+            (None, None) => None,
+            (None, Some(h)) => {
+                return Err(Diagnostics(vec![opforge_schema::diag::Diagnostic::new(
+                    &h.file.display().to_string(),
+                    0,
+                    "derivative helpers without a derivatives file: call `Build::derivatives` too",
+                )]))
+            }
+        };
         generate_all(
             &yaml,
             tags.exists().then_some(tags.as_path()),
@@ -325,9 +482,12 @@ impl Build {
                 paths.push(parent.to_path_buf());
             }
         }
-        if let Some(d) = &self.derivatives {
-            paths.extend([&d.yaml, &d.helpers].map(|p| dir.join(p)));
-        }
+        paths.extend(
+            [&self.derivatives, &self.helpers]
+                .into_iter()
+                .flatten()
+                .map(|p| dir.join(p)),
+        );
         paths
     }
 

@@ -4,6 +4,7 @@
 //! the three kernel shapes (functional, in-place, out=), and what the
 //! generator does not support yet as file:line diagnostics.
 
+use opforge_codegen::emit_api::Options;
 use opforge_codegen::{derivatives, emit_autograd, lower};
 use opforge_schema::derivatives::load_str;
 use opforge_schema::load;
@@ -46,7 +47,7 @@ fn generate(derivs: &str) -> Result<String, String> {
     let plan = lower::lower(&ops, &[]).unwrap_or_else(|d| panic!("{d}"));
     let file = load_str("derivatives.yaml", derivs).map_err(|d| d.to_string())?;
     let checked = derivatives::check(&file, &ops, HELPERS).map_err(|d| d.to_string())?;
-    emit_autograd::autograd(&plan, &file, &checked).map_err(|d| d.to_string())
+    emit_autograd::autograd(&plan, &Options::runtime(), &file, &checked).map_err(|d| d.to_string())
 }
 
 fn flat(s: &str) -> String {
@@ -156,7 +157,7 @@ fn a_tensor_list_argument_is_one_input_per_element() {
     let mut helpers = HELPERS.to_vec();
     helpers.push("cat_tensors_backward");
     let checked = derivatives::check(&file, &ops, &helpers).unwrap_or_else(|d| panic!("{d}"));
-    let got = flat(&emit_autograd::autograd(&plan, &file, &checked).unwrap());
+    let got = flat(&emit_autograd::autograd(&plan, &Options::runtime(), &file, &checked).unwrap());
     for part in [
         "__ins.extend(tensors.iter().map(::core::option::Option::Some));",
         "::opforge::autograd::Recording::begin_optional(&__ins)",

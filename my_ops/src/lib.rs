@@ -1,12 +1,14 @@
 //! A crate with its own `native_functions.yaml`, built on opforge: what a user
 //! who builds their own tensor library on opforge writes.
 //!
-//! - `build.rs`: `opforge_codegen::Build::new("native_functions.yaml").run();`
+//! - `build.rs`: `opforge_codegen::Build::new("native_functions.yaml")`,
+//!   `.derivatives("derivatives.yaml")` (Autograd kernels for `mylib::scale`
+//!   and `mylib::wsq` from formulas over opforge's operators), `.run()`;
 //! - here: `opforge::include_schema!();`, then the kernels the YAML names, each
 //!   with `#[kernel(KEY)]` (checked against this crate's schema at compile time).
 //!
 //! The generated module `generated` has this crate's `OpId`, `OPS`, `sig`, `at`,
-//! `ops` and `torch`; its operators are registered into opforge's dispatcher,
+//! `ops` and `torch` (and `autograd`, the node types and Autograd kernels); its operators are registered into opforge's dispatcher,
 //! beside opforge's own.
 //!
 //! ```

@@ -25,9 +25,17 @@ fn the_crates_operators_are_registered_with_their_kernels() {
     );
     assert_eq!(scale.origin(), Some("my_ops's native_functions.yaml:5"));
     let keys: Vec<DispatchKey> = scale.registrations().iter().map(|(k, _)| *k).collect();
-    assert_eq!(keys, [DispatchKey::CPU, DispatchKey::Meta]);
-    for (_, k) in scale.registrations() {
-        assert!(k.source().contains("my_ops/src/kernels/"), "{}", k.source());
+    assert_eq!(
+        keys,
+        [DispatchKey::CPU, DispatchKey::Meta, DispatchKey::Autograd]
+    );
+    for (key, k) in scale.registrations() {
+        // The Autograd kernel is generated from derivatives.yaml.
+        let from = match key {
+            DispatchKey::Autograd => "/opforge/autograd.rs",
+            _ => "my_ops/src/kernels/",
+        };
+        assert!(k.source().contains(from), "{key:?}: {}", k.source());
     }
     // The generated table and the dispatcher agree, operator by operator.
     for (i, s) in my_ops::OPS.iter().enumerate() {

@@ -135,7 +135,8 @@ pub use tables::{OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
 /// schema file: put `opforge::include_schema!();` first in the `lib.rs` of a
 /// crate whose build script runs `opforge_codegen::Build` (see the README's
 /// "A crate with its own schema"). It defines a module `generated` with
-/// `OpId`, `OPS`, `sig`, `at`, `ops` and `torch`.
+/// `OpId`, `OPS`, `sig`, `at`, `ops` and `torch`, and with a derivatives file
+/// (`Build::derivatives`) `autograd`, its node types and Autograd kernels.
 ///
 /// The crate's operators and kernels are registered at link time: a binary
 /// that reaches them only by name ([`library::call`](crate::library::call),
@@ -220,6 +221,11 @@ pub mod __private {
         };
         pub use crate::value::{ScriptObject, Value};
     }
+
+    /// What a `#[kernel(Autograd, …)]` registration runs around the kernel:
+    /// a re-entry of the same kernel on the thread is an error naming
+    /// `below_autograd()`, not a stack overflow.
+    pub use crate::autograd::mode::enter_autograd_kernel;
 
     /// Marks a view operator's fresh result as a view of the argument it
     /// aliases (what a view operator's kernel registration calls).

@@ -38,8 +38,8 @@ fn blocks(text: &str) -> Vec<(String, String)> {
 }
 
 /// Every `rust,ignore` or `rust,no_run` snippet is a part of a file of `my_ops` (its first line,
-/// if a `// path` comment, names the file), and the YAML entry of the recipe is
-/// `my_ops`'s.
+/// if a `// path` comment, names the file), and the YAML entry and the
+/// derivatives entry of the recipe are `my_ops`'s.
 #[test]
 fn snippets_of_files_are_those_files() {
     let my_ops = root().join("my_ops");
@@ -59,6 +59,15 @@ fn snippets_of_files_are_those_files() {
                     text.contains(code.trim()),
                     "README snippet is not in {}:\n{code}",
                     file.display()
+                );
+                checked += 1;
+            }
+            // The recipe's derivatives entry is my_ops's.
+            "yaml" if body.starts_with("- name: mylib::") => {
+                let text = opforge_tests::read(&my_ops.join("derivatives.yaml"));
+                assert!(
+                    text.contains(body.trim()),
+                    "README derivatives are not my_ops's:\n{body}"
                 );
                 checked += 1;
             }
@@ -86,7 +95,7 @@ fn snippets_of_files_are_those_files() {
             _ => {}
         }
     }
-    assert!(checked >= 5, "only {checked} snippets checked");
+    assert!(checked >= 6, "only {checked} snippets checked");
 }
 
 /// The compile error the README shows is the UI test's, line for line.

@@ -29,7 +29,9 @@ pub(super) struct Forward<'a> {
     pub(super) outs: &'a [TokenStream],
     /// The outputs as places (`out`, `out.0`).
     pub(super) places: &'a [TokenStream],
-    pub(super) at_fn: &'a syn::Ident,
+    /// The operator's own typed function (`::opforge::at::mul_Tensor`,
+    /// `super::at::mylib_wsq`), for `auto_linear`.
+    pub(super) op_fn: &'a TokenStream,
     pub(super) inplace: bool,
     /// How each differentiable argument became node inputs.
     pub(super) kinds: &'a [InputKind],
@@ -246,8 +248,8 @@ impl Forward<'_> {
                     quote!(#p)
                 }
             });
-        let at_fn = self.at_fn;
-        Ok(quote!(::opforge::at::#at_fn(#(#args),*)))
+        let op_fn = self.op_fn;
+        Ok(quote!(#op_fn(#(#args),*)))
     }
 
     /// `auto_element_wise`: the single input's backward formula with `grad`

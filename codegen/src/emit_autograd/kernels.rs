@@ -93,9 +93,15 @@ pub(super) struct Outputs<'a> {
     pub(super) conditional: bool,
 }
 
-/// The Autograd kernel of one operator.
+/// The Autograd kernel of one operator. `at` is the path of the typed API
+/// the operator belongs to, from the generated module (the crate's own `at`:
+/// [`crate::emit_api::Options::at_from_autograd`]); the kernel redispatches
+/// through it, as torchgen's `VariableType` kernels redispatch through
+/// `at::redispatch` (`tools/autograd/gen_variable_type.py`).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn kernel(
     schema: &FunctionSchema,
+    at: &syn::Path,
     ident: &str,
     op: &str,
     node_name: &str,
@@ -106,6 +112,7 @@ pub(super) fn kernel(
     let args = &schema.arguments.all;
     let fn_ident = format_ident!("__opforge_autograd_{}", ident);
     let at_fn = format_ident!("{}", ident);
+    let op_fn = quote!(#at::#at_fn);
     let mut params = Vec::new();
     let mut types = Vec::new();
     for a in args {
@@ -141,7 +148,7 @@ pub(super) fn kernel(
                 #all
                 ::opforge::autograd::check_out(#base, &__all)?;
                 let _below = ::opforge::autograd::below_autograd();
-                ::opforge::at::#at_fn(#(#call_args),*)
+                #op_fn(#(#call_args),*)
             }
         }
         SchemaKind::Functional | SchemaKind::Inplace => {
@@ -283,7 +290,7 @@ pub(super) fn kernel(
                 inputs: &inputs,
                 outs: &outs,
                 places: &places,
-                at_fn: &at_fn,
+                op_fn: &op_fn,
                 inplace,
                 kinds: &kinds,
             };
@@ -300,7 +307,7 @@ pub(super) fn kernel(
                 #fw_pre
                 let mut out = {
                     let _below = ::opforge::autograd::below_autograd();
-                    ::opforge::at::#at_fn(#(#call_args),*)?
+                    #op_fn(#(#call_args),*)?
                 };
                 // Nested, not a tuple of the two: no copy of the recording.
                 if let Some(rec) = rec {

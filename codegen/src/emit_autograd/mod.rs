@@ -27,6 +27,7 @@
 //! mode `forward`.
 
 use crate::derivatives::CheckedFile;
+use crate::emit_api::Options;
 use crate::lower::Plan;
 use opforge_schema::derivatives::{DerivativesFile, Differentiability};
 use opforge_schema::diag::{Diagnostic, Diagnostics};
@@ -96,20 +97,33 @@ fn title(s: &str) -> String {
 
 /// The `autograd.rs` file: node types and Autograd kernels, formatted. Every
 /// construct the generator does not support yet is a diagnostic at its entry.
+/// `opts` says whose operators they are: the kernels redispatch through that
+/// crate's typed API ([`Options::at_from_autograd`]); what the formulas call
+/// is resolved where the file is included (the runtime's `at` and helpers,
+/// and the crate's own helpers).
 pub fn autograd(
     plan: &Plan,
+    opts: &Options,
     d: &DerivativesFile,
     checked: &CheckedFile,
 ) -> Result<String, Diagnostics> {
-    autograd_tokens(plan, d, checked).map(|t| crate::emit::format(plan, t))
+    autograd_tokens(plan, opts, d, checked).map(|t| crate::emit::format(plan, t))
 }
 
 /// The tokens of [`autograd`].
 pub fn autograd_tokens(
     plan: &Plan,
+    opts: &Options,
     d: &DerivativesFile,
     checked: &CheckedFile,
 ) -> Result<TokenStream, Diagnostics> {
+    let at: syn::Path = syn::parse_str(opts.at_from_autograd()).map_err(|e| {
+        Diagnostics(vec![Diagnostic::new(
+            &d.file,
+            0,
+            format!("the typed API's path does not parse: {e}"),
+        )])
+    })?;
     let names = node_names(d, checked);
     let mut diags = Vec::new();
     let mut items = Vec::new();
@@ -163,7 +177,15 @@ pub fn autograd_tokens(
             history: &outputs,
             conditional,
         };
-        match kernel(planned.schema(), &planned.ident, op, name, set, outputs) {
+        match kernel(
+            planned.schema(),
+            &at,
+            &planned.ident,
+            op,
+            name,
+            set,
+            outputs,
+        ) {
             Ok(t) => items.push(t),
             Err(m) => diags.push(diag(e.line, op, m)),
         }

@@ -8,6 +8,12 @@ pub fn scale(self_: &Tensor, k: f64) -> Result<Tensor> {
     opforge::at::mul_Scalar(self_, Scalar::Float(k))
 }
 
+/// `mylib::wsq` (CPU): `weight * self * self`.
+#[kernel(CPU)]
+pub fn wsq(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    opforge::at::mul_Tensor(weight, &opforge::at::mul_Tensor(self_, self_)?)
+}
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// How many times this crate's CPU `abs` kernel ran (tests read it).

@@ -3,9 +3,10 @@
 //! `torch.set_grad_enabled`, `torch.inference_mode`). Each setter returns a
 //! guard that restores the previous mode when dropped, so modes nest.
 
+use crate::error::{Error, Result};
 use crate::keys::{LocalKeys, LocalKeysGuard};
 use crate::tensor::AUTOGRAD_KEYS;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 thread_local! {
     static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
@@ -96,4 +97,57 @@ pub fn inference_mode() -> GradModeGuard {
 /// made outside the guard.
 pub fn below_autograd() -> LocalKeysGuard {
     LocalKeys::exclude(AUTOGRAD_KEYS)
+}
+
+thread_local! {
+    /// The operators whose Autograd kernel, written with `#[kernel(Autograd, …)]`,
+    /// is running on this thread, innermost last.
+    static AUTOGRAD_KERNELS: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Marks an operator's `#[kernel(Autograd, …)]` kernel as running on this
+/// thread until dropped ([`enter_autograd_kernel`]).
+#[must_use = "the kernel is marked running until the guard is dropped"]
+pub struct AutogradKernelGuard {
+    /// The mark is the thread's: the guard stays on it (not `Send`).
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for AutogradKernelGuard {
+    fn drop(&mut self) {
+        AUTOGRAD_KERNELS.with(|k| k.borrow_mut().pop());
+    }
+}
+
+/// What the registration of a `#[kernel(Autograd, "op")]` kernel runs before
+/// the kernel: marks it running on this thread, or, if it is running there
+/// already, fails with an error saying what to call. An Autograd kernel that
+/// redispatches to its own operator without [`below_autograd`] (a custom
+/// Function's `forward` runs with grad mode off, but the `Autograd` key is
+/// still dispatched to, as in PyTorch, where `VariableType` kernels redispatch
+/// under `AutoDispatchBelowADInplaceOrView`: `tools/autograd/gen_variable_type.py`)
+/// would run itself again without end and overflow the stack. Only the
+/// kernels users write pay for this (one thread-local access); the generated
+/// ones exclude the key themselves.
+pub fn enter_autograd_kernel(op: &'static str) -> Result<AutogradKernelGuard> {
+    AUTOGRAD_KERNELS.with(|k| {
+        let mut k = k.borrow_mut();
+        if k.contains(&op) {
+            return Err(Error::Runtime(
+                format!(
+                    "{op}: its Autograd kernel was entered again on this thread while it runs: \
+                     the kernel calls `{op}` with the Autograd key still active, which would \
+                     run the kernel again without end. Make the call below autograd: \
+                     `let _below = opforge::autograd::below_autograd();` before it (a custom \
+                     Function's forward runs with grad mode off, but still dispatches to the \
+                     Autograd key)"
+                )
+                .into(),
+            ));
+        }
+        k.push(op);
+        Ok(AutogradKernelGuard {
+            _thread: std::marker::PhantomData,
+        })
+    })
 }
