@@ -84,6 +84,34 @@ pub fn read(path: &Path) -> String {
 #[doc = include_str!("../../README.md")]
 pub mod readme {}
 
+/// The manual's chapters (`docs/`), whose Rust snippets run as doctests too,
+/// one module per chapter.
+#[doc(hidden)]
+pub mod docs {
+    #[doc = include_str!("../../docs/calling-operators.md")]
+    pub mod calling_operators {}
+    #[doc = include_str!("../../docs/your-own-crate.md")]
+    pub mod your_own_crate {}
+    #[doc = include_str!("../../docs/extending.md")]
+    pub mod extending {}
+    #[doc = include_str!("../../docs/autograd.md")]
+    pub mod autograd {}
+    #[doc = include_str!("../../docs/nn-and-optim.md")]
+    pub mod nn_and_optim {}
+    #[doc = include_str!("../../docs/custom-classes.md")]
+    pub mod custom_classes {}
+    #[doc = include_str!("../../docs/fake-tensors.md")]
+    pub mod fake_tensors {}
+    #[doc = include_str!("../../docs/tracing.md")]
+    pub mod tracing {}
+    #[doc = include_str!("../../docs/saved-graphs.md")]
+    pub mod saved_graphs {}
+    #[doc = include_str!("../../docs/opcheck.md")]
+    pub mod opcheck {}
+    #[doc = include_str!("../../docs/testing.md")]
+    pub mod testing {}
+}
+
 /// What the benchmarks (`overhead`, `probe`) share.
 pub mod bench {
     use opforge::overrides::{

@@ -1,7 +1,8 @@
-//! The README says what is true: its snippets of files are those files, its
-//! compile-error output is what the UI test prints, and the command line prints
-//! what it shows for its example. (Its standalone Rust snippets run as doctests
-//! of this crate: `opforge_tests::readme`.)
+//! The README and the manual's chapters (`docs/`) say what is true: their
+//! snippets of files are those files, their compile-error output is what the
+//! UI test prints, and the command line prints what they show for its example.
+//! (Their standalone Rust snippets run as doctests of this crate:
+//! `opforge_tests::readme` and `opforge_tests::docs`.)
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +14,28 @@ fn readme() -> String {
     opforge_tests::read(&root().join("README.md"))
 }
 
-/// The fenced blocks of the README: `(info string, body)`, the body unindented
+/// The README and every chapter of `docs/`: `(path, text)`.
+fn pages() -> Vec<(PathBuf, String)> {
+    let mut pages = vec![(root().join("README.md"), readme())];
+    let mut chapters: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .expect("the docs/ directory")
+        .map(|e| e.expect("a docs/ entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    chapters.sort();
+    for p in chapters {
+        let text = opforge_tests::read(&p);
+        pages.push((p, text));
+    }
+    pages
+}
+
+/// The fenced blocks of every page, in order.
+fn all_blocks() -> Vec<(String, String)> {
+    pages().iter().flat_map(|(_, text)| blocks(text)).collect()
+}
+
+/// The fenced blocks of a page: `(info string, body)`, the body unindented
 /// by the fence's own indentation.
 fn blocks(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -37,14 +59,34 @@ fn blocks(text: &str) -> Vec<(String, String)> {
     out
 }
 
-/// Every `rust,ignore` or `rust,no_run` snippet is a part of a file of `my_ops` (its first line,
-/// if a `// path` comment, names the file), and the YAML entry and the
-/// derivatives entry of the recipe are `my_ops`'s.
+/// Every `rust,ignore` or `rust,no_run` snippet of the README and of the
+/// chapters is a part of a file of `my_ops` (its first line, if a `// path`
+/// comment, names the file), and the YAML entries and the derivatives entry
+/// are `my_ops`'s. The recipe (its `Cargo.toml`, YAML, derivatives,
+/// `build.rs`, `lib.rs` and kernel) is in the README.
 #[test]
 fn snippets_of_files_are_those_files() {
+    let mut in_readme = 0;
+    let mut total = 0;
+    for (path, text) in pages() {
+        let n = check_snippets_of_files(&text);
+        if path.ends_with("README.md") {
+            in_readme = n;
+        }
+        total += n;
+    }
+    assert!(
+        in_readme >= 7,
+        "only {in_readme} recipe snippets in the README"
+    );
+    assert!(total >= 9, "only {total} snippets checked");
+}
+
+/// Checks one page's snippets of `my_ops`'s files; returns how many.
+fn check_snippets_of_files(text: &str) -> usize {
     let my_ops = root().join("my_ops");
     let mut checked = 0;
-    for (info, body) in blocks(&readme()) {
+    for (info, body) in blocks(text) {
         match info.as_str() {
             "rust,ignore" | "rust,no_run" => {
                 let (file, code) = match body.strip_prefix("// ") {
@@ -57,7 +99,7 @@ fn snippets_of_files_are_those_files() {
                 let text = opforge_tests::read(&file);
                 assert!(
                     text.contains(code.trim()),
-                    "README snippet is not in {}:\n{code}",
+                    "snippet is not in {}:\n{code}",
                     file.display()
                 );
                 checked += 1;
@@ -67,16 +109,13 @@ fn snippets_of_files_are_those_files() {
                 let text = opforge_tests::read(&my_ops.join("derivatives.yaml"));
                 assert!(
                     text.contains(body.trim()),
-                    "README derivatives are not my_ops's:\n{body}"
+                    "derivatives are not my_ops's:\n{body}"
                 );
                 checked += 1;
             }
             "yaml" if body.contains("mylib::scale") => {
                 let text = opforge_tests::read(&my_ops.join("native_functions.yaml"));
-                assert!(
-                    text.contains(body.trim()),
-                    "README YAML is not my_ops's:\n{body}"
-                );
+                assert!(text.contains(body.trim()), "YAML is not my_ops's:\n{body}");
                 checked += 1;
             }
             // The recipe's `Cargo.toml` (a profile block is a user's own choice:
@@ -95,31 +134,45 @@ fn snippets_of_files_are_those_files() {
             _ => {}
         }
     }
-    assert!(checked >= 6, "only {checked} snippets checked");
+    checked
 }
 
-/// The compile error the README shows is the UI test's, line for line.
+/// Each compile error the manual shows is its UI test's, line for line (the
+/// `-->` line names the test's file, relative to the tests crate); the kernel
+/// type error of "Adding an operator" is among them.
 #[test]
-fn the_kernel_error_shown_is_the_ui_tests() {
-    let stderr = opforge_tests::read(&root().join("tests/tests/ui/fail/params/wrong-type.stderr"));
-    let shown = blocks(&readme())
-        .into_iter()
-        .find(|(info, body)| info == "text" && body.starts_with("error[E0277]"))
-        .expect("the README shows a kernel type error")
-        .1;
-    for line in shown.lines() {
-        assert!(stderr.contains(line), "not in wrong-type.stderr: {line}");
+fn the_kernel_errors_shown_are_the_ui_tests() {
+    let mut checked = Vec::new();
+    for (info, body) in all_blocks() {
+        if info != "text" || !body.starts_with("error[E") {
+            continue;
+        }
+        let source = body
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix("--> "))
+            .and_then(|l| l.split(':').next())
+            .expect("a compile error shown names its file");
+        let stderr = root().join("tests").join(source).with_extension("stderr");
+        let text = opforge_tests::read(&stderr);
+        for line in body.lines() {
+            assert!(text.contains(line), "not in {}: {line}", stderr.display());
+        }
+        checked.push(source.to_string());
     }
+    assert!(
+        checked.iter().any(|s| s.ends_with("params/wrong-type.rs")),
+        "the manual shows a kernel type error: {checked:?}"
+    );
 }
 
-/// `opforge-codegen check` on the README's example prints what the README shows.
+/// `opforge-codegen check` on the manual's example prints what the manual shows.
 #[test]
-fn the_check_example_prints_what_the_readme_shows() {
-    let bs = blocks(&readme());
+fn the_check_example_prints_what_the_manual_shows() {
+    let bs = blocks(&opforge_tests::read(&root().join("docs/testing.md")));
     let i = bs
         .iter()
         .position(|(info, body)| info == "yaml" && body.contains("flaot"))
-        .expect("the README's check example");
+        .expect("docs/testing.md's check example");
     let yaml = &bs[i].1;
     let shown = &bs[i + 1].1;
     let dir = std::env::temp_dir().join(format!("opforge-readme-{}", std::process::id()));
