@@ -2,7 +2,7 @@
 //! call [`run`] and get the text it prints).
 //!
 //! ```text
-//! opforge-codegen check FILE                      validate; one-line summary or every error (exit 1)
+//! opforge-codegen check FILE                      validate; one-line summary or the errors found (exit 1)
 //! opforge-codegen show FILE NAME                  what was derived for an operator
 //! opforge-codegen emit FILE --out DIR             write the generated Rust tables to DIR
 //! opforge-codegen signatures FILE [--deprecated F] every Python API binding, as JSON

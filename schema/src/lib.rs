@@ -56,9 +56,11 @@ pub fn read_deprecated(yaml: &Path) -> Result<Vec<python::DeprecatedEntry>, diag
     python::load_deprecated_str(&name, &text)
 }
 
-/// Loads and validates schema-file text, reporting every problem in one run: entries
-/// that load are validated even when others do not (cross-entry checks then wait
-/// for a clean load). `tags` are the known tag names, if they are to be checked.
+/// Loads and validates schema-file text, reporting what it finds in one run: each
+/// entry's YAML problems together, and entries that load are validated even when
+/// others do not. An entry whose schema is malformed (or that fails to load) is
+/// not validated until it loads, and cross-entry checks wait for a clean load.
+/// `tags` are the known tag names, if they are to be checked.
 pub fn check_str(
     file: &str,
     src: &str,

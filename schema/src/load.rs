@@ -77,7 +77,7 @@ pub fn load_str(file: &str, src: &str) -> Result<SchemaFile, Diagnostics> {
 }
 
 /// Like [`load_str`], but also returns the entries that did load when others did
-/// not, so that they can be validated too (every problem in one run).
+/// not, so that they can be validated too (in the same run).
 pub fn load_str_partial(file: &str, src: &str) -> (SchemaFile, Diagnostics) {
     match load_all(file, src) {
         Ok(x) => x,
