@@ -1,9 +1,10 @@
 //! A custom class of this crate (`mylib::Queue`), declared with
-//! `#[custom_class]` and registered with `#[methods]`: the seed's
-//! `TensorQueue`, reduced to what the tests use, made traceable as the seed
-//! makes it: `__obj_flatten__`, a fake class ([`FakeQueue`]) and a fake
-//! kernel for the operator taking it (`mylib::for_each_add`), registered by
-//! [`register_fakes`].
+//! `#[custom_class]` and registered with `#[methods]`: the `TensorQueue` of
+//! PyTorch's TorchBind tutorial ("Supporting Custom C++ Classes in
+//! torch.compile/torch.export"), reduced to what the tests use, made
+//! traceable as the tutorial makes it: `__obj_flatten__`, a fake class
+//! ([`FakeQueue`]) and a fake kernel for the operator taking it
+//! (`mylib::for_each_add`), registered by [`register_fakes`].
 
 use opforge::classes::{self, FakeClass, FakeMembers};
 use opforge::{custom_class, methods, Tensor, Value};
@@ -34,7 +35,7 @@ impl Queue {
         self.lock().len() as i64
     }
 
-    /// Adds `inc` to every tensor it holds, in place (the seed's
+    /// Adds `inc` to every tensor it holds, in place (the tutorial's
     /// `for_each_add_`).
     pub fn for_each_add_(&self, inc: Tensor) -> opforge::Result<()> {
         for x in self.lock().iter_mut() {
@@ -43,7 +44,7 @@ impl Queue {
         Ok(())
     }
 
-    /// The state as `(name, value)` pairs (the seed's `__obj_flatten__`).
+    /// The state as `(name, value)` pairs (the tutorial's `__obj_flatten__`).
     pub fn __obj_flatten__(&self) -> Vec<(String, Value)> {
         vec![("queue".to_string(), Value::TensorList(self.lock().clone()))]
     }
@@ -87,7 +88,7 @@ impl Default for Queue {
     }
 }
 
-/// The fake of a [`Queue`] (the seed's `FakeTensorQueue`): its tensors, fakes.
+/// The fake of a [`Queue`] (the tutorial's `FakeTensorQueue`): its tensors, fakes.
 pub struct FakeQueue(Mutex<Vec<Tensor>>);
 
 impl FakeQueue {
@@ -125,8 +126,8 @@ impl FakeClass for FakeQueue {
 }
 
 /// Registers [`FakeQueue`] as `mylib::Queue`'s fake class and the fake
-/// kernel of `mylib::for_each_add` (the seed's `fake_for_each_add_`: the
-/// fake object's method), as the seed's Python does after loading the
+/// kernel of `mylib::for_each_add` (the tutorial's `fake_for_each_add_`: the
+/// fake object's method), as the tutorial's Python does after loading the
 /// library. Registering again replaces both.
 pub fn register_fakes() -> opforge::Result<()> {
     classes::register_fake_class::<FakeQueue>("mylib::Queue")?;

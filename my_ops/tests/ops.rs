@@ -335,7 +335,7 @@ fn an_operator_of_the_yaml_takes_the_crates_custom_class() {
 }
 
 // opcheck over this crate's operators, the one taking the class included
-// (its fake class and fake kernel registered as the seed registers them).
+// (its fake class and fake kernel registered as PyTorch's TorchBind tutorial registers them).
 #[test]
 fn opcheck_passes_for_the_crates_operators() {
     use opforge::classes;

@@ -1,4 +1,5 @@
-//! The seed's "Extending torch.autograd" examples, as they are written there:
+//! The examples of PyTorch's "Extending torch.autograd" notes, as they are
+//! written there:
 //! `LinearFunction` in both styles (separate `setup_context`, and combined
 //! `forward(ctx, …)`) with the `needs_input_grad` checks, the `linear`
 //! wrapper with its default `bias=None`, `MulConstant` with and without
@@ -15,13 +16,13 @@ use opforge::{DType, Device, Result, Scalar, Tensor};
 
 type Grads = Vec<Option<Tensor>>;
 
-/// The seed's `LinearFunction`, separate style (`forward` computes,
+/// The notes' `LinearFunction`, separate style (`forward` computes,
 /// `setup_context` saves the inputs, `backward` computes only what
 /// `needs_input_grad` asks for): it is `nn::Linear`'s own, written out as the
-/// seed writes it in `runtime/src/nn/linear.rs`.
+/// notes write it, in `runtime/src/nn/linear.rs`.
 pub use opforge::nn::LinearFunction;
 
-/// The seed's `linear` wrapper: `bias` defaults to `None`.
+/// The notes' `linear` wrapper: `bias` defaults to `None`.
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     LinearFunction::apply((input.clone(), weight.clone(), bias.cloned()))
 }
@@ -47,7 +48,7 @@ impl Function for LinearCombined {
     }
 }
 
-/// The seed's `MulConstant`: a Function of a non-tensor argument, kept in
+/// The notes' `MulConstant`: a Function of a non-tensor argument, kept in
 /// the context's state (`ctx.constant = constant`).
 pub struct MulConstant;
 
@@ -115,7 +116,7 @@ impl Function for MulConstantLazy {
     }
 }
 
-/// The seed's `MyCube`: returns `dx` as a second output, so that it can be
+/// The notes' `MyCube`: returns `dx` as a second output, so that it can be
 /// saved and carry gradients in double backward.
 pub struct MyCube;
 
@@ -160,7 +161,7 @@ impl Function for MyCube {
     }
 }
 
-/// The seed's `my_cube` wrapper: the result only.
+/// The notes' `my_cube` wrapper: the result only.
 pub fn my_cube(x: &Tensor) -> Result<Tensor> {
     MyCube::apply(x.clone()).map(|(result, _)| result)
 }
@@ -171,7 +172,7 @@ fn randn(shape: &[i64]) -> Result<Tensor> {
     Ok(t)
 }
 
-/// The seed's check: `gradcheck(linear, (randn(20, 20), randn(30, 20)),
+/// The notes' check: `gradcheck(linear, (randn(20, 20), randn(30, 20)),
 /// eps=1e-6, atol=1e-4)`, in float64.
 pub fn check_linear() -> Result<bool> {
     opforge::manual_seed(0);

@@ -1,4 +1,4 @@
-//! The notes' logging modes, on the seed's program with autograd:
+//! The logging modes of PyTorch's "Extending PyTorch" notes, on their program with autograd:
 //! `a = torch.rand(10, requires_grad=True); b = a * 2; b.sum().backward()`.
 //! `FunctionLog` (a `TorchFunctionMode`) sees the public calls (`torch.rand`,
 //! `Tensor.mul`, `Tensor.sum`, `Tensor.backward` with its keyword arguments);
@@ -89,7 +89,7 @@ impl TorchDispatchMode for DispatchLog {
     }
 }
 
-/// The seed's `f`: `a = torch.rand(10, requires_grad=True); b = a * 2;
+/// The notes' `f`: `a = torch.rand(10, requires_grad=True); b = a * 2;
 /// b.sum().backward()`. `torch.rand` is called as Python calls it (a boxed
 /// API call, so `requires_grad=True` is one of its keyword arguments).
 fn f() -> Result<Tensor> {

@@ -1,5 +1,6 @@
-//! The seeds' subclass examples at the function level (`__torch_function__`):
-//! RFC-0001's `SubTensor` with a class attribute, the notes' `LoggingTensor`
+//! PyTorch's subclass examples at the function level (`__torch_function__`):
+//! RFC-0001's `SubTensor` with a class attribute, the `LoggingTensor` of its
+//! "Extending PyTorch" notes
 //! (logs every call, then does what `Tensor.__torch_function__` does) and
 //! `MetadataTensor` (a duck wrapper carrying a metadata dict through every call).
 //!

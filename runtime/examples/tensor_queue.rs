@@ -1,6 +1,7 @@
-//! The seed "TorchBind custom classes in PT2", end to end: a `TensorQueue`
+//! PyTorch's TorchBind tutorial ("Supporting Custom C++ Classes in
+//! torch.compile/torch.export"), end to end: a `TensorQueue`
 //! custom class with its fake class, a custom operator taking the queue,
-//! the seed's `Mod` run eagerly, both programs captured as graphs (method
+//! the tutorial's `Mod` run eagerly, both programs captured as graphs (method
 //! calls as `call_torchbind`; functionalized, the operator on the queue as
 //! `with_effects` threading an effect token), and the graphs re-executed
 //! to what the programs compute eagerly.
@@ -16,7 +17,7 @@ use opforge::{torch, Result, Scalar, ScriptObject, Tensor, Value};
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
 
-/// The seed's thread-safe queue: tensors, and the tensor `pop` gives when
+/// The tutorial's thread-safe queue: tensors, and the tensor `pop` gives when
 /// it is empty.
 struct TensorQueue {
     queue: Mutex<VecDeque<Tensor>>,
@@ -29,7 +30,7 @@ impl TensorQueue {
     }
 }
 
-/// The seed's `FakeTensorQueue`: what tracing with fake tensors runs the
+/// The tutorial's `FakeTensorQueue`: what tracing with fake tensors runs the
 /// methods on (made from the real queue's `__obj_flatten__`).
 struct FakeTensorQueue {
     queue: Mutex<Vec<Tensor>>,
@@ -83,7 +84,7 @@ impl FakeClass for FakeTensorQueue {
 }
 
 /// Registers the class, its fake class and `MyCustomClass::for_each_add_`
-/// (with its CPU kernel and its fake kernel, the seed's `fake_for_each_add_`).
+/// (with its CPU kernel and its fake kernel, the tutorial's `fake_for_each_add_`).
 fn register() -> Result<()> {
     Class::<TensorQueue>::new("MyCustomClass", "TensorQueue")
         .init(|init_tensor: Tensor| TensorQueue {
@@ -152,7 +153,7 @@ fn register() -> Result<()> {
     Ok(())
 }
 
-/// An empty queue whose `pop` gives `-1` when empty (the seed's
+/// An empty queue whose `pop` gives `-1` when empty (the tutorial's
 /// `torch.empty(0).fill_(-1)`).
 fn empty_tensor_queue() -> Result<ScriptObject> {
     let init = torch::full(&[0], Scalar::Float(-1.0))?;
@@ -174,7 +175,7 @@ fn tensor(v: &Value) -> Result<&Tensor> {
     })
 }
 
-/// The seed's `Mod.forward(tq, x)`: push `x.sin()`, push `x.cos()`, pop.
+/// The tutorial's `Mod.forward(tq, x)`: push `x.sin()`, push `x.cos()`, pop.
 fn mod_forward(v: &[Value]) -> Result<Vec<Value>> {
     let (tq, x) = (object(&v[0])?, tensor(&v[1])?);
     tq.call_method("push", &[Value::Tensor(x.sin()?)])?;
@@ -183,7 +184,7 @@ fn mod_forward(v: &[Value]) -> Result<Vec<Value>> {
     Ok(vec![v[0].clone(), popped])
 }
 
-/// The seed's `ForEachAdd.forward(tq, a)`.
+/// The tutorial's `ForEachAdd.forward(tq, a)`.
 fn for_each_add(v: &[Value]) -> Result<Vec<Value>> {
     library::call(
         "MyCustomClass::for_each_add_",
@@ -220,7 +221,7 @@ fn main() -> Result<()> {
     register()?;
     let x = Tensor::from_vec(vec![0.25f32, -1.5, 0.5, 2.0, -0.75, 1.0], &[2, 3])?;
 
-    println!("1. The seed's Mod, eagerly: push sin, push cos, pop");
+    println!("1. The tutorial's Mod, eagerly: push sin, push cos, pop");
     let tq = empty_tensor_queue()?;
     let eager = mod_forward(&[Value::Object(tq.clone()), Value::Tensor(x.clone())])?;
     let popped = tensor(&eager[1])?;
@@ -290,6 +291,6 @@ fn main() -> Result<()> {
 mod tests {
     #[test]
     fn the_seeds_example_runs() {
-        super::main().expect("the seed's example runs end to end");
+        super::main().expect("the tutorial's example runs end to end");
     }
 }

@@ -129,7 +129,7 @@ fn main() -> Result<()> {
     }
     println!(
         "    and a kernel whose Rust signature does not match its schema does not compile:\n    \
-         see the cases in tests/tests/ui/fail/ and their messages (README, \"Adding an operator\")"
+         see the cases in tests/tests/ui/fail/ and their messages (docs/your-own-crate.md, \"Adding an operator\")"
     );
     Ok(())
 }

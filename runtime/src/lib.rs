@@ -133,8 +133,9 @@ pub use tables::{OpId, BINDINGS, GROUPS, OPS, OVERRIDABLE};
 
 /// Generates the tables, typed API and `#[kernel]` checks of a crate's own
 /// schema file: put `opforge::include_schema!();` first in the `lib.rs` of a
-/// crate whose build script runs `opforge_codegen::Build` (see the README's
-/// "A crate with its own schema"). It defines a module `generated` with
+/// crate whose build script runs `opforge_codegen::Build` (the README's
+/// recipe, "Your own operators, in a crate of your own", and
+/// `docs/your-own-crate.md`). It defines a module `generated` with
 /// `OpId`, `OPS`, `sig`, `at`, `ops` and `torch`, and with a derivatives file
 /// (`Build::derivatives`) `autograd`, its node types and Autograd kernels.
 ///

@@ -1,6 +1,7 @@
-//! The seed's `TensorQueue` ("TorchBind custom classes in PT2"), registered
+//! The `TensorQueue` of PyTorch's TorchBind tutorial ("Supporting Custom
+//! C++ Classes in torch.compile/torch.export"), registered
 //! as a custom class, shared between threads, and taken by a custom operator
-//! (`for_each_add_`), as the seed's C++ does.
+//! (`for_each_add_`), as the tutorial's C++ does.
 
 use opforge::classes::{self, Class, ClassDef};
 use opforge::dispatch::DispatchKey;
@@ -9,7 +10,7 @@ use opforge::{Result, ScriptObject, Tensor, Value};
 use std::collections::VecDeque;
 use std::sync::{Mutex, OnceLock};
 
-/// The seed's queue: a deque of tensors behind a lock, and an init tensor.
+/// The tutorial's queue: a deque of tensors behind a lock, and an init tensor.
 struct TensorQueue {
     init: Tensor,
     queue: Mutex<VecDeque<Tensor>>,
@@ -31,7 +32,7 @@ impl TensorQueue {
         self.lock().push_back(x);
     }
 
-    /// Pops the front, or returns the init tensor when empty (the seed's).
+    /// Pops the front, or returns the init tensor when empty (the tutorial's).
     fn pop(&self) -> Tensor {
         self.lock().pop_front().unwrap_or_else(|| self.init.clone())
     }
@@ -78,7 +79,7 @@ fn queue_class() -> &'static ClassDef {
             .def("top", TensorQueue::top)
             .def("size", TensorQueue::size)
             .def("get_raw_queue", TensorQueue::get_raw_queue)
-            // The seed's `__obj_flatten__`: the state as (name, value) pairs.
+            // The tutorial's `__obj_flatten__`: the state as (name, value) pairs.
             .def("__obj_flatten__", |q: &TensorQueue| {
                 vec![
                     ("init_tensor_".to_string(), Value::Tensor(q.init.clone())),
@@ -158,7 +159,7 @@ fn threads_share_one_queue() {
     assert_eq!(size(&q), 4 * 50);
 }
 
-/// The seed's `for_each_add_`: adds `inc` to every tensor of the queue.
+/// The tutorial's `for_each_add_`: adds `inc` to every tensor of the queue.
 fn for_each_add(args: &[Value]) -> Result<Vec<Value>> {
     let [Value::Object(q), Value::Tensor(inc)] = args else {
         return Err(opforge::Error::Type(format!("{args:?}").into()));

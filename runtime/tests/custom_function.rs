@@ -136,7 +136,7 @@ fn missing_methods_are_pytorchs_not_implemented_errors() {
     assert_eq!(message(OnlyForward::apply(d)), NO_JVP);
 }
 
-/// The seed's combined-style pattern with a flag: records what it saw.
+/// The combined-style pattern of PyTorch's "Extending torch.autograd" notes with a flag: records what it saw.
 struct Probe;
 #[derive(Default)]
 struct Seen {

@@ -1,6 +1,8 @@
-//! Fake classes (PyTorch's `torch/_library/fake_class_registry.py`): the seed's `TensorQueue` with a fake class,
+//! Fake classes (PyTorch's `torch/_library/fake_class_registry.py`): the
+//! `TensorQueue` of PyTorch's TorchBind tutorial ("Supporting Custom C++
+//! Classes in torch.compile/torch.export") with a fake class,
 //! made fake step by step as PyTorch's `maybe_to_fake_obj` does, and a custom
-//! operator whose fake kernel calls the fake object's method (the seed's
+//! operator whose fake kernel calls the fake object's method (the tutorial's
 //! `fake_for_each_add_`).
 
 use opforge::classes::{self, Class, FakeClass, FakeMembers};
@@ -11,7 +13,7 @@ use opforge::warnings::catch_warnings;
 use opforge::{Result, Scalar, ScriptObject, Tensor, Value};
 use std::sync::{Mutex, OnceLock};
 
-/// The seed's queue (real).
+/// The tutorial's queue (real).
 struct TensorQueue(Mutex<Vec<Tensor>>);
 
 impl TensorQueue {
@@ -20,7 +22,7 @@ impl TensorQueue {
     }
 }
 
-/// The seed's `FakeTensorQueue`: a list of (fake) tensors.
+/// The tutorial's `FakeTensorQueue`: a list of (fake) tensors.
 struct FakeTensorQueue(Mutex<Vec<Tensor>>);
 
 impl FakeTensorQueue {
@@ -92,7 +94,7 @@ fn setup() {
             Ok(vec![])
         })
         .unwrap();
-        // The seed's `fake_for_each_add_`: the fake object's method.
+        // The tutorial's `fake_for_each_add_`: the fake object's method.
         register_fake("fc_seed::for_each_add_", |args: &[Value]| {
             let [Value::Object(q), inc] = args else {
                 unreachable!()
@@ -330,7 +332,7 @@ fn a_constant_named_as_a_method_is_an_error() {
     assert_eq!(e.to_string(), "Expect size to be a callable but got 3.");
 }
 
-/// opcheck over the seed's operator: its schema, and its fake kernel (on the
+/// opcheck over the tutorial's operator: its schema, and its fake kernel (on the
 /// fake queue) against the real call.
 #[test]
 fn opcheck_passes_for_the_seeds_operator() {
@@ -344,7 +346,7 @@ fn opcheck_passes_for_the_seeds_operator() {
     .unwrap();
 }
 
-/// The seed's `Mod` (push `cos`, push `sin`, pop minus size), traced: method
+/// The tutorial's `Mod` (push `cos`, push `sin`, pop minus size), traced: method
 /// calls are `call_torchbind` nodes, the size is burned in as a constant,
 /// and the graph re-executes on a fresh queue to the eager result; traced on
 /// fakes, the queue is the fake object and nothing is computed.
@@ -402,7 +404,7 @@ fn the_seeds_program_traces_with_call_torchbind() {
     }
 }
 
-/// The seed's `ForEachAdd` functionalized (as `torch.export` does): the
+/// The tutorial's `ForEachAdd` functionalized (as `torch.export` does): the
 /// operator taking the queue is made through `with_effects`, the token a
 /// graph input and the new token a graph output; re-executed, the graph
 /// adds to every element of a fresh 10-element queue.
@@ -566,7 +568,7 @@ fn with_effects_refuses_aliasing_and_checks_result_counts() {
     std::mem::forget(lib);
 }
 
-/// The seed's caveat: a tensor pushed into an object, then written in
+/// The tutorial's caveat: a tensor pushed into an object, then written in
 /// place, is not tracked. Functionalized, the object keeps the value it was
 /// given (PyTorch's graph pops the unwritten tensor), where eagerly it pops
 /// the written one.

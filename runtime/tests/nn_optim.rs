@@ -56,7 +56,7 @@ fn modules_print_and_name_their_state_as_pytorch_does() {
         .all(|p| p.requires_grad() && p.is_leaf()));
 }
 
-/// The seed's `Linear`: its own parameters, a buffer, a child, `extra_repr`.
+/// The `Linear` of PyTorch's "Extending torch.nn" notes: its own parameters, a buffer, a child, `extra_repr`.
 struct Custom {
     core: ModuleCore,
 }

@@ -6,7 +6,7 @@
 //! a tensor that requires grad, so that calls reach the Autograd key); every
 //! call must succeed with the result of either the Autograd kernel or the CPU
 //! kernel below it. Bounded by a fixed number of toggles, not by time. Also run
-//! under ThreadSanitizer (README, "Testing").
+//! under ThreadSanitizer (`docs/testing.md`).
 
 use opforge::dispatch::{dispatcher, DispatchKey, Kernel};
 use opforge::library::{Library, LibraryKind};

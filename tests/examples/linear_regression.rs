@@ -1,4 +1,5 @@
-//! Fits `y = 3x + 2` with `nn::Linear` (the seed's `Linear`, computed by its
+//! Fits `y = 3x + 2` with `nn::Linear` (the `Linear` of PyTorch's "Extending torch.nn"
+//! notes, computed by its
 //! custom `LinearFunction`) and SGD, printing the loss each epoch and the
 //! learned weight and bias at the end.
 //!

@@ -92,7 +92,7 @@ fn modes_see_normalized_calls_after_decomposition_innermost_first() {
     assert!(overrides::dispatch_mode_stack().is_empty());
 }
 
-/// The seeds' wrapper subclass: holds the real tensor, logs every aten call,
+/// The logging wrapper subclass of PyTorch's subclass examples: holds the real tensor, logs every aten call,
 /// unwraps, computes and wraps the results.
 fn logging_wrapper(log: &Log) -> Class {
     let log = log.clone();

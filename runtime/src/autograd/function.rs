@@ -24,7 +24,8 @@
 //! use opforge::autograd::{Function, FunctionCtx};
 //! use opforge::{Result, Scalar, Tensor};
 //!
-//! /// `tensor * constant`, the seed's `MulConstant`.
+//! /// `tensor * constant`, the `MulConstant` of PyTorch's "Extending
+//! /// torch.autograd" notes.
 //! struct MulConstant;
 //!
 //! impl Function for MulConstant {

@@ -290,7 +290,7 @@ impl<'a, const K: u128> ClassParam<'a, K> for &'a ScriptObject {
 }
 
 /// An object of `T`'s class holding `value`: what a method returning `Self`
-/// (the seed's `clone_queue`) returns.
+/// (`clone_queue` of PyTorch's TorchBind tutorial) returns.
 pub fn object<T: CustomClass>(value: T) -> Result<ScriptObject> {
     find(T::NAME)?.wrap(value)
 }

@@ -167,8 +167,8 @@ pub fn typed_caller(schema: &'static crate::tables::OpSchema) -> Option<TypedCal
 ///
 /// Under Miri, which cannot read linkme's section-bound statics, the program
 /// has none: the dispatcher starts empty, and Miri runs the tests that build
-/// their own operators (the tensor, storage and dispatch tests; README,
-/// "Testing").
+/// their own operators (the tensor, storage and dispatch tests;
+/// `docs/testing.md`).
 pub(crate) fn registrations() -> (
     &'static [&'static Library],
     &'static [OperatorDef],

@@ -1347,8 +1347,8 @@ unsafe fn scatter<R: Element>(raw: Raw, dtype: DType, at: usize, stride: usize, 
 mod tests {
     //! The loop's raw accesses rest on `Locks::acquire`'s checks and on
     //! `Loop::run`'s choice of when to split the work: these tests hand it
-    //! geometries that would break either (run them under Miri too, README
-    //! "Testing").
+    //! geometries that would break either (run them under Miri too:
+    //! `docs/testing.md`).
     use super::*;
     use crate::tensor::Buffer;
 

@@ -5,7 +5,8 @@
 //! attributes, and the two handlers (`__torch_function__`, `__torch_dispatch__`).
 //! A *tensor subclass* class describes tensors (`Tensor::as_subclass`,
 //! `Tensor::wrapper`); a *duck* class describes tensor-likes that are not tensors
-//! (`Tensor::duck`), like the seeds' `ScalarTensor`.
+//! (`Tensor::duck`), like the `ScalarTensor` of
+//! PyTorch's "Extending PyTorch" notes.
 
 use super::{FunctionCall, Handled, OpOverload};
 use crate::dispatch::typed::TypedArgs;
