@@ -234,7 +234,8 @@ pub fn methods(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `Option<Tensor>` fields are parameters (`#[module(buffer)]`: buffers), a
 /// `#[module(training)] bool` field is the module's training flag,
 /// `#[module(skip)]` fields are not members, and every other field is a child
-/// module (`Vec<M>` is PyTorch's `ModuleList`). The struct then implements
+/// module (`Vec<M>` is PyTorch's `ModuleList`). The derive also writes
+/// `Display` as PyTorch's `print(model)`. The struct then implements
 /// `opforge::nn::Module` with its `forward`.
 ///
 /// ```ignore

@@ -158,7 +158,19 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     if let Some(e) = errors {
         return Err(e);
     }
-    Ok(members_impl(input, &members, &members_mut))
+    let members = members_impl(input, &members, &members_mut);
+    let ident = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    // `print(model)`: PyTorch's `__repr__`.
+    Ok(quote! {
+        #members
+
+        impl #impl_generics ::std::fmt::Display for #ident #ty_generics #where_clause {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(&#nn::Module::repr(self))
+            }
+        }
+    })
 }
 
 fn combine(errors: &mut Option<syn::Error>, e: syn::Error) {

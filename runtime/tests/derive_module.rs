@@ -108,7 +108,7 @@ fn fields_are_named_and_ordered_as_pytorch_names_attributes() {
     // The parameters are the fields themselves, not copies.
     assert!(net.parameters()[1].is_same(&net.fc1.weight()));
     assert_eq!(
-        nn::module_repr(&net),
+        net.to_string(),
         "Net(
   (fc1): Linear(in_features=4, out_features=3, bias=True)
   (blocks): ModuleList(

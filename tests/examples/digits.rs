@@ -68,7 +68,7 @@ fn main() -> Result<()> {
     let (xt, yt) = data.rows(&order[TRAIN_ROWS..], DType::Float32)?;
     opforge::manual_seed(0);
     let model = Mlp::new()?;
-    println!("{}", model.repr());
+    println!("{model}");
     let mut opt = Adam::new(
         model.parameters(),
         AdamOptions {

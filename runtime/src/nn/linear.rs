@@ -1,4 +1,4 @@
-//! `nn::Linear`, through the seed's custom `LinearFunction`.
+//! `nn::Linear`, through the custom `LinearFunction` of PyTorch's "Extending torch.autograd" notes.
 
 use super::init;
 use super::module::{Member, MemberMut, Module, ModuleCore, ModuleMembers};
@@ -7,7 +7,7 @@ use crate::dtype::{DType, Device};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
-/// The seed's `LinearFunction`: `input @ weight.T (+ bias)`, a custom
+/// PyTorch's `LinearFunction` (its "Extending torch.autograd" notes): `input @ weight.T (+ bias)`, a custom
 /// [`Function`] in the separate style, whose backward computes only the
 /// gradients `needs_input_grad` asks for.
 pub struct LinearFunction;
@@ -96,7 +96,7 @@ impl Function for LinearFunction {
     }
 }
 
-/// The seed's functional wrapper: `linear(input, weight, bias=None)`.
+/// The functional wrapper of PyTorch's "Extending torch.autograd" notes: `linear(input, weight, bias=None)`.
 /// As PyTorch's `F.linear`, the input may have any leading dimensions
 /// (`[*, in_features]` → `[*, out_features]`; a 1-D input gives a 1-D
 /// output): they are flattened into one for [`LinearFunction`] and restored

@@ -1,5 +1,5 @@
 //! A minimal `torch.nn`: the [`Module`] trait and its registry, `Linear`
-//! (through the seed's custom [`LinearFunction`]), `Sequential`, `ReLU`,
+//! (through the custom [`LinearFunction`] of PyTorch's "Extending torch.autograd" notes), `Sequential`, `ReLU`,
 //! `Tanh`, `Sigmoid`, [`init`] and [`functional`].
 //!
 //! ```

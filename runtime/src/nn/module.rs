@@ -53,7 +53,7 @@ impl ModuleCore {
     }
 
     /// Registers a parameter (`None`: an optional parameter that is absent, as
-    /// the seed's `register_parameter('bias', None)`). A parameter is a leaf
+    /// `register_parameter('bias', None)` in PyTorch's "Extending torch.nn" notes). A parameter is a leaf
     /// that requires grad. PyTorch's errors for an empty name, a dotted name,
     /// or a name a buffer or child already has; registering a parameter again
     /// replaces it.
