@@ -1,0 +1,194 @@
+//! PyTorch's Core ATen opset: the overloads PyTorch 2.15's
+//! `native_functions.yaml` tags `core`, the operators every other one
+//! decomposes into (`torch/_decomp`, `torch.export`'s core IR). Each one that
+//! is not in [`MISSING`] is an operator here that runs on CPU tensors and on
+//! meta tensors (a backend kernel or a composite one), under PyTorch's schema.
+//! [`MISSING`] only shrinks: an operator added here fails the test until it
+//! leaves the list, so the list is always the opset's remainder.
+
+use opforge::dispatch::dispatcher;
+use opforge::{DType, Device, Tensor};
+use opforge_schema::load;
+
+/// The `core` overloads without a kernel here (`name.overload`, PyTorch's
+/// spelling; `name` alone for the default overload), in the file's order.
+const MISSING: &[&str] = &[
+    "native_dropout",
+    "acos",
+    "avg_pool1d",
+    "adaptive_avg_pool1d",
+    "any.dim",
+    "any.dims",
+    "argmin",
+    "acosh",
+    "asinh",
+    "atanh",
+    "asin",
+    "atan",
+    "bitwise_not",
+    "logical_not",
+    "logical_xor",
+    "logical_and",
+    "logical_or",
+    "ceil",
+    "constant_pad_nd",
+    "convolution",
+    "convolution_backward",
+    "cosh",
+    "cumsum",
+    "div.Scalar_mode",
+    "embedding",
+    "embedding_dense_backward",
+    "_embedding_bag",
+    "resize_",
+    "empty_strided",
+    "erf",
+    "expm1",
+    "floor",
+    "full_like",
+    "grid_sampler_2d",
+    "native_group_norm",
+    "native_group_norm_backward",
+    "_fft_r2c",
+    "_fft_c2r",
+    "index.Tensor",
+    "index_put",
+    "isnan",
+    "native_layer_norm",
+    "native_layer_norm_backward",
+    "log10",
+    "log1p",
+    "log2",
+    "amax",
+    "mean",
+    "amin",
+    "_native_batch_norm_legit",
+    "_native_batch_norm_legit_no_training",
+    "_native_batch_norm_legit.no_stats",
+    "_cdist_forward",
+    "_pdist_forward",
+    "scalar_tensor",
+    "randperm",
+    "reciprocal",
+    "repeat",
+    "round",
+    "gelu",
+    "rsqrt",
+    "sinh",
+    "sym_size.int",
+    "sym_is_contiguous",
+    "sym_numel",
+    "sym_storage_offset",
+    "split_with_sizes",
+    "squeeze.dims",
+    "sym_stride.int",
+    "tan",
+    "flip",
+    "trunc",
+    "var.dim",
+    "var.correction",
+    "_local_scalar_dense",
+    "masked_scatter",
+    "scatter.src",
+    "scatter.value",
+    "scatter_add",
+    "scatter_reduce.two",
+    "bitwise_and.Scalar",
+    "bitwise_and.Tensor",
+    "bitwise_or.Scalar",
+    "bitwise_or.Tensor",
+    "bitwise_xor.Scalar",
+    "bitwise_xor.Tensor",
+    "nonzero",
+    "gather",
+    "sign",
+    "atan2.out",
+    "atan2",
+    "fmod.Scalar",
+    "fmod.Tensor",
+    "remainder.Scalar",
+    "remainder.Tensor",
+    "sort",
+    "topk",
+    "any",
+    "pow.Scalar",
+    "alias",
+    "elu",
+    "hardtanh",
+    "leaky_relu",
+    "_adaptive_avg_pool2d",
+    "_adaptive_avg_pool2d_backward",
+    "_adaptive_avg_pool3d",
+    "avg_pool2d",
+    "avg_pool2d_backward",
+    "avg_pool3d",
+    "max_pool2d_with_indices",
+    "max_pool2d_with_indices_backward",
+    "max_pool3d_with_indices",
+    "reflection_pad1d",
+    "reflection_pad2d",
+    "reflection_pad3d",
+    "replication_pad2d",
+    "replication_pad3d",
+    "upsample_bilinear2d.vec",
+    "upsample_nearest2d.vec",
+    "col2im",
+    "isinf",
+];
+
+/// PyTorch's `core` overloads, `name.overload` as [`MISSING`] spells them.
+fn core_overloads() -> Vec<String> {
+    let path = opforge_tests::data_dir().join("pytorch/native_functions.yaml");
+    let src = std::fs::read_to_string(&path).unwrap();
+    let file = load::load_str("native_functions.yaml", &src).unwrap_or_else(|d| panic!("{d}"));
+    file.entries
+        .iter()
+        .filter(|e| e.tags.iter().any(|t| t == "core"))
+        .map(|e| {
+            let name = &e.func.name;
+            match name.overload.as_str() {
+                "" => name.name.to_string(),
+                o => format!("{}.{o}", name.name),
+            }
+        })
+        .collect()
+}
+
+/// Whether `aten::overload` runs on CPU and on meta tensors here.
+fn runs_here(overload: &str) -> bool {
+    let Some(op) = dispatcher().find(&format!("aten::{overload}")) else {
+        return false;
+    };
+    let cpu = Tensor::zeros(&[1], DType::Float32, Device::Cpu).key_set();
+    let meta = Tensor::zeros(&[1], DType::Float32, Device::Meta).key_set();
+    op.dispatch_key(cpu).is_some() && op.dispatch_key(meta).is_some()
+}
+
+#[test]
+fn the_core_opset_runs_here_except_the_listed_remainder() {
+    let core = core_overloads();
+    assert_eq!(core.len(), 193, "PyTorch 2.15 tags 193 overloads `core`");
+    let unknown: Vec<&&str> = MISSING
+        .iter()
+        .filter(|m| !core.iter().any(|c| c == **m))
+        .collect();
+    assert!(unknown.is_empty(), "not core overloads: {unknown:?}");
+    let absent: Vec<&String> = core
+        .iter()
+        .filter(|c| !MISSING.contains(&c.as_str()) && !runs_here(c))
+        .collect();
+    assert!(
+        absent.is_empty(),
+        "core overloads without a kernel here: {absent:?}"
+    );
+    let added: Vec<&&str> = MISSING.iter().filter(|m| runs_here(m)).collect();
+    assert!(
+        added.is_empty(),
+        "these run here now: take them out of MISSING: {added:?}"
+    );
+    println!(
+        "{} of {} core overloads run here",
+        core.len() - MISSING.len(),
+        core.len()
+    );
+}
