@@ -34,6 +34,23 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
     Ok(if dim < 0 { dim + n } else { dim } as usize)
 }
 
+/// ATen's `dim_list_to_bitset`: which of `ndim` dimensions (one for a 0-dim
+/// tensor) a list names, each wrapped as [`wrap_dim`] wraps it; a dimension
+/// named twice is PyTorch's error.
+pub fn dim_list_to_bitset(dims: &[i64], ndim: usize) -> Result<Vec<bool>> {
+    let mut seen = vec![false; ndim.max(1)];
+    for &d in dims {
+        let w = wrap_dim(d, ndim)?;
+        if seen[w] {
+            return Err(Error::Runtime(Message::from(format!(
+                "dim {w} appears multiple times in the list of dims"
+            ))));
+        }
+        seen[w] = true;
+    }
+    Ok(seen)
+}
+
 /// ATen's `is_expandable_to(shape, desired)`: aligned at the right, each size
 /// of `shape` equals the desired one or is 1, and `shape` has no more
 /// dimensions.

@@ -196,6 +196,24 @@ const OVERRIDES: &[(&str, &[(&str, Arg)])] = &[
         &[("self", Arg::Shape(&[2, 1, 3])), ("dim", Arg::Int(1))],
     ),
     (
+        "squeeze.dims",
+        &[
+            ("self", Arg::Shape(&[2, 1, 3, 1])),
+            ("dim", Arg::Ints(&[1, 3, 0])),
+        ],
+    ),
+    (
+        "squeeze_.dims",
+        &[("self", Arg::Shape(&[2, 1, 3])), ("dim", Arg::Ints(&[-2]))],
+    ),
+    (
+        "flip",
+        &[
+            ("self", Arg::Shape(&[2, 3, 2])),
+            ("dims", Arg::Ints(&[0, -1])),
+        ],
+    ),
+    (
         "transpose.int",
         &[("dim0", Arg::Int(0)), ("dim1", Arg::Int(1))],
     ),

@@ -82,6 +82,8 @@ pub fn read(path: &Path) -> String {
 /// `lib.rs` (`mod kernels;` is a file) and its kernel (a second kernel for a
 /// key the YAML names, from another crate, is refused) cannot (`rust,ignore`).
 #[doc = include_str!("../../README.md")]
+// The `build.rs` snippet is a whole file, its `fn main` included.
+#[allow(clippy::needless_doctest_main)]
 pub mod readme {}
 
 /// The manual's chapters (`docs/`), whose Rust snippets run as doctests too,

@@ -41,11 +41,9 @@ const MISSING: &[&str] = &[
     "embedding_dense_backward",
     "_embedding_bag",
     "resize_",
-    "empty_strided",
     "erf",
     "expm1",
     "floor",
-    "full_like",
     "grid_sampler_2d",
     "native_group_norm",
     "native_group_norm_backward",
@@ -67,7 +65,6 @@ const MISSING: &[&str] = &[
     "_native_batch_norm_legit.no_stats",
     "_cdist_forward",
     "_pdist_forward",
-    "scalar_tensor",
     "randperm",
     "reciprocal",
     "repeat",
@@ -80,10 +77,8 @@ const MISSING: &[&str] = &[
     "sym_numel",
     "sym_storage_offset",
     "split_with_sizes",
-    "squeeze.dims",
     "sym_stride.int",
     "tan",
-    "flip",
     "trunc",
     "var.dim",
     "var.correction",
@@ -112,7 +107,6 @@ const MISSING: &[&str] = &[
     "topk",
     "any",
     "pow.Scalar",
-    "alias",
     "elu",
     "hardtanh",
     "leaky_relu",
@@ -191,4 +185,112 @@ fn the_core_opset_runs_here_except_the_listed_remainder() {
         core.len() - MISSING.len(),
         core.len()
     );
+}
+
+fn err(r: opforge::Result<Tensor>) -> String {
+    r.map(|_| ()).unwrap_err().to_string()
+}
+
+/// `empty_strided`, `scalar_tensor`, `full_like`, `squeeze.dims`, `flip` and
+/// `alias` against what PyTorch 2.15 gives for the same calls.
+#[test]
+fn shape_and_factory_operators_behave_as_pytorch() {
+    use opforge::{at, Scalar};
+    let f32_ = Some(DType::Float32);
+    let t = at::empty_strided(&[2, 3], &[1, 2], None, None, None, None).unwrap();
+    assert_eq!(
+        (t.shape(), t.strides(), t.dtype(), t.storage().len()),
+        (vec![2, 3], vec![1, 2], DType::Float32, 6)
+    );
+    let t = at::empty_strided(&[2, 0], &[1, 1], f32_, None, None, None).unwrap();
+    assert_eq!(t.storage().len(), 0);
+    assert_eq!(
+        err(at::empty_strided(&[2], &[-1], None, None, None, None)),
+        "Storage size calculation overflowed with sizes=[2] and strides=[-1]"
+    );
+    assert_eq!(
+        err(at::empty_strided(&[-2], &[1], None, None, None, None)),
+        "Trying to create tensor with negative dimension -2: [-2]"
+    );
+    assert_eq!(
+        err(at::empty_strided(&[2, 3], &[1], None, None, None, None)),
+        "dimensionality of sizes (2) must match dimensionality of strides (1)"
+    );
+    // The out= variants PyTorch generates (`autogen:`) for factories.
+    let mut out = Tensor::zeros(&[1], DType::Int64, Device::Cpu);
+    at::empty_strided_out(&[2, 3], &[3, 1], &mut out).unwrap();
+    assert_eq!((out.shape(), out.dtype()), (vec![2, 3], DType::Int64));
+    at::scalar_tensor_out(Scalar::Float(2.5), &mut out).unwrap();
+    assert_eq!(out.to_vec::<i64>().unwrap(), [2]);
+    let meta = at::empty_strided(&[2, 3], &[3, 1], None, None, Some(Device::Meta), None).unwrap();
+    assert_eq!((meta.device(), meta.shape()), (Device::Meta, vec![2, 3]));
+
+    let s = at::scalar_tensor(Scalar::Bool(true), None, None, None, None).unwrap();
+    assert_eq!(
+        (s.dim(), s.dtype(), s.to_vec::<f32>().unwrap()),
+        (0, DType::Float32, vec![1.0])
+    );
+    let s = at::scalar_tensor(Scalar::Int(3), Some(DType::Int64), None, None, None).unwrap();
+    assert_eq!(s.to_vec::<i64>().unwrap(), [3]);
+
+    let ints = Tensor::from_vec(vec![1i64, 1], &[2]).unwrap();
+    let full = at::full_like(&ints, Scalar::Float(2.7), None, None, None, None, None).unwrap();
+    assert_eq!(full.to_vec::<i64>().unwrap(), [2, 2]);
+    let i32s = Tensor::from_vec(vec![1i32, 1], &[2]).unwrap();
+    assert_eq!(
+        err(at::full_like(
+            &i32s,
+            Scalar::Int(1 << 40),
+            None,
+            None,
+            None,
+            None,
+            None
+        )),
+        "value cannot be converted to type int without overflow"
+    );
+
+    let ones = Tensor::zeros(&[2, 1, 3, 1], DType::Float32, Device::Cpu);
+    assert_eq!(at::squeeze_dims(&ones, &[1, 3, 0]).unwrap().shape(), [2, 3]);
+    assert_eq!(at::squeeze_dims(&ones, &[-1]).unwrap().shape(), [2, 1, 3]);
+    assert_eq!(
+        err(at::squeeze_dims(&ones, &[3, 3])),
+        "dim 3 appears multiple times in the list of dims"
+    );
+    assert_eq!(
+        err(at::squeeze_dims(&ones, &[5])),
+        "Dimension out of range (expected to be in range of [-4, 3], but got 5)"
+    );
+    let scalar = Tensor::zeros(&[], DType::Float32, Device::Cpu);
+    assert_eq!(at::squeeze_dims(&scalar, &[0]).unwrap().dim(), 0);
+    assert_eq!(
+        err(at::squeeze_dims(&scalar, &[0, -1])),
+        "dim 0 appears multiple times in the list of dims"
+    );
+
+    let x = Tensor::from_vec((0..12i64).collect(), &[2, 3, 2]).unwrap();
+    assert_eq!(
+        at::flip(&x, &[0, -1]).unwrap().to_vec::<i64>().unwrap(),
+        [7, 6, 9, 8, 11, 10, 1, 0, 3, 2, 5, 4]
+    );
+    let t = at::t(&Tensor::from_vec((0..12i64).collect(), &[3, 4]).unwrap()).unwrap();
+    assert_eq!(
+        at::flip(&t, &[1]).unwrap().to_vec::<i64>().unwrap(),
+        [8, 4, 0, 9, 5, 1, 10, 6, 2, 11, 7, 3]
+    );
+    assert_eq!(
+        err(at::flip(&x, &[0, 0])),
+        "dim 0 appears multiple times in the list of dims"
+    );
+    assert_eq!(
+        err(at::flip(&x, &[3])),
+        "Dimension out of range (expected to be in range of [-3, 2], but got 3)"
+    );
+    assert_eq!(
+        at::flip(&x, &[]).unwrap().to_vec::<i64>().unwrap(),
+        (0..12).collect::<Vec<_>>()
+    );
+
+    let a = at::alias(&x).unwrap();
+    assert!(a.storage().ptr_eq(&x.storage()) && a.shape() == x.shape());
 }

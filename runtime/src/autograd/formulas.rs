@@ -175,6 +175,20 @@ pub fn unsqueeze_to(grad: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
     }
 }
 
+/// `unsqueeze_to(grad, dims, sizes)` for a list of dimensions (PyTorch's
+/// `unsqueeze_to` over an `IntArrayRef`): each listed dimension of size 1 in
+/// `sizes`, which `squeeze.dims` removed, put back, in increasing order.
+pub fn unsqueeze_to_dims(grad: &Tensor, dims: &[i64], sizes: &[i64]) -> Result<Tensor> {
+    let mask = crate::shape::dim_list_to_bitset(dims, sizes.len())?;
+    let mut out = grad.clone();
+    for (d, &size) in sizes.iter().enumerate() {
+        if mask[d] && size == 1 {
+            out = at::unsqueeze(&out, d as i64)?;
+        }
+    }
+    Ok(out)
+}
+
 /// `grad` placed along `dim` of a tensor of `sizes` at `len` positions from
 /// `start` with stride `step`, zeros elsewhere: zeros and `grad` concatenated
 /// for a step of 1, otherwise the one-hot product of

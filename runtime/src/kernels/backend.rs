@@ -478,6 +478,31 @@ macro_rules! backend_kernels {
             )
         }
 
+        #[doc = concat!("`empty_strided` (", stringify!($key), "): the memory is zeroed.")]
+        #[$crate::kernel($key)]
+        pub fn empty_strided(
+            size: &[i64],
+            stride: &[i64],
+            dtype: Option<DType>,
+            layout: Option<Layout>,
+            device: Option<Device>,
+            pin_memory: Option<bool>,
+        ) -> Result<Tensor> {
+            let _ = (layout, pin_memory, device);
+            factory::empty_strided_checked(
+                size,
+                stride,
+                dtype,
+                $crate::kernels::backend::device!($key),
+            )
+        }
+
+        #[doc = concat!("`flip` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+            shape::flip(self_, dims)
+        }
+
         $crate::kernels::nn::nn_kernels!($key);
         $crate::kernels::optim::optim_kernels!($key);
 

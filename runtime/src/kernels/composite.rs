@@ -386,6 +386,27 @@ pub fn squeeze__dim(self_: &mut Tensor, dim: i64) -> Result<Tensor> {
     Ok(self_.clone())
 }
 
+/// `squeeze.dims(self, dim)`: the listed dimensions of size 1 removed.
+#[kernel(CompositeExplicitAutograd)]
+pub fn squeeze_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    views::squeeze_dims(self_, dim)
+}
+
+/// `squeeze_.dims(self, dim)`: `self` itself, the listed dimensions of size 1
+/// removed (its geometry changed in place).
+#[kernel(CompositeExplicitAutograd)]
+pub fn squeeze__dims(self_: &mut Tensor, dim: &[i64]) -> Result<Tensor> {
+    let view = views::squeeze_dims(self_, dim)?;
+    restride(self_, view)
+}
+
+/// `alias(self)`: a view of all of `self` (PyTorch's `alias`, which
+/// `torch.export` graphs use where a program returns an input as it is).
+#[kernel(CompositeExplicitAutograd)]
+pub fn alias(self_: &Tensor) -> Result<Tensor> {
+    views::alias(self_)
+}
+
 /// `squeeze(self)`: every dimension of size 1 removed.
 #[kernel(CompositeExplicitAutograd)]
 pub fn squeeze(self_: &Tensor) -> Result<Tensor> {
@@ -587,6 +608,53 @@ pub fn ones_like(
         like(self_, dtype, layout, device, pin_memory, memory_format)?;
     let r = ops::empty_strided(&shape, &strides, dtype, device)?;
     fresh(r, |r| ops::fill__Scalar(&mut r.clone(), Scalar::Int(1)))
+}
+
+/// `full_like(self, fill_value, ...)`: `empty_like(...).fill_(fill_value)`;
+/// the value converted to the result's dtype with overflow checks.
+#[kernel(CompositeExplicitAutograd)]
+#[allow(clippy::too_many_arguments)]
+pub fn full_like(
+    self_: &Tensor,
+    fill_value: Scalar,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    let (shape, strides, dtype, device) =
+        like(self_, dtype, layout, device, pin_memory, memory_format)?;
+    let r = ops::empty_strided(&shape, &strides, dtype, device)?;
+    fresh(r, |r| ops::fill__Scalar(&mut r.clone(), fill_value))
+}
+
+/// `scalar_tensor(s, ...)`: a 0-dim tensor holding `s`, in the default float
+/// dtype unless `dtype` says otherwise (a bool or an integer included, as
+/// PyTorch's `scalar_tensor` does).
+#[kernel(CompositeExplicitAutograd)]
+pub fn scalar_tensor(
+    s: Scalar,
+    dtype: Option<DType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::ensure!(
+        layout.is_none_or(|l| l == Layout::Strided),
+        "only the strided layout is supported"
+    );
+    crate::ensure!(
+        !pin_memory.unwrap_or(false),
+        "Only dense CPU tensors can be pinned"
+    );
+    let r = ops::empty_strided(
+        &[],
+        &[],
+        dtype.unwrap_or(DType::Float32),
+        device.unwrap_or(Device::Cpu),
+    )?;
+    fresh(r, |r| ops::fill__Scalar(&mut r.clone(), s))
 }
 
 /// `zeros_like(self, ...)`: `empty_like(...)` (zero-filled here).

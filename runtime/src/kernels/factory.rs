@@ -31,6 +31,32 @@ pub(crate) fn empty(
     empty_strided(&shape, &strides, dtype, device.unwrap_or(Device::Cpu))
 }
 
+/// `empty_strided(size, stride, dtype)` on `device` (zero-filled here), with
+/// PyTorch's checks in its order: negative sizes, the strides' count, then
+/// the storage's extent (a negative stride included, as PyTorch's
+/// `computeStorageNbytes` words it).
+pub(crate) fn empty_strided_checked(
+    size: &[i64],
+    stride: &[i64],
+    dtype: Option<DType>,
+    device: Device,
+) -> Result<Tensor> {
+    let shape = check_sizes(size)?;
+    crate::ensure!(
+        size.len() == stride.len(),
+        "dimensionality of sizes ({}) must match dimensionality of strides ({})",
+        size.len(),
+        stride.len()
+    );
+    if stride.iter().any(|&s| s < 0) {
+        crate::bail!(
+            "Storage size calculation overflowed with sizes={size:?} and strides={stride:?}"
+        );
+    }
+    let strides: Vec<usize> = stride.iter().map(|&s| s as usize).collect();
+    empty_strided(&shape, &strides, dtype.unwrap_or(DType::Float32), device)
+}
+
 /// `full(size, fill_value)`: the dtype defaults to bool / int64 / float32 after
 /// the fill value; the value is converted with overflow checks.
 pub(crate) fn full(

@@ -351,3 +351,61 @@ fn select_rows(self_: &Tensor, d: usize, idx: &[i64], result: &Tensor) -> Result
     });
     Ok(true)
 }
+
+/// `flip(self, dims)`: a contiguous copy of `self` with the listed dimensions
+/// reversed (PyTorch's `flip`, one pass over the elements); a dimension
+/// named twice or out of range is PyTorch's error.
+pub(crate) fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let n = self_.dim();
+    let mask = crate::shape::dim_list_to_bitset(dims, n)?;
+    let src = self_.geometry();
+    let shape = src.shape.to_vec();
+    let strides = crate::tensor::contiguous_strides(&shape);
+    let result = empty_strided(&shape, &strides, self_.dtype(), self_.device())?;
+    let count: usize = shape.iter().product();
+    if self_.device() == crate::tensor::Device::Meta || count == 0 {
+        return Ok(result);
+    }
+    // Where the first element comes from, and the step along each dimension
+    // (negative along a flipped one).
+    let mut first = src.offset;
+    let step: Vec<isize> = (0..n)
+        .map(|d| {
+            let s = src.strides[d] as isize;
+            if mask[d] {
+                first += (shape[d] - 1) * src.strides[d];
+                -s
+            } else {
+                s
+            }
+        })
+        .collect();
+    let dst = result.geometry();
+    let mut locks = StorageLocks::new(&[&src.storage], Some(&dst.storage));
+    let (to, reads) = locks.parts();
+    let (Some(from), Some(to)) = (reads.get(&src.storage), to) else {
+        crate::bail!("flip: the result's storage could not be written");
+    };
+    with_dtype!(self_.dtype(), T => {
+        let (Some(a), Some(b)) = (T::slice(from), T::slice_mut(to)) else {
+            crate::bail!("flip: a storage holds another dtype");
+        };
+        let mut index = vec![0usize; n];
+        let mut at = first as isize;
+        for slot in b[..count].iter_mut() {
+            // In bounds: the geometry of `self` was validated, and `at` walks
+            // its elements.
+            *slot = a[at as usize];
+            for d in (0..n).rev() {
+                index[d] += 1;
+                at += step[d];
+                if index[d] < shape[d] {
+                    break;
+                }
+                at -= step[d] * shape[d] as isize;
+                index[d] = 0;
+            }
+        }
+    });
+    Ok(result)
+}

@@ -347,6 +347,25 @@ pub(crate) fn squeeze_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
     self_.strided_view(&shape, &strides, self_.storage_offset())
 }
 
+/// `squeeze.dims(self, dim)`: the listed dimensions of size 1 removed, the
+/// others kept (PyTorch's `inferSqueezeGeometry` with a dimension mask).
+pub(crate) fn squeeze_dims(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let n = self_.dim();
+    let mask = crate::shape::dim_list_to_bitset(dims, n)?;
+    if n == 0 {
+        return alias(self_);
+    }
+    let (shape, strides) = (self_.shape(), self_.strides());
+    let (ns, nst): (Vec<usize>, Vec<usize>) = shape
+        .iter()
+        .zip(&strides)
+        .zip(&mask)
+        .filter(|((&size, _), &named)| !(named && size == 1))
+        .map(|((&size, &stride), _)| (size, stride))
+        .unzip();
+    self_.strided_view(&ns, &nst, self_.storage_offset())
+}
+
 /// `squeeze(self)`: every dimension of size 1 removed (PyTorch's
 /// `inferSqueezeGeometry`).
 pub(crate) fn squeeze(self_: &Tensor) -> Result<Tensor> {
