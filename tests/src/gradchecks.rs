@@ -166,6 +166,16 @@ const OVERRIDES: &[(&str, &[(&str, Arg)])] = &[
         &[("dim", Arg::Int(0)), ("keepdim", Arg::Bool(true))],
     ),
     ("mean.dim", &[("dim", Arg::Ints(&[1]))]),
+    ("amax", &[("dim", Arg::Ints(&[1]))]),
+    (
+        "amin",
+        &[("dim", Arg::Ints(&[0, -1])), ("keepdim", Arg::Bool(true))],
+    ),
+    ("cumsum", &[("dim", Arg::Int(1))]),
+    (
+        "var.correction",
+        &[("dim", Arg::Ints(&[1])), ("correction", Arg::Float(0.5))],
+    ),
     (
         "sum.dim_IntList",
         &[("dim", Arg::Ints(&[0])), ("keepdim", Arg::Bool(true))],

@@ -239,6 +239,17 @@ fn gradients_match_our_own_recordings() {
     all_pass(&cases);
 }
 
+/// The Core ATen reductions (`amax`, `amin`, `argmin`, `any`, `mean`, `var`,
+/// `cumsum`), recorded from PyTorch 2.15 by `tests/record/grad_calls.py` with
+/// `grad_cases_reduce.py`: ties, NaN, empty and 0-dim inputs, dtypes,
+/// corrections, in-place forms and errors: 100%.
+#[test]
+fn reductions_match_our_own_recordings() {
+    let cases = gradients::load(&opforge_tests::recorded("grad_calls_reduce.jsonl")).unwrap();
+    assert!(cases.len() >= 75, "only {} cases", cases.len());
+    all_pass(&cases);
+}
+
 /// A case whose recorded gradient is wrong fails (the runner can fail).
 #[test]
 fn the_runner_reports_a_wrong_gradient() {

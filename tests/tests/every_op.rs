@@ -132,12 +132,13 @@ fn higher_order(s: &opforge::tables::OpSchema) -> bool {
     opforge::value::is_higher_order(s)
 }
 
-/// Comparisons write bool; `argmax` int64; everything else float32.
+/// Comparisons and `any` write bool; `argmax` / `argmin` int64; everything
+/// else float32.
 fn out_dtype(op: &str) -> DType {
     let base = op.split('.').next().unwrap_or(op);
     match base {
-        "eq" | "ne" | "lt" | "le" | "gt" | "ge" => DType::Bool,
-        "argmax" => DType::Int64,
+        "eq" | "ne" | "lt" | "le" | "gt" | "ge" | "any" => DType::Bool,
+        "argmax" | "argmin" => DType::Int64,
         "arange" => DType::Int64,
         _ => DType::Float32,
     }

@@ -925,3 +925,147 @@ pub fn mse_loss_backward_jvp(
     let c = at::mse_loss_backward(grad_output_t, self_p, target_p, reduction)?;
     at::add_Tensor(&at::sub_Tensor(&a, &b, one)?, &c, one)
 }
+
+/// `t.to(dtype)`: `t` itself when it has the dtype, else a converted copy.
+pub fn to_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    cast_to(t.clone(), dtype)
+}
+
+/// `w` reversed along `dim` (PyTorch's `flip`, as an `index_select` of the
+/// indices `n - 1, ..., 0`).
+fn flip_dim(w: &Tensor, dim: i64) -> Result<Tensor> {
+    let d = shape::wrap_dim(dim, w.dim())?;
+    let n = w.sizes().get(d).copied().unwrap_or(1);
+    let index = at::arange_start_step(
+        Scalar::Int(n - 1),
+        Scalar::Int(-1),
+        Scalar::Int(-1),
+        Some(DType::Int64),
+        None,
+        None,
+        None,
+    )?;
+    at::index_select(w, d as i64, &index)
+}
+
+/// The gradient of `cumsum` along `dim`: the reversed cumulative sum of
+/// `grad` (PyTorch's `cumsum_backward` and `reversed_cumsum`:
+/// `grad.flip(dim).cumsum(dim).flip(dim)`), `grad` itself when there is
+/// nothing to sum.
+pub fn cumsum_backward(grad: &Tensor, dim: i64) -> Result<Tensor> {
+    if grad.numel() <= 1 {
+        return Ok(grad.clone());
+    }
+    let d = shape::wrap_dim(dim, grad.dim())?;
+    if grad.sizes()[d] == 1 {
+        return Ok(grad.clone());
+    }
+    flip_dim(&at::cumsum(&flip_dim(grad, dim)?, dim, None)?, dim)
+}
+
+/// `output` with the dimensions `dims` a reduction removed put back as
+/// size 1 (nothing when `keepdim`): PyTorch's `restore_reduced_dims`.
+pub fn restore_reduced_dims(output: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+    if keepdim {
+        return Ok(output.clone());
+    }
+    let total = output.dim() + dims.len();
+    let mut target = vec![0i64; total];
+    for &d in dims {
+        let i = shape::wrap_dim(d, total)?;
+        target[i] = 1;
+    }
+    let mut j = 0;
+    for s in output.sizes() {
+        while target.get(j).is_some_and(|&t| t > 0) {
+            j += 1;
+        }
+        let Some(t) = target.get_mut(j) else {
+            return Err(Error::Runtime(
+                "restore_reduced_dims: more output dimensions than places".into(),
+            ));
+        };
+        *t = s;
+        j += 1;
+    }
+    at::reshape(output, &target)
+}
+
+/// `(grad / mask.sum(dims, true)) * mask`: the gradient shared evenly among
+/// the positions `mask` marks in each reduced lane (PyTorch's
+/// `scale_grad_by_count`, for `amax` / `amin` ties).
+pub fn scale_grad_by_count(grad: &Tensor, mask: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let count = at::sum_dim_IntList(mask, Some(dims), true, None)?;
+    at::mul_Tensor(&at::div_Tensor(grad, &count)?, mask)
+}
+
+/// The forward formula of `amax` / `amin`: the mean of the tangents at the
+/// positions holding the extreme (PyTorch's `amaxamin_jvp`).
+pub fn amaxamin_jvp(
+    x: &Tensor,
+    dx: &Tensor,
+    result: &Tensor,
+    dim: &[i64],
+    keepdim: bool,
+) -> Result<Tensor> {
+    let mask = at::eq_Tensor(x, &restore_reduced_dims(result, dim, keepdim)?)?;
+    let picked = at::where_self(&mask, dx, &zero(dx)?)?;
+    at::div_Tensor(
+        &at::sum_dim_IntList(&picked, Some(dim), keepdim, None)?,
+        &at::sum_dim_IntList(&mask, Some(dim), keepdim, None)?,
+    )
+}
+
+/// The gradient of `var.correction` (PyTorch's `var_backward`):
+/// `2 / (n - correction) * grad * (self - mean)`, `n` the number of elements
+/// each output reduced. Without `dim` (or for a 0-dim `self`), `n` is
+/// `self.numel()`, and a non-positive `n - correction` gives NaN where `self`
+/// equals its mean and infinity elsewhere; with `dim`, `n` is the product of
+/// those dimensions' sizes (1 for an empty list, as PyTorch's `_safe_size`).
+pub fn var_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let correction = correction.map_or(1.0, |c| c.to_f64());
+    let ndim = self_.dim();
+    let dim = match dim {
+        Some(d) if ndim > 0 => d,
+        _ => {
+            let dof = self_.numel() as f64 - correction;
+            let mean = at::mean(self_, None)?;
+            if dof <= 0.0 {
+                let full =
+                    |v: f64| at::full(&[], Scalar::Float(v), Some(self_.dtype()), None, None, None);
+                let at_mean = at::eq_Tensor(self_, &mean)?;
+                let factor = at::where_self(&at_mean, &full(f64::NAN)?, &full(f64::INFINITY)?)?;
+                return at::mul_Tensor(grad, &factor);
+            }
+            let centered = at::sub_Tensor(self_, &mean, Scalar::Int(1))?;
+            return at::mul_Tensor(&at::mul_Scalar(grad, Scalar::Float(2.0 / dof))?, &centered);
+        }
+    };
+    let sizes = self_.sizes();
+    let mut g = grad.clone();
+    if !keepdim && ndim > 1 {
+        // PyTorch's `unsqueeze_multiple`: the reduced dimensions, in order.
+        let mut wrapped = dim
+            .iter()
+            .map(|&d| shape::wrap_dim(d, ndim).map(|w| w as i64))
+            .collect::<Result<Vec<_>>>()?;
+        wrapped.sort_unstable();
+        for d in wrapped {
+            g = at::unsqueeze(&g, d)?;
+        }
+    }
+    let mut rnumel = 1i64;
+    for &d in dim {
+        rnumel *= sizes[shape::wrap_dim(d, ndim)?];
+    }
+    let mean = at::mean_dim(self_, Some(dim), true, None)?;
+    let centered = at::sub_Tensor(self_, &mean, Scalar::Int(1))?;
+    let scale = 2.0 / (rnumel as f64 - correction);
+    at::mul_Tensor(&at::mul_Scalar(&g, Scalar::Float(scale))?, &centered)
+}

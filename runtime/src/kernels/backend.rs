@@ -357,7 +357,7 @@ macro_rules! backend_kernels {
         #[doc = concat!("`argmax` (", stringify!($key), ").")]
         #[$crate::kernel($key)]
         pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
-            reduce::argmax(self_, dim, keepdim, None)
+            reduce::arg_extreme(self_, dim, keepdim, None, true)
         }
 
         #[doc = concat!("`argmax.out` (", stringify!($key), ").")]
@@ -368,7 +368,150 @@ macro_rules! backend_kernels {
             keepdim: bool,
             out: &mut Tensor,
         ) -> Result<Tensor> {
-            reduce::argmax(self_, dim, keepdim, Some(out))
+            reduce::arg_extreme(self_, dim, keepdim, Some(out), true)
+        }
+
+        #[doc = concat!("`argmin` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+            reduce::arg_extreme(self_, dim, keepdim, None, false)
+        }
+
+        #[doc = concat!("`argmin.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn argmin_out(
+            self_: &Tensor,
+            dim: Option<i64>,
+            keepdim: bool,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            reduce::arg_extreme(self_, dim, keepdim, Some(out), false)
+        }
+
+        #[doc = concat!("`amax` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+            reduce::amax_amin(self_, dim, keepdim, None, true)
+        }
+
+        #[doc = concat!("`amax.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn amax_out(
+            self_: &Tensor,
+            dim: &[i64],
+            keepdim: bool,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            reduce::amax_amin(self_, dim, keepdim, Some(out), true)
+        }
+
+        #[doc = concat!("`amin` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+            reduce::amax_amin(self_, dim, keepdim, None, false)
+        }
+
+        #[doc = concat!("`amin.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn amin_out(
+            self_: &Tensor,
+            dim: &[i64],
+            keepdim: bool,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            reduce::amax_amin(self_, dim, keepdim, Some(out), false)
+        }
+
+        #[doc = concat!("`any` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn any(self_: &Tensor) -> Result<Tensor> {
+            reduce::any(self_, None, false, None)
+        }
+
+        #[doc = concat!("`any.all_out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn any_all_out(self_: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+            reduce::any(self_, None, false, Some(out))
+        }
+
+        #[doc = concat!("`any.dim` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+            reduce::any(self_, Some(&[dim]), keepdim, None)
+        }
+
+        #[doc = concat!("`any.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn any_out(
+            self_: &Tensor,
+            dim: i64,
+            keepdim: bool,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            reduce::any(self_, Some(&[dim]), keepdim, Some(out))
+        }
+
+        #[doc = concat!("`any.dims` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+            reduce::any(self_, dim, keepdim, None)
+        }
+
+        #[doc = concat!("`any.dims_out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn any_dims_out(
+            self_: &Tensor,
+            dim: Option<&[i64]>,
+            keepdim: bool,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            reduce::any(self_, dim, keepdim, Some(out))
+        }
+
+        #[doc = concat!("`var.correction` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn var_correction(
+            self_: &Tensor,
+            dim: Option<&[i64]>,
+            correction: Option<Scalar>,
+            keepdim: bool,
+        ) -> Result<Tensor> {
+            reduce::var(self_, dim, correction, keepdim, None)
+        }
+
+        #[doc = concat!("`var.correction_out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn var_correction_out(
+            self_: &Tensor,
+            dim: Option<&[i64]>,
+            correction: Option<Scalar>,
+            keepdim: bool,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            reduce::var(self_, dim, correction, keepdim, Some(out))
+        }
+
+        #[doc = concat!("`cumsum` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn cumsum(self_: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+            reduce::cumsum(self_, dim, dtype, reduce::ScanDest::New)
+        }
+
+        #[doc = concat!("`cumsum_` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn cumsum_(self_: &mut Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+            reduce::cumsum(self_, dim, dtype, reduce::ScanDest::Inplace)
+        }
+
+        #[doc = concat!("`cumsum.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn cumsum_out(
+            self_: &Tensor,
+            dim: i64,
+            dtype: Option<DType>,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            reduce::cumsum(self_, dim, dtype, reduce::ScanDest::Out(out))
         }
 
         #[doc = concat!("`max.dim` (", stringify!($key), ").")]

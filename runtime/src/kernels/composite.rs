@@ -557,6 +557,56 @@ pub fn sum(self_: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
     ops::sum_dim_IntList(self_, Some(&[]), false, dtype)
 }
 
+/// `mean(self, dtype)`: `mean.dim` over every dimension (PyTorch's `mean`
+/// in aten/src/ATen/native/ReduceOps.cpp).
+#[kernel(CompositeExplicitAutograd)]
+pub fn mean(self_: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
+    ops::mean_dim(self_, Some(&[]), false, dtype)
+}
+
+/// `mean.dtype_out(self, dtype, out)`: `self`'s dtype must cast to `out`'s,
+/// then `mean.out` over every dimension (PyTorch's `mean_dtype_out`).
+#[kernel(CompositeExplicitAutograd)]
+pub fn mean_dtype_out(self_: &Tensor, dtype: Option<DType>, out: &mut Tensor) -> Result<Tensor> {
+    crate::ensure!(
+        super::promote::can_cast(self_.dtype(), out.dtype()),
+        "mean.dtype_out(): input types can't be cast to the desired output type {}",
+        out.dtype().c10_name()
+    );
+    ops::mean_out(self_, Some(&[]), false, dtype, out)
+}
+
+/// `var.dim(self, dim, unbiased, keepdim)`: `var.correction` with a
+/// correction of 1 (`unbiased`) or 0 (PyTorch's `var` in ReduceOps.cpp).
+#[kernel(CompositeImplicitAutograd)]
+pub fn var_dim(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    unbiased: bool,
+    keepdim: bool,
+) -> Result<Tensor> {
+    ops::var_correction(self_, dim, Some(Scalar::Int(i64::from(unbiased))), keepdim)
+}
+
+/// `var.out(self, dim, unbiased, keepdim, out)`: `var.correction_out` with a
+/// correction of 1 (`unbiased`) or 0 (PyTorch's `var_out`).
+#[kernel(CompositeImplicitAutograd)]
+pub fn var_out(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    unbiased: bool,
+    keepdim: bool,
+    out: &mut Tensor,
+) -> Result<Tensor> {
+    ops::var_correction_out(
+        self_,
+        dim,
+        Some(Scalar::Int(i64::from(unbiased))),
+        keepdim,
+        out,
+    )
+}
+
 /// `clone(self, memory_format)`: `empty_like` (strides preserved when dense)
 /// then `copy_`.
 #[kernel(CompositeExplicitAutograd)]

@@ -159,6 +159,48 @@ pub(crate) fn sum_dim_IntList(
     op::sum_dim_IntList(self_, dim, keepdim, dtype)
 }
 
+/// `aten::mean.dim`
+pub(crate) fn mean_dim(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<DType>,
+) -> Result<Tensor> {
+    op::mean_dim(self_, dim, keepdim, dtype)
+}
+
+/// `aten::mean.out`
+pub(crate) fn mean_out(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<DType>,
+    out: &mut Tensor,
+) -> Result<Tensor> {
+    op::mean_out(self_, dim, keepdim, dtype, out)
+}
+
+/// `aten::var.correction`
+pub(crate) fn var_correction(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<crate::tensor::Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    op::var_correction(self_, dim, correction, keepdim)
+}
+
+/// `aten::var.correction_out`
+pub(crate) fn var_correction_out(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<crate::tensor::Scalar>,
+    keepdim: bool,
+    out: &mut Tensor,
+) -> Result<Tensor> {
+    op::var_correction_out(self_, dim, correction, keepdim, out)
+}
+
 /// `aten::fill_.Scalar`
 pub(crate) fn fill__Scalar(self_: &mut Tensor, value: crate::tensor::Scalar) -> Result<Tensor> {
     op::fill__Scalar(self_, value)

@@ -1,4 +1,5 @@
-//! Reductions: sum, mean, prod, argmax, max.dim / min.dim. Output dtypes follow
+//! Reductions: sum, mean, prod, argmax / argmin, max.dim / min.dim, amax /
+//! amin, any, var; and the scan cumsum. Output dtypes follow
 //! `get_dtype_from_self` (integral and bool inputs accumulate in int64 unless a
 //! `dtype` is given), dims are wrapped and checked for repeats, and each input
 //! element is converted to the output dtype before reducing, as PyTorch does.
@@ -7,12 +8,13 @@
 //! expanded view reduces in the memory of its result alone.
 
 use super::num::{Float, Num};
+use super::promote::check_can_cast;
 use super::vmath::best_level;
 use super::{check_alloc, check_out_dtype, index_error, not_implemented, resize_output, wrap_dim};
 use crate::error::Result;
 use crate::tensor::{
     alloc as memory, cast, last_offset, numel, DType, Device, Element, IntoBuffer, Positions,
-    Tensor,
+    Scalar, Tensor,
 };
 use crate::{float_dtype, with_buffer, with_dtype};
 use ndarray::{ArrayViewD, IxDyn};
@@ -888,17 +890,21 @@ fn extremes<T: Num>(self_: &Tensor, mask: &[bool], max: bool) -> Result<Vec<(T, 
     memory::try_collect(r.len(), r.into_iter().map(|p| p.unwrap_or((T::zero(), 0))))
 }
 
-/// `argmax(self, dim, keepdim)` (`out` for `argmax.out`).
-pub(crate) fn argmax(
+/// `argmax` / `argmin(self, dim, keepdim)` (`max`: which; `out` for
+/// `argmax.out` / `argmin.out`): PyTorch's `argmax_argmin_impl` checks, then
+/// the index of the first extreme (the first NaN) of each lane.
+pub(crate) fn arg_extreme(
     self_: &Tensor,
     dim: Option<i64>,
     keepdim: bool,
     out: Option<&Tensor>,
+    max: bool,
 ) -> Result<Tensor> {
+    let name = if max { "argmax()" } else { "argmin()" };
     let mask = match dim {
         Some(d) => {
             let w = wrap_dim(d, self_.dim())?;
-            check_nonempty_dim(self_, w, "argmax()")?;
+            check_nonempty_dim(self_, w, name)?;
             let mut m = vec![false; self_.dim()];
             if let Some(x) = m.get_mut(w) {
                 *x = true;
@@ -907,25 +913,342 @@ pub(crate) fn argmax(
         }
         None => {
             if self_.numel() == 0 {
-                return Err(index_error(
-                    "argmax(): Expected reduction dim to be specified for input.numel() == 0.",
-                ));
+                return Err(index_error(format!(
+                    "{name}: Expected reduction dim to be specified for input.numel() == 0."
+                )));
             }
             vec![true; self_.dim()]
         }
     };
     if self_.dtype() == DType::Bool {
-        return Err(not_implemented("argmax(): does not support bool input"));
+        return Err(not_implemented(format!(
+            "{name}: does not support bool input"
+        )));
     }
     let shape = reduced_shape(&self_.shape(), &mask, keepdim);
     if let Some(m) = prepare(self_, &shape, DType::Int64, out)? {
         return Ok(m);
     }
     with_dtype!(self_.dtype(), T => {
-        let r = extremes::<T>(self_, &mask, true)?;
+        let r = extremes::<T>(self_, &mask, max)?;
         let idx = memory::try_collect(r.len(), r.into_iter().map(|p| p.1))?;
         emit(idx, &shape, out)
     })
+}
+
+/// `amax` / `amin(self, dim, keepdim)` (`max`: which; `out` for `.out`):
+/// PyTorch's `TORCH_META_FUNC(amax)` checks (the out dtype must be the
+/// input's; an empty input needs non-empty reduced dims), then the extreme of
+/// each lane, NaN propagating.
+pub(crate) fn amax_amin(
+    self_: &Tensor,
+    dim: &[i64],
+    keepdim: bool,
+    out: Option<&Tensor>,
+    max: bool,
+) -> Result<Tensor> {
+    let name = if max { "amax()" } else { "amin()" };
+    if let Some(o) = out {
+        crate::ensure!(
+            o.dtype() == self_.dtype(),
+            "Expected the dtype for input and out to match, but got {} for input's dtype and {} for out's dtype.",
+            self_.dtype().c10_name(),
+            o.dtype().c10_name()
+        );
+    }
+    if self_.numel() == 0 {
+        zero_numel_check_dims(self_, dim, name)?;
+    }
+    let mask = dim_mask(Some(dim), self_.dim())?;
+    let shape = reduced_shape(&self_.shape(), &mask, keepdim);
+    if let Some(m) = prepare(self_, &shape, self_.dtype(), out)? {
+        return Ok(m);
+    }
+    with_dtype!(self_.dtype(), T => {
+        let r = extremes::<T>(self_, &mask, max)?;
+        let values = memory::try_collect(r.len(), r.into_iter().map(|p| p.0))?;
+        emit(values, &shape, out)
+    })
+}
+
+/// `zero_numel_check_dims(self, dims, fn_name)` (aten/src/ATen/native/ReduceOpsUtils.h)
+/// for an empty `self`: the dims must be given, and none of them empty (the
+/// dim is printed as given).
+fn zero_numel_check_dims(self_: &Tensor, dims: &[i64], name: &str) -> Result<()> {
+    crate::ensure!(
+        !dims.is_empty(),
+        "{name}: Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+    );
+    for &d in dims {
+        let w = wrap_dim(d, self_.dim())?;
+        if self_.dim() > 0 && self_.shape()[w] == 0 {
+            return Err(index_error(format!(
+                "{name}: Expected reduction dim {d} to have non-zero size."
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `any`: is some element of the lane nonzero (NaN included)?
+struct AnyOf;
+
+impl<T: Element> Reducer<T> for AnyOf {
+    type Acc = bool;
+    const ORDERED: bool = false;
+    fn init(&self) -> bool {
+        false
+    }
+    fn run(&self, acc: bool, x: &[T], _: usize) -> bool {
+        acc || x.iter().any(|v| v.to_bool())
+    }
+    fn combine(&self, a: bool, b: bool) -> bool {
+        a || b
+    }
+}
+
+/// `any`, `any.dim`, `any.dims` and their out= forms (PyTorch's
+/// `allany_meta` with `allow_empty_dims`: `None` reduces every dimension, an
+/// empty list none); the result is bool.
+pub(crate) fn any(
+    self_: &Tensor,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    if let Some(o) = out {
+        crate::ensure!(
+            o.dtype() == DType::Bool,
+            "any only supports bool tensor for result, got: {}",
+            o.dtype().c10_name()
+        );
+    }
+    let mask = match dims {
+        Some([]) => vec![false; self_.dim()],
+        _ => dim_mask(dims, self_.dim())?,
+    };
+    let shape = reduced_shape(&self_.shape(), &mask, keepdim);
+    if let Some(m) = prepare(self_, &shape, DType::Bool, out)? {
+        return Ok(m);
+    }
+    with_dtype!(self_.dtype(), T => {
+        let r = reduce_lanes::<T, _>(self_, &mask, &AnyOf)?;
+        emit(r, &shape, out)
+    })
+}
+
+/// Welford's running mean and sum of squared deviations, in float64
+/// (PyTorch's `WelfordOps<scalar_t, double, int64_t, ...>`, which `var`'s
+/// CPU kernel `std_var_kernel_impl` reduces each lane with).
+#[derive(Clone, Copy, Default)]
+struct Welford {
+    mean: f64,
+    m2: f64,
+    n: f64,
+}
+
+/// `var`'s lanes: [`Welford`] in logical order, pieces combined as
+/// `WelfordOps::combine` does.
+struct WelfordOf;
+
+impl<T: Element> Reducer<T> for WelfordOf {
+    type Acc = Welford;
+    const ORDERED: bool = true;
+    fn init(&self) -> Welford {
+        Welford::default()
+    }
+    fn run(&self, mut acc: Welford, x: &[T], _: usize) -> Welford {
+        for &v in x {
+            let v = v.to_f64();
+            acc.n += 1.0;
+            let delta = v - acc.mean;
+            acc.mean += delta / acc.n;
+            acc.m2 += delta * (v - acc.mean);
+        }
+        acc
+    }
+    fn combine(&self, a: Welford, b: Welford) -> Welford {
+        if a.n == 0.0 {
+            return b;
+        }
+        if b.n == 0.0 {
+            return a;
+        }
+        let delta = b.mean - a.mean;
+        let n = a.n + b.n;
+        let nb_over_n = b.n / n;
+        Welford {
+            mean: a.mean + delta * nb_over_n,
+            m2: a.m2 + b.m2 + delta * delta * a.n * nb_over_n,
+            n,
+        }
+    }
+}
+
+/// The sum of squared deviations from a fixed mean, in float64, in order
+/// (the second pass of PyTorch's `std_var_all_cpu`).
+struct SquaredDeviations(f64);
+
+impl<T: Element> Reducer<T> for SquaredDeviations {
+    type Acc = f64;
+    const ORDERED: bool = true;
+    fn init(&self) -> f64 {
+        0.0
+    }
+    fn run(&self, acc: f64, x: &[T], _: usize) -> f64 {
+        x.iter().fold(acc, |s, &v| {
+            let dx = v.to_f64() - self.0;
+            s + dx * dx
+        })
+    }
+    fn combine(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+}
+
+/// `var.correction` / `var.correction_out` (PyTorch's `std_var_out` in
+/// aten/src/ATen/native/ReduceOps.cpp, `take_sqrt` false): a floating input;
+/// the divisor is the lane's size minus `correction` (default 1), at least 0.
+/// An empty input gives NaN; a single output value takes the two-pass
+/// `std_var_all_cpu` (the mean in the input's dtype, then the squared
+/// deviations summed in float64, the result rounded to the input's dtype);
+/// more values take Welford's algorithm per lane in float64.
+pub(crate) fn var(
+    self_: &Tensor,
+    dims: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    if !self_.dtype().is_floating_point() {
+        return Err(not_implemented(
+            "std and var only support floating point and complex dtypes",
+        ));
+    }
+    let correction = correction.map_or(1.0, |c| c.to_f64());
+    let out_dtype = out.map_or(self_.dtype(), |o| o.dtype());
+    let mask = dim_mask(dims, self_.dim())?;
+    let shape = reduced_shape(&self_.shape(), &mask, keepdim);
+    check_can_cast(self_.dtype(), out_dtype)?;
+    let (n_in, n_out) = (self_.numel(), numel(&shape));
+    if (n_in / n_out.max(1)) as f64 - correction <= 0.0 {
+        crate::warnings::warn("var(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor (input numel divided by output numel).");
+    }
+    if let Some(m) = prepare(self_, &shape, out_dtype, out)? {
+        return Ok(m);
+    }
+    let values: Vec<f64> = if n_in == 0 {
+        memory::try_filled(n_out, f64::NAN)?
+    } else if n_out == 1 {
+        let mean = mean(self_, None, false, None, None)?.to_vec::<f64>()?[0];
+        let s =
+            reduce_lanes::<f64, _>(self_, &vec![true; self_.dim()], &SquaredDeviations(mean))?[0];
+        let v = s / (n_in as f64 - correction).max(0.0);
+        let v = if self_.dtype() == DType::Float32 {
+            v as f32 as f64
+        } else {
+            v
+        };
+        vec![v]
+    } else {
+        let r = reduce_lanes::<f64, _>(self_, &mask, &WelfordOf)?;
+        memory::try_collect(
+            r.len(),
+            r.into_iter().map(|w| {
+                let divisor = (w.n - correction).max(0.0);
+                w.m2 / divisor
+            }),
+        )?
+    };
+    float_dtype!(out_dtype, T => {
+        let v = memory::try_collect(values.len(), values.into_iter().map(T::of))?;
+        emit(v, &shape, out)
+    }, _ => Err(check_can_cast(DType::Float64, out_dtype).unwrap_err()))
+}
+
+/// Where a cumulative sum writes.
+pub(crate) enum ScanDest<'a> {
+    /// A new tensor.
+    New,
+    /// `self`, in place (`cumsum_`).
+    Inplace,
+    /// `out` (`cumsum.out`).
+    Out(&'a Tensor),
+}
+
+/// `cumsum`, `cumsum_` and `cumsum.out` (PyTorch's `meta_func_cum_ops` and
+/// `impl_func_cum_ops` in aten/src/ATen/native/ReduceOps.cpp, and
+/// `cumsum_cpu_kernel`): the result dtype is `dtype`, else the out tensor's
+/// (in place: `self`'s), else `self`'s with integral and bool promoted to
+/// int64; `self` is converted to it, then summed along `dim` in its
+/// accumulation type (float64 for floating types, int64 for integral ones),
+/// each running value rounded to the result dtype.
+pub(crate) fn cumsum(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<DType>,
+    dest: ScanDest<'_>,
+) -> Result<Tensor> {
+    let d = wrap_dim(dim, self_.dim())?;
+    let out_dtype = match (&dest, dtype) {
+        (_, Some(t)) => t,
+        (ScanDest::Out(o), None) => o.dtype(),
+        (ScanDest::Inplace, None) => self_.dtype(),
+        (ScanDest::New, None) => dtype_from_self(self_, None),
+    };
+    let shape = self_.shape();
+    let out = match dest {
+        // `prepare` checks its dtype and resizes it.
+        ScanDest::Out(o) => Some(o),
+        ScanDest::Inplace => {
+            crate::ensure!(
+                out_dtype == self_.dtype(),
+                "Bad in-place call: input tensor dtype {} and output tensor dtype {} should match",
+                self_.dtype().typemeta_name(),
+                out_dtype.typemeta_name()
+            );
+            Some(self_)
+        }
+        ScanDest::New => None,
+    };
+    if let Some(m) = prepare(self_, &shape, out_dtype, out)? {
+        return Ok(m);
+    }
+    let inner: usize = shape.get(d + 1..).map_or(1, |s| s.iter().product());
+    let len = shape.get(d).copied().unwrap_or(1);
+    match out_dtype {
+        DType::Float32 => scan::<f32, f64>(self_, len, inner, &shape, out),
+        DType::Float64 => scan::<f64, f64>(self_, len, inner, &shape, out),
+        DType::Int32 => scan::<i32, i64>(self_, len, inner, &shape, out),
+        DType::Int64 => scan::<i64, i64>(self_, len, inner, &shape, out),
+        DType::Bool => Err(super::dispatch_error("cumsum_out_cpu", DType::Bool)),
+    }
+}
+
+/// The running sums of `self_` (as `T`, accumulated as `A`) along a
+/// dimension of `len` elements `inner` apart in the contiguous result.
+fn scan<T: Num, A: Num>(
+    self_: &Tensor,
+    len: usize,
+    inner: usize,
+    shape: &[usize],
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let mut data = self_.to_vec::<T>()?;
+    let block = len * inner;
+    if block > 0 {
+        for chunk in data.chunks_mut(block) {
+            for i in 0..inner {
+                let mut acc = A::zero();
+                for k in 0..len {
+                    let x = &mut chunk[k * inner + i];
+                    acc = acc.add(cast::<T, A>(*x));
+                    *x = cast::<A, T>(acc);
+                }
+            }
+        }
+    }
+    emit(data, shape, out)
 }
 
 /// `max.dim` / `min.dim`: values and int64 indices.

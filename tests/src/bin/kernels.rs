@@ -29,7 +29,7 @@
 //!   in [0.1, 2.1)), `sin`, `to_dtype` (`a.to(Float64)`), all 1-D;
 //! - 2-D cases on the shape `[rows, cols]` = `[1, 1]`, `[10, 100]`,
 //!   `[100, 1000]`, `[1000, 1000]`, `[10000, 1000]` (`cols` = 1000 from 10^5,
-//!   100 at 10^3): `mean_dim` (`torch::mean(x, [-1])`), `sum_dim0`
+//!   100 at 10^3): `mean_dim` (`torch::mean_dim(x, [-1])`), `sum_dim0`
 //!   (`torch::sum_dim_int_list(x, [0])`), `max_dim` (`torch::max(x, -1)`,
 //!   values and indices), `cat` (`torch::cat([a, b])` along dim 0, each half
 //!   `[max(rows / 2, 1), cols]`, so size 1 concatenates two 1-element tensors),
@@ -298,7 +298,11 @@ fn cases() -> Vec<Case> {
         ("div", f32, binary!(torch::div, 0.5, 1.5)),
         ("sum", f32, unary!(torch::sum)),
         ("sum", f64, unary!(torch::sum)),
-        ("mean_dim", f32, on2d!(|x| torch::mean(x, Some(&[-1][..])))),
+        (
+            "mean_dim",
+            f32,
+            on2d!(|x| torch::mean_dim(x, Some(&[-1][..]))),
+        ),
         (
             "sum_dim0",
             f32,
