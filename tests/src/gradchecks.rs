@@ -167,13 +167,19 @@ const OVERRIDES: &[(&str, &[(&str, Arg)])] = &[
     ("rsqrt", &[("self", Arg::Positive(&[2, 3]))]),
     (
         "acosh",
-        &[("self", Arg::Values(&[1.25, 1.5, 2.0, 3.5, 1.75, 2.25], &[2, 3]))],
+        &[(
+            "self",
+            Arg::Values(&[1.25, 1.5, 2.0, 3.5, 1.75, 2.25], &[2, 3]),
+        )],
     ),
     // Away from the kinks of the step functions (integers, half-integers
     // for round): their zero gradient is the numerical one there too.
     (
         "round",
-        &[("self", Arg::Values(&[0.3, -0.2, 1.2, -1.8, 2.7, 0.1], &[2, 3]))],
+        &[(
+            "self",
+            Arg::Values(&[0.3, -0.2, 1.2, -1.8, 2.7, 0.1], &[2, 3]),
+        )],
     ),
     ("sqrt", &[("self", Arg::Positive(&[2, 3]))]),
     ("max.dim", &[("dim", Arg::Int(1))]),

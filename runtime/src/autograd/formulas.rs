@@ -299,7 +299,10 @@ pub fn sqrt_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
 /// `grad / (self + 1)` (PyTorch's `log1p_backward` in
 /// torch/csrc/autograd/FunctionsManual.cpp, for a strided `self`).
 pub fn log1p_backward(grad: &Tensor, self_: &Tensor) -> Result<Tensor> {
-    at::div_Tensor(grad, &at::add_Scalar(self_, Scalar::Int(1), Scalar::Int(1))?)
+    at::div_Tensor(
+        grad,
+        &at::add_Scalar(self_, Scalar::Int(1), Scalar::Int(1))?,
+    )
 }
 
 /// `grad` cast back to the input's dtype (PyTorch's `_to_copy_backward`).
