@@ -5,6 +5,7 @@ the tests only read the file.
 
     cd tests/record && python grad_calls.py ../data/recorded/grad_calls.jsonl
     python grad_calls.py ../data/recorded/grad_calls_2.jsonl grad_cases_2 20250917 200
+    python grad_calls.py ../data/recorded/grad_calls_3.jsonl grad_cases_3 20260301 300
 
 (arguments: the output, the module of cases, the seed of the values, the
 first case number).

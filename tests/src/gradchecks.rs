@@ -16,7 +16,10 @@
 //! `abs` and `relu` at 0, and from 0 for `div`); other arguments take their
 //! schema default. [`OVERRIDES`] holds what an operator needs beyond that
 //! (shapes, dims, index tensors, positive inputs for `log` / `sqrt`, clamp
-//! bounds with inputs away from them). An argument written in place (`copy_`'s
+//! bounds with inputs away from them). An operator without a differentiable
+//! argument (`isnan`) is only checked to give outputs that do not require
+//! grad; one whose formula is PyTorch's `not_implemented` ([`NOT_IMPLEMENTED`])
+//! must fail gradcheck with PyTorch's error. An argument written in place (`copy_`'s
 //! `self`) is cloned inside the checked function, so the leaf is not written.
 //!
 //! Each operator gets `gradcheck` in slow mode and in fast mode (both with
@@ -159,6 +162,25 @@ const OVERRIDES: &[(&str, &[(&str, Arg)])] = &[
         ],
     ),
     ("log", &[("self", Arg::Positive(&[2, 3]))]),
+    ("log10", &[("self", Arg::Positive(&[2, 3]))]),
+    ("log2", &[("self", Arg::Positive(&[2, 3]))]),
+    ("rsqrt", &[("self", Arg::Positive(&[2, 3]))]),
+    (
+        "acosh",
+        &[(
+            "self",
+            Arg::Values(&[1.25, 1.5, 2.0, 3.5, 1.75, 2.25], &[2, 3]),
+        )],
+    ),
+    // Away from the kinks of the step functions (integers, half-integers
+    // for round): their zero gradient is the numerical one there too.
+    (
+        "round",
+        &[(
+            "self",
+            Arg::Values(&[0.3, -0.2, 1.2, -1.8, 2.7, 0.1], &[2, 3]),
+        )],
+    ),
     ("sqrt", &[("self", Arg::Positive(&[2, 3]))]),
     ("max.dim", &[("dim", Arg::Int(1))]),
     (
@@ -356,6 +378,23 @@ const OVERRIDES: &[(&str, &[(&str, Arg)])] = &[
 
 /// Operators whose gradgradcheck is not run, with the reason.
 const NOT_TWICE: &[(&str, &str)] = &[];
+
+/// Operators whose formula is PyTorch's `not_implemented(...)`: gradcheck
+/// must fail with this error (PyTorch's words), and nothing else is run.
+const NOT_IMPLEMENTED: &[(&str, &str)] = &[
+    (
+        "acosh_",
+        "RuntimeError: the derivative for 'inplace version of acosh' is not implemented.",
+    ),
+    (
+        "asinh_",
+        "RuntimeError: the derivative for 'inplace version of asinh' is not implemented.",
+    ),
+    (
+        "atanh_",
+        "RuntimeError: the derivative for 'inplace version of atanh' is not implemented.",
+    ),
+];
 
 struct Op {
     name: String,
@@ -558,6 +597,25 @@ pub fn run(filters: &[String]) -> Vec<Check> {
             );
             continue;
         };
+        if op.differentiable.is_empty() {
+            // Every argument `non_differentiable` (`isnan`): no formula, so no
+            // Autograd kernel (the call falls through to the backend); with
+            // inputs that require grad, the outputs must not.
+            let outcome = build(&op, handle.schema).and_then(|(values, diff)| {
+                for v in &values {
+                    if let Value::Tensor(t) = v {
+                        t.set_requires_grad(true).map_err(|e| e.to_string())?;
+                    }
+                }
+                match checked_fn(handle, &values, &diff)(&[]) {
+                    Ok(outs) if outs.iter().all(|t| !t.requires_grad()) => Ok(()),
+                    Ok(_) => Err("an output requires grad".into()),
+                    Err(e) => Err(format!("{}: {e}", e.python_class())),
+                }
+            });
+            report(format!("{} non_differentiable", op.name), outcome);
+            continue;
+        }
         if !handle
             .registered_keys()
             .iter()
@@ -592,6 +650,15 @@ pub fn run(filters: &[String]) -> Vec<Check> {
                 &GradcheckOptions::default().check_forward_ad(true),
             )
         }));
+        if let Some((_, want)) = NOT_IMPLEMENTED.iter().find(|(n, _)| *n == op.name) {
+            let outcome = match outcome(once) {
+                Err(e) if e == *want => Ok(()),
+                Err(e) => Err(format!("expected `{want}`, got `{e}`")),
+                Ok(()) => Err(format!("expected `{want}`, but gradcheck passed")),
+            };
+            report(format!("{} gradcheck not_implemented", op.name), outcome);
+            continue;
+        }
         report(format!("{} gradcheck", op.name), outcome(once));
         let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let o = GradcheckOptions::default()

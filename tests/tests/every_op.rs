@@ -45,6 +45,8 @@ fn arg(op: &str, a: &ArgSchema, device: Device) -> Value {
         ("num_classes", _) => return Value::Int(3),
         ("input_dtype", _) => return Value::DType(DType::Float32),
         ("end", _) if op.starts_with("lerp") => return t(DType::Float32),
+        // `bitwise_not` takes integers and bool only.
+        ("self", _) if op.starts_with("bitwise_not") => return t(DType::Int64),
         _ => {}
     }
     let base = match a.ty {
@@ -132,13 +134,13 @@ fn higher_order(s: &opforge::tables::OpSchema) -> bool {
     opforge::value::is_higher_order(s)
 }
 
-/// Comparisons and `any` write bool; `argmax` / `argmin` int64; everything
-/// else float32.
+/// Comparisons, `any` and the tests (`isnan`) write bool; `argmax`,
+/// `argmin` and `bitwise_not` int64; everything else float32.
 fn out_dtype(op: &str) -> DType {
     let base = op.split('.').next().unwrap_or(op);
     match base {
-        "eq" | "ne" | "lt" | "le" | "gt" | "ge" | "any" => DType::Bool,
-        "argmax" | "argmin" => DType::Int64,
+        "eq" | "ne" | "lt" | "le" | "gt" | "ge" | "any" | "isnan" | "isinf" => DType::Bool,
+        "argmax" | "argmin" | "bitwise_not" => DType::Int64,
         "arange" => DType::Int64,
         _ => DType::Float32,
     }

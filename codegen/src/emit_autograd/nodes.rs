@@ -344,6 +344,16 @@ pub(super) fn node(
             },
         });
     }
+    // A set whose formulas never read `grad` (`not_implemented(..)` alone)
+    // still takes it, unnamed.
+    let grad = match set
+        .formulas
+        .iter()
+        .any(|f| f.direction == Direction::Backward && f.gradients.grad)
+    {
+        true => format_ident!("grad"),
+        false => format_ident!("_grad"),
+    };
     let n = set.differentiable.len();
     let (counts_decl, len) = match general {
         true => (
@@ -366,7 +376,7 @@ pub(super) fn node(
                 ctx: &::opforge::autograd::BackwardCtx,
             ) -> ::opforge::Result<::opforge::autograd::Grads> {
                 let mut out = ::opforge::autograd::Grads::from_elem(None, #len);
-                let ::core::option::Option::Some(grad) = grads.into_iter().next().flatten() else {
+                let ::core::option::Option::Some(#grad) = grads.into_iter().next().flatten() else {
                     return Ok(out);
                 };
                 #(#blocks)*

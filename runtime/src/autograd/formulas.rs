@@ -310,6 +310,15 @@ pub fn sqrt_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     at::div_Tensor(grad, &at::mul_Scalar(result, Scalar::Int(2))?)
 }
 
+/// `grad / (self + 1)` (PyTorch's `log1p_backward` in
+/// torch/csrc/autograd/FunctionsManual.cpp, for a strided `self`).
+pub fn log1p_backward(grad: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    at::div_Tensor(
+        grad,
+        &at::add_Scalar(self_, Scalar::Int(1), Scalar::Int(1))?,
+    )
+}
+
 /// `grad` cast back to the input's dtype (PyTorch's `_to_copy_backward`).
 pub fn to_copy_backward(grad: &Tensor, dtype: DType) -> Result<Tensor> {
     at::_to_copy(grad, Some(dtype), None, None, None, false, None)

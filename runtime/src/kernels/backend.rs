@@ -105,14 +105,36 @@ macro_rules! backend_kernels {
         use $crate::{error::Result, kernel};
 
         $crate::kernels::backend::unary_family! {$key;
+            "acos": acos, acos_, acos_out => Acos;
+            "acosh": acosh, acosh_, acosh_out => Acosh;
+            "asin": asin, asin_, asin_out => Asin;
+            "asinh": asinh, asinh_, asinh_out => Asinh;
+            "atan": atan, atan_, atan_out => Atan;
+            "atanh": atanh, atanh_, atanh_out => Atanh;
+            "bitwise_not": bitwise_not, bitwise_not_, bitwise_not_out => BitwiseNot;
+            "ceil": ceil, ceil_, ceil_out => Ceil;
             "cos": cos, cos_, cos_out => Cos;
+            "cosh": cosh, cosh_, cosh_out => Cosh;
+            "erf": erf, erf_, erf_out => Erf;
             "exp": exp, exp_, exp_out => Exp;
+            "expm1": expm1, expm1_, expm1_out => Expm1;
+            "floor": floor, floor_, floor_out => Floor;
             "log": log, log_, log_out => Log;
+            "log10": log10, log10_, log10_out => Log10;
+            "log1p": log1p, log1p_, log1p_out => Log1p;
+            "log2": log2, log2_, log2_out => Log2;
             "neg": neg, neg_, neg_out => Neg;
+            "reciprocal": reciprocal, reciprocal_, reciprocal_out => Reciprocal;
+            "round": round, round_, round_out => Round;
+            "rsqrt": rsqrt, rsqrt_, rsqrt_out => Rsqrt;
             "sigmoid": sigmoid, sigmoid_, sigmoid_out => Sigmoid;
+            "sign": sign, sign_, sign_out => Sign;
             "sin": sin, sin_, sin_out => Sin;
+            "sinh": sinh, sinh_, sinh_out => Sinh;
             "sqrt": sqrt, sqrt_, sqrt_out => Sqrt;
+            "tan": tan, tan_, tan_out => Tan;
             "tanh": tanh, tanh_, tanh_out => Tanh;
+            "trunc": trunc, trunc_, trunc_out => Trunc;
         }
 
         $crate::kernels::backend::comparison_family! {$key;
@@ -135,6 +157,18 @@ macro_rules! backend_kernels {
         #[$crate::kernel($key)]
         pub fn abs_out(self_: &Tensor, out: &mut Tensor) -> Result<Tensor> {
             pointwise::unary(Unary::Abs, self_, Dest::Out(out))
+        }
+
+        #[doc = concat!("`logical_not.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn logical_not_out(self_: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+            pointwise::unary(Unary::LogicalNot, self_, Dest::Out(out))
+        }
+
+        #[doc = concat!("`isnan` (", stringify!($key), "): PyTorch's `self != self`.")]
+        #[$crate::kernel($key)]
+        pub fn isnan(self_: &Tensor) -> Result<Tensor> {
+            pointwise::unary(Unary::IsNan, self_, Dest::New)
         }
 
         #[doc = concat!("`relu` (", stringify!($key), ").")]

@@ -69,6 +69,34 @@ pub fn abs_(self_: &mut Tensor) -> Result<Tensor> {
     ops::abs_out(self_, &mut out)
 }
 
+/// `logical_not`: `logical_not.out` into a new bool tensor (PyTorch's
+/// `logical_not` in aten/src/ATen/native/UnaryOps.cpp).
+#[kernel(CompositeExplicitAutograd)]
+pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
+    let mut out = ops::empty_memory_format(&[0], Some(DType::Bool), Some(self_.device()), None)?;
+    ops::logical_not_out(self_, &mut out)
+}
+
+/// `logical_not_`: `logical_not.out(self, out=self)` (the result is 0 or 1
+/// in `self`'s dtype).
+#[kernel(CompositeExplicitAutograd)]
+pub fn logical_not_(self_: &mut Tensor) -> Result<Tensor> {
+    let mut out = self_.clone();
+    ops::logical_not_out(self_, &mut out)
+}
+
+/// `isinf` (PyTorch's `isinf` in aten/src/ATen/native/TensorCompare.cpp):
+/// all false for an integral or bool tensor (a zero-filled bool tensor laid
+/// out like `self`), else `abs(self) == inf`.
+#[kernel(CompositeExplicitAutograd)]
+pub fn isinf(self_: &Tensor) -> Result<Tensor> {
+    if !self_.dtype().is_floating_point() {
+        let preserve = Some(MemoryFormat::Preserve);
+        return ops::zeros_like(self_, Some(DType::Bool), None, None, None, preserve);
+    }
+    ops::eq_Scalar(&ops::abs(self_)?, Scalar::Float(f64::INFINITY))
+}
+
 /// `add.Scalar`: `self + alpha * other` with `other` a wrapped number.
 #[kernel(CompositeExplicitAutograd)]
 pub fn add_Scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {

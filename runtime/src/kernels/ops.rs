@@ -206,6 +206,21 @@ pub(crate) fn fill__Scalar(self_: &mut Tensor, value: crate::tensor::Scalar) -> 
     op::fill__Scalar(self_, value)
 }
 
+/// `aten::abs`
+pub(crate) fn abs(self_: &Tensor) -> Result<Tensor> {
+    op::abs(self_)
+}
+
+/// `aten::eq.Scalar`
+pub(crate) fn eq_Scalar(self_: &Tensor, other: crate::tensor::Scalar) -> Result<Tensor> {
+    op::eq_Scalar(self_, other)
+}
+
+/// `aten::logical_not.out`
+pub(crate) fn logical_not_out(self_: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+    op::logical_not_out(self_, out)
+}
+
 /// `aten::gt.Scalar`
 pub(crate) fn gt_Scalar(self_: &Tensor, other: crate::tensor::Scalar) -> Result<Tensor> {
     op::gt_Scalar(self_, other)

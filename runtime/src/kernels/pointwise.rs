@@ -851,10 +851,100 @@ pub(crate) enum Unary {
     Sqrt,
     /// `sigmoid`
     Sigmoid,
+    /// `acos`
+    Acos,
+    /// `asin`
+    Asin,
+    /// `atan`
+    Atan,
+    /// `acosh`
+    Acosh,
+    /// `asinh`
+    Asinh,
+    /// `atanh`
+    Atanh,
+    /// `cosh`
+    Cosh,
+    /// `sinh`
+    Sinh,
+    /// `tan`
+    Tan,
+    /// `erf`
+    Erf,
+    /// `expm1` (`e^x - 1`)
+    Expm1,
+    /// `log10`
+    Log10,
+    /// `log1p` (`ln(1 + x)`)
+    Log1p,
+    /// `log2`
+    Log2,
+    /// `reciprocal` (`1 / x`)
+    Reciprocal,
+    /// `rsqrt` (`1 / sqrt(x)`)
+    Rsqrt,
+    /// `ceil`
+    Ceil,
+    /// `floor`
+    Floor,
+    /// `round` (half to even)
+    Round,
+    /// `trunc`
+    Trunc,
+    /// `sign` (1, 0 or -1; 0 at NaN)
+    Sign,
+    /// `bitwise_not` (integers and bool)
+    BitwiseNot,
+    /// `logical_not` (bool result, or the `out=` dtype)
+    LogicalNot,
+    /// `isnan` (bool result)
+    IsNan,
 }
 
-/// A unary operator. Neg, abs and relu keep the dtype (`out=` must match it);
-/// the others compute in float (integers → float32).
+impl Unary {
+    /// The `f64` function of a float operator without a [`VecMath`]
+    /// version: musl's (`libm`), within 1 ulp. `f32` inputs are computed
+    /// in `f64` and rounded once (PyTorch's Sleef `_u10` functions are
+    /// within 1 ulp too).
+    fn scalar_f64(self) -> Option<fn(f64) -> f64> {
+        Some(match self {
+            Unary::Acos => libm::acos,
+            Unary::Asin => libm::asin,
+            Unary::Atan => libm::atan,
+            Unary::Acosh => libm::acosh,
+            Unary::Asinh => libm::asinh,
+            Unary::Atanh => libm::atanh,
+            Unary::Cosh => libm::cosh,
+            Unary::Sinh => libm::sinh,
+            Unary::Tan => libm::tan,
+            Unary::Erf => libm::erf,
+            Unary::Expm1 => libm::expm1,
+            Unary::Log10 => libm::log10,
+            Unary::Log1p => libm::log1p,
+            Unary::Log2 => libm::log2,
+            _ => return None,
+        })
+    }
+
+    /// The name `AT_DISPATCH_*` reports for a bool input to a rounding
+    /// operator (its `*_vml_cpu` kernel in
+    /// aten/src/ATen/native/cpu/UnaryOpsKernel.cpp has no bool version).
+    fn rounding_kernel_name(self) -> &'static str {
+        match self {
+            Unary::Ceil => "ceil_vml_cpu",
+            Unary::Floor => "floor_vml_cpu",
+            Unary::Round => "round_vml_cpu",
+            _ => "trunc_vml_cpu",
+        }
+    }
+}
+
+/// A unary operator, with the dtype rule of its `TORCH_META_FUNC`
+/// (aten/src/ATen/native/UnaryOps.cpp): neg, abs, relu, the rounding
+/// operators, `sign` and `bitwise_not` keep the dtype (`out=` must match it,
+/// `build_borrowing_unary_op`); `logical_not` and `isnan` give bool (or the
+/// `out=` dtype); the others compute in float (integers → float32,
+/// `build_borrowing_unary_float_op`).
 pub(crate) fn unary(op: Unary, self_: &Tensor, dest: Dest<'_>) -> Result<Tensor> {
     let dtype = self_.dtype();
     let rule = match op {
@@ -870,7 +960,14 @@ pub(crate) fn unary(op: Unary, self_: &Tensor, dest: Dest<'_>) -> Result<Tensor>
             }
             Rule::Exact(dtype)
         }
-        Unary::Abs => Rule::Exact(dtype),
+        Unary::Abs
+        | Unary::Ceil
+        | Unary::Floor
+        | Unary::Round
+        | Unary::Trunc
+        | Unary::Sign
+        | Unary::BitwiseNot => Rule::Exact(dtype),
+        Unary::LogicalNot | Unary::IsNan => Rule::Compare,
         _ => Rule::PromoteFloat,
     };
     let it = Iter::build(smallvec::smallvec![Operand::Tensor(self_)], dest, rule)?;
@@ -880,7 +977,55 @@ pub(crate) fn unary(op: Unary, self_: &Tensor, dest: Dest<'_>) -> Result<Tensor>
     if op == Unary::Abs && dtype == DType::Bool {
         return Err(dispatch_error("abs_cpu", dtype));
     }
+    if let Some(f) = op.scalar_f64() {
+        return float_dtype!(it.compute, T => {
+            it.run(|[a], o| map1(a, o, |x: T| T::of(f(Element::to_f64(x)))))
+        }, _ => crate::bail!("{op:?} computed in {}", it.compute));
+    }
     match op {
+        // PyTorch's ceil/floor/round/trunc return a copy of an integer input
+        // (`TORCH_IMPL_FUNC(ceil_out)` and the like) and have no bool kernel.
+        Unary::Ceil | Unary::Floor | Unary::Round | Unary::Trunc => match dtype {
+            DType::Bool => Err(dispatch_error(op.rounding_kernel_name(), dtype)),
+            DType::Float32 | DType::Float64 => float_dtype!(dtype, T => {
+                let f: fn(T) -> T = match op {
+                    Unary::Ceil => T::ceil,
+                    Unary::Floor => T::floor,
+                    Unary::Round => T::round_ties_even,
+                    _ => T::trunc,
+                };
+                it.run(|[a], o| map1(a, o, f))
+            }, _ => unreachable!("a float dtype")),
+            _ => with_dtype!(dtype, T => it.run(|[a], o| map1(a, o, |x: T| x))),
+        },
+        // `(0 < x) - (x < 0)` (sign_kernel): 0 at ±0 and NaN, bool unchanged.
+        Unary::Sign => with_dtype!(dtype, T => it.run(|[a], o| map1(a, o, |x: T| {
+            if T::zero() < x {
+                T::one()
+            } else if x < T::zero() {
+                T::one().neg()
+            } else {
+                T::zero()
+            }
+        }))),
+        Unary::BitwiseNot => match dtype {
+            DType::Bool => it.run(|[a], o| map1(a, o, |x: bool| !x)),
+            DType::Int32 => it.run(|[a], o| map1(a, o, |x: i32| !x)),
+            DType::Int64 => it.run(|[a], o| map1(a, o, |x: i64| !x)),
+            _ => Err(dispatch_error("bitwise_not_cpu", dtype)),
+        },
+        // Computed in the input's dtype, written as bool (or cast to `out`).
+        Unary::LogicalNot => with_dtype!(it.compute, T => {
+            it.run(|[a], o| map1(a, o, |x: T| x == T::zero()))
+        }),
+        Unary::IsNan => with_dtype!(it.compute, T => it.run(|[a], o| map1(a, o, T::is_nan))),
+        Unary::Reciprocal | Unary::Rsqrt => float_dtype!(it.compute, T => {
+            if op == Unary::Reciprocal {
+                it.run(|[a], o| map1(a, o, |x: T| 1.0 / x))
+            } else {
+                it.run(|[a], o| map1(a, o, |x: T| 1.0 / x.sqrt()))
+            }
+        }, _ => crate::bail!("{op:?} computed in {}", it.compute)),
         Unary::Neg => with_dtype!(it.compute, T => it.run(|[a], o| map1(a, o, T::neg))),
         Unary::Abs => with_dtype!(it.compute, T => it.run(|[a], o| map1(a, o, T::absolute))),
         Unary::Relu => with_dtype!(it.compute, T => {
@@ -894,7 +1039,8 @@ pub(crate) fn unary(op: Unary, self_: &Tensor, dest: Dest<'_>) -> Result<Tensor>
                 Unary::Exp => <T as VecMath>::exp,
                 Unary::Log => <T as VecMath>::ln,
                 Unary::Sqrt => <T as VecMath>::sqrt,
-                _ => <T as VecMath>::sigmoid,
+                Unary::Sigmoid => <T as VecMath>::sigmoid,
+                other => crate::bail!("{other:?} has no vector function"),
             };
             it.run(|[a], o| vector_map(a, o, f))
         }, _ => crate::bail!("{op:?} computed in {}", it.compute)),
