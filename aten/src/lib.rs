@@ -13,8 +13,8 @@
 //! // An operator opforge has: its kernels run.
 //! assert_eq!(opforge_aten::torch::neg(&x)?.to_vec::<f32>()?, vec![-1.0, -2.0]);
 //! // One it has not: no kernel yet.
-//! let e = opforge_aten::torch::cosh(&x).unwrap_err();
-//! assert!(e.to_string().starts_with("Could not run 'aten::cosh' with arguments from the 'CPU' backend."));
+//! let e = opforge_aten::torch::frac(&x).unwrap_err();
+//! assert!(e.to_string().starts_with("Could not run 'aten::frac' with arguments from the 'CPU' backend."));
 //! # Ok::<(), opforge::Error>(())
 //! ```
 

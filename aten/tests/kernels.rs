@@ -5,17 +5,16 @@
 use opforge::dispatch::dispatcher;
 use opforge::{kernel, Result, Tensor};
 
-/// A CPU kernel for `aten::sinh`, an operator opforge's own YAML does not have.
-#[kernel(CPU, "sinh", schema = opforge_aten)]
-fn sinh(self_: &Tensor) -> Result<Tensor> {
-    let e = opforge::at::exp(self_)?;
-    let ne = opforge::at::exp(&opforge::at::neg(self_)?)?;
-    let d = opforge::at::sub_Tensor(&e, &ne, opforge::Scalar::Int(1))?;
-    opforge::at::div_Scalar(&d, opforge::Scalar::Int(2))
+/// A CPU kernel for `aten::sinc` (`sin(πx) / (πx)`), an operator opforge's own
+/// YAML does not have.
+#[kernel(CPU, "sinc", schema = opforge_aten)]
+fn sinc(self_: &Tensor) -> Result<Tensor> {
+    let px = opforge::at::mul_Scalar(self_, opforge::Scalar::Float(std::f64::consts::PI))?;
+    opforge::at::div_Tensor(&opforge::at::sin(&px)?, &px)
 }
 
 fn x() -> Tensor {
-    Tensor::from_vec(vec![0.0f32, 1.0], &[2]).unwrap()
+    Tensor::from_vec(vec![0.5f32, 1.5], &[2]).unwrap()
 }
 
 #[test]
@@ -36,15 +35,15 @@ fn every_entry_is_an_operator_with_a_typed_api() {
 
 #[test]
 fn an_operator_without_a_kernel_cannot_run_until_one_is_registered() {
-    let e = opforge_aten::torch::cosh(&x()).unwrap_err();
+    let e = opforge_aten::torch::frac(&x()).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "Could not run 'aten::cosh' with arguments from the 'CPU' backend. 'aten::cosh' is only available for these backends: []."
+        "Could not run 'aten::frac' with arguments from the 'CPU' backend. 'aten::frac' is only available for these backends: []."
     );
-    let y = opforge_aten::torch::sinh(&x()).unwrap();
+    let y = opforge_aten::torch::sinc(&x()).unwrap();
     let v = y.to_vec::<f32>().unwrap();
     assert!(
-        v[0].abs() < 1e-6 && (v[1] - 1.1752012).abs() < 1e-5,
+        (v[0] - 0.636_619_8).abs() < 1e-5 && (v[1] + 0.212_206_6).abs() < 1e-5,
         "{v:?}"
     );
 }
@@ -56,5 +55,5 @@ fn operators_opforge_has_are_opforges() {
         dispatcher().op(opforge::OpId::add_Tensor)
     ));
     let r = opforge_aten::torch::add(&x(), &x()).unwrap();
-    assert_eq!(r.to_vec::<f32>().unwrap(), [0.0, 2.0]);
+    assert_eq!(r.to_vec::<f32>().unwrap(), [1.0, 3.0]);
 }
