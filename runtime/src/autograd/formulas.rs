@@ -524,8 +524,10 @@ pub fn pow_backward_exponent_scalar(
 }
 
 /// `atan2`'s gradient (PyTorch's `atan2_backward` in
-/// torch/csrc/autograd/FunctionsManual.cpp): `grad * other / (self² + other²)`
-/// for `self`, `grad * -self / (self² + other²)` for `other`.
+/// torch/csrc/autograd/FunctionsManual.cpp): `grad * other * r` for `self`,
+/// `grad * -self * r` for `other`, where `r = 1 / (self² + other²)`, and 0 at
+/// the origin (PyTorch 2.15's gradient there is a zero of the product's
+/// sign, not NaN: recorded in tests/data/recorded/grad_calls_binary.jsonl).
 pub fn atan2_backward(
     grad: &Tensor,
     self_: &Tensor,
@@ -537,12 +539,14 @@ pub fn atan2_backward(
         &at::mul_Tensor(other, other)?,
         Scalar::Int(1),
     )?;
-    let recip = at::div_Tensor(grad, &squares)?;
-    if for_self {
-        at::mul_Tensor(&recip, other)
-    } else {
-        at::mul_Tensor(&recip, &at::neg(self_)?)
-    }
+    let recip = at::reciprocal(&squares)?;
+    let at_origin = at::eq_Scalar(&squares, Scalar::Int(0))?;
+    let recip = at::where_self(&at_origin, &zero(&recip)?, &recip)?;
+    let factor = match for_self {
+        true => other.clone(),
+        false => at::neg(self_)?,
+    };
+    at::mul_Tensor(&at::mul_Tensor(grad, &factor)?, &recip)
 }
 
 /// The number of zeros of `t`.
