@@ -289,6 +289,21 @@ const OVERRIDES: &[(&str, &[(&str, Arg)])] = &[
         ],
     ),
     ("div.Tensor_mode", &[("rounding_mode", Arg::None)]),
+    (
+        "div.Scalar_mode",
+        &[("other", Arg::Float(2.5)), ("rounding_mode", Arg::None)],
+    ),
+    // Inputs in [0.2, 1.2) and a divisor 1.5: away from the jumps of fmod
+    // and remainder (multiples of the divisor), where the gradient is 1.
+    (
+        "fmod.Scalar",
+        &[("self", Arg::Positive(&[2, 3])), ("other", Arg::Float(1.5))],
+    ),
+    (
+        "remainder.Scalar",
+        &[("self", Arg::Positive(&[2, 3])), ("other", Arg::Float(1.5))],
+    ),
+    ("pow.Scalar", &[("self", Arg::Float(2.5))]),
     ("pow.Tensor_Scalar", &[("exponent", Arg::Float(3.0))]),
     ("pow.Tensor_Tensor", &[("self", Arg::Positive(&[2, 3]))]),
     ("prod.dim_int", &[("dim", Arg::Int(1))]),

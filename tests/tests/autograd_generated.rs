@@ -251,6 +251,19 @@ fn reductions_match_our_own_recordings() {
     all_pass(&cases);
 }
 
+/// The Core ATen binary pointwise operators (`atan2`, `fmod`, `remainder`,
+/// `pow.Scalar`, `div.Scalar_mode`, and the non-differentiable bitwise and
+/// logical ones), recorded from PyTorch 2.15 by `tests/record/grad_calls.py`
+/// with `grad_cases_binary.py`: broadcasting, float32, 0-dim and empty
+/// inputs, exact multiples and zero divisors, in-place and out= forms, and
+/// their errors: 100%.
+#[test]
+fn binary_pointwise_operators_match_our_own_recordings() {
+    let cases = gradients::load(&opforge_tests::recorded("grad_calls_binary.jsonl")).unwrap();
+    assert!(cases.len() >= 85, "only {} cases", cases.len());
+    all_pass(&cases);
+}
+
 /// A case whose recorded gradient is wrong fails (the runner can fail).
 #[test]
 fn the_runner_reports_a_wrong_gradient() {

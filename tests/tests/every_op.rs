@@ -45,8 +45,13 @@ fn arg(op: &str, a: &ArgSchema, device: Device) -> Value {
         ("num_classes", _) => return Value::Int(3),
         ("input_dtype", _) => return Value::DType(DType::Float32),
         ("end", _) if op.starts_with("lerp") => return t(DType::Float32),
-        // `bitwise_not` takes integers and bool only.
-        ("self", _) if op.starts_with("bitwise_not") => return t(DType::Int64),
+        // The bitwise operators take integers and bool only.
+        ("self" | "other", _) if op.starts_with("bitwise_") => {
+            return match a.ty {
+                Ty::Base(BaseType::Scalar) => Value::Int(3),
+                _ => t(DType::Int64),
+            };
+        }
         _ => {}
     }
     let base = match a.ty {
@@ -135,12 +140,14 @@ fn higher_order(s: &opforge::tables::OpSchema) -> bool {
 }
 
 /// Comparisons, `any` and the tests (`isnan`) write bool; `argmax`,
-/// `argmin` and `bitwise_not` int64; everything else float32.
+/// `argmin` and the bitwise operators int64; everything else float32.
 fn out_dtype(op: &str) -> DType {
     let base = op.split('.').next().unwrap_or(op);
     match base {
         "eq" | "ne" | "lt" | "le" | "gt" | "ge" | "any" | "isnan" | "isinf" => DType::Bool,
-        "argmax" | "argmin" | "bitwise_not" => DType::Int64,
+        "argmax" | "argmin" | "bitwise_not" | "bitwise_and" | "bitwise_or" | "bitwise_xor" => {
+            DType::Int64
+        }
         "arange" => DType::Int64,
         _ => DType::Float32,
     }

@@ -130,7 +130,17 @@ fn tensors_of(values: &[Value]) -> Vec<&Tensor> {
 /// (`call_torchbind`, `with_effects`: a method call, an effectful call):
 /// what runs inside them records as it would without them.
 fn records_nothing(s: &OpSchema) -> bool {
-    (s.namespace == "aten" && RECORDS_NOTHING.contains(&s.base)) || crate::value::is_higher_order(s)
+    // torchgen matches both the name as written (`__iand__`, `_coalesced_`)
+    // and the base name without an in-place `_` (`logical_and_` is
+    // `logical_and`'s): gen_variable_type.py's `base_name`.
+    let inplace_base = match s.kind {
+        SchemaKind::Inplace if !s.base.starts_with("__") => s.base.strip_suffix('_'),
+        _ => None,
+    };
+    (s.namespace == "aten"
+        && (RECORDS_NOTHING.contains(&s.base)
+            || inplace_base.is_some_and(|b| RECORDS_NOTHING.contains(&b))))
+        || crate::value::is_higher_order(s)
 }
 
 fn autograd_fallback(op: &Operator, keys: KeySet, args: &[Value]) -> Result<Vec<Value>> {

@@ -504,6 +504,51 @@ pub fn pow_backward_exponent(
     at::mul_Tensor(grad, &picked)
 }
 
+/// `pow.Scalar`'s gradient for the exponent (PyTorch's
+/// `pow_backward_exponent` for a Scalar base in
+/// torch/csrc/autograd/FunctionsManual.cpp): `grad * result * ln(base)`, and
+/// for a base 0, 0 where `exponent >= 0`.
+pub fn pow_backward_exponent_scalar(
+    grad: &Tensor,
+    base: Scalar,
+    exponent: &Tensor,
+    result: &Tensor,
+) -> Result<Tensor> {
+    let x = at::mul_Scalar(result, Scalar::Float(base.to_f64().ln()))?;
+    let x = if base.to_f64() == 0.0 {
+        at::where_self(&at::ge_Scalar(exponent, Scalar::Int(0))?, &zero(&x)?, &x)?
+    } else {
+        x
+    };
+    at::mul_Tensor(grad, &x)
+}
+
+/// `atan2`'s gradient (PyTorch's `atan2_backward` in
+/// torch/csrc/autograd/FunctionsManual.cpp): `grad * other * r` for `self`,
+/// `grad * -self * r` for `other`, where `r = 1 / (self² + other²)`, and 0 at
+/// the origin (PyTorch 2.15's gradient there is a zero of the product's
+/// sign, not NaN: recorded in tests/data/recorded/grad_calls_binary.jsonl).
+pub fn atan2_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    other: &Tensor,
+    for_self: bool,
+) -> Result<Tensor> {
+    let squares = at::add_Tensor(
+        &at::mul_Tensor(self_, self_)?,
+        &at::mul_Tensor(other, other)?,
+        Scalar::Int(1),
+    )?;
+    let recip = at::reciprocal(&squares)?;
+    let at_origin = at::eq_Scalar(&squares, Scalar::Int(0))?;
+    let recip = at::where_self(&at_origin, &zero(&recip)?, &recip)?;
+    let factor = match for_self {
+        true => other.clone(),
+        false => at::neg(self_)?,
+    };
+    at::mul_Tensor(&at::mul_Tensor(grad, &factor)?, &recip)
+}
+
 /// The number of zeros of `t`.
 fn count_zeros(t: &Tensor) -> Result<i64> {
     let _off = super::mode::no_grad();

@@ -77,6 +77,41 @@ macro_rules! binary_family {
     )*};
 }
 
+/// Binary operators with a functional, an in-place and an `out=` form,
+/// each named with its overload (`bitwise_and.Tensor`, `bitwise_and_.Tensor`,
+/// `bitwise_and.Tensor_out`; `atan2`, `atan2_`, `atan2.out`).
+macro_rules! binary_trio_family {
+    ($key:ident; $($f:ident, $f_:ident, $f_out:ident ($d:literal, $d_:literal, $d_out:literal) => $kind:ident;)*) => {$(
+        #[doc = concat!("`", $d, "` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn $f(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+            pointwise::binary(BinOp::$kind, Operand::Tensor(self_), Operand::Tensor(other), Scalar::Int(1), Dest::New)
+        }
+        #[doc = concat!("`", $d_, "` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn $f_(self_: &mut Tensor, other: &Tensor) -> Result<Tensor> {
+            pointwise::binary(BinOp::$kind, Operand::Tensor(self_), Operand::Tensor(other), Scalar::Int(1), Dest::Inplace)
+        }
+        #[doc = concat!("`", $d_out, "` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn $f_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+            pointwise::binary(BinOp::$kind, Operand::Tensor(self_), Operand::Tensor(other), Scalar::Int(1), Dest::Out(out))
+        }
+    )*};
+}
+
+/// `logical_and.out` and the like (the functional and in-place forms are
+/// composite, over these).
+macro_rules! logical_family {
+    ($key:ident; $($op:literal: $f_out:ident => $kind:ident;)*) => {$(
+        #[doc = concat!("`", $op, ".out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn $f_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+            pointwise::compare(Cmp::$kind, Operand::Tensor(self_), Operand::Tensor(other), Dest::Out(out))
+        }
+    )*};
+}
+
 /// Every kernel that has both a `CPU:` and a `Meta:` entry.
 /// Binary ops with a functional and an `.out` form only (`maximum`, `pow.Tensor_Tensor`).
 macro_rules! binary_pair_family {
@@ -151,6 +186,42 @@ macro_rules! backend_kernels {
             "sub": sub_Tensor, sub__Tensor, sub_out => Sub, alpha;
             "mul": mul_Tensor, mul__Tensor, mul_out => Mul;
             "div": div_Tensor, div__Tensor, div_out => Div;
+        }
+
+        $crate::kernels::backend::binary_trio_family! {$key;
+            bitwise_and_Tensor, bitwise_and__Tensor, bitwise_and_Tensor_out
+                ("bitwise_and.Tensor", "bitwise_and_.Tensor", "bitwise_and.Tensor_out") => BitAnd;
+            bitwise_or_Tensor, bitwise_or__Tensor, bitwise_or_Tensor_out
+                ("bitwise_or.Tensor", "bitwise_or_.Tensor", "bitwise_or.Tensor_out") => BitOr;
+            bitwise_xor_Tensor, bitwise_xor__Tensor, bitwise_xor_Tensor_out
+                ("bitwise_xor.Tensor", "bitwise_xor_.Tensor", "bitwise_xor.Tensor_out") => BitXor;
+            fmod_Tensor, fmod__Tensor, fmod_Tensor_out
+                ("fmod.Tensor", "fmod_.Tensor", "fmod.Tensor_out") => Fmod;
+            remainder_Tensor, remainder__Tensor, remainder_Tensor_out
+                ("remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out") => Remainder;
+            atan2, atan2_, atan2_out ("atan2", "atan2_", "atan2.out") => Atan2;
+        }
+
+        $crate::kernels::backend::logical_family! {$key;
+            "logical_and": logical_and_out => And;
+            "logical_or": logical_or_out => Or;
+            "logical_xor": logical_xor_out => Xor;
+        }
+
+        #[doc = concat!("`pow.Scalar` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn pow_Scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
+            pointwise::pow_scalar_base(self_, exponent, Dest::New)
+        }
+
+        #[doc = concat!("`pow.Scalar_out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn pow_Scalar_out(
+            self_: Scalar,
+            exponent: &Tensor,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            pointwise::pow_scalar_base(self_, exponent, Dest::Out(out))
         }
 
         #[doc = concat!("`abs.out` (", stringify!($key), ").")]
@@ -717,6 +788,6 @@ macro_rules! device {
 }
 
 pub(crate) use {
-    alpha_or_one, backend_kernels, binary_family, binary_pair_family, comparison_family, device,
-    unary_family,
+    alpha_or_one, backend_kernels, binary_family, binary_pair_family, binary_trio_family,
+    comparison_family, device, logical_family, unary_family,
 };

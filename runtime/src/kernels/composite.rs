@@ -1450,3 +1450,172 @@ pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
 // The kernels the generator writes (`autogen:` functional and out= variants,
 // `view_copy` operators): `opforge_codegen::emit_kernels`.
 include!(concat!(env!("OUT_DIR"), "/opforge/kernels.rs"));
+
+/// `logical_and`: `logical_and.out` into a new bool tensor (both nonzero; PyTorch's
+/// `logical_and` in aten/src/ATen/native/BinaryOps.cpp).
+#[kernel(CompositeExplicitAutograd)]
+pub fn logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let mut out = ops::empty_memory_format(&[0], Some(DType::Bool), Some(self_.device()), None)?;
+    ops::logical_and_out(self_, other, &mut out)
+}
+
+/// `logical_and_`: `logical_and.out(self, other, out=self)` (0 or 1 in `self`'s
+/// dtype).
+#[kernel(CompositeExplicitAutograd)]
+pub fn logical_and_(self_: &mut Tensor, other: &Tensor) -> Result<Tensor> {
+    let mut out = self_.clone();
+    ops::logical_and_out(self_, other, &mut out)
+}
+
+/// `logical_or`: `logical_or.out` into a new bool tensor (either nonzero; PyTorch's
+/// `logical_or` in aten/src/ATen/native/BinaryOps.cpp).
+#[kernel(CompositeExplicitAutograd)]
+pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let mut out = ops::empty_memory_format(&[0], Some(DType::Bool), Some(self_.device()), None)?;
+    ops::logical_or_out(self_, other, &mut out)
+}
+
+/// `logical_or_`: `logical_or.out(self, other, out=self)` (0 or 1 in `self`'s
+/// dtype).
+#[kernel(CompositeExplicitAutograd)]
+pub fn logical_or_(self_: &mut Tensor, other: &Tensor) -> Result<Tensor> {
+    let mut out = self_.clone();
+    ops::logical_or_out(self_, other, &mut out)
+}
+
+/// `logical_xor`: `logical_xor.out` into a new bool tensor (exactly one nonzero; PyTorch's
+/// `logical_xor` in aten/src/ATen/native/BinaryOps.cpp).
+#[kernel(CompositeExplicitAutograd)]
+pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let mut out = ops::empty_memory_format(&[0], Some(DType::Bool), Some(self_.device()), None)?;
+    ops::logical_xor_out(self_, other, &mut out)
+}
+
+/// `logical_xor_`: `logical_xor.out(self, other, out=self)` (0 or 1 in `self`'s
+/// dtype).
+#[kernel(CompositeExplicitAutograd)]
+pub fn logical_xor_(self_: &mut Tensor, other: &Tensor) -> Result<Tensor> {
+    let mut out = self_.clone();
+    ops::logical_xor_out(self_, other, &mut out)
+}
+
+/// `bitwise_and.Scalar`: `bitwise_and.Tensor` with `other` a wrapped number (PyTorch's
+/// `bitwise_and` over `wrapped_scalar_tensor`, aten/src/ATen/native/BitwiseOps.cpp).
+#[kernel(CompositeExplicitAutograd)]
+pub fn bitwise_and_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    ops::bitwise_and_Tensor(self_, &Tensor::wrapped_number(other))
+}
+
+/// `bitwise_and_.Scalar`: `bitwise_and_.Tensor` with `other` a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
+pub fn bitwise_and__Scalar(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
+    ops::bitwise_and__Tensor(self_, &Tensor::wrapped_number(other))
+}
+
+/// `bitwise_and.Scalar_out`: `bitwise_and.Tensor_out` with `other` a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
+pub fn bitwise_and_Scalar_out(self_: &Tensor, other: Scalar, out: &mut Tensor) -> Result<Tensor> {
+    ops::bitwise_and_Tensor_out(self_, &Tensor::wrapped_number(other), out)
+}
+
+/// `bitwise_or.Scalar`: `bitwise_or.Tensor` with `other` a wrapped number (PyTorch's
+/// `bitwise_or` over `wrapped_scalar_tensor`, aten/src/ATen/native/BitwiseOps.cpp).
+#[kernel(CompositeExplicitAutograd)]
+pub fn bitwise_or_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    ops::bitwise_or_Tensor(self_, &Tensor::wrapped_number(other))
+}
+
+/// `bitwise_or_.Scalar`: `bitwise_or_.Tensor` with `other` a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
+pub fn bitwise_or__Scalar(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
+    ops::bitwise_or__Tensor(self_, &Tensor::wrapped_number(other))
+}
+
+/// `bitwise_or.Scalar_out`: `bitwise_or.Tensor_out` with `other` a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
+pub fn bitwise_or_Scalar_out(self_: &Tensor, other: Scalar, out: &mut Tensor) -> Result<Tensor> {
+    ops::bitwise_or_Tensor_out(self_, &Tensor::wrapped_number(other), out)
+}
+
+/// `bitwise_xor.Scalar`: `bitwise_xor.Tensor` with `other` a wrapped number (PyTorch's
+/// `bitwise_xor` over `wrapped_scalar_tensor`, aten/src/ATen/native/BitwiseOps.cpp).
+#[kernel(CompositeExplicitAutograd)]
+pub fn bitwise_xor_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    ops::bitwise_xor_Tensor(self_, &Tensor::wrapped_number(other))
+}
+
+/// `bitwise_xor_.Scalar`: `bitwise_xor_.Tensor` with `other` a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
+pub fn bitwise_xor__Scalar(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
+    ops::bitwise_xor__Tensor(self_, &Tensor::wrapped_number(other))
+}
+
+/// `bitwise_xor.Scalar_out`: `bitwise_xor.Tensor_out` with `other` a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
+pub fn bitwise_xor_Scalar_out(self_: &Tensor, other: Scalar, out: &mut Tensor) -> Result<Tensor> {
+    ops::bitwise_xor_Tensor_out(self_, &Tensor::wrapped_number(other), out)
+}
+
+/// `fmod.Scalar`: `fmod.Tensor` with `other` a wrapped number (PyTorch's
+/// `fmod` over `wrapped_scalar_tensor`, aten/src/ATen/native/BinaryOps.cpp).
+#[kernel(CompositeExplicitAutograd)]
+pub fn fmod_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    ops::fmod_Tensor(self_, &Tensor::wrapped_number(other))
+}
+
+/// `fmod_.Scalar`: `fmod_.Tensor` with `other` a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
+pub fn fmod__Scalar(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
+    ops::fmod__Tensor(self_, &Tensor::wrapped_number(other))
+}
+
+/// `fmod.Scalar_out`: `fmod.Tensor_out` with `other` a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
+pub fn fmod_Scalar_out(self_: &Tensor, other: Scalar, out: &mut Tensor) -> Result<Tensor> {
+    ops::fmod_Tensor_out(self_, &Tensor::wrapped_number(other), out)
+}
+
+/// `remainder.Scalar`: `remainder.Tensor` with `other` a wrapped number (PyTorch's
+/// `remainder` over `wrapped_scalar_tensor`, aten/src/ATen/native/BinaryOps.cpp).
+#[kernel(CompositeExplicitAutograd)]
+pub fn remainder_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    ops::remainder_Tensor(self_, &Tensor::wrapped_number(other))
+}
+
+/// `remainder_.Scalar`: `remainder_.Tensor` with `other` a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
+pub fn remainder__Scalar(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
+    ops::remainder__Tensor(self_, &Tensor::wrapped_number(other))
+}
+
+/// `remainder.Scalar_out`: `remainder.Tensor_out` with `other` a wrapped number.
+#[kernel(CompositeExplicitAutograd)]
+pub fn remainder_Scalar_out(self_: &Tensor, other: Scalar, out: &mut Tensor) -> Result<Tensor> {
+    ops::remainder_Tensor_out(self_, &Tensor::wrapped_number(other), out)
+}
+
+/// `div.Scalar_mode`: `div.Tensor_mode` with `other` a wrapped number
+/// (PyTorch's `div(self, Scalar, rounding_mode)` in
+/// aten/src/ATen/native/BinaryOps.cpp).
+#[kernel(CompositeExplicitAutograd)]
+pub fn div_Scalar_mode(
+    self_: &Tensor,
+    other: Scalar,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    ops::div_Tensor_mode(self_, &Tensor::wrapped_number(other), rounding_mode)
+}
+
+/// `div_.Scalar_mode`: `self` divided in place by a number with the rounding
+/// mode (PyTorch's goes through `div_.Tensor_mode`, which is not declared
+/// here; this is the same computation, on the shared binary engine).
+#[kernel(CompositeExplicitAutograd)]
+pub fn div__Scalar_mode(
+    self_: &mut Tensor,
+    other: Scalar,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    let op = pointwise::div_mode(rounding_mode)?;
+    let (a, b) = (Operand::Tensor(self_), Operand::Scalar(other));
+    pointwise::binary(op, a, b, Scalar::Int(1), Dest::Inplace)
+}

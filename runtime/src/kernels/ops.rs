@@ -302,3 +302,118 @@ pub(crate) fn as_strided(
 pub(crate) fn diagonal(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     op::diagonal(self_, offset, dim1, dim2)
 }
+
+/// `aten::logical_and.out`
+pub(crate) fn logical_and_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+    op::logical_and_out(self_, other, out)
+}
+
+/// `aten::logical_or.out`
+pub(crate) fn logical_or_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+    op::logical_or_out(self_, other, out)
+}
+
+/// `aten::logical_xor.out`
+pub(crate) fn logical_xor_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+    op::logical_xor_out(self_, other, out)
+}
+
+/// `aten::bitwise_and.Tensor`
+pub(crate) fn bitwise_and_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::bitwise_and_Tensor(self_, other)
+}
+
+/// `aten::bitwise_and_.Tensor`
+pub(crate) fn bitwise_and__Tensor(self_: &mut Tensor, other: &Tensor) -> Result<Tensor> {
+    op::bitwise_and__Tensor(self_, other)
+}
+
+/// `aten::bitwise_and.Tensor_out`
+pub(crate) fn bitwise_and_Tensor_out(
+    self_: &Tensor,
+    other: &Tensor,
+    out: &mut Tensor,
+) -> Result<Tensor> {
+    op::bitwise_and_Tensor_out(self_, other, out)
+}
+
+/// `aten::bitwise_or.Tensor`
+pub(crate) fn bitwise_or_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::bitwise_or_Tensor(self_, other)
+}
+
+/// `aten::bitwise_or_.Tensor`
+pub(crate) fn bitwise_or__Tensor(self_: &mut Tensor, other: &Tensor) -> Result<Tensor> {
+    op::bitwise_or__Tensor(self_, other)
+}
+
+/// `aten::bitwise_or.Tensor_out`
+pub(crate) fn bitwise_or_Tensor_out(
+    self_: &Tensor,
+    other: &Tensor,
+    out: &mut Tensor,
+) -> Result<Tensor> {
+    op::bitwise_or_Tensor_out(self_, other, out)
+}
+
+/// `aten::bitwise_xor.Tensor`
+pub(crate) fn bitwise_xor_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::bitwise_xor_Tensor(self_, other)
+}
+
+/// `aten::bitwise_xor_.Tensor`
+pub(crate) fn bitwise_xor__Tensor(self_: &mut Tensor, other: &Tensor) -> Result<Tensor> {
+    op::bitwise_xor__Tensor(self_, other)
+}
+
+/// `aten::bitwise_xor.Tensor_out`
+pub(crate) fn bitwise_xor_Tensor_out(
+    self_: &Tensor,
+    other: &Tensor,
+    out: &mut Tensor,
+) -> Result<Tensor> {
+    op::bitwise_xor_Tensor_out(self_, other, out)
+}
+
+/// `aten::fmod.Tensor`
+pub(crate) fn fmod_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::fmod_Tensor(self_, other)
+}
+
+/// `aten::fmod_.Tensor`
+pub(crate) fn fmod__Tensor(self_: &mut Tensor, other: &Tensor) -> Result<Tensor> {
+    op::fmod__Tensor(self_, other)
+}
+
+/// `aten::fmod.Tensor_out`
+pub(crate) fn fmod_Tensor_out(self_: &Tensor, other: &Tensor, out: &mut Tensor) -> Result<Tensor> {
+    op::fmod_Tensor_out(self_, other, out)
+}
+
+/// `aten::remainder.Tensor`
+pub(crate) fn remainder_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::remainder_Tensor(self_, other)
+}
+
+/// `aten::remainder_.Tensor`
+pub(crate) fn remainder__Tensor(self_: &mut Tensor, other: &Tensor) -> Result<Tensor> {
+    op::remainder__Tensor(self_, other)
+}
+
+/// `aten::remainder.Tensor_out`
+pub(crate) fn remainder_Tensor_out(
+    self_: &Tensor,
+    other: &Tensor,
+    out: &mut Tensor,
+) -> Result<Tensor> {
+    op::remainder_Tensor_out(self_, other, out)
+}
+
+/// `aten::div.Tensor_mode`
+pub(crate) fn div_Tensor_mode(
+    self_: &Tensor,
+    other: &Tensor,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    op::div_Tensor_mode(self_, other, rounding_mode)
+}

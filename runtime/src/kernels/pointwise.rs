@@ -439,6 +439,35 @@ pub(crate) enum BinOp {
     Minimum,
     /// `pow(Tensor, Tensor)`
     Pow,
+    /// `bitwise_and` (integers and bool)
+    BitAnd,
+    /// `bitwise_or` (integers and bool)
+    BitOr,
+    /// `bitwise_xor` (integers and bool)
+    BitXor,
+    /// `fmod`: C's remainder, with the sign of `self`
+    Fmod,
+    /// `remainder`: Python's modulo, with the sign of `other`
+    Remainder,
+    /// `atan2(self, other)` (integers and bool promote to float)
+    Atan2,
+}
+
+impl BinOp {
+    /// The name `AT_DISPATCH_*` reports for a dtype the operator's CPU kernel
+    /// has no version of (aten/src/ATen/native/cpu/BinaryOpsKernel.cpp).
+    fn kernel_name(self) -> &'static str {
+        match self {
+            BinOp::BitAnd => "bitwise_and_cpu",
+            BinOp::BitOr => "bitwise_or_cpu",
+            BinOp::BitXor => "bitwise_xor_cpu",
+            BinOp::Fmod => "fmod_cpu",
+            BinOp::Remainder => "remainder_cpu",
+            BinOp::DivTrunc => "div_trunc_cpu",
+            BinOp::DivFloor => "div_floor_cpu",
+            _ => "pow",
+        }
+    }
 }
 
 fn sub_check(a: DType, b: DType) -> Result<()> {
@@ -498,7 +527,7 @@ pub(crate) fn binary(
     if op == BinOp::Sub {
         sub_check(a.dtype(), b.dtype())?;
     }
-    let rule = if op == BinOp::Div {
+    let rule = if matches!(op, BinOp::Div | BinOp::Atan2) {
         Rule::PromoteFloat
     } else {
         Rule::Promote
@@ -510,13 +539,24 @@ pub(crate) fn binary(
     if it.is_meta() {
         return it.finish_meta();
     }
-    if it.compute == DType::Bool {
-        match op {
-            BinOp::Pow => return Err(dispatch_error("pow", DType::Bool)),
-            BinOp::DivTrunc => return Err(dispatch_error("div_trunc_cpu", DType::Bool)),
-            BinOp::DivFloor => return Err(dispatch_error("div_floor_cpu", DType::Bool)),
-            _ => {}
+    if it.compute == DType::Bool
+        && matches!(
+            op,
+            BinOp::Pow | BinOp::DivTrunc | BinOp::DivFloor | BinOp::Fmod | BinOp::Remainder
+        )
+    {
+        return Err(dispatch_error(op.kernel_name(), DType::Bool));
+    }
+    match op {
+        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => return bitwise(op, it),
+        BinOp::Fmod | BinOp::Remainder => return modulo(op, it),
+        // atan2 of the values as f64 (musl's, within 1 ulp), rounded once.
+        BinOp::Atan2 => {
+            return float_dtype!(it.compute, F => it.run(|[a, b], o| map2(a, b, o, |y: F, x: F| {
+                F::of(libm::atan2(Element::to_f64(y), Element::to_f64(x)))
+            })), _ => crate::bail!("atan2 computed in {}", it.compute))
         }
+        _ => {}
     }
     let zero_division = AtomicBool::new(false);
     let r = with_dtype!(it.compute, T => {
@@ -548,12 +588,116 @@ pub(crate) fn binary(
                 (Src::Slice(x), Src::Scalar(y)) => o.with_slice(F::zero(), |o| <F as VecMath>::pow_scalar(x, y, o)),
                 (a, b) => map2(a, b, o, F::power),
             }), _ => it.run(|[a, b], o| map2(a, b, o, T::power))),
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Fmod | BinOp::Remainder | BinOp::Atan2 => {
+                crate::bail!("{op:?} runs its own loop")
+            }
         }
     })?;
     if zero_division.load(Ordering::Relaxed) {
         crate::bail!("ZeroDivisionError");
     }
     Ok(r)
+}
+
+/// `bitwise_and` / `bitwise_or` / `bitwise_xor` in the promoted dtype: bool
+/// and the integers (the dispatch of `bitwise_and_kernel` and the like in
+/// aten/src/ATen/native/cpu/BinaryOpsKernel.cpp); a float is PyTorch's
+/// dispatch error.
+fn bitwise(op: BinOp, it: Iter<'_>) -> Result<Tensor> {
+    macro_rules! run {
+        ($t:ty) => {
+            match op {
+                BinOp::BitAnd => it.run(|[a, b], o| map2(a, b, o, |p: $t, q: $t| p & q)),
+                BinOp::BitOr => it.run(|[a, b], o| map2(a, b, o, |p: $t, q: $t| p | q)),
+                _ => it.run(|[a, b], o| map2(a, b, o, |p: $t, q: $t| p ^ q)),
+            }
+        };
+    }
+    match it.compute {
+        DType::Bool => run!(bool),
+        DType::Int32 => run!(i32),
+        DType::Int64 => run!(i64),
+        d => Err(dispatch_error(op.kernel_name(), d)),
+    }
+}
+
+/// `fmod` (the remainder of truncated division, the sign of `self`) and
+/// `remainder` (of floored division, the sign of `other`), as
+/// `fmod_kernel` / `remainder_kernel` in
+/// aten/src/ATen/native/cpu/BinaryOpsKernel.cpp compute them: an integer
+/// divisor 0 is PyTorch's `ZeroDivisionError`; a float one gives NaN.
+fn modulo(op: BinOp, it: Iter<'_>) -> Result<Tensor> {
+    let zero_division = AtomicBool::new(false);
+    let floored = op == BinOp::Remainder;
+    macro_rules! int {
+        ($t:ty) => {
+            it.run(|[a, b], o| {
+                map2(a, b, o, |p: $t, q: $t| {
+                    if q == 0 {
+                        zero_division.store(true, Ordering::Relaxed);
+                        return 0;
+                    }
+                    // `wrapping_rem`: MIN % -1 is 0 (C++'s `%` has no value there).
+                    let r = p.wrapping_rem(q);
+                    if floored && r != 0 && ((r < 0) != (q < 0)) {
+                        r + q
+                    } else {
+                        r
+                    }
+                })
+            })
+        };
+    }
+    macro_rules! float {
+        ($t:ty) => {
+            it.run(|[a, b], o| {
+                map2(a, b, o, |p: $t, q: $t| {
+                    // Rust's `%` on floats is C's `fmod`.
+                    let r = p % q;
+                    if floored && r != 0.0 && ((q < 0.0) != (r < 0.0)) {
+                        r + q
+                    } else {
+                        r
+                    }
+                })
+            })
+        };
+    }
+    let r = match it.compute {
+        DType::Int32 => int!(i32),
+        DType::Int64 => int!(i64),
+        DType::Float32 => float!(f32),
+        DType::Float64 => float!(f64),
+        d => return Err(dispatch_error(op.kernel_name(), d)),
+    }?;
+    if zero_division.load(Ordering::Relaxed) {
+        crate::bail!("ZeroDivisionError");
+    }
+    Ok(r)
+}
+
+/// `pow(self, exponent)` with a number `self` (`pow.Scalar`, PyTorch's
+/// `TORCH_IMPL_FUNC(pow_Scalar_out)` in aten/src/ATen/native/Pow.cpp): the
+/// dtype of `result_type(self, exponent)`; ones when `self` is 1, else
+/// `pow.Tensor_Tensor` of the number and the tensor.
+pub(crate) fn pow_scalar_base(self_: Scalar, exponent: &Tensor, dest: Dest<'_>) -> Result<Tensor> {
+    if !scalar_equals(self_, 1.0) {
+        return binary(
+            BinOp::Pow,
+            Operand::Scalar(self_),
+            Operand::Tensor(exponent),
+            Scalar::Int(1),
+            dest,
+        );
+    }
+    let ops = smallvec::smallvec![Operand::Scalar(self_), Operand::Tensor(exponent)];
+    let it = Iter::build(ops, dest, Rule::Promote)?;
+    if it.is_meta() {
+        return it.finish_meta();
+    }
+    with_dtype!(it.compute, T => {
+        it.run(|[_a, _b]: [Src<'_, T>; 2], o: Out<'_, T>| o.fill(T::one()))
+    })
 }
 
 /// PyTorch's check of an in-place binary operator on meta tensors (its
@@ -810,9 +954,17 @@ pub(crate) enum Cmp {
     Gt,
     /// `<`
     Lt,
+    /// `logical_and`: both nonzero
+    And,
+    /// `logical_or`: either nonzero
+    Or,
+    /// `logical_xor`: exactly one nonzero
+    Xor,
 }
 
-/// A comparison: computed in the promoted dtype, bool result.
+/// A comparison or a logical operator (`logical_and` and the like, built as
+/// comparisons in aten/src/ATen/native/BinaryOps.cpp): computed in the
+/// promoted dtype, bool result (or the `out=` dtype).
 pub(crate) fn compare(op: Cmp, a: Operand<'_>, b: Operand<'_>, dest: Dest<'_>) -> Result<Tensor> {
     let it = Iter::build(smallvec::smallvec![a, b], dest, Rule::Compare)?;
     if it.is_meta() {
@@ -825,6 +977,10 @@ pub(crate) fn compare(op: Cmp, a: Operand<'_>, b: Operand<'_>, dest: Dest<'_>) -
         Cmp::Le => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p <= q)),
         Cmp::Gt => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p > q)),
         Cmp::Lt => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p < q)),
+        // NaN is nonzero, true as in C++.
+        Cmp::And => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p != T::zero() && q != T::zero())),
+        Cmp::Or => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| p != T::zero() || q != T::zero())),
+        Cmp::Xor => it.run(|[a, b], o| map2(a, b, o, |p: T, q: T| (p != T::zero()) != (q != T::zero()))),
     })
 }
 
