@@ -43,7 +43,6 @@ const MISSING: &[&str] = &[
     "_pdist_forward",
     "randperm",
     "repeat",
-    "gelu",
     "sym_size.int",
     "sym_is_contiguous",
     "sym_numel",

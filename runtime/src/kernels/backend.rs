@@ -98,7 +98,7 @@ macro_rules! backend_kernels {
     ($key:ident) => {
         use $crate::kernels::pointwise::{self, BinOp, Cmp, Dest, Unary};
         use $crate::kernels::promote::Operand;
-        use $crate::kernels::{copy, factory, linalg, reduce, shape, views};
+        use $crate::kernels::{activation, copy, factory, linalg, reduce, shape, views};
         use $crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
         // `kernel` is for hand-written kernels beside the stamped ones.
         #[allow(unused_imports)]
@@ -181,6 +181,45 @@ macro_rules! backend_kernels {
         #[$crate::kernel($key)]
         pub fn relu_(self_: &mut Tensor) -> Result<Tensor> {
             pointwise::unary(Unary::Relu, self_, Dest::Inplace)
+        }
+
+        #[doc = concat!("`gelu` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+            activation::gelu(self_, approximate, Dest::New)
+        }
+
+        #[doc = concat!("`gelu_` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn gelu_(self_: &mut Tensor, approximate: &str) -> Result<Tensor> {
+            activation::gelu(self_, approximate, Dest::Inplace)
+        }
+
+        #[doc = concat!("`gelu.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn gelu_out(self_: &Tensor, approximate: &str, out: &mut Tensor) -> Result<Tensor> {
+            activation::gelu(self_, approximate, Dest::Out(out))
+        }
+
+        #[doc = concat!("`gelu_backward` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn gelu_backward(
+            grad_output: &Tensor,
+            self_: &Tensor,
+            approximate: &str,
+        ) -> Result<Tensor> {
+            activation::gelu_backward(grad_output, self_, approximate, Dest::New)
+        }
+
+        #[doc = concat!("`gelu_backward.grad_input` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn gelu_backward_grad_input(
+            grad_output: &Tensor,
+            self_: &Tensor,
+            approximate: &str,
+            grad_input: &mut Tensor,
+        ) -> Result<Tensor> {
+            activation::gelu_backward(grad_output, self_, approximate, Dest::Out(grad_input))
         }
 
         #[doc = concat!("`div.Tensor_mode` (", stringify!($key), ").")]
