@@ -1,4 +1,5 @@
-"""Records what PyTorch's activation operators compute, for
+"""Records what PyTorch's activation operators (gelu, leaky_relu and their
+backward operators) compute, for
 tests/tests/activation_values.rs: per operator, options and input dtype, the
 inputs, the result's dtype and values, or the error (type and message).
 Needs PyTorch (2.15 made the file); the tests only read it.
@@ -64,6 +65,20 @@ def main():
             run(fh, "gelu_backward", kwargs, [g, x])
             run(fh, "gelu_backward", kwargs, [g.float(), torch.tensor(INTS * 23)[:len(FLOATS)]])
             n += 2
+        for kwargs in [{}, {"negative_slope": 0.2}, {"negative_slope": -1.5}]:
+            for dtype, values in [(torch.float64, FLOATS), (torch.float32, FLOATS),
+                                  (torch.int64, INTS), (torch.bool, BOOLS)]:
+                x = torch.tensor(values, dtype=dtype)
+                run(fh, "leaky_relu", kwargs, [x])
+                g = torch.tensor((GRADS * len(values))[:len(values)], dtype=dtype)
+                slope = kwargs.get("negative_slope", 0.01)
+                run(fh, "leaky_relu_backward", {"negative_slope": slope, "self_is_result": False}, [g, x])
+                n += 2
+        x = torch.tensor(FLOATS, dtype=torch.float32)
+        g = torch.tensor((GRADS * len(FLOATS))[:len(FLOATS)], dtype=torch.float64)
+        run(fh, "leaky_relu_backward", {"negative_slope": 0.5, "self_is_result": True}, [g, x])
+        run(fh, "leaky_relu_backward", {"negative_slope": -0.5, "self_is_result": True}, [g, x])
+        n += 2
     print("%d cases" % n)
 
 

@@ -1,7 +1,7 @@
 """The cases tests/record/grad_calls.py records (see there) for the
 activation operators of PyTorch's core set: gelu (approximate 'none' and
-'tanh', its in-place and out= forms) and gelu_backward (gradients of
-gradients, forward mode).
+'tanh', its in-place form) and gelu_backward, leaky_relu (its in-place
+form) and leaky_relu_backward (gradients of gradients, forward mode).
 
     cd tests/record && python grad_calls.py ../data/recorded/grad_calls_act.jsonl grad_cases_act 20260401 900
 """
@@ -32,4 +32,19 @@ def CASES():
     add(C("gelu", "int_input", [I([1, 2, 3])]))
     add(C("gelu", "bad_approximate", [F(3)], {"approximate": "exact"}))
     add(C("gelu_backward", "bad_approximate", [F(3), F(3)], {"approximate": "exact"}))
+
+    for slope in [0.01, 0.2, -0.5]:
+        kw = {"negative_slope": slope}
+        tag = str(slope)
+        add(C("leaky_relu", "2x3_" + tag, [F(2, 3, kind="odd")], kw, gg=True, jvp=True))
+        add(C("leaky_relu", "f32_3x1_" + tag, [F32(3, 1, kind="odd")], kw, gg=True, jvp=True))
+        add(C("leaky_relu_", "clone_" + tag, [F(2, 2, clone=True, kind="odd")], kw, gg=True))
+        add(C("leaky_relu_backward", "2x3_" + tag, [F(2, 3, kind="odd"), F(2, 3, kind="odd"), slope, False], gg=True, jvp=True))
+    add(C("leaky_relu", "default", [F(4, kind="odd")], gg=True, jvp=True))
+    add(C("leaky_relu", "at_kinks", [F(4, data=[0.0, -0.0, 0.5, -0.5])], gg=True, jvp=True))
+    add(C("leaky_relu", "empty_0x2", [F(0, 2)], jvp=True))
+    add(C("leaky_relu_", "leaf_inplace_err", [F(3)]))
+    add(C("leaky_relu", "int_input", [I([1, -2, 3])]))
+    add(C("leaky_relu_backward", "self_is_result", [F(3, kind="odd"), F(3, kind="odd"), 0.1, True], gg=True, jvp=True))
+    add(C("leaky_relu_backward", "self_is_result_negative_err", [F(3), F(3), -0.1, True]))
     return out

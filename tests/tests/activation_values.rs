@@ -1,7 +1,8 @@
 //! The activation operators of PyTorch's core set against what PyTorch 2.15
 //! computes (`tests/data/recorded/activation_values.jsonl`, recorded by
 //! `tests/record/activation_values.py`): `gelu` and `gelu_backward` with the
-//! default, `'none'` and `'tanh'` approximations and an unknown one, per
+//! default, `'none'` and `'tanh'` approximations and an unknown one,
+//! `leaky_relu` and `leaky_relu_backward` with slopes of both signs, per
 //! input dtype: the result's dtype and values, or PyTorch's error word for
 //! word; and the same call on meta tensors gives the same dtype and shape
 //! (or, as PyTorch's meta functions, the same error where they raise one).
@@ -135,7 +136,14 @@ fn activations_compute_what_pytorch_computes() {
             .as_object()
             .unwrap()
             .iter()
-            .map(|(k, v)| (k.clone(), Value::Str(v.as_str().unwrap().into())))
+            .map(|(k, v)| {
+                let v = match v {
+                    Json::String(s) => Value::Str(s.clone()),
+                    Json::Bool(b) => Value::Bool(*b),
+                    v => Value::Float(v.as_f64().unwrap()),
+                };
+                (k.clone(), v)
+            })
             .collect();
         let inputs: Vec<Tensor> = j["inputs"].as_array().unwrap().iter().map(input).collect();
         let dtypes: Vec<&str> = inputs.iter().map(|t| t.dtype().name()).collect();
@@ -172,12 +180,11 @@ fn activations_compute_what_pytorch_computes() {
                 }
             }
             // PyTorch's meta functions check the dtype rule only (and, for
-            // `gelu`, the approximation).
-            let approximation = expect["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("approximate");
-            match (meta, approximation && op == "gelu") {
+            // `gelu`, the approximation; for `leaky_relu_backward`, the slope).
+            let message = expect["message"].as_str().unwrap();
+            let in_meta = (message.starts_with("approximate") && op == "gelu")
+                || message.starts_with("In-place leakyReLu");
+            match (meta, in_meta) {
                 (Err(e), true) if e.to_string() == expect["message"] => {}
                 (Ok(m), false) if m.device() == Device::Meta => {}
                 (m, _) => failures.push(format!("{id}: meta gives {m:?}")),
@@ -247,7 +254,7 @@ fn activations_compute_what_pytorch_computes() {
             }
         }
     }
-    assert!(cases >= 40, "only {cases} cases");
+    assert!(cases >= 66, "only {cases} cases");
     // The default and `'none'` approximations (oneDNN's path is the erf form).
     assert_eq!(differences, 2, "the listed differences");
     assert!(

@@ -74,7 +74,6 @@ const MISSING: &[&str] = &[
     "pow.Scalar",
     "elu",
     "hardtanh",
-    "leaky_relu",
     "_adaptive_avg_pool2d",
     "_adaptive_avg_pool2d_backward",
     "_adaptive_avg_pool3d",

@@ -1,7 +1,7 @@
-//! Activation kernels over the pointwise engine: `gelu` and
-//! `gelu_backward` (PyTorch's aten/src/ATen/native/Activation.cpp for the
-//! checks and dtypes, aten/src/ATen/native/cpu/GeluKernel.cpp for the
-//! element formulas).
+//! Activation kernels over the pointwise engine: `gelu`, `leaky_relu` and
+//! their backward operators (PyTorch's aten/src/ATen/native/Activation.cpp
+//! for the checks and dtypes, aten/src/ATen/native/cpu/GeluKernel.cpp and
+//! Activation.cpp in the same directory for the element formulas).
 //!
 //! Each formula is evaluated in the compute dtype in the order PyTorch's CPU
 //! kernel evaluates it (`0.5 * x * (1 + erf(x / √2))` in `f32` for a float32
@@ -12,10 +12,10 @@
 use super::iter::{map1, map2};
 use super::pointwise::{Dest, Iter, Rule};
 use super::promote::Operand;
-use super::{dispatch_error, num::Float};
+use super::{dispatch_error, num::Float, scalar_to};
 use crate::error::Result;
 use crate::float_dtype;
-use crate::tensor::Tensor;
+use crate::tensor::{Scalar, Tensor};
 
 /// `gelu`'s `approximate` argument (PyTorch's `GeluType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,6 +152,53 @@ pub(crate) fn gelu_backward(
     float_dtype!(compute, T => {
         it.run(|[g, x], o| map2(g, x, o, |g: T, x: T| gelu_grad_value(kind, g, x)))
     }, _ => Err(dispatch_error("GeluBackwardKernelImpl", compute)))
+}
+
+/// `leaky_relu` / `leaky_relu_` / `leaky_relu.out`: `x` where `x > 0`,
+/// else `x * negative_slope` (NaN stays NaN), in the input's dtype
+/// (`build_unary_op`), floating dtypes only on CPU.
+pub(crate) fn leaky_relu(self_: &Tensor, negative_slope: Scalar, dest: Dest<'_>) -> Result<Tensor> {
+    let dtype = self_.dtype();
+    let it = Iter::build(
+        smallvec::smallvec![Operand::Tensor(self_)],
+        dest,
+        Rule::Exact(dtype),
+    )?;
+    if it.is_meta() {
+        return it.finish_meta();
+    }
+    float_dtype!(dtype, T => {
+        let slope: T = scalar_to(negative_slope)?;
+        it.run(|[a], o| map1(a, o, |x: T| if x > 0.0 { x } else { x * slope }))
+    }, _ => Err(dispatch_error("leaky_relu_cpu", dtype)))
+}
+
+/// `leaky_relu_backward` / `.grad_input`: `grad_output` where `self > 0`,
+/// else `grad_output * negative_slope`, the two promoted together
+/// (`build_borrowing_binary_op`). With `self_is_result` (`self` is the
+/// in-place forward's result) a negative slope is PyTorch's error: the sign
+/// of the input cannot be told from the result then.
+pub(crate) fn leaky_relu_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    negative_slope: Scalar,
+    self_is_result: bool,
+    dest: Dest<'_>,
+) -> Result<Tensor> {
+    crate::ensure!(
+        !self_is_result || negative_slope.to_f64() >= 0.0,
+        "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope"
+    );
+    let ops = smallvec::smallvec![Operand::Tensor(self_), Operand::Tensor(grad_output)];
+    let it = Iter::build(ops, dest, Rule::Promote)?;
+    if it.is_meta() {
+        return it.finish_meta();
+    }
+    let compute = it.compute;
+    float_dtype!(compute, T => {
+        let slope: T = scalar_to(negative_slope)?;
+        it.run(|[x, g], o| map2(x, g, o, |x: T, g: T| if x > 0.0 { g } else { g * slope }))
+    }, _ => Err(dispatch_error("leaky_relu_backward_cpu", compute)))
 }
 
 #[cfg(test)]

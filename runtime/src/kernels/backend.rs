@@ -201,6 +201,64 @@ macro_rules! backend_kernels {
             activation::gelu(self_, approximate, Dest::Out(out))
         }
 
+        #[doc = concat!("`leaky_relu` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn leaky_relu(self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
+            activation::leaky_relu(self_, negative_slope, Dest::New)
+        }
+
+        #[doc = concat!("`leaky_relu_` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn leaky_relu_(self_: &mut Tensor, negative_slope: Scalar) -> Result<Tensor> {
+            activation::leaky_relu(self_, negative_slope, Dest::Inplace)
+        }
+
+        #[doc = concat!("`leaky_relu.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn leaky_relu_out(
+            self_: &Tensor,
+            negative_slope: Scalar,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            activation::leaky_relu(self_, negative_slope, Dest::Out(out))
+        }
+
+        #[doc = concat!("`leaky_relu_backward` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn leaky_relu_backward(
+            grad_output: &Tensor,
+            self_: &Tensor,
+            negative_slope: Scalar,
+            self_is_result: bool,
+        ) -> Result<Tensor> {
+            activation::leaky_relu_backward(
+                grad_output,
+                self_,
+                negative_slope,
+                self_is_result,
+                Dest::New,
+            )
+        }
+
+        #[doc = concat!("`leaky_relu_backward.grad_input` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn leaky_relu_backward_grad_input(
+            grad_output: &Tensor,
+            self_: &Tensor,
+            negative_slope: Scalar,
+            self_is_result: bool,
+            grad_input: &mut Tensor,
+        ) -> Result<Tensor> {
+            let dest = Dest::Out(grad_input);
+            activation::leaky_relu_backward(
+                grad_output,
+                self_,
+                negative_slope,
+                self_is_result,
+                dest,
+            )
+        }
+
         #[doc = concat!("`gelu_backward` (", stringify!($key), ").")]
         #[$crate::kernel($key)]
         pub fn gelu_backward(
