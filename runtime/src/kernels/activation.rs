@@ -216,9 +216,23 @@ mod tests {
     }
 
     #[test]
+    fn leaky_relu_scales_the_non_positive_side() {
+        let x = Tensor::from_vec(vec![-2.0f64, 0.0, 3.0, f64::NAN], &[4]).unwrap();
+        let y = leaky_relu(&x, Scalar::Float(0.5), Dest::New)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        assert_eq!(&y[..3], &[-1.0, 0.0, 3.0]);
+        assert!(y[3].is_nan());
+        let g = Tensor::from_vec(vec![4.0f64; 4], &[4]).unwrap();
+        let dx = leaky_relu_backward(&g, &x, Scalar::Float(0.5), false, Dest::New).unwrap();
+        assert_eq!(dx.to_vec::<f64>().unwrap(), vec![2.0, 2.0, 4.0, 2.0]);
+    }
+
+    #[test]
     fn the_gradient_is_the_derivative() {
         for kind in [Gelu::None, Gelu::Tanh] {
-            for x in [-3.0, -0.7, 0.0, 0.4, 2.5] {
+            for x in [-3.0f64, -0.7, 0.0, 0.4, 2.5] {
                 let h = 1e-6;
                 let numeric = (gelu_value(kind, x + h) - gelu_value(kind, x - h)) / (2.0 * h);
                 let analytic = gelu_grad_value(kind, 1.0, x);
