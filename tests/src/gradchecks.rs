@@ -75,6 +75,13 @@ type Slot = (usize, Option<usize>);
 /// Per-operator arguments: `(operator, [(argument, value)])`.
 const OVERRIDES: &[(&str, &[(&str, Arg)])] = &[
     ("add.Scalar", &[("other", Arg::Float(0.75))]),
+    (
+        "leaky_relu_backward",
+        &[
+            ("negative_slope", Arg::Float(0.2)),
+            ("self_is_result", Arg::Bool(false)),
+        ],
+    ),
     ("fill.Scalar", &[("value", Arg::Float(0.5))]),
     ("fill_.Scalar", &[("value", Arg::Float(0.5))]),
     ("fill.Tensor", &[("value", Arg::Shape(&[]))]),

@@ -264,6 +264,19 @@ fn binary_pointwise_operators_match_our_own_recordings() {
     all_pass(&cases);
 }
 
+/// The Core ATen activations (`gelu` with both approximations, `gelu_`,
+/// `gelu_backward`, `leaky_relu`, `leaky_relu_`, `leaky_relu_backward`),
+/// recorded from PyTorch 2.15 by
+/// `tests/record/grad_calls.py` with `grad_cases_act.py`: gradients,
+/// gradients of gradients, forward mode, broadcasting, in-place forms and
+/// errors: 100%.
+#[test]
+fn activations_match_our_own_recordings() {
+    let cases = gradients::load(&opforge_tests::recorded("grad_calls_act.jsonl")).unwrap();
+    assert!(cases.len() >= 43, "only {} cases", cases.len());
+    all_pass(&cases);
+}
+
 /// A case whose recorded gradient is wrong fails (the runner can fail).
 #[test]
 fn the_runner_reports_a_wrong_gradient() {

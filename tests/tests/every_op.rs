@@ -45,6 +45,8 @@ fn arg(op: &str, a: &ArgSchema, device: Device) -> Value {
         ("num_classes", _) => return Value::Int(3),
         ("input_dtype", _) => return Value::DType(DType::Float32),
         ("end", _) if op.starts_with("lerp") => return t(DType::Float32),
+        // `gelu`'s approximation is `'none'` or `'tanh'`.
+        ("approximate", _) => return Value::Str("tanh".into()),
         // The bitwise operators take integers and bool only.
         ("self" | "other", _) if op.starts_with("bitwise_") => {
             return match a.ty {

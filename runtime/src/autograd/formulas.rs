@@ -305,6 +305,72 @@ pub fn threshold_backward(grad: &Tensor, result: &Tensor, threshold: f64) -> Res
     at::threshold_backward(grad, result, Scalar::Float(threshold))
 }
 
+/// `1 - t` with `t` a tensor (`t` negated, plus one).
+fn one_minus(t: &Tensor) -> Result<Tensor> {
+    at::add_Scalar(&at::neg(t)?, Scalar::Int(1), Scalar::Int(1))
+}
+
+/// `ggI * gO * gelu''(self)`: the derivative of `gelu_backward` with respect
+/// to `self` (PyTorch's `gelu_double_backward` in
+/// torch/csrc/autograd/FunctionsManual.cpp). With `φ` the normal density,
+/// `gelu'' = φ(x) (2 - x²)`; for the tanh form, with `t = tanh(u)`,
+/// `u = √(2/π) (x + κx³)`, `gelu'' = (1 - t²) (u' + x/2 (u'' - 2t u'²))`.
+pub fn gelu_double_backward(
+    ggi: &Tensor,
+    go: &Tensor,
+    self_: &Tensor,
+    approximate: &str,
+) -> Result<Tensor> {
+    use std::f64::consts::{FRAC_1_SQRT_2, FRAC_2_SQRT_PI, SQRT_2};
+    let sq = at::mul_Tensor(self_, self_)?;
+    let second = match approximate {
+        "tanh" => {
+            let (beta, kappa) = (SQRT_2 * FRAC_2_SQRT_PI * 0.5, 0.044715);
+            let cube = at::mul_Tensor(&sq, self_)?;
+            let u = at::mul_Scalar(
+                &at::add_Tensor(self_, &cube, Scalar::Float(kappa))?,
+                Scalar::Float(beta),
+            )?;
+            let t = at::tanh(&u)?;
+            let du = at::add_Scalar(
+                &at::mul_Scalar(&sq, Scalar::Float(3.0 * beta * kappa))?,
+                Scalar::Float(beta),
+                Scalar::Int(1),
+            )?;
+            let ddu = at::mul_Scalar(self_, Scalar::Float(6.0 * beta * kappa))?;
+            let t_du2 = at::mul_Tensor(&at::mul_Tensor(&t, &du)?, &du)?;
+            let bracket = at::add_Tensor(&ddu, &t_du2, Scalar::Int(-2))?;
+            let half_x = at::mul_Scalar(self_, Scalar::Float(0.5))?;
+            let inner = at::add_Tensor(&du, &at::mul_Tensor(&half_x, &bracket)?, Scalar::Int(1))?;
+            at::mul_Tensor(&one_minus(&at::mul_Tensor(&t, &t)?)?, &inner)?
+        }
+        _ => {
+            let pdf = at::mul_Scalar(
+                &at::exp(&at::mul_Scalar(&sq, Scalar::Float(-0.5))?)?,
+                Scalar::Float(FRAC_2_SQRT_PI * FRAC_1_SQRT_2 * 0.5),
+            )?;
+            let two_minus = at::add_Scalar(&at::neg(&sq)?, Scalar::Int(2), Scalar::Int(1))?;
+            at::mul_Tensor(&pdf, &two_minus)?
+        }
+    };
+    at::mul_Tensor(&at::mul_Tensor(ggi, go)?, &second)
+}
+
+/// The forward-mode derivative of `gelu_backward`: its derivative along
+/// `grad_output_t` plus its derivative along `self_t` (PyTorch's formula in
+/// tools/autograd/derivatives.yaml).
+pub fn gelu_backward_jvp(
+    grad_output_t: &Tensor,
+    self_t: &Tensor,
+    grad_output_p: &Tensor,
+    self_p: &Tensor,
+    approximate: &str,
+) -> Result<Tensor> {
+    let along_grad = at::gelu_backward(grad_output_t, self_p, approximate)?;
+    let along_self = gelu_double_backward(self_t, grad_output_p, self_p, approximate)?;
+    at::add_Tensor(&along_grad, &along_self, Scalar::Int(1))
+}
+
 /// `grad / (2 * result)` (sqrt's formula).
 pub fn sqrt_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     at::div_Tensor(grad, &at::mul_Scalar(result, Scalar::Int(2))?)

@@ -133,7 +133,7 @@ macro_rules! backend_kernels {
     ($key:ident) => {
         use $crate::kernels::pointwise::{self, BinOp, Cmp, Dest, Unary};
         use $crate::kernels::promote::Operand;
-        use $crate::kernels::{copy, factory, linalg, reduce, shape, views};
+        use $crate::kernels::{activation, copy, factory, linalg, reduce, shape, views};
         use $crate::tensor::{DType, Device, Layout, MemoryFormat, Scalar, Tensor};
         // `kernel` is for hand-written kernels beside the stamped ones.
         #[allow(unused_imports)]
@@ -252,6 +252,103 @@ macro_rules! backend_kernels {
         #[$crate::kernel($key)]
         pub fn relu_(self_: &mut Tensor) -> Result<Tensor> {
             pointwise::unary(Unary::Relu, self_, Dest::Inplace)
+        }
+
+        #[doc = concat!("`gelu` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+            activation::gelu(self_, approximate, Dest::New)
+        }
+
+        #[doc = concat!("`gelu_` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn gelu_(self_: &mut Tensor, approximate: &str) -> Result<Tensor> {
+            activation::gelu(self_, approximate, Dest::Inplace)
+        }
+
+        #[doc = concat!("`gelu.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn gelu_out(self_: &Tensor, approximate: &str, out: &mut Tensor) -> Result<Tensor> {
+            activation::gelu(self_, approximate, Dest::Out(out))
+        }
+
+        #[doc = concat!("`leaky_relu` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn leaky_relu(self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
+            activation::leaky_relu(self_, negative_slope, Dest::New)
+        }
+
+        #[doc = concat!("`leaky_relu_` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn leaky_relu_(self_: &mut Tensor, negative_slope: Scalar) -> Result<Tensor> {
+            activation::leaky_relu(self_, negative_slope, Dest::Inplace)
+        }
+
+        #[doc = concat!("`leaky_relu.out` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn leaky_relu_out(
+            self_: &Tensor,
+            negative_slope: Scalar,
+            out: &mut Tensor,
+        ) -> Result<Tensor> {
+            activation::leaky_relu(self_, negative_slope, Dest::Out(out))
+        }
+
+        #[doc = concat!("`leaky_relu_backward` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn leaky_relu_backward(
+            grad_output: &Tensor,
+            self_: &Tensor,
+            negative_slope: Scalar,
+            self_is_result: bool,
+        ) -> Result<Tensor> {
+            activation::leaky_relu_backward(
+                grad_output,
+                self_,
+                negative_slope,
+                self_is_result,
+                Dest::New,
+            )
+        }
+
+        #[doc = concat!("`leaky_relu_backward.grad_input` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn leaky_relu_backward_grad_input(
+            grad_output: &Tensor,
+            self_: &Tensor,
+            negative_slope: Scalar,
+            self_is_result: bool,
+            grad_input: &mut Tensor,
+        ) -> Result<Tensor> {
+            let dest = Dest::Out(grad_input);
+            activation::leaky_relu_backward(
+                grad_output,
+                self_,
+                negative_slope,
+                self_is_result,
+                dest,
+            )
+        }
+
+        #[doc = concat!("`gelu_backward` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn gelu_backward(
+            grad_output: &Tensor,
+            self_: &Tensor,
+            approximate: &str,
+        ) -> Result<Tensor> {
+            activation::gelu_backward(grad_output, self_, approximate, Dest::New)
+        }
+
+        #[doc = concat!("`gelu_backward.grad_input` (", stringify!($key), ").")]
+        #[$crate::kernel($key)]
+        pub fn gelu_backward_grad_input(
+            grad_output: &Tensor,
+            self_: &Tensor,
+            approximate: &str,
+            grad_input: &mut Tensor,
+        ) -> Result<Tensor> {
+            activation::gelu_backward(grad_output, self_, approximate, Dest::Out(grad_input))
         }
 
         #[doc = concat!("`div.Tensor_mode` (", stringify!($key), ").")]

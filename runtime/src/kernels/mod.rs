@@ -50,6 +50,7 @@ pub(crate) mod torchbind {
     pub(crate) use crate::classes::torchbind::*;
 }
 
+mod activation;
 mod backend;
 mod copy;
 mod factory;

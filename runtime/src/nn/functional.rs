@@ -27,6 +27,20 @@ pub fn relu(input: &Tensor) -> Result<Tensor> {
     ops::relu(input)
 }
 
+/// `x Φ(x)`, with `Φ` the standard normal distribution function
+/// (`approximate = "none"`), or its tanh approximation
+/// `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))` (`"tanh"`), PyTorch's
+/// `F.gelu`; another `approximate` is PyTorch's error.
+pub fn gelu(input: &Tensor, approximate: &str) -> Result<Tensor> {
+    ops::gelu(input, approximate)
+}
+
+/// `x` where `x > 0`, else `negative_slope * x`, PyTorch's `F.leaky_relu`
+/// (its default slope is 0.01).
+pub fn leaky_relu(input: &Tensor, negative_slope: f64) -> Result<Tensor> {
+    ops::leaky_relu(input, crate::tensor::Scalar::Float(negative_slope))
+}
+
 /// `softmax` along `dim` (computed in `dtype` if given).
 pub fn softmax(input: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     ops::softmax_int(input, dim, dtype)
