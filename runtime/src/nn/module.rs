@@ -13,8 +13,9 @@ use std::fmt;
 
 /// A module's parameters, buffers and children, by name, in registration
 /// order (PyTorch's `_parameters`, `_buffers`, `_modules`), and its training
-/// flag. A module type holds one and hands it out through
-/// [`Module::core`] / [`Module::core_mut`].
+/// flag: the registry of a module that registers its members at run time. It
+/// hands them out through [`ModuleCore::members`] /
+/// [`ModuleCore::members_mut`], which the module's [`ModuleMembers`] calls.
 #[derive(Default)]
 pub struct ModuleCore {
     parameters: Vec<(String, Option<Tensor>)>,
