@@ -23,6 +23,7 @@ pub mod gradients;
 pub mod numeric;
 pub mod traces;
 pub mod training;
+pub mod values;
 pub mod view_programs;
 
 use std::path::{Path, PathBuf};

@@ -20,6 +20,7 @@
 //! PyTorch's result is not the function's value and ours is.
 
 use opforge::{library, DType, Device, Tensor, Value};
+use opforge_tests::values::{num, ulps, values};
 use serde_json::Value as Json;
 
 /// The distance allowed between a result and PyTorch's, in units in the last
@@ -56,14 +57,6 @@ const DIFFERENCES: &[(&str, &[&str], &str)] = &[(
     "itensor_view_from_dense expects float/bfloat16/half/int8/fp8 tensor inputDouble",
 )];
 
-fn num(j: &Json) -> f64 {
-    match j {
-        Json::String(s) => s.parse().unwrap(),
-        Json::Bool(b) => f64::from(u8::from(*b)),
-        j => j.as_f64().unwrap(),
-    }
-}
-
 fn input(j: &Json) -> Tensor {
     let dtype = DType::from_name(j["dtype"].as_str().unwrap()).unwrap();
     let data = j["data"].as_array().unwrap();
@@ -91,29 +84,6 @@ fn input(j: &Json) -> Tensor {
         ),
     }
     .unwrap()
-}
-
-fn values(t: &Tensor) -> Vec<f64> {
-    match t.dtype() {
-        DType::Float64 => t.to_vec::<f64>().unwrap(),
-        DType::Float32 => t
-            .to_vec::<f32>()
-            .unwrap()
-            .into_iter()
-            .map(f64::from)
-            .collect(),
-        other => panic!("a {other:?} result"),
-    }
-}
-
-/// Units in the last place of `dtype` between `a` and `b` (finite).
-fn ulps(a: f64, b: f64, dtype: DType) -> u64 {
-    if dtype == DType::Float32 {
-        let (x, y) = ((a as f32).to_bits() as i32, (b as f32).to_bits() as i32);
-        (x as i64).abs_diff(y as i64)
-    } else {
-        (a.to_bits() as i64).abs_diff(b.to_bits() as i64)
-    }
 }
 
 fn call(op: &str, inputs: &[Tensor], kwargs: &[(String, Value)]) -> opforge::Result<Tensor> {

@@ -15,6 +15,7 @@
 //! result is not the function's value.
 
 use opforge::{library, DType, Device, Tensor, Value};
+use opforge_tests::values::{num, ulps, values};
 use serde_json::Value as Json;
 
 /// The distance allowed between a float math result and PyTorch's, in units
@@ -62,14 +63,6 @@ const DIFFERENCES: &[(&str, &str, f64, f64, f64)] = &[
     ),
 ];
 
-fn num(j: &Json) -> f64 {
-    match j {
-        Json::String(s) => s.parse().unwrap(),
-        Json::Bool(b) => f64::from(u8::from(*b)),
-        j => j.as_f64().unwrap(),
-    }
-}
-
 fn input(dtype: DType, data: &[Json]) -> Tensor {
     let n = [data.len()];
     match dtype {
@@ -95,48 +88,6 @@ fn input(dtype: DType, data: &[Json]) -> Tensor {
         ),
     }
     .unwrap()
-}
-
-/// Values as f64 (exact for every dtype here but int64 beyond 2^53, which
-/// the inputs avoid).
-fn values(t: &Tensor) -> Vec<f64> {
-    match t.dtype() {
-        DType::Float64 => t.to_vec::<f64>().unwrap(),
-        DType::Float32 => t
-            .to_vec::<f32>()
-            .unwrap()
-            .into_iter()
-            .map(f64::from)
-            .collect(),
-        DType::Int64 => t
-            .to_vec::<i64>()
-            .unwrap()
-            .into_iter()
-            .map(|x| x as f64)
-            .collect(),
-        DType::Int32 => t
-            .to_vec::<i32>()
-            .unwrap()
-            .into_iter()
-            .map(f64::from)
-            .collect(),
-        DType::Bool => t
-            .to_vec::<bool>()
-            .unwrap()
-            .into_iter()
-            .map(|b| f64::from(u8::from(b)))
-            .collect(),
-    }
-}
-
-/// Units in the last place of `dtype` between `a` and `b` (finite, same sign).
-fn ulps(a: f64, b: f64, dtype: DType) -> u64 {
-    if dtype == DType::Float32 {
-        let (x, y) = ((a as f32).to_bits() as i64, (b as f32).to_bits() as i64);
-        x.abs_diff(y)
-    } else {
-        (a.to_bits() as i64).abs_diff(b.to_bits() as i64)
-    }
 }
 
 fn call(op: &str, x: &Tensor) -> opforge::Result<Tensor> {
