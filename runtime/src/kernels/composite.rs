@@ -1499,99 +1499,42 @@ pub fn logical_xor_(self_: &mut Tensor, other: &Tensor) -> Result<Tensor> {
     ops::logical_xor_out(self_, other, &mut out)
 }
 
-/// `bitwise_and.Scalar`: `bitwise_and.Tensor` with `other` a wrapped number (PyTorch's
-/// `bitwise_and` over `wrapped_scalar_tensor`, aten/src/ATen/native/BitwiseOps.cpp).
-#[kernel(CompositeExplicitAutograd)]
-pub fn bitwise_and_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
-    ops::bitwise_and_Tensor(self_, &Tensor::wrapped_number(other))
+/// `op.Scalar`, `op_.Scalar` and `op.Scalar_out`: the `.Tensor` forms with
+/// `other` a wrapped number (PyTorch's `wrapped_scalar_tensor`, as
+/// aten/src/ATen/native/BitwiseOps.cpp and BinaryOps.cpp call them).
+macro_rules! scalar_forms {
+    ($($op:literal: $s:ident, $s_:ident, $s_out:ident => $t:ident, $t_:ident, $t_out:ident;)*) => {$(
+        #[doc = concat!("`", $op, ".Scalar`: `", $op, ".Tensor` with `other` a wrapped number.")]
+        #[kernel(CompositeExplicitAutograd)]
+        pub fn $s(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+            ops::$t(self_, &Tensor::wrapped_number(other))
+        }
+
+        #[doc = concat!("`", $op, "_.Scalar`: `", $op, "_.Tensor` with `other` a wrapped number.")]
+        #[kernel(CompositeExplicitAutograd)]
+        pub fn $s_(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
+            ops::$t_(self_, &Tensor::wrapped_number(other))
+        }
+
+        #[doc = concat!("`", $op, ".Scalar_out`: `", $op, ".Tensor_out` with `other` a wrapped number.")]
+        #[kernel(CompositeExplicitAutograd)]
+        pub fn $s_out(self_: &Tensor, other: Scalar, out: &mut Tensor) -> Result<Tensor> {
+            ops::$t_out(self_, &Tensor::wrapped_number(other), out)
+        }
+    )*};
 }
 
-/// `bitwise_and_.Scalar`: `bitwise_and_.Tensor` with `other` a wrapped number.
-#[kernel(CompositeExplicitAutograd)]
-pub fn bitwise_and__Scalar(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
-    ops::bitwise_and__Tensor(self_, &Tensor::wrapped_number(other))
-}
-
-/// `bitwise_and.Scalar_out`: `bitwise_and.Tensor_out` with `other` a wrapped number.
-#[kernel(CompositeExplicitAutograd)]
-pub fn bitwise_and_Scalar_out(self_: &Tensor, other: Scalar, out: &mut Tensor) -> Result<Tensor> {
-    ops::bitwise_and_Tensor_out(self_, &Tensor::wrapped_number(other), out)
-}
-
-/// `bitwise_or.Scalar`: `bitwise_or.Tensor` with `other` a wrapped number (PyTorch's
-/// `bitwise_or` over `wrapped_scalar_tensor`, aten/src/ATen/native/BitwiseOps.cpp).
-#[kernel(CompositeExplicitAutograd)]
-pub fn bitwise_or_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
-    ops::bitwise_or_Tensor(self_, &Tensor::wrapped_number(other))
-}
-
-/// `bitwise_or_.Scalar`: `bitwise_or_.Tensor` with `other` a wrapped number.
-#[kernel(CompositeExplicitAutograd)]
-pub fn bitwise_or__Scalar(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
-    ops::bitwise_or__Tensor(self_, &Tensor::wrapped_number(other))
-}
-
-/// `bitwise_or.Scalar_out`: `bitwise_or.Tensor_out` with `other` a wrapped number.
-#[kernel(CompositeExplicitAutograd)]
-pub fn bitwise_or_Scalar_out(self_: &Tensor, other: Scalar, out: &mut Tensor) -> Result<Tensor> {
-    ops::bitwise_or_Tensor_out(self_, &Tensor::wrapped_number(other), out)
-}
-
-/// `bitwise_xor.Scalar`: `bitwise_xor.Tensor` with `other` a wrapped number (PyTorch's
-/// `bitwise_xor` over `wrapped_scalar_tensor`, aten/src/ATen/native/BitwiseOps.cpp).
-#[kernel(CompositeExplicitAutograd)]
-pub fn bitwise_xor_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
-    ops::bitwise_xor_Tensor(self_, &Tensor::wrapped_number(other))
-}
-
-/// `bitwise_xor_.Scalar`: `bitwise_xor_.Tensor` with `other` a wrapped number.
-#[kernel(CompositeExplicitAutograd)]
-pub fn bitwise_xor__Scalar(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
-    ops::bitwise_xor__Tensor(self_, &Tensor::wrapped_number(other))
-}
-
-/// `bitwise_xor.Scalar_out`: `bitwise_xor.Tensor_out` with `other` a wrapped number.
-#[kernel(CompositeExplicitAutograd)]
-pub fn bitwise_xor_Scalar_out(self_: &Tensor, other: Scalar, out: &mut Tensor) -> Result<Tensor> {
-    ops::bitwise_xor_Tensor_out(self_, &Tensor::wrapped_number(other), out)
-}
-
-/// `fmod.Scalar`: `fmod.Tensor` with `other` a wrapped number (PyTorch's
-/// `fmod` over `wrapped_scalar_tensor`, aten/src/ATen/native/BinaryOps.cpp).
-#[kernel(CompositeExplicitAutograd)]
-pub fn fmod_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
-    ops::fmod_Tensor(self_, &Tensor::wrapped_number(other))
-}
-
-/// `fmod_.Scalar`: `fmod_.Tensor` with `other` a wrapped number.
-#[kernel(CompositeExplicitAutograd)]
-pub fn fmod__Scalar(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
-    ops::fmod__Tensor(self_, &Tensor::wrapped_number(other))
-}
-
-/// `fmod.Scalar_out`: `fmod.Tensor_out` with `other` a wrapped number.
-#[kernel(CompositeExplicitAutograd)]
-pub fn fmod_Scalar_out(self_: &Tensor, other: Scalar, out: &mut Tensor) -> Result<Tensor> {
-    ops::fmod_Tensor_out(self_, &Tensor::wrapped_number(other), out)
-}
-
-/// `remainder.Scalar`: `remainder.Tensor` with `other` a wrapped number (PyTorch's
-/// `remainder` over `wrapped_scalar_tensor`, aten/src/ATen/native/BinaryOps.cpp).
-#[kernel(CompositeExplicitAutograd)]
-pub fn remainder_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
-    ops::remainder_Tensor(self_, &Tensor::wrapped_number(other))
-}
-
-/// `remainder_.Scalar`: `remainder_.Tensor` with `other` a wrapped number.
-#[kernel(CompositeExplicitAutograd)]
-pub fn remainder__Scalar(self_: &mut Tensor, other: Scalar) -> Result<Tensor> {
-    ops::remainder__Tensor(self_, &Tensor::wrapped_number(other))
-}
-
-/// `remainder.Scalar_out`: `remainder.Tensor_out` with `other` a wrapped number.
-#[kernel(CompositeExplicitAutograd)]
-pub fn remainder_Scalar_out(self_: &Tensor, other: Scalar, out: &mut Tensor) -> Result<Tensor> {
-    ops::remainder_Tensor_out(self_, &Tensor::wrapped_number(other), out)
+scalar_forms! {
+    "bitwise_and": bitwise_and_Scalar, bitwise_and__Scalar, bitwise_and_Scalar_out
+        => bitwise_and_Tensor, bitwise_and__Tensor, bitwise_and_Tensor_out;
+    "bitwise_or": bitwise_or_Scalar, bitwise_or__Scalar, bitwise_or_Scalar_out
+        => bitwise_or_Tensor, bitwise_or__Tensor, bitwise_or_Tensor_out;
+    "bitwise_xor": bitwise_xor_Scalar, bitwise_xor__Scalar, bitwise_xor_Scalar_out
+        => bitwise_xor_Tensor, bitwise_xor__Tensor, bitwise_xor_Tensor_out;
+    "fmod": fmod_Scalar, fmod__Scalar, fmod_Scalar_out
+        => fmod_Tensor, fmod__Tensor, fmod_Tensor_out;
+    "remainder": remainder_Scalar, remainder__Scalar, remainder_Scalar_out
+        => remainder_Tensor, remainder__Tensor, remainder_Tensor_out;
 }
 
 /// `div.Scalar_mode`: `div.Tensor_mode` with `other` a wrapped number
